@@ -1,0 +1,133 @@
+/* parcagpu probe ABI: what a consumer of the USDT probes of provider "parcagpu" may rely on.
+ *
+ * This header is plain C (no libc includes), so a BPF program can include it as well as C++.
+ * Every number here is the production consumer's contract (the Parca agent's BPF program):
+ * probe names, argument order and types, the kernel activity record offsets and the batch limits.
+ * Changing one breaks GPU profiling in production; tests/abi_test.cc and tests/test_probe_notes.py
+ * pin them against the CUPTI headers and against the library's .note.stapsdt.
+ */
+#ifndef PARCAGPU_ABI_H
+#define PARCAGPU_ABI_H
+
+#define PARCAGPU_PROVIDER "parcagpu"
+
+/* Probes, their arguments in order (u32 = uint32_t, s32 = int32_t, u64 = uint64_t, ptr = 8 bytes):
+ *
+ * cuda_correlation(u32 correlationId, s32 signedCbid, ptr name)
+ *     A launch, fired on its API EXIT. signedCbid < 0: driver API cbid, > 0: runtime API cbid.
+ *     name: the kernel symbol when CUPTI gives one, else the API function name.
+ * kernel_executed(u64 start, u64 end, u32 correlationId, u32 deviceId, u32 streamId,
+ *                 u32 graphId, u64 graphNodeId, ptr name)
+ *     One kernel's GPU timing, per kernel (alternative to activity_batch).
+ * activity_batch(ptr records, u32 count)
+ *     records: const void *[count], each a CUPTI kernel activity record (layout below).
+ *     count <= PARCAGPU_ACTIVITY_BATCH_MAX.
+ * pc_sample_batch(ptr records, u32 count)
+ *     records: const void *[count] of CUpti_PCSamplingPCData (PARCAGPU_PC_SAMPLE_RECORD_SIZE bytes).
+ * stall_reason_map(ptr names, u32 count)
+ *     One blob of PARCAGPU_STALL_REASON_MAX names of PARCAGPU_STALL_REASON_NAME_LEN bytes.
+ * cubin_loaded(u64 cubinCrc, ptr cubin, u64 cubinSize)
+ * cubin_unloaded(u64 cubinCrc)
+ * gpu_config(u32 deviceId, u32 samplingFactor, u32 clockKHz, u32 smCount)
+ * error(s32 code, ptr message, ptr component)
+ *
+ * Capture-site attribution (parcagpu's own, beyond the production consumer's set):
+ * graph_capture_launch(u32 correlationId, s32 signedCbid, ptr name, u32 graphId, u64 graphNodeId)
+ *     A launch recorded into graph graphId as node graphNodeId during stream capture; it never
+ *     runs under correlationId, so no cuda_correlation is fired for it. Take the stack here.
+ * graph_node_clone(u64 originalNodeId, u64 clonedNodeId, u32 execGraphId)
+ *     A node cloned into executable graph execGraphId at instantiation. Kernels of that exec
+ *     carry clonedNodeId as graphNodeId; follow the chain back to the captured node.
+ *
+ * Kernels reach activity_batch / kernel_executed only for launches announced by cuda_correlation
+ * first; a graph launch announces once and all its kernels carry its correlation ID.
+ * Metadata probes (stall_reason_map, cubin_loaded, gpu_config) fire again when a consumer attaches.
+ */
+
+/* Batch limits. */
+#define PARCAGPU_ACTIVITY_BATCH_MAX 128
+#define PARCAGPU_PC_SAMPLE_BATCH_MAX 1024
+#define PARCAGPU_PC_SAMPLE_RECORD_SIZE 60
+#define PARCAGPU_STALL_REASON_MAX 64
+#define PARCAGPU_STALL_REASON_NAME_LEN 64
+
+/* The kernel activity record as the consumer reads it: it copies PARCAGPU_KREC_SIZE bytes from
+ * each activity_batch pointer. Same offsets in CUpti_ActivityKernel5 .. CUpti_ActivityKernel10. */
+#define PARCAGPU_KREC_SIZE 160
+#define PARCAGPU_KREC_OFF_KIND 0           /* u32: 3 = KERNEL, 10 = CONCURRENT_KERNEL */
+#define PARCAGPU_KREC_OFF_START 16         /* u64 ns */
+#define PARCAGPU_KREC_OFF_END 24           /* u64 ns */
+#define PARCAGPU_KREC_OFF_DEVICE_ID 40     /* u32 */
+#define PARCAGPU_KREC_OFF_CONTEXT_ID 44    /* u32 */
+#define PARCAGPU_KREC_OFF_STREAM_ID 48     /* u32 */
+#define PARCAGPU_KREC_OFF_CORRELATION_ID 92 /* u32 */
+#define PARCAGPU_KREC_OFF_NAME 104         /* const char * in the traced process */
+#define PARCAGPU_KREC_OFF_GRAPH_NODE_ID 144 /* u64 */
+#define PARCAGPU_KREC_OFF_GRAPH_ID 156     /* u32 */
+
+#define PARCAGPU_KIND_KERNEL 3
+#define PARCAGPU_KIND_CONCURRENT_KERNEL 10
+
+#ifdef __cplusplus
+#include <cstddef>
+#include <cstdint>
+
+namespace parcagpu::abi {
+
+/* Argument sizes as they appear in the SDT note: negative = signed (as in "-4@%eax"). */
+struct ProbeSpec {
+  const char *name;
+  int nargs;
+  int arg_sizes[8];
+};
+
+inline constexpr ProbeSpec kProbes[] = {
+    {"cuda_correlation", 3, {4, -4, 8}},
+    {"kernel_executed", 8, {8, 8, 4, 4, 4, 4, 8, 8}},
+    {"activity_batch", 2, {8, 4}},
+    {"pc_sample_batch", 2, {8, 4}},
+    {"stall_reason_map", 2, {8, 4}},
+    {"cubin_loaded", 3, {8, 8, 8}},
+    {"cubin_unloaded", 1, {8}},
+    {"gpu_config", 4, {4, 4, 4, 4}},
+    {"error", 3, {-4, 8, 8}},
+    {"graph_capture_launch", 5, {4, -4, 8, 4, 8}},
+    {"graph_node_clone", 3, {8, 8, 4}},
+};
+
+}  // namespace parcagpu::abi
+
+#if defined(__has_include)
+#if __has_include(<cupti_activity.h>)
+#include <cupti_activity.h>
+#define PARCAGPU_ABI_CHECK_RECORD(T)                                                      \
+  static_assert(offsetof(T, kind) == PARCAGPU_KREC_OFF_KIND, #T ".kind");                 \
+  static_assert(offsetof(T, start) == PARCAGPU_KREC_OFF_START, #T ".start");              \
+  static_assert(offsetof(T, end) == PARCAGPU_KREC_OFF_END, #T ".end");                    \
+  static_assert(offsetof(T, deviceId) == PARCAGPU_KREC_OFF_DEVICE_ID, #T ".deviceId");    \
+  static_assert(offsetof(T, contextId) == PARCAGPU_KREC_OFF_CONTEXT_ID, #T ".contextId"); \
+  static_assert(offsetof(T, streamId) == PARCAGPU_KREC_OFF_STREAM_ID, #T ".streamId");    \
+  static_assert(offsetof(T, correlationId) == PARCAGPU_KREC_OFF_CORRELATION_ID,           \
+                #T ".correlationId");                                                     \
+  static_assert(offsetof(T, name) == PARCAGPU_KREC_OFF_NAME, #T ".name");                 \
+  static_assert(offsetof(T, graphNodeId) == PARCAGPU_KREC_OFF_GRAPH_NODE_ID,              \
+                #T ".graphNodeId");                                                       \
+  static_assert(offsetof(T, graphId) == PARCAGPU_KREC_OFF_GRAPH_ID, #T ".graphId");       \
+  static_assert(sizeof(T) >= PARCAGPU_KREC_SIZE, #T " is shorter than the consumer's copy")
+PARCAGPU_ABI_CHECK_RECORD(CUpti_ActivityKernel10);
+#if __has_include(<cupti_activity_deprecated.h>)
+#include <cupti_activity_deprecated.h>
+PARCAGPU_ABI_CHECK_RECORD(CUpti_ActivityKernel5);
+PARCAGPU_ABI_CHECK_RECORD(CUpti_ActivityKernel6);
+PARCAGPU_ABI_CHECK_RECORD(CUpti_ActivityKernel7);
+PARCAGPU_ABI_CHECK_RECORD(CUpti_ActivityKernel8);
+PARCAGPU_ABI_CHECK_RECORD(CUpti_ActivityKernel9);
+#endif
+static_assert(CUPTI_ACTIVITY_KIND_KERNEL == PARCAGPU_KIND_KERNEL, "kind KERNEL");
+static_assert(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL == PARCAGPU_KIND_CONCURRENT_KERNEL,
+              "kind CONCURRENT_KERNEL");
+#endif
+#endif
+
+#endif /* __cplusplus */
+#endif /* PARCAGPU_ABI_H */

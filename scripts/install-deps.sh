@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Installs what parcagpu needs to build and test, from Debian packages. Idempotent.
+# CUDA headers come from the toolkit at /usr/local/cuda (or $CUDA_HOME); they are not installed here.
+set -euo pipefail
+PKGS=(build-essential cmake pkg-config systemtap-sdt-dev libbpf-dev bpftool clang llvm
+      libelf-dev zlib1g-dev libgtest-dev bpftrace python3 clang-format)
+missing=()
+for p in "${PKGS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "install-deps: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO=sudo
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
+if [ ! -f "$CUDA_HOME/include/cupti.h" ] && [ ! -f "$CUDA_HOME/extras/CUPTI/include/cupti.h" ]; then
+  echo "install-deps: CUDA toolkit headers not found under $CUDA_HOME (set CUDA_HOME)" >&2
+  exit 1
+fi
+echo "install-deps: all dependencies present"

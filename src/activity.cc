@@ -1,0 +1,255 @@
+#include "activity.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+
+#include "log.h"
+#include "parcagpu/abi.h"
+#include "usdt.h"
+
+namespace parcagpu {
+namespace {
+
+ActivityCollector *g_collector = nullptr;  // CUPTI's buffer callbacks carry no user data
+
+constexpr size_t kRecordAlign = 8;  // CUPTI requires 8-byte aligned buffers
+
+template <typename T>
+T field(const uint8_t *record, size_t offset) {
+  T v;
+  std::memcpy(&v, record + offset, sizeof v);
+  return v;
+}
+
+}  // namespace
+
+uint64_t monotonic_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+BufferPool::~BufferPool() {
+  for (uint8_t *b : free_) std::free(b);
+}
+
+uint8_t *BufferPool::acquire() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!free_.empty()) {
+    uint8_t *b = free_.back();
+    free_.pop_back();
+    return b;
+  }
+  if (alive_ >= max_) return nullptr;
+  void *p = std::aligned_alloc(kRecordAlign, bytes_);
+  if (!p) return nullptr;
+  ++alive_;
+  return static_cast<uint8_t *>(p);
+}
+
+void BufferPool::release(uint8_t *buf) {
+  if (!buf) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  free_.push_back(buf);
+}
+
+ActivityCollector::ActivityCollector(const CuptiApi &cupti, const Config &config,
+                                     CorrelationTracker &tracker)
+    : cupti_(cupti),
+      config_(config),
+      tracker_(tracker),
+      pool_(static_cast<size_t>(config.buffer_kib) * 1024, config.max_buffers) {}
+
+bool ActivityCollector::init() {
+  g_collector = this;
+  CUptiResult r =
+      cupti_.cuptiActivityRegisterCallbacks(&on_buffer_requested, &on_buffer_completed);
+  if (r != CUPTI_SUCCESS) {
+    report_error(r, "activity",
+                 "cuptiActivityRegisterCallbacks failed: %s; kernel timing will not be collected",
+                 cupti_result_string(cupti_, r));
+    return false;
+  }
+  return true;
+}
+
+void ActivityCollector::set_enabled(bool on) {
+  std::lock_guard<std::mutex> lock(toggle_mu_);
+  if (on == enabled_.load(std::memory_order_relaxed)) return;
+  if (on) {
+    const uint64_t now = monotonic_ns();
+    if (now < retry_after_ns_) return;
+    CUptiResult r = cupti_.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+    if (r != CUPTI_SUCCESS) {
+      retry_after_ns_ = now + 5ull * 1000000000ull;
+      report_error(r, "activity",
+                   "cuptiActivityEnable(CONCURRENT_KERNEL) failed: %s; retrying in 5 s, "
+                   "launches are still announced",
+                   cupti_result_string(cupti_, r));
+      return;
+    }
+    enabled_.store(true, std::memory_order_release);
+    {
+      std::lock_guard<std::mutex> s(stats_mu_);
+      ++stats_.enables;
+    }
+    debug_log("kernel activity enabled (a consumer attached)");
+    std::lock_guard<std::mutex> f(flusher_mu_);
+    if (!flusher_.joinable() && !stopping_) {
+      try {
+        flusher_ = std::thread([this] { flusher_main(); });
+      } catch (...) {
+        report_error(kErrInternal, "activity", "cannot start the flusher thread; flushing "
+                                               "only at exit");
+      }
+    }
+    return;
+  }
+  // Records of kernels launched before the disable are still delivered by this flush.
+  CUptiResult r = cupti_.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+  if (r != CUPTI_SUCCESS)
+    report_error(r, "activity", "cuptiActivityDisable(CONCURRENT_KERNEL) failed: %s",
+                 cupti_result_string(cupti_, r));
+  enabled_.store(false, std::memory_order_release);
+  {
+    std::lock_guard<std::mutex> s(stats_mu_);
+    ++stats_.disables;
+  }
+  debug_log("kernel activity disabled (no consumer left)");
+  flush(true);
+}
+
+void ActivityCollector::request_flush() {
+  // try_lock: the launch path must never wait on the flusher.
+  std::unique_lock<std::mutex> lock(flusher_mu_, std::try_to_lock);
+  if (!lock.owns_lock()) return;
+  if (flush_requested_) return;
+  flush_requested_ = true;
+  flusher_cv_.notify_one();
+}
+
+void ActivityCollector::flush(bool forced) {
+  CUptiResult r = cupti_.cuptiActivityFlushAll(forced ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
+  if (r != CUPTI_SUCCESS)
+    report_error(r, "activity", "cuptiActivityFlushAll failed: %s", cupti_result_string(cupti_, r));
+  std::lock_guard<std::mutex> s(stats_mu_);
+  ++stats_.flushes;
+}
+
+void ActivityCollector::flusher_main() {
+  std::unique_lock<std::mutex> lock(flusher_mu_);
+  while (!stopping_) {
+    flusher_cv_.wait_for(lock, std::chrono::milliseconds(config_.flush_interval_ms),
+                         [this] { return flush_requested_ || stopping_; });
+    if (stopping_) break;
+    flush_requested_ = false;
+    lock.unlock();
+    try {
+      if (enabled()) flush(false);
+      tracker_.expire(monotonic_ns());
+      if (housekeeping_) housekeeping_();
+    } catch (...) {
+      report_error(kErrInternal, "activity", "unexpected exception in the flusher thread");
+    }
+    lock.lock();
+  }
+}
+
+void ActivityCollector::shutdown() {
+  {
+    std::lock_guard<std::mutex> f(flusher_mu_);
+    stopping_ = true;
+    flusher_cv_.notify_all();
+  }
+  if (flusher_.joinable()) flusher_.join();
+  if (enabled()) {
+    flush(true);
+    set_enabled(false);
+  }
+}
+
+ActivityStats ActivityCollector::stats() const {
+  std::lock_guard<std::mutex> s(stats_mu_);
+  return stats_;
+}
+
+void CUPTIAPI ActivityCollector::on_buffer_requested(uint8_t **buffer, size_t *size,
+                                                     size_t *max_num_records) {
+  *max_num_records = 0;  // as many as fit
+  ActivityCollector *self = g_collector;
+  uint8_t *b = self ? self->pool_.acquire() : nullptr;
+  *buffer = b;
+  *size = b ? self->pool_.buffer_bytes() : 0;
+  if (!b && self) {
+    std::lock_guard<std::mutex> s(self->stats_mu_);
+    ++self->stats_.buffers_refused;
+  }
+}
+
+void CUPTIAPI ActivityCollector::on_buffer_completed(CUcontext ctx, uint32_t stream_id,
+                                                     uint8_t *buffer, size_t /*size*/,
+                                                     size_t valid_size) {
+  ActivityCollector *self = g_collector;
+  if (!self) return;
+  try {
+    self->process_buffer(ctx, stream_id, buffer, valid_size);
+  } catch (...) {
+    report_error(kErrInternal, "activity", "unexpected exception while reading a buffer");
+  }
+  self->pool_.release(buffer);
+}
+
+void ActivityCollector::process_buffer(CUcontext ctx, uint32_t stream_id, uint8_t *buffer,
+                                       size_t valid_size) {
+  const bool per_kernel = usdt::kernel_executed_consumers() != 0;
+  const void *batch[PARCAGPU_ACTIVITY_BATCH_MAX];
+  uint32_t n = 0;
+  uint64_t seen = 0, delivered = 0, batches = 0;
+  const uint64_t now = monotonic_ns();
+  CUpti_Activity *record = nullptr;
+  while (valid_size > 0 &&
+         cupti_.cuptiActivityGetNextRecord(buffer, valid_size, &record) == CUPTI_SUCCESS) {
+    if (record->kind != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL &&
+        record->kind != CUPTI_ACTIVITY_KIND_KERNEL)
+      continue;
+    ++seen;
+    const auto *r = reinterpret_cast<const uint8_t *>(record);
+    const uint32_t corr = field<uint32_t>(r, PARCAGPU_KREC_OFF_CORRELATION_ID);
+    if (!tracker_.on_kernel(corr, now)) continue;
+    ++delivered;
+    if (per_kernel)
+      usdt::kernel_executed(field<uint64_t>(r, PARCAGPU_KREC_OFF_START),
+                            field<uint64_t>(r, PARCAGPU_KREC_OFF_END), corr,
+                            field<uint32_t>(r, PARCAGPU_KREC_OFF_DEVICE_ID),
+                            field<uint32_t>(r, PARCAGPU_KREC_OFF_STREAM_ID),
+                            field<uint32_t>(r, PARCAGPU_KREC_OFF_GRAPH_ID),
+                            field<uint64_t>(r, PARCAGPU_KREC_OFF_GRAPH_NODE_ID),
+                            field<const char *>(r, PARCAGPU_KREC_OFF_NAME));
+    batch[n++] = record;
+    if (n == PARCAGPU_ACTIVITY_BATCH_MAX) {
+      usdt::activity_batch(batch, n);
+      ++batches;
+      n = 0;
+    }
+  }
+  if (n > 0) {
+    usdt::activity_batch(batch, n);
+    ++batches;
+  }
+  size_t dropped = 0;
+  if (cupti_.cuptiActivityGetNumDroppedRecords(ctx, stream_id, &dropped) == CUPTI_SUCCESS &&
+      dropped > 0) {
+    report_error(kErrRecordsDropped, "activity",
+                 "CUPTI dropped %zu activity records (buffers at the cap of %u x %u KiB?)",
+                 dropped, config_.max_buffers, config_.buffer_kib);
+  }
+  std::lock_guard<std::mutex> s(stats_mu_);
+  ++stats_.buffers_completed;
+  stats_.kernel_records += seen;
+  stats_.kernels_delivered += delivered;
+  stats_.batches_fired += batches;
+  stats_.records_dropped += dropped;
+}
+
+}  // namespace parcagpu

@@ -1,0 +1,99 @@
+// CUPTI's activity API: kernel timing records (CONCURRENT_KERNEL), collected only while a
+// consumer listens — enabling it costs more per launch than the callbacks themselves — and
+// delivered to consumers only for launches the tracker says were announced.
+#pragma once
+
+#include <cupti.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "config.h"
+#include "correlation_tracker.h"
+#include "cupti_api.h"
+
+namespace parcagpu {
+
+struct ActivityStats {
+  uint64_t buffers_completed = 0;
+  uint64_t buffers_refused = 0;    // requested at the memory cap: CUPTI drops those records
+  uint64_t kernel_records = 0;     // kernel records seen
+  uint64_t kernels_delivered = 0;  // ... of announced launches, fired to consumers
+  uint64_t batches_fired = 0;
+  uint64_t records_dropped = 0;    // reported by cuptiActivityGetNumDroppedRecords
+  uint64_t flushes = 0;
+  uint64_t enables = 0;
+  uint64_t disables = 0;
+};
+
+// Fixed-size activity buffers with a cap on how many exist at once, reused through a free list.
+class BufferPool {
+ public:
+  BufferPool(size_t buffer_bytes, uint32_t max_buffers)
+      : bytes_(buffer_bytes), max_(max_buffers) {}
+  ~BufferPool();
+  uint8_t *acquire();  // nullptr at the cap
+  void release(uint8_t *buf);
+  size_t buffer_bytes() const { return bytes_; }
+
+ private:
+  const size_t bytes_;
+  const uint32_t max_;
+  std::mutex mu_;
+  std::vector<uint8_t *> free_;
+  uint32_t alive_ = 0;
+};
+
+class ActivityCollector {
+ public:
+  ActivityCollector(const CuptiApi &cupti, const Config &config, CorrelationTracker &tracker);
+
+  // Registers the buffer callbacks. Activity stays disabled.
+  bool init();
+  // Turns kernel activity collection on or off; off flushes what was collected first.
+  void set_enabled(bool on);
+  bool enabled() const { return enabled_.load(std::memory_order_relaxed); }
+  // Asks the flusher thread to flush soon (from the launch path: never flush there).
+  void request_flush();
+  // Flushes everything, forced, on the calling thread; stops the flusher and disables activity.
+  void shutdown();
+  ActivityStats stats() const;
+
+  // Called by the flusher between flushes so consumer attach/detach is noticed without launches.
+  void set_housekeeping(void (*fn)()) { housekeeping_ = fn; }
+
+ private:
+  static void CUPTIAPI on_buffer_requested(uint8_t **buffer, size_t *size,
+                                           size_t *max_num_records);
+  static void CUPTIAPI on_buffer_completed(CUcontext ctx, uint32_t stream_id, uint8_t *buffer,
+                                           size_t size, size_t valid_size);
+  void process_buffer(CUcontext ctx, uint32_t stream_id, uint8_t *buffer, size_t valid_size);
+  void flusher_main();
+  void flush(bool forced);
+
+  const CuptiApi &cupti_;
+  const Config &config_;
+  CorrelationTracker &tracker_;
+  BufferPool pool_;
+  std::atomic<bool> enabled_{false};
+  std::mutex toggle_mu_;
+  uint64_t retry_after_ns_ = 0;  // after a failed enable, don't hammer CUPTI
+
+  std::mutex flusher_mu_;
+  std::condition_variable flusher_cv_;
+  std::thread flusher_;
+  bool flush_requested_ = false;
+  bool stopping_ = false;
+  void (*housekeeping_)() = nullptr;
+
+  mutable std::mutex stats_mu_;
+  ActivityStats stats_;
+};
+
+uint64_t monotonic_ns();
+
+}  // namespace parcagpu

@@ -1,0 +1,93 @@
+// The one list of CUPTI callbacks parcagpu subscribes to. The library enables exactly these
+// (and disables exactly these at teardown), the mock application checks the mock CUPTI's enabled
+// set against it, and the tests compare both with it. A launch path missing here produces no GPU
+// profile at all, silently: tests/cbid_table_test.cc and the integration tests guard it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace parcagpu {
+
+// Values of CUpti_CallbackDomain (cupti_callbacks.h); pinned by static_asserts in cupti_api.cc.
+enum class CbDomain : uint32_t { Driver = 1, Runtime = 2, Resource = 3 };
+
+// What a subscribed callback is for.
+enum class CbRole : uint8_t {
+  EagerLaunch,    // one kernel per launch
+  GraphLaunch,    // one launch fans out into every kernel of the graph
+  GraphResource,  // graph bookkeeping (capture, instantiation), no launch
+};
+
+struct SubscribedCallback {
+  CbDomain domain;
+  uint32_t cbid;  // CUPTI_DRIVER_TRACE_CBID_* / CUPTI_RUNTIME_TRACE_CBID_* / CUPTI_CBID_RESOURCE_*
+  CbRole role;
+  const char *name;
+};
+
+// Numeric cbids rather than the header enums: CUDA 12 headers lack some (505, 506), and the ids
+// are stable across CUPTI versions. cupti_api.cc static_asserts them against the headers.
+inline constexpr SubscribedCallback kSubscribedCallbacks[] = {
+    // Driver API launches.
+    {CbDomain::Driver, 115, CbRole::EagerLaunch, "cuLaunch"},
+    {CbDomain::Driver, 116, CbRole::EagerLaunch, "cuLaunchGrid"},
+    {CbDomain::Driver, 117, CbRole::EagerLaunch, "cuLaunchGridAsync"},
+    {CbDomain::Driver, 307, CbRole::EagerLaunch, "cuLaunchKernel"},
+    {CbDomain::Driver, 442, CbRole::EagerLaunch, "cuLaunchKernel_ptsz"},
+    {CbDomain::Driver, 652, CbRole::EagerLaunch, "cuLaunchKernelEx"},
+    {CbDomain::Driver, 653, CbRole::EagerLaunch, "cuLaunchKernelEx_ptsz"},
+    {CbDomain::Driver, 477, CbRole::EagerLaunch, "cuLaunchCooperativeKernel"},
+    {CbDomain::Driver, 478, CbRole::EagerLaunch, "cuLaunchCooperativeKernel_ptsz"},
+    {CbDomain::Driver, 480, CbRole::EagerLaunch, "cuLaunchCooperativeKernelMultiDevice"},
+    {CbDomain::Driver, 514, CbRole::GraphLaunch, "cuGraphLaunch"},
+    {CbDomain::Driver, 515, CbRole::GraphLaunch, "cuGraphLaunch_ptsz"},
+    // Runtime API launches.
+    {CbDomain::Runtime, 13, CbRole::EagerLaunch, "cudaLaunch"},
+    {CbDomain::Runtime, 213, CbRole::EagerLaunch, "cudaLaunch_ptsz"},
+    {CbDomain::Runtime, 211, CbRole::EagerLaunch, "cudaLaunchKernel"},
+    {CbDomain::Runtime, 214, CbRole::EagerLaunch, "cudaLaunchKernel_ptsz"},
+    {CbDomain::Runtime, 430, CbRole::EagerLaunch, "cudaLaunchKernelExC"},
+    {CbDomain::Runtime, 431, CbRole::EagerLaunch, "cudaLaunchKernelExC_ptsz"},
+    {CbDomain::Runtime, 269, CbRole::EagerLaunch, "cudaLaunchCooperativeKernel"},
+    {CbDomain::Runtime, 270, CbRole::EagerLaunch, "cudaLaunchCooperativeKernel_ptsz"},
+    {CbDomain::Runtime, 272, CbRole::EagerLaunch, "cudaLaunchCooperativeKernelMultiDevice"},
+    {CbDomain::Runtime, 505, CbRole::EagerLaunch, "__cudaLaunchKernel"},
+    {CbDomain::Runtime, 506, CbRole::EagerLaunch, "__cudaLaunchKernel_ptsz"},
+    {CbDomain::Runtime, 311, CbRole::GraphLaunch, "cudaGraphLaunch"},
+    {CbDomain::Runtime, 312, CbRole::GraphLaunch, "cudaGraphLaunch_ptsz"},
+    // Graph resources (not API calls). A node created inside a launch call means the stream is
+    // being captured: the launch is recorded, not run (ground truth, fact 5).
+    {CbDomain::Resource, 13, CbRole::GraphResource, "GRAPHNODE_CREATED"},
+};
+
+inline constexpr size_t kNumSubscribedCallbacks =
+    sizeof(kSubscribedCallbacks) / sizeof(kSubscribedCallbacks[0]);
+
+constexpr const SubscribedCallback *find_subscribed(CbDomain domain, uint32_t cbid) {
+  for (const auto &cb : kSubscribedCallbacks)
+    if (cb.domain == domain && cb.cbid == cbid) return &cb;
+  return nullptr;
+}
+
+constexpr bool is_subscribed(CbDomain domain, uint32_t cbid) {
+  return find_subscribed(domain, cbid) != nullptr;
+}
+
+// The cbid as the probe carries it: negative for the driver API, positive for the runtime API.
+constexpr int32_t signed_cbid(CbDomain domain, uint32_t cbid) {
+  return domain == CbDomain::Driver ? -static_cast<int32_t>(cbid) : static_cast<int32_t>(cbid);
+}
+
+// The launch-API name for a signed cbid, for consumers that print it.
+constexpr const char *launch_api_name(int32_t scbid) {
+  const CbDomain d = scbid < 0 ? CbDomain::Driver : CbDomain::Runtime;
+  const auto *cb = find_subscribed(d, static_cast<uint32_t>(scbid < 0 ? -scbid : scbid));
+  return cb ? cb->name : "unknown";
+}
+
+static_assert(find_subscribed(CbDomain::Driver, 514)->role == CbRole::GraphLaunch);
+static_assert(find_subscribed(CbDomain::Driver, 515)->role == CbRole::GraphLaunch);
+static_assert(find_subscribed(CbDomain::Runtime, 311)->role == CbRole::GraphLaunch);
+
+}  // namespace parcagpu

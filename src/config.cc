@@ -1,0 +1,168 @@
+#include "config.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+
+extern char **environ;
+
+namespace parcagpu {
+namespace {
+
+constexpr const char *kDebug = "PARCAGPU_DEBUG";
+constexpr const char *kRate = "PARCAGPU_RATE_LIMIT";
+constexpr const char *kGraphRate = "PARCAGPU_GRAPH_RATE_LIMIT";
+constexpr const char *kCuptiPath = "PARCAGPU_CUPTI_PATH";
+constexpr const char *kMaxOutstanding = "PARCAGPU_MAX_OUTSTANDING";
+constexpr const char *kMaxAge = "PARCAGPU_MAX_AGE_MS";
+constexpr const char *kFlushThreshold = "PARCAGPU_FLUSH_THRESHOLD";
+constexpr const char *kFlushInterval = "PARCAGPU_FLUSH_INTERVAL_MS";
+constexpr const char *kBufferKib = "PARCAGPU_BUFFER_KIB";
+constexpr const char *kMaxBuffers = "PARCAGPU_MAX_BUFFERS";
+constexpr const char *kDisableCbids = "PARCAGPU_DISABLE_CBIDS";
+
+struct Parser {
+  const EnvLookup &getenv;
+  std::vector<ConfigWarning> *warnings;
+
+  void warn(const char *name, const char *value, std::string reason) {
+    if (warnings) warnings->push_back({name, value ? value : "", std::move(reason)});
+  }
+
+  // A finite decimal number in [lo, hi] (an integer if `integral`); else keeps *out and warns.
+  void number(const char *name, double lo, double hi, double *out, bool integral = false) {
+    const char *v = getenv(name);
+    if (!v) return;
+    errno = 0;
+    char *end = nullptr;
+    double d = std::strtod(v, &end);
+    if (end == v || *end != '\0' || errno == ERANGE || !std::isfinite(d) ||
+        std::strchr(v, 'x') || std::strchr(v, 'X')) {
+      warn(name, v, "not a number");
+      return;
+    }
+    if (integral && d != std::floor(d)) {
+      warn(name, v, "not an integer");
+      return;
+    }
+    if (d < lo || d > hi) {
+      warn(name, v, "out of range [" + fmt(lo) + ", " + fmt(hi) + "]");
+      return;
+    }
+    *out = d;
+  }
+
+  void integer(const char *name, uint32_t lo, uint32_t hi, uint32_t *out) {
+    double d = *out;
+    number(name, lo, hi, &d, true);
+    *out = static_cast<uint32_t>(d);
+  }
+
+  void boolean(const char *name, bool *out) {
+    const char *v = getenv(name);
+    if (!v) return;
+    static const char *const kTrue[] = {"1", "true", "yes", "on"};
+    static const char *const kFalse[] = {"0", "false", "no", "off", ""};
+    for (const char *t : kTrue)
+      if (strcasecmp(v, t) == 0) return void(*out = true);
+    for (const char *f : kFalse)
+      if (strcasecmp(v, f) == 0) return void(*out = false);
+    warn(name, v, "not a boolean (use 1/0, true/false, yes/no, on/off)");
+  }
+
+  // "DRIVER:514,RUNTIME:311": launch cbids of the subscription table to leave out.
+  void cbid_list(const char *name, std::vector<CbidRef> *out) {
+    const char *v = getenv(name);
+    if (!v) return;
+    std::string s(v);
+    size_t pos = 0;
+    while (pos <= s.size()) {
+      size_t comma = s.find(',', pos);
+      std::string item = s.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+      pos = comma == std::string::npos ? s.size() + 1 : comma + 1;
+      if (item.empty()) continue;
+      size_t colon = item.find(':');
+      std::string dom = item.substr(0, colon);
+      CbDomain d;
+      if (colon == std::string::npos) {
+        warn(name, item.c_str(), "expected DOMAIN:CBID");
+        continue;
+      } else if (strcasecmp(dom.c_str(), "DRIVER") == 0) {
+        d = CbDomain::Driver;
+      } else if (strcasecmp(dom.c_str(), "RUNTIME") == 0) {
+        d = CbDomain::Runtime;
+      } else {
+        warn(name, item.c_str(), "domain must be DRIVER or RUNTIME");
+        continue;
+      }
+      const std::string num = item.substr(colon + 1);
+      char *end = nullptr;
+      unsigned long cbid = std::strtoul(num.c_str(), &end, 10);
+      if (num.empty() || *end != '\0' || !find_subscribed(d, static_cast<uint32_t>(cbid))) {
+        warn(name, item.c_str(), "not a subscribed launch cbid");
+        continue;
+      }
+      out->push_back({d, static_cast<uint32_t>(cbid)});
+    }
+  }
+
+  static std::string fmt(double d) {
+    char b[32];
+    snprintf(b, sizeof b, "%.15g", d);
+    return b;
+  }
+};
+
+}  // namespace
+
+const std::vector<const char *> &known_config_names() {
+  static const std::vector<const char *> names = {
+      kDebug,     kRate,           kGraphRate,    kCuptiPath, kMaxOutstanding, kMaxAge,
+      kFlushThreshold, kFlushInterval, kBufferKib, kMaxBuffers, kDisableCbids};
+  return names;
+}
+
+Config parse_config(const EnvLookup &getenv, const std::vector<std::string> &all_names,
+                    std::vector<ConfigWarning> *warnings) {
+  Config c;
+  Parser p{getenv, warnings};
+  p.boolean(kDebug, &c.debug);
+  p.number(kRate, 0, 1e9, &c.eager_rate_limit);
+  p.number(kGraphRate, 0, 1e9, &c.graph_rate_limit);
+  if (const char *v = getenv(kCuptiPath)) {
+    if (*v)
+      c.cupti_path = v;
+    else
+      p.warn(kCuptiPath, v, "empty path");
+  }
+  p.integer(kMaxOutstanding, 64, 1u << 22, &c.max_outstanding);
+  p.integer(kMaxAge, 100, 3600000, &c.max_age_ms);
+  p.integer(kFlushThreshold, 1, 1u << 20, &c.flush_threshold);
+  p.integer(kFlushInterval, 10, 600000, &c.flush_interval_ms);
+  p.integer(kBufferKib, 16, 65536, &c.buffer_kib);
+  p.integer(kMaxBuffers, 2, 4096, &c.max_buffers);
+  p.cbid_list(kDisableCbids, &c.disabled_cbids);
+
+  for (const std::string &n : all_names) {
+    bool known = false;
+    for (const char *k : known_config_names()) known |= (n == k);
+    if (!known) {
+      const char *v = getenv(n.c_str());
+      p.warn(n.c_str(), v, "unknown variable");
+    }
+  }
+  return c;
+}
+
+std::vector<std::string> parcagpu_env_names() {
+  std::vector<std::string> names;
+  for (char **e = environ; e && *e; ++e) {
+    if (std::strncmp(*e, "PARCAGPU_", 9) != 0) continue;
+    const char *eq = std::strchr(*e, '=');
+    names.emplace_back(*e, eq ? static_cast<size_t>(eq - *e) : std::strlen(*e));
+  }
+  return names;
+}
+
+}  // namespace parcagpu

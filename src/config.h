@@ -1,0 +1,54 @@
+// Run-time configuration from PARCAGPU_* environment variables. Parsing never fails: an unknown
+// variable or an invalid value yields a warning (and the error probe, from the caller) and the
+// default, so a typo in a fleet-wide setting can't take a job down.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "cbid_table.h"
+
+namespace parcagpu {
+
+struct CbidRef {
+  CbDomain domain;
+  uint32_t cbid;
+};
+
+struct Config {
+  bool debug = false;
+  double eager_rate_limit = 100.0;   // announced eager launches per second per thread
+  double graph_rate_limit = 20.0;    // announced graph launches per second per thread
+  std::string cupti_path;            // explicit libcupti path; empty = search
+  uint32_t max_outstanding = 16384;  // correlation tracker cap (entries)
+  uint32_t max_age_ms = 30000;       // a tracked launch older than this is given up
+  uint32_t flush_threshold = 256;    // launches awaiting kernels before an early flush
+  uint32_t flush_interval_ms = 1000; // periodic flush while kernel activity is collected
+  uint32_t buffer_kib = 1024;        // size of one activity buffer
+  uint32_t max_buffers = 32;         // activity buffers alive at once (memory cap)
+  std::vector<CbidRef> disabled_cbids;  // operator knob: launch paths not to subscribe
+};
+
+struct ConfigWarning {
+  std::string variable;
+  std::string value;
+  std::string reason;
+};
+
+// Environment lookup: returns nullptr when unset. Tests pass a map-backed one.
+using EnvLookup = std::function<const char *(const char *name)>;
+
+// Parses the known variables through `getenv`, and checks `all_names` (every PARCAGPU_* name
+// present in the environment) for unknown ones. Appends one warning per problem.
+Config parse_config(const EnvLookup &getenv, const std::vector<std::string> &all_names,
+                    std::vector<ConfigWarning> *warnings);
+
+// Every PARCAGPU_* name in this process's environment.
+std::vector<std::string> parcagpu_env_names();
+
+// The names parse_config understands (for the warning text and the README).
+const std::vector<const char *> &known_config_names();
+
+}  // namespace parcagpu

@@ -1,0 +1,114 @@
+#include "correlation_tracker.h"
+
+namespace parcagpu {
+
+void CorrelationTracker::insert(uint32_t id, LaunchKind kind, uint64_t now_ns, uint32_t expected) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (kind == LaunchKind::Eager) expected = 1;
+  auto it = entries_.find(id);
+  if (it != entries_.end()) erase_locked(it);  // an ID reused after wrap-around: start afresh
+  if (entries_.size() >= max_entries_) {
+    expire_locked(now_ns);
+    // Still full: the oldest entry is the least likely to see its kernels.
+    while (entries_.size() >= max_entries_ && !order_.empty()) {
+      auto victim = entries_.find(order_.front());
+      order_.pop_front();
+      if (victim != entries_.end()) {
+        erase_locked(victim);
+        ++stats_.evicted;
+      }
+    }
+  }
+  entries_.emplace(id, Entry{now_ns, now_ns, 0, expected, kind});
+  order_.push_back(id);
+  ++pending_;
+  ++stats_.inserted;
+  // The order queue holds stale IDs of completed entries; keep it from growing unbounded.
+  if (order_.size() > 2 * static_cast<size_t>(max_entries_) + 64) {
+    std::deque<uint32_t> live;
+    for (uint32_t o : order_)
+      if (entries_.count(o)) live.push_back(o);
+    order_.swap(live);
+  }
+}
+
+bool CorrelationTracker::on_kernel(uint32_t id, uint64_t now_ns) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = entries_.find(id);
+  if (it == entries_.end()) {
+    ++stats_.kernels_unmatched;
+    return false;
+  }
+  Entry &e = it->second;
+  if (e.kernels_seen == 0) --pending_;
+  ++e.kernels_seen;
+  e.last_ns = now_ns;
+  ++stats_.kernels_matched;
+  if (e.expected != 0 && e.kernels_seen >= e.expected) {
+    ++stats_.completed;
+    entries_.erase(it);
+  }
+  return true;
+}
+
+void CorrelationTracker::remove(uint32_t id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = entries_.find(id);
+  if (it == entries_.end()) return;
+  erase_locked(it);
+  ++stats_.removed;
+}
+
+uint64_t CorrelationTracker::expire(uint64_t now_ns) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return expire_locked(now_ns);
+}
+
+uint64_t CorrelationTracker::expire_locked(uint64_t now_ns) {
+  uint64_t n = 0;
+  // Entries are aged from the front of the insertion order. A graph entry that is still
+  // receiving kernels is kept while its last kernel is recent (moved to the back). Each call
+  // looks at every queued ID at most once.
+  for (size_t budget = order_.size(); budget > 0 && !order_.empty(); --budget) {
+    auto it = entries_.find(order_.front());
+    if (it == entries_.end()) {
+      order_.pop_front();
+      continue;
+    }
+    const Entry &e = it->second;
+    if (now_ns < e.inserted_ns + max_age_ns_) break;
+    order_.pop_front();
+    if (now_ns < e.last_ns + max_age_ns_) {
+      order_.push_back(it->first);
+      continue;
+    }
+    if (e.kernels_seen == 0) ++stats_.expired_unseen;
+    // A graph whose kernel count was unknown is done once it goes quiet: not a loss.
+    if (e.kind == LaunchKind::Graph && e.expected == 0 && e.kernels_seen > 0)
+      ++stats_.completed;
+    else
+      ++stats_.expired;
+    erase_locked(it);
+    ++n;
+  }
+  return n;
+}
+
+void CorrelationTracker::erase_locked(std::unordered_map<uint32_t, Entry>::iterator it) {
+  if (it->second.kernels_seen == 0) --pending_;
+  entries_.erase(it);
+}
+
+uint64_t CorrelationTracker::pending() const {
+  return pending_.load(std::memory_order_relaxed);
+}
+
+TrackerStats CorrelationTracker::stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  TrackerStats s = stats_;
+  s.live = entries_.size();
+  s.pending = pending_.load(std::memory_order_relaxed);
+  return s;
+}
+
+}  // namespace parcagpu

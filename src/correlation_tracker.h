@@ -1,0 +1,80 @@
+// Which correlation IDs were announced by cuda_correlation, so that kernel records reach
+// consumers only for those (the agent keeps every unmatched side waiting in its maps).
+//
+// An eager launch expects one kernel and is forgotten at its first record. A graph launch fans
+// out into every kernel of the graph, all with its ID: its entry stays until the expected number
+// of kernels arrived (when instantiation told us how many) or it ages out. Launches whose kernels
+// never come (dropped records, failed launches) must not grow memory: the table has a fixed cap,
+// entries older than the age limit are expired, and at the cap the oldest entry is evicted.
+// Every such loss is counted.
+//
+// Thread-safe: launch threads insert (rate-limited, so rarely), the activity thread looks up.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <unordered_map>
+
+namespace parcagpu {
+
+enum class LaunchKind : uint8_t { Eager, Graph };
+
+struct TrackerStats {
+  uint64_t inserted = 0;
+  uint64_t completed = 0;         // eager: kernel seen; graph: all expected kernels seen
+  uint64_t kernels_matched = 0;   // records delivered
+  uint64_t kernels_unmatched = 0; // records of launches never announced (or already gone)
+  uint64_t expired = 0;           // aged out
+  uint64_t expired_unseen = 0;    // ... of which no kernel was ever seen
+  uint64_t evicted = 0;           // pushed out at the cap
+  uint64_t removed = 0;           // withdrawn by the caller (e.g. captured launches)
+  uint64_t live = 0;              // entries now
+  uint64_t pending = 0;           // entries that have seen no kernel yet
+};
+
+class CorrelationTracker {
+ public:
+  CorrelationTracker(uint32_t max_entries, uint64_t max_age_ns)
+      : max_entries_(max_entries), max_age_ns_(max_age_ns) {}
+
+  // expected_kernels: 0 = unknown (graphs until instantiation is known), eager always 1.
+  void insert(uint32_t correlation_id, LaunchKind kind, uint64_t now_ns,
+              uint32_t expected_kernels = 0);
+
+  // A kernel record arrived. True if its launch was announced (deliver it).
+  bool on_kernel(uint32_t correlation_id, uint64_t now_ns);
+
+  // Forget an entry without a kernel (the launch turned out not to execute).
+  void remove(uint32_t correlation_id);
+
+  // Drops entries past the age limit. Returns how many.
+  uint64_t expire(uint64_t now_ns);
+
+  // Entries that have seen no kernel yet: a flush is worth it when this grows.
+  uint64_t pending() const;
+  TrackerStats stats() const;
+
+ private:
+  struct Entry {
+    uint64_t inserted_ns;
+    uint64_t last_ns;  // last kernel seen, or insertion
+    uint32_t kernels_seen;
+    uint32_t expected;  // 0 = unknown
+    LaunchKind kind;
+  };
+  void erase_locked(std::unordered_map<uint32_t, Entry>::iterator it);
+  uint64_t expire_locked(uint64_t now_ns);
+
+  const uint32_t max_entries_;
+  const uint64_t max_age_ns_;
+  mutable std::mutex mu_;
+  std::unordered_map<uint32_t, Entry> entries_;
+  // Insertion order, for aging and eviction. May hold IDs already erased (skipped lazily).
+  std::deque<uint32_t> order_;
+  std::atomic<uint64_t> pending_{0};  // read without the lock on the launch path
+  TrackerStats stats_;
+};
+
+}  // namespace parcagpu

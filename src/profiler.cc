@@ -1,0 +1,206 @@
+#include "profiler.h"
+
+#include <dlfcn.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "log.h"
+#include "usdt.h"
+
+namespace parcagpu {
+namespace {
+
+Profiler *g_profiler = nullptr;  // leaked on purpose: CUPTI may call in during static destruction
+
+bool wants_kernels() {
+  return usdt::activity_batch_consumers() != 0 || usdt::kernel_executed_consumers() != 0;
+}
+
+bool hook_consumer_changed() { return g_profiler && g_profiler->consumer_changed(); }
+void hook_sync_consumers() {
+  if (g_profiler) g_profiler->sync_consumers();
+}
+void hook_request_flush() {
+  if (g_profiler && g_profiler->activity()) g_profiler->activity()->request_flush();
+}
+
+void shutdown_at_exit() {
+  try {
+    if (g_profiler) g_profiler->shutdown();
+  } catch (...) {
+    // Nothing may escape an exit handler.
+  }
+}
+
+}  // namespace
+
+Profiler::Profiler(const Config &config) : config_(config) {}
+
+bool Profiler::start() {
+  std::string err;
+  if (!load_cupti(config_.cupti_path, &cupti_, &err)) {
+    report_error(kErrLibraryMissing, "cupti", "%s; parcagpu stays inert", err.c_str());
+    return false;
+  }
+  uint32_t version = 0;
+  cupti_.cuptiGetVersion(&version);
+  debug_log("loaded %s, CUPTI API version %u", cupti_.path.c_str(), version);
+  have_cuda_ = load_cuda(&cuda_, &err);
+  if (!have_cuda_) debug_log("%s; gpu_config will not be fired", err.c_str());
+
+  tracker_ = std::make_unique<CorrelationTracker>(
+      config_.max_outstanding, static_cast<uint64_t>(config_.max_age_ms) * 1000000ull);
+  activity_ = std::make_unique<ActivityCollector>(cupti_, config_, *tracker_);
+  activity_->set_housekeeping(&hook_sync_consumers);
+  callbacks_ = std::make_unique<LaunchCallbacks>(
+      cupti_, config_, *tracker_,
+      LaunchCallbacks::Hooks{&hook_sync_consumers, &hook_consumer_changed, &hook_request_flush});
+  activity_usable_ = activity_->init();
+  g_profiler = this;
+  if (!callbacks_->subscribe()) {
+    g_profiler = nullptr;
+    return false;
+  }
+  // A consumer attached system-wide before the process started already raised the semaphores.
+  sync_consumers();
+  return true;
+}
+
+bool Profiler::consumer_changed() const {
+  if (shut_down_.load(std::memory_order_relaxed)) return false;
+  const bool want = activity_usable_.load(std::memory_order_relaxed) && wants_kernels();
+  return want != activity_->enabled() ||
+         usdt::gpu_config_consumers() != last_gpu_config_consumers_.load(std::memory_order_relaxed);
+}
+
+void Profiler::sync_consumers() {
+  if (shut_down_.load(std::memory_order_relaxed)) return;
+  activity_->set_enabled(activity_usable_.load(std::memory_order_relaxed) && wants_kernels());
+  // Metadata probes fire again whenever another consumer attaches: it missed the first firing.
+  const unsigned n = usdt::gpu_config_consumers();
+  const unsigned before = last_gpu_config_consumers_.exchange(n);
+  if (n > before) fire_gpu_config();
+}
+
+void Profiler::fire_gpu_config() {
+  if (!have_cuda_) return;
+  int count = 0;
+  if (cuda_.cuDeviceGetCount(&count) != CUDA_SUCCESS) return;  // before cuInit: next time
+  for (int i = 0; i < count; ++i) {
+    CUdevice dev = 0;
+    int clock_khz = 0, sms = 0;
+    if (cuda_.cuDeviceGet(&dev, i) != CUDA_SUCCESS) continue;
+    cuda_.cuDeviceGetAttribute(&clock_khz, CU_DEVICE_ATTRIBUTE_CLOCK_RATE, dev);
+    cuda_.cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev);
+    // samplingFactor 0: PC sampling is not running.
+    usdt::gpu_config(static_cast<uint32_t>(i), 0, static_cast<uint32_t>(clock_khz),
+                     static_cast<uint32_t>(sms));
+    debug_log("gpu_config device %d: %d kHz, %d SMs", i, clock_khz, sms);
+  }
+}
+
+void Profiler::shutdown() {
+  if (shut_down_.exchange(true)) return;
+  // Everything collected so far is delivered before the process goes.
+  activity_->shutdown();
+  callbacks_->unsubscribe();
+  tracker_->expire(monotonic_ns());
+  log_stats();
+}
+
+void Profiler::log_stats() const {
+  if (!debug_enabled()) return;
+  const LaunchStats &l = callbacks_->stats();
+  const ActivityStats a = activity_->stats();
+  const TrackerStats t = tracker_->stats();
+  debug_log("launches: announced eager=%llu graph=%llu, rate-limited=%llu, captured=%llu, "
+            "callback errors=%llu",
+            (unsigned long long)l.announced_eager.load(), (unsigned long long)l.announced_graph.load(),
+            (unsigned long long)l.rate_limited.load(), (unsigned long long)l.captured.load(),
+            (unsigned long long)l.callback_errors.load());
+  debug_log("activity: buffers=%llu refused=%llu kernel records=%llu delivered=%llu batches=%llu "
+            "dropped=%llu flushes=%llu enables=%llu disables=%llu",
+            (unsigned long long)a.buffers_completed, (unsigned long long)a.buffers_refused,
+            (unsigned long long)a.kernel_records, (unsigned long long)a.kernels_delivered,
+            (unsigned long long)a.batches_fired, (unsigned long long)a.records_dropped,
+            (unsigned long long)a.flushes, (unsigned long long)a.enables,
+            (unsigned long long)a.disables);
+  debug_log("tracker: inserted=%llu completed=%llu matched=%llu unmatched=%llu expired=%llu "
+            "(never seen=%llu) evicted=%llu removed=%llu live=%llu",
+            (unsigned long long)t.inserted, (unsigned long long)t.completed,
+            (unsigned long long)t.kernels_matched, (unsigned long long)t.kernels_unmatched,
+            (unsigned long long)t.expired, (unsigned long long)t.expired_unseen,
+            (unsigned long long)t.evicted, (unsigned long long)t.removed,
+            (unsigned long long)t.live);
+}
+
+bool start_profiler(const char *how) noexcept {
+  static std::atomic<bool> started{false};
+  if (started.exchange(true)) {
+    debug_log("already started; %s ignored", how);
+    return true;
+  }
+  try {
+    std::vector<ConfigWarning> warnings;
+    static Config config;  // outlives everything that references it
+    config = parse_config([](const char *n) { return static_cast<const char *>(std::getenv(n)); },
+                          parcagpu_env_names(), &warnings);
+    set_debug(config.debug);
+    for (const auto &w : warnings)
+      report_error(kErrConfig, "config", "%s=\"%s\": %s; using the default", w.variable.c_str(),
+                   w.value.c_str(), w.reason.c_str());
+    debug_log("starting (%s): rate limits eager=%g/s graph=%g/s per thread", how,
+              config.eager_rate_limit, config.graph_rate_limit);
+    auto *p = new Profiler(config);
+    if (!p->start()) return false;  // p stays: CUPTI may still hold pointers into it
+    std::atexit(&shutdown_at_exit);
+    return true;
+  } catch (const std::exception &e) {
+    report_error(kErrInternal, "init", "start failed: %s; parcagpu stays inert", e.what());
+  } catch (...) {
+    report_error(kErrInternal, "init", "start failed; parcagpu stays inert");
+  }
+  return false;
+}
+
+namespace {
+
+// True when this library is named in LD_PRELOAD (then nobody calls InitializeInjection).
+bool loaded_by_preload() {
+  const char *preload = std::getenv("LD_PRELOAD");
+  if (!preload || !*preload) return false;
+  Dl_info info{};
+  if (!dladdr(reinterpret_cast<void *>(&loaded_by_preload), &info) || !info.dli_fname) return false;
+  const char *self = std::strrchr(info.dli_fname, '/');
+  self = self ? self + 1 : info.dli_fname;
+  std::string list(preload);
+  size_t pos = 0;
+  while (pos < list.size()) {
+    size_t end = list.find_first_of(": ", pos);
+    if (end == std::string::npos) end = list.size();
+    std::string item = list.substr(pos, end - pos);
+    const size_t slash = item.rfind('/');
+    if (!item.empty() && item.substr(slash == std::string::npos ? 0 : slash + 1) == self)
+      return true;
+    pos = end + 1;
+  }
+  return false;
+}
+
+__attribute__((constructor)) void on_library_load() {
+  try {
+    if (loaded_by_preload()) start_profiler("LD_PRELOAD");
+  } catch (...) {
+  }
+}
+
+}  // namespace
+}  // namespace parcagpu
+
+// The entry point the CUDA driver calls for CUDA_INJECTION64_PATH.
+extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) {
+  parcagpu::start_profiler("CUDA_INJECTION64_PATH");
+  return 1;  // the application runs on whatever happened
+}

@@ -1,0 +1,113 @@
+#include "config.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+
+namespace parcagpu {
+namespace {
+
+struct Env {
+  std::map<std::string, std::string> vars;
+  Config parse(std::vector<ConfigWarning> *w) const {
+    std::vector<std::string> names;
+    for (const auto &kv : vars) names.push_back(kv.first);
+    return parse_config(
+        [this](const char *n) -> const char * {
+          auto it = vars.find(n);
+          return it == vars.end() ? nullptr : it->second.c_str();
+        },
+        names, w);
+  }
+};
+
+TEST(Config, Defaults) {
+  std::vector<ConfigWarning> w;
+  Config c = Env{}.parse(&w);
+  EXPECT_TRUE(w.empty());
+  EXPECT_EQ(c.eager_rate_limit, 100.0);
+  EXPECT_EQ(c.graph_rate_limit, 20.0);
+  EXPECT_FALSE(c.debug);
+  EXPECT_TRUE(c.cupti_path.empty());
+  EXPECT_TRUE(c.disabled_cbids.empty());
+}
+
+TEST(Config, ValidValues) {
+  std::vector<ConfigWarning> w;
+  Config c = Env{{{"PARCAGPU_RATE_LIMIT", "5000"},
+                  {"PARCAGPU_GRAPH_RATE_LIMIT", "0.5"},
+                  {"PARCAGPU_DEBUG", "true"},
+                  {"PARCAGPU_CUPTI_PATH", "/opt/libcupti.so"},
+                  {"PARCAGPU_MAX_OUTSTANDING", "1024"},
+                  {"PARCAGPU_DISABLE_CBIDS", "DRIVER:514,runtime:311"}}}
+                 .parse(&w);
+  EXPECT_TRUE(w.empty()) << w[0].variable << " " << w[0].reason;
+  EXPECT_EQ(c.eager_rate_limit, 5000.0);
+  EXPECT_EQ(c.graph_rate_limit, 0.5);
+  EXPECT_TRUE(c.debug);
+  EXPECT_EQ(c.cupti_path, "/opt/libcupti.so");
+  EXPECT_EQ(c.max_outstanding, 1024u);
+  ASSERT_EQ(c.disabled_cbids.size(), 2u);
+  EXPECT_EQ(c.disabled_cbids[0].cbid, 514u);
+  EXPECT_EQ(c.disabled_cbids[1].domain, CbDomain::Runtime);
+}
+
+struct BadCase {
+  const char *var;
+  const char *value;
+  const char *reason_part;
+};
+
+class ConfigBadValue : public ::testing::TestWithParam<BadCase> {};
+
+TEST_P(ConfigBadValue, WarnsNamesVariableAndValueAndKeepsDefault) {
+  const BadCase &b = GetParam();
+  std::vector<ConfigWarning> w;
+  Config c = Env{{{b.var, b.value}}}.parse(&w);
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_EQ(w[0].variable, b.var);
+  EXPECT_EQ(w[0].value, b.value);
+  EXPECT_NE(w[0].reason.find(b.reason_part), std::string::npos) << w[0].reason;
+  const Config d;
+  EXPECT_EQ(c.eager_rate_limit, d.eager_rate_limit);
+  EXPECT_EQ(c.graph_rate_limit, d.graph_rate_limit);
+  EXPECT_EQ(c.max_outstanding, d.max_outstanding);
+  EXPECT_EQ(c.flush_interval_ms, d.flush_interval_ms);
+  EXPECT_EQ(c.debug, d.debug);
+  EXPECT_TRUE(c.disabled_cbids.empty());
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    BadValues, ConfigBadValue,
+    ::testing::Values(BadCase{"PARCAGPU_RATE_LIMIT", "fast", "not a number"},
+                      BadCase{"PARCAGPU_RATE_LIMIT", "-5", "out of range"},
+                      BadCase{"PARCAGPU_RATE_LIMIT", "1e12", "out of range"},
+                      BadCase{"PARCAGPU_RATE_LIMIT", "100abc", "not a number"},
+                      BadCase{"PARCAGPU_RATE_LIMIT", "", "not a number"},
+                      BadCase{"PARCAGPU_RATE_LIMIT", "nan", "not a number"},
+                      BadCase{"PARCAGPU_GRAPH_RATE_LIMIT", "0x10", "not a number"},
+                      BadCase{"PARCAGPU_GRAPH_RATE_LIMIT", "-1", "out of range"},
+                      BadCase{"PARCAGPU_MAX_OUTSTANDING", "12.5", "not an integer"},
+                      BadCase{"PARCAGPU_MAX_OUTSTANDING", "1", "out of range"},
+                      BadCase{"PARCAGPU_FLUSH_INTERVAL_MS", "99999999", "out of range"},
+                      BadCase{"PARCAGPU_DEBUG", "maybe", "not a boolean"},
+                      BadCase{"PARCAGPU_DISABLE_CBIDS", "DRIVER:1", "not a subscribed"},
+                      BadCase{"PARCAGPU_DISABLE_CBIDS", "GPU:514", "domain"},
+                      BadCase{"PARCAGPU_DISABLE_CBIDS", "514", "DOMAIN:CBID"},
+                      BadCase{"PARCAGPU_CUPTI_PATH", "", "empty"},
+                      BadCase{"PARCAGPU_RATELIMIT", "100", "unknown variable"}));
+
+TEST(Config, SeveralProblemsAllReported) {
+  std::vector<ConfigWarning> w;
+  Config c = Env{{{"PARCAGPU_RATE_LIMIT", "x"},
+                  {"PARCAGPU_GRAPH_RATE_LIMIT", "7"},
+                  {"PARCAGPU_BOGUS", "1"},
+                  {"PARCAGPU_DEBUG", "2"}}}
+                 .parse(&w);
+  EXPECT_EQ(w.size(), 3u);
+  EXPECT_EQ(c.graph_rate_limit, 7.0);  // the valid one still applies
+}
+
+}  // namespace
+}  // namespace parcagpu
