@@ -74,27 +74,46 @@ bool ActivityCollector::init() {
   return true;
 }
 
+bool ActivityCollector::cupti_enable_locked() {
+  if (cupti_on_) return true;
+  const uint64_t now = monotonic_ns();
+  if (now < retry_after_ns_) return false;
+  CUptiResult r = cupti_.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+  if (r != CUPTI_SUCCESS) {
+    retry_after_ns_ = now + 5ull * 1000000000ull;
+    report_error(r, "activity",
+                 "cuptiActivityEnable(CONCURRENT_KERNEL) failed: %s; retrying in 5 s, "
+                 "launches are still announced",
+                 cupti_result_string(cupti_, r));
+    return false;
+  }
+  cupti_on_ = true;
+  std::lock_guard<std::mutex> s(stats_mu_);
+  ++stats_.enables;
+  return true;
+}
+
+void ActivityCollector::cupti_disable_locked() {
+  if (!cupti_on_) return;
+  // Records of kernels launched before the disable are still delivered by later flushes.
+  CUptiResult r = cupti_.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+  if (r != CUPTI_SUCCESS)
+    report_error(r, "activity", "cuptiActivityDisable(CONCURRENT_KERNEL) failed: %s",
+                 cupti_result_string(cupti_, r));
+  cupti_on_ = false;
+  std::lock_guard<std::mutex> s(stats_mu_);
+  ++stats_.disables;
+}
+
 void ActivityCollector::set_enabled(bool on) {
   std::lock_guard<std::mutex> lock(toggle_mu_);
   if (on == enabled_.load(std::memory_order_relaxed)) return;
   if (on) {
-    const uint64_t now = monotonic_ns();
-    if (now < retry_after_ns_) return;
-    CUptiResult r = cupti_.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
-    if (r != CUPTI_SUCCESS) {
-      retry_after_ns_ = now + 5ull * 1000000000ull;
-      report_error(r, "activity",
-                   "cuptiActivityEnable(CONCURRENT_KERNEL) failed: %s; retrying in 5 s, "
-                   "launches are still announced",
-                   cupti_result_string(cupti_, r));
-      return;
-    }
+    // Per-launch mode switches CUPTI on only around announced launches (launch_begin/end).
+    if (config_.activity_mode == ActivityMode::WhileConsumer && !cupti_enable_locked()) return;
     enabled_.store(true, std::memory_order_release);
-    {
-      std::lock_guard<std::mutex> s(stats_mu_);
-      ++stats_.enables;
-    }
-    debug_log("kernel activity enabled (a consumer attached)");
+    debug_log("kernel collection armed (a consumer attached, mode %s)",
+              config_.activity_mode == ActivityMode::WhileConsumer ? "consumer" : "launch");
     std::lock_guard<std::mutex> f(flusher_mu_);
     if (!flusher_.joinable() && !stopping_) {
       try {
@@ -106,18 +125,25 @@ void ActivityCollector::set_enabled(bool on) {
     }
     return;
   }
-  // Records of kernels launched before the disable are still delivered by this flush.
-  CUptiResult r = cupti_.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
-  if (r != CUPTI_SUCCESS)
-    report_error(r, "activity", "cuptiActivityDisable(CONCURRENT_KERNEL) failed: %s",
-                 cupti_result_string(cupti_, r));
+  cupti_disable_locked();
+  active_launches_ = 0;
   enabled_.store(false, std::memory_order_release);
-  {
-    std::lock_guard<std::mutex> s(stats_mu_);
-    ++stats_.disables;
-  }
-  debug_log("kernel activity disabled (no consumer left)");
+  debug_log("kernel collection disarmed (no consumer left)");
   flush(true);
+}
+
+void ActivityCollector::launch_begin() {
+  if (config_.activity_mode != ActivityMode::AroundLaunch || !enabled()) return;
+  std::lock_guard<std::mutex> lock(toggle_mu_);
+  if (!enabled()) return;
+  if (active_launches_++ == 0) cupti_enable_locked();
+}
+
+void ActivityCollector::launch_end() {
+  if (config_.activity_mode != ActivityMode::AroundLaunch) return;
+  std::lock_guard<std::mutex> lock(toggle_mu_);
+  if (active_launches_ == 0) return;  // disarmed meanwhile
+  if (--active_launches_ == 0) cupti_disable_locked();
 }
 
 void ActivityCollector::request_flush() {

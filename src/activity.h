@@ -54,8 +54,13 @@ class ActivityCollector {
 
   // Registers the buffer callbacks. Activity stays disabled.
   bool init();
-  // Turns kernel activity collection on or off; off flushes what was collected first.
+  // Arms kernel collection (a consumer wants kernels) or disarms it; disarming flushes what was
+  // collected. In WhileConsumer mode CUPTI activity is on exactly while armed.
   void set_enabled(bool on);
+  // AroundLaunch mode: CUPTI activity is on only while an announced launch is in its API call,
+  // so unannounced launches don't pay for activity collection. No-ops in the other mode.
+  void launch_begin();
+  void launch_end();
   bool enabled() const { return enabled_.load(std::memory_order_relaxed); }
   // Asks the flusher thread to flush soon (from the launch path: never flush there).
   void request_flush();
@@ -80,8 +85,13 @@ class ActivityCollector {
   CorrelationTracker &tracker_;
   BufferPool pool_;
   std::atomic<bool> enabled_{false};
+  bool cupti_enable_locked();
+  void cupti_disable_locked();
+
   std::mutex toggle_mu_;
-  uint64_t retry_after_ns_ = 0;  // after a failed enable, don't hammer CUPTI
+  bool cupti_on_ = false;          // CUPTI's CONCURRENT_KERNEL activity is enabled
+  uint32_t active_launches_ = 0;   // AroundLaunch: announced launches inside their API call
+  uint64_t retry_after_ns_ = 0;    // after a failed enable, don't hammer CUPTI
 
   std::mutex flusher_mu_;
   std::condition_variable flusher_cv_;

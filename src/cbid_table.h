@@ -59,6 +59,9 @@ inline constexpr SubscribedCallback kSubscribedCallbacks[] = {
     // Graph resources (not API calls). A node created inside a launch call means the stream is
     // being captured: the launch is recorded, not run (ground truth, fact 5).
     {CbDomain::Resource, 13, CbRole::GraphResource, "GRAPHNODE_CREATED"},
+    // A node cloned into an executable graph at instantiation: maps a running kernel's
+    // graphNodeId back to the node recorded at capture (graph_node_clone probe).
+    {CbDomain::Resource, 20, CbRole::GraphResource, "GRAPHNODE_CLONED"},
 };
 
 inline constexpr size_t kNumSubscribedCallbacks =

@@ -21,6 +21,7 @@ constexpr const char *kFlushInterval = "PARCAGPU_FLUSH_INTERVAL_MS";
 constexpr const char *kBufferKib = "PARCAGPU_BUFFER_KIB";
 constexpr const char *kMaxBuffers = "PARCAGPU_MAX_BUFFERS";
 constexpr const char *kDisableCbids = "PARCAGPU_DISABLE_CBIDS";
+constexpr const char *kActivityMode = "PARCAGPU_ACTIVITY_MODE";
 
 struct Parser {
   const EnvLookup &getenv;
@@ -119,7 +120,7 @@ struct Parser {
 const std::vector<const char *> &known_config_names() {
   static const std::vector<const char *> names = {
       kDebug,     kRate,           kGraphRate,    kCuptiPath, kMaxOutstanding, kMaxAge,
-      kFlushThreshold, kFlushInterval, kBufferKib, kMaxBuffers, kDisableCbids};
+      kFlushThreshold, kFlushInterval, kBufferKib, kMaxBuffers, kDisableCbids, kActivityMode};
   return names;
 }
 
@@ -143,6 +144,14 @@ Config parse_config(const EnvLookup &getenv, const std::vector<std::string> &all
   p.integer(kBufferKib, 16, 65536, &c.buffer_kib);
   p.integer(kMaxBuffers, 2, 4096, &c.max_buffers);
   p.cbid_list(kDisableCbids, &c.disabled_cbids);
+  if (const char *v = getenv(kActivityMode)) {
+    if (strcasecmp(v, "consumer") == 0)
+      c.activity_mode = ActivityMode::WhileConsumer;
+    else if (strcasecmp(v, "launch") == 0)
+      c.activity_mode = ActivityMode::AroundLaunch;
+    else
+      p.warn(kActivityMode, v, "must be 'consumer' or 'launch'");
+  }
 
   for (const std::string &n : all_names) {
     bool known = false;

@@ -17,6 +17,12 @@ struct CbidRef {
   uint32_t cbid;
 };
 
+// When CUPTI's kernel activity collection is on while a consumer listens.
+enum class ActivityMode : uint8_t {
+  WhileConsumer,  // the whole time: every kernel recorded, unannounced ones filtered out
+  AroundLaunch,   // only inside announced launches' API calls: others pay nothing for it
+};
+
 struct Config {
   bool debug = false;
   double eager_rate_limit = 100.0;   // announced eager launches per second per thread
@@ -29,6 +35,7 @@ struct Config {
   uint32_t buffer_kib = 1024;        // size of one activity buffer
   uint32_t max_buffers = 32;         // activity buffers alive at once (memory cap)
   std::vector<CbidRef> disabled_cbids;  // operator knob: launch paths not to subscribe
+  ActivityMode activity_mode = ActivityMode::WhileConsumer;
 };
 
 struct ConfigWarning {

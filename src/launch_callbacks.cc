@@ -151,6 +151,7 @@ void LaunchCallbacks::on_launch(CbDomain domain, uint32_t cbid, const CUpti_Call
     }
     // Tracked from ENTER: the kernel may complete and be flushed before our EXIT runs.
     tracker_.insert(cb->correlationId, graph ? LaunchKind::Graph : LaunchKind::Eager, now);
+    hooks_.launch_begin();
     return;
   }
   // EXIT: only the outermost call's.
@@ -158,14 +159,19 @@ void LaunchCallbacks::on_launch(CbDomain domain, uint32_t cbid, const CUpti_Call
     return;
   t.active = false;
   if (!t.announce) return;
+  hooks_.launch_end();
   const int32_t scbid = signed_cbid(domain, cbid);
   const char *name = cb->symbolName ? cb->symbolName : cb->functionName;
   if (t.captured) {
     // Recorded into a graph by stream capture: it never runs under this ID.
     tracker_.remove(cb->correlationId);
     stats_.captured.fetch_add(1, std::memory_order_relaxed);
-    usdt::graph_capture_launch(cb->correlationId, scbid, name, t.capture_graph_id,
-                               t.capture_node_id);
+    // Copied out of TLS into registers: an %fs-relative operand in the probe's argument spec
+    // is something USDT argument parsers (libbpf's, bpftrace's) cannot read.
+    uint32_t graph_id = t.capture_graph_id;
+    uint64_t node_id = t.capture_node_id;
+    asm volatile("" : "+r"(graph_id), "+r"(node_id));
+    usdt::graph_capture_launch(cb->correlationId, scbid, name, graph_id, node_id);
     return;
   }
   const bool graph = (domain == CbDomain::Driver ? kRoles.driver[cbid] : kRoles.runtime[cbid]) == kGraph;
@@ -186,6 +192,16 @@ void LaunchCallbacks::on_resource(CUpti_CallbackId cbid, const CUpti_ResourceDat
     const auto *gd = rd ? static_cast<const CUpti_GraphData *>(rd->resourceDescriptor) : nullptr;
     if (gd && gd->graph) cupti_.cuptiGetGraphId(gd->graph, &t.capture_graph_id);
     if (gd && gd->node) cupti_.cuptiGetGraphNodeId(gd->node, &t.capture_node_id);
+  } else if (cbid == CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED) {
+    if (usdt::graph_node_clone_consumers() == 0) return;
+    const auto *gd = rd ? static_cast<const CUpti_GraphData *>(rd->resourceDescriptor) : nullptr;
+    if (!gd || !gd->node || !gd->originalNode) return;
+    uint64_t original = 0, clone = 0;
+    uint32_t exec_graph = 0;
+    cupti_.cuptiGetGraphNodeId(gd->originalNode, &original);
+    cupti_.cuptiGetGraphNodeId(gd->node, &clone);
+    if (gd->graph) cupti_.cuptiGetGraphId(gd->graph, &exec_graph);
+    usdt::graph_node_clone(original, clone, exec_graph);
   }
 }
 

@@ -30,6 +30,8 @@ class LaunchCallbacks {
     void (*sync_consumers)();    // consumer state changed: enable/disable activity etc.
     bool (*consumer_changed)();  // cheap check whether sync_consumers is needed
     void (*request_flush)();     // enough launches outstanding
+    void (*launch_begin)();      // an announced launch enters its API call
+    void (*launch_end)();        // ... and leaves it
   };
 
   LaunchCallbacks(const CuptiApi &cupti, const Config &config, CorrelationTracker &tracker,

@@ -26,6 +26,13 @@ void hook_request_flush() {
   if (g_profiler && g_profiler->activity()) g_profiler->activity()->request_flush();
 }
 
+void hook_launch_begin() {
+  if (g_profiler && g_profiler->activity()) g_profiler->activity()->launch_begin();
+}
+void hook_launch_end() {
+  if (g_profiler && g_profiler->activity()) g_profiler->activity()->launch_end();
+}
+
 void shutdown_at_exit() {
   try {
     if (g_profiler) g_profiler->shutdown();
@@ -56,7 +63,8 @@ bool Profiler::start() {
   activity_->set_housekeeping(&hook_sync_consumers);
   callbacks_ = std::make_unique<LaunchCallbacks>(
       cupti_, config_, *tracker_,
-      LaunchCallbacks::Hooks{&hook_sync_consumers, &hook_consumer_changed, &hook_request_flush});
+      LaunchCallbacks::Hooks{&hook_sync_consumers, &hook_consumer_changed, &hook_request_flush,
+                             &hook_launch_begin, &hook_launch_end});
   activity_usable_ = activity_->init();
   g_profiler = this;
   if (!callbacks_->subscribe()) {

@@ -96,6 +96,7 @@ INSTANTIATE_TEST_SUITE_P(
                       BadCase{"PARCAGPU_DISABLE_CBIDS", "GPU:514", "domain"},
                       BadCase{"PARCAGPU_DISABLE_CBIDS", "514", "DOMAIN:CBID"},
                       BadCase{"PARCAGPU_CUPTI_PATH", "", "empty"},
+                      BadCase{"PARCAGPU_ACTIVITY_MODE", "sometimes", "must be"},
                       BadCase{"PARCAGPU_RATELIMIT", "100", "unknown variable"}));
 
 TEST(Config, SeveralProblemsAllReported) {

@@ -1,0 +1,32 @@
+# Thin wrapper over CMake. `make` builds everything into build/; `make test` runs every test
+# (units, integration with real eBPF: run as root).
+BUILD ?= build
+JOBS ?= $(shell nproc)
+CMAKE_FLAGS ?=
+
+.PHONY: all deps configure test demo test-pc-mock-graph format clean
+
+all: configure
+	cmake --build $(BUILD) -j$(JOBS)
+
+deps:
+	scripts/install-deps.sh
+
+configure:
+	@test -f $(BUILD)/CMakeCache.txt || cmake -S . -B $(BUILD) $(CMAKE_FLAGS)
+
+test: all
+	cd $(BUILD) && ctest --output-on-failure
+
+# The mock application under the library, with our consumer attached, printing what it sees.
+demo: all
+	scripts/demo.sh
+
+test-pc-mock-graph: all
+	PARCAGPU_BUILD_DIR=$(abspath $(BUILD)) python3 scripts/test-pc-mock-graph.py
+
+format:
+	clang-format -i $$(git ls-files '*.cc' '*.h' '*.c' '*.cu')
+
+clean:
+	rm -rf $(BUILD)

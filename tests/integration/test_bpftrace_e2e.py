@@ -1,0 +1,84 @@
+#!/usr/bin/env python3
+"""The mock application under the library, observed with real eBPF: scripts/parcagpu.bt
+attached system-wide to the library's USDT probes."""
+import unittest
+
+import harness
+
+
+class WithBpftrace(unittest.TestCase):
+    def run_scenario(self, scenario, env=None):
+        with harness.Bpftrace() as bt:
+            r = harness.run_mockapp(["--scenario=" + scenario], env=dict(harness.UNLIMITED,
+                                                                          **(env or {})))
+        bt.stop()
+        self.assertEqual(r.returncode, 0, r.stderr)
+        mine = [c for c in bt.correlations if c[0] == r.summary["pid"]]
+        kernels = [k for k in bt.kernels if k[0] == r.summary["pid"]]
+        return r, mine, kernels, bt
+
+    def test_runtime_launch_announced_once_with_positive_cbid(self):
+        r, corrs, kernels, _ = self.run_scenario("eager-runtime")
+        self.assertEqual({c[2] for c in corrs}, {211}, corrs)  # never -307 a second time
+        self.assertEqual(len(corrs), r.summary["launches_by_cbid"]["211"])
+        self.assertEqual(len({c[1] for c in corrs}), len(corrs))
+        self.assertTrue(all(c[3] for c in corrs), "every launch names its kernel")
+        self.assertEqual(sorted(k[1] for k in kernels), sorted(c[1] for c in corrs))
+
+    def test_driver_launch_announced_with_negative_cbid(self):
+        r, corrs, kernels, _ = self.run_scenario("eager-driver")
+        self.assertEqual({c[2] for c in corrs}, {-307})
+        self.assertEqual(len(corrs), r.summary["launches_by_cbid"]["-307"])
+        self.assertEqual(sorted(k[1] for k in kernels), sorted(c[1] for c in corrs))
+
+    def test_every_launch_path_is_announced_with_its_outermost_cbid(self):
+        r, corrs, _, _ = self.run_scenario("all-cbids")
+        seen = {}
+        for c in corrs:
+            seen[c[2]] = seen.get(c[2], 0) + 1
+        self.assertEqual(seen, harness.cbid_key(r.summary["launches_by_cbid"]))
+
+    def test_graph_launch_kernels_all_carry_the_launch_id(self):
+        r, corrs, kernels, _ = self.run_scenario("graph-runtime,graph-driver,graph-driver-ptsz")
+        cb = {c[2] for c in corrs}
+        self.assertEqual(cb, {311, -514, -515})
+        announced = {c[1] for c in corrs}
+        self.assertEqual(len(kernels), r.summary["graph_kernels_run"])
+        self.assertTrue(all(k[1] in announced and k[2] != 0 for k in kernels))
+        per_launch = {}
+        for k in kernels:
+            per_launch[k[1]] = per_launch.get(k[1], 0) + 1
+        self.assertEqual(set(per_launch), announced, "a graph launch lost its kernels")
+
+    def test_kernels_delivered_only_for_announced_launches(self):
+        # Low rate limits: most launches are not announced, and their kernels must not show.
+        with harness.Bpftrace() as bt:
+            r = harness.run_mockapp(["--duration=2s", "--launch-rate=2000", "--graph-rate=200",
+                                     "--threads=2"],
+                                    env={"PARCAGPU_RATE_LIMIT": "20",
+                                         "PARCAGPU_GRAPH_RATE_LIMIT": "5"})
+        bt.stop()
+        self.assertEqual(r.returncode, 0, r.stderr)
+        pid = r.summary["pid"]
+        corrs = [c for c in bt.correlations if c[0] == pid]
+        kernels = [k for k in bt.kernels if k[0] == pid]
+        announced = {c[1] for c in corrs}
+        self.assertGreater(len(kernels), 0)
+        self.assertLess(len(corrs), r.summary["eager_launches"] + r.summary["graph_launches"])
+        stray = [k for k in kernels if k[1] not in announced]
+        self.assertEqual(stray, [], "kernels of unannounced launches were delivered")
+        # Rate limits are per thread: 2 threads x (20 + 5)/s over ~2 s plus one second's burst.
+        self.assertLessEqual(len(corrs), 2 * 25 * 3 + 10)
+        self.assertGreater(r.summary["records_written"], len(kernels),
+                           "activity was on, so unannounced launches were recorded and filtered")
+
+    def test_metadata_and_batches_follow_the_abi(self):
+        r, _, kernels, bt = self.run_scenario("eager-runtime,graph-runtime")
+        self.assertTrue(bt.gpu_configs, "gpu_config fires when a consumer attaches")
+        self.assertTrue(bt.batches)
+        self.assertTrue(all(0 < n <= 128 for _, n in bt.batches))
+        self.assertEqual(sum(n for p, n in bt.batches if p == r.summary["pid"]), len(kernels))
+
+
+if __name__ == "__main__":
+    harness.main()
