@@ -55,10 +55,11 @@ void BufferPool::release(uint8_t *buf) {
 }
 
 ActivityCollector::ActivityCollector(const CuptiApi &cupti, const Config &config,
-                                     CorrelationTracker &tracker)
+                                     CorrelationTracker &tracker, GraphTracker &graphs)
     : cupti_(cupti),
       config_(config),
       tracker_(tracker),
+      graphs_(graphs),
       pool_(static_cast<size_t>(config.buffer_kib) * 1024, config.max_buffers) {}
 
 bool ActivityCollector::init() {
@@ -240,8 +241,19 @@ void ActivityCollector::process_buffer(CUcontext ctx, uint32_t stream_id, uint8_
         record->kind != CUPTI_ACTIVITY_KIND_KERNEL)
       continue;
     ++seen;
-    const auto *r = reinterpret_cast<const uint8_t *>(record);
-    const uint32_t corr = field<uint32_t>(r, PARCAGPU_KREC_OFF_CORRELATION_ID);
+    auto *r = reinterpret_cast<uint8_t *>(record);
+    uint32_t corr = field<uint32_t>(r, PARCAGPU_KREC_OFF_CORRELATION_ID);
+    if (corr == 0) {
+      // A kernel of a conditional node's body: CUPTI drops the launch's correlation ID (ground
+      // truth, fact 7). Hand it back to the launch that owns the body graph; the buffer is
+      // ours, so consumers see the record with that launch's ID.
+      const uint32_t graph_id = field<uint32_t>(r, PARCAGPU_KREC_OFF_GRAPH_ID);
+      if (graph_id == 0) continue;
+      corr = graphs_.conditional_owner(graph_id,
+                                       [this](uint32_t c) { return tracker_.contains(c); });
+      if (corr == 0) continue;
+      std::memcpy(r + PARCAGPU_KREC_OFF_CORRELATION_ID, &corr, sizeof corr);
+    }
     if (!tracker_.on_kernel(corr, now)) continue;
     ++delivered;
     if (per_kernel)

@@ -15,6 +15,7 @@
 #include "config.h"
 #include "correlation_tracker.h"
 #include "cupti_api.h"
+#include "graph_tracker.h"
 
 namespace parcagpu {
 
@@ -50,7 +51,8 @@ class BufferPool {
 
 class ActivityCollector {
  public:
-  ActivityCollector(const CuptiApi &cupti, const Config &config, CorrelationTracker &tracker);
+  ActivityCollector(const CuptiApi &cupti, const Config &config, CorrelationTracker &tracker,
+                    GraphTracker &graphs);
 
   // Registers the buffer callbacks. Activity stays disabled.
   bool init();
@@ -83,6 +85,7 @@ class ActivityCollector {
   const CuptiApi &cupti_;
   const Config &config_;
   CorrelationTracker &tracker_;
+  GraphTracker &graphs_;
   BufferPool pool_;
   std::atomic<bool> enabled_{false};
   bool cupti_enable_locked();

@@ -62,6 +62,10 @@ inline constexpr SubscribedCallback kSubscribedCallbacks[] = {
     // A node cloned into an executable graph at instantiation: maps a running kernel's
     // graphNodeId back to the node recorded at capture (graph_node_clone probe).
     {CbDomain::Resource, 20, CbRole::GraphResource, "GRAPHNODE_CLONED"},
+    // Instantiation done / exec going away: how many kernels a launch of it runs, whether it
+    // has conditional nodes (whose kernels arrive with correlation ID 0), or none at all.
+    {CbDomain::Resource, 18, CbRole::GraphResource, "GRAPHEXEC_CREATED"},
+    {CbDomain::Resource, 19, CbRole::GraphResource, "GRAPHEXEC_DESTROY_STARTING"},
 };
 
 inline constexpr size_t kNumSubscribedCallbacks =

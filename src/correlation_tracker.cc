@@ -51,6 +51,11 @@ bool CorrelationTracker::on_kernel(uint32_t id, uint64_t now_ns) {
   return true;
 }
 
+bool CorrelationTracker::contains(uint32_t id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return entries_.count(id) != 0;
+}
+
 void CorrelationTracker::remove(uint32_t id) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = entries_.find(id);

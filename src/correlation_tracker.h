@@ -46,6 +46,9 @@ class CorrelationTracker {
   // A kernel record arrived. True if its launch was announced (deliver it).
   bool on_kernel(uint32_t correlation_id, uint64_t now_ns);
 
+  // Whether the launch is still tracked.
+  bool contains(uint32_t correlation_id) const;
+
   // Forget an entry without a kernel (the launch turned out not to execute).
   void remove(uint32_t correlation_id);
 

@@ -50,8 +50,8 @@ LaunchCallbacks *g_callbacks = nullptr;
 }  // namespace
 
 LaunchCallbacks::LaunchCallbacks(const CuptiApi &cupti, const Config &config,
-                                 CorrelationTracker &tracker, Hooks hooks)
-    : cupti_(cupti), config_(config), tracker_(tracker), hooks_(hooks) {}
+                                 CorrelationTracker &tracker, GraphTracker &graphs, Hooks hooks)
+    : cupti_(cupti), config_(config), tracker_(tracker), graphs_(graphs), hooks_(hooks) {}
 
 bool LaunchCallbacks::subscribe() {
   g_callbacks = this;
@@ -149,8 +149,24 @@ void LaunchCallbacks::on_launch(CbDomain domain, uint32_t cbid, const CUpti_Call
       stats_.rate_limited.fetch_add(1, std::memory_order_relaxed);
       return;
     }
+    uint32_t expected_kernels = graph ? 0 : 1;
+    if (graph && cb->functionParams) {
+      // Every graph launch's parameters start with the exec handle (cuGraphLaunch_params,
+      // cudaGraphLaunch_v10000_params and their _ptsz twins).
+      const void *exec = *static_cast<void *const *>(cb->functionParams);
+      const GraphTracker::ExecFacts f = graphs_.facts(exec);
+      if (f.known && f.kernel_nodes == 0 && !f.has_conditional) {
+        // Host functions only: no kernel will ever carry this ID (ground truth, fact 8).
+        t.announce = false;
+        graphs_.count_hostonly_launch();
+        return;
+      }
+      if (f.known && !f.has_conditional) expected_kernels = f.kernel_nodes;
+      if (f.has_conditional) graphs_.on_conditional_launch(exec, cb->correlationId);
+    }
     // Tracked from ENTER: the kernel may complete and be flushed before our EXIT runs.
-    tracker_.insert(cb->correlationId, graph ? LaunchKind::Graph : LaunchKind::Eager, now);
+    tracker_.insert(cb->correlationId, graph ? LaunchKind::Graph : LaunchKind::Eager, now,
+                    expected_kernels);
     hooks_.launch_begin();
     return;
   }
@@ -181,27 +197,27 @@ void LaunchCallbacks::on_launch(CbDomain domain, uint32_t cbid, const CUpti_Call
 }
 
 void LaunchCallbacks::on_resource(CUpti_CallbackId cbid, const CUpti_ResourceData *rd) {
-  if (cbid == CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED) {
-    // A node created inside a launch call on this thread: the stream is being captured and the
-    // launch is recorded into a graph instead of running (ground truth, fact 5).
-    ThreadLaunch &t = t_launch;
-    if (!t.active) return;  // cudaGraphAddKernelNode, instantiation: not a launch
-    t.captured = true;
-    t.capture_graph_id = 0;
-    t.capture_node_id = 0;
-    const auto *gd = rd ? static_cast<const CUpti_GraphData *>(rd->resourceDescriptor) : nullptr;
-    if (gd && gd->graph) cupti_.cuptiGetGraphId(gd->graph, &t.capture_graph_id);
-    if (gd && gd->node) cupti_.cuptiGetGraphNodeId(gd->node, &t.capture_node_id);
-  } else if (cbid == CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED) {
-    if (usdt::graph_node_clone_consumers() == 0) return;
-    const auto *gd = rd ? static_cast<const CUpti_GraphData *>(rd->resourceDescriptor) : nullptr;
-    if (!gd || !gd->node || !gd->originalNode) return;
-    uint64_t original = 0, clone = 0;
-    uint32_t exec_graph = 0;
-    cupti_.cuptiGetGraphNodeId(gd->originalNode, &original);
-    cupti_.cuptiGetGraphNodeId(gd->node, &clone);
-    if (gd->graph) cupti_.cuptiGetGraphId(gd->graph, &exec_graph);
-    usdt::graph_node_clone(original, clone, exec_graph);
+  const auto *gd = rd ? static_cast<const CUpti_GraphData *>(rd->resourceDescriptor) : nullptr;
+  switch (cbid) {
+    case CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED: {
+      // A node created inside a launch call on this thread: the stream is being captured and
+      // the launch is recorded into a graph instead of running (ground truth, fact 5).
+      ThreadLaunch &t = t_launch;
+      if (!t.active) {
+        graphs_.on_node_created(gd);  // graph building or instantiation
+        break;
+      }
+      t.captured = true;
+      t.capture_graph_id = 0;
+      t.capture_node_id = 0;
+      if (gd && gd->graph) cupti_.cuptiGetGraphId(gd->graph, &t.capture_graph_id);
+      if (gd && gd->node) cupti_.cuptiGetGraphNodeId(gd->node, &t.capture_node_id);
+      break;
+    }
+    case CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED: graphs_.on_node_cloned(gd); break;
+    case CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED: graphs_.on_exec_created(gd); break;
+    case CUPTI_CBID_RESOURCE_GRAPHEXEC_DESTROY_STARTING: graphs_.on_exec_destroyed(gd); break;
+    default: break;
   }
 }
 

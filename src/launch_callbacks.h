@@ -12,6 +12,7 @@
 #include "config.h"
 #include "correlation_tracker.h"
 #include "cupti_api.h"
+#include "graph_tracker.h"
 
 namespace parcagpu {
 
@@ -35,7 +36,7 @@ class LaunchCallbacks {
   };
 
   LaunchCallbacks(const CuptiApi &cupti, const Config &config, CorrelationTracker &tracker,
-                  Hooks hooks);
+                  GraphTracker &graphs, Hooks hooks);
 
   // Subscribes and enables every table entry (less the operator's PARCAGPU_DISABLE_CBIDS).
   // False if CUPTI refused the subscription: the library then stays inert.
@@ -55,6 +56,7 @@ class LaunchCallbacks {
   const CuptiApi &cupti_;
   const Config &config_;
   CorrelationTracker &tracker_;
+  GraphTracker &graphs_;
   Hooks hooks_;
   CUpti_SubscriberHandle subscriber_ = nullptr;
   std::vector<SubscribedCallback> enabled_;

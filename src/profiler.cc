@@ -59,10 +59,11 @@ bool Profiler::start() {
 
   tracker_ = std::make_unique<CorrelationTracker>(
       config_.max_outstanding, static_cast<uint64_t>(config_.max_age_ms) * 1000000ull);
-  activity_ = std::make_unique<ActivityCollector>(cupti_, config_, *tracker_);
+  graphs_ = std::make_unique<GraphTracker>(cupti_);
+  activity_ = std::make_unique<ActivityCollector>(cupti_, config_, *tracker_, *graphs_);
   activity_->set_housekeeping(&hook_sync_consumers);
   callbacks_ = std::make_unique<LaunchCallbacks>(
-      cupti_, config_, *tracker_,
+      cupti_, config_, *tracker_, *graphs_,
       LaunchCallbacks::Hooks{&hook_sync_consumers, &hook_consumer_changed, &hook_request_flush,
                              &hook_launch_begin, &hook_launch_end});
   activity_usable_ = activity_->init();
@@ -80,7 +81,8 @@ bool Profiler::consumer_changed() const {
   if (shut_down_.load(std::memory_order_relaxed)) return false;
   const bool want = activity_usable_.load(std::memory_order_relaxed) && wants_kernels();
   return want != activity_->enabled() ||
-         usdt::gpu_config_consumers() != last_gpu_config_consumers_.load(std::memory_order_relaxed);
+         usdt::gpu_config_consumers() != last_gpu_config_consumers_.load(std::memory_order_relaxed) ||
+         usdt::graph_node_clone_consumers() != last_clone_consumers_.load(std::memory_order_relaxed);
 }
 
 void Profiler::sync_consumers() {
@@ -90,6 +92,8 @@ void Profiler::sync_consumers() {
   const unsigned n = usdt::gpu_config_consumers();
   const unsigned before = last_gpu_config_consumers_.exchange(n);
   if (n > before) fire_gpu_config();
+  const unsigned clones = usdt::graph_node_clone_consumers();
+  if (clones > last_clone_consumers_.exchange(clones)) graphs_->refire_clones();
 }
 
 void Profiler::fire_gpu_config() {
@@ -135,6 +139,13 @@ void Profiler::log_stats() const {
             (unsigned long long)a.batches_fired, (unsigned long long)a.records_dropped,
             (unsigned long long)a.flushes, (unsigned long long)a.enables,
             (unsigned long long)a.disables);
+  const GraphStats g = graphs_->stats();
+  debug_log("graphs: execs=%llu clones=%llu host-only launches=%llu conditional records=%llu "
+            "(ambiguous owner=%llu, no owner=%llu)",
+            (unsigned long long)g.execs, (unsigned long long)g.clones,
+            (unsigned long long)g.hostonly_launches, (unsigned long long)g.conditional_records,
+            (unsigned long long)g.conditional_ambiguous,
+            (unsigned long long)g.conditional_orphans);
   debug_log("tracker: inserted=%llu completed=%llu matched=%llu unmatched=%llu expired=%llu "
             "(never seen=%llu) evicted=%llu removed=%llu live=%llu",
             (unsigned long long)t.inserted, (unsigned long long)t.completed,

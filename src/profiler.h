@@ -11,6 +11,7 @@
 #include "config.h"
 #include "correlation_tracker.h"
 #include "cupti_api.h"
+#include "graph_tracker.h"
 #include "launch_callbacks.h"
 
 namespace parcagpu {
@@ -38,9 +39,11 @@ class Profiler {
   CudaApi cuda_;
   bool have_cuda_ = false;
   std::unique_ptr<CorrelationTracker> tracker_;
+  std::unique_ptr<GraphTracker> graphs_;
   std::unique_ptr<ActivityCollector> activity_;
   std::unique_ptr<LaunchCallbacks> callbacks_;
   std::atomic<unsigned> last_gpu_config_consumers_{0};
+  std::atomic<unsigned> last_clone_consumers_{0};
   std::atomic<bool> activity_usable_{false};
   std::atomic<bool> shut_down_{false};
 };

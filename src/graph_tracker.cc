@@ -1,0 +1,138 @@
+#include "graph_tracker.h"
+
+#include <algorithm>
+
+#include "log.h"
+#include "usdt.h"
+
+namespace parcagpu {
+namespace {
+
+constexpr size_t kMaxClones = 1 << 20;
+constexpr size_t kMaxExecs = 1 << 16;
+constexpr size_t kMaxOpenLaunches = 64;
+
+// The instantiation in progress on this thread (between its first CLONED and GRAPHEXEC_CREATED).
+struct PendingInstantiation {
+  bool open = false;
+  uint32_t kernel_nodes = 0;
+  bool has_conditional = false;
+  std::vector<uint32_t> graph_ids;
+};
+thread_local PendingInstantiation t_pending;
+
+void add_unique(std::vector<uint32_t> *v, uint32_t id) {
+  if (id != 0 && std::find(v->begin(), v->end(), id) == v->end()) v->push_back(id);
+}
+
+}  // namespace
+
+void GraphTracker::on_node_created(const CUpti_GraphData *gd) {
+  // Outside an instantiation this is graph building (cudaGraphAddKernelNode): nothing to keep.
+  // Inside one, it is a node of a body graph being instantiated.
+  if (!t_pending.open || !gd || !gd->graph) return;
+  uint32_t id = 0;
+  if (cupti_.cuptiGetGraphId(gd->graph, &id) == CUPTI_SUCCESS) add_unique(&t_pending.graph_ids, id);
+  if (gd->nodeType == CU_GRAPH_NODE_TYPE_CONDITIONAL) t_pending.has_conditional = true;
+}
+
+void GraphTracker::on_node_cloned(const CUpti_GraphData *gd) {
+  if (!gd) return;
+  PendingInstantiation &p = t_pending;
+  p.open = true;
+  uint32_t graph_id = 0;
+  if (gd->graph && cupti_.cuptiGetGraphId(gd->graph, &graph_id) == CUPTI_SUCCESS)
+    add_unique(&p.graph_ids, graph_id);
+  if (gd->nodeType == CU_GRAPH_NODE_TYPE_KERNEL) ++p.kernel_nodes;
+  if (gd->nodeType == CU_GRAPH_NODE_TYPE_CONDITIONAL) p.has_conditional = true;
+  uint64_t original = 0, cloned = 0;
+  if (gd->originalNode) cupti_.cuptiGetGraphNodeId(gd->originalNode, &original);
+  if (gd->node) cupti_.cuptiGetGraphNodeId(gd->node, &cloned);
+  // Copied to locals: plain register operands for the probe's argument spec.
+  uint64_t o = original, c = cloned;
+  uint32_t g = graph_id;
+  asm volatile("" : "+r"(o), "+r"(c), "+r"(g));
+  usdt::graph_node_clone(o, c, g);
+  std::lock_guard<std::mutex> lock(mu_);
+  if (clones_.size() >= kMaxClones) clones_.erase(clones_.begin(), clones_.begin() + kMaxClones / 2);
+  clones_.push_back({original, cloned, graph_id});
+  ++stats_.clones;
+}
+
+void GraphTracker::on_exec_created(const CUpti_GraphData *gd) {
+  PendingInstantiation p = std::move(t_pending);
+  t_pending = PendingInstantiation{};
+  if (!gd || !gd->graphExec) return;
+  Exec e;
+  e.kernel_nodes = p.kernel_nodes;
+  e.has_conditional = p.has_conditional;
+  e.graph_ids = std::move(p.graph_ids);
+  debug_log("graph exec %p instantiated: %u kernel nodes%s, graphs seen %zu", (void *)gd->graphExec,
+            e.kernel_nodes, e.has_conditional ? ", conditional" : "", e.graph_ids.size());
+  std::lock_guard<std::mutex> lock(mu_);
+  if (execs_.size() >= kMaxExecs) {
+    execs_.clear();  // pathological churn without destroys: start over rather than grow
+    graph_to_exec_.clear();
+  }
+  for (uint32_t id : e.graph_ids) graph_to_exec_[id] = gd->graphExec;
+  execs_[gd->graphExec] = std::move(e);
+  ++stats_.execs;
+}
+
+void GraphTracker::on_exec_destroyed(const CUpti_GraphData *gd) {
+  if (!gd || !gd->graphExec) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = execs_.find(gd->graphExec);
+  if (it == execs_.end()) return;
+  for (uint32_t id : it->second.graph_ids) {
+    auto g = graph_to_exec_.find(id);
+    if (g != graph_to_exec_.end() && g->second == gd->graphExec) graph_to_exec_.erase(g);
+  }
+  execs_.erase(it);
+}
+
+GraphTracker::ExecFacts GraphTracker::facts(const void *exec) const {
+  ExecFacts f;
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = execs_.find(exec);
+  if (it == execs_.end()) return f;
+  f.known = true;
+  f.has_conditional = it->second.has_conditional;
+  f.kernel_nodes = it->second.kernel_nodes;
+  return f;
+}
+
+void GraphTracker::on_conditional_launch(const void *exec, uint32_t correlation_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = execs_.find(exec);
+  if (it == execs_.end()) return;
+  auto &open = it->second.open_launches;
+  if (open.size() >= kMaxOpenLaunches) open.pop_front();
+  open.push_back(correlation_id);
+}
+
+void GraphTracker::count_hostonly_launch() {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++stats_.hostonly_launches;
+}
+
+void GraphTracker::refire_clones() {
+  std::vector<Clone> copy;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    copy = clones_;
+  }
+  for (const Clone &c : copy) {
+    uint64_t o = c.original_node, n = c.cloned_node;
+    uint32_t g = c.exec_graph;
+    asm volatile("" : "+r"(o), "+r"(n), "+r"(g));
+    usdt::graph_node_clone(o, n, g);
+  }
+}
+
+GraphStats GraphTracker::stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stats_;
+}
+
+}  // namespace parcagpu
