@@ -68,7 +68,7 @@ def main():
                 failures.append("consumers disagree on cbid %d: bpftrace %d, parcagpu-trace %d" %
                                 (cbid, counts.get(cbid, 0), tc.get(cbid, 0)))
     total_kernels = sum(kernels_by_corr.values())
-    print("graph kernels run: %d, kernels delivered: %d" % (s["graph_kernels_run"], total_kernels))
+    print("kernels run: %d (graph %d), kernels delivered: %d" % (s["kernels_run"], s["graph_kernels_run"], total_kernels))
     if failures:
         for f in failures:
             print("FAIL:", f)

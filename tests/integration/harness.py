@@ -119,6 +119,9 @@ class _Consumer:
         return f.read()
 
     def stop(self, timeout=60):
+        """Stops the consumer (SIGINT, as Ctrl-C) and collects its output. Idempotent."""
+        if self.out.closed:
+            return self
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGINT)
         try:
@@ -128,13 +131,15 @@ class _Consumer:
             self.proc.wait()
         self.stdout = self._read(self.out)
         self.stderr = self._read(self.err)
+        self.out.close()
+        self.err.close()
         return self
 
     def __enter__(self):
         return self
 
     def __exit__(self, *exc):
-        if self.proc.poll() is None:
+        if not self.out.closed:
             self.stop()
 
 
@@ -146,6 +151,8 @@ class Bpftrace(_Consumer):
         super().__init__(["bpftrace", BT_SCRIPT, os.path.abspath(lib)])
 
     def stop(self, timeout=60):
+        if self.out.closed:
+            return self
         super().stop(timeout)
         self.correlations = []  # (pid, corr, cbid, name)
         self.kernels = []       # (pid, corr, graph)
@@ -187,6 +194,8 @@ class Trace(_Consumer):
         super().__init__(cmd)
 
     def stop(self, timeout=60):
+        if self.out.closed:
+            return self
         super().stop(timeout)
         try:
             self.result = json.loads(self.stdout.strip().splitlines()[-1])

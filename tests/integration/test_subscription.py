@@ -17,7 +17,7 @@ class Subscription(unittest.TestCase):
         self.assertIn("DRIVER:514", s["enabled_callbacks"])
         self.assertIn("DRIVER:515", s["enabled_callbacks"])
         self.assertEqual(len(r.exit_reports), 1, r.stderr[-2000:])
-        self.assertEqual(r.exit_reports[0]["enabled_callbacks"], [],
+        self.assertEqual(r.exit_reports[0]["still_enabled"], [],
                          "teardown left callbacks enabled")
 
     def test_no_consumer_no_activity(self):

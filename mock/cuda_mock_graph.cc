@@ -1,0 +1,341 @@
+// Graphs on the mock driver: explicit construction, WHILE conditional nodes, stream capture and
+// instantiation, with the RESOURCE callbacks real CUPTI fires for each (ground truth facts 5-8),
+// and the graph handles' CUPTI IDs.
+#include <optional>
+
+#pragma GCC visibility push(default)
+#include <cuda.h>
+
+#include "mock_cuda.h"
+#pragma GCC visibility pop
+
+#include "cuda_mock_internal.h"
+
+namespace mockcuda {
+namespace {
+
+constexpr auto kDrv = CUPTI_CB_DOMAIN_DRIVER_API;
+constexpr auto kRt = CUPTI_CB_DOMAIN_RUNTIME_API;
+
+// A runtime API call and the driver call beneath it, for the graph APIs (which real CUDA nests
+// like launches: 443 over 643, 289 over 689, ...).
+class NestedCall {
+ public:
+  NestedCall(CUctx_st *ctx, const char *rt_name, CUpti_CallbackId rt_cbid, const void *rt_params,
+             const char *drv_name, CUpti_CallbackId drv_cbid, const void *drv_params)
+      : runtime_(kRt, rt_cbid, rt_name, nullptr, rt_params, ctx, &runtime_rc_),
+        driver_(kDrv, drv_cbid, drv_name, nullptr, drv_params, ctx, &driver_rc_) {}
+  void set_result(CUresult rc) {
+    driver_rc_ = rc;
+    runtime_rc_ = rc;  // cudaError_t and CUresult share the values the mock returns
+  }
+
+ private:
+  int runtime_rc_ = 0, driver_rc_ = 0;
+  ApiScope runtime_;
+  ApiScope driver_;  // declared last: its EXIT fires first
+};
+
+CUgraph_st *new_graph(CUctx_st *ctx, uint32_t id) {
+  auto *g = new CUgraph_st;
+  g->id = id;
+  g->context = ctx;
+  return g;
+}
+
+CUgraphNode_st *add_node(CUgraph_st *graph, CUgraphNodeType type, CUfunc_st *f,
+                         uint32_t index_base = 0) {
+  auto *n = new CUgraphNode_st;
+  n->id = (static_cast<uint64_t>(graph->id) << 32) | (graph->nodes.size() + index_base);
+  n->graph = graph;
+  n->type = type;
+  n->function = f;
+  n->body = nullptr;
+  n->iterations = 0;
+  n->original = nullptr;
+  graph->nodes.push_back(n);
+  return n;
+}
+
+bool valid_graph(CUgraph g) { return g && g->magic == CUgraph_st::kMagic; }
+
+void node_created(CUctx_st *ctx, CUgraph_st *graph, CUgraphNode_st *node) {
+  graph_event(CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED, ctx, graph, nullptr, node, nullptr, nullptr);
+}
+
+// Clones `from`'s nodes into `to` the way instantiation does: GRAPHNODE_CREATED then
+// GRAPHNODE_CLONED per node (ground truth fact 6). Conditional bodies become graphs of their own
+// with their own IDs; their nodes are numbered from 1, as the ground truth's were.
+uint32_t clone_nodes(CUctx_st *ctx, CUgraphExec_st *exec, CUgraph_st *from, CUgraph_st *to,
+                     uint32_t index_base, uint32_t repeat) {
+  uint32_t kernels = 0;
+  for (CUgraphNode_st *original : from->nodes) {
+    CUgraphNode_st *clone = add_node(to, original->type, original->function, index_base);
+    clone->original = original;
+    clone->iterations = original->iterations;
+    graph_event(CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED, ctx, to, nullptr, clone, nullptr, exec);
+    graph_event(CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED, ctx, to, from, clone, original, exec);
+    if (original->type == CU_GRAPH_NODE_TYPE_KERNEL) kernels += repeat;
+    if (original->type == CU_GRAPH_NODE_TYPE_CONDITIONAL && original->body) {
+      clone->body = new_graph(ctx, next_graph_id());
+      kernels +=
+          clone_nodes(ctx, exec, original->body, clone->body, 1, repeat * original->iterations);
+    }
+  }
+  return kernels;
+}
+
+}  // namespace
+
+void graph_event(CUpti_CallbackId cbid, CUctx_st *context, CUgraph_st *graph,
+                 CUgraph_st *original_graph, CUgraphNode_st *node, CUgraphNode_st *original_node,
+                 CUgraphExec_st *exec) {
+  if (!hooks()) return;
+  CUpti_GraphData graph_data{};
+  graph_data.graph = graph;
+  graph_data.originalGraph = original_graph;
+  graph_data.node = node;
+  graph_data.originalNode = original_node;
+  graph_data.nodeType = node ? node->type : CU_GRAPH_NODE_TYPE_EMPTY;
+  graph_data.graphExec = exec;
+  CUpti_ResourceData data{};
+  data.context = context;
+  data.resourceDescriptor = &graph_data;
+  domain_event(CUPTI_CB_DOMAIN_RESOURCE, cbid, &data);
+}
+
+void capture_node(CUstream_st *stream, CUgraphNodeType type, CUfunc_st *function) {
+  CUgraph_st *graph = stream->capture_graph.load(std::memory_order_relaxed);
+  CUgraphNode_st *node = add_node(graph, type, function);
+  node_created(stream->context, graph, node);
+}
+
+}  // namespace mockcuda
+
+using namespace mockcuda;
+
+extern "C" {
+
+CUresult mock_cuda_graph_create(CUgraph *graph) {
+  if (!graph) return CUDA_ERROR_INVALID_VALUE;
+  ensure_initialized();
+  CUctx_st *ctx = current_context();
+  cudaGraphCreate_v10000_params rt{reinterpret_cast<cudaGraph_t *>(graph), 0};
+  cuGraphCreate_params drv{graph, 0};
+  NestedCall call(ctx, "cudaGraphCreate", CUPTI_RUNTIME_TRACE_CBID_cudaGraphCreate_v10000, &rt,
+                  "cuGraphCreate", CUPTI_DRIVER_TRACE_CBID_cuGraphCreate, &drv);
+  *graph = new_graph(ctx, next_graph_id());
+  return CUDA_SUCCESS;
+}
+
+CUresult mock_cuda_graph_add_kernel_node(CUgraph graph, CUfunction f, CUgraphNode *node) {
+  if (!valid_graph(graph) || !f || f->magic != CUfunc_st::kMagic || !node)
+    return CUDA_ERROR_INVALID_VALUE;
+  ensure_initialized();
+  CUctx_st *ctx = graph->context;
+  CUDA_KERNEL_NODE_PARAMS cu_node{};
+  cu_node.func = f;
+  cu_node.gridDimX = 128;
+  cu_node.gridDimY = cu_node.gridDimZ = 1;
+  cu_node.blockDimX = 256;
+  cu_node.blockDimY = cu_node.blockDimZ = 1;
+  cudaKernelNodeParams rt_node{};
+  rt_node.func = f;
+  rt_node.gridDim = dim3(128);
+  rt_node.blockDim = dim3(256);
+  cudaGraphAddKernelNode_v10000_params rt{reinterpret_cast<cudaGraphNode_t *>(node), graph, nullptr,
+                                          0, &rt_node};
+  cuGraphAddKernelNode_v2_params drv{node, graph, nullptr, 0, &cu_node};
+  NestedCall call(ctx, "cudaGraphAddKernelNode",
+                  CUPTI_RUNTIME_TRACE_CBID_cudaGraphAddKernelNode_v10000, &rt,
+                  "cuGraphAddKernelNode", CUPTI_DRIVER_TRACE_CBID_cuGraphAddKernelNode_v2, &drv);
+  *node = add_node(graph, CU_GRAPH_NODE_TYPE_KERNEL, f);
+  node_created(ctx, graph, *node);
+  return CUDA_SUCCESS;
+}
+
+CUresult mock_cuda_graph_add_host_node(CUgraph graph, CUgraphNode *node) {
+  if (!valid_graph(graph) || !node) return CUDA_ERROR_INVALID_VALUE;
+  ensure_initialized();
+  CUctx_st *ctx = graph->context;
+  CUDA_HOST_NODE_PARAMS cu_node{};
+  cudaHostNodeParams rt_node{};
+  cudaGraphAddHostNode_v10000_params rt{reinterpret_cast<cudaGraphNode_t *>(node), graph, nullptr,
+                                        0, &rt_node};
+  cuGraphAddHostNode_params drv{node, graph, nullptr, 0, &cu_node};
+  NestedCall call(ctx, "cudaGraphAddHostNode", CUPTI_RUNTIME_TRACE_CBID_cudaGraphAddHostNode_v10000,
+                  &rt, "cuGraphAddHostNode", CUPTI_DRIVER_TRACE_CBID_cuGraphAddHostNode, &drv);
+  *node = add_node(graph, CU_GRAPH_NODE_TYPE_HOST, nullptr);
+  node_created(ctx, graph, *node);
+  return CUDA_SUCCESS;
+}
+
+CUresult mock_cuda_graph_add_while_node(CUgraph graph, unsigned iterations, CUgraph *body,
+                                        CUgraphNode *node) {
+  if (!valid_graph(graph) || !body || !node) return CUDA_ERROR_INVALID_VALUE;
+  ensure_initialized();
+  CUctx_st *ctx = graph->context;
+  CUgraphConditionalHandle handle = 0;
+  {
+    cudaGraphConditionalHandleCreate_v12030_params rt{
+        reinterpret_cast<cudaGraphConditionalHandle *>(&handle), graph, 1, 0};
+    cuGraphConditionalHandleCreate_params drv{&handle, graph, ctx, 1, 0};
+    NestedCall call(ctx, "cudaGraphConditionalHandleCreate",
+                    CUPTI_RUNTIME_TRACE_CBID_cudaGraphConditionalHandleCreate_v12030, &rt,
+                    "cuGraphConditionalHandleCreate",
+                    CUPTI_DRIVER_TRACE_CBID_cuGraphConditionalHandleCreate, &drv);
+    handle = 0x1000 + graph->id;
+  }
+  CUgraphNodeParams params{};
+  params.type = CU_GRAPH_NODE_TYPE_CONDITIONAL;
+  params.conditional.handle = handle;
+  params.conditional.type = CU_GRAPH_COND_TYPE_WHILE;
+  params.conditional.size = 1;
+  params.conditional.phGraph_out = body;
+  params.conditional.ctx = ctx;
+  // cudaGraphNodeParams is laid out as CUgraphNodeParams (the runtime wraps the driver).
+  cudaGraphAddNode_v12030_params rt{
+      reinterpret_cast<cudaGraphNode_t *>(node),       graph, nullptr, nullptr, 0,
+      reinterpret_cast<cudaGraphNodeParams *>(&params)};
+  cuGraphAddNode_v2_params drv{node, graph, nullptr, nullptr, 0, &params};
+  NestedCall call(ctx, "cudaGraphAddNode", CUPTI_RUNTIME_TRACE_CBID_cudaGraphAddNode_v12030, &rt,
+                  "cuGraphAddNode", CUPTI_DRIVER_TRACE_CBID_cuGraphAddNode_v2, &drv);
+  CUgraphNode_st *n = add_node(graph, CU_GRAPH_NODE_TYPE_CONDITIONAL, nullptr);
+  n->body = new_graph(ctx, next_graph_id());
+  n->iterations = iterations;
+  *body = n->body;
+  *node = n;
+  node_created(ctx, graph, n);
+  return CUDA_SUCCESS;
+}
+
+CUresult mock_cuda_graph_instantiate(CUgraphExec *exec, CUgraph graph) {
+  if (!exec || !valid_graph(graph)) return CUDA_ERROR_INVALID_VALUE;
+  ensure_initialized();
+  CUctx_st *ctx = graph->context;
+  cudaGraphInstantiate_v12000_params rt{reinterpret_cast<cudaGraphExec_t *>(exec), graph, 0};
+  cuGraphInstantiateWithFlags_params drv{exec, graph, 0};
+  NestedCall call(ctx, "cudaGraphInstantiate", CUPTI_RUNTIME_TRACE_CBID_cudaGraphInstantiate_v12000,
+                  &rt, "cuGraphInstantiateWithFlags",
+                  CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithFlags, &drv);
+  auto *e = new CUgraphExec_st;
+  e->id = next_graph_id();
+  e->original = graph;
+  e->body_stream = new_stream(ctx);
+  // The exec's nodes live in a graph carrying the exec's ID: cuptiGetGraphId of the GRAPHNODE_*
+  // graph and the records' graphId agree, and node IDs are (execId << 32) | index.
+  CUgraph_st *exec_graph = new_graph(ctx, e->id);
+  e->exec_graph = exec_graph;
+  e->kernels_per_launch = clone_nodes(ctx, e, graph, exec_graph, 0, 1);
+  e->nodes = exec_graph->nodes;
+  *exec = e;
+  graph_event(CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED, ctx, exec_graph, graph, nullptr, nullptr, e);
+  return CUDA_SUCCESS;
+}
+
+CUresult mock_cuda_graph_exec_destroy(CUgraphExec exec) {
+  if (!exec || exec->magic != CUgraphExec_st::kMagic) return CUDA_ERROR_INVALID_VALUE;
+  ensure_initialized();
+  CUctx_st *ctx = exec->exec_graph->context;
+  cudaGraphExecDestroy_v10000_params rt{reinterpret_cast<cudaGraphExec_t>(exec)};
+  cuGraphExecDestroy_params drv{exec};
+  NestedCall call(ctx, "cudaGraphExecDestroy", CUPTI_RUNTIME_TRACE_CBID_cudaGraphExecDestroy_v10000,
+                  &rt, "cuGraphExecDestroy", CUPTI_DRIVER_TRACE_CBID_cuGraphExecDestroy, &drv);
+  graph_event(CUPTI_CBID_RESOURCE_GRAPHEXEC_DESTROY_STARTING, ctx, exec->exec_graph, exec->original,
+              nullptr, nullptr, exec);
+  exec->magic = CUgraphExec_st::kDestroyed;
+  return CUDA_SUCCESS;
+}
+
+uint32_t mock_cuda_graph_exec_kernels_per_launch(CUgraphExec exec) {
+  return exec && exec->magic == CUgraphExec_st::kMagic ? exec->kernels_per_launch : 0;
+}
+
+CUresult mock_cuda_stream_begin_capture(CUstream stream) {
+  ensure_initialized();
+  CUstream_st *st = resolve_stream(current_context(), stream);
+  if (!st) return CUDA_ERROR_INVALID_HANDLE;
+  const bool ptsz = is_per_thread(stream);
+  const CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
+  cudaStreamBeginCapture_v10000_params rt{stream, cudaStreamCaptureModeGlobal};
+  cuStreamBeginCapture_v2_params drv{stream, mode};
+  NestedCall call(st->context, ptsz ? "cudaStreamBeginCapture_ptsz" : "cudaStreamBeginCapture",
+                  ptsz ? CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCapture_ptsz_v10000
+                       : CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCapture_v10000,
+                  &rt, ptsz ? "cuStreamBeginCapture_v2_ptsz" : "cuStreamBeginCapture_v2",
+                  ptsz ? CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_v2_ptsz
+                       : CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_v2,
+                  &drv);
+  if (st == st->context->legacy_stream || st->capture_graph.load(std::memory_order_relaxed)) {
+    call.set_result(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+    return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  }
+  st->capture_graph.store(new_graph(st->context, next_graph_id()), std::memory_order_relaxed);
+  return CUDA_SUCCESS;
+}
+
+CUresult mock_cuda_stream_end_capture(CUstream stream, CUgraph *graph) {
+  if (!graph) return CUDA_ERROR_INVALID_VALUE;
+  ensure_initialized();
+  CUstream_st *st = resolve_stream(current_context(), stream);
+  if (!st) return CUDA_ERROR_INVALID_HANDLE;
+  const bool ptsz = is_per_thread(stream);
+  cudaStreamEndCapture_v10000_params rt{stream, reinterpret_cast<cudaGraph_t *>(graph)};
+  cuStreamEndCapture_params drv{stream, graph};
+  NestedCall call(st->context, ptsz ? "cudaStreamEndCapture_ptsz" : "cudaStreamEndCapture",
+                  ptsz ? CUPTI_RUNTIME_TRACE_CBID_cudaStreamEndCapture_ptsz_v10000
+                       : CUPTI_RUNTIME_TRACE_CBID_cudaStreamEndCapture_v10000,
+                  &rt, ptsz ? "cuStreamEndCapture_ptsz" : "cuStreamEndCapture",
+                  ptsz ? CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture_ptsz
+                       : CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture,
+                  &drv);
+  CUgraph_st *captured = st->capture_graph.exchange(nullptr, std::memory_order_relaxed);
+  if (!captured) {
+    call.set_result(CUDA_ERROR_ILLEGAL_STATE);
+    return CUDA_ERROR_ILLEGAL_STATE;
+  }
+  *graph = captured;
+  return CUDA_SUCCESS;
+}
+
+CUresult mock_cuda_launch_host_func(CUstream stream) {
+  ensure_initialized();
+  CUstream_st *st = resolve_stream(current_context(), stream);
+  if (!st) return CUDA_ERROR_INVALID_HANDLE;
+  const bool ptsz = is_per_thread(stream);
+  static void (*const host_fn)(void *) = [](void *) {};
+  cudaLaunchHostFunc_v10000_params rt{stream, host_fn, nullptr};
+  cuLaunchHostFunc_params drv{stream, host_fn, nullptr};
+  NestedCall call(st->context, ptsz ? "cudaLaunchHostFunc_ptsz" : "cudaLaunchHostFunc",
+                  ptsz ? CUPTI_RUNTIME_TRACE_CBID_cudaLaunchHostFunc_ptsz_v10000
+                       : CUPTI_RUNTIME_TRACE_CBID_cudaLaunchHostFunc_v10000,
+                  &rt, ptsz ? "cuLaunchHostFunc_ptsz" : "cuLaunchHostFunc",
+                  ptsz ? CUPTI_DRIVER_TRACE_CBID_cuLaunchHostFunc_ptsz
+                       : CUPTI_DRIVER_TRACE_CBID_cuLaunchHostFunc,
+                  &drv);
+  if (st->capture_graph.load(std::memory_order_relaxed))
+    capture_node(st, CU_GRAPH_NODE_TYPE_HOST, nullptr);
+  return CUDA_SUCCESS;
+}
+
+// ---- CUPTI IDs of graph handles (driver_cupti_bridge.h) ----
+
+CUresult mock_bridge_graph_id(CUgraph graph, uint32_t *id) {
+  if (!valid_graph(graph) || !id) return CUDA_ERROR_INVALID_HANDLE;
+  *id = graph->id;
+  return CUDA_SUCCESS;
+}
+
+CUresult mock_bridge_graph_node_id(CUgraphNode node, uint64_t *id) {
+  if (!node || node->magic != CUgraphNode_st::kMagic || !id) return CUDA_ERROR_INVALID_HANDLE;
+  *id = node->id;
+  return CUDA_SUCCESS;
+}
+
+CUresult mock_bridge_graph_exec_id(CUgraphExec exec, uint32_t *id) {
+  if (!exec || exec->magic != CUgraphExec_st::kMagic || !id) return CUDA_ERROR_INVALID_HANDLE;
+  *id = exec->id;
+  return CUDA_SUCCESS;
+}
+
+}  // extern "C"

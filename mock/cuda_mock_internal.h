@@ -1,0 +1,164 @@
+// Internals of the mock driver shared by cuda_mock*.cc: the objects behind the opaque CUDA handles,
+// the driver-wide state, and the scope that reports one API call to the mock CUPTI.
+#pragma once
+
+#include <cupti_driver_cbid.h>
+#include <cupti_runtime_cbid.h>
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <vector>
+// generated_cuda_meta.h also describes the pre-v2 driver APIs, whose types cuda.h declares only
+// when building the driver itself (__CUDA_API_VERSION_INTERNAL). The mock never fills those
+// structs; declaring the names is enough.
+typedef unsigned int CUdeviceptr_v1;
+typedef struct CUDA_MEMCPY2D_v1_st CUDA_MEMCPY2D_v1;
+typedef struct CUDA_MEMCPY3D_v1_st CUDA_MEMCPY3D_v1;
+typedef struct CUDA_ARRAY_DESCRIPTOR_v1_st CUDA_ARRAY_DESCRIPTOR_v1;
+typedef struct CUDA_ARRAY3D_DESCRIPTOR_v1_st CUDA_ARRAY3D_DESCRIPTOR_v1;
+#include <generated_cuda_meta.h>
+#include <generated_cuda_runtime_api_meta.h>
+
+#include "driver_cupti_bridge.h"
+#include "mock_cuda.h"
+#include "per_thread_counters.h"
+
+// The opaque handle types of cuda.h, defined by the mock. Each carries a magic number so the
+// CUPTI id queries can reject pointers that are not the mock's.
+struct CUfunc_st {
+  static constexpr uint32_t kMagic = 0x46554e43;  // "FUNC"
+  uint32_t magic = kMagic;
+  uint32_t id;
+  const char *name;  // interned, never freed
+};
+
+struct CUstream_st {
+  static constexpr uint32_t kMagic = 0x5354524d;  // "STRM"
+  uint32_t magic = kMagic;
+  uint32_t id;  // CUPTI stream ID
+  CUctx_st *context;
+  // Kernels on one stream run one after the other: the end of the last one.
+  std::atomic<uint64_t> busy_until{0};
+  // Non-null while the stream is being captured; only the capturing thread touches it.
+  std::atomic<CUgraph_st *> capture_graph{nullptr};
+};
+
+struct CUctx_st {
+  static constexpr uint32_t kMagic = 0x43545854;  // "CTXT"
+  uint32_t magic = kMagic;
+  uint32_t id;  // CUPTI context ID
+  int device;
+  CUstream_st *legacy_stream;
+  std::atomic<bool> module_loaded{false};
+  std::atomic<int64_t> next_grid_id{1};
+};
+
+struct CUgraph_st {
+  static constexpr uint32_t kMagic = 0x47525048;  // "GRPH"
+  uint32_t magic = kMagic;
+  uint32_t id;  // CUPTI graph ID (graphs and execs share one counter, as in real CUPTI)
+  CUctx_st *context;
+  std::vector<CUgraphNode_st *> nodes;
+};
+
+struct CUgraphNode_st {
+  static constexpr uint32_t kMagic = 0x4e4f4445;  // "NODE"
+  uint32_t magic = kMagic;
+  uint64_t id;  // (graph ID << 32) | index
+  CUgraph_st *graph;
+  CUgraphNodeType type;
+  CUfunc_st *function;       // kernel nodes
+  CUgraph_st *body;          // conditional nodes
+  uint32_t iterations;       // conditional nodes: WHILE body runs per launch
+  CUgraphNode_st *original;  // cloned nodes: the node of the instantiated graph
+};
+
+struct CUgraphExec_st {
+  static constexpr uint32_t kMagic = 0x45584543;      // "EXEC"
+  static constexpr uint32_t kDestroyed = 0x44454144;  // "DEAD": kept, so stale handles fail cleanly
+  uint32_t magic = kMagic;
+  uint32_t id;
+  CUgraph_st *original;
+  CUgraph_st *exec_graph;               // holds the cloned nodes, with the exec's ID
+  std::vector<CUgraphNode_st *> nodes;  // clones of the top-level nodes
+  CUstream_st *body_stream;             // where conditional bodies run
+  uint32_t kernels_per_launch;
+};
+
+namespace mockcuda {
+
+enum Counter : size_t {
+  kEagerLaunches,
+  kGraphLaunches,
+  kCapturedLaunches,
+  kKernelsRun,
+  kGraphKernelsRun,
+  kConditionalKernelsRun,
+  kApiCalls,
+  kNumScalarCounters,
+};
+
+// Launch APIs the mock knows, indexed for the per-cbid counters (see cuda_mock_launch.cc).
+inline constexpr size_t kMaxLaunchApis = 32;
+enum CbidCounter : size_t { kCbidLaunches, kCbidKernels, kCbidCaptured, kNumCbidCounters };
+
+struct CounterTag {};
+using Counters = mockstats::PerThreadCounters<CounterTag, kNumScalarCounters +
+                                                              kMaxLaunchApis * kNumCbidCounters>;
+
+inline size_t cbid_counter(size_t launch_api_index, CbidCounter which) {
+  return kNumScalarCounters + launch_api_index * kNumCbidCounters + which;
+}
+
+// The hooks of the mock CUPTI, or null while no libcupti is loaded.
+const mockbridge::CuptiHooks *hooks();
+
+// Initializes the driver (and loads the injection library) like cuInit, once.
+void ensure_initialized();
+
+// The calling thread's current context, making device 0's current if there is none.
+CUctx_st *current_context();
+// NULL / CU_STREAM_LEGACY / CU_STREAM_PER_THREAD / a created stream, resolved in `context`;
+// null for something that is not a stream.
+CUstream_st *resolve_stream(CUctx_st *context, CUstream stream);
+bool is_per_thread(CUstream stream);
+uint32_t next_graph_id();
+CUstream_st *new_stream(CUctx_st *context);
+
+// Fires RESOURCE / SYNCHRONIZE callbacks through CUPTI, if loaded.
+void domain_event(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, void *data);
+void graph_event(CUpti_CallbackId cbid, CUctx_st *context, CUgraph_st *graph,
+                 CUgraph_st *original_graph, CUgraphNode_st *node, CUgraphNode_st *original_node,
+                 CUgraphExec_st *exec);
+
+// Records a launch on a capturing stream as a node of the capture graph (RESOURCE
+// GRAPHNODE_CREATED fired from inside the caller's driver API window).
+void capture_node(CUstream_st *stream, CUgraphNodeType type, CUfunc_st *function);
+
+// One API call reported to CUPTI: ENTER on construction, EXIT on destruction. Without CUPTI it
+// does nothing, and the correlation ID is 0.
+class ApiScope {
+ public:
+  ApiScope(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const char *function_name,
+           const char *symbol_name, const void *params, CUctx_st *context, void *return_value);
+  ~ApiScope();
+  ApiScope(const ApiScope &) = delete;
+  ApiScope &operator=(const ApiScope &) = delete;
+  uint32_t correlation_id() const { return frame_.data.correlationId; }
+
+ private:
+  const mockbridge::CuptiHooks *hooks_;
+  mockbridge::ApiFrame frame_;
+};
+
+// A runtime API call with the driver call it makes underneath, as real CUDA nests them; the
+// driver scope is skipped when driver_cbid is 0 (a driver API called directly).
+struct ApiCall {
+  const char *runtime_name;
+  CUpti_CallbackId runtime_cbid;  // 0: the call is a driver API call
+  const char *driver_name;
+  CUpti_CallbackId driver_cbid;
+};
+
+}  // namespace mockcuda

@@ -1,0 +1,399 @@
+// The mock CUPTI, libcupti.so.13: subscription and callbacks, correlation IDs, the CUPTI id
+// queries, and the report of what the library left behind. Activity records and buffers live in
+// cupti_mock_activity.cc, fault injection in cupti_mock_faults.cc.
+//
+// Like real CUPTI it delivers a callback only for a (domain, cbid) pair its one subscriber has
+// enabled, and it instruments the (mock) driver from the inside: its constructor registers the
+// hooks through which the driver reports every API call, resource event and kernel.
+#include <unistd.h>
+
+#include <atomic>
+#include <cinttypes>
+#include <cstdio>
+#include <mutex>
+#include <string>
+
+#pragma GCC visibility push(default)
+#include <cupti.h>
+
+#include "mock_cupti_control.h"
+#pragma GCC visibility pop
+
+#include "cupti_mock_internal.h"
+
+// The opaque subscriber handle of cupti_callbacks.h.
+struct CUpti_Subscriber_st {
+  CUpti_CallbackFunc callback;
+  void *userdata;
+};
+
+namespace mockcupti {
+namespace {
+
+constexpr uint32_t kNumDomains = CUPTI_CB_DOMAIN_SIZE;
+constexpr uint32_t kMaxCbid = 1024;  // above every domain's size (static_assert in faults)
+constexpr uint32_t kWords = kMaxCbid / 64;
+
+// The enabled set: one bit per (domain, cbid), read on every callback without a lock.
+std::atomic<uint64_t> g_enabled[kNumDomains][kWords];
+std::atomic<uint64_t> g_ever_enabled[kNumDomains][kWords];
+std::atomic<CUpti_Subscriber_st *> g_subscriber{nullptr};
+std::mutex g_subscribe_mutex;  // subscribe / unsubscribe / finalize; never held in a callback
+
+// One process-wide counter, starting high like real CUPTI's (the ground truth's began at 122).
+std::atomic<uint32_t> g_next_correlation_id{100};
+thread_local mockbridge::ApiFrame *t_frame = nullptr;
+
+bool bit(const std::atomic<uint64_t> (&set)[kNumDomains][kWords], uint32_t domain, uint32_t cbid) {
+  return (set[domain][cbid / 64].load(std::memory_order_relaxed) >> (cbid % 64)) & 1;
+}
+
+void set_bit(uint32_t domain, uint32_t cbid, bool on) {
+  const uint64_t mask = 1ull << (cbid % 64);
+  if (on) {
+    g_enabled[domain][cbid / 64].fetch_or(mask, std::memory_order_relaxed);
+    g_ever_enabled[domain][cbid / 64].fetch_or(mask, std::memory_order_relaxed);
+  } else {
+    g_enabled[domain][cbid / 64].fetch_and(~mask, std::memory_order_relaxed);
+  }
+}
+
+bool valid_pair(uint32_t domain, uint32_t cbid) {
+  const uint32_t size = domain_size(domain);
+  return size != 0 && cbid > 0 && cbid < size;
+}
+
+bool is_current(CUpti_SubscriberHandle subscriber) {
+  return subscriber && subscriber == g_subscriber.load(std::memory_order_acquire);
+}
+
+// Enables or disables (domain, cbid) as the subscriber asked; MOCK_CUPTI_REFUSE'd pairs stay off.
+void enable_pair(uint32_t domain, uint32_t cbid, bool on) {
+  if (on && enable_refused(static_cast<CUpti_CallbackDomain>(domain), cbid)) {
+    Stats::add(kRefusedEnables);
+    return;
+  }
+  set_bit(domain, cbid, on);
+}
+
+void enable_whole_domain(uint32_t domain, bool on) {
+  for (uint32_t cbid = 1; cbid < domain_size(domain); ++cbid) enable_pair(domain, cbid, on);
+}
+
+void dispatch(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void *data) {
+  CUpti_Subscriber_st *s = g_subscriber.load(std::memory_order_acquire);
+  if (s && domain < kNumDomains && cbid < kMaxCbid && bit(g_enabled, domain, cbid)) {
+    Stats::add(kCallbacksDispatched);
+    s->callback(s->userdata, domain, cbid, data);
+  } else {
+    Stats::add(kCallbacksSuppressed);
+  }
+}
+
+// ---- Hooks called by the mock driver ----
+
+void api_enter(mockbridge::ApiFrame *frame) {
+  frame->outer = t_frame;
+  t_frame = frame;
+  // A driver call made by a runtime call shares its correlation ID (ground truth fact 1).
+  frame->data.correlationId = frame->outer
+                                  ? frame->outer->data.correlationId
+                                  : g_next_correlation_id.fetch_add(1, std::memory_order_relaxed);
+  frame->data.correlationData = &frame->correlation_data;
+  frame->data.callbackSite = CUPTI_API_ENTER;
+  dispatch(frame->domain, frame->cbid, &frame->data);
+}
+
+void api_exit(mockbridge::ApiFrame *frame) {
+  frame->data.callbackSite = CUPTI_API_EXIT;
+  dispatch(frame->domain, frame->cbid, &frame->data);
+  t_frame = frame->outer;
+}
+
+void domain_event(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, void *data) {
+  dispatch(domain, cbid, data);
+}
+
+void process_exit() {
+  const std::string line = "MOCK_CUPTI_EXIT " + report_json() + "\n";
+  // One write: forked processes share stderr and their lines must not interleave.
+  ssize_t unused = write(STDERR_FILENO, line.data(), line.size());
+  (void)unused;
+}
+
+constexpr mockbridge::CuptiHooks kHooks = {
+    api_enter, api_exit, domain_event, kernel_activity_enabled, kernel_ran, process_exit,
+};
+
+size_t list_pairs(const std::atomic<uint64_t> (&set)[kNumDomains][kWords], MockCuptiPair *out,
+                  size_t capacity) {
+  size_t n = 0;
+  for (uint32_t d = 1; d < kNumDomains; ++d)
+    for (uint32_t c = 0; c < kMaxCbid; ++c)
+      if (bit(set, d, c)) {
+        if (out && n < capacity) out[n] = MockCuptiPair{d, c};
+        ++n;
+      }
+  return n;
+}
+
+std::string pairs_json(const std::atomic<uint64_t> (&set)[kNumDomains][kWords]) {
+  std::string s = "[";
+  for (uint32_t d = 1; d < kNumDomains; ++d)
+    for (uint32_t c = 0; c < kMaxCbid; ++c)
+      if (bit(set, d, c)) {
+        if (s.size() > 1) s += ',';
+        s += "\"" + std::string(domain_name(d)) + ":" + std::to_string(c) + "\"";
+      }
+  return s + "]";
+}
+
+}  // namespace
+
+std::string report_json() {
+  MockCuptiStats st;
+  mock_cupti_get_stats(&st);
+  char stats[1024];
+  std::snprintf(stats, sizeof stats,
+                "{\"records_written\":%" PRIu64 ",\"records_dropped\":%" PRIu64
+                ",\"records_not_collected\":%" PRIu64 ",\"buffers_requested\":%" PRIu64
+                ",\"buffers_refused\":%" PRIu64 ",\"buffers_completed\":%" PRIu64
+                ",\"callbacks_dispatched\":%" PRIu64 ",\"callbacks_suppressed\":%" PRIu64
+                ",\"subscribe_calls\":%" PRIu64 ",\"unsubscribe_calls\":%" PRIu64
+                ",\"activity_enable_calls\":%" PRIu64 ",\"activity_disable_calls\":%" PRIu64
+                ",\"flush_all_calls\":%" PRIu64 ",\"finalize_calls\":%" PRIu64
+                ",\"injected_failures\":%" PRIu64 ",\"refused_enables\":%" PRIu64 "}",
+                st.records_written, st.records_dropped, st.records_not_collected,
+                st.buffers_requested, st.buffers_refused, st.buffers_completed,
+                st.callbacks_dispatched, st.callbacks_suppressed, st.subscribe_calls,
+                st.unsubscribe_calls, st.activity_enable_calls, st.activity_disable_calls,
+                st.flush_all_calls, st.finalize_calls, st.injected_failures, st.refused_enables);
+  return "{\"pid\":" + std::to_string(getpid()) +
+         ",\"subscribed\":" + (mock_cupti_subscribed() ? "true" : "false") +
+         ",\"still_enabled\":" + pairs_json(g_enabled) +
+         ",\"ever_enabled\":" + pairs_json(g_ever_enabled) +
+         ",\"whole_domain_enables\":" + std::to_string(st.whole_domain_enables) +
+         ",\"activity_kinds_still_enabled\":" + activity_kinds_json(false) +
+         ",\"activity_kinds_ever_enabled\":" + activity_kinds_json(true) + ",\"stats\":" + stats +
+         "}";
+}
+
+}  // namespace mockcupti
+
+using namespace mockcupti;
+
+#define MOCK_CUPTI_FAULT_POINT(entry)                                                           \
+  do {                                                                                          \
+    if (const CUptiResult injected = injected_failure(Entry::entry); injected) return injected; \
+  } while (0)
+
+extern "C" {
+
+// ---- Subscription and callbacks ----
+
+CUptiResult cuptiSubscribe(CUpti_SubscriberHandle *subscriber, CUpti_CallbackFunc callback,
+                           void *userdata) {
+  MOCK_CUPTI_FAULT_POINT(cuptiSubscribe);
+  if (!subscriber || !callback) return error(CUPTI_ERROR_INVALID_PARAMETER);
+  std::lock_guard<std::mutex> lock(g_subscribe_mutex);
+  if (g_subscriber.load(std::memory_order_relaxed))
+    return error(CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED);
+  // A new subscriber starts with nothing enabled. Subscribers are never freed: a callback racing
+  // with cuptiUnsubscribe on another thread may still read the old one.
+  for (auto &domain : g_enabled)
+    for (auto &word : domain) word.store(0, std::memory_order_relaxed);
+  auto *s = new CUpti_Subscriber_st{callback, userdata};
+  g_subscriber.store(s, std::memory_order_release);
+  *subscriber = s;
+  Stats::add(kSubscribeCalls);
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult cuptiUnsubscribe(CUpti_SubscriberHandle subscriber) {
+  MOCK_CUPTI_FAULT_POINT(cuptiUnsubscribe);
+  std::lock_guard<std::mutex> lock(g_subscribe_mutex);
+  if (!is_current(subscriber)) return error(CUPTI_ERROR_INVALID_PARAMETER);
+  // Dispatch stops; the enabled set stays readable, so the exit report shows what the library
+  // left enabled (teardown must disable what it enabled).
+  g_subscriber.store(nullptr, std::memory_order_release);
+  Stats::add(kUnsubscribeCalls);
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult cuptiEnableCallback(uint32_t enable, CUpti_SubscriberHandle subscriber,
+                                CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
+  MOCK_CUPTI_FAULT_POINT(cuptiEnableCallback);
+  if (!is_current(subscriber) || !valid_pair(domain, cbid))
+    return error(CUPTI_ERROR_INVALID_PARAMETER);
+  enable_pair(domain, cbid, enable != 0);
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult cuptiEnableDomain(uint32_t enable, CUpti_SubscriberHandle subscriber,
+                              CUpti_CallbackDomain domain) {
+  MOCK_CUPTI_FAULT_POINT(cuptiEnableDomain);
+  if (!is_current(subscriber) || domain_size(domain) == 0)
+    return error(CUPTI_ERROR_INVALID_PARAMETER);
+  enable_whole_domain(domain, enable != 0);
+  if (enable) Stats::add(kWholeDomainEnables);
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult cuptiEnableAllDomains(uint32_t enable, CUpti_SubscriberHandle subscriber) {
+  MOCK_CUPTI_FAULT_POINT(cuptiEnableAllDomains);
+  if (!is_current(subscriber)) return error(CUPTI_ERROR_INVALID_PARAMETER);
+  for (uint32_t d = 1; d < kNumDomains; ++d) enable_whole_domain(d, enable != 0);
+  if (enable) Stats::add(kWholeDomainEnables);
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult cuptiGetCallbackState(uint32_t *enable, CUpti_SubscriberHandle subscriber,
+                                  CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
+  MOCK_CUPTI_FAULT_POINT(cuptiGetCallbackState);
+  if (!enable || !is_current(subscriber) || !valid_pair(domain, cbid))
+    return error(CUPTI_ERROR_INVALID_PARAMETER);
+  *enable = bit(g_enabled, domain, cbid);
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult cuptiFinalize(void) {
+  MOCK_CUPTI_FAULT_POINT(cuptiFinalize);
+  Stats::add(kFinalizeCalls);
+  finalize_activity();  // delivers what is buffered, disables all activity
+  std::lock_guard<std::mutex> lock(g_subscribe_mutex);
+  g_subscriber.store(nullptr, std::memory_order_release);
+  return CUPTI_SUCCESS;
+}
+
+// ---- Version, results, time ----
+
+CUptiResult cuptiGetVersion(uint32_t *version) {
+  MOCK_CUPTI_FAULT_POINT(cuptiGetVersion);
+  if (!version) return error(CUPTI_ERROR_INVALID_PARAMETER);
+  *version = CUPTI_API_VERSION;  // 130001, as the ground truth's CUPTI
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult cuptiGetResultString(CUptiResult result, const char **str) {
+  MOCK_CUPTI_FAULT_POINT(cuptiGetResultString);
+  if (!str) return error(CUPTI_ERROR_INVALID_PARAMETER);
+  const char *name = result_name(result);
+  if (!name) {
+    *str = "CUPTI_ERROR_<unrecognized result>";
+    return error(CUPTI_ERROR_INVALID_PARAMETER);
+  }
+  *str = name;
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult cuptiGetLastError(void) {
+  MOCK_CUPTI_FAULT_POINT(cuptiGetLastError);
+  return take_last_error();
+}
+
+CUptiResult cuptiGetTimestamp(uint64_t *timestamp) {
+  MOCK_CUPTI_FAULT_POINT(cuptiGetTimestamp);
+  if (!timestamp) return error(CUPTI_ERROR_INVALID_PARAMETER);
+  *timestamp = mockbridge::now_ns();
+  return CUPTI_SUCCESS;
+}
+
+// ---- IDs of driver objects ----
+
+CUptiResult cuptiGetGraphId(CUgraph graph, uint32_t *id) {
+  MOCK_CUPTI_FAULT_POINT(cuptiGetGraphId);
+  return mock_bridge_graph_id(graph, id) == CUDA_SUCCESS ? CUPTI_SUCCESS
+                                                         : error(CUPTI_ERROR_INVALID_PARAMETER);
+}
+
+CUptiResult cuptiGetGraphNodeId(CUgraphNode node, uint64_t *id) {
+  MOCK_CUPTI_FAULT_POINT(cuptiGetGraphNodeId);
+  return mock_bridge_graph_node_id(node, id) == CUDA_SUCCESS ? CUPTI_SUCCESS
+                                                             : error(CUPTI_ERROR_INVALID_PARAMETER);
+}
+
+CUptiResult cuptiGetGraphExecId(CUgraphExec exec, uint32_t *id) {
+  MOCK_CUPTI_FAULT_POINT(cuptiGetGraphExecId);
+  return mock_bridge_graph_exec_id(exec, id) == CUDA_SUCCESS ? CUPTI_SUCCESS
+                                                             : error(CUPTI_ERROR_INVALID_PARAMETER);
+}
+
+CUptiResult cuptiGetContextId(CUcontext context, uint32_t *context_id) {
+  MOCK_CUPTI_FAULT_POINT(cuptiGetContextId);
+  if (!context_id) return error(CUPTI_ERROR_INVALID_PARAMETER);
+  return mock_bridge_context_ids(context, context_id, nullptr) == CUDA_SUCCESS
+             ? CUPTI_SUCCESS
+             : error(CUPTI_ERROR_INVALID_CONTEXT);
+}
+
+CUptiResult cuptiGetDeviceId(CUcontext context, uint32_t *device_id) {
+  MOCK_CUPTI_FAULT_POINT(cuptiGetDeviceId);
+  if (!device_id) return error(CUPTI_ERROR_INVALID_PARAMETER);
+  return mock_bridge_context_ids(context, nullptr, device_id) == CUDA_SUCCESS
+             ? CUPTI_SUCCESS
+             : error(CUPTI_ERROR_INVALID_CONTEXT);
+}
+
+CUptiResult cuptiGetStreamIdEx(CUcontext context, CUstream stream, uint8_t per_thread_stream,
+                               uint32_t *stream_id) {
+  MOCK_CUPTI_FAULT_POINT(cuptiGetStreamIdEx);
+  if (!stream_id) return error(CUPTI_ERROR_INVALID_PARAMETER);
+  const CUresult r = mock_bridge_stream_id(context, stream, per_thread_stream, stream_id);
+  if (r == CUDA_SUCCESS) return CUPTI_SUCCESS;
+  return error(r == CUDA_ERROR_INVALID_CONTEXT ? CUPTI_ERROR_INVALID_CONTEXT
+                                               : CUPTI_ERROR_INVALID_STREAM);
+}
+
+// ---- Introspection (mock_cupti_control.h) ----
+
+const char *mock_cupti_domain_name(uint32_t domain) { return domain_name(domain); }
+
+size_t mock_cupti_enabled_callbacks(MockCuptiPair *out, size_t capacity) {
+  return list_pairs(g_enabled, out, capacity);
+}
+
+size_t mock_cupti_ever_enabled_callbacks(MockCuptiPair *out, size_t capacity) {
+  return list_pairs(g_ever_enabled, out, capacity);
+}
+
+int mock_cupti_callback_enabled(uint32_t domain, uint32_t cbid) {
+  return domain < kNumDomains && cbid < kMaxCbid && bit(g_enabled, domain, cbid);
+}
+
+uint64_t mock_cupti_whole_domain_enables(void) { return Stats::sum(kWholeDomainEnables); }
+
+int mock_cupti_subscribed(void) { return g_subscriber.load(std::memory_order_acquire) != nullptr; }
+
+void mock_cupti_get_stats(MockCuptiStats *out) {
+  if (!out) return;
+  out->records_written = Stats::sum(kRecordsWritten);
+  out->records_dropped = Stats::sum(kRecordsDropped);
+  out->records_not_collected = Stats::sum(kRecordsNotCollected);
+  out->buffers_requested = Stats::sum(kBuffersRequested);
+  out->buffers_refused = Stats::sum(kBuffersRefused);
+  out->buffers_completed = Stats::sum(kBuffersCompleted);
+  out->callbacks_dispatched = Stats::sum(kCallbacksDispatched);
+  out->callbacks_suppressed = Stats::sum(kCallbacksSuppressed);
+  out->subscribe_calls = Stats::sum(kSubscribeCalls);
+  out->unsubscribe_calls = Stats::sum(kUnsubscribeCalls);
+  out->activity_enable_calls = Stats::sum(kActivityEnableCalls);
+  out->activity_disable_calls = Stats::sum(kActivityDisableCalls);
+  out->whole_domain_enables = Stats::sum(kWholeDomainEnables);
+  out->flush_all_calls = Stats::sum(kFlushAllCalls);
+  out->finalize_calls = Stats::sum(kFinalizeCalls);
+  out->injected_failures = Stats::sum(kInjectedFailures);
+  out->refused_enables = Stats::sum(kRefusedEnables);
+}
+
+size_t mock_cupti_report_json(char *out, size_t capacity) {
+  const std::string json = report_json();
+  if (out && capacity) std::snprintf(out, capacity, "%s", json.c_str());
+  return json.size();
+}
+
+}  // extern "C"
+
+__attribute__((constructor)) static void mock_cupti_load() {
+  load_fault_injection();
+  mock_bridge_register_cupti(&kHooks);
+}

@@ -1,0 +1,488 @@
+// Kernel activity of the mock CUPTI: which kinds are enabled (globally, per context), the
+// CUpti_ActivityKernel10 records written into the library's buffers, and the delivery of full
+// buffers on a CUPTI worker thread or, on cuptiActivityFlushAll, on the calling thread.
+//
+// No mock lock is ever held while calling into the library: its buffer callbacks may call back
+// into CUPTI (cuptiActivityGetNextRecord, cuptiActivityFlushAll, ...) from any thread.
+#include <pthread.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <mutex>
+#include <new>
+#include <string>
+#include <thread>
+
+#pragma GCC visibility push(default)
+#include <cupti.h>
+
+#include "mock_cupti_control.h"
+#pragma GCC visibility pop
+
+#include "cupti_mock_internal.h"
+
+namespace mockcupti {
+namespace {
+
+constexpr size_t kRecordSize = sizeof(CUpti_ActivityKernel10);
+constexpr size_t kAlignment = 8;  // ACTIVITY_RECORD_ALIGNMENT of real CUPTI
+constexpr uint32_t kMaxContexts = 64;
+constexpr uint32_t kNumKinds = CUPTI_ACTIVITY_KIND_COUNT;
+
+std::atomic<bool> g_kind_enabled[kNumKinds];
+std::atomic<bool> g_kind_ever_enabled[kNumKinds];
+std::atomic<bool> g_context_kind_enabled[kMaxContexts][kNumKinds];
+
+std::atomic<CUpti_BuffersCallbackRequestFunc> g_request{nullptr};
+std::atomic<CUpti_BuffersCallbackCompleteFunc> g_complete{nullptr};
+std::atomic<uint64_t> g_dropped_since_query{0};
+std::atomic<uint32_t> g_flush_period_ms{0};
+
+// A buffer the library handed over. `used` counts from `data`, alignment padding included, and
+// is what bufferCompleted reports as validSize.
+struct Buffer {
+  uint8_t *data;
+  size_t size;
+  size_t used;
+  size_t records;
+  size_t max_records;  // 0: as many as fit
+};
+
+struct BufferQueue {
+  std::mutex mutex;
+  std::condition_variable ready_cv;
+  bool has_current = false;
+  Buffer current{};
+  std::deque<Buffer> spare;  // requested, not written to yet
+  std::deque<Buffer> ready;  // complete, to be delivered in order
+  bool worker_running = false;
+};
+
+// Never destroyed: the library may flush from its exit handlers after this library's
+// destructors would have run.
+BufferQueue &queue() {
+  static BufferQueue *q = new BufferQueue;
+  return *q;
+}
+
+size_t alignment_padding(const uint8_t *p) {
+  return (kAlignment - reinterpret_cast<uintptr_t>(p) % kAlignment) % kAlignment;
+}
+
+bool kind_enabled_for(uint32_t context_id, CUpti_ActivityKind kind) {
+  return g_kind_enabled[kind].load(std::memory_order_relaxed) ||
+         (context_id < kMaxContexts &&
+          g_context_kind_enabled[context_id][kind].load(std::memory_order_relaxed));
+}
+
+void drop_record() {
+  Stats::add(kRecordsDropped);
+  g_dropped_since_query.fetch_add(1, std::memory_order_relaxed);
+}
+
+void deliver(const Buffer &b) {
+  if (CUpti_BuffersCallbackCompleteFunc complete = g_complete.load(std::memory_order_acquire)) {
+    // Buffers are global since CUDA 6: context NULL, stream 0.
+    complete(nullptr, 0, b.data, b.size, b.used);
+    Stats::add(kBuffersCompleted);
+  }
+}
+
+void worker_main() {
+  BufferQueue &q = queue();
+  std::unique_lock<std::mutex> lock(q.mutex);
+  for (;;) {
+    q.ready_cv.wait(lock, [&] { return !q.ready.empty(); });
+    const Buffer b = q.ready.front();
+    q.ready.pop_front();
+    lock.unlock();
+    deliver(b);
+    lock.lock();
+  }
+}
+
+void queue_ready_locked(BufferQueue &q, const Buffer &b) {
+  q.ready.push_back(b);
+  if (!q.worker_running) {
+    q.worker_running = true;
+    std::thread(worker_main).detach();
+  }
+  q.ready_cv.notify_one();
+}
+
+// Delivers every buffer waiting in the queue on the calling thread, in order.
+void drain_on_caller() {
+  BufferQueue &q = queue();
+  std::unique_lock<std::mutex> lock(q.mutex);
+  while (!q.ready.empty()) {
+    const Buffer b = q.ready.front();
+    q.ready.pop_front();
+    lock.unlock();
+    deliver(b);
+    lock.lock();
+  }
+}
+
+void write_record(const void *record) {
+  BufferQueue &q = queue();
+  for (;;) {
+    std::unique_lock<std::mutex> lock(q.mutex);
+    if (q.has_current) {
+      Buffer &b = q.current;
+      if (b.used + kRecordSize <= b.size && (b.max_records == 0 || b.records < b.max_records)) {
+        std::memcpy(b.data + b.used, record, kRecordSize);
+        b.used += kRecordSize;
+        ++b.records;
+        Stats::add(kRecordsWritten);
+        return;
+      }
+      q.has_current = false;  // full: to the worker thread, as real CUPTI does
+      queue_ready_locked(q, b);
+    }
+    if (!q.spare.empty()) {
+      q.current = q.spare.front();
+      q.spare.pop_front();
+      q.has_current = true;
+      continue;
+    }
+    CUpti_BuffersCallbackRequestFunc request = g_request.load(std::memory_order_acquire);
+    lock.unlock();
+    if (!request) {
+      drop_record();
+      return;
+    }
+    uint8_t *data = nullptr;
+    size_t size = 0, max_records = 0;
+    request(&data, &size, &max_records);
+    if (!data || size < alignment_padding(data) + kRecordSize) {
+      Stats::add(kBuffersRefused);
+      drop_record();
+      if (data) {  // too small: give it back empty so the library can free it
+        lock.lock();
+        queue_ready_locked(q, Buffer{data, size, 0, 0, 0});
+      }
+      return;
+    }
+    Stats::add(kBuffersRequested);
+    lock.lock();
+    q.spare.push_back(Buffer{data, size, alignment_padding(data), 0, max_records});
+  }
+}
+
+// clang-format off
+#define MOCK_CUPTI_ACTIVITY_KINDS(X)                                                               \
+  X(MEMCPY) X(MEMSET) X(KERNEL) X(DRIVER) X(RUNTIME) X(EVENT) X(METRIC) X(DEVICE) X(CONTEXT)       \
+  X(CONCURRENT_KERNEL) X(NAME) X(MARKER) X(MARKER_DATA) X(SOURCE_LOCATOR) X(GLOBAL_ACCESS)         \
+  X(BRANCH) X(OVERHEAD) X(CDP_KERNEL) X(PREEMPTION) X(ENVIRONMENT) X(EVENT_INSTANCE) X(MEMCPY2)    \
+  X(METRIC_INSTANCE) X(INSTRUCTION_EXECUTION) X(UNIFIED_MEMORY_COUNTER) X(FUNCTION) X(MODULE)      \
+  X(DEVICE_ATTRIBUTE) X(SHARED_ACCESS) X(PC_SAMPLING) X(PC_SAMPLING_RECORD_INFO)                   \
+  X(INSTRUCTION_CORRELATION) X(OPENACC_DATA) X(OPENACC_LAUNCH) X(OPENACC_OTHER) X(CUDA_EVENT)      \
+  X(STREAM) X(SYNCHRONIZATION) X(EXTERNAL_CORRELATION) X(NVLINK) X(INSTANTANEOUS_EVENT)            \
+  X(INSTANTANEOUS_EVENT_INSTANCE) X(INSTANTANEOUS_METRIC) X(INSTANTANEOUS_METRIC_INSTANCE)         \
+  X(MEMORY) X(PCIE) X(OPENMP) X(INTERNAL_LAUNCH_API) X(MEMORY2) X(MEMORY_POOL) X(GRAPH_TRACE)      \
+  X(JIT) X(DEVICE_GRAPH_TRACE) X(MEM_DECOMPRESS)
+// clang-format on
+
+// cupti_activity.h: "Starting with the CUDA 13.0 release ... Enabling it will return the error
+// code CUPTI_ERROR_LEGACY_PROFILER_NOT_SUPPORTED", and the other legacy event/metric kinds.
+bool legacy_kind(CUpti_ActivityKind kind) {
+  switch (kind) {
+    case CUPTI_ACTIVITY_KIND_EVENT:
+    case CUPTI_ACTIVITY_KIND_METRIC:
+    case CUPTI_ACTIVITY_KIND_SOURCE_LOCATOR:
+    case CUPTI_ACTIVITY_KIND_GLOBAL_ACCESS:
+    case CUPTI_ACTIVITY_KIND_BRANCH:
+    case CUPTI_ACTIVITY_KIND_EVENT_INSTANCE:
+    case CUPTI_ACTIVITY_KIND_METRIC_INSTANCE:
+    case CUPTI_ACTIVITY_KIND_INSTRUCTION_EXECUTION:
+    case CUPTI_ACTIVITY_KIND_SHARED_ACCESS:
+    case CUPTI_ACTIVITY_KIND_PC_SAMPLING:
+    case CUPTI_ACTIVITY_KIND_PC_SAMPLING_RECORD_INFO:
+    case CUPTI_ACTIVITY_KIND_INSTRUCTION_CORRELATION:
+    case CUPTI_ACTIVITY_KIND_INSTANTANEOUS_EVENT:
+    case CUPTI_ACTIVITY_KIND_INSTANTANEOUS_EVENT_INSTANCE:
+    case CUPTI_ACTIVITY_KIND_INSTANTANEOUS_METRIC:
+    case CUPTI_ACTIVITY_KIND_INSTANTANEOUS_METRIC_INSTANCE:
+      return true;
+    default:
+      return false;
+  }
+}
+
+CUptiResult check_kind(CUpti_ActivityKind kind) {
+  if (kind <= CUPTI_ACTIVITY_KIND_INVALID || kind >= CUPTI_ACTIVITY_KIND_COUNT)
+    return CUPTI_ERROR_INVALID_KIND;
+  if (legacy_kind(kind)) return CUPTI_ERROR_LEGACY_PROFILER_NOT_SUPPORTED;
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult context_index(CUcontext context, uint32_t *index) {
+  uint32_t id = 0;
+  if (!context || mock_bridge_context_ids(context, &id, nullptr) != CUDA_SUCCESS ||
+      id >= kMaxContexts)
+    return CUPTI_ERROR_INVALID_CONTEXT;
+  *index = id;
+  return CUPTI_SUCCESS;
+}
+
+bool kind_enabled_anywhere(uint32_t kind) {
+  if (g_kind_enabled[kind].load(std::memory_order_relaxed)) return true;
+  for (auto &ctx : g_context_kind_enabled)
+    if (ctx[kind].load(std::memory_order_relaxed)) return true;
+  return false;
+}
+
+// After fork() only the forking thread exists in the child: the worker must be started anew and
+// the queue's mutex may have been held by another thread of the parent.
+void reset_in_forked_child() {
+  BufferQueue &q = queue();
+  new (&q.mutex) std::mutex;
+  new (&q.ready_cv) std::condition_variable;
+  q.worker_running = false;
+  if (!q.ready.empty()) {
+    q.worker_running = true;
+    std::thread(worker_main).detach();
+  }
+}
+
+__attribute__((constructor)) void register_fork_handler() {
+  pthread_atfork(nullptr, nullptr, reset_in_forked_child);
+}
+
+}  // namespace
+
+bool kernel_activity_enabled(uint32_t context_id) {
+  return kind_enabled_for(context_id, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) ||
+         kind_enabled_for(context_id, CUPTI_ACTIVITY_KIND_KERNEL);
+}
+
+void kernel_ran(const mockbridge::KernelRun *run) {
+  CUpti_ActivityKind kind;
+  if (kind_enabled_for(run->context_id, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL))
+    kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+  else if (kind_enabled_for(run->context_id, CUPTI_ACTIVITY_KIND_KERNEL))
+    kind = CUPTI_ACTIVITY_KIND_KERNEL;
+  else {
+    Stats::add(kRecordsNotCollected);
+    return;
+  }
+  if (!g_request.load(std::memory_order_relaxed)) {  // no buffers to write into
+    drop_record();
+    return;
+  }
+  CUpti_ActivityKernel10 r;
+  std::memset(static_cast<void *>(&r), 0, sizeof r);
+  r.kind = kind;
+  r.registersPerThread = 32;
+  r.start = run->start;
+  r.end = run->end;
+  if (r.start == 0) {  // activity was switched on while the driver was running the kernel
+    r.start = mockbridge::now_ns();
+    r.end = r.start + 1000;
+  }
+  r.completed = r.end;
+  r.deviceId = run->device_id;
+  r.contextId = run->context_id;
+  r.streamId = run->stream_id;
+  r.gridX = run->grid[0];
+  r.gridY = run->grid[1];
+  r.gridZ = run->grid[2];
+  r.blockX = run->block[0];
+  r.blockY = run->block[1];
+  r.blockZ = run->block[2];
+  r.dynamicSharedMemory = run->dynamic_shared_memory;
+  r.correlationId = run->correlation_id;
+  r.gridId = run->grid_id;
+  r.name = run->name;
+  r.queued = CUPTI_TIMESTAMP_UNKNOWN;  // latency timestamps are off by default
+  r.submitted = CUPTI_TIMESTAMP_UNKNOWN;
+  r.launchType = run->launch_type;
+  r.graphNodeId = run->graph_node_id;
+  r.shmemLimitConfig = CUPTI_FUNC_SHMEM_LIMIT_DEFAULT;
+  r.graphId = run->graph_id;
+  r.channelID = run->stream_id % 32;
+  r.channelType = CUPTI_CHANNEL_TYPE_COMPUTE;
+  write_record(&r);
+}
+
+void finalize_activity() {
+  BufferQueue &q = queue();
+  {
+    std::lock_guard<std::mutex> lock(q.mutex);
+    if (q.has_current) q.ready.push_back(q.current);
+    q.has_current = false;
+    for (const Buffer &b : q.spare) q.ready.push_back(b);  // returned empty
+    q.spare.clear();
+  }
+  drain_on_caller();
+  for (uint32_t k = 0; k < kNumKinds; ++k) {
+    g_kind_enabled[k].store(false, std::memory_order_relaxed);
+    for (auto &ctx : g_context_kind_enabled) ctx[k].store(false, std::memory_order_relaxed);
+  }
+  g_request.store(nullptr, std::memory_order_release);
+  g_complete.store(nullptr, std::memory_order_release);
+}
+
+std::string activity_kinds_json(bool ever) {
+  std::string s = "[";
+  for (uint32_t k = 1; k < kNumKinds; ++k) {
+    const bool on =
+        ever ? g_kind_ever_enabled[k].load(std::memory_order_relaxed) : kind_enabled_anywhere(k);
+    if (!on) continue;
+    if (s.size() > 1) s += ',';
+    s += "\"" + std::string(mock_cupti_activity_kind_name(k)) + "\"";
+  }
+  return s + "]";
+}
+
+}  // namespace mockcupti
+
+using namespace mockcupti;
+
+#define MOCK_CUPTI_FAULT_POINT(entry)                                                           \
+  do {                                                                                          \
+    if (const CUptiResult injected = injected_failure(Entry::entry); injected) return injected; \
+  } while (0)
+
+extern "C" {
+
+CUptiResult cuptiActivityEnable(CUpti_ActivityKind kind) {
+  MOCK_CUPTI_FAULT_POINT(cuptiActivityEnable);
+  if (const CUptiResult r = check_kind(kind)) return error(r);
+  g_kind_enabled[kind].store(true, std::memory_order_relaxed);
+  g_kind_ever_enabled[kind].store(true, std::memory_order_relaxed);
+  Stats::add(kActivityEnableCalls);
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult cuptiActivityDisable(CUpti_ActivityKind kind) {
+  MOCK_CUPTI_FAULT_POINT(cuptiActivityDisable);
+  if (const CUptiResult r = check_kind(kind)) return error(r);
+  g_kind_enabled[kind].store(false, std::memory_order_relaxed);
+  Stats::add(kActivityDisableCalls);
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult cuptiActivityEnableContext(CUcontext context, CUpti_ActivityKind kind) {
+  MOCK_CUPTI_FAULT_POINT(cuptiActivityEnableContext);
+  if (const CUptiResult r = check_kind(kind)) return error(r);
+  uint32_t ctx = 0;
+  if (const CUptiResult r = context_index(context, &ctx)) return error(r);
+  g_context_kind_enabled[ctx][kind].store(true, std::memory_order_relaxed);
+  g_kind_ever_enabled[kind].store(true, std::memory_order_relaxed);
+  Stats::add(kActivityEnableCalls);
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult cuptiActivityDisableContext(CUcontext context, CUpti_ActivityKind kind) {
+  MOCK_CUPTI_FAULT_POINT(cuptiActivityDisableContext);
+  if (const CUptiResult r = check_kind(kind)) return error(r);
+  uint32_t ctx = 0;
+  if (const CUptiResult r = context_index(context, &ctx)) return error(r);
+  g_context_kind_enabled[ctx][kind].store(false, std::memory_order_relaxed);
+  Stats::add(kActivityDisableCalls);
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc request,
+                                           CUpti_BuffersCallbackCompleteFunc complete) {
+  MOCK_CUPTI_FAULT_POINT(cuptiActivityRegisterCallbacks);
+  if (!request || !complete) return error(CUPTI_ERROR_INVALID_PARAMETER);
+  g_complete.store(complete, std::memory_order_release);
+  g_request.store(request, std::memory_order_release);
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult cuptiActivityFlushAll(uint32_t flag) {
+  (void)flag;  // every mock record is complete: forced and default flushes are the same
+  MOCK_CUPTI_FAULT_POINT(cuptiActivityFlushAll);
+  Stats::add(kFlushAllCalls);
+  if (!g_complete.load(std::memory_order_acquire)) return error(CUPTI_ERROR_INVALID_OPERATION);
+  BufferQueue &q = queue();
+  {
+    std::lock_guard<std::mutex> lock(q.mutex);
+    if (q.has_current && q.current.records > 0) {
+      q.ready.push_back(q.current);
+      q.has_current = false;
+    }
+  }
+  // Buffers the worker thread already holds are delivered by it, concurrently.
+  drain_on_caller();
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult cuptiActivityFlushPeriod(uint32_t time_ms) {
+  MOCK_CUPTI_FAULT_POINT(cuptiActivityFlushPeriod);
+  // Per cupti_activity.h a periodic flush returns only full buffers, which the mock's worker
+  // delivers at once anyway: the period is recorded and changes nothing.
+  g_flush_period_ms.store(time_ms, std::memory_order_relaxed);
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult cuptiActivityGetNextRecord(uint8_t *buffer, size_t valid_size,
+                                       CUpti_Activity **record) {
+  MOCK_CUPTI_FAULT_POINT(cuptiActivityGetNextRecord);
+  if (!buffer || !record) return error(CUPTI_ERROR_INVALID_PARAMETER);
+  const uint8_t *next;
+  if (*record == nullptr) {
+    next = buffer + alignment_padding(buffer);
+  } else {
+    const auto *current = reinterpret_cast<const uint8_t *>(*record);
+    if (current < buffer || current + kRecordSize > buffer + valid_size)
+      return error(CUPTI_ERROR_INVALID_PARAMETER);
+    next = current + kRecordSize;  // the mock writes kernel records only
+  }
+  if (next + kRecordSize > buffer + valid_size) return CUPTI_ERROR_MAX_LIMIT_REACHED;
+  const auto *a = reinterpret_cast<const CUpti_Activity *>(next);
+  if (a->kind != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL && a->kind != CUPTI_ACTIVITY_KIND_KERNEL)
+    return error(CUPTI_ERROR_INVALID_KIND);
+  *record = const_cast<CUpti_Activity *>(a);
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult cuptiActivityGetNumDroppedRecords(CUcontext context, uint32_t stream_id,
+                                              size_t *dropped) {
+  (void)context;  // all buffers are global: one count
+  (void)stream_id;
+  MOCK_CUPTI_FAULT_POINT(cuptiActivityGetNumDroppedRecords);
+  if (!dropped) return error(CUPTI_ERROR_INVALID_PARAMETER);
+  // "The dropped count maintained for the queue is reset to zero when this function is called."
+  *dropped = g_dropped_since_query.exchange(0, std::memory_order_relaxed);
+  return CUPTI_SUCCESS;
+}
+
+// ---- Introspection (mock_cupti_control.h) ----
+
+int mock_cupti_activity_kind_enabled(uint32_t kind) {
+  return kind < kNumKinds && kind_enabled_anywhere(kind);
+}
+
+int mock_cupti_activity_kind_ever_enabled(uint32_t kind) {
+  return kind < kNumKinds && g_kind_ever_enabled[kind].load(std::memory_order_relaxed);
+}
+
+int mock_cupti_kernel_activity_enabled(void) {
+  return kind_enabled_anywhere(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) ||
+         kind_enabled_anywhere(CUPTI_ACTIVITY_KIND_KERNEL);
+}
+
+int mock_cupti_kernel_activity_ever_enabled(void) {
+  return mock_cupti_activity_kind_ever_enabled(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) ||
+         mock_cupti_activity_kind_ever_enabled(CUPTI_ACTIVITY_KIND_KERNEL);
+}
+
+const char *mock_cupti_activity_kind_name(uint32_t kind) {
+  switch (kind) {
+#define MOCK_CUPTI_KIND_NAME(name) \
+  case CUPTI_ACTIVITY_KIND_##name: \
+    return #name;
+    MOCK_CUPTI_ACTIVITY_KINDS(MOCK_CUPTI_KIND_NAME)
+#undef MOCK_CUPTI_KIND_NAME
+    default:
+      return "UNKNOWN";
+  }
+}
+
+}  // extern "C"

@@ -1,0 +1,108 @@
+// Internals of the mock CUPTI shared by cupti_mock*.cc: entry points (for fault injection), the
+// statistics, and the activity side's interface to the callback side.
+#pragma once
+
+#include <cupti.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "driver_cupti_bridge.h"
+#include "per_thread_counters.h"
+
+namespace mockcupti {
+
+// Every entry point the library may call, by name, for MOCK_CUPTI_FAIL.
+// clang-format off
+#define MOCK_CUPTI_ENTRY_POINTS(X)  \
+  X(cuptiSubscribe)                 \
+  X(cuptiUnsubscribe)               \
+  X(cuptiEnableCallback)            \
+  X(cuptiEnableDomain)              \
+  X(cuptiEnableAllDomains)          \
+  X(cuptiGetCallbackState)          \
+  X(cuptiActivityEnable)            \
+  X(cuptiActivityDisable)           \
+  X(cuptiActivityEnableContext)     \
+  X(cuptiActivityDisableContext)    \
+  X(cuptiActivityRegisterCallbacks) \
+  X(cuptiActivityFlushAll)          \
+  X(cuptiActivityFlushPeriod)       \
+  X(cuptiActivityGetNextRecord)     \
+  X(cuptiActivityGetNumDroppedRecords) \
+  X(cuptiGetResultString)           \
+  X(cuptiGetVersion)                \
+  X(cuptiGetLastError)              \
+  X(cuptiGetTimestamp)              \
+  X(cuptiFinalize)                  \
+  X(cuptiGetGraphId)                \
+  X(cuptiGetGraphNodeId)            \
+  X(cuptiGetGraphExecId)            \
+  X(cuptiGetContextId)              \
+  X(cuptiGetStreamIdEx)             \
+  X(cuptiGetDeviceId)
+// clang-format on
+
+enum class Entry : uint32_t {
+#define MOCK_CUPTI_ENUM(name) name,
+  MOCK_CUPTI_ENTRY_POINTS(MOCK_CUPTI_ENUM)
+#undef MOCK_CUPTI_ENUM
+      kCount
+};
+
+// Reads MOCK_CUPTI_FAIL and MOCK_CUPTI_REFUSE (once, at load).
+void load_fault_injection();
+// The error MOCK_CUPTI_FAIL asks `entry` to return, or CUPTI_SUCCESS.
+CUptiResult injected_failure(Entry entry);
+// Whether MOCK_CUPTI_REFUSE turns enabling (domain, cbid) into a silent no-op.
+bool enable_refused(CUpti_CallbackDomain domain, CUpti_CallbackId cbid);
+
+// Remembers a failed result for cuptiGetLastError (per thread) and returns it.
+CUptiResult error(CUptiResult result);
+// cuptiGetLastError: the last failure on this thread, reset to CUPTI_SUCCESS.
+CUptiResult take_last_error();
+
+const char *result_name(CUptiResult result);  // nullptr if unknown
+// "OUT_OF_MEMORY" / "CUPTI_ERROR_OUT_OF_MEMORY" / "8" -> the result; false if none.
+bool parse_result(const std::string &text, CUptiResult *result);
+
+// Callback domains: names and sizes (cbids per domain).
+const char *domain_name(uint32_t domain);
+bool parse_domain(const std::string &text, CUpti_CallbackDomain *domain);
+uint32_t domain_size(uint32_t domain);  // 0 for an invalid domain
+
+enum Stat : size_t {
+  kRecordsWritten,
+  kRecordsDropped,
+  kRecordsNotCollected,
+  kBuffersRequested,
+  kBuffersRefused,
+  kBuffersCompleted,
+  kCallbacksDispatched,
+  kCallbacksSuppressed,
+  kSubscribeCalls,
+  kUnsubscribeCalls,
+  kActivityEnableCalls,
+  kActivityDisableCalls,
+  kWholeDomainEnables,
+  kFlushAllCalls,
+  kFinalizeCalls,
+  kInjectedFailures,
+  kRefusedEnables,
+  kNumStats,
+};
+struct StatTag {};
+using Stats = mockstats::PerThreadCounters<StatTag, kNumStats>;
+
+// Activity side (cupti_mock_activity.cc), used by the hooks and by cuptiFinalize.
+bool kernel_activity_enabled(uint32_t context_id);
+void kernel_ran(const mockbridge::KernelRun *run);
+void finalize_activity();
+// Kinds enabled now (globally or for a context) / ever, as JSON arrays of names.
+std::string activity_kinds_json(bool ever);
+
+// Callback side (cupti_mock.cc), for the report.
+std::string report_json();
+
+}  // namespace mockcupti

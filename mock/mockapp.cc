@@ -1,0 +1,364 @@
+// parcagpu-mockapp LIB [options]: a fake CUDA application on the mock driver.
+//
+// It loads LIB the way the CUDA driver does (CUDA_INJECTION64_PATH, then cuInit), or with
+// --preload through LD_PRELOAD, then launches kernels through the mock driver, and prints one
+// MOCKAPP_SUMMARY line of JSON on stdout (and a readable summary on stderr) before it exits,
+// that is before the library's exit handlers run. Whatever the library does, the application
+// exits 0 if it ran fine itself: tests rely on a broken or inert library never failing it.
+#include "mockapp.h"
+
+#include <getopt.h>
+#include <limits.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace mockapp {
+namespace {
+
+// Not PARCAGPU_*: the library warns about PARCAGPU_ variables it does not know.
+constexpr const char kReexecMarker[] = "MOCKAPP_REEXECUTED";
+
+void usage(FILE *out) {
+  std::fprintf(out,
+               "usage: parcagpu-mockapp LIB [options]\n"
+               "  LIB                  injection library (CUDA_INJECTION64_PATH); 'none' for none\n"
+               "  --preload            also load LIB with LD_PRELOAD (re-executes itself)\n"
+               "  --no-inject          do not set CUDA_INJECTION64_PATH\n"
+               "  --no-mock-path       do not prefix LD_LIBRARY_PATH with the mock library dir\n"
+               "  --threads=N          launching threads (default 1)\n"
+               "  --launch-rate=N      launches/s per simulated GPU (default 1000)\n"
+               "  --graph-rate=N       of which graph launches/s (default 100)\n"
+               "  --num-gpus=N         simulated GPUs (default 1)\n"
+               "  --procs=N            fork N processes before cuInit, each runs the workload\n"
+               "  --duration=T         5, 30s, 2m, 500ms (default 2s)\n"
+               "  --stress             no sleeps: launch as fast as possible\n"
+               "  --kernel-names=FILE  kernel names, one per line, cycled through\n"
+               "  --status-interval=MS print MOCKAPP_STATUS {json} every MS ms\n"
+               "  --scenario=LIST      replay ground-truth sequences instead of the timed "
+               "workload:\n                       ");
+  for (const std::string &s : scenario_names()) std::fprintf(out, "%s ", s.c_str());
+  std::fprintf(out, "\n");
+}
+
+bool parse_int(const std::string &text, long min, long max, long *out) {
+  char *end = nullptr;
+  const long v = std::strtol(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || v < min || v > max) return false;
+  *out = v;
+  return true;
+}
+
+bool parse_double(const std::string &text, double min, double *out) {
+  char *end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end != '\0' || !(v >= min)) return false;
+  *out = v;
+  return true;
+}
+
+// "5" and "30s" are seconds, "2m" minutes, "500ms" milliseconds.
+bool parse_duration(const std::string &text, double *seconds) {
+  double scale = 1;
+  std::string number = text;
+  auto ends_with = [&](const char *suffix) {
+    const size_t n = std::strlen(suffix);
+    return number.size() > n && number.compare(number.size() - n, n, suffix) == 0;
+  };
+  if (ends_with("ms")) {
+    number.resize(number.size() - 2);
+    scale = 0.001;
+  } else if (ends_with("s")) {
+    number.pop_back();
+  } else if (ends_with("m")) {
+    number.pop_back();
+    scale = 60;
+  }
+  double v = 0;
+  if (!parse_double(number, 0, &v)) return false;
+  *seconds = v * scale;
+  return true;
+}
+
+std::vector<std::string> split_list(const std::string &list, const char *separators = ",") {
+  std::vector<std::string> items;
+  size_t start = 0;
+  while (start <= list.size()) {
+    const size_t comma = list.find_first_of(separators, start);
+    const std::string item = list.substr(start, comma == std::string::npos ? comma : comma - start);
+    if (!item.empty()) items.push_back(item);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return items;
+}
+
+bool fail(const std::string &message) {
+  std::fprintf(stderr, "parcagpu-mockapp: %s\n", message.c_str());
+  return false;
+}
+
+bool parse_options(int argc, char **argv, Options *o) {
+  enum {
+    kPreload = 1000,
+    kNoInject,
+    kNoMockPath,
+    kThreads,
+    kLaunchRate,
+    kGraphRate,
+    kNumGpus,
+    kProcs,
+    kDuration,
+    kStress,
+    kKernelNames,
+    kStatusInterval,
+    kScenario,
+    kHelp,
+  };
+  static const option kLong[] = {
+      {"preload", no_argument, nullptr, kPreload},
+      {"no-inject", no_argument, nullptr, kNoInject},
+      {"no-mock-path", no_argument, nullptr, kNoMockPath},
+      {"threads", required_argument, nullptr, kThreads},
+      {"launch-rate", required_argument, nullptr, kLaunchRate},
+      {"graph-rate", required_argument, nullptr, kGraphRate},
+      {"num-gpus", required_argument, nullptr, kNumGpus},
+      {"procs", required_argument, nullptr, kProcs},
+      {"duration", required_argument, nullptr, kDuration},
+      {"stress", no_argument, nullptr, kStress},
+      {"kernel-names", required_argument, nullptr, kKernelNames},
+      {"status-interval", required_argument, nullptr, kStatusInterval},
+      {"scenario", required_argument, nullptr, kScenario},
+      {"help", no_argument, nullptr, kHelp},
+      {nullptr, 0, nullptr, 0},
+  };
+  long n = 0;
+  int c;
+  while ((c = getopt_long(argc, argv, "h", kLong, nullptr)) != -1) {
+    const std::string arg = optarg ? optarg : "";
+    switch (c) {
+      case kPreload:
+        o->preload = true;
+        break;
+      case kNoInject:
+        o->no_inject = true;
+        break;
+      case kNoMockPath:
+        o->no_mock_path = true;
+        break;
+      case kThreads:
+        if (!parse_int(arg, 1, 1024, &n)) return fail("--threads must be 1..1024: " + arg);
+        o->threads = static_cast<int>(n);
+        break;
+      case kLaunchRate:
+        if (!parse_double(arg, 0, &o->launch_rate)) return fail("bad --launch-rate: " + arg);
+        break;
+      case kGraphRate:
+        if (!parse_double(arg, 0, &o->graph_rate)) return fail("bad --graph-rate: " + arg);
+        break;
+      case kNumGpus:
+        if (!parse_int(arg, 1, MOCK_CUDA_MAX_DEVICES, &n))
+          return fail("--num-gpus must be 1.." + std::to_string(MOCK_CUDA_MAX_DEVICES) + ": " +
+                      arg);
+        o->num_gpus = static_cast<int>(n);
+        break;
+      case kProcs:
+        if (!parse_int(arg, 1, 256, &n)) return fail("--procs must be 1..256: " + arg);
+        o->procs = static_cast<int>(n);
+        break;
+      case kDuration:
+        if (!parse_duration(arg, &o->duration_s)) return fail("bad --duration: " + arg);
+        break;
+      case kStress:
+        o->stress = true;
+        break;
+      case kKernelNames: {
+        std::ifstream in(arg);
+        if (!in) return fail("cannot read --kernel-names file " + arg);
+        for (std::string line; std::getline(in, line);) {
+          while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
+          if (!line.empty()) o->kernel_names.push_back(line);
+        }
+        if (o->kernel_names.empty()) return fail("--kernel-names file " + arg + " has no names");
+        break;
+      }
+      case kStatusInterval:
+        if (!parse_int(arg, 1, 3600000, &n)) return fail("bad --status-interval: " + arg);
+        o->status_interval_ms = static_cast<int>(n);
+        break;
+      case kScenario:
+        for (const std::string &s : split_list(arg)) {
+          bool known = false;
+          for (const std::string &k : scenario_names()) known |= (k == s);
+          if (!known) return fail("unknown scenario '" + s + "'");
+          o->scenarios.push_back(s);
+        }
+        break;
+      case 'h':
+      case kHelp:
+        usage(stdout);
+        std::exit(0);
+      default:
+        return false;
+    }
+  }
+  if (optind != argc - 1) return fail("expected exactly one LIB argument (or 'none')");
+  o->library = argv[optind];
+  if (o->graph_rate > o->launch_rate)
+    return fail("--graph-rate must not exceed --launch-rate (graph launches are part of it)");
+  if (o->library == "none" && o->preload) return fail("--preload needs a LIB");
+  return true;
+}
+
+std::string real_path(const std::string &path) {
+  char buf[PATH_MAX];
+  return realpath(path.c_str(), buf) ? std::string(buf) : path;
+}
+
+bool path_list_contains(const char *list, const std::string &wanted) {
+  if (!list) return false;
+  for (const std::string &entry : split_list(list, ": "))
+    if (real_path(entry) == wanted) return true;
+  return false;
+}
+
+std::string prepend(const char *variable, const std::string &value) {
+  const char *old = std::getenv(variable);
+  return old && *old ? value + ":" + old : value;
+}
+
+// Re-executes itself once if the environment must change before the process starts: the mock
+// libcupti must shadow a real one installed on the machine (the library dlopens "libcupti.so"),
+// and LD_PRELOAD only works from the start.
+void reexec_if_needed(const Options &o, char **argv) {
+  if (std::getenv(kReexecMarker)) return;
+  const std::string exe = real_path("/proc/self/exe");
+  const std::string mock_dir = real_path(exe.substr(0, exe.rfind('/')) + "/../mock");
+  const bool need_mock_path = !o.no_mock_path && !std::getenv("PARCAGPU_CUPTI_PATH") &&
+                              !path_list_contains(std::getenv("LD_LIBRARY_PATH"), mock_dir);
+  const std::string lib = real_path(o.library);
+  const bool need_preload = o.preload && !path_list_contains(std::getenv("LD_PRELOAD"), lib);
+  if (!need_mock_path && !need_preload) return;
+  if (need_mock_path) setenv("LD_LIBRARY_PATH", prepend("LD_LIBRARY_PATH", mock_dir).c_str(), 1);
+  if (need_preload) setenv("LD_PRELOAD", prepend("LD_PRELOAD", lib).c_str(), 1);
+  setenv(kReexecMarker, "1", 1);
+  execv("/proc/self/exe", argv);
+  std::fprintf(stderr, "parcagpu-mockapp: warning: cannot re-execute itself (%s); going on\n",
+               std::strerror(errno));
+}
+
+// Prints MOCKAPP_STATUS every interval until stopped.
+class StatusPrinter {
+ public:
+  StatusPrinter(int interval_ms, std::chrono::steady_clock::time_point start)
+      : interval_(interval_ms), start_(start) {
+    if (interval_ms > 0) thread_ = std::thread([this] { loop(); });
+  }
+  ~StatusPrinter() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  void loop() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    for (auto next = start_ + interval_;; next += interval_) {
+      if (cv_.wait_until(lock, next, [this] { return stop_; })) return;
+      print_status(
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start_)
+              .count());
+    }
+  }
+  std::chrono::milliseconds interval_;
+  std::chrono::steady_clock::time_point start_;
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+// One process of the application: load the library, run, report.
+int run_process(const Options &o) {
+  if (o.library == "none")
+    unsetenv("CUDA_INJECTION64_PATH");
+  else if (!o.no_inject)
+    setenv("CUDA_INJECTION64_PATH", o.library.c_str(), 1);
+  if (!check(mock_cuda_set_num_devices(o.num_gpus), "mock_cuda_set_num_devices")) return 1;
+  const auto start = std::chrono::steady_clock::now();
+  if (!check(cuInit(0), "cuInit")) return 1;
+  // Like cudaSetDevice(0) + cudaFree(0) at the start of a CUDA program: the context exists
+  // before the first launch (RESOURCE CONTEXT_CREATED, as in the ground truth's init phase).
+  if (!check(mock_cuda_set_device(0), "cudaSetDevice")) return 1;
+  Kernels kernels(o.kernel_names);
+  {
+    StatusPrinter status(o.status_interval_ms, start);
+    if (!o.scenarios.empty()) {
+      for (const std::string &s : o.scenarios) run_scenario(s, kernels);
+    } else {
+      run_timed_workload(o, kernels);
+    }
+    check(mock_cuda_device_synchronize(), "cudaDeviceSynchronize");
+  }
+  const double elapsed =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  print_summary(o, elapsed);
+  return g_mock_errors.load() == 0 ? 0 : 1;
+}
+
+}  // namespace
+}  // namespace mockapp
+
+int main(int argc, char **argv) {
+  using namespace mockapp;
+  setvbuf(stdout, nullptr, _IOLBF, 0);  // status lines must reach a pipe as they happen
+  Options o;
+  if (!parse_options(argc, argv, &o)) {
+    usage(stderr);
+    return 2;
+  }
+  reexec_if_needed(o, argv);
+  if (o.procs == 1) return run_process(o);
+
+  std::fflush(stdout);
+  std::vector<pid_t> children;
+  for (int i = 0; i < o.procs; ++i) {
+    const pid_t pid = fork();
+    if (pid == 0) {
+      const int rc = run_process(o);
+      std::fflush(stdout);
+      std::exit(rc);  // exit, not _exit: the child's library must tear down like any process's
+    }
+    if (pid < 0) {
+      std::perror("parcagpu-mockapp: fork");
+      break;
+    }
+    children.push_back(pid);
+  }
+  int failed = static_cast<int>(o.procs - children.size());
+  for (pid_t pid : children) {
+    int status = 0;
+    if (waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+      ++failed;
+      std::fprintf(stderr, "parcagpu-mockapp: child %d failed (%s %d)\n", static_cast<int>(pid),
+                   WIFSIGNALED(status) ? "signal" : "exit status",
+                   WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
+    }
+  }
+  std::fprintf(stderr, "parcagpu-mockapp: %d of %d processes ran fine\n", o.procs - failed,
+               o.procs);
+  return failed == 0 ? 0 : 1;
+}

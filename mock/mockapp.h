@@ -1,0 +1,55 @@
+// parcagpu-mockapp: a fake CUDA application on the mock driver (see mockapp.cc for the options).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "mock_cuda.h"
+
+namespace mockapp {
+
+struct Options {
+  std::string library;  // what CUDA_INJECTION64_PATH / LD_PRELOAD name; "none": nothing
+  bool preload = false;
+  bool no_inject = false;
+  bool no_mock_path = false;
+  int threads = 1;
+  double launch_rate = 1000;  // per simulated GPU, launches/s
+  double graph_rate = 100;    // of which graph launches/s
+  int num_gpus = 1;
+  int procs = 1;
+  double duration_s = 2;
+  bool stress = false;
+  std::vector<std::string> kernel_names;  // from --kernel-names; empty: the defaults
+  int status_interval_ms = 0;
+  std::vector<std::string> scenarios;
+};
+
+// Kernels to launch: the --kernel-names list cycled through, or a default per call site.
+class Kernels {
+ public:
+  explicit Kernels(const std::vector<std::string> &names);
+  // The next name of the user's list, or `fallback` if there is none.
+  CUfunction next(const char *fallback);
+
+ private:
+  std::vector<CUfunction> user_;
+  std::atomic<size_t> next_{0};
+};
+
+// Counts mock API calls that failed: a mock bug, not the library's doing.
+extern std::atomic<uint64_t> g_mock_errors;
+bool check(CUresult rc, const char *what);
+
+const std::vector<std::string> &scenario_names();
+bool run_scenario(const std::string &name, Kernels &kernels);
+void run_timed_workload(const Options &options, Kernels &kernels);
+
+// The mock CUPTI's view, if a mock libcupti is loaded (reached through dlopen(RTLD_NOLOAD)).
+bool kernel_activity_enabled_now(uint64_t *records_written);
+void print_status(double t_ms);
+void print_summary(const Options &options, double elapsed_s);
+
+}  // namespace mockapp

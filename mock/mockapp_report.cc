@@ -1,0 +1,235 @@
+// What parcagpu-mockapp reports: MOCKAPP_STATUS lines while it runs and the MOCKAPP_SUMMARY line
+// at the end, from the mock driver's counters and the mock CUPTI's view of what the library did.
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "cbid_table.h"
+#include "mock_cupti_control.h"
+#include "mockapp.h"
+
+namespace mockapp {
+namespace {
+
+// The mock CUPTI's control API, resolved from the libcupti the library loaded, if it did. The
+// application does not link libcupti: whether one is in the process is the library's doing.
+struct CuptiView {
+  bool loaded = false;
+  decltype(&mock_cupti_enabled_callbacks) enabled_callbacks = nullptr;
+  decltype(&mock_cupti_whole_domain_enables) whole_domain_enables = nullptr;
+  decltype(&mock_cupti_subscribed) subscribed = nullptr;
+  decltype(&mock_cupti_kernel_activity_enabled) kernel_activity_enabled = nullptr;
+  decltype(&mock_cupti_kernel_activity_ever_enabled) kernel_activity_ever_enabled = nullptr;
+  decltype(&mock_cupti_get_stats) get_stats = nullptr;
+  decltype(&mock_cupti_domain_name) domain_name = nullptr;
+};
+
+const CuptiView &cupti() {
+  static std::mutex mutex;
+  static CuptiView view;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (view.loaded) return view;
+  // By SONAME: matches the mock however the library named it (libcupti.so, .so.12, a path).
+  void *h = dlopen("libcupti.so.13", RTLD_NOW | RTLD_NOLOAD);
+  if (!h) return view;
+  CuptiView v;
+#define MOCKAPP_RESOLVE(field, symbol) \
+  v.field = reinterpret_cast<decltype(v.field)>(dlsym(h, #symbol));
+  MOCKAPP_RESOLVE(enabled_callbacks, mock_cupti_enabled_callbacks)
+  MOCKAPP_RESOLVE(whole_domain_enables, mock_cupti_whole_domain_enables)
+  MOCKAPP_RESOLVE(subscribed, mock_cupti_subscribed)
+  MOCKAPP_RESOLVE(kernel_activity_enabled, mock_cupti_kernel_activity_enabled)
+  MOCKAPP_RESOLVE(kernel_activity_ever_enabled, mock_cupti_kernel_activity_ever_enabled)
+  MOCKAPP_RESOLVE(get_stats, mock_cupti_get_stats)
+  MOCKAPP_RESOLVE(domain_name, mock_cupti_domain_name)
+#undef MOCKAPP_RESOLVE
+  v.loaded = v.enabled_callbacks && v.whole_domain_enables && v.subscribed &&
+             v.kernel_activity_enabled && v.kernel_activity_ever_enabled && v.get_stats &&
+             v.domain_name;
+  if (v.loaded) view = v;  // else a libcupti that is not the mock: report nothing from it
+  return view;
+}
+
+std::string quoted(const std::string &s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", c);
+      out += buf;
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
+std::string json_list(const std::vector<std::string> &items) {
+  std::string s = "[";
+  for (const std::string &i : items) s += (s.size() > 1 ? "," : "") + quoted(i);
+  return s + "]";
+}
+
+const char *domain_label(uint32_t domain) {
+  switch (domain) {
+    case 1:
+      return "DRIVER";
+    case 2:
+      return "RUNTIME";
+    case 3:
+      return "RESOURCE";
+    default:
+      return "OTHER";
+  }
+}
+
+std::string pair_label(uint32_t domain, uint32_t cbid) {
+  return std::string(domain_label(domain)) + ":" + std::to_string(cbid);
+}
+
+std::string cbid_label(int32_t signed_cbid) {
+  const uint32_t domain = signed_cbid < 0 ? MOCK_CUDA_DOMAIN_DRIVER : MOCK_CUDA_DOMAIN_RUNTIME;
+  const char *name = mock_cuda_api_name(domain, static_cast<uint32_t>(std::abs(signed_cbid)));
+  return std::to_string(signed_cbid) + " " + (name ? name : "?");
+}
+
+}  // namespace
+
+bool kernel_activity_enabled_now(uint64_t *records_written) {
+  const CuptiView &c = cupti();
+  *records_written = 0;
+  if (!c.loaded) return false;
+  MockCuptiStats st;
+  c.get_stats(&st);
+  *records_written = st.records_written;
+  return c.kernel_activity_enabled();
+}
+
+void print_status(double t_ms) {
+  uint64_t written = 0;
+  const bool activity = kernel_activity_enabled_now(&written);
+  MockCudaStats d;
+  mock_cuda_get_stats(&d);
+  std::printf(
+      "MOCKAPP_STATUS {\"pid\":%d,\"t_ms\":%.0f,\"activity_enabled\":%s,"
+      "\"records_written\":%" PRIu64 ",\"kernels_run\":%" PRIu64 ",\"launches\":%" PRIu64 "}\n",
+      static_cast<int>(getpid()), t_ms, activity ? "true" : "false", written, d.kernels_run,
+      d.eager_launches + d.graph_launches);
+}
+
+void print_summary(const Options &o, double elapsed_s) {
+  MockCudaStats d;
+  mock_cuda_get_stats(&d);
+  std::vector<MockCbidCount> counts(64);
+  counts.resize(std::min<size_t>(mock_cuda_counts_by_cbid(counts.data(), counts.size()), 64));
+
+  const CuptiView &c = cupti();
+  MockCuptiStats st{};
+  std::vector<MockCuptiPair> enabled;
+  if (c.loaded) {
+    c.get_stats(&st);
+    enabled.resize(c.enabled_callbacks(nullptr, 0));
+    enabled.resize(std::min(enabled.size(), c.enabled_callbacks(enabled.data(), enabled.size())));
+  }
+  std::vector<std::string> enabled_labels, table_missing, table_extra;
+  for (const MockCuptiPair &p : enabled) {
+    enabled_labels.push_back(pair_label(p.domain, p.cbid));
+    if ((p.domain == MOCK_CUDA_DOMAIN_DRIVER || p.domain == MOCK_CUDA_DOMAIN_RUNTIME) &&
+        !parcagpu::find_subscribed(static_cast<parcagpu::CbDomain>(p.domain), p.cbid))
+      table_extra.push_back(pair_label(p.domain, p.cbid));
+  }
+  for (const parcagpu::SubscribedCallback &cb : parcagpu::kSubscribedCallbacks) {
+    const auto domain = static_cast<uint32_t>(cb.domain);
+    bool on = false;
+    for (const MockCuptiPair &p : enabled) on |= (p.domain == domain && p.cbid == cb.cbid);
+    if (!on) table_missing.push_back(pair_label(domain, cb.cbid));
+  }
+
+  std::string launches = "{", kernels = "{", captured = "{";
+  for (const MockCbidCount &n : counts) {
+    const std::string key = "\"" + std::to_string(n.signed_cbid) + "\":";
+    if (n.launches) launches += (launches.size() > 1 ? "," : "") + key + std::to_string(n.launches);
+    if (n.kernels) kernels += (kernels.size() > 1 ? "," : "") + key + std::to_string(n.kernels);
+    if (n.captured) captured += (captured.size() > 1 ? "," : "") + key + std::to_string(n.captured);
+  }
+  launches += "}";
+  kernels += "}";
+  captured += "}";
+
+  const uint64_t total = d.eager_launches + d.graph_launches;
+  std::string json = "{\"pid\":" + std::to_string(getpid());
+  json += ",\"mode\":" + quoted(o.scenarios.empty() ? "timed" : "scenario");
+  json += ",\"scenarios\":" + json_list(o.scenarios);
+  json += ",\"library\":" + quoted(o.library);
+  json += ",\"elapsed_s\":" + std::to_string(elapsed_s);
+  json += ",\"threads\":" + std::to_string(o.threads);
+  json += ",\"num_gpus\":" + std::to_string(o.num_gpus);
+  json += ",\"launches_by_cbid\":" + launches;
+  json += ",\"kernels_by_cbid\":" + kernels;
+  json += ",\"captured_by_cbid\":" + captured;
+  json += ",\"launches\":" + std::to_string(total);
+  json += ",\"eager_launches\":" + std::to_string(d.eager_launches);
+  json += ",\"graph_launches\":" + std::to_string(d.graph_launches);
+  json += ",\"captured_launches\":" + std::to_string(d.captured_launches);
+  json += ",\"kernels_run\":" + std::to_string(d.kernels_run);
+  json += ",\"graph_kernels_run\":" + std::to_string(d.graph_kernels_run);
+  json += ",\"conditional_kernels_run\":" + std::to_string(d.conditional_kernels_run);
+  json += ",\"launches_per_s\":" + std::to_string(elapsed_s > 0 ? total / elapsed_s : 0);
+  json += ",\"cupti_loaded\":" + std::string(c.loaded ? "true" : "false");
+  json += ",\"subscribed\":" + std::string(c.loaded && c.subscribed() ? "true" : "false");
+  json += ",\"records_written\":" + std::to_string(st.records_written);
+  json += ",\"records_dropped\":" + std::to_string(st.records_dropped);
+  json += ",\"records_not_collected\":" + std::to_string(st.records_not_collected);
+  json += ",\"buffers_requested\":" + std::to_string(st.buffers_requested);
+  json += ",\"buffers_completed\":" + std::to_string(st.buffers_completed);
+  json += ",\"callbacks_dispatched\":" + std::to_string(st.callbacks_dispatched);
+  json += ",\"callbacks_suppressed\":" + std::to_string(st.callbacks_suppressed);
+  json += ",\"enabled_callbacks\":" + json_list(enabled_labels);
+  json += ",\"whole_domain_enables\":" + std::to_string(st.whole_domain_enables);
+  json += ",\"activity_enabled_now\":" +
+          std::string(c.loaded && c.kernel_activity_enabled() ? "true" : "false");
+  json += ",\"activity_ever_enabled\":" +
+          std::string(c.loaded && c.kernel_activity_ever_enabled() ? "true" : "false");
+  json += ",\"activity_enable_calls\":" + std::to_string(st.activity_enable_calls);
+  json += ",\"activity_disable_calls\":" + std::to_string(st.activity_disable_calls);
+  json += ",\"injected_failures\":" + std::to_string(st.injected_failures);
+  json += ",\"table_missing\":" + json_list(table_missing);
+  json += ",\"table_extra\":" + json_list(table_extra);
+  json += ",\"mock_errors\":" + std::to_string(g_mock_errors.load());
+  json += "}";
+  std::printf("MOCKAPP_SUMMARY %s\n", json.c_str());
+  std::fflush(stdout);
+
+  std::string human = "parcagpu-mockapp[" + std::to_string(getpid()) +
+                      "]: " + std::to_string(total) + " launches in " + std::to_string(elapsed_s) +
+                      " s, " + std::to_string(d.kernels_run) + " kernels run\n";
+  for (const MockCbidCount &n : counts) {
+    char line[200];
+    std::snprintf(line, sizeof line,
+                  "  %-44s %8" PRIu64 " launches %9" PRIu64 " kernels %6" PRIu64 " captured\n",
+                  cbid_label(n.signed_cbid).c_str(), n.launches, n.kernels, n.captured);
+    human += line;
+  }
+  if (c.loaded) {
+    human += "  kernel records: " + std::to_string(st.records_written) + " written, " +
+             std::to_string(st.records_dropped) + " dropped, " +
+             std::to_string(st.records_not_collected) + " not collected; " +
+             std::to_string(enabled.size()) + " callbacks enabled, kernel activity " +
+             (c.kernel_activity_enabled() ? "on" : "off") + "\n";
+  } else {
+    human += "  no mock libcupti in the process: no callbacks, no kernel records\n";
+  }
+  std::fputs(human.c_str(), stderr);
+}
+
+}  // namespace mockapp

@@ -1,0 +1,343 @@
+// What parcagpu-mockapp launches: the ground-truth scenarios (each replays one phase of
+// shared/reference/cupti-h100-cuda13-*.log, deterministically) and the timed workload.
+#include <cupti_driver_cbid.h>
+#include <cupti_runtime_cbid.h>
+#include <time.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cbid_table.h"
+#include "mockapp.h"
+
+namespace mockapp {
+
+std::atomic<uint64_t> g_mock_errors{0};
+
+bool check(CUresult rc, const char *what) {
+  if (rc == CUDA_SUCCESS) return true;
+  g_mock_errors.fetch_add(1);
+  const char *name = nullptr;
+  cuGetErrorName(rc, &name);
+  std::fprintf(stderr, "parcagpu-mockapp: mock call %s failed: %s (%d)\n", what, name ? name : "?",
+               static_cast<int>(rc));
+  return false;
+}
+
+Kernels::Kernels(const std::vector<std::string> &names) {
+  for (const std::string &n : names) user_.push_back(mock_cuda_function(n.c_str()));
+}
+
+CUfunction Kernels::next(const char *fallback) {
+  if (user_.empty()) return mock_cuda_function(fallback);
+  return user_[next_.fetch_add(1, std::memory_order_relaxed) % user_.size()];
+}
+
+namespace {
+
+constexpr uint32_t kDrv = MOCK_CUDA_DOMAIN_DRIVER;
+constexpr uint32_t kRt = MOCK_CUDA_DOMAIN_RUNTIME;
+constexpr int kLaunchesPerScenario = 4;  // as in the ground truth's phases
+
+// The ground truth's kernels.
+constexpr const char kAdd[] = "_Z5k_addPfi";
+constexpr const char kMul[] = "_Z5k_mulPfi";
+constexpr const char kCoop[] = "_Z6k_coopPf";
+constexpr const char kPtsz[] = "_Z1kPf";
+constexpr const char kCond[] = "_Z6k_condyPi";
+constexpr const char kDec[] = "_Z5k_decPi";
+
+void launch_n(Kernels &k, uint32_t domain, uint32_t cbid, const char *kernel, CUstream stream,
+              int n = kLaunchesPerScenario) {
+  for (int i = 0; i < n; ++i)
+    check(mock_cuda_launch(domain, cbid, k.next(kernel), stream), mock_cuda_api_name(domain, cbid));
+}
+
+// An explicitly built graph of `n` kernels (add, mul, add, ...), instantiated.
+CUgraphExec kernel_graph_exec(Kernels &k, int n) {
+  CUgraph graph = nullptr;
+  CUgraphExec exec = nullptr;
+  check(mock_cuda_graph_create(&graph), "cudaGraphCreate");
+  for (int i = 0; i < n; ++i) {
+    CUgraphNode node;
+    check(mock_cuda_graph_add_kernel_node(graph, k.next(i % 2 ? kMul : kAdd), &node),
+          "cudaGraphAddKernelNode");
+  }
+  check(mock_cuda_graph_instantiate(&exec, graph), "cudaGraphInstantiate");
+  return exec;
+}
+
+void graph_launch_n(uint32_t domain, uint32_t cbid, CUgraphExec exec, CUstream stream,
+                    int n = kLaunchesPerScenario) {
+  for (int i = 0; i < n; ++i)
+    check(mock_cuda_graph_launch(domain, cbid, exec, stream), mock_cuda_api_name(domain, cbid));
+}
+
+CUstream new_stream() {
+  CUstream s = nullptr;
+  check(mock_cuda_stream_create(&s), "cudaStreamCreate");
+  return s;
+}
+
+// Capture of three launches (ground truth phase capture_instantiate), then the captured graph
+// launched like the cudaGraphLaunch phase.
+void scenario_capture(Kernels &k) {
+  CUstream s = new_stream();
+  check(mock_cuda_stream_begin_capture(s), "cudaStreamBeginCapture");
+  const char *captured[] = {kAdd, kMul, kAdd};
+  for (const char *kernel : captured)
+    check(mock_cuda_launch(kRt, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, k.next(kernel), s),
+          "cudaLaunchKernel (captured)");
+  CUgraph graph = nullptr;
+  CUgraphExec exec = nullptr;
+  check(mock_cuda_stream_end_capture(s, &graph), "cudaStreamEndCapture");
+  check(mock_cuda_graph_instantiate(&exec, graph), "cudaGraphInstantiate");
+  graph_launch_n(kRt, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000, exec, s);
+}
+
+// A WHILE conditional whose two-kernel body runs 5 times (ground truth conditional_while_5).
+void scenario_conditional(Kernels &k) {
+  CUstream s = new_stream();
+  CUgraph graph = nullptr, body = nullptr;
+  CUgraphNode node;
+  CUgraphExec exec = nullptr;
+  check(mock_cuda_graph_create(&graph), "cudaGraphCreate");
+  check(mock_cuda_graph_add_while_node(graph, 5, &body, &node), "cudaGraphAddNode");
+  check(mock_cuda_graph_add_kernel_node(body, k.next(kCond), &node), "cudaGraphAddKernelNode");
+  check(mock_cuda_graph_add_kernel_node(body, k.next(kDec), &node), "cudaGraphAddKernelNode");
+  check(mock_cuda_graph_instantiate(&exec, graph), "cudaGraphInstantiate");
+  graph_launch_n(kRt, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000, exec, s, 1);
+}
+
+// A captured cudaLaunchHostFunc only (ground truth hostonly_graph).
+void scenario_hostonly_graph() {
+  CUstream s = new_stream();
+  check(mock_cuda_stream_begin_capture(s), "cudaStreamBeginCapture");
+  check(mock_cuda_launch_host_func(s), "cudaLaunchHostFunc");
+  CUgraph graph = nullptr;
+  CUgraphExec exec = nullptr;
+  check(mock_cuda_stream_end_capture(s, &graph), "cudaStreamEndCapture");
+  check(mock_cuda_graph_instantiate(&exec, graph), "cudaGraphInstantiate");
+  graph_launch_n(kRt, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000, exec, s);
+}
+
+bool is_ptsz(const char *api_name) {
+  const size_t n = std::strlen(api_name);
+  return n > 5 && std::strcmp(api_name + n - 5, "_ptsz") == 0;
+}
+
+// One launch through every API cbid of the subscription table, in table order (_ptsz APIs on
+// the per-thread default stream); its resource cbids come from instantiating and destroying the
+// graph the graph launches use.
+void scenario_all_cbids(Kernels &k) {
+  CUgraphExec exec = kernel_graph_exec(k, 3);
+  for (const parcagpu::SubscribedCallback &cb : parcagpu::kSubscribedCallbacks) {
+    const auto domain = static_cast<uint32_t>(cb.domain);
+    if (domain != kDrv && domain != kRt) continue;  // resource cbids: instantiate / destroy
+    const CUstream stream = is_ptsz(cb.name) ? CU_STREAM_PER_THREAD : nullptr;
+    switch (mock_cuda_launch_kind(domain, cb.cbid)) {
+      case MOCK_LAUNCH_EAGER:
+        check(mock_cuda_launch(domain, cb.cbid, k.next(kAdd), stream), cb.name);
+        break;
+      case MOCK_LAUNCH_GRAPH:
+        check(mock_cuda_graph_launch(domain, cb.cbid, exec, stream), cb.name);
+        break;
+      case MOCK_LAUNCH_NONE:
+        g_mock_errors.fetch_add(1);
+        std::fprintf(stderr, "parcagpu-mockapp: the mock driver cannot launch through %s (%u)\n",
+                     cb.name, cb.cbid);
+        break;
+    }
+  }
+  check(mock_cuda_graph_exec_destroy(exec), "cudaGraphExecDestroy");
+}
+
+struct Scenario {
+  const char *name;
+  void (*run)(Kernels &);
+};
+
+const Scenario kScenarios[] = {
+    {"eager-runtime",
+     [](Kernels &k) {
+       launch_n(k, kRt, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, kAdd, nullptr);
+     }},
+    {"eager-driver",
+     [](Kernels &k) { launch_n(k, kDrv, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, kAdd, nullptr); }},
+    {"launch-ex",
+     [](Kernels &k) {
+       launch_n(k, kRt, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060, kMul, nullptr);
+       launch_n(k, kDrv, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx, kAdd, nullptr);
+     }},
+    {"cooperative",
+     [](Kernels &k) {
+       launch_n(k, kRt, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000, kCoop, nullptr);
+     }},
+    {"ptsz",
+     [](Kernels &k) {
+       launch_n(k, kRt, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000, kPtsz,
+                CU_STREAM_PER_THREAD);
+     }},
+    {"graph-runtime",
+     [](Kernels &k) {
+       graph_launch_n(kRt, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000, kernel_graph_exec(k, 3),
+                      nullptr);
+     }},
+    {"graph-driver",
+     [](Kernels &k) {
+       graph_launch_n(kDrv, CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch, kernel_graph_exec(k, 3),
+                      nullptr);
+     }},
+    {"graph-driver-ptsz",
+     [](Kernels &k) {
+       graph_launch_n(kDrv, CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz, kernel_graph_exec(k, 3),
+                      CU_STREAM_PER_THREAD);
+     }},
+    {"capture", scenario_capture},
+    {"conditional", scenario_conditional},
+    {"hostonly-graph", [](Kernels &) { scenario_hostonly_graph(); }},
+    {"all-cbids", scenario_all_cbids},
+};
+
+// ---- Timed workload ----
+
+// The eager launch mix: mostly <<<>>> (211 over 307), some of every other common path.
+struct Path {
+  uint32_t domain;
+  uint32_t cbid;
+  bool per_thread_stream;
+};
+constexpr Path kEagerMix[] = {
+    {kRt, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, false},
+    {kRt, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, false},
+    {kDrv, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, false},
+    {kRt, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, false},
+    {kRt, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060, false},
+    {kRt, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000, true},
+    {kDrv, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx, false},
+    {kRt, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000, false},
+};
+// Graph launches: half runtime (311 over 514), half driver, split between 514 and 515.
+constexpr Path kGraphMix[] = {
+    {kRt, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000, false},
+    {kDrv, CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch, false},
+    {kRt, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000, false},
+    {kDrv, CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz, true},
+};
+constexpr int kGraphSizes[] = {2, 3, 4, 5};  // kernels per graph
+
+const char *const kDefaultKernels[] = {kAdd, kMul, "_Z10gemm_tiledPKfS0_Pfiii", "_Z7softmaxPfPKfi",
+                                       "_Z9reduce_sumPfPKfi"};
+
+struct DeviceResources {
+  CUstream stream;
+  std::vector<CUgraphExec> execs;
+};
+
+void launch_thread(const Options &o, Kernels &kernels, int index,
+                   std::chrono::steady_clock::time_point start) {
+  std::vector<DeviceResources> devices(o.num_gpus);
+  for (int d = 0; d < o.num_gpus; ++d) {
+    check(mock_cuda_set_device(d), "cudaSetDevice");
+    devices[d].stream = new_stream();
+    for (int n : kGraphSizes) {
+      CUgraph graph = nullptr;
+      CUgraphExec exec = nullptr;
+      check(mock_cuda_graph_create(&graph), "cudaGraphCreate");
+      for (int i = 0; i < n; ++i) {
+        CUgraphNode node;
+        check(mock_cuda_graph_add_kernel_node(
+                  graph, kernels.next(kDefaultKernels[(index + i) % std::size(kDefaultKernels)]),
+                  &node),
+              "cudaGraphAddKernelNode");
+      }
+      check(mock_cuda_graph_instantiate(&exec, graph), "cudaGraphInstantiate");
+      devices[d].execs.push_back(exec);
+    }
+  }
+  std::vector<CUfunction> eager_kernels;
+  for (const char *name : kDefaultKernels) eager_kernels.push_back(kernels.next(name));
+
+  const double rate = o.launch_rate * o.num_gpus / o.threads;  // this thread's launches/s
+  const double graph_share = o.launch_rate > 0 ? o.graph_rate / o.launch_rate : 0;
+  const auto end = start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                               std::chrono::duration<double>(o.duration_s));
+  double graph_credit = 0;
+  uint64_t eager = 0, graphs = 0;
+  for (uint64_t i = 0;; ++i) {
+    if (o.stress) {
+      if (i % 256 == 0 && std::chrono::steady_clock::now() >= end) break;
+    } else {
+      if (rate <= 0) {
+        std::this_thread::sleep_until(end);
+        break;
+      }
+      // Launch i is due at start + i / rate; late launches go out at once to catch up.
+      const auto due = start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                   std::chrono::duration<double>(i / rate));
+      if (due >= end) {
+        std::this_thread::sleep_until(end);
+        break;
+      }
+      if (std::chrono::steady_clock::now() < due) std::this_thread::sleep_until(due);
+    }
+    const int device = static_cast<int>((index + i) % o.num_gpus);
+    if (o.num_gpus > 1) mock_cuda_set_device(device);
+    DeviceResources &res = devices[device];
+    graph_credit += graph_share;
+    if (graph_credit >= 1) {
+      graph_credit -= 1;
+      const Path &p = kGraphMix[graphs % std::size(kGraphMix)];
+      CUgraphExec exec = res.execs[(graphs / std::size(kGraphMix)) % res.execs.size()];
+      ++graphs;
+      check(mock_cuda_graph_launch(p.domain, p.cbid, exec,
+                                   p.per_thread_stream ? CU_STREAM_PER_THREAD : res.stream),
+            "graph launch");
+    } else {
+      const Path &p = kEagerMix[eager % std::size(kEagerMix)];
+      CUfunction f = eager_kernels[(eager / std::size(kEagerMix)) % eager_kernels.size()];
+      ++eager;
+      check(mock_cuda_launch(p.domain, p.cbid, f,
+                             p.per_thread_stream ? CU_STREAM_PER_THREAD : res.stream),
+            "launch");
+    }
+  }
+  for (DeviceResources &res : devices)
+    for (CUgraphExec exec : res.execs)
+      check(mock_cuda_graph_exec_destroy(exec), "cudaGraphExecDestroy");
+}
+
+}  // namespace
+
+const std::vector<std::string> &scenario_names() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> n;
+    for (const Scenario &s : kScenarios) n.push_back(s.name);
+    return n;
+  }();
+  return names;
+}
+
+bool run_scenario(const std::string &name, Kernels &kernels) {
+  for (const Scenario &s : kScenarios)
+    if (name == s.name) {
+      s.run(kernels);
+      return true;
+    }
+  return false;
+}
+
+void run_timed_workload(const Options &o, Kernels &kernels) {
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<std::thread> threads;
+  for (int t = 0; t < o.threads; ++t)
+    threads.emplace_back(launch_thread, std::cref(o), std::ref(kernels), t, start);
+  for (std::thread &t : threads) t.join();
+}
+
+}  // namespace mockapp
