@@ -96,7 +96,12 @@ void graph_event(CUpti_CallbackId cbid, CUctx_st *context, CUgraph_st *graph,
   graph_data.originalGraph = original_graph;
   graph_data.node = node;
   graph_data.originalNode = original_node;
-  graph_data.nodeType = node ? node->type : CU_GRAPH_NODE_TYPE_EMPTY;
+  // Real CUPTI 13 leaves nodeType 0 (KERNEL) in GRAPHNODE_CLONED: on the H100 a host-only
+  // graph's cloned host node came through as a kernel node. A client must ask
+  // cuGraphNodeGetType; the mock behaves the same so a test catches one that doesn't.
+  graph_data.nodeType = node && cbid != CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED
+                            ? node->type
+                            : CU_GRAPH_NODE_TYPE_KERNEL;
   graph_data.graphExec = exec;
   CUpti_ResourceData data{};
   data.context = context;
@@ -339,3 +344,10 @@ CUresult mock_bridge_graph_exec_id(CUgraphExec exec, uint32_t *id) {
 }
 
 }  // extern "C"
+
+// The driver's node-type query (cuGraphNodeGetType): the reliable way to learn a node's type.
+extern "C" CUresult cuGraphNodeGetType(CUgraphNode hNode, CUgraphNodeType *type) {
+  if (!hNode || !type) return CUDA_ERROR_INVALID_VALUE;
+  *type = hNode->type;
+  return CUDA_SUCCESS;
+}

@@ -429,13 +429,14 @@ uint64_t duration_ns(uint32_t correlation_id, uint64_t graph_node_id, uint32_t f
 // The mock GPU runs one kernel: it tells CUPTI, which writes the activity record if asked to.
 void run_kernel(const mockbridge::CuptiHooks *h, CUctx_st *ctx, CUstream_st *stream, CUfunc_st *f,
                 uint32_t correlation_id, uint32_t graph_id, uint64_t graph_node_id,
-                uint8_t launch_type, const Shape &shape) {
+                uint8_t launch_type, const Shape &shape, uint32_t collect_kind) {
   Counters::add(kKernelsRun);
   if (!h) return;
   mockbridge::KernelRun run;
   run.start = run.end = 0;
   run.grid_id = ctx->next_grid_id.fetch_add(1, std::memory_order_relaxed);
-  if (h->kernel_activity_enabled(ctx->id)) {
+  run.collect_kind = collect_kind;
+  if (collect_kind) {
     // Kernels of one stream run back to back, after a launch latency of about a microsecond.
     const uint64_t duration = duration_ns(correlation_id, graph_node_id ^ run.grid_id, f->id);
     const uint64_t ready = mockbridge::now_ns() + 1000;
@@ -464,13 +465,13 @@ void run_kernel(const mockbridge::CuptiHooks *h, CUctx_st *ctx, CUstream_st *str
 
 // Runs one launch of exec; returns the kernels run.
 uint64_t run_exec(const mockbridge::CuptiHooks *h, CUctx_st *ctx, CUstream_st *stream,
-                  CUgraphExec_st *exec, uint32_t correlation_id) {
+                  CUgraphExec_st *exec, uint32_t correlation_id, uint32_t collect_kind) {
   const Shape shape{{128, 1, 1}, {256, 1, 1}, 0};
   uint64_t kernels = 0, conditional = 0;
   for (CUgraphNode_st *node : exec->nodes) {
     if (node->type == CU_GRAPH_NODE_TYPE_KERNEL) {
       run_kernel(h, ctx, stream, node->function, correlation_id, exec->id, node->id, kRegular,
-                 shape);
+                 shape, collect_kind);
       ++kernels;
     } else if (node->type == CU_GRAPH_NODE_TYPE_CONDITIONAL && node->body) {
       // Ground truth fact 7: a conditional body runs as its own graph, on its own stream, and
@@ -479,7 +480,7 @@ uint64_t run_exec(const mockbridge::CuptiHooks *h, CUctx_st *ctx, CUstream_st *s
         for (CUgraphNode_st *b : node->body->nodes)
           if (b->type == CU_GRAPH_NODE_TYPE_KERNEL) {
             run_kernel(h, ctx, exec->body_stream, b->function, 0, node->body->id, b->id, kRegular,
-                       shape);
+                       shape, collect_kind);
             ++conditional;
           }
     }  // host nodes run host code, no kernel
@@ -525,6 +526,7 @@ CUresult mock_cuda_launch(uint32_t domain, uint32_t cbid, CUfunction f, CUstream
   init_args(&args, f, nullptr, stream, shape_for(api));
   ParamStorage outer_params, inner_params;
   uint32_t correlation_id = 0;
+  uint32_t collect_kind = 0;
   bool captured = false;
   {
     int outer_rc = 0, inner_rc = 0;
@@ -542,6 +544,8 @@ CUresult mock_cuda_launch(uint32_t domain, uint32_t cbid, CUfunction f, CUstream
       capture_node(st, CU_GRAPH_NODE_TYPE_KERNEL, f);
       captured = true;
     }
+    // Whether its record is collected is decided now, inside the launch call.
+    if (const auto *h = hooks()) collect_kind = h->kernel_activity_enabled(ctx->id);
     correlation_id = outer.correlation_id();
   }
   if (captured) {
@@ -553,7 +557,7 @@ CUresult mock_cuda_launch(uint32_t domain, uint32_t cbid, CUfunction f, CUstream
   Counters::add(cbid_counter(index, kCbidLaunches));
   Counters::add(cbid_counter(index, kCbidKernels));
   // The kernel runs after the launch API has returned, as on a real GPU.
-  run_kernel(hooks(), ctx, st, f, correlation_id, 0, 0, api.launch_type, args.shape);
+  run_kernel(hooks(), ctx, st, f, correlation_id, 0, 0, api.launch_type, args.shape, collect_kind);
   return CUDA_SUCCESS;
 }
 
@@ -571,6 +575,7 @@ CUresult mock_cuda_graph_launch(uint32_t domain, uint32_t cbid, CUgraphExec exec
   init_args(&args, nullptr, exec, stream, Shape{});
   ParamStorage outer_params, inner_params;
   uint32_t correlation_id = 0;
+  uint32_t collect_kind = 0;
   bool captured = false;
   {
     int outer_rc = 0, inner_rc = 0;
@@ -587,6 +592,7 @@ CUresult mock_cuda_graph_launch(uint32_t domain, uint32_t cbid, CUgraphExec exec
       capture_node(st, CU_GRAPH_NODE_TYPE_GRAPH, nullptr);
       captured = true;
     }
+    if (const auto *h = hooks()) collect_kind = h->kernel_activity_enabled(ctx->id);
     correlation_id = outer.correlation_id();
   }
   if (captured) {
@@ -596,7 +602,7 @@ CUresult mock_cuda_graph_launch(uint32_t domain, uint32_t cbid, CUgraphExec exec
   }
   Counters::add(kGraphLaunches);
   Counters::add(cbid_counter(index, kCbidLaunches));
-  const uint64_t kernels = run_exec(hooks(), ctx, st, exec, correlation_id);
+  const uint64_t kernels = run_exec(hooks(), ctx, st, exec, correlation_id, collect_kind);
   Counters::add(cbid_counter(index, kCbidKernels), kernels);
   return CUDA_SUCCESS;
 }

@@ -253,21 +253,19 @@ __attribute__((constructor)) void register_fork_handler() {
 
 }  // namespace
 
-bool kernel_activity_enabled(uint32_t context_id) {
-  return kind_enabled_for(context_id, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) ||
-         kind_enabled_for(context_id, CUPTI_ACTIVITY_KIND_KERNEL);
+uint32_t kernel_activity_enabled(uint32_t context_id) {
+  if (kind_enabled_for(context_id, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL))
+    return CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+  if (kind_enabled_for(context_id, CUPTI_ACTIVITY_KIND_KERNEL)) return CUPTI_ACTIVITY_KIND_KERNEL;
+  return 0;
 }
 
 void kernel_ran(const mockbridge::KernelRun *run) {
-  CUpti_ActivityKind kind;
-  if (kind_enabled_for(run->context_id, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL))
-    kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
-  else if (kind_enabled_for(run->context_id, CUPTI_ACTIVITY_KIND_KERNEL))
-    kind = CUPTI_ACTIVITY_KIND_KERNEL;
-  else {
+  if (run->collect_kind == 0) {
     Stats::add(kRecordsNotCollected);
     return;
   }
+  const auto kind = static_cast<CUpti_ActivityKind>(run->collect_kind);
   if (!g_request.load(std::memory_order_relaxed)) {  // no buffers to write into
     drop_record();
     return;

@@ -96,7 +96,7 @@ struct StatTag {};
 using Stats = mockstats::PerThreadCounters<StatTag, kNumStats>;
 
 // Activity side (cupti_mock_activity.cc), used by the hooks and by cuptiFinalize.
-bool kernel_activity_enabled(uint32_t context_id);
+uint32_t kernel_activity_enabled(uint32_t context_id);  // record kind collected now, 0 = none
 void kernel_ran(const mockbridge::KernelRun *run);
 void finalize_activity();
 // Kinds enabled now (globally or for a context) / ever, as JSON arrays of names.

@@ -44,6 +44,10 @@ struct KernelRun {
   int32_t grid[3], block[3];
   int32_t dynamic_shared_memory;
   uint8_t launch_type;  // CUpti_ActivityLaunchType
+  // The record kind to write (KERNEL / CONCURRENT_KERNEL), 0 = not collected. Decided by the
+  // driver inside the launch API call, as real CUPTI does: on the H100 a kernel launched while
+  // activity was enabled is recorded even when activity is disabled before it runs.
+  uint32_t collect_kind;
 };
 
 struct CuptiHooks {
@@ -51,8 +55,8 @@ struct CuptiHooks {
   void (*api_exit)(ApiFrame *frame);
   // RESOURCE and SYNCHRONIZE domain events; data is CUpti_ResourceData / CUpti_SynchronizeData.
   void (*domain_event)(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, void *data);
-  // Whether a kernel record would be collected now; lets the driver skip timing work when not.
-  bool (*kernel_activity_enabled)(uint32_t context_id);
+  // The kernel record kind that would be collected now (0 = none); asked inside launch calls.
+  uint32_t (*kernel_activity_enabled)(uint32_t context_id);
   void (*kernel_ran)(const KernelRun *run);  // also counts "not collected"
   // Called from the mock driver's destructor, the last mock code to run at process exit: by
   // then the library under test has torn down (its atexit handlers and, in the usual load

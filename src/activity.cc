@@ -128,23 +128,63 @@ void ActivityCollector::set_enabled(bool on) {
   }
   cupti_disable_locked();
   active_launches_ = 0;
+  sticky_ = false;
   enabled_.store(false, std::memory_order_release);
   debug_log("kernel collection disarmed (no consumer left)");
   flush(true);
 }
 
+// Toggling CUPTI activity costs about 12 us per enable/disable pair on an H100: cheap at the
+// default rate limits (100 + 20 announced launches/s per thread), dearer than leaving activity on
+// when nearly every launch is announced. So when enables come faster than one per
+// kStickyIntervalNs on average (a moving average, so a few coinciding launches of several threads
+// don't count), activity stays on until the gap between announced launches exceeds kQuietNs.
+constexpr uint64_t kStickyIntervalNs = 1000000ull;  // 1 ms
+constexpr uint64_t kQuietNs = 10000000ull;          // 10 ms
+
 void ActivityCollector::launch_begin() {
   if (config_.activity_mode != ActivityMode::AroundLaunch || !enabled()) return;
+  const uint64_t now = monotonic_ns();
   std::lock_guard<std::mutex> lock(toggle_mu_);
   if (!enabled()) return;
-  if (active_launches_++ == 0) cupti_enable_locked();
+  if (last_begin_ns_ != 0 && now - last_begin_ns_ > kQuietNs) {
+    enable_interval_avg_ns_ = kQuietNs;  // a pause: forget the earlier rate
+    if (sticky_) {
+      sticky_ = false;
+      debug_log("announced launches slowed down: kernel activity back to per-launch");
+    }
+  }
+  last_begin_ns_ = now;
+  if (active_launches_++ == 0 && !cupti_on_) {
+    if (last_enable_ns_ != 0) {
+      const uint64_t interval = now - last_enable_ns_;
+      enable_interval_avg_ns_ = enable_interval_avg_ns_ - enable_interval_avg_ns_ / 8 + interval / 8;
+      if (!sticky_ && enable_interval_avg_ns_ < kStickyIntervalNs) {
+        sticky_ = true;
+        debug_log("announced launches come faster than 1 kHz: kernel activity stays on");
+      }
+    }
+    last_enable_ns_ = now;
+    cupti_enable_locked();
+  }
 }
 
 void ActivityCollector::launch_end() {
   if (config_.activity_mode != ActivityMode::AroundLaunch) return;
   std::lock_guard<std::mutex> lock(toggle_mu_);
   if (active_launches_ == 0) return;  // disarmed meanwhile
-  if (--active_launches_ == 0) cupti_disable_locked();
+  if (--active_launches_ == 0 && !sticky_) cupti_disable_locked();
+}
+
+void ActivityCollector::end_sticky_if_quiet() {
+  if (config_.activity_mode != ActivityMode::AroundLaunch) return;
+  const uint64_t now = monotonic_ns();
+  std::lock_guard<std::mutex> lock(toggle_mu_);
+  if (!sticky_ || active_launches_ != 0 || now - last_begin_ns_ < kQuietNs) return;
+  sticky_ = false;
+  enable_interval_avg_ns_ = kQuietNs;
+  cupti_disable_locked();
+  debug_log("announced launches paused: kernel activity back to per-launch");
 }
 
 void ActivityCollector::request_flush() {
@@ -174,6 +214,7 @@ void ActivityCollector::flusher_main() {
     lock.unlock();
     try {
       if (enabled()) flush(false);
+      end_sticky_if_quiet();
       tracker_.expire(monotonic_ns());
       if (housekeeping_) housekeeping_();
     } catch (...) {

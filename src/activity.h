@@ -88,12 +88,17 @@ class ActivityCollector {
   GraphTracker &graphs_;
   BufferPool pool_;
   std::atomic<bool> enabled_{false};
+  void end_sticky_if_quiet();
   bool cupti_enable_locked();
   void cupti_disable_locked();
 
   std::mutex toggle_mu_;
   bool cupti_on_ = false;          // CUPTI's CONCURRENT_KERNEL activity is enabled
   uint32_t active_launches_ = 0;   // AroundLaunch: announced launches inside their API call
+  bool sticky_ = false;            // AroundLaunch at a high announced rate: left on
+  uint64_t last_begin_ns_ = 0;
+  uint64_t last_enable_ns_ = 0;
+  uint64_t enable_interval_avg_ns_ = 10000000;  // moving average of the gaps between enables
   uint64_t retry_after_ns_ = 0;    // after a failed enable, don't hammer CUPTI
 
   std::mutex flusher_mu_;

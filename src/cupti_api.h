@@ -29,7 +29,8 @@ namespace parcagpu {
 #define PARCAGPU_CUDA_FUNCTIONS(X) \
   X(cuDeviceGetCount)              \
   X(cuDeviceGet)                   \
-  X(cuDeviceGetAttribute)
+  X(cuDeviceGetAttribute)          \
+  X(cuGraphNodeGetType)
 
 struct CuptiApi {
 #define PARCAGPU_DECLARE(fn) decltype(&::fn) fn = nullptr;

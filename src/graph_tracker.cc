@@ -27,13 +27,21 @@ void add_unique(std::vector<uint32_t> *v, uint32_t id) {
 
 }  // namespace
 
+CUgraphNodeType GraphTracker::node_type(const CUpti_GraphData *gd) const {
+  // CUPTI 13 leaves GraphData.nodeType 0 (KERNEL) in GRAPHNODE_CLONED: seen on the H100, where
+  // a host-only graph's node came through as a kernel. The driver knows.
+  CUgraphNodeType type = gd->nodeType;
+  if (cuda_ && gd->node) cuda_->cuGraphNodeGetType(gd->node, &type);
+  return type;
+}
+
 void GraphTracker::on_node_created(const CUpti_GraphData *gd) {
   // Outside an instantiation this is graph building (cudaGraphAddKernelNode): nothing to keep.
   // Inside one, it is a node of a body graph being instantiated.
   if (!t_pending.open || !gd || !gd->graph) return;
   uint32_t id = 0;
   if (cupti_.cuptiGetGraphId(gd->graph, &id) == CUPTI_SUCCESS) add_unique(&t_pending.graph_ids, id);
-  if (gd->nodeType == CU_GRAPH_NODE_TYPE_CONDITIONAL) t_pending.has_conditional = true;
+  if (node_type(gd) == CU_GRAPH_NODE_TYPE_CONDITIONAL) t_pending.has_conditional = true;
 }
 
 void GraphTracker::on_node_cloned(const CUpti_GraphData *gd) {
@@ -43,8 +51,9 @@ void GraphTracker::on_node_cloned(const CUpti_GraphData *gd) {
   uint32_t graph_id = 0;
   if (gd->graph && cupti_.cuptiGetGraphId(gd->graph, &graph_id) == CUPTI_SUCCESS)
     add_unique(&p.graph_ids, graph_id);
-  if (gd->nodeType == CU_GRAPH_NODE_TYPE_KERNEL) ++p.kernel_nodes;
-  if (gd->nodeType == CU_GRAPH_NODE_TYPE_CONDITIONAL) p.has_conditional = true;
+  const CUgraphNodeType type = node_type(gd);
+  if (type == CU_GRAPH_NODE_TYPE_KERNEL) ++p.kernel_nodes;
+  if (type == CU_GRAPH_NODE_TYPE_CONDITIONAL) p.has_conditional = true;
   uint64_t original = 0, cloned = 0;
   if (gd->originalNode) cupti_.cuptiGetGraphNodeId(gd->originalNode, &original);
   if (gd->node) cupti_.cuptiGetGraphNodeId(gd->node, &cloned);

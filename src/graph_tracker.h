@@ -35,7 +35,8 @@ struct GraphStats {
 
 class GraphTracker {
  public:
-  explicit GraphTracker(const CuptiApi &cupti) : cupti_(cupti) {}
+  // cuda may be null (no libcuda): node types then come from CUPTI's GraphData alone.
+  GraphTracker(const CuptiApi &cupti, const CudaApi *cuda) : cupti_(cupti), cuda_(cuda) {}
 
   // Resource callbacks (any thread, outside launch calls).
   void on_node_created(const CUpti_GraphData *gd);
@@ -72,7 +73,10 @@ class GraphTracker {
     std::vector<uint32_t> graph_ids;  // every graph seen while it was instantiated
     std::deque<uint32_t> open_launches;  // conditional execs: launches that may own kernels
   };
+  CUgraphNodeType node_type(const CUpti_GraphData *gd) const;
+
   const CuptiApi &cupti_;
+  const CudaApi *cuda_;
   mutable std::mutex mu_;
   std::unordered_map<const void *, Exec> execs_;
   std::unordered_map<uint32_t, const void *> graph_to_exec_;  // body and exec graph ids

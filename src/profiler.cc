@@ -59,7 +59,7 @@ bool Profiler::start() {
 
   tracker_ = std::make_unique<CorrelationTracker>(
       config_.max_outstanding, static_cast<uint64_t>(config_.max_age_ms) * 1000000ull);
-  graphs_ = std::make_unique<GraphTracker>(cupti_);
+  graphs_ = std::make_unique<GraphTracker>(cupti_, have_cuda_ ? &cuda_ : nullptr);
   activity_ = std::make_unique<ActivityCollector>(cupti_, config_, *tracker_, *graphs_);
   activity_->set_housekeeping(&hook_sync_consumers);
   callbacks_ = std::make_unique<LaunchCallbacks>(

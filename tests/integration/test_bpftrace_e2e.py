@@ -50,13 +50,14 @@ class WithBpftrace(unittest.TestCase):
             per_launch[k[1]] = per_launch.get(k[1], 0) + 1
         self.assertEqual(set(per_launch), announced, "a graph launch lost its kernels")
 
-    def test_kernels_delivered_only_for_announced_launches(self):
+    def check_only_announced_kernels(self, mode):
         # Low rate limits: most launches are not announced, and their kernels must not show.
         with harness.Bpftrace() as bt:
             r = harness.run_mockapp(["--duration=2s", "--launch-rate=2000", "--graph-rate=200",
                                      "--threads=2"],
                                     env={"PARCAGPU_RATE_LIMIT": "20",
-                                         "PARCAGPU_GRAPH_RATE_LIMIT": "5"})
+                                         "PARCAGPU_GRAPH_RATE_LIMIT": "5",
+                                         "PARCAGPU_ACTIVITY_MODE": mode})
         bt.stop()
         self.assertEqual(r.returncode, 0, r.stderr)
         pid = r.summary["pid"]
@@ -67,10 +68,48 @@ class WithBpftrace(unittest.TestCase):
         self.assertLess(len(corrs), r.summary["eager_launches"] + r.summary["graph_launches"])
         stray = [k for k in kernels if k[1] not in announced]
         self.assertEqual(stray, [], "kernels of unannounced launches were delivered")
+        # Every announced launch got its kernels.
+        self.assertEqual({k[1] for k in kernels}, announced)
         # Rate limits are per thread: 2 threads x (20 + 5)/s over ~2 s plus one second's burst.
         self.assertLessEqual(len(corrs), 2 * 25 * 3 + 10)
-        self.assertGreater(r.summary["records_written"], len(kernels),
-                           "activity was on, so unannounced launches were recorded and filtered")
+        return r, kernels
+
+    def test_kernels_delivered_only_for_announced_launches_activity_while_consumer(self):
+        r, kernels = self.check_only_announced_kernels("consumer")
+        # Activity was on throughout: unannounced launches were recorded, then filtered out.
+        self.assertGreater(r.summary["records_written"], 10 * len(kernels))
+
+    def test_kernels_delivered_only_for_announced_launches_activity_around_launches(self):
+        r, kernels = self.check_only_announced_kernels("launch")
+        # Activity on only around announced launches: few records beyond the delivered ones.
+        self.assertLess(r.summary["records_written"], r.summary["kernels_run"] / 4)
+
+    def test_captured_launches_are_not_executions(self):
+        r, corrs, kernels, bt = self.run_scenario("capture")
+        pid = r.summary["pid"]
+        captures = [l for l in bt.stdout.splitlines() if l.startswith("CAPTURE pid=%d " % pid)]
+        self.assertEqual(len(captures), r.summary["captured_launches"])
+        self.assertGreater(len(captures), 0)
+        captured_ids = {int(l.split("corr=")[1].split()[0]) for l in captures}
+        self.assertFalse(captured_ids & {c[1] for c in corrs}, "a captured launch was announced")
+        # The replayed graph's launches are announced and matched, nothing else.
+        self.assertEqual({c[2] for c in corrs}, {311})
+        self.assertEqual({k[1] for k in kernels}, {c[1] for c in corrs})
+        self.assertTrue(all("node=" in l and "node=0" not in l for l in captures), captures)
+
+    def test_conditional_body_kernels_keep_their_launch(self):
+        r, corrs, kernels, _ = self.run_scenario("conditional")
+        self.assertEqual(len(corrs), 1)
+        self.assertEqual(len(kernels), r.summary["conditional_kernels_run"])
+        self.assertGreater(len(kernels), 0)
+        self.assertEqual({k[1] for k in kernels}, {corrs[0][1]},
+                         "body kernels must carry the owning launch's ID, not 0")
+
+    def test_graph_without_kernels_is_not_announced(self):
+        r, corrs, kernels, _ = self.run_scenario("hostonly-graph")
+        self.assertGreater(r.summary["graph_launches"], 0)
+        self.assertEqual(corrs, [], "a host-only graph launch can never match a kernel")
+        self.assertEqual(kernels, [])
 
     def test_metadata_and_batches_follow_the_abi(self):
         r, _, kernels, bt = self.run_scenario("eager-runtime,graph-runtime")
