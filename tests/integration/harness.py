@@ -89,6 +89,8 @@ def finish_mockapp(p, timeout=120):
     p.wait(timeout=timeout)
     for t in p.readers:
         t.join(timeout=10)
+    p.stdout.close()
+    p.stderr.close()
     return MockRun(p, "".join(p.lines), "".join(p.err_lines))
 
 

@@ -1,0 +1,166 @@
+#!/usr/bin/env python3
+"""End to end with our own consumer: parcagpu-mockapp under the library, parcagpu-trace attached
+(system-wide or to the pid), its --json summary checked against what the mock app says it
+launched. The consumer reads probe arguments and the records behind activity_batch exactly as
+the production agent does, so a layout mistake in the library shows up here."""
+import time
+import unittest
+
+import harness
+
+
+class TraceEndToEnd(unittest.TestCase):
+    def traced(self, args, env=None, trace_args=()):
+        with harness.Trace(extra=trace_args) as tr:
+            r = harness.run_mockapp(args, env=env)
+        tr.stop()
+        self.assertEqual(r.returncode, 0, r.stderr[-2000:])
+        self.assertEqual(tr.proc.returncode, 0, tr.stderr)
+        return r, tr.result
+
+    def assert_clean(self, j):
+        self.assertEqual(j["orphan_kernels"], 0, j)
+        self.assertEqual(j["orphan_correlations_eager"], 0, j)
+        self.assertEqual(j["orphan_correlations_graph"], 0, j)
+        self.assertEqual(j["ringbuf_drops"], 0)
+        self.assertEqual(j["read_errors"], 0)
+        self.assertEqual(j["kernels_matched"], j["kernel_records"])
+
+    def assert_everything_announced(self, summaries, j):
+        launched, kernels, graph_kernels = {}, 0, 0
+        for s in summaries:
+            for cbid, n in harness.cbid_key(s["launches_by_cbid"]).items():
+                launched[cbid] = launched.get(cbid, 0) + n
+            kernels += s["kernels_run"]
+            graph_kernels += s["graph_kernels_run"]
+        self.assertEqual(harness.cbid_key(j["correlations_by_cbid"]), launched)
+        self.assertEqual(j["kernel_records"], kernels)
+        # Every graph launch's kernels, all of them, arrived under its ID.
+        self.assertEqual(j["graph_kernels_matched"], graph_kernels)
+        graph_launches = sum(n for c, n in launched.items() if abs(c) in (311, 312, 514, 515))
+        self.assertEqual(j["graph_launches_with_kernels"], graph_launches)
+
+    def test_default_rate_limits_one_thread(self):
+        r, j = self.traced(["--duration=2s", "--launch-rate=1000", "--graph-rate=100"])
+        self.assert_clean(j)
+        s = r.summary
+        self.assertGreater(j["correlations"], 0)
+        # Per thread: 100 eager + 20 graph per second, plus one second's burst of each.
+        self.assertLessEqual(j["correlations"], (100 + 20) * 3 + 5)
+        self.assertLess(j["correlations"], s["launches"])
+        for cbid, n in harness.cbid_key(j["correlations_by_cbid"]).items():
+            self.assertLessEqual(n, harness.cbid_key(s["launches_by_cbid"])[cbid])
+        graph = sum(n for c, n in harness.cbid_key(j["correlations_by_cbid"]).items()
+                    if abs(c) in (311, 514, 515))
+        self.assertGreater(graph, 0, "graph launches have their own bucket")
+        self.assertEqual(j["pids"], 1)
+        self.assertGreaterEqual(j["gpu_config"], 1)
+
+    def test_default_rate_limits_eight_threads(self):
+        r, j = self.traced(["--duration=2s", "--launch-rate=4000", "--graph-rate=400",
+                            "--threads=8"])
+        self.assert_clean(j)
+        self.assertLessEqual(j["correlations"], 8 * ((100 + 20) * 3 + 5))
+
+    def test_limits_raised_one_thread(self):
+        r, j = self.traced(["--duration=2s", "--launch-rate=1000", "--graph-rate=100"],
+                           env=harness.UNLIMITED)
+        self.assert_clean(j)
+        self.assert_everything_announced(r.summaries, j)
+
+    def test_limits_raised_eight_threads(self):
+        r, j = self.traced(["--duration=2s", "--launch-rate=4000", "--graph-rate=400",
+                            "--threads=8"], env=harness.UNLIMITED)
+        self.assert_clean(j)
+        self.assert_everything_announced(r.summaries, j)
+
+    def test_graph_rate_half_of_the_launches(self):
+        r, j = self.traced(["--duration=2s", "--launch-rate=1000", "--graph-rate=500",
+                            "--threads=2"], env=harness.UNLIMITED)
+        self.assert_clean(j)
+        self.assert_everything_announced(r.summaries, j)
+        c = harness.cbid_key(j["correlations_by_cbid"])
+        self.assertGreater(c.get(-514, 0), 0)
+        self.assertGreater(c.get(-515, 0), 0)
+
+    def test_two_processes(self):
+        r, j = self.traced(["--duration=2s", "--launch-rate=1000", "--graph-rate=200",
+                            "--procs=2"], env=harness.UNLIMITED)
+        self.assertEqual(len(r.summaries), 2)
+        self.assertEqual(j["pids"], 2)
+        self.assert_clean(j)
+        self.assert_everything_announced(r.summaries, j)
+
+    def test_scenarios_have_no_orphans(self):
+        r, j = self.traced(["--scenario=eager-runtime,eager-driver,launch-ex,cooperative,ptsz,"
+                            "graph-runtime,graph-driver,graph-driver-ptsz,capture,conditional,"
+                            "hostonly-graph"], env=harness.UNLIMITED)
+        self.assert_clean(j)
+        s = r.summary
+        self.assertEqual(j["kernel_records"], s["kernels_run"])
+        # Captured launches (recorded, never run) and host-only graph launches are not announced.
+        announced = sum(harness.cbid_key(j["correlations_by_cbid"]).values())
+        self.assertEqual(announced, s["launches"] - 4)  # the 4 host-only graph launches
+
+    def test_trace_one_pid_stops_when_it_exits(self):
+        app = harness.start_mockapp(["--duration=3s", "--launch-rate=500", "--graph-rate=50"],
+                                    env=harness.UNLIMITED)
+        try:
+            with harness.Trace(pid=app.pid) as tr:
+                pass
+            # No -d and no signal: the tool must end by itself when the process does.
+            tr.proc.wait(timeout=60)
+            tr.stop()
+        finally:
+            r = harness.finish_mockapp(app)
+        self.assertEqual(tr.proc.returncode, 0, tr.stderr)
+        self.assertEqual(tr.result["pids"], 1)
+        self.assertGreater(tr.result["kernels_matched"], 0)
+        self.assertEqual(tr.result["orphan_kernels"], 0)
+        self.assertEqual(r.returncode, 0)
+
+
+class AttachDetach(unittest.TestCase):
+    def test_attach_detach_three_times(self):
+        app = harness.start_mockapp(["--duration=14s", "--launch-rate=1000", "--graph-rate=100",
+                                     "--status-interval=100"])
+        results = []
+        windows = []  # (start, end) of each attachment, in the app's t_ms clock
+        try:
+            time.sleep(1.5)
+            for _ in range(3):
+                t0 = time.time()
+                with harness.Trace(pid=app.pid, extra=["-d", "2"]) as tr:
+                    tr.proc.wait(timeout=60)
+                tr.stop()
+                results.append(tr.result)
+                windows.append((t0, time.time()))
+                time.sleep(1.5)
+        finally:
+            r = harness.finish_mockapp(app)
+        self.assertEqual(r.returncode, 0)
+        for j in results:
+            self.assertGreater(j["kernels_matched"], 0, j)
+            self.assertEqual(j["orphan_kernels"], 0, j)
+        statuses = r.statuses
+        self.assertGreater(len(statuses), 50)
+        # Before the first attachment nothing is collected; after each detachment kernel
+        # activity is switched off again (the library notices within its flush interval).
+        self.assertFalse(any(s["activity_enabled"] for s in statuses if s["t_ms"] < 1000))
+        self.assertEqual(statuses[0]["records_written"], 0)
+        self.assertFalse(r.summary["activity_enabled_now"])
+        # The mock's record count grows only while a consumer is attached: it is flat in the
+        # last second of every gap between attachments.
+        def written_at(ms):
+            return max((s["records_written"] for s in statuses if s["t_ms"] <= ms), default=0)
+        start_wall = windows[0][0] - 1.5
+        for (_, end), (nxt, _) in zip(windows, windows[1:] + [(windows[-1][1] + 1.5, None)]):
+            a = (end - start_wall) * 1000 + 400
+            b = (nxt - start_wall) * 1000 - 100
+            if b > a:
+                self.assertEqual(written_at(a), written_at(b),
+                                 "records written with no consumer attached")
+
+
+if __name__ == "__main__":
+    harness.main()
