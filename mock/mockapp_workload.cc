@@ -112,6 +112,9 @@ void scenario_conditional(Kernels &k) {
   check(mock_cuda_graph_add_kernel_node(body, k.next(kDec), &node), "cudaGraphAddKernelNode");
   check(mock_cuda_graph_instantiate(&exec, graph), "cudaGraphInstantiate");
   graph_launch_n(kRt, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000, exec, s, 1);
+  // Destroyed before its kernels' records are flushed, as real programs (and our GPU
+  // reproducer) do: the owner of the body kernels must outlive the exec.
+  check(mock_cuda_graph_exec_destroy(exec), "cudaGraphExecDestroy");
 }
 
 // A captured cudaLaunchHostFunc only (ground truth hostonly_graph).

@@ -1,6 +1,7 @@
 #include "graph_tracker.h"
 
 #include <algorithm>
+#include <string>
 
 #include "log.h"
 #include "usdt.h"
@@ -11,6 +12,7 @@ namespace {
 constexpr size_t kMaxClones = 1 << 20;
 constexpr size_t kMaxExecs = 1 << 16;
 constexpr size_t kMaxOpenLaunches = 64;
+constexpr size_t kMaxRetiredExecs = 1024;
 
 // The instantiation in progress on this thread (between its first CLONED and GRAPHEXEC_CREATED).
 struct PendingInstantiation {
@@ -41,7 +43,9 @@ void GraphTracker::on_node_created(const CUpti_GraphData *gd) {
   if (!t_pending.open || !gd || !gd->graph) return;
   uint32_t id = 0;
   if (cupti_.cuptiGetGraphId(gd->graph, &id) == CUPTI_SUCCESS) add_unique(&t_pending.graph_ids, id);
-  if (node_type(gd) == CU_GRAPH_NODE_TYPE_CONDITIONAL) t_pending.has_conditional = true;
+  const CUgraphNodeType type = node_type(gd);
+  if (type == CU_GRAPH_NODE_TYPE_CONDITIONAL) t_pending.has_conditional = true;
+  debug_log("instantiation: node created in graph %u, type %d", id, static_cast<int>(type));
 }
 
 void GraphTracker::on_node_cloned(const CUpti_GraphData *gd) {
@@ -57,6 +61,11 @@ void GraphTracker::on_node_cloned(const CUpti_GraphData *gd) {
   uint64_t original = 0, cloned = 0;
   if (gd->originalNode) cupti_.cuptiGetGraphNodeId(gd->originalNode, &original);
   if (gd->node) cupti_.cuptiGetGraphNodeId(gd->node, &cloned);
+  uint32_t original_graph = 0;
+  if (gd->originalGraph) cupti_.cuptiGetGraphId(gd->originalGraph, &original_graph);
+  debug_log("instantiation: node %llu of graph %u cloned as %llu into graph %u, type %d",
+            static_cast<unsigned long long>(original), original_graph,
+            static_cast<unsigned long long>(cloned), graph_id, static_cast<int>(type));
   // Copied to locals: plain register operands for the probe's argument spec.
   uint64_t o = original, c = cloned;
   uint32_t g = graph_id;
@@ -76,34 +85,61 @@ void GraphTracker::on_exec_created(const CUpti_GraphData *gd) {
   e.kernel_nodes = p.kernel_nodes;
   e.has_conditional = p.has_conditional;
   e.graph_ids = std::move(p.graph_ids);
-  debug_log("graph exec %p instantiated: %u kernel nodes%s, graphs seen %zu", (void *)gd->graphExec,
-            e.kernel_nodes, e.has_conditional ? ", conditional" : "", e.graph_ids.size());
+  std::string ids;
+  for (uint32_t id : e.graph_ids) ids += " " + std::to_string(id);
+  uint32_t exec_id = 0;
+  cupti_.cuptiGetGraphExecId(gd->graphExec, &exec_id);
+  debug_log("graph exec %p (id %u) instantiated: %u kernel nodes%s, graphs seen:%s",
+            (void *)gd->graphExec, exec_id, e.kernel_nodes,
+            e.has_conditional ? ", conditional" : "", ids.c_str());
   std::lock_guard<std::mutex> lock(mu_);
-  if (execs_.size() >= kMaxExecs) {
-    execs_.clear();  // pathological churn without destroys: start over rather than grow
+  if (live_execs_.size() >= kMaxExecs) {
+    // Pathological churn without destroys: start over rather than grow.
+    live_execs_.clear();
+    execs_.clear();
+    retired_.clear();
     graph_to_exec_.clear();
   }
-  for (uint32_t id : e.graph_ids) graph_to_exec_[id] = gd->graphExec;
-  execs_[gd->graphExec] = std::move(e);
+  const uint64_t serial = next_serial_++;
+  auto old = live_execs_.find(gd->graphExec);
+  if (old != live_execs_.end()) retire_locked(old->second);  // handle reused without a destroy
+  for (uint32_t id : e.graph_ids) graph_to_exec_[id] = serial;
+  live_execs_[gd->graphExec] = serial;
+  execs_[serial] = std::move(e);
   ++stats_.execs;
+}
+
+void GraphTracker::retire_locked(uint64_t serial) {
+  retired_.push_back(serial);
+  while (retired_.size() > kMaxRetiredExecs) {
+    const uint64_t gone = retired_.front();
+    retired_.pop_front();
+    auto it = execs_.find(gone);
+    if (it == execs_.end()) continue;
+    for (uint32_t id : it->second.graph_ids) {
+      auto g = graph_to_exec_.find(id);
+      if (g != graph_to_exec_.end() && g->second == gone) graph_to_exec_.erase(g);
+    }
+    execs_.erase(it);
+  }
 }
 
 void GraphTracker::on_exec_destroyed(const CUpti_GraphData *gd) {
   if (!gd || !gd->graphExec) return;
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = execs_.find(gd->graphExec);
-  if (it == execs_.end()) return;
-  for (uint32_t id : it->second.graph_ids) {
-    auto g = graph_to_exec_.find(id);
-    if (g != graph_to_exec_.end() && g->second == gd->graphExec) graph_to_exec_.erase(g);
-  }
-  execs_.erase(it);
+  auto it = live_execs_.find(gd->graphExec);
+  if (it == live_execs_.end()) return;
+  // Its kernels may still be in flight or in an unflushed buffer: keep the facts a while.
+  retire_locked(it->second);
+  live_execs_.erase(it);
 }
 
 GraphTracker::ExecFacts GraphTracker::facts(const void *exec) const {
   ExecFacts f;
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = execs_.find(exec);
+  auto live = live_execs_.find(exec);
+  if (live == live_execs_.end()) return f;
+  auto it = execs_.find(live->second);
   if (it == execs_.end()) return f;
   f.known = true;
   f.has_conditional = it->second.has_conditional;
@@ -113,7 +149,9 @@ GraphTracker::ExecFacts GraphTracker::facts(const void *exec) const {
 
 void GraphTracker::on_conditional_launch(const void *exec, uint32_t correlation_id) {
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = execs_.find(exec);
+  auto live = live_execs_.find(exec);
+  if (live == live_execs_.end()) return;
+  auto it = execs_.find(live->second);
   if (it == execs_.end()) return;
   auto &open = it->second.open_launches;
   if (open.size() >= kMaxOpenLaunches) open.pop_front();

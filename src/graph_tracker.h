@@ -74,12 +74,19 @@ class GraphTracker {
     std::deque<uint32_t> open_launches;  // conditional execs: launches that may own kernels
   };
   CUgraphNodeType node_type(const CUpti_GraphData *gd) const;
+  void retire_locked(uint64_t serial);
 
   const CuptiApi &cupti_;
   const CudaApi *cuda_;
   mutable std::mutex mu_;
-  std::unordered_map<const void *, Exec> execs_;
-  std::unordered_map<uint32_t, const void *> graph_to_exec_;  // body and exec graph ids
+  // Execs by a serial number rather than by handle: an exec destroyed right after its launch
+  // (common) still owns the kernels whose records arrive later, and a new exec may reuse the
+  // handle meanwhile. Destroyed execs are retired, not erased, and the oldest retired ones go.
+  std::unordered_map<const void *, uint64_t> live_execs_;   // handle -> serial
+  std::unordered_map<uint64_t, Exec> execs_;                 // serial -> facts
+  std::deque<uint64_t> retired_;                             // destroyed serials, oldest first
+  std::unordered_map<uint32_t, uint64_t> graph_to_exec_;     // exec and body graph ids -> serial
+  uint64_t next_serial_ = 1;
   std::vector<Clone> clones_;  // bounded: the oldest half goes at the cap
   GraphStats stats_;
 };
@@ -90,13 +97,17 @@ uint32_t GraphTracker::conditional_owner(uint32_t graph_id, Alive alive) {
   auto g = graph_to_exec_.find(graph_id);
   auto e = g == graph_to_exec_.end() ? execs_.end() : execs_.find(g->second);
   if (e == execs_.end()) {
-    ++stats_.conditional_orphans;
+    if (stats_.conditional_orphans++ < 8)
+      debug_log("correlation-0 kernel record of graph %u: no exec instantiated with that graph",
+                graph_id);
     return 0;
   }
   auto &open = e->second.open_launches;
   while (!open.empty() && !alive(open.front())) open.pop_front();
   if (open.empty()) {
-    ++stats_.conditional_orphans;
+    if (stats_.conditional_orphans++ < 8)
+      debug_log("correlation-0 kernel record of graph %u: its exec has no launch in flight",
+                graph_id);
     return 0;
   }
   ++stats_.conditional_records;
