@@ -1,0 +1,284 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* parcagpu-trace: BPF side. One SEC("usdt") program per probe of provider "parcagpu"; userland
+ * attaches them with bpf_program__attach_usdt. Probe arguments and the kernel activity records
+ * are read exactly as the production consumer reads them (include/parcagpu/abi.h): 160 bytes per
+ * record, at most PARCAGPU_ACTIVITY_BATCH_MAX records per activity_batch firing.
+ *
+ * Only user memory is read, so no CO-RE and no vmlinux.h: the UAPI struct pt_regs is enough
+ * for usdt.bpf.h. Nothing fails silently: ring-buffer reservations that fail and reads that
+ * fault are counted in the per-CPU "stats" map. */
+#include <stdbool.h>
+#include <linux/bpf.h>
+#include <linux/ptrace.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/usdt.bpf.h>
+
+#include "parcagpu/abi.h"
+#include "parcagpu_trace.h"
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+/* Set by userland before load: send kernel_executed and per-batch events (-v). */
+const volatile bool verbose_events = false;
+
+struct {
+  __uint(type, BPF_MAP_TYPE_RINGBUF);
+  __uint(max_entries, 16 << 20); /* resized by userland before load */
+} events SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __uint(max_entries, PT_STAT_MAX);
+  __type(key, __u32);
+  __type(value, __u64);
+} stats SEC(".maps");
+
+/* Where the 64 x 64 stall-reason blob is copied to (too big for the stack). Per-CPU scratch is
+ * not private to one firing (uprobe programs are preemptible on PREEMPT kernels): fine here, the
+ * copy only checks that the blob is readable. Records, whose contents matter, go on the stack. */
+struct scratch {
+  __u8 blob[PARCAGPU_STALL_REASON_MAX * PARCAGPU_STALL_REASON_NAME_LEN];
+};
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, struct scratch);
+} scratch_map SEC(".maps");
+
+static __always_inline void stat_add(__u32 idx, __u64 n) {
+  __u64 *v = bpf_map_lookup_elem(&stats, &idx);
+  /* Atomic even though per-CPU: uprobe programs run with migration, not preemption, disabled,
+   * so two tasks on one CPU may interleave here. */
+  if (v) __sync_fetch_and_add(v, n);
+}
+
+static __always_inline void read_error(__u32 kind) {
+  stat_add(PT_STAT_READ_ERRORS, 1);
+  stat_add(kind, 1);
+}
+
+/* Reserves an event; counts a drop when the ring buffer is full. */
+static __always_inline void *reserve(__u64 size) {
+  void *e = bpf_ringbuf_reserve(&events, size, 0);
+  if (!e) stat_add(PT_STAT_RINGBUF_DROPS, 1);
+  return e;
+}
+
+static __always_inline void fill_header(struct pt_header *h, __u32 type) {
+  __u64 id = bpf_get_current_pid_tgid();
+  h->type = type;
+  h->pid = id >> 32;
+  h->tid = (__u32)id;
+  h->flags = 0;
+  h->ts_ns = bpf_ktime_get_ns();
+}
+
+/* Argument n of the current USDT, as libbpf decoded it (size and sign from the note). */
+static __always_inline long arg(struct pt_regs *ctx, __u64 n) {
+  long v = 0;
+  if (bpf_usdt_arg(ctx, n, &v) < 0) read_error(PT_STAT_READ_ERR_ARG);
+  return v;
+}
+
+/* Reads a user string into dst; NULL pointers give "" and a flag, faults a flag and an error. */
+static __always_inline __u32 read_str(char *dst, __u32 size, const void *src, __u32 null_flag,
+                                      __u32 fault_flag) {
+  dst[0] = 0;
+  if (!src) return null_flag;
+  if (bpf_probe_read_user_str(dst, size, src) < 0) {
+    dst[0] = 0;
+    read_error(PT_STAT_READ_ERR_STRING);
+    return fault_flag;
+  }
+  return 0;
+}
+
+#define FIELD(T, rec, off) (*(T *)((rec) + (off)))
+
+SEC("usdt")
+int cuda_correlation(struct pt_regs *ctx) {
+  stat_add(PT_STAT_FIRE_CUDA_CORRELATION, 1);
+  __u32 corr = arg(ctx, 0);
+  __s32 cbid = arg(ctx, 1);
+  const char *name = (const char *)arg(ctx, 2);
+  struct pt_correlation_event *e = reserve(sizeof(*e));
+  if (!e) return 0;
+  fill_header(&e->h, PT_EV_CORRELATION);
+  e->correlation_id = corr;
+  e->signed_cbid = cbid;
+  e->h.flags = read_str(e->name, sizeof(e->name), name, PT_F_NAME_NULL, PT_F_NAME_FAULT);
+  bpf_ringbuf_submit(e, 0);
+  return 0;
+}
+
+SEC("usdt")
+int kernel_executed(struct pt_regs *ctx) {
+  stat_add(PT_STAT_FIRE_KERNEL_EXECUTED, 1);
+  if (!verbose_events) return 0; /* counted only: activity_batch is the kernel source */
+  struct pt_kernel_event *e = reserve(sizeof(*e));
+  if (!e) return 0;
+  fill_header(&e->h, PT_EV_KERNEL_EXECUTED);
+  e->start = arg(ctx, 0);
+  e->end = arg(ctx, 1);
+  e->correlation_id = arg(ctx, 2);
+  e->device_id = arg(ctx, 3);
+  e->stream_id = arg(ctx, 4);
+  e->graph_id = arg(ctx, 5);
+  e->graph_node_id = arg(ctx, 6);
+  e->kind = 0;
+  e->context_id = 0;
+  e->batch_index = 0;
+  e->batch_count = 0;
+  e->h.flags = read_str(e->name, sizeof(e->name), (const void *)arg(ctx, 7), PT_F_NAME_NULL,
+                        PT_F_NAME_FAULT);
+  bpf_ringbuf_submit(e, 0);
+  return 0;
+}
+
+SEC("usdt")
+int activity_batch(struct pt_regs *ctx) {
+  stat_add(PT_STAT_FIRE_ACTIVITY_BATCH, 1);
+  const void *const *records = (const void *const *)arg(ctx, 0);
+  __u32 count = arg(ctx, 1);
+  stat_add(PT_STAT_BATCH_RECORDS, count);
+  __u32 n = count;
+  if (n > PARCAGPU_ACTIVITY_BATCH_MAX) {
+    stat_add(PT_STAT_BATCH_OVER_CAP, count - PARCAGPU_ACTIVITY_BATCH_MAX);
+    n = PARCAGPU_ACTIVITY_BATCH_MAX; /* the production consumer ignores the rest */
+  }
+  __u64 rec_words[PARCAGPU_KREC_SIZE / 8]; /* 8-byte aligned copy of the record */
+  const __u8 *rec = (const __u8 *)rec_words;
+  __u32 kernels = 0, other = 0, unreadable = 0;
+  for (__u32 i = 0; i < PARCAGPU_ACTIVITY_BATCH_MAX; i++) {
+    if (i >= n) break;
+    const __u8 *rp = 0;
+    if (bpf_probe_read_user(&rp, sizeof(rp), &records[i]) < 0) {
+      read_error(PT_STAT_READ_ERR_RECORD_PTR);
+      unreadable++;
+      continue;
+    }
+    if (bpf_probe_read_user(rec_words, PARCAGPU_KREC_SIZE, rp) < 0) {
+      read_error(PT_STAT_READ_ERR_RECORD);
+      unreadable++;
+      continue;
+    }
+    __u32 kind = FIELD(__u32, rec, PARCAGPU_KREC_OFF_KIND);
+    if (kind != PARCAGPU_KIND_KERNEL && kind != PARCAGPU_KIND_CONCURRENT_KERNEL) {
+      other++;
+      continue;
+    }
+    kernels++;
+    struct pt_kernel_event *e = reserve(sizeof(*e));
+    if (!e) continue;
+    fill_header(&e->h, PT_EV_KERNEL);
+    e->kind = kind;
+    e->start = FIELD(__u64, rec, PARCAGPU_KREC_OFF_START);
+    e->end = FIELD(__u64, rec, PARCAGPU_KREC_OFF_END);
+    e->device_id = FIELD(__u32, rec, PARCAGPU_KREC_OFF_DEVICE_ID);
+    e->context_id = FIELD(__u32, rec, PARCAGPU_KREC_OFF_CONTEXT_ID);
+    e->stream_id = FIELD(__u32, rec, PARCAGPU_KREC_OFF_STREAM_ID);
+    e->correlation_id = FIELD(__u32, rec, PARCAGPU_KREC_OFF_CORRELATION_ID);
+    e->graph_node_id = FIELD(__u64, rec, PARCAGPU_KREC_OFF_GRAPH_NODE_ID);
+    e->graph_id = FIELD(__u32, rec, PARCAGPU_KREC_OFF_GRAPH_ID);
+    e->batch_index = i;
+    e->batch_count = count;
+    e->h.flags = read_str(e->name, sizeof(e->name), FIELD(const void *, rec, PARCAGPU_KREC_OFF_NAME),
+                          PT_F_NAME_NULL, PT_F_NAME_FAULT);
+    bpf_ringbuf_submit(e, 0);
+  }
+  stat_add(PT_STAT_RECORDS_OTHER_KIND, other);
+  if (verbose_events) {
+    struct pt_batch_event *b = reserve(sizeof(*b));
+    if (b) {
+      fill_header(&b->h, PT_EV_ACTIVITY_BATCH);
+      b->records = (__u64)records;
+      b->count = count;
+      b->kernels = kernels;
+      b->other_kinds = other;
+      b->unreadable = unreadable;
+      bpf_ringbuf_submit(b, 0);
+    }
+  }
+  return 0;
+}
+
+SEC("usdt")
+int error(struct pt_regs *ctx) {
+  stat_add(PT_STAT_FIRE_ERROR, 1);
+  __s32 code = arg(ctx, 0);
+  const char *msg = (const char *)arg(ctx, 1);
+  const char *component = (const char *)arg(ctx, 2);
+  struct pt_error_event *e = reserve(sizeof(*e));
+  if (!e) return 0;
+  fill_header(&e->h, PT_EV_ERROR);
+  e->code = code;
+  e->pad = 0;
+  e->h.flags = read_str(e->message, sizeof(e->message), msg, 0, PT_F_MSG_FAULT) |
+               read_str(e->component, sizeof(e->component), component, 0, PT_F_MSG_FAULT);
+  bpf_ringbuf_submit(e, 0);
+  return 0;
+}
+
+SEC("usdt")
+int gpu_config(struct pt_regs *ctx) {
+  stat_add(PT_STAT_FIRE_GPU_CONFIG, 1);
+  struct pt_gpu_config_event *e = reserve(sizeof(*e));
+  if (!e) return 0;
+  fill_header(&e->h, PT_EV_GPU_CONFIG);
+  e->device_id = arg(ctx, 0);
+  e->sampling_factor = arg(ctx, 1);
+  e->clock_khz = arg(ctx, 2);
+  e->sm_count = arg(ctx, 3);
+  bpf_ringbuf_submit(e, 0);
+  return 0;
+}
+
+static __always_inline int send_meta(__u32 type, __u64 crc, __u64 ptr, __u64 size, __u32 flags) {
+  struct pt_meta_event *e = reserve(sizeof(*e));
+  if (!e) return 0;
+  fill_header(&e->h, type);
+  e->h.flags = flags;
+  e->crc = crc;
+  e->ptr = ptr;
+  e->size = size;
+  bpf_ringbuf_submit(e, 0);
+  return 0;
+}
+
+SEC("usdt")
+int cubin_loaded(struct pt_regs *ctx) {
+  stat_add(PT_STAT_FIRE_CUBIN_LOADED, 1);
+  return send_meta(PT_EV_CUBIN_LOADED, arg(ctx, 0), arg(ctx, 1), arg(ctx, 2), 0);
+}
+
+SEC("usdt")
+int cubin_unloaded(struct pt_regs *ctx) {
+  stat_add(PT_STAT_FIRE_CUBIN_UNLOADED, 1);
+  return send_meta(PT_EV_CUBIN_UNLOADED, arg(ctx, 0), 0, 0, 0);
+}
+
+SEC("usdt")
+int stall_reason_map(struct pt_regs *ctx) {
+  stat_add(PT_STAT_FIRE_STALL_REASON_MAP, 1);
+  __u64 names = arg(ctx, 0);
+  __u32 count = arg(ctx, 1);
+  /* The production consumer copies exactly 64 x 64 bytes: check that this copy works. */
+  __u32 flags = 0, zero = 0;
+  struct scratch *s = bpf_map_lookup_elem(&scratch_map, &zero);
+  if (s && bpf_probe_read_user(s->blob, sizeof(s->blob), (const void *)names) < 0) {
+    read_error(PT_STAT_READ_ERR_BLOB);
+    flags = PT_F_BLOB_FAULT;
+  }
+  return send_meta(PT_EV_STALL_REASON_MAP, 0, names, count, flags);
+}
+
+SEC("usdt")
+int pc_sample_batch(struct pt_regs *ctx) {
+  stat_add(PT_STAT_FIRE_PC_SAMPLE_BATCH, 1);
+  __u64 records = arg(ctx, 0);
+  __u32 count = arg(ctx, 1);
+  stat_add(PT_STAT_PC_SAMPLE_RECORDS, count);
+  return send_meta(PT_EV_PC_SAMPLE_BATCH, 0, records, count, 0);
+}

@@ -1,0 +1,128 @@
+/* Events that parcagpu_trace.bpf.c sends to userland through the ring buffer, and the per-CPU
+ * counters it keeps. Plain C: included by the BPF program and by the C++ userland.
+ *
+ * Every event starts with struct pt_header; `type` says which struct follows. Adding a probe
+ * (e.g. graph_capture_launch, graph_node_clone) = a new PT_EV_* type, its struct here, a
+ * SEC("usdt") program, and a row in the userland probe table (trace/bpf_session.cc). */
+#ifndef PARCAGPU_TRACE_H
+#define PARCAGPU_TRACE_H
+
+#include <linux/types.h>
+
+#define PT_NAME_LEN 256      /* kernel / launch names, truncated (NUL included) */
+#define PT_MSG_LEN 256       /* error probe message */
+#define PT_COMPONENT_LEN 64  /* error probe component */
+
+enum pt_event_type {
+  PT_EV_CORRELATION = 1,      /* cuda_correlation */
+  PT_EV_KERNEL = 2,           /* one kernel record read through activity_batch */
+  PT_EV_KERNEL_EXECUTED = 3,  /* kernel_executed (sent only when verbose; always counted) */
+  PT_EV_ACTIVITY_BATCH = 4,   /* one per activity_batch firing (sent only when verbose) */
+  PT_EV_ERROR = 5,
+  PT_EV_GPU_CONFIG = 6,
+  PT_EV_CUBIN_LOADED = 7,
+  PT_EV_CUBIN_UNLOADED = 8,
+  PT_EV_STALL_REASON_MAP = 9,
+  PT_EV_PC_SAMPLE_BATCH = 10,
+};
+
+/* Flags on string fields. */
+#define PT_F_NAME_NULL 0x1   /* the name pointer was NULL */
+#define PT_F_NAME_FAULT 0x2  /* reading the name failed (counted as a read error) */
+#define PT_F_MSG_FAULT 0x4   /* error probe: message/component unreadable */
+#define PT_F_BLOB_FAULT 0x8  /* stall_reason_map: the 64 x 64 blob was unreadable */
+
+struct pt_header {
+  __u32 type;  /* enum pt_event_type */
+  __u32 pid;   /* tgid of the firing thread */
+  __u32 tid;
+  __u32 flags; /* PT_F_* */
+  __u64 ts_ns; /* bpf_ktime_get_ns() at the firing */
+};
+
+struct pt_correlation_event {
+  struct pt_header h;
+  __u32 correlation_id;
+  __s32 signed_cbid;
+  char name[PT_NAME_LEN];
+};
+
+/* PT_EV_KERNEL (from an activity_batch record) and PT_EV_KERNEL_EXECUTED (from the probe's
+ * arguments; kind, context_id and batch_index are 0 there). */
+struct pt_kernel_event {
+  struct pt_header h;
+  __u64 start;
+  __u64 end;
+  __u64 graph_node_id;
+  __u32 kind;
+  __u32 device_id;
+  __u32 context_id;
+  __u32 stream_id;
+  __u32 correlation_id;
+  __u32 graph_id;
+  __u32 batch_index; /* position in its activity_batch */
+  __u32 batch_count; /* the batch's count argument */
+  char name[PT_NAME_LEN];
+};
+
+struct pt_batch_event {
+  struct pt_header h;
+  __u64 records;     /* the const void ** argument */
+  __u32 count;       /* as fired */
+  __u32 kernels;     /* kernel records sent */
+  __u32 other_kinds; /* records of other kinds, skipped */
+  __u32 unreadable;  /* records whose pointer or body could not be read */
+};
+
+struct pt_error_event {
+  struct pt_header h;
+  __s32 code;
+  __u32 pad;
+  char message[PT_MSG_LEN];
+  char component[PT_COMPONENT_LEN];
+};
+
+struct pt_gpu_config_event {
+  struct pt_header h;
+  __u32 device_id;
+  __u32 sampling_factor;
+  __u32 clock_khz;
+  __u32 sm_count;
+};
+
+/* cubin_loaded, cubin_unloaded (ptr/size 0), stall_reason_map (crc 0, ptr = names, size =
+ * count) and pc_sample_batch (crc 0, ptr = records, size = count). */
+struct pt_meta_event {
+  struct pt_header h;
+  __u64 crc;
+  __u64 ptr;
+  __u64 size;
+};
+
+/* Per-CPU counters (map "stats"), summed by userland. */
+enum pt_stat {
+  PT_STAT_RINGBUF_DROPS = 0,   /* events that found the ring buffer full */
+  PT_STAT_READ_ERRORS,         /* every failed read below, summed */
+  PT_STAT_READ_ERR_ARG,        /* bpf_usdt_arg failed */
+  PT_STAT_READ_ERR_RECORD_PTR, /* activity_batch: records[i] unreadable */
+  PT_STAT_READ_ERR_RECORD,     /* activity_batch: the 160-byte record unreadable */
+  PT_STAT_READ_ERR_STRING,     /* a name / message / component string unreadable */
+  PT_STAT_READ_ERR_BLOB,       /* stall_reason_map blob unreadable */
+  PT_STAT_BATCH_RECORDS,       /* sum of activity_batch count arguments */
+  PT_STAT_BATCH_OVER_CAP,      /* records beyond PARCAGPU_ACTIVITY_BATCH_MAX, not read */
+  PT_STAT_RECORDS_OTHER_KIND,  /* records of kinds other than KERNEL / CONCURRENT_KERNEL */
+  PT_STAT_PC_SAMPLE_RECORDS,   /* sum of pc_sample_batch count arguments */
+  /* Probe firings, one counter per probe. */
+  PT_STAT_FIRE_CUDA_CORRELATION,
+  PT_STAT_FIRE_KERNEL_EXECUTED,
+  PT_STAT_FIRE_ACTIVITY_BATCH,
+  PT_STAT_FIRE_PC_SAMPLE_BATCH,
+  PT_STAT_FIRE_STALL_REASON_MAP,
+  PT_STAT_FIRE_CUBIN_LOADED,
+  PT_STAT_FIRE_CUBIN_UNLOADED,
+  PT_STAT_FIRE_GPU_CONFIG,
+  PT_STAT_FIRE_ERROR,
+  PT_STAT_MAX,
+};
+
+#endif /* PARCAGPU_TRACE_H */
