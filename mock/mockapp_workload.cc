@@ -111,7 +111,9 @@ void scenario_conditional(Kernels &k) {
   check(mock_cuda_graph_add_kernel_node(body, k.next(kCond), &node), "cudaGraphAddKernelNode");
   check(mock_cuda_graph_add_kernel_node(body, k.next(kDec), &node), "cudaGraphAddKernelNode");
   check(mock_cuda_graph_instantiate(&exec, graph), "cudaGraphInstantiate");
-  graph_launch_n(kRt, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000, exec, s, 1);
+  // Launched twice back to back, as the GPU reproducer does: the second launch is queued while
+  // the first one's body still runs, and both own kernels that arrive with correlation ID 0.
+  graph_launch_n(kRt, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000, exec, s, 2);
   // Destroyed before its kernels' records are flushed, as real programs (and our GPU
   // reproducer) do: the owner of the body kernels must outlive the exec.
   check(mock_cuda_graph_exec_destroy(exec), "cudaGraphExecDestroy");

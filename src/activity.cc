@@ -290,7 +290,8 @@ void ActivityCollector::process_buffer(CUcontext ctx, uint32_t stream_id, uint8_
       // ours, so consumers see the record with that launch's ID.
       const uint32_t graph_id = field<uint32_t>(r, PARCAGPU_KREC_OFF_GRAPH_ID);
       if (graph_id == 0) continue;
-      corr = graphs_.conditional_owner(graph_id,
+      corr = graphs_.conditional_owner(graph_id, field<uint64_t>(r, PARCAGPU_KREC_OFF_START),
+                                       field<uint64_t>(r, PARCAGPU_KREC_OFF_END),
                                        [this](uint32_t c) { return tracker_.contains(c); });
       if (corr == 0) continue;
       std::memcpy(r + PARCAGPU_KREC_OFF_CORRELATION_ID, &corr, sizeof corr);

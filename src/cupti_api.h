@@ -24,7 +24,8 @@ namespace parcagpu {
   X(cuptiActivityGetNumDroppedRecords) \
   X(cuptiGetGraphId)                   \
   X(cuptiGetGraphNodeId)               \
-  X(cuptiGetGraphExecId)
+  X(cuptiGetGraphExecId)               \
+  X(cuptiGetTimestamp)
 
 #define PARCAGPU_CUDA_FUNCTIONS(X) \
   X(cuDeviceGetCount)              \

@@ -147,7 +147,8 @@ GraphTracker::ExecFacts GraphTracker::facts(const void *exec) const {
   return f;
 }
 
-void GraphTracker::on_conditional_launch(const void *exec, uint32_t correlation_id) {
+void GraphTracker::on_conditional_launch(const void *exec, uint32_t correlation_id,
+                                         uint64_t launch_ts) {
   std::lock_guard<std::mutex> lock(mu_);
   auto live = live_execs_.find(exec);
   if (live == live_execs_.end()) return;
@@ -155,7 +156,7 @@ void GraphTracker::on_conditional_launch(const void *exec, uint32_t correlation_
   if (it == execs_.end()) return;
   auto &open = it->second.open_launches;
   if (open.size() >= kMaxOpenLaunches) open.pop_front();
-  open.push_back(correlation_id);
+  open.push_back({correlation_id, launch_ts});
 }
 
 void GraphTracker::count_hostonly_launch() {

@@ -51,12 +51,13 @@ class GraphTracker {
   };
   ExecFacts facts(const void *exec) const;
   // An announced launch of an exec with conditional nodes: the owner of its body kernels.
-  void on_conditional_launch(const void *exec, uint32_t correlation_id);
+  // launch_ts: CUPTI's clock (cuptiGetTimestamp) at the launch, the clock of kernel records.
+  void on_conditional_launch(const void *exec, uint32_t correlation_id, uint64_t launch_ts);
   void count_hostonly_launch();
-  // The launch that owns a correlation-0 kernel record of graph `graph_id`; 0 if unknown.
-  // `alive` says whether a launch is still being tracked (older ones are skipped).
+  // The launch that owns a correlation-0 kernel record of graph `graph_id` that ran from
+  // `start` to `end`; 0 if unknown. `alive` says whether a launch is still being tracked.
   template <typename Alive>
-  uint32_t conditional_owner(uint32_t graph_id, Alive alive);
+  uint32_t conditional_owner(uint32_t graph_id, uint64_t start, uint64_t end, Alive alive);
   // Fires graph_node_clone for every clone remembered (a consumer attached late).
   void refire_clones();
   GraphStats stats() const;
@@ -71,7 +72,12 @@ class GraphTracker {
     uint32_t kernel_nodes = 0;
     bool has_conditional = false;
     std::vector<uint32_t> graph_ids;  // every graph seen while it was instantiated
-    std::deque<uint32_t> open_launches;  // conditional execs: launches that may own kernels
+    struct OpenLaunch {
+      uint32_t correlation_id;
+      uint64_t launch_ts;
+      uint64_t last_end = 0;  // end of the last kernel attributed to it
+    };
+    std::deque<OpenLaunch> open_launches;  // conditional execs: launches that may own kernels
   };
   CUgraphNodeType node_type(const CUpti_GraphData *gd) const;
   void retire_locked(uint64_t serial);
@@ -92,7 +98,8 @@ class GraphTracker {
 };
 
 template <typename Alive>
-uint32_t GraphTracker::conditional_owner(uint32_t graph_id, Alive alive) {
+uint32_t GraphTracker::conditional_owner(uint32_t graph_id, uint64_t start, uint64_t end,
+                                         Alive alive) {
   std::lock_guard<std::mutex> lock(mu_);
   auto g = graph_to_exec_.find(graph_id);
   auto e = g == graph_to_exec_.end() ? execs_.end() : execs_.find(g->second);
@@ -103,7 +110,7 @@ uint32_t GraphTracker::conditional_owner(uint32_t graph_id, Alive alive) {
     return 0;
   }
   auto &open = e->second.open_launches;
-  while (!open.empty() && !alive(open.front())) open.pop_front();
+  while (!open.empty() && !alive(open.front().correlation_id)) open.pop_front();
   if (open.empty()) {
     if (stats_.conditional_orphans++ < 8)
       debug_log("correlation-0 kernel record of graph %u: its exec has no launch in flight",
@@ -111,16 +118,36 @@ uint32_t GraphTracker::conditional_owner(uint32_t graph_id, Alive alive) {
     return 0;
   }
   ++stats_.conditional_records;
-  // Launches of one exec run in order; with several open, the oldest is the likeliest owner,
-  // but it is a guess: counted, and logged by the caller.
-  if (open.size() > 1) {
-    if (stats_.conditional_ambiguous++ % 1000 == 0)
-      debug_log("conditional kernel of graph %u: %zu launches of its exec are open, attributed "
-                "to the oldest (correlation %u); %llu such records so far",
-                graph_id, open.size(), open.front(),
-                static_cast<unsigned long long>(stats_.conditional_ambiguous));
+  // Launches of one exec run one after the other, and a kernel cannot start before its launch
+  // was issued: the owner is the latest launch issued before the kernel started. That is
+  // certain only if the launch before it had finished by then; if it was still running (queued
+  // launches), the kernel may be the earlier launch's: a guess, counted and logged.
+  size_t k = open.size();
+  while (k > 0 && open[k - 1].launch_ts > start) --k;
+  // An earlier launch that has no kernel yet ran first (same exec: in order), so it takes this
+  // one: queued launches all get kernels, though where one ends is then a guess.
+  for (size_t i = 0; i + 1 < k; ++i)
+    if (open[i].last_end == 0) {
+      k = i + 1;
+      break;
+    }
+  bool ambiguous = false;
+  if (k == 0) {
+    k = 1;  // clocks disagree: oldest
+    ambiguous = open.size() > 1;
+  } else if (k >= 2) {
+    const auto &prev = open[k - 2];
+    ambiguous = prev.last_end == 0 || prev.last_end >= open[k - 1].launch_ts;
   }
-  return open.front();
+  auto &owner = open[k - 1];
+  if (end > owner.last_end) owner.last_end = end;
+  if (ambiguous && stats_.conditional_ambiguous++ % 1000 == 0)
+    debug_log("conditional kernel of graph %u: %zu launches of its exec are in flight and the "
+              "earlier one may still have been running; attributed to correlation %u "
+              "(%llu such records so far)",
+              graph_id, open.size(), owner.correlation_id,
+              static_cast<unsigned long long>(stats_.conditional_ambiguous));
+  return owner.correlation_id;
 }
 
 }  // namespace parcagpu

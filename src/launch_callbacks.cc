@@ -162,7 +162,11 @@ void LaunchCallbacks::on_launch(CbDomain domain, uint32_t cbid, const CUpti_Call
         return;
       }
       if (f.known && !f.has_conditional) expected_kernels = f.kernel_nodes;
-      if (f.has_conditional) graphs_.on_conditional_launch(exec, cb->correlationId);
+      if (f.has_conditional) {
+        uint64_t ts = 0;
+        cupti_.cuptiGetTimestamp(&ts);
+        graphs_.on_conditional_launch(exec, cb->correlationId, ts);
+      }
     }
     // Tracked from ENTER: the kernel may complete and be flushed before our EXIT runs.
     tracker_.insert(cb->correlationId, graph ? LaunchKind::Graph : LaunchKind::Eager, now,
