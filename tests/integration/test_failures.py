@@ -8,7 +8,8 @@ import harness
 ENTRY_POINTS = ["cuptiSubscribe", "cuptiEnableCallback", "cuptiActivityRegisterCallbacks",
                 "cuptiActivityEnable", "cuptiActivityDisable", "cuptiActivityFlushAll",
                 "cuptiActivityGetNextRecord", "cuptiActivityGetNumDroppedRecords",
-                "cuptiUnsubscribe", "cuptiGetVersion", "cuptiGetGraphId", "cuptiGetGraphNodeId"]
+                "cuptiUnsubscribe", "cuptiGetVersion", "cuptiGetResultString", "cuptiGetGraphId",
+                "cuptiGetGraphNodeId", "cuptiGetGraphExecId", "cuptiGetTimestamp"]
 
 
 class Failures(unittest.TestCase):
@@ -18,7 +19,7 @@ class Failures(unittest.TestCase):
             runs = {}
             for ep in ENTRY_POINTS:
                 runs[ep] = harness.run_mockapp(
-                    ["--scenario=eager-runtime,graph-driver,capture"],
+                    ["--scenario=eager-runtime,graph-driver,capture,conditional,hostonly-graph"],
                     env=dict(harness.UNLIMITED, MOCK_CUPTI_FAIL=ep))
         bt.stop()
         for ep, r in runs.items():
