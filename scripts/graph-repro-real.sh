@@ -119,9 +119,10 @@ build_programs() {
   log "building $src with $nvcc -arch=$CUDA_ARCH"
   : >"$BUILD/build.log"
   rm -f "$BUILD/arch"
-  "$nvcc" -O2 -std=c++17 -arch="$CUDA_ARCH" -o "$BUILD/graph_repro" "$src" -lcuda \
+  "$nvcc" -O2 -std=c++17 -arch="$CUDA_ARCH" -Xcompiler -fno-omit-frame-pointer,-fno-inline-functions-called-once \
+      -o "$BUILD/graph_repro" "$src" -lcuda \
       >>"$BUILD/build.log" 2>&1 || { cat "$BUILD/build.log" >&2; die "build failed"; }
-  "$nvcc" -O2 -std=c++17 -arch="$CUDA_ARCH" --default-stream per-thread \
+  "$nvcc" -O2 -std=c++17 -arch="$CUDA_ARCH" -Xcompiler -fno-omit-frame-pointer,-fno-inline-functions-called-once --default-stream per-thread \
       -o "$BUILD/graph_repro_ptsz" "$src" -lcuda \
       >>"$BUILD/build.log" 2>&1 || { cat "$BUILD/build.log" >&2; die "build (per-thread) failed"; }
   echo "$CUDA_ARCH" >"$BUILD/arch"
