@@ -37,6 +37,8 @@ const std::vector<const char *> &handled_probes() {
       "cuda_correlation", "activity_batch", "kernel_executed",
       "error",            "gpu_config",     "cubin_loaded",
       "cubin_unloaded",   "stall_reason_map", "pc_sample_batch",
+      // Capture-site attribution: optional, a library without them is still traced.
+      "graph_capture_launch", "graph_node_clone",
   };
   return probes;
 }
@@ -54,8 +56,8 @@ BpfSession::~BpfSession() {
   if (skel_) parcagpu_trace_bpf__destroy(skel_);
 }
 
-bool BpfSession::load(bool verbose_events, uint32_t ringbuf_bytes, std::string *error,
-                      int *err) {
+bool BpfSession::load(bool verbose_events, bool capture_stacks, uint32_t ringbuf_bytes,
+                      std::string *error, int *err) {
   skel_ = parcagpu_trace_bpf__open();
   if (!skel_) {
     *err = errno;
@@ -63,6 +65,7 @@ bool BpfSession::load(bool verbose_events, uint32_t ringbuf_bytes, std::string *
     return false;
   }
   skel_->rodata->verbose_events = verbose_events;
+  skel_->rodata->capture_stacks = capture_stacks;
   int e = bpf_map__set_max_entries(skel_->maps.events, ringbuf_bytes);
   if (e == 0) e = parcagpu_trace_bpf__load(skel_);
   if (e != 0) {

@@ -17,8 +17,8 @@ namespace parcagpu::trace {
 
 // The probes this tool handles, in attach order. cuda_correlation comes first so that detaching
 // it first at exit (see BpfSession::detach) makes the library flush its last kernels.
-// Adding a probe (issue 5: graph_capture_launch, graph_node_clone): a SEC("usdt") program of
-// the same name in parcagpu_trace.bpf.c, its event in parcagpu_trace.h, a row here.
+// Adding a probe: a SEC("usdt") program of the same name in parcagpu_trace.bpf.c, its event in
+// parcagpu_trace.h, a row here. Handled probes that LIB lacks are skipped (an older library).
 const std::vector<const char *> &handled_probes();
 
 class BpfSession {
@@ -36,8 +36,10 @@ class BpfSession {
   static const std::string &last_libbpf_warning();
 
   // Opens and loads the programs. verbose_events: also send kernel_executed and per-batch
-  // events. On failure: false, a one-line reason in *error, the errno in *err.
-  bool load(bool verbose_events, uint32_t ringbuf_bytes, std::string *error, int *err);
+  // events. capture_stacks: graph_capture_launch events carry the user stack. On failure:
+  // false, a one-line reason in *error, the errno in *err.
+  bool load(bool verbose_events, bool capture_stacks, uint32_t ringbuf_bytes, std::string *error,
+            int *err);
 
   // Attaches every handled probe named in `present` to `lib` (absolute path) for `pid`
   // (-1 = system-wide). Returns the number attached, or -1 with *error / *err set.

@@ -37,6 +37,16 @@ struct NameCounts {
   uint64_t matched = 0;
 };
 
+// One row of --capture-sites: graph kernels of one name whose nodes were captured with one stack.
+struct CaptureSiteSummary {
+  std::string kernel;
+  uint64_t records = 0;
+  uint64_t total_ns = 0;          // GPU time (end - start) of those records
+  std::string captured_at;        // the first user frame's function ("" if no stack)
+  int captured_at_index = -1;     // into stack
+  std::vector<std::string> stack; // innermost first; "?" = recovered by the stack scan
+};
+
 // Everything the tool reports. The join figures come from the Joiner; the BPF-side counters
 // (drops, read errors, probe firings) are filled in by the caller.
 struct Summary {
@@ -72,6 +82,14 @@ struct Summary {
   uint64_t stall_reason_maps = 0;
   uint64_t pc_sample_batches = 0;
   uint64_t pc_sample_records = 0;
+  // Capture-site attribution (trace/capture_sites.h), counters always.
+  uint64_t graph_capture_launches = 0;  // graph_capture_launch events received
+  uint64_t graph_node_clones = 0;       // graph_node_clone events received (re-fires included)
+  uint64_t graph_kernels_with_capture_site = 0;
+  uint64_t graph_kernels_without_capture_site = 0;  // explicitly built graphs, conditional bodies
+  uint64_t capture_stacks_dropped = 0;  // capture events sent without their stack (ring full)
+  bool capture_sites_enabled = false;               // --capture-sites: the table below is output
+  std::vector<CaptureSiteSummary> capture_sites;    // sorted by total_ns, descending
 };
 
 class Joiner {

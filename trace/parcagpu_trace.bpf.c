@@ -21,6 +21,9 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 /* Set by userland before load: send kernel_executed and per-batch events (-v). */
 const volatile bool verbose_events = false;
+/* Set by userland before load (--capture-sites): graph_capture_launch events carry the user
+ * stack (pt_capture_stack_event, ~17 KiB) instead of the arguments only. */
+const volatile bool capture_stacks = false;
 
 struct {
   __uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -281,4 +284,77 @@ int pc_sample_batch(struct pt_regs *ctx) {
   __u32 count = arg(ctx, 1);
   stat_add(PT_STAT_PC_SAMPLE_RECORDS, count);
   return send_meta(PT_EV_PC_SAMPLE_BATCH, 0, records, count, 0);
+}
+
+/* A launch recorded into a graph during stream capture: no cuda_correlation comes for it. With
+ * capture_stacks, the user stack at the probe: the frame-pointer walk, and the raw stack pages
+ * from SP's page up, for userland to find the frames of code built without frame pointers. */
+static __always_inline void fill_capture(struct pt_capture_event *c, struct pt_regs *ctx) {
+  fill_header(&c->h, PT_EV_GRAPH_CAPTURE);
+  c->correlation_id = arg(ctx, 0);
+  c->signed_cbid = arg(ctx, 1);
+  const char *name = (const char *)arg(ctx, 2);
+  c->graph_id = arg(ctx, 3);
+  c->graph_node_id = arg(ctx, 4);
+  c->pad = 0;
+  c->h.flags = read_str(c->name, sizeof(c->name), name, PT_F_NAME_NULL, PT_F_NAME_FAULT);
+}
+
+SEC("usdt")
+int graph_capture_launch(struct pt_regs *ctx) {
+  stat_add(PT_STAT_FIRE_GRAPH_CAPTURE_LAUNCH, 1);
+  struct pt_capture_stack_event *e = 0;
+  if (capture_stacks) {
+    e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+    /* No room for the stack: the attribution still goes, without it (counted). */
+    if (!e) stat_add(PT_STAT_CAPTURE_STACKS_DROPPED, 1);
+  }
+  if (!e) {
+    struct pt_capture_event *c = reserve(sizeof(*c));
+    if (!c) return 0;
+    fill_capture(c, ctx);
+    bpf_ringbuf_submit(c, 0);
+    return 0;
+  }
+  fill_capture(&e->c, ctx);
+  e->c.h.flags |= PT_F_STACK;
+  /* A uprobe's ctx holds the user registers. */
+  e->ip = PT_REGS_IP(ctx);
+  e->sp = PT_REGS_SP(ctx);
+  e->fp = PT_REGS_FP(ctx);
+  long n = bpf_get_stack(ctx, e->frames, sizeof(e->frames), BPF_F_USER_STACK);
+  if (n < 0) stat_add(PT_STAT_STACK_ERRORS, 1);
+  e->stack_bytes = n;
+  const __u64 base = e->sp & ~(__u64)(PT_RAW_PAGE - 1);
+  e->raw_base = base;
+  __u32 got = 0;
+  /* Page by page: a read that crosses the top of the stack mapping would fail as a whole. */
+#pragma unroll
+  for (int i = 0; i < PT_RAW_STACK_PAGES; i++) {
+    if (bpf_probe_read_user(e->raw + i * PT_RAW_PAGE, PT_RAW_PAGE,
+                            (const void *)(base + (__u64)i * PT_RAW_PAGE)) < 0)
+      break;
+    got += PT_RAW_PAGE;
+  }
+  if (got == 0) read_error(PT_STAT_READ_ERR_STACK);
+  e->raw_bytes = got;
+  bpf_ringbuf_submit(e, 0);
+  return 0;
+}
+
+SEC("usdt")
+int graph_node_clone(struct pt_regs *ctx) {
+  stat_add(PT_STAT_FIRE_GRAPH_NODE_CLONE, 1);
+  __u64 original = arg(ctx, 0);
+  __u64 cloned = arg(ctx, 1);
+  __u32 exec_graph = arg(ctx, 2);
+  struct pt_clone_event *e = reserve(sizeof(*e));
+  if (!e) return 0;
+  fill_header(&e->h, PT_EV_GRAPH_NODE_CLONE);
+  e->original_node_id = original;
+  e->cloned_node_id = cloned;
+  e->exec_graph_id = exec_graph;
+  e->pad = 0;
+  bpf_ringbuf_submit(e, 0);
+  return 0;
 }

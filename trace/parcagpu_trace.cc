@@ -3,11 +3,17 @@
 // ID) the way the production agent does, shows a live table of kernels and a summary at exit.
 //
 //   parcagpu-trace -l LIB [-p PID] [-d SECONDS] [--json] [-v] [--linger MS] [--ringbuf-mb N]
+//                  [--capture-sites]
+//
+// --capture-sites: graph kernels are attributed to the code that recorded them into their graph
+// during stream capture (graph_capture_launch + graph_node_clone, trace/capture_sites.h), with
+// the user stack taken at capture and symbolized from the process's own ELF files.
 #include <getopt.h>
 #include <signal.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cinttypes>
@@ -17,14 +23,18 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "bpf_session.h"
+#include "capture_sites.h"
 #include "joiner.h"
+#include "mmap_tracker.h"
 #include "parcagpu/abi.h"
 #include "parcagpu_trace.h"
 #include "report.h"
 #include "sdt_notes.h"
+#include "symbolizer.h"
 
 namespace pt = parcagpu::trace;
 
@@ -40,7 +50,8 @@ struct Options {
   bool json = false;
   bool verbose = false;
   int linger_ms = 2000;
-  uint32_t ringbuf_mb = 16;
+  uint32_t ringbuf_mb = 0;  // 0 = default: 16, or 64 with --capture-sites (17 KiB events)
+  bool capture_sites = false;
 };
 
 volatile sig_atomic_t g_signals = 0;
@@ -48,7 +59,7 @@ void on_signal(int) { g_signals = g_signals + 1; }
 
 const char kUsage[] =
     "usage: parcagpu-trace -l LIB [-p PID] [-d SECONDS] [--json] [-v] [--linger MS] "
-    "[--ringbuf-mb N]\n"
+    "[--ringbuf-mb N] [--capture-sites]\n"
     "  -l, --lib LIB        library with the parcagpu USDT probes (e.g. build/lib/libparcagpu.so)\n"
     "  -p, --pid PID        trace this process only, and stop when it exits (default: all)\n"
     "  -d, --duration S     stop after S seconds (default: until Ctrl-C / SIGTERM)\n"
@@ -56,7 +67,10 @@ const char kUsage[] =
     "  -v, --verbose        libbpf debug output and one line per event on stderr\n"
     "      --linger MS      at exit, detach cuda_correlation first and wait up to MS ms for the\n"
     "                       kernels of announced launches (default 2000, 0 = off)\n"
-    "      --ringbuf-mb N   ring buffer size in MiB, a power of two (default 16)\n";
+    "      --ringbuf-mb N   ring buffer size in MiB, a power of two (default 16; 64 with\n"
+    "                       --capture-sites)\n"
+    "      --capture-sites  attribute graph kernels to the code that captured them: the user\n"
+    "                       stack at capture time, symbolized from the process's ELF files\n";
 
 [[noreturn]] void die(int code, const std::string &msg) {
   std::fprintf(stderr, "parcagpu-trace: %s\n", msg.c_str());
@@ -78,6 +92,7 @@ Options parse_args(int argc, char **argv) {
       {"duration", required_argument, nullptr, 'd'}, {"json", no_argument, nullptr, 'j'},
       {"verbose", no_argument, nullptr, 'v'},        {"linger", required_argument, nullptr, 'L'},
       {"ringbuf-mb", required_argument, nullptr, 'R'}, {"help", no_argument, nullptr, 'h'},
+      {"capture-sites", no_argument, nullptr, 'C'},
       {nullptr, 0, nullptr, 0}};
   Options o;
   opterr = 0;
@@ -107,6 +122,7 @@ Options parse_args(int argc, char **argv) {
           die(2, std::string("bad ring buffer size '") + optarg + "' (a power of two, 1..1024)");
         o.ringbuf_mb = static_cast<uint32_t>(v);
         break;
+      case 'C': o.capture_sites = true; break;
       case 'h': std::fputs(kUsage, stdout); std::exit(0);
       case ':': die(2, std::string("option ") + argv[optind - 1] + " needs an argument (see --help)");
       default: die(2, std::string("unknown option ") + argv[optind - 1] + " (see --help)");
@@ -114,6 +130,7 @@ Options parse_args(int argc, char **argv) {
   }
   if (optind < argc) die(2, std::string("unexpected argument '") + argv[optind] + "' (see --help)");
   if (o.lib.empty()) die(2, "missing -l LIB (see --help)");
+  if (o.ringbuf_mb == 0) o.ringbuf_mb = o.capture_sites ? 64 : 16;
   return o;
 }
 
@@ -141,6 +158,13 @@ std::vector<std::string> check_library(Options *o) {
       bool handled = false;
       for (const char *h : pt::handled_probes()) handled |= p == h;
       if (!handled) std::fprintf(stderr, "parcagpu-trace: probe %s not handled, not attached\n", p.c_str());
+    }
+    for (const char *h : pt::handled_probes()) {
+      bool present = false;
+      for (const auto &p : probes) present |= p == h;
+      if (!present)
+        std::fprintf(stderr, "parcagpu-trace: probe %s not in %s (an older library?), not attached\n",
+                     h, o->lib.c_str());
     }
   }
   return probes;
@@ -188,11 +212,18 @@ bool target_exited(int pid, int pidfd) {
 struct Tracer {
   const Options &opt;
   pt::Joiner joiner;
+  pt::CaptureSites captures;
+  pt::Symbolizer symbolizer;
+  pt::MmapTracker mmaps;  // mappings as they are made (--capture-sites)
+  std::vector<bool> stack_shown;  // per capture stack id: printed in the live table already
+  uint32_t last_pid = 0;          // of the last event (maps snapshot, see note_process)
+  bool have_pid = false;
+  std::unordered_set<uint32_t> seen_pids;
   pt::KernelTable table{stdout};
   pt::Summary meta;  // figures counted here rather than in the joiner
   uint64_t malformed = 0;
 
-  explicit Tracer(const Options &o) : opt(o) {}
+  explicit Tracer(const Options &o) : opt(o), captures(o.lib) {}
 
   static int handle(void *ctx, void *data, size_t size) {
     static_cast<Tracer *>(ctx)->on_event(data, size);
@@ -211,6 +242,15 @@ struct Tracer {
   void on_event(const void *data, size_t size) {
     const auto *h = as<pt_header>(data, size);
     if (!h) return;
+    if (opt.capture_sites && (!have_pid || h->pid != last_pid)) {
+      last_pid = h->pid;
+      have_pid = true;
+      if (seen_pids.insert(h->pid).second) {
+        // A process already running at attach: its maps now, while it surely lives.
+        mmaps.drain(&symbolizer);
+        symbolizer.note_process(h->pid);
+      }
+    }
     switch (h->type) {
       case PT_EV_CORRELATION:
         if (const auto *e = as<pt_correlation_event>(data, size)) {
@@ -249,6 +289,19 @@ struct Tracer {
                          h->pid, h->tid, e->device_id, e->sampling_factor, e->clock_khz, e->sm_count);
         }
         break;
+      case PT_EV_GRAPH_CAPTURE:
+        if (const auto *e = as<pt_capture_event>(data, size)) on_capture(*e, data, size);
+        break;
+      case PT_EV_GRAPH_NODE_CLONE:
+        if (const auto *e = as<pt_clone_event>(data, size)) {
+          joiner.on_other(h->pid);
+          captures.on_clone(h->pid, e->original_node_id, e->cloned_node_id, e->exec_graph_id);
+          if (opt.verbose)
+            std::fprintf(stderr, "[%u/%u] graph_node_clone original=%" PRIu64 " cloned=%" PRIu64 " exec_graph=%u\n",
+                         h->pid, h->tid, static_cast<uint64_t>(e->original_node_id),
+                         static_cast<uint64_t>(e->cloned_node_id), e->exec_graph_id);
+        }
+        break;
       case PT_EV_CUBIN_LOADED:
       case PT_EV_CUBIN_UNLOADED:
       case PT_EV_STALL_REASON_MAP:
@@ -257,6 +310,41 @@ struct Tracer {
         break;
       default: ++malformed;
     }
+  }
+
+  void on_capture(const pt_capture_event &e, const void *data, size_t size) {
+    joiner.on_other(e.h.pid);
+    if (opt.verbose)
+      std::fprintf(stderr, "[%u/%u] graph_capture_launch corr=%u cbid=%d (%s) graph=%u node=%" PRIu64 " name=%s\n",
+                   e.h.pid, e.h.tid, e.correlation_id, e.signed_cbid, pt::api_name(e.signed_cbid),
+                   e.graph_id, static_cast<uint64_t>(e.graph_node_id), e.name);
+    std::vector<pt::Frame> stack;
+    if (e.h.flags & PT_F_STACK) {
+      const auto *se = as<pt_capture_stack_event>(data, size);
+      if (!se) return;
+      pt::RawUserStack raw;
+      raw.ip = se->ip;
+      raw.sp = se->sp;
+      raw.fp = se->fp;
+      const size_t n = se->stack_bytes > 0 ? std::min<size_t>(se->stack_bytes / 8, PT_STACK_MAX) : 0;
+      raw.fp_frames.assign(se->frames, se->frames + n);
+      raw.raw_base = se->raw_base;
+      raw.raw = se->raw;
+      raw.raw_len = std::min<size_t>(se->raw_bytes, sizeof se->raw);
+      mmaps.drain(&symbolizer);  // every mapping made before the capture is in by now
+      stack = symbolizer.symbolize_stack(e.h.pid, raw);
+      if (opt.verbose) {
+        std::fprintf(stderr, "    stack: %zu frame-pointer frames (", n);
+        for (size_t i = 0; i < n; ++i)
+          std::fprintf(stderr, "%s0x%" PRIx64, i ? " " : "", static_cast<uint64_t>(raw.fp_frames[i]));
+        std::fprintf(stderr, "), %u raw bytes from sp=0x%" PRIx64 "; unwound (? = scanned), before "
+                     "dropping libparcagpu/libcupti/libcuda frames:\n",
+                     se->raw_bytes, static_cast<uint64_t>(se->sp));
+        for (const pt::Frame &f : stack) std::fprintf(stderr, "      %s\n", f.text().c_str());
+      }
+    }
+    captures.on_capture(e.h.pid, e.correlation_id, e.signed_cbid, str(e.name, sizeof e.name),
+                        e.graph_id, e.graph_node_id, std::move(stack));
   }
 
   void on_kernel(const pt_kernel_event &e) {
@@ -285,7 +373,26 @@ struct Tracer {
                    e.stream_id, e.graph_id, static_cast<uint64_t>(e.graph_node_id),
                    static_cast<uint64_t>(e.start), static_cast<uint64_t>(e.end), e.batch_index,
                    e.batch_count, m.matched ? "matched" : "waiting", e.name);
-    if (!opt.json) table.row(k, m);
+    const pt::CaptureSites::Site *site =
+        k.graph_id != 0 ? captures.on_graph_kernel(k.pid, k.graph_node_id, k.name, k.start, k.end)
+                        : nullptr;
+    if (opt.json) return;
+    if (!opt.capture_sites || !site || site->stack_id == 0) {
+      table.row(k, m);
+      return;
+    }
+    const pt::CaptureSites::Stack &st = captures.stack(site->stack_id);
+    const std::string at = st.captured_at_function();
+    std::vector<std::string> lines;
+    if (stack_shown.size() <= site->stack_id) stack_shown.resize(site->stack_id + 1);
+    if (!stack_shown[site->stack_id]) {
+      stack_shown[site->stack_id] = true;
+      for (size_t i = 0; i < st.frames.size(); ++i)
+        lines.push_back(std::string(static_cast<int>(i) == st.captured_at ? "=> " : "   ") +
+                        st.frames[i].text());
+    }
+    const pt::CaptureNote note{at, lines.empty() ? nullptr : &lines};
+    table.row(k, m, &note);
   }
 
   void on_meta(const pt_meta_event &e) {
@@ -310,10 +417,12 @@ double seconds_since(Clock::time_point t) {
 }
 
 // Polls until -d elapses, a signal arrives or the target exits. Returns true if the target exited.
-bool run_until_done(pt::BpfSession &s, const Options &o, int pidfd, Clock::time_point start) {
+bool run_until_done(pt::BpfSession &s, Tracer &t, int pidfd, Clock::time_point start) {
+  const Options &o = t.opt;
   while (!g_signals) {
     int n = s.poll(100);
     if (n < 0 && n != -EINTR) die(1, std::string("ring buffer poll failed: ") + std::strerror(-n));
+    if (t.mmaps.is_open()) t.mmaps.drain(&t.symbolizer);  // keep the perf buffers from filling
     if (o.duration_s > 0 && seconds_since(start) >= o.duration_s) return false;
     if (target_exited(o.pid, pidfd)) return true;
   }
@@ -355,6 +464,7 @@ pt::Summary summarize(const pt::BpfSession &s, const Tracer &t, double duration)
   s.read_stats(st);
   pt::Summary sum = t.meta;
   t.joiner.fill(&sum);
+  t.captures.fill(&sum, t.opt.capture_sites);
   sum.ringbuf_drops = st[PT_STAT_RINGBUF_DROPS];
   sum.read_errors = st[PT_STAT_READ_ERRORS];
   sum.kernel_executed_events = st[PT_STAT_FIRE_KERNEL_EXECUTED];
@@ -362,15 +472,24 @@ pt::Summary summarize(const pt::BpfSession &s, const Tracer &t, double duration)
   sum.batch_records_over_cap = st[PT_STAT_BATCH_OVER_CAP];
   sum.records_other_kind = st[PT_STAT_RECORDS_OTHER_KIND];
   sum.pc_sample_records = st[PT_STAT_PC_SAMPLE_RECORDS];
+  sum.capture_stacks_dropped = st[PT_STAT_CAPTURE_STACKS_DROPPED];
   sum.duration_s = duration;
   sum.events_per_s = duration > 0 ? static_cast<double>(sum.events) / duration : 0;
   if (t.malformed)
     std::fprintf(stderr, "parcagpu-trace: %" PRIu64 " malformed ring-buffer events\n", t.malformed);
-  if (t.opt.verbose)
+  if (t.opt.verbose) {
     std::fprintf(stderr, "parcagpu-trace: read errors: args %" PRIu64 ", record pointers %" PRIu64
-                 ", records %" PRIu64 ", strings %" PRIu64 ", stall blob %" PRIu64 "\n",
+                 ", records %" PRIu64 ", strings %" PRIu64 ", stall blob %" PRIu64 ", user stack %" PRIu64 "\n",
                  st[PT_STAT_READ_ERR_ARG], st[PT_STAT_READ_ERR_RECORD_PTR], st[PT_STAT_READ_ERR_RECORD],
-                 st[PT_STAT_READ_ERR_STRING], st[PT_STAT_READ_ERR_BLOB]);
+                 st[PT_STAT_READ_ERR_STRING], st[PT_STAT_READ_ERR_BLOB], st[PT_STAT_READ_ERR_STACK]);
+    std::fprintf(stderr, "parcagpu-trace: graph_capture_launch firings %" PRIu64 " (bpf_get_stack failed %" PRIu64
+                 "), graph_node_clone firings %" PRIu64 ", ELF files loaded for symbols %" PRIu64 "\n",
+                 st[PT_STAT_FIRE_GRAPH_CAPTURE_LAUNCH], st[PT_STAT_STACK_ERRORS],
+                 st[PT_STAT_FIRE_GRAPH_NODE_CLONE], t.symbolizer.files_loaded());
+    if (t.mmaps.is_open())
+      std::fprintf(stderr, "parcagpu-trace: mapping records %" PRIu64 ", lost %" PRIu64 "\n",
+                   t.mmaps.records(), t.mmaps.lost());
+  }
   return sum;
 }
 
@@ -398,8 +517,12 @@ int main(int argc, char **argv) {
   Tracer tracer(opt);
   std::string error;
   int err = 0;
-  if (!session.load(opt.verbose, opt.ringbuf_mb << 20, &error, &err)) die(1, explain(error, err));
+  if (!session.load(opt.verbose, opt.capture_sites, opt.ringbuf_mb << 20, &error, &err))
+    die(1, explain(error, err));
   if (!session.open_ringbuf(&Tracer::handle, &tracer, &error)) die(1, error);
+  if (opt.capture_sites && !tracer.mmaps.open(&error))
+    std::fprintf(stderr, "parcagpu-trace: warning: %s; stacks of processes that exit quickly "
+                 "may stay unsymbolized\n", error.c_str());
   const int attached = session.attach(opt.lib, opt.pid, probes, &error, &err);
   if (attached < 0) die(1, explain(error, err));
   std::fprintf(stderr, "parcagpu-trace: attached %d probes to %s\n", attached, opt.lib_arg.c_str());
@@ -408,7 +531,7 @@ int main(int argc, char **argv) {
   const auto start = Clock::now();
   if (!opt.json) tracer.table.header();
 
-  const bool exited = run_until_done(session, opt, pidfd, start);
+  const bool exited = run_until_done(session, tracer, pidfd, start);
   drain(session);
   tracer.joiner.set_closing();
   if (!exited) linger(session, opt, tracer.joiner);

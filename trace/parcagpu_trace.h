@@ -2,8 +2,8 @@
  * counters it keeps. Plain C: included by the BPF program and by the C++ userland.
  *
  * Every event starts with struct pt_header; `type` says which struct follows. Adding a probe
- * (e.g. graph_capture_launch, graph_node_clone) = a new PT_EV_* type, its struct here, a
- * SEC("usdt") program, and a row in the userland probe table (trace/bpf_session.cc). */
+ * = a new PT_EV_* type, its struct here, a SEC("usdt") program, and a row in the userland probe
+ * table (trace/bpf_session.cc). */
 #ifndef PARCAGPU_TRACE_H
 #define PARCAGPU_TRACE_H
 
@@ -24,6 +24,8 @@ enum pt_event_type {
   PT_EV_CUBIN_UNLOADED = 8,
   PT_EV_STALL_REASON_MAP = 9,
   PT_EV_PC_SAMPLE_BATCH = 10,
+  PT_EV_GRAPH_CAPTURE = 11,   /* graph_capture_launch: pt_capture_event, or pt_capture_stack_event */
+  PT_EV_GRAPH_NODE_CLONE = 12,
 };
 
 /* Flags on string fields. */
@@ -31,6 +33,17 @@ enum pt_event_type {
 #define PT_F_NAME_FAULT 0x2  /* reading the name failed (counted as a read error) */
 #define PT_F_MSG_FAULT 0x4   /* error probe: message/component unreadable */
 #define PT_F_BLOB_FAULT 0x8  /* stall_reason_map: the 64 x 64 blob was unreadable */
+#define PT_F_STACK 0x10      /* graph_capture_launch: a pt_capture_stack_event (--capture-sites) */
+
+/* graph_capture_launch with --capture-sites: the frame-pointer stack (bpf_get_stack,
+ * BPF_F_USER_STACK) and a copy of the raw user stack, so that userland can recover the frames
+ * of code built without frame pointers (libcuda, libcudart) by scanning for return addresses.
+ * The copy is PT_RAW_STACK_PAGES whole pages from the page that holds the user SP, so it covers
+ * at least (PT_RAW_STACK_PAGES - 1) * 4 KiB above SP; it stops at the first unreadable page. */
+#define PT_STACK_MAX 64
+#define PT_RAW_PAGE 4096
+#define PT_RAW_STACK_PAGES 4
+#define PT_RAW_STACK_BYTES (PT_RAW_STACK_PAGES * PT_RAW_PAGE)
 
 struct pt_header {
   __u32 type;  /* enum pt_event_type */
@@ -99,6 +112,38 @@ struct pt_meta_event {
   __u64 size;
 };
 
+/* graph_capture_launch(u32 correlationId, s32 signedCbid, ptr name, u32 graphId, u64 graphNodeId).
+ * Without --capture-sites only this (flags without PT_F_STACK). */
+struct pt_capture_event {
+  struct pt_header h;
+  __u32 correlation_id;
+  __s32 signed_cbid;
+  __u32 graph_id;
+  __u32 pad;
+  __u64 graph_node_id;
+  char name[PT_NAME_LEN];
+};
+
+/* With --capture-sites (PT_F_STACK set). */
+struct pt_capture_stack_event {
+  struct pt_capture_event c;
+  __u64 ip, sp, fp;   /* user registers at the probe */
+  __u64 raw_base;     /* user address of raw[0]: SP rounded down to its page */
+  __s32 stack_bytes;  /* bpf_get_stack's result: bytes of frames[] filled, or a negative errno */
+  __u32 raw_bytes;    /* bytes of raw[] copied (whole pages; 0 = even SP's page unreadable) */
+  __u64 frames[PT_STACK_MAX]; /* frames[0] = ip, then return addresses (frame-pointer walk) */
+  __u8 raw[PT_RAW_STACK_BYTES];
+};
+
+/* graph_node_clone(u64 originalNodeId, u64 clonedNodeId, u32 execGraphId). */
+struct pt_clone_event {
+  struct pt_header h;
+  __u64 original_node_id;
+  __u64 cloned_node_id;
+  __u32 exec_graph_id;
+  __u32 pad;
+};
+
 /* Per-CPU counters (map "stats"), summed by userland. */
 enum pt_stat {
   PT_STAT_RINGBUF_DROPS = 0,   /* events that found the ring buffer full */
@@ -122,6 +167,11 @@ enum pt_stat {
   PT_STAT_FIRE_CUBIN_UNLOADED,
   PT_STAT_FIRE_GPU_CONFIG,
   PT_STAT_FIRE_ERROR,
+  PT_STAT_FIRE_GRAPH_CAPTURE_LAUNCH,
+  PT_STAT_FIRE_GRAPH_NODE_CLONE,
+  PT_STAT_READ_ERR_STACK,      /* graph_capture_launch: the page holding the user SP unreadable */
+  PT_STAT_STACK_ERRORS,        /* graph_capture_launch: bpf_get_stack failed (not a read error) */
+  PT_STAT_CAPTURE_STACKS_DROPPED, /* no ring space for a stack: sent as pt_capture_event */
   PT_STAT_MAX,
 };
 

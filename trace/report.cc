@@ -50,6 +50,12 @@ class JsonObject {
     key(k);
     *out_ += std::to_string(v);
   }
+  void str(std::string_view k, std::string_view v) {
+    key(k);
+    *out_ += '"';
+    *out_ += json_escape(v);
+    *out_ += '"';
+  }
   void real(std::string_view k, double v) {
     key(k);
     char buf[64];
@@ -113,6 +119,33 @@ std::string summary_json(const Summary &s) {
     o.num("stall_reason_maps", s.stall_reason_maps);
     o.num("pc_sample_batches", s.pc_sample_batches);
     o.num("pc_sample_records", s.pc_sample_records);
+    o.num("graph_capture_launches", s.graph_capture_launches);
+    o.num("graph_node_clones", s.graph_node_clones);
+    o.num("graph_kernels_with_capture_site", s.graph_kernels_with_capture_site);
+    o.num("graph_kernels_without_capture_site", s.graph_kernels_without_capture_site);
+    o.num("capture_stacks_dropped", s.capture_stacks_dropped);
+    if (s.capture_sites_enabled) {
+      o.key("capture_sites");
+      out += '[';
+      bool first = true;
+      for (const CaptureSiteSummary &c : s.capture_sites) {
+        if (!first) out += ", ";
+        first = false;
+        JsonObject site(&out);
+        site.str("kernel", c.kernel);
+        site.num("records", c.records);
+        site.num("total_ns", c.total_ns);
+        site.str("captured_at", c.captured_at);
+        site.key("stack");
+        out += '[';
+        for (size_t i = 0; i < c.stack.size(); ++i) {
+          if (i) out += ", ";
+          out += '"' + json_escape(c.stack[i]) + '"';
+        }
+        out += ']';
+      }
+      out += ']';
+    }
   }
   return out;
 }
@@ -153,11 +186,38 @@ void print_summary(FILE *f, const Summary &s) {
   line("library errors (error probe)", s.errors);
   line("ring-buffer drops", s.ringbuf_drops);
   line("probe read errors", s.read_errors);
+  line("graph_capture_launch events", s.graph_capture_launches);
+  line("graph_node_clone events", s.graph_node_clones);
+  line("graph kernels with a capture site", s.graph_kernels_with_capture_site);
+  line("graph kernels without one", s.graph_kernels_without_capture_site);
+  if (s.capture_stacks_dropped) line("capture stacks dropped (ring full)", s.capture_stacks_dropped);
   if (!s.kernels_by_name.empty()) {
     std::fprintf(f, "  kernels by name (records / matched):\n");
     for (const auto &[name, c] : s.kernels_by_name)
       std::fprintf(f, "    %10" PRIu64 " %10" PRIu64 "  %s\n", c.records, c.matched,
                    name.empty() ? "(no name)" : name.c_str());
+  }
+  if (s.capture_sites_enabled) print_capture_sites(f, s);
+}
+
+void print_capture_sites(FILE *f, const Summary &s) {
+  std::fprintf(f, "  capture sites (graph kernels by kernel and capture stack; ? = found by stack scan):\n");
+  if (s.capture_sites.empty()) {
+    std::fprintf(f, "    none%s\n", s.graph_capture_launches ? "" : " (no graph_capture_launch seen)");
+    return;
+  }
+  for (const CaptureSiteSummary &c : s.capture_sites) {
+    std::fprintf(f, "    %s: %" PRIu64 " record%s, %.3f ms GPU\n",
+                 c.kernel.empty() ? "(no name)" : c.kernel.c_str(), c.records,
+                 c.records == 1 ? "" : "s", static_cast<double>(c.total_ns) * 1e-6);
+    if (c.stack.empty()) {
+      std::fprintf(f, "      (no stack recorded)\n");
+      continue;
+    }
+    std::fprintf(f, "      captured at %s\n", c.captured_at.c_str());
+    for (size_t i = 0; i < c.stack.size(); ++i)
+      std::fprintf(f, "      %s #%-2zu %s\n", static_cast<int>(i) == c.captured_at_index ? "=>" : "  ",
+                   i, c.stack[i].c_str());
   }
 }
 
@@ -166,7 +226,7 @@ void KernelTable::header() {
                "STRM", "GRAPH", "CORR", "PID", "API", "KERNEL");
 }
 
-void KernelTable::row(const KernelRecord &k, const Joiner::Match &m) {
+void KernelTable::row(const KernelRecord &k, const Joiner::Match &m, const CaptureNote *note) {
   if (!have_base_) {
     base_ns_ = k.start;
     have_base_ = true;
@@ -178,9 +238,17 @@ void KernelTable::row(const KernelRecord &k, const Joiner::Match &m) {
     std::snprintf(api, sizeof api, "%s(%d)", api_name(m.signed_cbid), m.signed_cbid);
   else
     std::snprintf(api, sizeof api, "-");
-  std::fprintf(out_, "%-12.6f %10.3f %3u %5u %6u %10u %7u %-30s %.*s\n", t, dur, k.device_id,
+  std::fprintf(out_, "%-12.6f %10.3f %3u %5u %6u %10u %7u %-30s %.*s", t, dur, k.device_id,
                k.stream_id, k.graph_id, k.correlation_id, k.pid, api,
                static_cast<int>(k.name.size()), k.name.data());
+  if (note) {
+    std::fprintf(out_, "  <- captured at %.*s\n", static_cast<int>(note->captured_at.size()),
+                 note->captured_at.data());
+    if (note->stack)  // the first kernel of this capture stack: the whole stack, once
+      for (const std::string &fr : *note->stack) std::fprintf(out_, "%14s| %s\n", "", fr.c_str());
+  } else {
+    std::fputc('\n', out_);
+  }
 }
 
 }  // namespace parcagpu::trace

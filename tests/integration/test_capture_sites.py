@@ -1,0 +1,135 @@
+#!/usr/bin/env python3
+"""Capture-site attribution end to end (issue 5, item 3): parcagpu-trace --capture-sites on the
+mock app's `capture` scenario, which records three launches into a graph in the function
+scenario_capture (mock/mockapp_workload.cc) and replays the graph four times. Every graph kernel
+must be traced back, through the graph_node_clone map, to its graph_capture_launch, and the user
+stack taken there must name scenario_capture. The mock process lives a few milliseconds: its
+stacks are symbolized from the mappings the kernel reported (perf mmap records), not from
+/proc/PID/maps, which is gone by the time the events are read."""
+import os
+import re
+import shutil
+import tempfile
+import unittest
+
+import harness
+
+MECHANISM = re.compile(r"\((libparcagpu[^)]*|libcupti[^)]*|libcuda\.so[^)]*)\)$")
+
+
+class TraceText(harness._Consumer):
+    """parcagpu-trace without --json: the live table and the human summary."""
+    ready_pattern = r"parcagpu-trace: attached \d+ probes"
+
+    def __init__(self, extra=(), lib=harness.LIB):
+        super().__init__([harness.TRACE, "-l", os.path.abspath(lib)] + list(extra))
+
+
+class CaptureSites(unittest.TestCase):
+    def traced(self, scenarios, trace_args=("--capture-sites",), lib=harness.LIB):
+        with harness.Trace(extra=list(trace_args), lib=lib) as tr:
+            r = harness.run_mockapp(["--scenario=" + scenarios], env=harness.UNLIMITED, lib=lib)
+        tr.stop()
+        self.assertEqual(r.returncode, 0, r.stderr[-2000:])
+        self.assertEqual(tr.proc.returncode, 0, tr.stderr)
+        return r, tr
+
+    def assert_named_scenario_capture(self, sites):
+        for site in sites:
+            self.assertIn("scenario_capture", site["captured_at"], site)
+            self.assertTrue(any("scenario_capture" in f for f in site["stack"]), site)
+            self.assertTrue(site["stack"][0].lstrip("?").startswith(site["captured_at"]), site)
+            for f in site["stack"]:
+                self.assertIsNone(MECHANISM.search(f), "mechanism frame kept: %s" % f)
+
+    def test_graph_kernels_point_back_to_scenario_capture(self):
+        r, tr = self.traced("capture")
+        j, s = tr.result, r.summary
+        self.assertGreater(s["captured_launches"], 0)
+        self.assertEqual(j["graph_capture_launches"], s["captured_launches"])
+        # Captured launches are recorded, never run: no cuda_correlation for them.
+        self.assertEqual(harness.cbid_key(j["correlations_by_cbid"]), {311: 4})
+        self.assertEqual(j["kernel_records"], s["kernels_run"])
+        self.assertEqual(j["graph_kernel_records"], s["graph_kernels_run"])
+        self.assertGreaterEqual(j["graph_node_clones"], s["captured_launches"])
+        self.assertEqual(j["graph_kernels_with_capture_site"], j["graph_kernel_records"])
+        self.assertEqual(j["graph_kernels_without_capture_site"], 0)
+        sites = j["capture_sites"]
+        self.assertEqual({c["kernel"] for c in sites}, {"_Z5k_addPfi", "_Z5k_mulPfi"}, sites)
+        self.assertEqual(sum(c["records"] for c in sites), j["graph_kernel_records"])
+        self.assertTrue(all(c["total_ns"] > 0 for c in sites), sites)
+        self.assert_named_scenario_capture(sites)
+        self.assertEqual(j["ringbuf_drops"], 0)
+        self.assertEqual(j["read_errors"], 0)
+
+    def test_counters_without_capture_sites(self):
+        r, tr = self.traced("capture", trace_args=())
+        j = tr.result
+        self.assertEqual(j["graph_capture_launches"], r.summary["captured_launches"])
+        self.assertEqual(j["graph_kernels_with_capture_site"], j["graph_kernel_records"])
+        self.assertEqual(j["graph_kernels_without_capture_site"], 0)
+        self.assertNotIn("capture_sites", j)
+
+    def test_built_graphs_and_conditional_bodies_have_no_capture_site(self):
+        _, alone = self.traced("capture")
+        captured_kernels = alone.result["graph_kernel_records"]
+        r, tr = self.traced("graph-runtime,capture,conditional,graph-driver")
+        j = tr.result
+        self.assertEqual(j["graph_kernels_with_capture_site"], captured_kernels)
+        self.assertEqual(j["graph_kernels_with_capture_site"] +
+                         j["graph_kernels_without_capture_site"], j["graph_kernel_records"])
+        self.assertGreater(j["graph_kernels_without_capture_site"], 0)
+        self.assertEqual(sum(c["records"] for c in j["capture_sites"]), captured_kernels)
+        self.assert_named_scenario_capture(j["capture_sites"])
+        self.assertEqual(j["orphan_kernels"], 0)
+
+    def test_live_table_and_summary(self):
+        with TraceText(extra=["--capture-sites"]) as tr:
+            r = harness.run_mockapp(["--scenario=capture"], env=harness.UNLIMITED)
+        tr.stop()
+        self.assertEqual(r.returncode, 0)
+        self.assertEqual(tr.proc.returncode, 0, tr.stderr)
+        rows = [l for l in tr.stdout.splitlines() if "cudaGraphLaunch(311)" in l]
+        self.assertEqual(len(rows), r.summary["graph_kernels_run"], tr.stdout)
+        self.assertTrue(all(re.search(r"<- captured at .*scenario_capture", l) for l in rows),
+                        tr.stdout)
+        # The stack is shown once under the first kernel of each capture site, and in the summary.
+        self.assertRegex(tr.stdout, r"\|\s+=> .*scenario_capture")
+        self.assertRegex(tr.stdout, r"captured at .*scenario_capture")
+        self.assertRegex(tr.stdout, r"=> #0\s+.*scenario_capture")
+        self.assertRegex(tr.stdout, r"graph kernels with a capture site\s+%d\b"
+                         % r.summary["graph_kernels_run"])
+
+    def test_library_without_the_capture_probes(self):
+        # An older library: the same file with the two probes renamed in its SDT notes. The
+        # other probes attach and work; the missing ones are a -v note, not an error.
+        tmp = tempfile.mkdtemp(prefix="parcagpu-oldlib-")
+        try:
+            old = os.path.join(tmp, "libparcagpu.so")
+            shutil.copy(harness.LIB, old)
+            with open(old, "rb") as f:
+                data = f.read()
+            for name in (b"graph_capture_launch", b"graph_node_clone"):
+                needle = b"parcagpu\0" + name + b"\0"
+                self.assertGreater(data.count(needle), 0, name)  # one note per firing site
+                data = data.replace(needle, b"parcagpu\0" + name[:-1].upper() + b"X\0")
+            with open(old, "wb") as f:
+                f.write(data)
+            r, tr = self.traced("capture", trace_args=("--capture-sites", "-v"), lib=old)
+            attached = int(re.search(r"attached (\d+) probes", tr.stderr)[1])
+            self.assertEqual(attached, 9, tr.stderr[-3000:])
+            self.assertRegex(tr.stderr, r"probe graph_capture_launch not in .*not attached")
+            self.assertRegex(tr.stderr, r"probe graph_node_clone not in .*not attached")
+            j = tr.result
+            self.assertEqual(j["graph_capture_launches"], 0)
+            self.assertEqual(j["graph_node_clones"], 0)
+            self.assertEqual(j["graph_kernels_without_capture_site"], j["graph_kernel_records"])
+            self.assertEqual(j["capture_sites"], [])
+            self.assertEqual(j["kernel_records"], r.summary["kernels_run"])
+            self.assertEqual(j["orphan_kernels"], 0)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    harness.main()
