@@ -27,7 +27,7 @@ echo "== $CONSUMER attached; running: parcagpu-mockapp $LIB $DEMO_ARGS"
 # shellcheck disable=SC2086
 "$APP" "$LIB" $DEMO_ARGS
 sleep 0.5
-kill -INT "$consumer"; wait "$consumer" || true
+kill -TERM "$consumer"; wait "$consumer" || true
 echo "== what $CONSUMER saw:"
 if [ "$CONSUMER" = bpftrace ]; then
   grep -v -e "uprobe_events" -e "failed to detach" -e RLIMIT "$log" | tail -n 40

@@ -16,7 +16,7 @@ for _ in $(seq 600); do grep -q "attached" "$out/trace.err" && break; sleep 0.1;
 PARCAGPU_RATE_LIMIT=1000000000 PARCAGPU_GRAPH_RATE_LIMIT=1000000000 \
   "$BUILD/bin/parcagpu-mockapp" "$LIB" --stress --threads="$THREADS" --duration="${SECS}s" \
   >"$out/app.out" 2>"$out/app.err"
-kill -INT "$tr"; wait "$tr" || true
+kill -TERM "$tr"; wait "$tr" || true
 python3 - "$out/app.out" "$out/trace.json" <<'PY'
 import json, sys
 app = [json.loads(l.split(" ", 1)[1]) for l in open(sys.argv[1]) if l.startswith("MOCKAPP_SUMMARY ")][0]
