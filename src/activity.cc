@@ -24,6 +24,12 @@ T field(const uint8_t *record, size_t offset) {
 
 }  // namespace
 
+uint64_t coarse_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
 uint64_t monotonic_ns() {
   timespec ts{};
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -215,7 +221,7 @@ void ActivityCollector::flusher_main() {
     try {
       if (enabled()) flush(false);
       end_sticky_if_quiet();
-      tracker_.expire(monotonic_ns());
+      tracker_.expire(coarse_ns());
       if (housekeeping_) housekeeping_();
     } catch (...) {
       report_error(kErrInternal, "activity", "unexpected exception in the flusher thread");
@@ -274,7 +280,7 @@ void ActivityCollector::process_buffer(CUcontext ctx, uint32_t stream_id, uint8_
   const void *batch[PARCAGPU_ACTIVITY_BATCH_MAX];
   uint32_t n = 0;
   uint64_t seen = 0, delivered = 0, batches = 0;
-  const uint64_t now = monotonic_ns();
+  const uint64_t now = coarse_ns();
   CUpti_Activity *record = nullptr;
   while (valid_size > 0 &&
          cupti_.cuptiActivityGetNextRecord(buffer, valid_size, &record) == CUPTI_SUCCESS) {

@@ -113,5 +113,9 @@ class ActivityCollector {
 };
 
 uint64_t monotonic_ns();
+// The clock of the launch path (token buckets, tracker ages): CLOCK_MONOTONIC_COARSE is read
+// from the vDSO without touching the clocksource, which on some VMs costs a system call
+// (~1 us) per read; its few-ms resolution is plenty for rates of tens per second.
+uint64_t coarse_ns();
 
 }  // namespace parcagpu

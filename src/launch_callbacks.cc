@@ -141,7 +141,7 @@ void LaunchCallbacks::on_launch(CbDomain domain, uint32_t cbid, const CUpti_Call
     t.domain = domain;
     t.cbid = cbid;
     t.captured = false;
-    const uint64_t now = monotonic_ns();
+    const uint64_t now = coarse_ns();
     const bool graph = role == kGraph;
     t.announce = graph ? t.graph_bucket.try_take(config_.graph_rate_limit, now)
                        : t.eager_bucket.try_take(config_.eager_rate_limit, now);

@@ -118,7 +118,7 @@ void Profiler::shutdown() {
   // Everything collected so far is delivered before the process goes.
   activity_->shutdown();
   callbacks_->unsubscribe();
-  tracker_->expire(monotonic_ns());
+  tracker_->expire(coarse_ns());
   log_stats();
 }
 
