@@ -238,7 +238,6 @@ summarize() {
             avg(key, 5), avg(key, 7), sm(key, 8), sm(key, 9), sm(key, 10), sm(key, 11), sm(key, 12)
         }
       }
-      print "  (orph_eag in graph runs: the 4 launches recorded while capturing the graph, until issue 5)"
       exit (strict && notmet) ? 1 : 0
     }
     function sm(key, i) { return ((key, i) in HAS) ? SUM[key, i] : "NA" }

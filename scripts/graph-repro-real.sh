@@ -27,11 +27,10 @@
 #   result.txt (the report), result.tsv, consumer.json, consumer.err, program.log (programs'
 #   stderr with the library's debug log), table-legacy.tsv, table-ptsz.tsv; binaries in $OUT/build.
 
-# Phases (by name or class) that are expected to fail until issue 5 lands: launches recorded during
-# stream capture announce correlations that never match (ground truth fact 5), conditional-node
-# kernels come with correlation ID 0 (fact 7). Reported as KNOWN-FAIL, not as passes; a known
-# failure that passes is said so. The host-function-only graph (phase "hostonly", fact 8) is
-# checked strictly: add "hostonly" here if the library is not to suppress kernel-less graphs.
+# Phases (by name or class) expected to fail, reported as KNOWN-FAIL rather than as passes (a
+# known failure that passes is said so). Empty since the library handles stream capture (ground
+# truth fact 5), conditional-node kernels (fact 7) and host-only graphs (fact 8); a library
+# without that work fails the "capture", "conditional" and "hostonly" phases.
 KNOWN_FAILURES="${KNOWN_FAILURES-}"
 
 set -uo pipefail
