@@ -182,11 +182,6 @@ std::string report_json() {
 
 using namespace mockcupti;
 
-#define MOCK_CUPTI_FAULT_POINT(entry)                                                           \
-  do {                                                                                          \
-    if (const CUptiResult injected = injected_failure(Entry::entry); injected) return injected; \
-  } while (0)
-
 extern "C" {
 
 // ---- Subscription and callbacks ----

@@ -339,11 +339,6 @@ std::string activity_kinds_json(bool ever) {
 
 using namespace mockcupti;
 
-#define MOCK_CUPTI_FAULT_POINT(entry)                                                           \
-  do {                                                                                          \
-    if (const CUptiResult injected = injected_failure(Entry::entry); injected) return injected; \
-  } while (0)
-
 extern "C" {
 
 CUptiResult cuptiActivityEnable(CUpti_ActivityKind kind) {

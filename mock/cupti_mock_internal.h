@@ -106,3 +106,10 @@ std::string activity_kinds_json(bool ever);
 std::string report_json();
 
 }  // namespace mockcupti
+
+// Entry points start with this: MOCK_CUPTI_FAIL makes the named ones return the injected error
+// and do nothing else.
+#define MOCK_CUPTI_FAULT_POINT(entry)                                                           \
+  do {                                                                                          \
+    if (const CUptiResult injected = injected_failure(Entry::entry); injected) return injected; \
+  } while (0)
