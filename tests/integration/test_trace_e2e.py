@@ -122,13 +122,16 @@ class TraceEndToEnd(unittest.TestCase):
 
 class AttachDetach(unittest.TestCase):
     def test_attach_detach_three_times(self):
-        app = harness.start_mockapp(["--duration=14s", "--launch-rate=1000", "--graph-rate=100",
+        # Each attachment takes about 3-5 s (attach, 2 s, linger, detach): the app must outlive
+        # all three on a slow machine.
+        app = harness.start_mockapp(["--duration=30s", "--launch-rate=1000", "--graph-rate=100",
                                      "--status-interval=100"])
         results = []
         windows = []  # (start, end) of each attachment, in the app's t_ms clock
         try:
             time.sleep(1.5)
             for _ in range(3):
+                self.assertIsNone(app.poll(), "the app ended before the attachments did")
                 t0 = time.time()
                 with harness.Trace(pid=app.pid, extra=["-d", "2"]) as tr:
                     tr.proc.wait(timeout=60)
