@@ -13,8 +13,7 @@ enum ErrorCode : int32_t {
   kErrConfig = -1,         // a PARCAGPU_* variable was unknown or invalid
   kErrLibraryMissing = -2, // libcupti could not be loaded, or lacks a symbol
   kErrInternal = -3,       // an exception or impossible state inside the library
-  kErrRecordsDropped = -4, // CUPTI dropped activity records
-  kErrTrackerOverflow = -5 // the correlation tracker hit its cap and evicted entries
+  kErrRecordsDropped = -4  // CUPTI dropped activity records
 };
 
 void set_debug(bool on);

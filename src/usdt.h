@@ -17,9 +17,6 @@ inline unsigned short correlation_consumers() { return PARCAGPU_SEMAPHORE(cuda_c
 inline unsigned short kernel_executed_consumers() { return PARCAGPU_SEMAPHORE(kernel_executed); }
 inline unsigned short activity_batch_consumers() { return PARCAGPU_SEMAPHORE(activity_batch); }
 inline unsigned short gpu_config_consumers() { return PARCAGPU_SEMAPHORE(gpu_config); }
-inline unsigned short graph_capture_consumers() {
-  return PARCAGPU_SEMAPHORE(graph_capture_launch);
-}
 inline unsigned short graph_node_clone_consumers() {
   return PARCAGPU_SEMAPHORE(graph_node_clone);
 }
