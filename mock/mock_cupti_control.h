@@ -1,7 +1,7 @@
 /* Introspection of the mock CUPTI (build/mock/libcupti.so.13), for parcagpu-mockapp and tests.
  *
  * The mock libcupti records what its subscriber (the library under test) asked for, so tests can
- * compare it with src/cbid_table.h. The application does not link libcupti (the library loads it
+ * compare it with include/parcagpu/cbid_table.h. The application does not link libcupti (the library loads it
  * at run time, or fails to); parcagpu-mockapp reaches these functions with
  * dlopen("libcupti.so.13", RTLD_NOLOAD) + dlsym. All functions are thread-safe.
  */

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "cbid_table.h"
+#include "parcagpu/cbid_table.h"
 #include "mock_cupti_control.h"
 #include "mockapp.h"
 

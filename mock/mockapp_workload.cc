@@ -12,7 +12,7 @@
 #include <thread>
 #include <vector>
 
-#include "cbid_table.h"
+#include "parcagpu/cbid_table.h"
 #include "mockapp.h"
 
 namespace mockapp {

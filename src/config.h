@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "cbid_table.h"
+#include "parcagpu/cbid_table.h"
 
 namespace parcagpu {
 

@@ -2,7 +2,7 @@
 
 #include <dlfcn.h>
 
-#include "cbid_table.h"
+#include "parcagpu/cbid_table.h"
 
 namespace parcagpu {
 

@@ -66,11 +66,7 @@ void GraphTracker::on_node_cloned(const CUpti_GraphData *gd) {
   debug_log("instantiation: node %llu of graph %u cloned as %llu into graph %u, type %d",
             static_cast<unsigned long long>(original), original_graph,
             static_cast<unsigned long long>(cloned), graph_id, static_cast<int>(type));
-  // Copied to locals: plain register operands for the probe's argument spec.
-  uint64_t o = original, c = cloned;
-  uint32_t g = graph_id;
-  asm volatile("" : "+r"(o), "+r"(c), "+r"(g));
-  usdt::graph_node_clone(o, c, g);
+  usdt::graph_node_clone(original, cloned, graph_id);
   std::lock_guard<std::mutex> lock(mu_);
   if (clones_.size() >= kMaxClones) clones_.erase(clones_.begin(), clones_.begin() + kMaxClones / 2);
   clones_.push_back({original, cloned, graph_id});
@@ -170,12 +166,7 @@ void GraphTracker::refire_clones() {
     std::lock_guard<std::mutex> lock(mu_);
     copy = clones_;
   }
-  for (const Clone &c : copy) {
-    uint64_t o = c.original_node, n = c.cloned_node;
-    uint32_t g = c.exec_graph;
-    asm volatile("" : "+r"(o), "+r"(n), "+r"(g));
-    usdt::graph_node_clone(o, n, g);
-  }
+  for (const Clone &c : copy) usdt::graph_node_clone(c.original_node, c.cloned_node, c.exec_graph);
 }
 
 GraphStats GraphTracker::stats() const {

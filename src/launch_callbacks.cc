@@ -186,12 +186,8 @@ void LaunchCallbacks::on_launch(CbDomain domain, uint32_t cbid, const CUpti_Call
     // Recorded into a graph by stream capture: it never runs under this ID.
     tracker_.remove(cb->correlationId);
     stats_.captured.fetch_add(1, std::memory_order_relaxed);
-    // Copied out of TLS into registers: an %fs-relative operand in the probe's argument spec
-    // is something USDT argument parsers (libbpf's, bpftrace's) cannot read.
-    uint32_t graph_id = t.capture_graph_id;
-    uint64_t node_id = t.capture_node_id;
-    asm volatile("" : "+r"(graph_id), "+r"(node_id));
-    usdt::graph_capture_launch(cb->correlationId, scbid, name, graph_id, node_id);
+    usdt::graph_capture_launch(cb->correlationId, scbid, name, t.capture_graph_id,
+                               t.capture_node_id);
     return;
   }
   const bool graph = (domain == CbDomain::Driver ? kRoles.driver[cbid] : kRoles.runtime[cbid]) == kGraph;

@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "cbid_table.h"
+#include "parcagpu/cbid_table.h"
 #include "config.h"
 #include "correlation_tracker.h"
 #include "cupti_api.h"

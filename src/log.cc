@@ -42,16 +42,60 @@ void debug_log(const char *fmt, ...) {
   write_line(msg);
 }
 
-void report_error(int32_t code, const char *component, const char *fmt, ...) {
+namespace {
+
+void vreport(int32_t code, const char *component, const char *fmt, va_list ap) {
   char msg[512];
-  va_list ap;
-  va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
   char line[600];
   snprintf(line, sizeof line, "%s: %s", component, msg);
   write_line(line);
   usdt::error(code, msg, component);
+}
+
+std::atomic<RepeatedError *> g_repeated{nullptr};  // sites that failed at least once
+
+}  // namespace
+
+void report_error(int32_t code, const char *component, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vreport(code, component, fmt, ap);
+  va_end(ap);
+}
+
+bool RepeatedError::report(int32_t code, const char *fmt, ...) {
+  if (count_.fetch_add(1, std::memory_order_relaxed) != 0) return false;
+  code_.store(code, std::memory_order_relaxed);
+  // First failure of this site: register it for the totals (lock-free push).
+  RepeatedError *head = g_repeated.load(std::memory_order_relaxed);
+  do {
+    next_ = head;
+  } while (!g_repeated.compare_exchange_weak(head, this, std::memory_order_release,
+                                             std::memory_order_relaxed));
+  va_list ap;
+  va_start(ap, fmt);
+  vreport(code, component_, fmt, ap);
+  va_end(ap);
+  return true;
+}
+
+void for_each_repeated_error(void (*fn)(const RepeatedError &, void *), void *arg) {
+  for (RepeatedError *e = g_repeated.load(std::memory_order_acquire); e; e = e->next_) fn(*e, arg);
+}
+
+void report_repeated_error_totals() {
+  static std::atomic<bool> done{false};
+  if (done.exchange(true)) return;
+  for_each_repeated_error(
+      [](const RepeatedError &e, void *) {
+        const uint64_t n = e.count();
+        if (n > 1)
+          report_error(e.code_.load(std::memory_order_relaxed), e.component(),
+                       "%s: %llu times in all (only the first was reported)", e.what(),
+                       static_cast<unsigned long long>(n));
+      },
+      nullptr);
 }
 
 }  // namespace parcagpu

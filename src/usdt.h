@@ -1,8 +1,16 @@
-// Typed wrappers around the dtrace-generated probe macros. sys/sdt.h derives each argument's
-// size and signedness in .note.stapsdt from the C type of the expression it is given, so these
-// parameters carry exactly the types of the probe ABI (include/parcagpu/abi.h); the
-// probe-notes test pins the result. Semaphore reads are volatile: the kernel raises them
-// asynchronously when a consumer attaches a uprobe with a reference counter.
+// The library's USDT probes: semaphore reads (inline, the launch path reads them) and one
+// out-of-line firing function per probe. sys/sdt.h derives each argument's size and signedness in
+// .note.stapsdt from the C type of the expression it is given, so these parameters carry exactly
+// the types of the probe ABI (include/parcagpu/abi.h); the probe-notes test pins the result.
+//
+// One site per probe: the production agent keeps only the last .note.stapsdt entry of each probe
+// name and attaches that one address (docs/probe-abi.md). A probe macro expanded in two places
+// (an inline wrapper called twice, a clone made by interprocedural optimisation) has a site the
+// agent never sees, so each probe is fired from exactly one noipa function in usdt.cc, and
+// tests/integration/test_probe_notes.py fails if any probe gets a second site.
+//
+// Semaphore reads are volatile: the kernel raises them asynchronously when a consumer attaches a
+// uprobe with a reference counter.
 #pragma once
 
 #include <cstdint>
@@ -21,67 +29,29 @@ inline unsigned short graph_node_clone_consumers() {
   return PARCAGPU_SEMAPHORE(graph_node_clone);
 }
 
-__attribute__((always_inline)) inline void cuda_correlation(uint32_t correlation_id,
-                                                            int32_t signed_cbid,
-                                                            const char *name) {
-  PARCAGPU_CUDA_CORRELATION(correlation_id, signed_cbid, name);
-}
-
-__attribute__((always_inline)) inline void kernel_executed(uint64_t start, uint64_t end,
-                                                           uint32_t correlation_id,
-                                                           uint32_t device_id, uint32_t stream_id,
-                                                           uint32_t graph_id,
-                                                           uint64_t graph_node_id,
-                                                           const char *name) {
-  PARCAGPU_KERNEL_EXECUTED(start, end, correlation_id, device_id, stream_id, graph_id,
-                           graph_node_id, name);
-}
-
-__attribute__((always_inline)) inline void activity_batch(const void **records, uint32_t count) {
-  PARCAGPU_ACTIVITY_BATCH(records, count);
-}
-
-__attribute__((always_inline)) inline void pc_sample_batch(const void **records, uint32_t count) {
-  PARCAGPU_PC_SAMPLE_BATCH(records, count);
-}
-
-__attribute__((always_inline)) inline void stall_reason_map(const char *names, uint32_t count) {
-  PARCAGPU_STALL_REASON_MAP(names, count);
-}
-
-__attribute__((always_inline)) inline void cubin_loaded(uint64_t crc, const char *cubin,
-                                                        uint64_t size) {
-  PARCAGPU_CUBIN_LOADED(crc, cubin, size);
-}
-
-__attribute__((always_inline)) inline void cubin_unloaded(uint64_t crc) {
-  PARCAGPU_CUBIN_UNLOADED(crc);
-}
-
-__attribute__((always_inline)) inline void gpu_config(uint32_t device_id, uint32_t sampling_factor,
-                                                      uint32_t clock_khz, uint32_t sm_count) {
-  PARCAGPU_GPU_CONFIG(device_id, sampling_factor, clock_khz, sm_count);
-}
-
-__attribute__((always_inline)) inline void error(int32_t code, const char *message,
-                                                 const char *component) {
-  PARCAGPU_ERROR(code, message, component);
-}
-
-__attribute__((always_inline)) inline void graph_capture_launch(uint32_t correlation_id,
-                                                                int32_t signed_cbid,
-                                                                const char *name,
-                                                                uint32_t graph_id,
-                                                                uint64_t graph_node_id) {
-  PARCAGPU_GRAPH_CAPTURE_LAUNCH(correlation_id, signed_cbid, name, graph_id, graph_node_id);
-}
-
-__attribute__((always_inline)) inline void graph_node_clone(uint64_t original_node_id,
-                                                            uint64_t cloned_node_id,
-                                                            uint32_t exec_graph_id) {
-  PARCAGPU_GRAPH_NODE_CLONE(original_node_id, cloned_node_id, exec_graph_id);
-}
-
 #undef PARCAGPU_SEMAPHORE
+
+#define PARCAGPU_PROBE_FN __attribute__((noipa, cold))
+
+PARCAGPU_PROBE_FN void cuda_correlation(uint32_t correlation_id, int32_t signed_cbid,
+                                        const char *name);
+PARCAGPU_PROBE_FN void kernel_executed(uint64_t start, uint64_t end, uint32_t correlation_id,
+                                       uint32_t device_id, uint32_t stream_id, uint32_t graph_id,
+                                       uint64_t graph_node_id, const char *name);
+PARCAGPU_PROBE_FN void activity_batch(const void **records, uint32_t count);
+PARCAGPU_PROBE_FN void pc_sample_batch(const void **records, uint32_t count);
+PARCAGPU_PROBE_FN void stall_reason_map(const char *names, uint32_t count);
+PARCAGPU_PROBE_FN void cubin_loaded(uint64_t crc, const char *cubin, uint64_t size);
+PARCAGPU_PROBE_FN void cubin_unloaded(uint64_t crc);
+PARCAGPU_PROBE_FN void gpu_config(uint32_t device_id, uint32_t sampling_factor,
+                                  uint32_t clock_khz, uint32_t sm_count);
+PARCAGPU_PROBE_FN void error(int32_t code, const char *message, const char *component);
+PARCAGPU_PROBE_FN void graph_capture_launch(uint32_t correlation_id, int32_t signed_cbid,
+                                            const char *name, uint32_t graph_id,
+                                            uint64_t graph_node_id);
+PARCAGPU_PROBE_FN void graph_node_clone(uint64_t original_node_id, uint64_t cloned_node_id,
+                                        uint32_t exec_graph_id);
+
+#undef PARCAGPU_PROBE_FN
 
 }  // namespace parcagpu::usdt

@@ -1,10 +1,10 @@
 #include "joiner.h"
 
+#include "parcagpu/cbid_table.h"
+
 namespace parcagpu::trace {
 
-bool is_graph_cbid(int32_t c) {
-  return c == 311 || c == -311 || c == 312 || c == -312 || c == -514 || c == -515;
-}
+bool is_graph_cbid(int32_t c) { return parcagpu::is_graph_launch(c); }
 
 void Joiner::see_pid(uint32_t pid) {
   ++events_;

@@ -16,8 +16,8 @@
 
 namespace parcagpu::trace {
 
-// A graph launch fans out into many kernels with one correlation ID: signed cbid +-311, +-312
-// (cudaGraphLaunch[_ptsz]), -514, -515 (cuGraphLaunch[_ptsz]). Everything else is eager.
+// A graph launch fans out into many kernels with one correlation ID: the GraphLaunch entries of
+// include/parcagpu/cbid_table.h (311/312 runtime, -514/-515 driver). Everything else is eager.
 bool is_graph_cbid(int32_t signed_cbid);
 
 struct KernelRecord {

@@ -2,7 +2,7 @@
 
 #include <cinttypes>
 
-#include "cbid_table.h"
+#include "parcagpu/cbid_table.h"
 
 namespace parcagpu::trace {
 

@@ -46,6 +46,13 @@ class ProbeNotes(unittest.TestCase):
             for sem, _ in self.notes[name]:
                 self.assertNotEqual(sem, 0, "probe %s has no semaphore" % name)
 
+    def test_every_probe_has_exactly_one_site(self):
+        # The production agent attaches only the last note of each probe name: whatever fires
+        # at any other site never reaches it (docs/probe-abi.md, "How the agent attaches").
+        multi = {name: [a for _, a in sites] for name, sites in self.notes.items()
+                 if len(sites) != 1}
+        self.assertEqual(multi, {}, "probes with more than one site")
+
     def test_no_probe_outside_the_abi(self):
         self.assertEqual(set(self.notes) - set(self.abi), set())
 

@@ -4,7 +4,7 @@
 #include <set>
 #include <utility>
 
-#include "cbid_table.h"
+#include "parcagpu/cbid_table.h"
 
 namespace parcagpu {
 namespace {

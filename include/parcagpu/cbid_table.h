@@ -1,7 +1,7 @@
 // The one list of CUPTI callbacks parcagpu subscribes to. The library enables exactly these
 // (and disables exactly these at teardown), the mock application checks the mock CUPTI's enabled
 // set against it, and the tests compare both with it. A launch path missing here produces no GPU
-// profile at all, silently: tests/cbid_table_test.cc and the integration tests guard it.
+// profile at all, silently: tests/unit/cbid_table_test.cc and the integration tests guard it.
 #pragma once
 
 #include <cstddef>
@@ -86,15 +86,28 @@ constexpr int32_t signed_cbid(CbDomain domain, uint32_t cbid) {
   return domain == CbDomain::Driver ? -static_cast<int32_t>(cbid) : static_cast<int32_t>(cbid);
 }
 
+// The table entry of a launch as a probe announces it (signed cbid), or nullptr.
+constexpr const SubscribedCallback *find_signed(int32_t scbid) {
+  const CbDomain d = scbid < 0 ? CbDomain::Driver : CbDomain::Runtime;
+  return find_subscribed(d, static_cast<uint32_t>(scbid < 0 ? -scbid : scbid));
+}
+
+// Whether an announced launch fans out into a graph's kernels (all with its correlation ID).
+constexpr bool is_graph_launch(int32_t scbid) {
+  const SubscribedCallback *cb = find_signed(scbid);
+  return cb && cb->role == CbRole::GraphLaunch;
+}
+
 // The launch-API name for a signed cbid, for consumers that print it.
 constexpr const char *launch_api_name(int32_t scbid) {
-  const CbDomain d = scbid < 0 ? CbDomain::Driver : CbDomain::Runtime;
-  const auto *cb = find_subscribed(d, static_cast<uint32_t>(scbid < 0 ? -scbid : scbid));
+  const SubscribedCallback *cb = find_signed(scbid);
   return cb ? cb->name : "unknown";
 }
 
 static_assert(find_subscribed(CbDomain::Driver, 514)->role == CbRole::GraphLaunch);
 static_assert(find_subscribed(CbDomain::Driver, 515)->role == CbRole::GraphLaunch);
 static_assert(find_subscribed(CbDomain::Runtime, 311)->role == CbRole::GraphLaunch);
+static_assert(is_graph_launch(-514) && is_graph_launch(-515) && is_graph_launch(311) &&
+              is_graph_launch(312) && !is_graph_launch(211) && !is_graph_launch(-307));
 
 }  // namespace parcagpu
