@@ -9,6 +9,7 @@
 
 #include <getopt.h>
 #include <limits.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -45,6 +46,10 @@ void usage(FILE *out) {
                "  --stress             no sleeps: launch as fast as possible\n"
                "  --kernel-names=FILE  kernel names, one per line, cycled through\n"
                "  --status-interval=MS print MOCKAPP_STATUS {json} every MS ms\n"
+               "  --fork-children=N    fork N children while the workload runs, spread over\n"
+               "                       --duration; each calls exit() at once (fork safety)\n"
+               "  --exit=HOW           end with exit (default), quick_exit or _exit\n"
+               "  --loop               repeat --scenario until --duration has passed\n"
                "  --scenario=LIST      replay ground-truth sequences instead of the timed "
                "workload:\n                       ");
   for (const std::string &s : scenario_names()) std::fprintf(out, "%s ", s.c_str());
@@ -123,6 +128,9 @@ bool parse_options(int argc, char **argv, Options *o) {
     kKernelNames,
     kStatusInterval,
     kScenario,
+    kForkChildren,
+    kExit,
+    kLoop,
     kHelp,
   };
   static const option kLong[] = {
@@ -139,6 +147,9 @@ bool parse_options(int argc, char **argv, Options *o) {
       {"kernel-names", required_argument, nullptr, kKernelNames},
       {"status-interval", required_argument, nullptr, kStatusInterval},
       {"scenario", required_argument, nullptr, kScenario},
+      {"fork-children", required_argument, nullptr, kForkChildren},
+      {"exit", required_argument, nullptr, kExit},
+      {"loop", no_argument, nullptr, kLoop},
       {"help", no_argument, nullptr, kHelp},
       {nullptr, 0, nullptr, 0},
   };
@@ -204,6 +215,18 @@ bool parse_options(int argc, char **argv, Options *o) {
           o->scenarios.push_back(s);
         }
         break;
+      case kForkChildren:
+        if (!parse_int(arg, 1, 10000, &n)) return fail("--fork-children must be 1..10000: " + arg);
+        o->fork_children = static_cast<int>(n);
+        break;
+      case kExit:
+        if (arg != "exit" && arg != "quick_exit" && arg != "_exit")
+          return fail("--exit must be exit, quick_exit or _exit: " + arg);
+        o->exit_how = arg;
+        break;
+      case kLoop:
+        o->loop = true;
+        break;
       case 'h':
       case kHelp:
         usage(stdout);
@@ -217,6 +240,7 @@ bool parse_options(int argc, char **argv, Options *o) {
   if (o->graph_rate > o->launch_rate)
     return fail("--graph-rate must not exceed --launch-rate (graph launches are part of it)");
   if (o->library == "none" && o->preload) return fail("--preload needs a LIB");
+  if (o->loop && o->scenarios.empty()) return fail("--loop needs --scenario");
   return true;
 }
 
@@ -291,6 +315,73 @@ class StatusPrinter {
   std::thread thread_;
 };
 
+// --fork-children: forks children from a thread of its own while the launching threads run, as
+// a training job's data loader does. Each child calls exit() at once, so the library's exit
+// path runs in a process where only the forking thread exists and whatever another thread held
+// at the fork stays held. A child still alive after kChildTimeout counts as hung and is killed.
+class Forker {
+ public:
+  Forker(int children, double duration_s, std::chrono::steady_clock::time_point start)
+      : children_(children), duration_s_(duration_s), start_(start) {
+    if (children > 0) thread_ = std::thread([this] { loop(); });
+  }
+  ~Forker() {
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  static constexpr auto kChildTimeout = std::chrono::seconds(20);
+
+  void loop() {
+    std::vector<std::pair<pid_t, std::chrono::steady_clock::time_point>> alive;
+    for (int i = 0; i < children_; ++i) {
+      std::this_thread::sleep_until(
+          start_ + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                       std::chrono::duration<double>(duration_s_ * (i + 1) / (children_ + 1))));
+      std::fflush(nullptr);  // nothing buffered may be written twice
+      const pid_t pid = fork();
+      if (pid == 0) std::exit(0);
+      if (pid < 0) {
+        std::perror("parcagpu-mockapp: fork");
+        continue;
+      }
+      ++g_fork_report.forked;
+      alive.emplace_back(pid, std::chrono::steady_clock::now());
+      reap(&alive, false);
+    }
+    while (!alive.empty()) {
+      reap(&alive, true);
+      if (!alive.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
+
+  // Collects the children that exited; with `kill_late`, kills those past the timeout.
+  static void reap(std::vector<std::pair<pid_t, std::chrono::steady_clock::time_point>> *alive,
+                   bool kill_late) {
+    for (auto it = alive->begin(); it != alive->end();) {
+      int status = 0;
+      if (waitpid(it->first, &status, WNOHANG) == it->first) {
+        it = alive->erase(it);
+      } else if (kill_late && std::chrono::steady_clock::now() - it->second > kChildTimeout) {
+        std::fprintf(stderr, "parcagpu-mockapp: forked child %d did not exit within %lld s; killed\n",
+                     static_cast<int>(it->first),
+                     static_cast<long long>(kChildTimeout.count()));
+        kill(it->first, SIGKILL);
+        waitpid(it->first, &status, 0);
+        ++g_fork_report.hung;
+        it = alive->erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+
+  const int children_;
+  const double duration_s_;
+  const std::chrono::steady_clock::time_point start_;
+  std::thread thread_;
+};
+
 // One process of the application: load the library, run, report.
 int run_process(const Options &o) {
   if (o.library == "none")
@@ -306,8 +397,13 @@ int run_process(const Options &o) {
   Kernels kernels(o.kernel_names);
   {
     StatusPrinter status(o.status_interval_ms, start);
+    Forker forker(o.fork_children, o.duration_s, start);
     if (!o.scenarios.empty()) {
-      for (const std::string &s : o.scenarios) run_scenario(s, kernels);
+      const auto end = start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                   std::chrono::duration<double>(o.duration_s));
+      do {
+        for (const std::string &s : o.scenarios) run_scenario(s, kernels);
+      } while (o.loop && std::chrono::steady_clock::now() < end);
     } else {
       run_timed_workload(o, kernels);
     }
@@ -317,6 +413,15 @@ int run_process(const Options &o) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   print_summary(o, elapsed);
   return g_mock_errors.load() == 0 ? 0 : 1;
+}
+
+// Ends the process the way --exit asks: exit() runs atexit handlers, quick_exit() only
+// at_quick_exit ones, _exit() none.
+[[noreturn]] void end_process(const Options &o, int rc) {
+  std::fflush(nullptr);
+  if (o.exit_how == "quick_exit") std::quick_exit(rc);
+  if (o.exit_how == "_exit") _exit(rc);
+  std::exit(rc);
 }
 
 }  // namespace
@@ -331,16 +436,15 @@ int main(int argc, char **argv) {
     return 2;
   }
   reexec_if_needed(o, argv);
-  if (o.procs == 1) return run_process(o);
+  if (o.procs == 1) end_process(o, run_process(o));
 
   std::fflush(stdout);
   std::vector<pid_t> children;
   for (int i = 0; i < o.procs; ++i) {
     const pid_t pid = fork();
     if (pid == 0) {
-      const int rc = run_process(o);
-      std::fflush(stdout);
-      std::exit(rc);  // exit, not _exit: the child's library must tear down like any process's
+      // exit, not _exit (unless asked): the child's library must tear down like any process's.
+      end_process(o, run_process(o));
     }
     if (pid < 0) {
       std::perror("parcagpu-mockapp: fork");

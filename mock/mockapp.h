@@ -25,7 +25,17 @@ struct Options {
   std::vector<std::string> kernel_names;  // from --kernel-names; empty: the defaults
   int status_interval_ms = 0;
   std::vector<std::string> scenarios;
+  bool loop = false;       // repeat the scenarios until --duration has passed (soak runs)
+  int fork_children = 0;   // children forked while the workload runs; each calls exit() at once
+  std::string exit_how = "exit";  // how the process ends: exit, quick_exit, _exit
 };
+
+// What --fork-children saw: children forked, and those that did not exit within the timeout.
+struct ForkReport {
+  int forked = 0;
+  int hung = 0;
+};
+extern ForkReport g_fork_report;
 
 // Kernels to launch: the --kernel-names list cycled through, or a default per call site.
 class Kernels {

@@ -206,6 +206,8 @@ void print_summary(const Options &o, double elapsed_s) {
   json += ",\"table_missing\":" + json_list(table_missing);
   json += ",\"table_extra\":" + json_list(table_extra);
   json += ",\"mock_errors\":" + std::to_string(g_mock_errors.load());
+  json += ",\"fork_children\":" + std::to_string(g_fork_report.forked);
+  json += ",\"fork_children_hung\":" + std::to_string(g_fork_report.hung);
   json += "}";
   std::printf("MOCKAPP_SUMMARY %s\n", json.c_str());
   std::fflush(stdout);

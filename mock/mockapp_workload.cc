@@ -18,6 +18,7 @@
 namespace mockapp {
 
 std::atomic<uint64_t> g_mock_errors{0};
+ForkReport g_fork_report;
 
 bool check(CUresult rc, const char *what) {
   if (rc == CUDA_SUCCESS) return true;

@@ -6,6 +6,7 @@
 
 #include "log.h"
 #include "parcagpu/abi.h"
+#include "process_guard.h"
 #include "usdt.h"
 
 namespace parcagpu {
@@ -252,6 +253,7 @@ void CUPTIAPI ActivityCollector::on_buffer_requested(uint8_t **buffer, size_t *s
                                                      size_t *max_num_records) {
   *max_num_records = 0;  // as many as fit
   ActivityCollector *self = g_collector;
+  if (process_guard::forked_child()) self = nullptr;  // the pool's lock may be held for ever
   uint8_t *b = self ? self->pool_.acquire() : nullptr;
   *buffer = b;
   *size = b ? self->pool_.buffer_bytes() : 0;
@@ -265,7 +267,9 @@ void CUPTIAPI ActivityCollector::on_buffer_completed(CUcontext ctx, uint32_t str
                                                      uint8_t *buffer, size_t /*size*/,
                                                      size_t valid_size) {
   ActivityCollector *self = g_collector;
-  if (!self) return;
+  // After fork the buffer stays unread: its records are the parent's to deliver, and the locks
+  // reading it takes may be held by threads that do not exist here.
+  if (!self || process_guard::forked_child()) return;
   try {
     self->process_buffer(ctx, stream_id, buffer, valid_size);
   } catch (...) {

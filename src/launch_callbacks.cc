@@ -2,6 +2,7 @@
 
 #include "activity.h"
 #include "log.h"
+#include "process_guard.h"
 #include "token_bucket.h"
 #include "usdt.h"
 
@@ -104,6 +105,7 @@ void CUPTIAPI LaunchCallbacks::on_callback(void *userdata, CUpti_CallbackDomain 
                                            CUpti_CallbackId cbid, const void *data) {
   auto *self = static_cast<LaunchCallbacks *>(userdata);
   if (domain == CUPTI_CB_DOMAIN_RESOURCE) {
+    if (process_guard::forked_child()) return;  // inert after fork (process_guard.h)
     try {
       self->on_resource(cbid, static_cast<const CUpti_ResourceData *>(data));
     } catch (...) {
@@ -117,6 +119,7 @@ void CUPTIAPI LaunchCallbacks::on_callback(void *userdata, CUpti_CallbackDomain 
     if (__builtin_expect(self->hooks_.consumer_changed(), 0)) self->hooks_.sync_consumers();
     return;
   }
+  if (process_guard::forked_child()) return;
   try {
     self->on_launch(static_cast<CbDomain>(domain), cbid,
                     static_cast<const CUpti_CallbackData *>(data));

@@ -14,7 +14,10 @@ enum ErrorCode : int32_t {
   kErrConfig = -1,         // a PARCAGPU_* variable was unknown or invalid
   kErrLibraryMissing = -2, // libcupti could not be loaded, or lacks a symbol
   kErrInternal = -3,       // an exception or impossible state inside the library
-  kErrRecordsDropped = -4  // CUPTI dropped activity records
+  kErrRecordsDropped = -4,  // CUPTI dropped activity records
+  kErrAnotherInstance = -5, // another copy of the library profiles the process: this one is inert
+  kErrDataLost = -6,        // kernels of announced launches will not be delivered (and why)
+  kErrDriver = -7,          // a libcuda call failed (the CUresult is in the message)
 };
 
 void set_debug(bool on);

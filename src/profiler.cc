@@ -7,6 +7,7 @@
 #include <string>
 
 #include "log.h"
+#include "process_guard.h"
 #include "usdt.h"
 
 namespace parcagpu {
@@ -66,19 +67,21 @@ bool Profiler::start() {
       cupti_, config_, *tracker_, *graphs_,
       LaunchCallbacks::Hooks{&hook_sync_consumers, &hook_consumer_changed, &hook_request_flush,
                              &hook_launch_begin, &hook_launch_end});
-  activity_usable_ = activity_->init();
   g_profiler = this;
+  // The subscription first: CUPTI takes one subscriber, so a refusal (another CUPTI client in
+  // the process) leaves the buffer callbacks to whoever registered them.
   if (!callbacks_->subscribe()) {
     g_profiler = nullptr;
     return false;
   }
+  activity_usable_ = activity_->init();
   // A consumer attached system-wide before the process started already raised the semaphores.
   sync_consumers();
   return true;
 }
 
 bool Profiler::consumer_changed() const {
-  if (shut_down_.load(std::memory_order_relaxed)) return false;
+  if (shut_down_.load(std::memory_order_relaxed) || process_guard::forked_child()) return false;
   const bool want = activity_usable_.load(std::memory_order_relaxed) && wants_kernels();
   return want != activity_->enabled() ||
          usdt::gpu_config_consumers() != last_gpu_config_consumers_.load(std::memory_order_relaxed) ||
@@ -86,7 +89,7 @@ bool Profiler::consumer_changed() const {
 }
 
 void Profiler::sync_consumers() {
-  if (shut_down_.load(std::memory_order_relaxed)) return;
+  if (shut_down_.load(std::memory_order_relaxed) || process_guard::forked_child()) return;
   activity_->set_enabled(activity_usable_.load(std::memory_order_relaxed) && wants_kernels());
   // Metadata probes fire again whenever another consumer attaches: it missed the first firing.
   const unsigned n = usdt::gpu_config_consumers();
@@ -167,6 +170,16 @@ bool start_profiler(const char *how) noexcept {
     config = parse_config([](const char *n) { return static_cast<const char *>(std::getenv(n)); },
                           parcagpu_env_names(), &warnings);
     set_debug(config.debug);
+    // Another copy of the library may already profile this process: then nothing, CUPTI
+    // included, is touched (process_guard.h).
+    std::string other;
+    if (process_guard::claim_process(&other) == process_guard::Claim::Another) {
+      report_error(kErrAnotherInstance, "init",
+                   "another copy of parcagpu (%s) already profiles this process; this copy "
+                   "stays inert (%s)",
+                   other.c_str(), how);
+      return false;
+    }
     for (const auto &w : warnings)
       report_error(kErrConfig, "config", "%s=\"%s\": %s; using the default", w.variable.c_str(),
                    w.value.c_str(), w.reason.c_str());
@@ -174,7 +187,7 @@ bool start_profiler(const char *how) noexcept {
               config.eager_rate_limit, config.graph_rate_limit);
     auto *p = new Profiler(config);
     if (!p->start()) return false;  // p stays: CUPTI may still hold pointers into it
-    std::atexit(&shutdown_at_exit);
+    process_guard::install(&shutdown_at_exit);  // exit and quick_exit, not in forked children
     return true;
   } catch (const std::exception &e) {
     report_error(kErrInternal, "init", "start failed: %s; parcagpu stays inert", e.what());
