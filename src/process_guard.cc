@@ -16,8 +16,13 @@ struct ParcagpuInstanceMarkerV1 {
   char tag[32];
   std::atomic<const ParcagpuInstanceMarkerV1 *> owner;
 };
-__attribute__((visibility("default"), used)) ParcagpuInstanceMarkerV1 parcagpu_instance_marker_v1 = {
+// This copy's own marker, by a hidden name: references to an exported symbol go through the GOT
+// and may be bound to another copy's definition (an LD_PRELOADed copy interposes it).
+__attribute__((visibility("hidden"))) ParcagpuInstanceMarkerV1 parcagpu_instance_marker_self = {
     "parcagpu instance marker v1", {nullptr}};
+// ... exported under the name other copies look up.
+extern ParcagpuInstanceMarkerV1 parcagpu_instance_marker_v1
+    __attribute__((alias("parcagpu_instance_marker_self"), visibility("default")));
 }
 
 namespace parcagpu::process_guard {
@@ -91,7 +96,7 @@ void on_fork_child() { detail::g_forked_child.store(true, std::memory_order_rela
 }  // namespace
 
 Claim claim_process(std::string *other_path) noexcept {
-  Marker *const self = &parcagpu_instance_marker_v1;
+  Marker *const self = &parcagpu_instance_marker_self;
   try {
     // Every copy agrees on which marker arbitrates: the one of the first copy loaded. Objects
     // are only ever appended to the load order, and the first copy stays loaded (-z nodelete),

@@ -71,14 +71,24 @@ inline constexpr SubscribedCallback kSubscribedCallbacks[] = {
 inline constexpr size_t kNumSubscribedCallbacks =
     sizeof(kSubscribedCallbacks) / sizeof(kSubscribedCallbacks[0]);
 
+// Lookups go by index, never by comparing a pointer into the table with nullptr: GCC 12 with
+// -fsanitize=null (part of full UBSan) instruments that comparison and it stops being a constant
+// expression, which breaks every static_assert built on it.
+
+// Index of (domain, cbid) in kSubscribedCallbacks, or kNumSubscribedCallbacks if absent.
+constexpr size_t subscribed_index(CbDomain domain, uint32_t cbid) {
+  for (size_t i = 0; i < kNumSubscribedCallbacks; ++i)
+    if (kSubscribedCallbacks[i].domain == domain && kSubscribedCallbacks[i].cbid == cbid) return i;
+  return kNumSubscribedCallbacks;
+}
+
 constexpr const SubscribedCallback *find_subscribed(CbDomain domain, uint32_t cbid) {
-  for (const auto &cb : kSubscribedCallbacks)
-    if (cb.domain == domain && cb.cbid == cbid) return &cb;
-  return nullptr;
+  const size_t i = subscribed_index(domain, cbid);
+  return i < kNumSubscribedCallbacks ? &kSubscribedCallbacks[i] : nullptr;
 }
 
 constexpr bool is_subscribed(CbDomain domain, uint32_t cbid) {
-  return find_subscribed(domain, cbid) != nullptr;
+  return subscribed_index(domain, cbid) < kNumSubscribedCallbacks;
 }
 
 // The cbid as the probe carries it: negative for the driver API, positive for the runtime API.
@@ -86,27 +96,36 @@ constexpr int32_t signed_cbid(CbDomain domain, uint32_t cbid) {
   return domain == CbDomain::Driver ? -static_cast<int32_t>(cbid) : static_cast<int32_t>(cbid);
 }
 
+// Index of a launch as a probe announces it (signed cbid), or kNumSubscribedCallbacks.
+constexpr size_t signed_index(int32_t scbid) {
+  const CbDomain d = scbid < 0 ? CbDomain::Driver : CbDomain::Runtime;
+  return subscribed_index(d, static_cast<uint32_t>(scbid < 0 ? -scbid : scbid));
+}
+
 // The table entry of a launch as a probe announces it (signed cbid), or nullptr.
 constexpr const SubscribedCallback *find_signed(int32_t scbid) {
-  const CbDomain d = scbid < 0 ? CbDomain::Driver : CbDomain::Runtime;
-  return find_subscribed(d, static_cast<uint32_t>(scbid < 0 ? -scbid : scbid));
+  const size_t i = signed_index(scbid);
+  return i < kNumSubscribedCallbacks ? &kSubscribedCallbacks[i] : nullptr;
 }
 
 // Whether an announced launch fans out into a graph's kernels (all with its correlation ID).
 constexpr bool is_graph_launch(int32_t scbid) {
-  const SubscribedCallback *cb = find_signed(scbid);
-  return cb && cb->role == CbRole::GraphLaunch;
+  const size_t i = signed_index(scbid);
+  return i < kNumSubscribedCallbacks && kSubscribedCallbacks[i].role == CbRole::GraphLaunch;
 }
 
 // The launch-API name for a signed cbid, for consumers that print it.
 constexpr const char *launch_api_name(int32_t scbid) {
-  const SubscribedCallback *cb = find_signed(scbid);
-  return cb ? cb->name : "unknown";
+  const size_t i = signed_index(scbid);
+  return i < kNumSubscribedCallbacks ? kSubscribedCallbacks[i].name : "unknown";
 }
 
-static_assert(find_subscribed(CbDomain::Driver, 514)->role == CbRole::GraphLaunch);
-static_assert(find_subscribed(CbDomain::Driver, 515)->role == CbRole::GraphLaunch);
-static_assert(find_subscribed(CbDomain::Runtime, 311)->role == CbRole::GraphLaunch);
+static_assert(kSubscribedCallbacks[subscribed_index(CbDomain::Driver, 514)].role ==
+              CbRole::GraphLaunch);
+static_assert(kSubscribedCallbacks[subscribed_index(CbDomain::Driver, 515)].role ==
+              CbRole::GraphLaunch);
+static_assert(kSubscribedCallbacks[subscribed_index(CbDomain::Runtime, 311)].role ==
+              CbRole::GraphLaunch);
 static_assert(is_graph_launch(-514) && is_graph_launch(-515) && is_graph_launch(311) &&
               is_graph_launch(312) && !is_graph_launch(211) && !is_graph_launch(-307));
 

@@ -35,5 +35,49 @@ class Fork(unittest.TestCase):
         self.assertGreater(tr.result["kernels_matched"], 0, tr.result)
 
 
+class SecondCopy(unittest.TestCase):
+    """Two copies of the library in one process: the first to start profiles, the other changes
+    nothing. CUPTI takes one subscriber and one pair of buffer callbacks."""
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="parcagpu-copy-")
+
+    def tearDown(self):
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def copy_of_lib(self, name):
+        path = os.path.join(self.dir, name)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        shutil.copy(harness.LIB, path)
+        return path
+
+    def check_first_copy_profiles(self, preloaded):
+        # `preloaded` starts from its constructor; build/lib/libparcagpu.so comes later as
+        # CUDA_INJECTION64_PATH, loaded by cuInit.
+        with harness.Trace(lib=preloaded) as tr:
+            r = harness.run_mockapp(
+                ["--preload", "--no-inject", "--scenario=eager-runtime,graph-driver,conditional"],
+                lib=preloaded, env=dict(harness.UNLIMITED, CUDA_INJECTION64_PATH=harness.LIB))
+        tr.stop()
+        self.assertEqual(r.returncode, 0, r.stderr[-3000:])
+        s = r.summary
+        j = tr.result
+        # Every kernel reached the consumer of the copy that profiles.
+        self.assertEqual(j["kernel_records"], s["kernels_run"], (j, r.stderr[-3000:]))
+        self.assertEqual(j["kernels_matched"], j["kernel_records"], j)
+        self.assertEqual(j["orphan_correlations_eager"] + j["orphan_correlations_graph"], 0, j)
+        # The other copy said so once, and subscribed to nothing.
+        lines = [l for l in parcagpu_lines(r) if "another copy of parcagpu" in l]
+        self.assertEqual(len(lines), 1, r.parcagpu_errors())
+        self.assertIn(preloaded, lines[0])
+        self.assertEqual(r.exit_reports[0]["stats"]["subscribe_calls"], 1)
+
+    def test_copy_with_another_name(self):
+        self.check_first_copy_profiles(self.copy_of_lib("libother-name.so"))
+
+    def test_copy_with_the_same_file_name(self):
+        self.check_first_copy_profiles(self.copy_of_lib("sub/libparcagpu.so"))
+
+
 if __name__ == "__main__":
     harness.main()
