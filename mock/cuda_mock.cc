@@ -40,7 +40,15 @@ std::atomic<uint32_t> g_next_stream_id{13};
 std::atomic<uint32_t> g_next_graph_id{1};
 
 thread_local CUctx_st *t_current_context = nullptr;
-thread_local CUstream_st *t_per_thread_streams[MOCK_CUDA_MAX_DEVICES];
+// The calling thread's default streams (CU_STREAM_PER_THREAD), one per device, freed with the
+// thread like real CUDA's.
+struct PerThreadStreams {
+  CUstream_st *streams[MOCK_CUDA_MAX_DEVICES] = {};
+  ~PerThreadStreams() {
+    for (CUstream_st *s : streams) delete_stream(s);
+  }
+};
+thread_local PerThreadStreams t_per_thread_streams;
 thread_local int t_api_depth = 0;
 
 void warn(const char *fmt, const char *a, const char *b) {
@@ -210,13 +218,20 @@ CUstream_st *new_stream(CUctx_st *context) {
   return s;
 }
 
+void delete_stream(CUstream_st *stream) {
+  if (!stream) return;
+  if (CUgraph_st *capturing = stream->capture_graph.exchange(nullptr)) release_graph(capturing);
+  stream->magic = 0;
+  delete stream;
+}
+
 bool is_per_thread(CUstream stream) { return stream == CU_STREAM_PER_THREAD; }
 
 CUstream_st *resolve_stream(CUctx_st *context, CUstream stream) {
   if (stream == nullptr || stream == CU_STREAM_LEGACY) return context->legacy_stream;
   if (stream == CU_STREAM_PER_THREAD) {
-    CUstream_st *&s = t_per_thread_streams[context->device];
-    if (!s) s = new_stream(context);  // leaked with the thread: ids must stay resolvable
+    CUstream_st *&s = t_per_thread_streams.streams[context->device];
+    if (!s) s = new_stream(context);
     return s;
   }
   return stream->magic == CUstream_st::kMagic ? stream : nullptr;
@@ -263,18 +278,21 @@ using namespace mockcuda;
 extern "C" {
 
 CUresult cuInit(unsigned int flags) {
+  MOCK_CUDA_FAULT_POINT(cuInit);
   if (flags != 0) return CUDA_ERROR_INVALID_VALUE;
   ensure_initialized();
   return CUDA_SUCCESS;
 }
 
 CUresult cuDriverGetVersion(int *version) {
+  MOCK_CUDA_FAULT_POINT(cuDriverGetVersion);
   if (!version) return CUDA_ERROR_INVALID_VALUE;
   *version = 13000;
   return CUDA_SUCCESS;
 }
 
 CUresult cuDeviceGetCount(int *count) {
+  MOCK_CUDA_FAULT_POINT(cuDeviceGetCount);
   if (!count) return CUDA_ERROR_INVALID_VALUE;
   if (!initialized()) return CUDA_ERROR_NOT_INITIALIZED;
   *count = num_devices();
@@ -282,6 +300,7 @@ CUresult cuDeviceGetCount(int *count) {
 }
 
 CUresult cuDeviceGet(CUdevice *device, int ordinal) {
+  MOCK_CUDA_FAULT_POINT(cuDeviceGet);
   if (!device) return CUDA_ERROR_INVALID_VALUE;
   if (!initialized()) return CUDA_ERROR_NOT_INITIALIZED;
   if (ordinal < 0 || ordinal >= num_devices()) return CUDA_ERROR_INVALID_DEVICE;
@@ -290,6 +309,7 @@ CUresult cuDeviceGet(CUdevice *device, int ordinal) {
 }
 
 CUresult cuDeviceGetName(char *name, int len, CUdevice dev) {
+  MOCK_CUDA_FAULT_POINT(cuDeviceGetName);
   if (!name || len <= 0) return CUDA_ERROR_INVALID_VALUE;
   if (!initialized()) return CUDA_ERROR_NOT_INITIALIZED;
   if (dev < 0 || dev >= num_devices()) return CUDA_ERROR_INVALID_DEVICE;
@@ -298,6 +318,7 @@ CUresult cuDeviceGetName(char *name, int len, CUdevice dev) {
 }
 
 CUresult cuDeviceTotalMem(size_t *bytes, CUdevice dev) {
+  MOCK_CUDA_FAULT_POINT(cuDeviceTotalMem);
   if (!bytes) return CUDA_ERROR_INVALID_VALUE;
   if (!initialized()) return CUDA_ERROR_NOT_INITIALIZED;
   if (dev < 0 || dev >= num_devices()) return CUDA_ERROR_INVALID_DEVICE;
@@ -306,6 +327,7 @@ CUresult cuDeviceTotalMem(size_t *bytes, CUdevice dev) {
 }
 
 CUresult cuDeviceGetAttribute(int *value, CUdevice_attribute attrib, CUdevice dev) {
+  MOCK_CUDA_FAULT_POINT(cuDeviceGetAttribute);
   if (!value) return CUDA_ERROR_INVALID_VALUE;
   if (!initialized()) return CUDA_ERROR_NOT_INITIALIZED;
   if (dev < 0 || dev >= num_devices()) return CUDA_ERROR_INVALID_DEVICE;
@@ -318,6 +340,7 @@ CUresult cuDeviceGetAttribute(int *value, CUdevice_attribute attrib, CUdevice de
 }
 
 CUresult cuCtxGetCurrent(CUcontext *pctx) {
+  MOCK_CUDA_FAULT_POINT(cuCtxGetCurrent);
   if (!pctx) return CUDA_ERROR_INVALID_VALUE;
   if (!initialized()) return CUDA_ERROR_NOT_INITIALIZED;
   *pctx = t_current_context;  // NULL until the application makes one current, as in real CUDA
@@ -325,6 +348,7 @@ CUresult cuCtxGetCurrent(CUcontext *pctx) {
 }
 
 CUresult cuCtxGetDevice(CUdevice *device) {
+  MOCK_CUDA_FAULT_POINT(cuCtxGetDevice);
   if (!device) return CUDA_ERROR_INVALID_VALUE;
   if (!initialized()) return CUDA_ERROR_NOT_INITIALIZED;
   if (!t_current_context) return CUDA_ERROR_INVALID_CONTEXT;
@@ -333,12 +357,14 @@ CUresult cuCtxGetDevice(CUdevice *device) {
 }
 
 CUresult cuGetErrorName(CUresult error, const char **str) {
+  MOCK_CUDA_FAULT_POINT(cuGetErrorName);
   if (!str) return CUDA_ERROR_INVALID_VALUE;
   *str = error_name(error);
   return *str ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
 CUresult cuGetErrorString(CUresult error, const char **str) {
+  MOCK_CUDA_FAULT_POINT(cuGetErrorString);
   if (!str) return CUDA_ERROR_INVALID_VALUE;
   *str = error_string(error);
   return *str ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
@@ -396,6 +422,29 @@ CUresult mock_cuda_stream_create(CUstream *stream) {
   return CUDA_SUCCESS;
 }
 
+CUresult mock_cuda_stream_destroy(CUstream stream) {
+  if (!stream || stream == CU_STREAM_LEGACY || stream == CU_STREAM_PER_THREAD ||
+      stream->magic != CUstream_st::kMagic)
+    return CUDA_ERROR_INVALID_HANDLE;
+  ensure_initialized();
+  CUctx_st *ctx = stream->context;
+  cudaStreamDestroy_v5050_params rt_params{stream};
+  cuStreamDestroy_v2_params drv_params{stream};
+  int rt_rc = 0, drv_rc = 0;
+  {
+    ApiScope rt(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaStreamDestroy_v5050,
+                "cudaStreamDestroy", nullptr, &rt_params, ctx, &rt_rc);
+    ApiScope drv(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuStreamDestroy_v2,
+                 "cuStreamDestroy_v2", nullptr, &drv_params, ctx, &drv_rc);
+    CUpti_ResourceData data{};
+    data.context = ctx;
+    data.resourceHandle.stream = stream;
+    domain_event(CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_STREAM_DESTROY_STARTING, &data);
+  }
+  delete_stream(stream);
+  return CUDA_SUCCESS;
+}
+
 CUresult mock_cuda_device_synchronize(void) {
   ensure_initialized();
   CUctx_st *ctx = current_context();
@@ -418,6 +467,7 @@ void mock_cuda_get_stats(MockCudaStats *out) {
   out->graph_kernels_run = Counters::sum(kGraphKernelsRun);
   out->conditional_kernels_run = Counters::sum(kConditionalKernelsRun);
   out->api_calls = Counters::sum(kApiCalls);
+  out->injected_failures = injected_failures();
 }
 
 int mock_cuda_cupti_attached(void) { return hooks() != nullptr; }

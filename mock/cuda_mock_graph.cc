@@ -59,6 +59,17 @@ CUgraphNode_st *add_node(CUgraph_st *graph, CUgraphNodeType type, CUfunc_st *f,
 
 bool valid_graph(CUgraph g) { return g && g->magic == CUgraph_st::kMagic; }
 
+// Frees a graph with its nodes and the conditional bodies they own.
+void free_graph(CUgraph_st *graph) {
+  for (CUgraphNode_st *n : graph->nodes) {
+    if (n->body) free_graph(n->body);
+    n->magic = 0;
+    delete n;
+  }
+  graph->magic = 0;
+  delete graph;
+}
+
 void node_created(CUctx_st *ctx, CUgraph_st *graph, CUgraphNode_st *node) {
   graph_event(CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED, ctx, graph, nullptr, node, nullptr, nullptr);
 }
@@ -78,6 +89,7 @@ uint32_t clone_nodes(CUctx_st *ctx, CUgraphExec_st *exec, CUgraph_st *from, CUgr
     if (original->type == CU_GRAPH_NODE_TYPE_KERNEL) kernels += repeat;
     if (original->type == CU_GRAPH_NODE_TYPE_CONDITIONAL && original->body) {
       clone->body = new_graph(ctx, next_graph_id());
+      clone->body->is_body = true;
       kernels +=
           clone_nodes(ctx, exec, original->body, clone->body, 1, repeat * original->iterations);
     }
@@ -86,6 +98,10 @@ uint32_t clone_nodes(CUctx_st *ctx, CUgraphExec_st *exec, CUgraph_st *from, CUgr
 }
 
 }  // namespace
+
+void release_graph(CUgraph_st *graph) {
+  if (graph && graph->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) free_graph(graph);
+}
 
 void graph_event(CUpti_CallbackId cbid, CUctx_st *context, CUgraph_st *graph,
                  CUgraph_st *original_graph, CUgraphNode_st *node, CUgraphNode_st *original_node,
@@ -207,6 +223,7 @@ CUresult mock_cuda_graph_add_while_node(CUgraph graph, unsigned iterations, CUgr
                   "cuGraphAddNode", CUPTI_DRIVER_TRACE_CBID_cuGraphAddNode_v2, &drv);
   CUgraphNode_st *n = add_node(graph, CU_GRAPH_NODE_TYPE_CONDITIONAL, nullptr);
   n->body = new_graph(ctx, next_graph_id());
+  n->body->is_body = true;
   n->iterations = iterations;
   *body = n->body;
   *node = n;
@@ -226,6 +243,7 @@ CUresult mock_cuda_graph_instantiate(CUgraphExec *exec, CUgraph graph) {
   auto *e = new CUgraphExec_st;
   e->id = next_graph_id();
   e->original = graph;
+  graph->refs.fetch_add(1, std::memory_order_relaxed);
   e->body_stream = new_stream(ctx);
   // The exec's nodes live in a graph carrying the exec's ID: cuptiGetGraphId of the GRAPHNODE_*
   // graph and the records' graphId agree, and node IDs are (execId << 32) | index.
@@ -244,11 +262,34 @@ CUresult mock_cuda_graph_exec_destroy(CUgraphExec exec) {
   CUctx_st *ctx = exec->exec_graph->context;
   cudaGraphExecDestroy_v10000_params rt{reinterpret_cast<cudaGraphExec_t>(exec)};
   cuGraphExecDestroy_params drv{exec};
-  NestedCall call(ctx, "cudaGraphExecDestroy", CUPTI_RUNTIME_TRACE_CBID_cudaGraphExecDestroy_v10000,
-                  &rt, "cuGraphExecDestroy", CUPTI_DRIVER_TRACE_CBID_cuGraphExecDestroy, &drv);
-  graph_event(CUPTI_CBID_RESOURCE_GRAPHEXEC_DESTROY_STARTING, ctx, exec->exec_graph, exec->original,
-              nullptr, nullptr, exec);
-  exec->magic = CUgraphExec_st::kDestroyed;
+  {
+    NestedCall call(ctx, "cudaGraphExecDestroy",
+                    CUPTI_RUNTIME_TRACE_CBID_cudaGraphExecDestroy_v10000, &rt,
+                    "cuGraphExecDestroy", CUPTI_DRIVER_TRACE_CBID_cuGraphExecDestroy, &drv);
+    graph_event(CUPTI_CBID_RESOURCE_GRAPHEXEC_DESTROY_STARTING, ctx, exec->exec_graph,
+                exec->original, nullptr, nullptr, exec);
+  }
+  exec->magic = 0;
+  free_graph(exec->exec_graph);
+  delete_stream(exec->body_stream);
+  release_graph(exec->original);
+  delete exec;
+  return CUDA_SUCCESS;
+}
+
+CUresult mock_cuda_graph_destroy(CUgraph graph) {
+  if (!valid_graph(graph) || graph->is_body) return CUDA_ERROR_INVALID_VALUE;
+  ensure_initialized();
+  CUctx_st *ctx = graph->context;
+  cudaGraphDestroy_v10000_params rt{graph};
+  cuGraphDestroy_params drv{graph};
+  {
+    NestedCall call(ctx, "cudaGraphDestroy", CUPTI_RUNTIME_TRACE_CBID_cudaGraphDestroy_v10000, &rt,
+                    "cuGraphDestroy", CUPTI_DRIVER_TRACE_CBID_cuGraphDestroy, &drv);
+    graph_event(CUPTI_CBID_RESOURCE_GRAPH_DESTROY_STARTING, ctx, graph, nullptr, nullptr, nullptr,
+                nullptr);
+  }
+  release_graph(graph);  // execs instantiated from it keep it until they go
   return CUDA_SUCCESS;
 }
 
@@ -347,6 +388,7 @@ CUresult mock_bridge_graph_exec_id(CUgraphExec exec, uint32_t *id) {
 
 // The driver's node-type query (cuGraphNodeGetType): the reliable way to learn a node's type.
 extern "C" CUresult cuGraphNodeGetType(CUgraphNode hNode, CUgraphNodeType *type) {
+  MOCK_CUDA_FAULT_POINT(cuGraphNodeGetType);
   if (!hNode || !type) return CUDA_ERROR_INVALID_VALUE;
   *type = hNode->type;
   return CUDA_SUCCESS;

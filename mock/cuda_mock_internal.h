@@ -59,7 +59,12 @@ struct CUgraph_st {
   uint32_t magic = kMagic;
   uint32_t id;  // CUPTI graph ID (graphs and execs share one counter, as in real CUPTI)
   CUctx_st *context;
-  std::vector<CUgraphNode_st *> nodes;
+  std::vector<CUgraphNode_st *> nodes;  // owned, with the conditional bodies they own
+  // The application's handle plus one per exec instantiated from it (an exec refers to its
+  // source graph): freed when the last goes, whichever order cudaGraphDestroy and
+  // cudaGraphExecDestroy come in. Body graphs of conditional nodes belong to their node.
+  std::atomic<uint32_t> refs{1};
+  bool is_body = false;
 };
 
 struct CUgraphNode_st {
@@ -71,22 +76,50 @@ struct CUgraphNode_st {
   CUfunc_st *function;       // kernel nodes
   CUgraph_st *body;          // conditional nodes
   uint32_t iterations;       // conditional nodes: WHILE body runs per launch
-  CUgraphNode_st *original;  // cloned nodes: the node of the instantiated graph
+  CUgraphNode_st *original;  // cloned nodes: the node of the instantiated graph (not owned)
 };
 
 struct CUgraphExec_st {
   static constexpr uint32_t kMagic = 0x45584543;      // "EXEC"
-  static constexpr uint32_t kDestroyed = 0x44454144;  // "DEAD": kept, so stale handles fail cleanly
   uint32_t magic = kMagic;
   uint32_t id;
-  CUgraph_st *original;
-  CUgraph_st *exec_graph;               // holds the cloned nodes, with the exec's ID
+  CUgraph_st *original;                 // holds a reference (CUgraph_st::refs)
+  CUgraph_st *exec_graph;               // owned: the cloned nodes, with the exec's ID
   std::vector<CUgraphNode_st *> nodes;  // clones of the top-level nodes
-  CUstream_st *body_stream;             // where conditional bodies run
+  CUstream_st *body_stream;             // owned: where conditional bodies run
   uint32_t kernels_per_launch;
 };
 
 namespace mockcuda {
+
+// The real driver entry points of the mock, by name, for MOCK_CUDA_FAIL (cuda_mock_faults.cc).
+// clang-format off
+#define MOCK_CUDA_ENTRY_POINTS(X) \
+  X(cuInit)                       \
+  X(cuDriverGetVersion)           \
+  X(cuDeviceGetCount)             \
+  X(cuDeviceGet)                  \
+  X(cuDeviceGetName)              \
+  X(cuDeviceTotalMem)             \
+  X(cuDeviceGetAttribute)         \
+  X(cuCtxGetCurrent)              \
+  X(cuCtxGetDevice)               \
+  X(cuGetErrorName)               \
+  X(cuGetErrorString)             \
+  X(cuGraphNodeGetType)
+// clang-format on
+
+enum class DriverEntry : uint32_t {
+#define MOCK_CUDA_ENUM(name) name,
+  MOCK_CUDA_ENTRY_POINTS(MOCK_CUDA_ENUM)
+#undef MOCK_CUDA_ENUM
+      kCount
+};
+
+// The error MOCK_CUDA_FAIL asks `entry` to return now, or CUDA_SUCCESS.
+CUresult injected_failure(DriverEntry entry);
+// Calls failed on purpose so far.
+uint64_t injected_failures();
 
 enum Counter : size_t {
   kEagerLaunches,
@@ -125,6 +158,9 @@ CUstream_st *resolve_stream(CUctx_st *context, CUstream stream);
 bool is_per_thread(CUstream stream);
 uint32_t next_graph_id();
 CUstream_st *new_stream(CUctx_st *context);
+void delete_stream(CUstream_st *stream);  // with the graph it was capturing, if any
+// Drops one reference to a graph; the last frees it with its nodes and their bodies.
+void release_graph(CUgraph_st *graph);
 
 // Fires RESOURCE / SYNCHRONIZE callbacks through CUPTI, if loaded.
 void domain_event(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, void *data);
@@ -162,3 +198,12 @@ struct ApiCall {
 };
 
 }  // namespace mockcuda
+
+// Real driver entry points start with this: MOCK_CUDA_FAIL makes the named ones return the
+// injected error and do nothing else.
+#define MOCK_CUDA_FAULT_POINT(entry)                                                          \
+  do {                                                                                        \
+    if (const CUresult injected = mockcuda::injected_failure(mockcuda::DriverEntry::entry);   \
+        injected != CUDA_SUCCESS)                                                             \
+      return injected;                                                                        \
+  } while (0)

@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #pragma GCC visibility push(default)
 #include <cupti.h>
@@ -194,10 +195,13 @@ CUptiResult cuptiSubscribe(CUpti_SubscriberHandle *subscriber, CUpti_CallbackFun
   if (g_subscriber.load(std::memory_order_relaxed))
     return error(CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED);
   // A new subscriber starts with nothing enabled. Subscribers are never freed: a callback racing
-  // with cuptiUnsubscribe on another thread may still read the old one.
+  // with cuptiUnsubscribe on another thread may still read the old one. They stay listed, so
+  // LeakSanitizer sees them reachable.
   for (auto &domain : g_enabled)
     for (auto &word : domain) word.store(0, std::memory_order_relaxed);
+  static auto *all_subscribers = new std::vector<CUpti_Subscriber_st *>;
   auto *s = new CUpti_Subscriber_st{callback, userdata};
+  all_subscribers->push_back(s);
   g_subscriber.store(s, std::memory_order_release);
   *subscriber = s;
   Stats::add(kSubscribeCalls);

@@ -1,7 +1,8 @@
 // Fault injection of the mock CUPTI, read from the environment once at load:
 //   MOCK_CUPTI_FAIL=cuptiSubscribe,cuptiActivityEnable:OUT_OF_MEMORY,cuptiGetVersion:999
 //     those entry points return an error (default CUPTI_ERROR_UNKNOWN; :NAME means
-//     CUPTI_ERROR_NAME, the full name or a number work too) and do nothing else.
+//     CUPTI_ERROR_NAME, the full name or a number work too) and do nothing else; with *N
+//     (cuptiActivityDisable*3, cuptiActivityFlushAll:NOT_READY*2) only the first N calls fail.
 //   MOCK_CUPTI_REFUSE=DRIVER:514,RUNTIME:311,RESOURCE:13
 //     cuptiEnableCallback(1, ...) of those pairs returns CUPTI_SUCCESS and enables nothing, as if
 //     the library had never asked: the tests use it to prove their guards go red.
@@ -16,6 +17,7 @@
 #include <vector>
 
 #include "cupti_mock_internal.h"
+#include "fault_list.h"
 
 namespace mockcupti {
 namespace {
@@ -27,8 +29,8 @@ constexpr const char *kEntryNames[] = {
 };
 static_assert(sizeof(kEntryNames) / sizeof(kEntryNames[0]) == static_cast<size_t>(Entry::kCount));
 
-// Written once by the constructor, before any other thread can call in; read-only afterwards.
-CUptiResult g_fail[static_cast<size_t>(Entry::kCount)];
+// Armed once by the constructor, before any other thread can call in.
+mockfault::Fault g_fail[static_cast<size_t>(Entry::kCount)];
 std::vector<uint64_t> *g_refused;  // bitset per domain * 1024 cbids, null when nothing is refused
 
 constexpr uint32_t kMaxCbid = 1024;
@@ -113,39 +115,21 @@ void warn(const std::string &message) {
   std::fprintf(stderr, "mock-cupti: warning: %s\n", message.c_str());
 }
 
-std::vector<std::string> split(const char *list) {
-  std::vector<std::string> items;
-  std::string item;
-  for (const char *p = list;; ++p) {
-    if (*p == ',' || *p == '\0') {
-      while (!item.empty() && std::isspace(static_cast<unsigned char>(item.back())))
-        item.pop_back();
-      size_t b = 0;
-      while (b < item.size() && std::isspace(static_cast<unsigned char>(item[b]))) ++b;
-      if (b < item.size()) items.push_back(item.substr(b));
-      item.clear();
-      if (*p == '\0') break;
-    } else {
-      item += *p;
-    }
-  }
-  return items;
-}
-
-bool parse_uint(const std::string &text, unsigned long *value) {
-  if (text.empty() || !std::isdigit(static_cast<unsigned char>(text[0]))) return false;
-  char *end = nullptr;
-  *value = std::strtoul(text.c_str(), &end, 10);
-  return *end == '\0';
-}
+using mockfault::parse_uint;
+using mockfault::split;
 
 void load_fail(const char *list) {
   for (const std::string &item : split(list)) {
-    const size_t colon = item.find(':');
-    const std::string name = item.substr(0, colon);
+    mockfault::Item f;
+    std::string why;
+    if (!mockfault::parse_item(item, &f, &why)) {
+      warn("MOCK_CUPTI_FAIL entry '" + item + "': " + why + "; entry ignored");
+      continue;
+    }
+    const std::string &name = f.name;
     CUptiResult result = CUPTI_ERROR_UNKNOWN;
-    if (colon != std::string::npos && !parse_result(item.substr(colon + 1), &result)) {
-      warn("MOCK_CUPTI_FAIL entry '" + item + "': '" + item.substr(colon + 1) +
+    if (!f.result.empty() && !parse_result(f.result, &result)) {
+      warn("MOCK_CUPTI_FAIL entry '" + item + "': '" + f.result +
            "' is not a CUptiResult name (OUT_OF_MEMORY, CUPTI_ERROR_UNKNOWN, ...) or number; "
            "entry ignored");
       continue;
@@ -164,7 +148,7 @@ void load_fail(const char *list) {
            "' (known: " + known + "); entry ignored");
       continue;
     }
-    g_fail[i] = result;
+    g_fail[i].arm(result, f.count);
   }
 }
 
@@ -196,7 +180,7 @@ void load_fault_injection() {
 }
 
 CUptiResult injected_failure(Entry entry) {
-  const CUptiResult r = g_fail[static_cast<size_t>(entry)];
+  const auto r = static_cast<CUptiResult>(g_fail[static_cast<size_t>(entry)].take());
   if (r != CUPTI_SUCCESS) {
     Stats::add(kInjectedFailures);
     t_last_error = r;

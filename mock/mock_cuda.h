@@ -43,6 +43,9 @@ CUfunction mock_cuda_function(const char *kernel_name);
  * with RESOURCE STREAM_CREATED. NULL / CU_STREAM_LEGACY (the context's default stream) and
  * CU_STREAM_PER_THREAD (the calling thread's default stream) are accepted by every call below. */
 CUresult mock_cuda_stream_create(CUstream *stream);
+/* cudaStreamDestroy (runtime 201 over driver cuStreamDestroy_v2 326) with RESOURCE
+ * STREAM_DESTROY_STARTING; a graph being captured on it is discarded. */
+CUresult mock_cuda_stream_destroy(CUstream stream);
 
 /* cudaDeviceSynchronize (runtime 165 over driver cuCtxSynchronize 17) with SYNCHRONIZE
  * CONTEXT_SYNCHRONIZED. The mock GPU runs kernels synchronously, so there is nothing to wait for;
@@ -104,8 +107,12 @@ CUresult mock_cuda_graph_add_while_node(CUgraph graph, unsigned iterations, CUgr
  * CUpti_GraphData resolvable by cuptiGetGraphId / cuptiGetGraphNodeId / cuptiGetGraphExecId. */
 CUresult mock_cuda_graph_instantiate(CUgraphExec *exec, CUgraph graph);
 /* cudaGraphExecDestroy (runtime 313 over driver 516) with RESOURCE GRAPHEXEC_DESTROY_STARTING
- * inside. The handle stays readable but invalid: launching it returns CUDA_ERROR_INVALID_HANDLE. */
+ * inside; the exec is freed, its handle invalid (as in CUDA). */
 CUresult mock_cuda_graph_exec_destroy(CUgraphExec exec);
+/* cudaGraphDestroy (runtime 314 over driver 517) with RESOURCE GRAPH_DESTROY_STARTING inside.
+ * Execs instantiated from the graph stay valid (it is freed when the last of them goes).
+ * Conditional body graphs belong to their node: CUDA_ERROR_INVALID_VALUE. */
+CUresult mock_cuda_graph_destroy(CUgraph graph);
 /* Kernels one launch of exec runs (conditional iterations included). */
 uint32_t mock_cuda_graph_exec_kernels_per_launch(CUgraphExec exec);
 
@@ -128,6 +135,7 @@ typedef struct MockCudaStats {
   uint64_t graph_kernels_run; /* of which by graph launches, conditional bodies included */
   uint64_t conditional_kernels_run; /* of which in conditional bodies (correlation ID 0) */
   uint64_t api_calls;               /* outermost API calls of any kind */
+  uint64_t injected_failures;       /* driver calls failed on purpose by MOCK_CUDA_FAIL */
 } MockCudaStats;
 
 void mock_cuda_get_stats(MockCudaStats *out);

@@ -203,6 +203,7 @@ void print_summary(const Options &o, double elapsed_s) {
   json += ",\"activity_enable_calls\":" + std::to_string(st.activity_enable_calls);
   json += ",\"activity_disable_calls\":" + std::to_string(st.activity_disable_calls);
   json += ",\"injected_failures\":" + std::to_string(st.injected_failures);
+  json += ",\"cuda_injected_failures\":" + std::to_string(d.injected_failures);
   json += ",\"table_missing\":" + json_list(table_missing);
   json += ",\"table_extra\":" + json_list(table_extra);
   json += ",\"mock_errors\":" + std::to_string(g_mock_errors.load());

@@ -70,6 +70,7 @@ CUgraphExec kernel_graph_exec(Kernels &k, int n) {
           "cudaGraphAddKernelNode");
   }
   check(mock_cuda_graph_instantiate(&exec, graph), "cudaGraphInstantiate");
+  check(mock_cuda_graph_destroy(graph), "cudaGraphDestroy");  // the exec lives on without it
   return exec;
 }
 
@@ -83,6 +84,14 @@ CUstream new_stream() {
   CUstream s = nullptr;
   check(mock_cuda_stream_create(&s), "cudaStreamCreate");
   return s;
+}
+
+// Everything a scenario creates is destroyed again, as a well-behaved program does: the mock
+// then holds no memory across scenarios, so --loop can be soaked and LeakSanitizer stays quiet.
+void destroy(CUgraphExec exec, CUgraph graph = nullptr, CUstream stream = nullptr) {
+  if (exec) check(mock_cuda_graph_exec_destroy(exec), "cudaGraphExecDestroy");
+  if (graph) check(mock_cuda_graph_destroy(graph), "cudaGraphDestroy");
+  if (stream) check(mock_cuda_stream_destroy(stream), "cudaStreamDestroy");
 }
 
 // Capture of three launches (ground truth phase capture_instantiate), then the captured graph
@@ -99,6 +108,7 @@ void scenario_capture(Kernels &k) {
   check(mock_cuda_stream_end_capture(s, &graph), "cudaStreamEndCapture");
   check(mock_cuda_graph_instantiate(&exec, graph), "cudaGraphInstantiate");
   graph_launch_n(kRt, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000, exec, s);
+  destroy(exec, graph, s);
 }
 
 // A WHILE conditional whose two-kernel body runs 5 times (ground truth conditional_while_5).
@@ -117,7 +127,7 @@ void scenario_conditional(Kernels &k) {
   graph_launch_n(kRt, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000, exec, s, 2);
   // Destroyed before its kernels' records are flushed, as real programs (and our GPU
   // reproducer) do: the owner of the body kernels must outlive the exec.
-  check(mock_cuda_graph_exec_destroy(exec), "cudaGraphExecDestroy");
+  destroy(exec, graph, s);
 }
 
 // A captured cudaLaunchHostFunc only (ground truth hostonly_graph).
@@ -130,6 +140,7 @@ void scenario_hostonly_graph() {
   check(mock_cuda_stream_end_capture(s, &graph), "cudaStreamEndCapture");
   check(mock_cuda_graph_instantiate(&exec, graph), "cudaGraphInstantiate");
   graph_launch_n(kRt, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000, exec, s);
+  destroy(exec, graph, s);
 }
 
 bool is_ptsz(const char *api_name) {
@@ -191,18 +202,22 @@ const Scenario kScenarios[] = {
      }},
     {"graph-runtime",
      [](Kernels &k) {
-       graph_launch_n(kRt, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000, kernel_graph_exec(k, 3),
-                      nullptr);
+       CUgraphExec exec = kernel_graph_exec(k, 3);
+       graph_launch_n(kRt, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000, exec, nullptr);
+       destroy(exec);
      }},
     {"graph-driver",
      [](Kernels &k) {
-       graph_launch_n(kDrv, CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch, kernel_graph_exec(k, 3),
-                      nullptr);
+       CUgraphExec exec = kernel_graph_exec(k, 3);
+       graph_launch_n(kDrv, CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch, exec, nullptr);
+       destroy(exec);
      }},
     {"graph-driver-ptsz",
      [](Kernels &k) {
-       graph_launch_n(kDrv, CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz, kernel_graph_exec(k, 3),
+       CUgraphExec exec = kernel_graph_exec(k, 3);
+       graph_launch_n(kDrv, CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz, exec,
                       CU_STREAM_PER_THREAD);
+       destroy(exec);
      }},
     {"capture", scenario_capture},
     {"conditional", scenario_conditional},
@@ -263,6 +278,7 @@ void launch_thread(const Options &o, Kernels &kernels, int index,
               "cudaGraphAddKernelNode");
       }
       check(mock_cuda_graph_instantiate(&exec, graph), "cudaGraphInstantiate");
+      check(mock_cuda_graph_destroy(graph), "cudaGraphDestroy");
       devices[d].execs.push_back(exec);
     }
   }
@@ -313,9 +329,11 @@ void launch_thread(const Options &o, Kernels &kernels, int index,
             "launch");
     }
   }
-  for (DeviceResources &res : devices)
-    for (CUgraphExec exec : res.execs)
-      check(mock_cuda_graph_exec_destroy(exec), "cudaGraphExecDestroy");
+  for (int d = 0; d < o.num_gpus; ++d) {
+    if (o.num_gpus > 1) mock_cuda_set_device(d);
+    for (CUgraphExec exec : devices[d].execs) destroy(exec);
+    destroy(nullptr, nullptr, devices[d].stream);
+  }
 }
 
 }  // namespace

@@ -1,0 +1,107 @@
+// Fault injection of the mock driver, read from the environment once at load:
+//   MOCK_CUDA_FAIL=cuGraphNodeGetType,cuDeviceGetAttribute:INVALID_VALUE*3
+//     those entry points return an error (default CUDA_ERROR_UNKNOWN; :NAME means
+//     CUDA_ERROR_NAME, the full name or a number work too) and do nothing else; with *N only
+//     the first N calls fail. The half of the fault matrix that MOCK_CUPTI_FAIL does not cover:
+//     the library asks the driver for device facts (gpu_config) and graph node types.
+// An entry that cannot be understood is reported on stderr and ignored.
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include <cuda.h>
+
+#include "cuda_mock_internal.h"
+#include "fault_list.h"
+
+namespace mockcuda {
+namespace {
+
+constexpr const char *kEntryNames[] = {
+#define MOCK_CUDA_NAME(name) #name,
+    MOCK_CUDA_ENTRY_POINTS(MOCK_CUDA_NAME)
+#undef MOCK_CUDA_NAME
+};
+static_assert(sizeof(kEntryNames) / sizeof(kEntryNames[0]) ==
+              static_cast<size_t>(DriverEntry::kCount));
+
+mockfault::Fault g_fail[static_cast<size_t>(DriverEntry::kCount)];
+std::atomic<uint64_t> g_injected{0};
+
+struct ResultName {
+  CUresult value;
+  const char *name;
+};
+constexpr ResultName kResults[] = {
+#define MOCK_CU_ERROR(name, text) {name, #name},
+#include "cuda_mock_errors.inc"
+#undef MOCK_CU_ERROR
+};
+
+bool parse_result(const std::string &text, CUresult *result) {
+  unsigned long n = 0;
+  if (mockfault::parse_uint(text, &n)) {
+    *result = static_cast<CUresult>(n);
+    return true;
+  }
+  for (const ResultName &r : kResults) {
+    const char *short_name = std::strncmp(r.name, "CUDA_ERROR_", 11) == 0 ? r.name + 11 : r.name;
+    if (text == r.name || text == short_name) {
+      *result = r.value;
+      return true;
+    }
+  }
+  return false;
+}
+
+void warn(const std::string &message) {
+  std::fprintf(stderr, "mock-cuda: warning: %s\n", message.c_str());
+}
+
+__attribute__((constructor)) void load_fault_injection() {
+  const char *list = std::getenv("MOCK_CUDA_FAIL");
+  if (!list || !*list) return;
+  for (const std::string &item : mockfault::split(list)) {
+    mockfault::Item f;
+    std::string why;
+    if (!mockfault::parse_item(item, &f, &why)) {
+      warn("MOCK_CUDA_FAIL entry '" + item + "': " + why + "; entry ignored");
+      continue;
+    }
+    CUresult result = CUDA_ERROR_UNKNOWN;
+    if (!f.result.empty() && !parse_result(f.result, &result)) {
+      warn("MOCK_CUDA_FAIL entry '" + item + "': '" + f.result +
+           "' is not a CUresult name (INVALID_VALUE, CUDA_ERROR_UNKNOWN, ...) or number; entry "
+           "ignored");
+      continue;
+    }
+    if (result == CUDA_SUCCESS) {
+      warn("MOCK_CUDA_FAIL entry '" + item + "' asks for CUDA_SUCCESS, which is no failure; "
+           "entry ignored");
+      continue;
+    }
+    size_t i = 0;
+    while (i < static_cast<size_t>(DriverEntry::kCount) && f.name != kEntryNames[i]) ++i;
+    if (i == static_cast<size_t>(DriverEntry::kCount)) {
+      std::string known;
+      for (const char *n : kEntryNames) known += (known.empty() ? "" : ", ") + std::string(n);
+      warn("MOCK_CUDA_FAIL entry '" + item + "': no entry point named '" + f.name +
+           "' (known: " + known + "); entry ignored");
+      continue;
+    }
+    g_fail[i].arm(result, f.count);
+  }
+}
+
+}  // namespace
+
+CUresult injected_failure(DriverEntry entry) {
+  const auto r = static_cast<CUresult>(g_fail[static_cast<size_t>(entry)].take());
+  if (r != CUDA_SUCCESS) g_injected.fetch_add(1, std::memory_order_relaxed);
+  return r;
+}
+
+uint64_t injected_failures() { return g_injected.load(std::memory_order_relaxed); }
+
+}  // namespace mockcuda
