@@ -7,6 +7,7 @@
 #include <pthread.h>
 
 #include <atomic>
+#include <cstdint>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
@@ -112,11 +113,13 @@ void queue_ready_locked(BufferQueue &q, const Buffer &b) {
   q.ready_cv.notify_one();
 }
 
-// Delivers every buffer waiting in the queue on the calling thread, in order.
-void drain_on_caller() {
+// Delivers the buffers waiting in the queue on the calling thread, in order: at most `limit`
+// of them, so a flush ends even while launching threads keep filling buffers (it delivers what
+// was complete when it was called, as real CUPTI's does).
+void drain_on_caller(size_t limit = SIZE_MAX) {
   BufferQueue &q = queue();
   std::unique_lock<std::mutex> lock(q.mutex);
-  while (!q.ready.empty()) {
+  for (size_t n = 0; n < limit && !q.ready.empty(); ++n) {
     const Buffer b = q.ready.front();
     q.ready.pop_front();
     lock.unlock();
@@ -394,15 +397,17 @@ CUptiResult cuptiActivityFlushAll(uint32_t flag) {
   Stats::add(kFlushAllCalls);
   if (!g_complete.load(std::memory_order_acquire)) return error(CUPTI_ERROR_INVALID_OPERATION);
   BufferQueue &q = queue();
+  size_t complete = 0;
   {
     std::lock_guard<std::mutex> lock(q.mutex);
     if (q.has_current && q.current.records > 0) {
       q.ready.push_back(q.current);
       q.has_current = false;
     }
+    complete = q.ready.size();
   }
   // Buffers the worker thread already holds are delivered by it, concurrently.
-  drain_on_caller();
+  drain_on_caller(complete);
   return CUPTI_SUCCESS;
 }
 

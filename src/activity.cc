@@ -1,5 +1,6 @@
 #include "activity.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
@@ -13,6 +14,31 @@ namespace parcagpu {
 namespace {
 
 ActivityCollector *g_collector = nullptr;  // CUPTI's buffer callbacks carry no user data
+
+// Every error here can repeat (per launch, per flush, per buffer): once, then counted.
+RepeatedError g_enable_failed("activity", "cuptiActivityEnable failed");
+RepeatedError g_disable_failed("activity", "cuptiActivityDisable failed");
+RepeatedError g_flush_failed("activity", "cuptiActivityFlushAll failed");
+RepeatedError g_next_record_failed("activity", "buffers cut short by cuptiActivityGetNextRecord",
+                                   "buffers");
+RepeatedError g_dropped_query_failed("activity", "cuptiActivityGetNumDroppedRecords failed");
+RepeatedError g_records_dropped("activity", "activity records dropped by CUPTI", "records");
+RepeatedError g_conditional_unattributed("activity",
+                                         "conditional body kernel records of no known graph exec",
+                                         "records");
+RepeatedError g_refused("activity", "launches not announced: the correlation tracker was full",
+                        "launches");
+RepeatedError g_expired("activity", "announced launches given up without their kernels",
+                        "launches");
+RepeatedError g_buffer_exception("activity", "exceptions while reading a buffer");
+RepeatedError g_flusher_exception("activity", "exceptions in the flusher thread");
+RepeatedError g_flusher_start_failed("activity", "flusher thread could not start");
+
+constexpr uint64_t kSecondNs = 1000000000ull;
+constexpr uint64_t kDisableRetryNs = kSecondNs;
+constexpr uint64_t kProgressIntervalNs = 60 * kSecondNs;  // repeated errors: a line a minute
+// After sticky collection was found not to pay, it is not considered again for this long.
+constexpr uint64_t kStickyRecheckNs = kSecondNs;
 
 constexpr size_t kRecordAlign = 8;  // CUPTI requires 8-byte aligned buffers
 
@@ -88,11 +114,11 @@ bool ActivityCollector::cupti_enable_locked() {
   if (now < retry_after_ns_) return false;
   CUptiResult r = cupti_.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
   if (r != CUPTI_SUCCESS) {
-    retry_after_ns_ = now + 5ull * 1000000000ull;
-    report_error(r, "activity",
-                 "cuptiActivityEnable(CONCURRENT_KERNEL) failed: %s; retrying in 5 s, "
-                 "launches are still announced",
-                 cupti_result_string(cupti_, r));
+    retry_after_ns_ = now + 5 * kSecondNs;
+    g_enable_failed.report(r,
+                           "cuptiActivityEnable(CONCURRENT_KERNEL) failed: %s; retrying every "
+                           "5 s, launches are still announced but their kernels are not timed",
+                           cupti_result_string(cupti_, r));
     return false;
   }
   cupti_on_ = true;
@@ -101,13 +127,22 @@ bool ActivityCollector::cupti_enable_locked() {
   return true;
 }
 
-void ActivityCollector::cupti_disable_locked() {
+void ActivityCollector::cupti_disable_locked(bool force) {
   if (!cupti_on_) return;
+  const uint64_t now = monotonic_ns();
+  if (!force && now < disable_retry_after_ns_) return;
   // Records of kernels launched before the disable are still delivered by later flushes.
   CUptiResult r = cupti_.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
-  if (r != CUPTI_SUCCESS)
-    report_error(r, "activity", "cuptiActivityDisable(CONCURRENT_KERNEL) failed: %s",
-                 cupti_result_string(cupti_, r));
+  if (r != CUPTI_SUCCESS) {
+    // Still on, as CUPTI says: not toggled again per launch, retried after a pause (by the
+    // flusher when launches stop) and at exit.
+    disable_retry_after_ns_ = now + kDisableRetryNs;
+    g_disable_failed.report(r,
+                            "cuptiActivityDisable(CONCURRENT_KERNEL) failed: %s; kernel "
+                            "activity stays on, retried every second and at exit",
+                            cupti_result_string(cupti_, r));
+    return;
+  }
   cupti_on_ = false;
   std::lock_guard<std::mutex> s(stats_mu_);
   ++stats_.disables;
@@ -127,8 +162,9 @@ void ActivityCollector::set_enabled(bool on) {
       try {
         flusher_ = std::thread([this] { flusher_main(); });
       } catch (...) {
-        report_error(kErrInternal, "activity", "cannot start the flusher thread; flushing "
-                                               "only at exit");
+        g_flusher_start_failed.report(kErrInternal,
+                                      "cannot start the flusher thread; flushing only when "
+                                      "the last consumer leaves and at exit");
       }
     }
     return;
@@ -166,7 +202,8 @@ void ActivityCollector::launch_begin() {
     if (last_enable_ns_ != 0) {
       const uint64_t interval = now - last_enable_ns_;
       enable_interval_avg_ns_ = enable_interval_avg_ns_ - enable_interval_avg_ns_ / 8 + interval / 8;
-      if (!sticky_ && enable_interval_avg_ns_ < kStickyIntervalNs) {
+      if (!sticky_ && enable_interval_avg_ns_ < kStickyIntervalNs &&
+          now >= sticky_banned_until_ns_ && sticky_pays_locked(now)) {
         sticky_ = true;
         debug_log("announced launches come faster than 1 kHz: kernel activity stays on");
       }
@@ -206,7 +243,10 @@ void ActivityCollector::request_flush() {
 void ActivityCollector::flush(bool forced) {
   CUptiResult r = cupti_.cuptiActivityFlushAll(forced ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
   if (r != CUPTI_SUCCESS)
-    report_error(r, "activity", "cuptiActivityFlushAll failed: %s", cupti_result_string(cupti_, r));
+    g_flush_failed.report(r,
+                          "cuptiActivityFlushAll failed: %s; kernels arrive only as CUPTI "
+                          "completes full buffers",
+                          cupti_result_string(cupti_, r));
   std::lock_guard<std::mutex> s(stats_mu_);
   ++stats_.flushes;
 }
@@ -222,10 +262,13 @@ void ActivityCollector::flusher_main() {
     try {
       if (enabled()) flush(false);
       end_sticky_if_quiet();
+      recheck_sticky();
+      retry_stuck_disable();
       tracker_.expire(coarse_ns());
+      account_losses(false);
       if (housekeeping_) housekeeping_();
     } catch (...) {
-      report_error(kErrInternal, "activity", "unexpected exception in the flusher thread");
+      g_flusher_exception.report(kErrInternal, "unexpected exception in the flusher thread");
     }
     lock.lock();
   }
@@ -242,6 +285,91 @@ void ActivityCollector::shutdown() {
     flush(true);
     set_enabled(false);
   }
+  {
+    // A disable that failed before gets one more try, whatever the back-off says: activity
+    // left on would go on recording the exiting process's kernels.
+    std::lock_guard<std::mutex> lock(toggle_mu_);
+    cupti_disable_locked(true);
+  }
+  // The flush delivered on this thread what was complete, but CUPTI's own thread may still be
+  // reading a buffer it took before: its kernels are not lost. Waited for, briefly.
+  for (int i = 0; i < 1000 && buffers_in_flight_.load(std::memory_order_acquire) != 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  account_losses(true);
+}
+
+void ActivityCollector::retry_stuck_disable() {
+  std::lock_guard<std::mutex> lock(toggle_mu_);
+  if (!cupti_on_) return;
+  // Activity is on where nothing wants it: a disable failed. Retried here, where no launch
+  // comes by to do it.
+  const bool wanted = enabled_.load(std::memory_order_relaxed) &&
+                      (config_.activity_mode == ActivityMode::WhileConsumer ||
+                       active_launches_ != 0 || sticky_);
+  if (!wanted) cupti_disable_locked();
+}
+
+// Sticky collection (AroundLaunch mode at high announced rates) records every kernel. That pays
+// when most launches are announced (rate limits raised). When the announced rate is high only
+// because many threads launch, each at its rate limit, most records would be of unannounced
+// launches: CUPTI's cost on every launch, buffers filling with what is thrown away, and
+// announced kernels dropped at the buffer cap. So sticky needs at least as many announced
+// launches as unannounced ones since the last look.
+bool ActivityCollector::sticky_pays_locked(uint64_t now) {
+  if (!launch_counts_) return true;
+  LaunchCounts c = launch_counts_();
+  c.unannounced += tracker_.refused();  // refused at the tracker's cap: not announced either
+  const uint64_t announced = c.announced - counts_seen_.announced;
+  const uint64_t unannounced = c.unannounced - counts_seen_.unannounced;
+  counts_seen_ = c;
+  if (unannounced <= announced) return true;
+  sticky_banned_until_ns_ = now + kStickyRecheckNs;
+  return false;
+}
+
+void ActivityCollector::recheck_sticky() {
+  if (config_.activity_mode != ActivityMode::AroundLaunch) return;
+  const uint64_t now = monotonic_ns();
+  std::lock_guard<std::mutex> lock(toggle_mu_);
+  if (!sticky_ || sticky_pays_locked(now)) return;
+  sticky_ = false;
+  debug_log("most launches are not announced: kernel activity back to per-launch");
+  if (active_launches_ == 0) cupti_disable_locked();
+}
+
+// Every kernel of an announced launch that will not reach consumers is counted and said:
+// tracker entries given up at the age limit, and at exit what is still waiting; and so is every
+// launch left unannounced because the tracker was full. Flusher thread, then shutdown (after
+// the flusher stopped).
+void ActivityCollector::account_losses(bool at_exit) {
+  const TrackerStats t = tracker_.stats();
+  if (t.refused > refused_seen_)
+    g_refused.report_n(t.refused - refused_seen_, kErrDataLost,
+                       "%llu launches were not announced: the correlation tracker was full "
+                       "(PARCAGPU_MAX_OUTSTANDING=%u launches waiting for kernel records, which "
+                       "arrive too late for this launch rate); lower the rate limits or raise "
+                       "the cap",
+                       static_cast<unsigned long long>(t.refused - refused_seen_),
+                       config_.max_outstanding);
+  refused_seen_ = t.refused;
+  if (t.expired > expired_seen_)
+    g_expired.report_n(t.expired - expired_seen_, kErrDataLost,
+                       "%llu announced launches got no (or not all) kernel records within "
+                       "PARCAGPU_MAX_AGE_MS=%u (failed launches, or records CUPTI dropped): "
+                       "given up",
+                       static_cast<unsigned long long>(t.expired - expired_seen_),
+                       config_.max_age_ms);
+  expired_seen_ = t.expired;
+  const uint64_t now = monotonic_ns();
+  if (!at_exit && now >= next_progress_ns_) {
+    if (next_progress_ns_ != 0) report_repeated_error_progress();
+    next_progress_ns_ = now + kProgressIntervalNs;
+  }
+  if (at_exit && t.pending > 0)
+    report_error(kErrDataLost, "activity",
+                 "%llu announced launches had no kernel record at exit: their kernels are not "
+                 "delivered",
+                 static_cast<unsigned long long>(t.pending));
 }
 
 ActivityStats ActivityCollector::stats() const {
@@ -270,12 +398,14 @@ void CUPTIAPI ActivityCollector::on_buffer_completed(CUcontext ctx, uint32_t str
   // After fork the buffer stays unread: its records are the parent's to deliver, and the locks
   // reading it takes may be held by threads that do not exist here.
   if (!self || process_guard::forked_child()) return;
+  self->buffers_in_flight_.fetch_add(1, std::memory_order_acq_rel);
   try {
     self->process_buffer(ctx, stream_id, buffer, valid_size);
   } catch (...) {
-    report_error(kErrInternal, "activity", "unexpected exception while reading a buffer");
+    g_buffer_exception.report(kErrInternal, "unexpected exception while reading a buffer");
   }
   self->pool_.release(buffer);
+  self->buffers_in_flight_.fetch_sub(1, std::memory_order_acq_rel);
 }
 
 void ActivityCollector::process_buffer(CUcontext ctx, uint32_t stream_id, uint8_t *buffer,
@@ -283,11 +413,12 @@ void ActivityCollector::process_buffer(CUcontext ctx, uint32_t stream_id, uint8_
   const bool per_kernel = usdt::kernel_executed_consumers() != 0;
   const void *batch[PARCAGPU_ACTIVITY_BATCH_MAX];
   uint32_t n = 0;
-  uint64_t seen = 0, delivered = 0, batches = 0;
+  uint64_t seen = 0, delivered = 0, batches = 0, unattributed = 0;
   const uint64_t now = coarse_ns();
   CUpti_Activity *record = nullptr;
-  while (valid_size > 0 &&
-         cupti_.cuptiActivityGetNextRecord(buffer, valid_size, &record) == CUPTI_SUCCESS) {
+  CUptiResult next = CUPTI_ERROR_MAX_LIMIT_REACHED;
+  while (valid_size > 0 && (next = cupti_.cuptiActivityGetNextRecord(buffer, valid_size,
+                                                                      &record)) == CUPTI_SUCCESS) {
     if (record->kind != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL &&
         record->kind != CUPTI_ACTIVITY_KIND_KERNEL)
       continue;
@@ -300,10 +431,26 @@ void ActivityCollector::process_buffer(CUcontext ctx, uint32_t stream_id, uint8_
       // ours, so consumers see the record with that launch's ID.
       const uint32_t graph_id = field<uint32_t>(r, PARCAGPU_KREC_OFF_GRAPH_ID);
       if (graph_id == 0) continue;
+      bool unknown_graph = false;
       corr = graphs_.conditional_owner(graph_id, field<uint64_t>(r, PARCAGPU_KREC_OFF_START),
                                        field<uint64_t>(r, PARCAGPU_KREC_OFF_END),
-                                       [this](uint32_t c) { return tracker_.contains(c); });
-      if (corr == 0) continue;
+                                       [this](uint32_t c) { return tracker_.contains(c); },
+                                       &unknown_graph);
+      if (corr == 0) {
+        // No exec known for the graph: whichever launch ran it, its kernels cannot be handed
+        // back (graph IDs unknown at instantiation, or the exec long retired). Without an open
+        // launch it is simply a kernel of an unannounced launch.
+        if (unknown_graph) {
+          ++unattributed;
+          g_conditional_unattributed.report(
+              kErrDataLost,
+              "a kernel record of graph %u carries correlation ID 0 (a conditional body) and "
+              "no known graph exec owns that graph: conditional body kernels of such graphs "
+              "are not delivered",
+              graph_id);
+        }
+        continue;
+      }
       std::memcpy(r + PARCAGPU_KREC_OFF_CORRELATION_ID, &corr, sizeof corr);
     }
     if (!tracker_.on_kernel(corr, now)) continue;
@@ -327,12 +474,29 @@ void ActivityCollector::process_buffer(CUcontext ctx, uint32_t stream_id, uint8_
     usdt::activity_batch(batch, n);
     ++batches;
   }
+  // CUPTI_ERROR_MAX_LIMIT_REACHED is the end of the buffer; anything else leaves the rest of it
+  // unread.
+  const bool cut_short = valid_size > 0 && next != CUPTI_ERROR_MAX_LIMIT_REACHED;
+  if (cut_short)
+    g_next_record_failed.report(next,
+                                "cuptiActivityGetNextRecord failed: %s; the rest of a %zu-byte "
+                                "buffer (after %llu kernel records) is lost",
+                                cupti_result_string(cupti_, next), valid_size,
+                                static_cast<unsigned long long>(seen));
   size_t dropped = 0;
-  if (cupti_.cuptiActivityGetNumDroppedRecords(ctx, stream_id, &dropped) == CUPTI_SUCCESS &&
-      dropped > 0) {
-    report_error(kErrRecordsDropped, "activity",
-                 "CUPTI dropped %zu activity records (buffers at the cap of %u x %u KiB?)",
-                 dropped, config_.max_buffers, config_.buffer_kib);
+  const CUptiResult dr = cupti_.cuptiActivityGetNumDroppedRecords(ctx, stream_id, &dropped);
+  if (dr != CUPTI_SUCCESS) {
+    dropped = 0;
+    g_dropped_query_failed.report(dr,
+                                  "cuptiActivityGetNumDroppedRecords failed: %s; records CUPTI "
+                                  "drops (buffers at their cap) go uncounted",
+                                  cupti_result_string(cupti_, dr));
+  } else if (dropped > 0) {
+    g_records_dropped.report_n(dropped, kErrRecordsDropped,
+                               "CUPTI dropped %zu activity records, kernels among them are not "
+                               "delivered: the activity buffers were at their cap of %u x %u "
+                               "KiB (PARCAGPU_MAX_BUFFERS, PARCAGPU_BUFFER_KIB)",
+                               dropped, config_.max_buffers, config_.buffer_kib);
   }
   std::lock_guard<std::mutex> s(stats_mu_);
   ++stats_.buffers_completed;
@@ -340,6 +504,8 @@ void ActivityCollector::process_buffer(CUcontext ctx, uint32_t stream_id, uint8_
   stats_.kernels_delivered += delivered;
   stats_.batches_fired += batches;
   stats_.records_dropped += dropped;
+  stats_.buffers_cut_short += cut_short ? 1 : 0;
+  stats_.conditional_unattributed += unattributed;
 }
 
 }  // namespace parcagpu

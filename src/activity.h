@@ -26,6 +26,8 @@ struct ActivityStats {
   uint64_t kernels_delivered = 0;  // ... of announced launches, fired to consumers
   uint64_t batches_fired = 0;
   uint64_t records_dropped = 0;    // reported by cuptiActivityGetNumDroppedRecords
+  uint64_t buffers_cut_short = 0;  // cuptiActivityGetNextRecord failed: the rest was lost
+  uint64_t conditional_unattributed = 0;  // correlation-0 records of no known exec
   uint64_t flushes = 0;
   uint64_t enables = 0;
   uint64_t disables = 0;
@@ -72,6 +74,13 @@ class ActivityCollector {
 
   // Called by the flusher between flushes so consumer attach/detach is noticed without launches.
   void set_housekeeping(void (*fn)()) { housekeeping_ = fn; }
+  // Launches announced and not (rate-limited) so far: activity stays on for every kernel
+  // (sticky) only while announced launches are at least half of all (see launch_begin).
+  struct LaunchCounts {
+    uint64_t announced = 0;
+    uint64_t unannounced = 0;
+  };
+  void set_launch_counts(LaunchCounts (*fn)()) { launch_counts_ = fn; }
 
  private:
   static void CUPTIAPI on_buffer_requested(uint8_t **buffer, size_t *size,
@@ -90,7 +99,13 @@ class ActivityCollector {
   std::atomic<bool> enabled_{false};
   void end_sticky_if_quiet();
   bool cupti_enable_locked();
-  void cupti_disable_locked();
+  // `force`: try even within the back-off after a failed disable (at exit).
+  void cupti_disable_locked(bool force = false);
+  // Error paths and loss accounting (flusher thread and shutdown).
+  void retry_stuck_disable();
+  bool sticky_pays_locked(uint64_t now);
+  void recheck_sticky();
+  void account_losses(bool at_exit);
 
   std::mutex toggle_mu_;
   bool cupti_on_ = false;          // CUPTI's CONCURRENT_KERNEL activity is enabled
@@ -100,6 +115,17 @@ class ActivityCollector {
   uint64_t last_enable_ns_ = 0;
   uint64_t enable_interval_avg_ns_ = 10000000;  // moving average of the gaps between enables
   uint64_t retry_after_ns_ = 0;    // after a failed enable, don't hammer CUPTI
+  uint64_t disable_retry_after_ns_ = 0;  // ... nor after a failed disable (activity stays on)
+  // Sticky collection records every kernel: worth it only while most launches are announced.
+  LaunchCounts (*launch_counts_)() = nullptr;
+  LaunchCounts counts_seen_{};     // launch_counts_() at the last look
+  uint64_t sticky_banned_until_ns_ = 0;
+  // account_losses(): tracker counts already reported (flusher thread, then shutdown).
+  uint64_t refused_seen_ = 0;
+  uint64_t expired_seen_ = 0;
+  uint64_t next_progress_ns_ = 0;
+
+  std::atomic<uint32_t> buffers_in_flight_{0};  // bufferCompleted calls running now
 
   std::mutex flusher_mu_;
   std::condition_variable flusher_cv_;

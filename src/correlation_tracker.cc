@@ -2,34 +2,41 @@
 
 namespace parcagpu {
 
-void CorrelationTracker::insert(uint32_t id, LaunchKind kind, uint64_t now_ns, uint32_t expected) {
+bool CorrelationTracker::insert(uint32_t id, LaunchKind kind, uint64_t now_ns, uint32_t expected) {
   std::lock_guard<std::mutex> lock(mu_);
   if (kind == LaunchKind::Eager) expected = 1;
   auto it = entries_.find(id);
   if (it != entries_.end()) erase_locked(it);  // an ID reused after wrap-around: start afresh
   if (entries_.size() >= max_entries_) {
     expire_locked(now_ns);
-    // Still full: the oldest entry is the least likely to see its kernels.
-    while (entries_.size() >= max_entries_ && !order_.empty()) {
-      auto victim = entries_.find(order_.front());
-      order_.pop_front();
-      if (victim != entries_.end()) {
-        erase_locked(victim);
-        ++stats_.evicted;
-      }
+    while (entries_.size() >= max_entries_ && !settled_.empty()) {
+      auto done = entries_.find(settled_.front());
+      settled_.pop_front();
+      if (done == entries_.end()) continue;
+      erase_locked(done);
+      ++stats_.completed;
+      ++stats_.retired_at_cap;
+    }
+    if (entries_.size() >= max_entries_) {
+      ++stats_.refused;
+      refused_.fetch_add(1, std::memory_order_relaxed);
+      return false;
     }
   }
   entries_.emplace(id, Entry{now_ns, now_ns, 0, expected, kind});
   order_.push_back(id);
   ++pending_;
   ++stats_.inserted;
-  // The order queue holds stale IDs of completed entries; keep it from growing unbounded.
-  if (order_.size() > 2 * static_cast<size_t>(max_entries_) + 64) {
+  // The queues hold stale IDs of completed entries; keep them from growing unbounded.
+  const size_t limit = 2 * static_cast<size_t>(max_entries_) + 64;
+  for (std::deque<uint32_t> *q : {&order_, &settled_}) {
+    if (q->size() <= limit) continue;
     std::deque<uint32_t> live;
-    for (uint32_t o : order_)
+    for (uint32_t o : *q)
       if (entries_.count(o)) live.push_back(o);
-    order_.swap(live);
+    q->swap(live);
   }
+  return true;
 }
 
 bool CorrelationTracker::on_kernel(uint32_t id, uint64_t now_ns) {
@@ -40,7 +47,10 @@ bool CorrelationTracker::on_kernel(uint32_t id, uint64_t now_ns) {
     return false;
   }
   Entry &e = it->second;
-  if (e.kernels_seen == 0) --pending_;
+  if (e.kernels_seen == 0) {
+    --pending_;
+    if (e.kind == LaunchKind::Graph && e.expected == 0) settled_.push_back(id);
+  }
   ++e.kernels_seen;
   e.last_ns = now_ns;
   ++stats_.kernels_matched;

@@ -4,9 +4,15 @@
 // An eager launch expects one kernel and is forgotten at its first record. A graph launch fans
 // out into every kernel of the graph, all with its ID: its entry stays until the expected number
 // of kernels arrived (when instantiation told us how many) or it ages out. Launches whose kernels
-// never come (dropped records, failed launches) must not grow memory: the table has a fixed cap,
-// entries older than the age limit are expired, and at the cap the oldest entry is evicted.
-// Every such loss is counted.
+// never come (dropped records, failed launches) must not grow memory: the table has a fixed cap
+// and entries older than the age limit are expired.
+//
+// At the cap a new launch is refused (not announced) rather than an older one evicted: records
+// arrive in launch order, so the oldest entries are the next to be matched, and evicting them
+// under sustained load (kernel records processed later than the cap's worth of launches) loses
+// nearly every kernel while announcing launches nobody can match. Before refusing, graph entries
+// of unknown kernel count that already got kernels are retired (they are done once they go
+// quiet). Every refusal and expiry is counted.
 //
 // Thread-safe: launch threads insert (rate-limited, so rarely), the activity thread looks up.
 #pragma once
@@ -28,7 +34,8 @@ struct TrackerStats {
   uint64_t kernels_unmatched = 0; // records of launches never announced (or already gone)
   uint64_t expired = 0;           // aged out
   uint64_t expired_unseen = 0;    // ... of which no kernel was ever seen
-  uint64_t evicted = 0;           // pushed out at the cap
+  uint64_t refused = 0;           // not inserted at the cap: the launch was not announced
+  uint64_t retired_at_cap = 0;    // graph entries of unknown count, with kernels, let go at the cap
   uint64_t removed = 0;           // withdrawn by the caller (e.g. captured launches)
   uint64_t live = 0;              // entries now
   uint64_t pending = 0;           // entries that have seen no kernel yet
@@ -40,7 +47,8 @@ class CorrelationTracker {
       : max_entries_(max_entries), max_age_ns_(max_age_ns) {}
 
   // expected_kernels: 0 = unknown (graphs until instantiation is known), eager always 1.
-  void insert(uint32_t correlation_id, LaunchKind kind, uint64_t now_ns,
+  // False when the table is full: the launch must not be announced.
+  bool insert(uint32_t correlation_id, LaunchKind kind, uint64_t now_ns,
               uint32_t expected_kernels = 0);
 
   // A kernel record arrived. True if its launch was announced (deliver it).
@@ -57,6 +65,8 @@ class CorrelationTracker {
 
   // Entries that have seen no kernel yet: a flush is worth it when this grows.
   uint64_t pending() const;
+  // Launches refused at the cap so far (without the lock).
+  uint64_t refused() const { return refused_.load(std::memory_order_relaxed); }
   TrackerStats stats() const;
 
  private:
@@ -74,9 +84,13 @@ class CorrelationTracker {
   const uint64_t max_age_ns_;
   mutable std::mutex mu_;
   std::unordered_map<uint32_t, Entry> entries_;
-  // Insertion order, for aging and eviction. May hold IDs already erased (skipped lazily).
+  // Insertion order, for aging. May hold IDs already erased (skipped lazily).
   std::deque<uint32_t> order_;
+  // Graph entries of unknown kernel count that got a kernel, oldest first: what may go at the
+  // cap without a loss. May hold IDs already erased.
+  std::deque<uint32_t> settled_;
   std::atomic<uint64_t> pending_{0};  // read without the lock on the launch path
+  std::atomic<uint64_t> refused_{0};
   TrackerStats stats_;
 };
 

@@ -56,8 +56,11 @@ class GraphTracker {
   void count_hostonly_launch();
   // The launch that owns a correlation-0 kernel record of graph `graph_id` that ran from
   // `start` to `end`; 0 if unknown. `alive` says whether a launch is still being tracked.
+  // *unknown_graph (if given) tells why 0: no exec is known for the graph (its kernels cannot
+  // be attributed at all: a loss) rather than no announced launch of it in flight.
   template <typename Alive>
-  uint32_t conditional_owner(uint32_t graph_id, uint64_t start, uint64_t end, Alive alive);
+  uint32_t conditional_owner(uint32_t graph_id, uint64_t start, uint64_t end, Alive alive,
+                             bool *unknown_graph = nullptr);
   // Fires graph_node_clone for every clone remembered (a consumer attached late).
   void refire_clones();
   GraphStats stats() const;
@@ -99,10 +102,11 @@ class GraphTracker {
 
 template <typename Alive>
 uint32_t GraphTracker::conditional_owner(uint32_t graph_id, uint64_t start, uint64_t end,
-                                         Alive alive) {
+                                         Alive alive, bool *unknown_graph) {
   std::lock_guard<std::mutex> lock(mu_);
   auto g = graph_to_exec_.find(graph_id);
   auto e = g == graph_to_exec_.end() ? execs_.end() : execs_.find(g->second);
+  if (unknown_graph) *unknown_graph = e == execs_.end();
   if (e == execs_.end()) {
     if (stats_.conditional_orphans++ < 8)
       debug_log("correlation-0 kernel record of graph %u: no exec instantiated with that graph",

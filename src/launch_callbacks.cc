@@ -171,9 +171,13 @@ void LaunchCallbacks::on_launch(CbDomain domain, uint32_t cbid, const CUpti_Call
         graphs_.on_conditional_launch(exec, cb->correlationId, ts);
       }
     }
-    // Tracked from ENTER: the kernel may complete and be flushed before our EXIT runs.
-    tracker_.insert(cb->correlationId, graph ? LaunchKind::Graph : LaunchKind::Eager, now,
-                    expected_kernels);
+    // Tracked from ENTER: the kernel may complete and be flushed before our EXIT runs. A full
+    // tracker refuses it: not announced, as no kernel of it could be matched (counted there).
+    if (!tracker_.insert(cb->correlationId, graph ? LaunchKind::Graph : LaunchKind::Eager, now,
+                         expected_kernels)) {
+      t.announce = false;
+      return;
+    }
     hooks_.launch_begin();
     return;
   }

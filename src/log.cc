@@ -64,8 +64,10 @@ void report_error(int32_t code, const char *component, const char *fmt, ...) {
   va_end(ap);
 }
 
-bool RepeatedError::report(int32_t code, const char *fmt, ...) {
-  if (count_.fetch_add(1, std::memory_order_relaxed) != 0) return false;
+bool RepeatedError::vreport_n(uint64_t n, int32_t code, const char *fmt, va_list ap) {
+  if (n == 0) return false;
+  if (count_.fetch_add(n, std::memory_order_relaxed) != 0) return false;
+  reported_.store(n, std::memory_order_relaxed);
   code_.store(code, std::memory_order_relaxed);
   // First failure of this site: register it for the totals (lock-free push).
   RepeatedError *head = g_repeated.load(std::memory_order_relaxed);
@@ -73,15 +75,40 @@ bool RepeatedError::report(int32_t code, const char *fmt, ...) {
     next_ = head;
   } while (!g_repeated.compare_exchange_weak(head, this, std::memory_order_release,
                                              std::memory_order_relaxed));
+  vreport(code, component_, fmt, ap);
+  return true;
+}
+
+bool RepeatedError::report(int32_t code, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  vreport(code, component_, fmt, ap);
+  const bool reported = vreport_n(1, code, fmt, ap);
   va_end(ap);
-  return true;
+  return reported;
+}
+
+bool RepeatedError::report_n(uint64_t n, int32_t code, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  const bool reported = vreport_n(n, code, fmt, ap);
+  va_end(ap);
+  return reported;
 }
 
 void for_each_repeated_error(void (*fn)(const RepeatedError &, void *), void *arg) {
   for (RepeatedError *e = g_repeated.load(std::memory_order_acquire); e; e = e->next_) fn(*e, arg);
+}
+
+void report_repeated_error_progress() {
+  for (RepeatedError *e = g_repeated.load(std::memory_order_acquire); e; e = e->next_) {
+    const uint64_t n = e->count();
+    const uint64_t before = e->reported_.exchange(n, std::memory_order_relaxed);
+    if (n > before)
+      report_error(e->code_.load(std::memory_order_relaxed), e->component(),
+                   "%s: %llu more %s (%llu in all)", e->what(),
+                   static_cast<unsigned long long>(n - before), e->unit(),
+                   static_cast<unsigned long long>(n));
+  }
 }
 
 void report_repeated_error_totals() {
@@ -90,10 +117,13 @@ void report_repeated_error_totals() {
   for_each_repeated_error(
       [](const RepeatedError &e, void *) {
         const uint64_t n = e.count();
-        if (n > 1)
-          report_error(e.code_.load(std::memory_order_relaxed), e.component(),
-                       "%s: %llu times in all (only the first was reported)", e.what(),
-                       static_cast<unsigned long long>(n));
+        const uint64_t reported = e.reported_.load(std::memory_order_relaxed);
+        if (n > reported)
+          report_error(e.code_.load(std::memory_order_relaxed), e.component(), "%s: %llu %s in all",
+                       e.what(), static_cast<unsigned long long>(n), e.unit());
+        else
+          debug_log("%s: %s: %llu %s in all", e.component(), e.what(),
+                    static_cast<unsigned long long>(n), e.unit());
       },
       nullptr);
 }

@@ -8,6 +8,8 @@
 #include <cstring>
 #include <vector>
 
+#include "log.h"
+
 // The marker every copy of the library exports (src/exports.map), by a name no other library
 // uses. Its layout is frozen under this name: a copy with a different layout must use another
 // name. `owner` is meaningful on the first copy loaded only: the copy that claimed the process.
@@ -89,6 +91,7 @@ void run_at_exit() {
   // In a forked child the state of the parent's threads is frozen mid-way: do nothing.
   if (forked_child() || !g_at_exit_fn) return;
   g_at_exit_fn();
+  report_repeated_error_totals();  // after the last flush: its errors are counted too
 }
 
 void on_fork_child() { detail::g_forked_child.store(true, std::memory_order_relaxed); }

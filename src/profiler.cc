@@ -27,6 +27,16 @@ void hook_request_flush() {
   if (g_profiler && g_profiler->activity()) g_profiler->activity()->request_flush();
 }
 
+ActivityCollector::LaunchCounts hook_launch_counts() {
+  ActivityCollector::LaunchCounts c;
+  if (!g_profiler) return c;
+  const LaunchStats &l = g_profiler->launch_stats();
+  c.announced = l.announced_eager.load(std::memory_order_relaxed) +
+                l.announced_graph.load(std::memory_order_relaxed);
+  c.unannounced = l.rate_limited.load(std::memory_order_relaxed);
+  return c;
+}
+
 void hook_launch_begin() {
   if (g_profiler && g_profiler->activity()) g_profiler->activity()->launch_begin();
 }
@@ -63,6 +73,7 @@ bool Profiler::start() {
   graphs_ = std::make_unique<GraphTracker>(cupti_, have_cuda_ ? &cuda_ : nullptr);
   activity_ = std::make_unique<ActivityCollector>(cupti_, config_, *tracker_, *graphs_);
   activity_->set_housekeeping(&hook_sync_consumers);
+  activity_->set_launch_counts(&hook_launch_counts);
   callbacks_ = std::make_unique<LaunchCallbacks>(
       cupti_, config_, *tracker_, *graphs_,
       LaunchCallbacks::Hooks{&hook_sync_consumers, &hook_consumer_changed, &hook_request_flush,
@@ -150,11 +161,12 @@ void Profiler::log_stats() const {
             (unsigned long long)g.conditional_ambiguous,
             (unsigned long long)g.conditional_orphans);
   debug_log("tracker: inserted=%llu completed=%llu matched=%llu unmatched=%llu expired=%llu "
-            "(never seen=%llu) evicted=%llu removed=%llu live=%llu",
+            "(never seen=%llu) refused=%llu (retired at the cap=%llu) removed=%llu live=%llu",
             (unsigned long long)t.inserted, (unsigned long long)t.completed,
             (unsigned long long)t.kernels_matched, (unsigned long long)t.kernels_unmatched,
             (unsigned long long)t.expired, (unsigned long long)t.expired_unseen,
-            (unsigned long long)t.evicted, (unsigned long long)t.removed,
+            (unsigned long long)t.refused, (unsigned long long)t.retired_at_cap,
+            (unsigned long long)t.removed,
             (unsigned long long)t.live);
 }
 

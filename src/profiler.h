@@ -29,6 +29,7 @@ class Profiler {
   void sync_consumers();
 
   ActivityCollector *activity() { return activity_.get(); }
+  const LaunchStats &launch_stats() const { return callbacks_->stats(); }
 
  private:
   void fire_gpu_config();

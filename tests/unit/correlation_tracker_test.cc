@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <vector>
+
 namespace parcagpu {
 namespace {
 
@@ -61,15 +63,53 @@ TEST(CorrelationTracker, EntriesExpireAtTheAgeLimit) {
   EXPECT_EQ(t.pending(), 0u);
 }
 
-TEST(CorrelationTracker, CapEvictsTheOldestAndCountsIt) {
+TEST(CorrelationTracker, AtTheCapNewLaunchesAreRefusedAndCounted) {
   CorrelationTracker t(64, 1000000 * kMs);
-  for (uint32_t i = 1; i <= 1000; ++i) t.insert(i, LaunchKind::Eager, i);
+  uint32_t accepted = 0;
+  for (uint32_t i = 1; i <= 1000; ++i) accepted += t.insert(i, LaunchKind::Eager, i);
   const TrackerStats s = t.stats();
+  EXPECT_EQ(accepted, 64u);
   EXPECT_EQ(s.live, 64u);
-  EXPECT_EQ(s.evicted, 1000u - 64u);
-  EXPECT_FALSE(t.on_kernel(1, 2000));     // evicted
-  EXPECT_TRUE(t.on_kernel(1000, 2000));   // newest kept
-  EXPECT_EQ(t.pending(), 63u);
+  EXPECT_EQ(s.refused, 1000u - 64u);
+  // The oldest, whose records come first, are all still matched; the refused were never
+  // announced.
+  for (uint32_t i = 1; i <= 64; ++i) EXPECT_TRUE(t.on_kernel(i, 2000)) << i;
+  EXPECT_FALSE(t.on_kernel(1000, 2000));
+  EXPECT_EQ(t.pending(), 0u);
+  // Room again.
+  EXPECT_TRUE(t.insert(2000, LaunchKind::Eager, 3000));
+}
+
+TEST(CorrelationTracker, UnderSustainedLoadEveryAnnouncedLaunchIsMatched) {
+  // Kernel records trail their launches by more than the cap's worth of launches (the activity
+  // thread is behind): every launch the tracker accepts must still get its kernel.
+  constexpr uint32_t kCap = 128, kLag = 1000;
+  CorrelationTracker t(kCap, 1000000 * kMs);
+  std::vector<bool> announced(20001, false);
+  uint64_t matched = 0, accepted = 0;
+  for (uint32_t i = 1; i <= 20000; ++i) {
+    if (t.insert(i, LaunchKind::Eager, i)) {
+      announced[i] = true;
+      ++accepted;
+    }
+    if (i > kLag) matched += t.on_kernel(i - kLag, i);  // the record of launch i - kLag
+  }
+  for (uint32_t i = 20000 - kLag + 1; i <= 20000; ++i) matched += t.on_kernel(i, 30000);
+  EXPECT_GT(accepted, 0u);
+  EXPECT_EQ(matched, accepted) << "announced launches lost their kernels";
+  EXPECT_EQ(t.stats().live, 0u);
+}
+
+TEST(CorrelationTracker, AtTheCapGraphsThatGotKernelsMakeRoomFirst) {
+  CorrelationTracker t(64, 1000000 * kMs);
+  for (uint32_t i = 1; i <= 64; ++i) EXPECT_TRUE(t.insert(i, LaunchKind::Graph, i));  // count unknown
+  for (uint32_t i = 1; i <= 10; ++i) EXPECT_TRUE(t.on_kernel(i, 100));
+  for (uint32_t i = 65; i <= 74; ++i) EXPECT_TRUE(t.insert(i, LaunchKind::Eager, 200)) << i;
+  EXPECT_FALSE(t.insert(75, LaunchKind::Eager, 200));
+  const TrackerStats s = t.stats();
+  EXPECT_EQ(s.retired_at_cap, 10u);
+  EXPECT_EQ(s.completed, 10u);
+  EXPECT_EQ(s.refused, 1u);
 }
 
 TEST(CorrelationTracker, MemoryStaysBoundedUnderEndlessUnmatchedLaunches) {
@@ -88,7 +128,7 @@ TEST(CorrelationTracker, RemoveWithdrawsWithoutCountingALoss) {
   EXPECT_EQ(t.pending(), 0u);
   EXPECT_FALSE(t.on_kernel(5, kMs));
   EXPECT_EQ(t.stats().removed, 1u);
-  EXPECT_EQ(t.stats().expired + t.stats().evicted, 0u);
+  EXPECT_EQ(t.stats().expired + t.stats().refused, 0u);
 }
 
 }  // namespace
