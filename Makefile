@@ -4,7 +4,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps configure test demo test-pc-mock-graph format clean
+.PHONY: all deps configure test test-sanitize demo test-pc-mock-graph format clean
 
 all: configure
 	cmake --build $(BUILD) -j$(JOBS)
@@ -18,6 +18,11 @@ configure:
 test: all
 	cd $(BUILD) && ctest --output-on-failure
 
+# The library and the mock under ASan+UBSan and under TSan (build-asan/, build-tsan/): unit tests
+# and the hardest integration files; any sanitizer report fails (scripts/test-sanitize.sh).
+test-sanitize: all
+	JOBS=$(JOBS) scripts/test-sanitize.sh
+
 # The mock application under the library, with our consumer attached, printing what it sees.
 demo: all
 	scripts/demo.sh
@@ -29,4 +34,4 @@ format:
 	clang-format -i $$(git ls-files '*.cc' '*.h' '*.c' '*.cu')
 
 clean:
-	rm -rf $(BUILD)
+	rm -rf $(BUILD) build-asan build-tsan

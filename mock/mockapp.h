@@ -34,6 +34,7 @@ struct Options {
 struct ForkReport {
   int forked = 0;
   int hung = 0;
+  int failed = 0;  // exited with a status other than 0, or by a signal
 };
 extern ForkReport g_fork_report;
 

@@ -209,6 +209,7 @@ void print_summary(const Options &o, double elapsed_s) {
   json += ",\"mock_errors\":" + std::to_string(g_mock_errors.load());
   json += ",\"fork_children\":" + std::to_string(g_fork_report.forked);
   json += ",\"fork_children_hung\":" + std::to_string(g_fork_report.hung);
+  json += ",\"fork_children_failed\":" + std::to_string(g_fork_report.failed);
   json += "}";
   std::printf("MOCKAPP_SUMMARY %s\n", json.c_str());
   std::fflush(stdout);

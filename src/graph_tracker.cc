@@ -23,6 +23,18 @@ struct PendingInstantiation {
 };
 thread_local PendingInstantiation t_pending;
 
+RepeatedError g_graph_id_failed("graphs", "cuptiGetGraphId failed at instantiation");
+RepeatedError g_node_id_failed("graphs", "cuptiGetGraphNodeId failed at instantiation");
+RepeatedError g_node_type_failed("graphs", "cuGraphNodeGetType failed");
+
+void graph_id_failed(const CuptiApi &cupti, CUptiResult r) {
+  g_graph_id_failed.report(r,
+                           "cuptiGetGraphId failed at instantiation: %s; kernels of the "
+                           "conditional bodies of such graphs cannot be handed to their launch "
+                           "and are not delivered",
+                           cupti_result_string(cupti, r));
+}
+
 void add_unique(std::vector<uint32_t> *v, uint32_t id) {
   if (id != 0 && std::find(v->begin(), v->end(), id) == v->end()) v->push_back(id);
 }
@@ -33,7 +45,18 @@ CUgraphNodeType GraphTracker::node_type(const CUpti_GraphData *gd) const {
   // CUPTI 13 leaves GraphData.nodeType 0 (KERNEL) in GRAPHNODE_CLONED: seen on the H100, where
   // a host-only graph's node came through as a kernel. The driver knows.
   CUgraphNodeType type = gd->nodeType;
-  if (cuda_ && gd->node) cuda_->cuGraphNodeGetType(gd->node, &type);
+  if (cuda_ && gd->node) {
+    CUgraphNodeType asked = type;
+    if (const CUresult r = cuda_->cuGraphNodeGetType(gd->node, &asked); r == CUDA_SUCCESS)
+      type = asked;
+    else
+      g_node_type_failed.report(kErrDriver,
+                                "cuGraphNodeGetType failed (CUresult %d); node types come from "
+                                "CUPTI, which reports cloned nodes as kernels: launches of "
+                                "host-only graphs may be announced without kernels and "
+                                "conditional graphs not recognised",
+                                static_cast<int>(r));
+  }
   return type;
 }
 
@@ -42,7 +65,10 @@ void GraphTracker::on_node_created(const CUpti_GraphData *gd) {
   // Inside one, it is a node of a body graph being instantiated.
   if (!t_pending.open || !gd || !gd->graph) return;
   uint32_t id = 0;
-  if (cupti_.cuptiGetGraphId(gd->graph, &id) == CUPTI_SUCCESS) add_unique(&t_pending.graph_ids, id);
+  if (const CUptiResult r = cupti_.cuptiGetGraphId(gd->graph, &id); r == CUPTI_SUCCESS)
+    add_unique(&t_pending.graph_ids, id);
+  else
+    graph_id_failed(cupti_, r);
   const CUgraphNodeType type = node_type(gd);
   if (type == CU_GRAPH_NODE_TYPE_CONDITIONAL) t_pending.has_conditional = true;
   debug_log("instantiation: node created in graph %u, type %d", id, static_cast<int>(type));
@@ -53,14 +79,25 @@ void GraphTracker::on_node_cloned(const CUpti_GraphData *gd) {
   PendingInstantiation &p = t_pending;
   p.open = true;
   uint32_t graph_id = 0;
-  if (gd->graph && cupti_.cuptiGetGraphId(gd->graph, &graph_id) == CUPTI_SUCCESS)
-    add_unique(&p.graph_ids, graph_id);
+  if (gd->graph) {
+    if (const CUptiResult r = cupti_.cuptiGetGraphId(gd->graph, &graph_id); r == CUPTI_SUCCESS)
+      add_unique(&p.graph_ids, graph_id);
+    else
+      graph_id_failed(cupti_, r);
+  }
   const CUgraphNodeType type = node_type(gd);
   if (type == CU_GRAPH_NODE_TYPE_KERNEL) ++p.kernel_nodes;
   if (type == CU_GRAPH_NODE_TYPE_CONDITIONAL) p.has_conditional = true;
   uint64_t original = 0, cloned = 0;
-  if (gd->originalNode) cupti_.cuptiGetGraphNodeId(gd->originalNode, &original);
-  if (gd->node) cupti_.cuptiGetGraphNodeId(gd->node, &cloned);
+  CUptiResult ir = CUPTI_SUCCESS;
+  if (gd->originalNode) ir = cupti_.cuptiGetGraphNodeId(gd->originalNode, &original);
+  if (ir == CUPTI_SUCCESS && gd->node) ir = cupti_.cuptiGetGraphNodeId(gd->node, &cloned);
+  if (ir != CUPTI_SUCCESS)
+    g_node_id_failed.report(ir,
+                            "cuptiGetGraphNodeId failed at instantiation: %s; graph_node_clone "
+                            "carries node 0 for such nodes (their kernels cannot be mapped "
+                            "to the captured node)",
+                            cupti_result_string(cupti_, ir));
   uint32_t original_graph = 0;
   if (gd->originalGraph) cupti_.cuptiGetGraphId(gd->originalGraph, &original_graph);
   debug_log("instantiation: node %llu of graph %u cloned as %llu into graph %u, type %d",

@@ -1,6 +1,8 @@
 #include "launch_callbacks.h"
 
 #include "activity.h"
+
+#include <string>
 #include "log.h"
 #include "process_guard.h"
 #include "token_bucket.h"
@@ -48,6 +50,38 @@ __attribute__((tls_model("initial-exec"))) thread_local ThreadLaunch t_launch;
 
 LaunchCallbacks *g_callbacks = nullptr;
 
+RepeatedError g_callback_exception("callbacks", "exceptions caught in the CUPTI callback");
+RepeatedError g_timestamp_failed("callbacks", "cuptiGetTimestamp failed");
+RepeatedError g_capture_ids_failed("callbacks", "graph IDs of captured launches unknown");
+
+// What a failed cuptiSubscribe means, beyond the result's name.
+const char *subscribe_failure_meaning(CUptiResult r) {
+  switch (r) {
+    case CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED:
+      return "another CUPTI client is subscribed in this process (Nsight Systems or Compute, a "
+             "profiler inside the application such as PyTorch's, or another CUPTI-based tool)";
+    case CUPTI_ERROR_NOT_INITIALIZED:
+    case CUPTI_ERROR_NOT_COMPATIBLE:
+      return "this libcupti cannot work with the CUDA driver in use (versions?)";
+    case CUPTI_ERROR_INSUFFICIENT_PRIVILEGES:
+    case CUPTI_ERROR_VIRTUALIZED_DEVICE_INSUFFICIENT_PRIVILEGES:
+      return "profiling is restricted to administrators on this machine "
+             "(NVreg_RestrictProfilingToAdminUsers)";
+    case CUPTI_ERROR_NOT_SUPPORTED:
+    case CUPTI_ERROR_VIRTUALIZED_DEVICE_NOT_SUPPORTED:
+    case CUPTI_ERROR_CONFIDENTIAL_COMPUTING_NOT_SUPPORTED:
+    case CUPTI_ERROR_CMP_DEVICE_NOT_SUPPORTED:
+    case CUPTI_ERROR_MIG_DEVICE_NOT_SUPPORTED:
+    case CUPTI_ERROR_SLI_DEVICE_NOT_SUPPORTED:
+    case CUPTI_ERROR_WSL_DEVICE_NOT_SUPPORTED:
+      return "CUPTI does not support this device or configuration";
+    case CUPTI_ERROR_OUT_OF_MEMORY:
+      return "CUPTI is out of memory";
+    default:
+      return "CUPTI refused the subscription";
+  }
+}
+
 }  // namespace
 
 LaunchCallbacks::LaunchCallbacks(const CuptiApi &cupti, const Config &config,
@@ -58,13 +92,16 @@ bool LaunchCallbacks::subscribe() {
   g_callbacks = this;
   CUptiResult r = cupti_.cuptiSubscribe(&subscriber_, &on_callback, this);
   if (r != CUPTI_SUCCESS) {
-    report_error(r, "callbacks",
-                 "cuptiSubscribe failed: %s (another CUPTI client such as Nsight attached?); "
-                 "parcagpu stays inert",
-                 cupti_result_string(cupti_, r));
+    report_error(r, "callbacks", "cuptiSubscribe failed: %s: %s; parcagpu stays inert",
+                 cupti_result_string(cupti_, r), subscribe_failure_meaning(r));
     subscriber_ = nullptr;
     return false;
   }
+  // A failing cuptiEnableCallback fails for most cbids alike: the first failure is reported,
+  // the rest go into one summary line.
+  size_t attempted = 0, failed = 0;
+  CUptiResult last_failure = CUPTI_SUCCESS;
+  std::string failed_names;
   for (const auto &cb : kSubscribedCallbacks) {
     bool disabled = false;
     for (const auto &d : config_.disabled_cbids) disabled |= d.domain == cb.domain && d.cbid == cb.cbid;
@@ -72,28 +109,50 @@ bool LaunchCallbacks::subscribe() {
       debug_log("not subscribing %s (PARCAGPU_DISABLE_CBIDS)", cb.name);
       continue;
     }
+    ++attempted;
     r = cupti_.cuptiEnableCallback(1, subscriber_, static_cast<CUpti_CallbackDomain>(cb.domain),
                                    cb.cbid);
     if (r != CUPTI_SUCCESS) {
-      report_error(r, "callbacks", "cuptiEnableCallback(%s) failed: %s; that path is not profiled",
-                   cb.name, cupti_result_string(cupti_, r));
+      if (failed++ == 0)
+        report_error(r, "callbacks", "cuptiEnableCallback(%s) failed: %s", cb.name,
+                     cupti_result_string(cupti_, r));
+      last_failure = r;
+      failed_names += (failed_names.empty() ? "" : " ") + std::string(cb.name);
       continue;
     }
     enabled_.push_back(cb);
   }
+  if (attempted > 0 && enabled_.empty()) {
+    report_error(last_failure, "callbacks",
+                 "none of the %zu callbacks could be enabled; parcagpu stays inert", attempted);
+    unsubscribe();  // leave CUPTI's one subscription to someone who can use it
+    return false;
+  }
+  if (failed > 0)
+    report_error(last_failure, "callbacks",
+                 "cuptiEnableCallback failed for %zu of %zu callbacks; not profiled: %s", failed,
+                 attempted, failed_names.c_str());
   debug_log("subscribed %zu of %zu callbacks", enabled_.size(), kNumSubscribedCallbacks);
   return true;
 }
 
 void LaunchCallbacks::unsubscribe() {
   if (!subscriber_) return;
+  size_t failed = 0;
+  CUptiResult first_failure = CUPTI_SUCCESS;
+  const char *first_name = "";
   for (const auto &cb : enabled_) {
     CUptiResult r = cupti_.cuptiEnableCallback(
         0, subscriber_, static_cast<CUpti_CallbackDomain>(cb.domain), cb.cbid);
-    if (r != CUPTI_SUCCESS)
-      report_error(r, "callbacks", "disabling %s failed: %s", cb.name,
-                   cupti_result_string(cupti_, r));
+    if (r != CUPTI_SUCCESS && failed++ == 0) {
+      first_failure = r;
+      first_name = cb.name;
+    }
   }
+  if (failed > 0)
+    report_error(first_failure, "callbacks",
+                 "disabling %zu of %zu callbacks failed (first: %s: %s)", failed, enabled_.size(),
+                 first_name, cupti_result_string(cupti_, first_failure));
   enabled_.clear();
   CUptiResult r = cupti_.cuptiUnsubscribe(subscriber_);
   if (r != CUPTI_SUCCESS)
@@ -110,6 +169,8 @@ void CUPTIAPI LaunchCallbacks::on_callback(void *userdata, CUpti_CallbackDomain 
       self->on_resource(cbid, static_cast<const CUpti_ResourceData *>(data));
     } catch (...) {
       self->stats_.callback_errors.fetch_add(1, std::memory_order_relaxed);
+      g_callback_exception.report(kErrInternal, "exception in a resource callback (cbid %u)",
+                                  static_cast<unsigned>(cbid));
     }
     return;
   }
@@ -126,6 +187,8 @@ void CUPTIAPI LaunchCallbacks::on_callback(void *userdata, CUpti_CallbackDomain 
   } catch (...) {
     // No exception may reach CUPTI: the caller has no C++ unwinding.
     self->stats_.callback_errors.fetch_add(1, std::memory_order_relaxed);
+    g_callback_exception.report(kErrInternal, "exception in a launch callback (cbid %u)",
+                                static_cast<unsigned>(cbid));
   }
 }
 
@@ -167,7 +230,11 @@ void LaunchCallbacks::on_launch(CbDomain domain, uint32_t cbid, const CUpti_Call
       if (f.known && !f.has_conditional) expected_kernels = f.kernel_nodes;
       if (f.has_conditional) {
         uint64_t ts = 0;
-        cupti_.cuptiGetTimestamp(&ts);
+        if (const CUptiResult tr = cupti_.cuptiGetTimestamp(&ts); tr != CUPTI_SUCCESS)
+          g_timestamp_failed.report(tr,
+                                    "cuptiGetTimestamp failed: %s; conditional body kernels of "
+                                    "queued launches are attributed by launch order alone",
+                                    cupti_result_string(cupti_, tr));
         graphs_.on_conditional_launch(exec, cb->correlationId, ts);
       }
     }
@@ -217,8 +284,16 @@ void LaunchCallbacks::on_resource(CUpti_CallbackId cbid, const CUpti_ResourceDat
       t.captured = true;
       t.capture_graph_id = 0;
       t.capture_node_id = 0;
-      if (gd && gd->graph) cupti_.cuptiGetGraphId(gd->graph, &t.capture_graph_id);
-      if (gd && gd->node) cupti_.cuptiGetGraphNodeId(gd->node, &t.capture_node_id);
+      CUptiResult ir = CUPTI_SUCCESS;
+      if (gd && gd->graph) ir = cupti_.cuptiGetGraphId(gd->graph, &t.capture_graph_id);
+      if (ir == CUPTI_SUCCESS && gd && gd->node)
+        ir = cupti_.cuptiGetGraphNodeId(gd->node, &t.capture_node_id);
+      if (ir != CUPTI_SUCCESS)
+        g_capture_ids_failed.report(ir,
+                                    "cuptiGetGraphId/cuptiGetGraphNodeId failed: %s; "
+                                    "graph_capture_launch carries graph and node 0 for such "
+                                    "launches",
+                                    cupti_result_string(cupti_, ir));
       break;
     }
     case CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED: graphs_.on_node_cloned(gd); break;

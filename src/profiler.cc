@@ -110,16 +110,35 @@ void Profiler::sync_consumers() {
   if (clones > last_clone_consumers_.exchange(clones)) graphs_->refire_clones();
 }
 
+RepeatedError g_device_query_failed("gpu_config", "device queries failed");
+
 void Profiler::fire_gpu_config() {
   if (!have_cuda_) return;
   int count = 0;
-  if (cuda_.cuDeviceGetCount(&count) != CUDA_SUCCESS) return;  // before cuInit: next time
+  if (const CUresult r = cuda_.cuDeviceGetCount(&count); r != CUDA_SUCCESS) {
+    if (r != CUDA_ERROR_NOT_INITIALIZED)  // before cuInit: next time
+      g_device_query_failed.report(kErrDriver,
+                                   "cuDeviceGetCount failed (CUresult %d); gpu_config not fired",
+                                   static_cast<int>(r));
+    return;
+  }
   for (int i = 0; i < count; ++i) {
     CUdevice dev = 0;
     int clock_khz = 0, sms = 0;
-    if (cuda_.cuDeviceGet(&dev, i) != CUDA_SUCCESS) continue;
-    cuda_.cuDeviceGetAttribute(&clock_khz, CU_DEVICE_ATTRIBUTE_CLOCK_RATE, dev);
-    cuda_.cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev);
+    if (const CUresult r = cuda_.cuDeviceGet(&dev, i); r != CUDA_SUCCESS) {
+      g_device_query_failed.report(kErrDriver,
+                                   "cuDeviceGet(%d) failed (CUresult %d); no gpu_config for it",
+                                   i, static_cast<int>(r));
+      continue;
+    }
+    const CUresult rc = cuda_.cuDeviceGetAttribute(&clock_khz, CU_DEVICE_ATTRIBUTE_CLOCK_RATE, dev);
+    const CUresult rs =
+        cuda_.cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev);
+    if (rc != CUDA_SUCCESS || rs != CUDA_SUCCESS)
+      g_device_query_failed.report(kErrDriver,
+                                   "cuDeviceGetAttribute failed (CUresult %d); gpu_config "
+                                   "carries 0 for what could not be read",
+                                   static_cast<int>(rc != CUDA_SUCCESS ? rc : rs));
     // samplingFactor 0: PC sampling is not running.
     usdt::gpu_config(static_cast<uint32_t>(i), 0, static_cast<uint32_t>(clock_khz),
                      static_cast<uint32_t>(sms));

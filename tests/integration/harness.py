@@ -20,7 +20,9 @@ BUILD = os.environ.get("PARCAGPU_BUILD_DIR", os.path.join(SOURCE, "build"))
 LIB = os.path.join(BUILD, "lib", "libparcagpu.so")
 MOCKAPP = os.path.join(BUILD, "bin", "parcagpu-mockapp")
 MOCK_DIR = os.path.join(BUILD, "mock")
-TRACE = os.path.join(BUILD, "bin", "parcagpu-trace")
+# Sanitizer builds (make test-sanitize) have no parcagpu-trace of their own: the consumer is not
+# under test there, and the plain build's is used.
+TRACE = os.environ.get("PARCAGPU_TRACE", os.path.join(BUILD, "bin", "parcagpu-trace"))
 BT_SCRIPT = os.path.join(SOURCE, "scripts", "parcagpu.bt")
 
 # Rate limits high enough that every launch of a test run is announced.
@@ -169,6 +171,8 @@ class Bpftrace(_Consumer):
                if not k.startswith(("PARCAGPU_", "CUDA_INJECTION64"))}
         env.update({"LD_PRELOAD": self.lib, "PARCAGPU_HARNESS_DRAIN_MARK": token,
                     "LD_LIBRARY_PATH": "/nonexistent"})
+        # A sanitized library preloaded into /bin/true brings its runtime in late: allowed here.
+        env["ASAN_OPTIONS"] = env.get("ASAN_OPTIONS", "") + ":verify_asan_link_order=0"
         deadline = time.time() + timeout
         subprocess.run(["/bin/true"], env=env, check=False, stderr=subprocess.DEVNULL)
         while token not in self._read(self.out):

@@ -3,6 +3,7 @@
 change of behaviour. Faults come from the mock (MOCK_CUPTI_FAIL, MOCK_CUDA_FAIL), never from the
 library."""
 import os
+import re
 import shutil
 import tempfile
 import unittest
@@ -18,6 +19,22 @@ def parcagpu_lines(r, pid=None):
     return lines
 
 
+def total_line(what):
+    """RepeatedError's summary at exit: 'WHAT: N UNIT in all'."""
+    return re.compile(re.escape(what) + r": \d+ \w+ in all")
+
+
+def reported_once(testcase, r, first, what):
+    """The error `first` (a substring of its first report) was printed once, and at most once
+    more as the count at exit ('WHAT: N ... in all'), never a line per occurrence."""
+    lines = parcagpu_lines(r)
+    totals = [l for l in lines if total_line(what).search(l)]
+    firsts = [l for l in lines if first in l and l not in totals]
+    testcase.assertEqual(len(firsts), 1, "\n".join(lines[-50:]))
+    testcase.assertLessEqual(len(totals), 1, "\n".join(totals))
+    return firsts[0]
+
+
 class Fork(unittest.TestCase):
     def test_children_forked_under_load_exit_promptly(self):
         # Children forked while 16 threads launch with a consumer attached: whatever lock another
@@ -31,6 +48,7 @@ class Fork(unittest.TestCase):
         s = r.summary
         self.assertEqual(s["fork_children"], 20)
         self.assertEqual(s["fork_children_hung"], 0, r.stderr[-3000:])
+        self.assertEqual(s["fork_children_failed"], 0, r.stderr[-3000:])
         # The parent still delivered its kernels to the consumer.
         self.assertGreater(tr.result["kernels_matched"], 0, tr.result)
 
@@ -77,6 +95,218 @@ class SecondCopy(unittest.TestCase):
 
     def test_copy_with_the_same_file_name(self):
         self.check_first_copy_profiles(self.copy_of_lib("sub/libparcagpu.so"))
+
+
+ALL_SCENARIOS = ("eager-runtime,eager-driver,launch-ex,cooperative,ptsz,graph-runtime,graph-driver,"
+                 "graph-driver-ptsz,capture,conditional,hostonly-graph,all-cbids")
+
+
+class Scenarios16(unittest.TestCase):
+    """Every scenario replayed by 16 threads at once, with and without a consumer: a clean run
+    and a clean teardown (what make test-sanitize runs under ASan+UBSan and TSan)."""
+
+    def assert_torn_down(self, r):
+        exit_report = [e for e in r.exit_reports if e["pid"] == r.summary["pid"]][0]
+        self.assertEqual(exit_report["still_enabled"], [])
+        self.assertEqual(exit_report["activity_kinds_still_enabled"], [])
+        self.assertFalse(exit_report["subscribed"])
+
+    def test_without_consumer(self):
+        r = harness.run_mockapp(["--threads=16", "--scenario=" + ALL_SCENARIOS, "--loop",
+                                 "--duration=2s"], timeout=300)
+        self.assertEqual(r.returncode, 0, r.stderr[-3000:])
+        self.assertEqual(r.summary["mock_errors"], 0)
+        self.assertGreater(r.summary["kernels_run"], 0)
+        self.assertEqual(r.summary["records_written"], 0, "no consumer, no kernel activity")
+        self.assertEqual(parcagpu_lines(r), [])
+        self.assert_torn_down(r)
+
+    def test_with_consumer_every_kernel_delivered(self):
+        with harness.Trace() as tr:
+            r = harness.run_mockapp(["--threads=16", "--scenario=" + ALL_SCENARIOS],
+                                    env=harness.UNLIMITED, timeout=300)
+        tr.stop()
+        self.assertEqual(r.returncode, 0, r.stderr[-3000:])
+        s, j = r.summary, tr.result
+        self.assertEqual(s["mock_errors"], 0)
+        why = (j, parcagpu_lines(r))
+        self.assertEqual(j["kernel_records"], s["kernels_run"], why)
+        self.assertEqual(j["kernels_matched"], j["kernel_records"], why)
+        self.assertEqual(j["orphan_correlations_eager"] + j["orphan_correlations_graph"], 0, why)
+        self.assertEqual(j["graph_capture_launches"], s["captured_launches"])
+        self.assertEqual(parcagpu_lines(r), [])
+        self.assert_torn_down(r)
+
+
+class Loss(unittest.TestCase):
+    """Every kernel of an announced launch reaches the consumer, or its loss is counted and
+    said (stderr and the error probe); at default rates nothing is lost."""
+
+    def test_default_rates_lose_nothing_with_16_stress_threads(self):
+        with harness.Trace() as tr:
+            r = harness.run_mockapp(["--threads=16", "--stress", "--duration=4s"], timeout=300)
+        tr.stop()
+        self.assertEqual(r.returncode, 0, r.stderr[-3000:])
+        j = tr.result
+        why = (j, parcagpu_lines(r), tr.stderr[-2000:])
+        self.assertGreater(j["correlations"], 0)
+        self.assertEqual(j["orphan_correlations_eager"], 0, why)
+        self.assertEqual(j["orphan_correlations_graph"], 0, why)
+        self.assertEqual(j["kernels_matched"], j["kernel_records"], j)
+        self.assertEqual(r.summary["records_dropped"], 0)
+        self.assertEqual(parcagpu_lines(r), [], "nothing lost, nothing to say")
+
+    def test_limits_raised_at_a_small_cap_the_loss_is_counted_and_said(self):
+        # Far more launches announced than the tracker holds while their records are pending:
+        # launches past the cap are not announced (and that is said, once, on the error probe);
+        # every launch that was announced gets its kernels.
+        env = dict(harness.UNLIMITED, PARCAGPU_MAX_OUTSTANDING="64")
+        with harness.Trace() as tr:
+            r = harness.run_mockapp(["--threads=16", "--stress", "--duration=3s"], env=env,
+                                    timeout=300)
+        tr.stop()
+        self.assertEqual(r.returncode, 0, r.stderr[-3000:])
+        j = tr.result
+        first = reported_once(self, r, "were not announced: the correlation tracker was full",
+                              "launches not announced: the correlation tracker was full")
+        self.assertIn("PARCAGPU_MAX_OUTSTANDING=64", first)
+        self.assertGreaterEqual(j["errors"], 1, "the error probe carried it")
+        # What was announced and lost anyway is said at exit, to the launch.
+        at_exit = [int(m.group(1)) for l in parcagpu_lines(r)
+                   for m in [re.search(r"(\d+) announced launches had no kernel record", l)] if m]
+        lost = at_exit[0] if at_exit else 0
+        self.assertEqual(j["orphan_correlations_eager"] + j["orphan_correlations_graph"], lost, j)
+        self.assertEqual(j["kernels_matched"], j["kernel_records"], j)
+
+
+class CuptiFaults(unittest.TestCase):
+    """Persistent CUPTI failures: reported once then counted, nothing left switched on."""
+
+    def run_traced(self, args, env, trace_args=()):
+        with harness.Trace(extra=trace_args) as tr:
+            r = harness.run_mockapp(args, env=env, timeout=300)
+        tr.stop()
+        self.assertEqual(r.returncode, 0, r.stderr[-3000:])
+        return r, tr.result
+
+    def test_persistent_disable_failure_once_not_per_launch(self):
+        r, j = self.run_traced(["--duration=2s", "--launch-rate=1000", "--graph-rate=100"],
+                               {"MOCK_CUPTI_FAIL": "cuptiActivityDisable"})
+        reported_once(self, r, "cuptiActivityDisable(CONCURRENT_KERNEL) failed",
+                      "cuptiActivityDisable failed")
+        # Not retried per launch either: once a second, and at exit.
+        self.assertLessEqual(r.summary["injected_failures"], 6, r.summary)
+        self.assertGreater(j["kernels_matched"], 0)
+
+    def test_disable_failing_at_detach_is_retried_not_left_on(self):
+        # The consumer leaves after 1 s of a 4 s run; the disable at its detach fails once.
+        r, _ = self.run_traced(["--duration=4s", "--launch-rate=500", "--graph-rate=50"],
+                               {"MOCK_CUPTI_FAIL": "cuptiActivityDisable*1",
+                                "PARCAGPU_ACTIVITY_MODE": "consumer"},
+                               trace_args=["-d", "1"])
+        self.assertEqual(r.summary["injected_failures"], 1, r.summary)
+        self.assertFalse(r.summary["activity_enabled_now"], r.stderr[-2000:])
+        self.assertEqual(r.exit_reports[-1]["activity_kinds_still_enabled"], [])
+
+    def test_persistent_flush_failure_once(self):
+        r, _ = self.run_traced(["--threads=4", "--stress", "--duration=2s"],
+                               dict(harness.UNLIMITED, MOCK_CUPTI_FAIL="cuptiActivityFlushAll"))
+        reported_once(self, r, "cuptiActivityFlushAll failed", "cuptiActivityFlushAll failed")
+
+    def test_next_record_failure_says_what_is_lost(self):
+        r, j = self.run_traced(["--scenario=eager-runtime,graph-runtime"],
+                               dict(harness.UNLIMITED,
+                                    MOCK_CUPTI_FAIL="cuptiActivityGetNextRecord"))
+        line = reported_once(self, r, "cuptiActivityGetNextRecord failed",
+                             "buffers cut short by cuptiActivityGetNextRecord")
+        self.assertIn("is lost", line)
+        self.assertEqual(j["kernel_records"], 0)
+
+    def test_dropped_records_query_failure_is_said(self):
+        r, _ = self.run_traced(["--scenario=eager-runtime,graph-runtime"],
+                               dict(harness.UNLIMITED,
+                                    MOCK_CUPTI_FAIL="cuptiActivityGetNumDroppedRecords"))
+        reported_once(self, r, "cuptiActivityGetNumDroppedRecords failed",
+                      "cuptiActivityGetNumDroppedRecords failed")
+
+    def test_graph_id_failure_says_conditional_kernels_are_lost(self):
+        r, j = self.run_traced(["--scenario=conditional,conditional"],
+                               dict(harness.UNLIMITED, MOCK_CUPTI_FAIL="cuptiGetGraphId"))
+        reported_once(self, r, "cuptiGetGraphId failed at instantiation",
+                      "cuptiGetGraphId failed at instantiation")
+        reported_once(self, r, "no known graph exec owns that graph",
+                      "conditional body kernel records of no known graph exec")
+        self.assertEqual(j["kernel_records"], 0, "no body kernel can be attributed")
+
+    def test_subscribe_failure_says_what_the_result_means(self):
+        for result, meaning in [("INSUFFICIENT_PRIVILEGES", "restricted to administrators"),
+                                ("MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED", "another CUPTI client"),
+                                ("NOT_COMPATIBLE", "cannot work with the CUDA driver")]:
+            with self.subTest(result=result):
+                r = harness.run_mockapp(["--scenario=eager-runtime"],
+                                        env={"MOCK_CUPTI_FAIL": "cuptiSubscribe:" + result})
+                self.assertEqual(r.returncode, 0)
+                lines = parcagpu_lines(r)
+                self.assertEqual(len(lines), 1, lines)
+                self.assertIn("CUPTI_ERROR_" + result, lines[0])
+                self.assertIn(meaning, lines[0])
+                self.assertIn("inert", lines[0])
+                if result != "MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED":
+                    self.assertNotIn("Nsight", lines[0])
+
+    def test_every_enable_failing_is_one_line_and_inert(self):
+        r = harness.run_mockapp(["--scenario=eager-runtime"],
+                                env={"MOCK_CUPTI_FAIL": "cuptiEnableCallback"})
+        self.assertEqual(r.returncode, 0)
+        lines = parcagpu_lines(r)
+        self.assertEqual(len(lines), 2, lines)
+        self.assertIn("cuptiEnableCallback(", lines[0])
+        self.assertIn("inert", lines[1])
+        self.assertFalse(r.summary["subscribed"], "the subscription is given back")
+
+
+class DriverFaults(unittest.TestCase):
+    """The libcuda half of the fault matrix: the library's driver calls fail (MOCK_CUDA_FAIL);
+    the application exits 0 and the library says so once."""
+
+    CASES = {
+        "cuGraphNodeGetType": "cuGraphNodeGetType failed",
+        "cuDeviceGetAttribute": "cuDeviceGetAttribute failed",
+        "cuDeviceGetCount": "cuDeviceGetCount failed",
+        "cuDeviceGet": "cuDeviceGet(0) failed",
+    }
+    TOTALS = {"cuGraphNodeGetType": "cuGraphNodeGetType failed"}
+
+    def test_each_failing_driver_call(self):
+        for entry, first in self.CASES.items():
+            for result in ("", ":INVALID_VALUE"):
+                with self.subTest(entry=entry, result=result):
+                    with harness.Trace() as tr:
+                        r = harness.run_mockapp(
+                            ["--scenario=graph-runtime,hostonly-graph,conditional,eager-runtime"],
+                            env=dict(harness.UNLIMITED, MOCK_CUDA_FAIL=entry + result))
+                    tr.stop()
+                    self.assertEqual(r.returncode, 0, r.stderr[-3000:])
+                    self.assertEqual(len(r.summaries), 1)
+                    self.assertGreater(r.summary["cuda_injected_failures"], 0, "fault not hit")
+                    reported_once(self, r, first,
+                                  self.TOTALS.get(entry, "device queries failed"))
+                    self.assertGreater(tr.result["kernels_matched"], 0)
+
+
+class QuickExit(unittest.TestCase):
+    def test_quick_exit_delivers_what_was_collected(self):
+        # No flush before the end (long interval, high threshold): the kernels reach the
+        # consumer only through the exit path, which quick_exit runs too.
+        env = dict(harness.UNLIMITED, PARCAGPU_FLUSH_INTERVAL_MS="600000",
+                   PARCAGPU_FLUSH_THRESHOLD="100000")
+        with harness.Trace() as tr:
+            r = harness.run_mockapp(["--scenario=eager-runtime,graph-runtime",
+                                     "--exit=quick_exit"], env=env)
+        tr.stop()
+        self.assertEqual(r.returncode, 0, r.stderr[-2000:])
+        self.assertEqual(tr.result["kernel_records"], r.summary["kernels_run"], tr.result)
+        self.assertEqual(tr.result["kernels_matched"], r.summary["kernels_run"])
 
 
 if __name__ == "__main__":
