@@ -237,17 +237,15 @@ bool kind_enabled_anywhere(uint32_t kind) {
   return false;
 }
 
-// After fork() only the forking thread exists in the child: the worker must be started anew and
-// the queue's mutex may have been held by another thread of the parent.
+// After fork() only the forking thread exists in the child: the queue's mutex may have been
+// held by another thread of the parent, and the worker is gone. It is started again only if the
+// child fills a buffer (a child that merely exits starts no thread; TSan forbids new threads
+// after a multithreaded fork); buffers already complete wait for a flush.
 void reset_in_forked_child() {
   BufferQueue &q = queue();
   new (&q.mutex) std::mutex;
   new (&q.ready_cv) std::condition_variable;
   q.worker_running = false;
-  if (!q.ready.empty()) {
-    q.worker_running = true;
-    std::thread(worker_main).detach();
-  }
 }
 
 __attribute__((constructor)) void register_fork_handler() {

@@ -33,7 +33,9 @@ for san in $SANITIZERS; do
   logs=$(mktemp -d /tmp/parcagpu-sanitize-$san.XXXXXX)
   # halt_on_error: ASan's and UBSan's first report ends the process (exit status != 0); TSan
   # reports every race and exits 66 at the end. Leak checking is on (LeakSanitizer with ASan).
-  export ASAN_OPTIONS="log_path=$logs/asan:detect_leaks=1:halt_on_error=1:strict_string_checks=1"
+  # verify_asan_link_order=0: tests LD_PRELOAD the (instrumented) library ahead of the runtime
+  # the app links.
+  export ASAN_OPTIONS="log_path=$logs/asan:detect_leaks=1:halt_on_error=1:verify_asan_link_order=0"
   export UBSAN_OPTIONS="log_path=$logs/ubsan:print_stacktrace=1:halt_on_error=1"
   export TSAN_OPTIONS="log_path=$logs/tsan:halt_on_error=0:second_deadlock_stack=1"
   export LSAN_OPTIONS="log_path=$logs/lsan"

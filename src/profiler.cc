@@ -216,8 +216,13 @@ bool start_profiler(const char *how) noexcept {
                    w.value.c_str(), w.reason.c_str());
     debug_log("starting (%s): rate limits eager=%g/s graph=%g/s per thread", how,
               config.eager_rate_limit, config.graph_rate_limit);
-    auto *p = new Profiler(config);
-    if (!p->start()) return false;  // p stays: CUPTI may still hold pointers into it
+    // Never freed, even when start fails: CUPTI may still hold pointers into it. Kept reachable.
+    // (volatile: a store nothing reads would be optimized away, and LeakSanitizer would see a
+    // leak).
+    static Profiler *volatile kept = nullptr;
+    auto *profiler = new Profiler(config);
+    kept = profiler;
+    if (!profiler->start()) return false;
     process_guard::install(&shutdown_at_exit);  // exit and quick_exit, not in forked children
     return true;
   } catch (const std::exception &e) {
