@@ -80,8 +80,8 @@ class TraceEndToEnd(unittest.TestCase):
         self.assert_clean(j)
         self.assert_everything_announced(r.summaries, j)
         c = harness.cbid_key(j["correlations_by_cbid"])
-        self.assertGreater(c.get(-514, 0), 0)
-        self.assertGreater(c.get(-515, 0), 0)
+        self.assertGreater(c.get(harness.signed_cbid("cuGraphLaunch"), 0), 0)
+        self.assertGreater(c.get(harness.signed_cbid("cuGraphLaunch_ptsz"), 0), 0)
 
     def test_two_processes(self):
         r, j = self.traced(["--duration=2s", "--launch-rate=1000", "--graph-rate=200",
