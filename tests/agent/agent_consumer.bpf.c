@@ -18,11 +18,14 @@
  *   cubin_loaded     first firing per (pid, crc) only; userland reads the bytes from /proc/PID/mem.
  *   gpu_config       first firing per (pid, device) only.
  * Every failed read is counted per pid (map "pid_stats"), as are repeats, caps and drops. */
+/* The UAPI headers before libbpf's. */
+/* clang-format off */
 #include <stdbool.h>
 #include <linux/bpf.h>
 #include <linux/ptrace.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
+/* clang-format on */
 
 #include "agent_consumer.h"
 #include "parcagpu/abi.h"

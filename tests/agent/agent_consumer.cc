@@ -49,16 +49,21 @@ struct Options {
 Options parse_args(int argc, char **argv) {
   Options o;
   for (int c; (c = getopt(argc, argv, "l:p:d:h")) != -1;) {
-    if (c == 'l') o.lib = optarg;
-    else if (c == 'p') o.pid = std::atoi(optarg);
-    else if (c == 'd') o.duration_s = std::atof(optarg);
+    if (c == 'l')
+      o.lib = optarg;
+    else if (c == 'p')
+      o.pid = std::atoi(optarg);
+    else if (c == 'd')
+      o.duration_s = std::atof(optarg);
     else {
-      std::fprintf(c == 'h' ? stdout : stderr, "usage: agent-consumer -l LIB [-p PID] [-d SECONDS]\n");
+      std::fprintf(c == 'h' ? stdout : stderr,
+                   "usage: agent-consumer -l LIB [-p PID] [-d SECONDS]\n");
       std::exit(c == 'h' ? 0 : 2);
     }
   }
   char real[PATH_MAX];
-  if (o.lib.empty() || optind != argc || o.pid == 0) die("usage: agent-consumer -l LIB [-p PID] [-d SECONDS]");
+  if (o.lib.empty() || optind != argc || o.pid == 0)
+    die("usage: agent-consumer -l LIB [-p PID] [-d SECONDS]");
   if (!realpath(o.lib.c_str(), real)) die("cannot resolve " + o.lib + ": " + std::strerror(errno));
   o.lib = real;
   return o;
@@ -82,31 +87,43 @@ bool read_process_memory(uint32_t pid, uint64_t addr, uint64_t size, std::vector
 
 bpf_program *program_for(agent_consumer_bpf *skel, ac_probe p) {
   switch (p) {
-    case AC_PROBE_CUDA_CORRELATION: return skel->progs.ac_cuda_correlation;
-    case AC_PROBE_ACTIVITY_BATCH: return skel->progs.ac_activity_batch;
-    case AC_PROBE_KERNEL_EXECUTED: return skel->progs.ac_kernel_executed;
-    case AC_PROBE_CUBIN_LOADED: return skel->progs.ac_cubin_loaded;
-    case AC_PROBE_PC_SAMPLE_BATCH: return skel->progs.ac_pc_sample_batch;
-    case AC_PROBE_STALL_REASON_MAP: return skel->progs.ac_stall_reason_map;
-    case AC_PROBE_ERROR: return skel->progs.ac_error;
-    case AC_PROBE_GPU_CONFIG: return skel->progs.ac_gpu_config;
-    case AC_PROBE_MAX: break;
+    case AC_PROBE_CUDA_CORRELATION:
+      return skel->progs.ac_cuda_correlation;
+    case AC_PROBE_ACTIVITY_BATCH:
+      return skel->progs.ac_activity_batch;
+    case AC_PROBE_KERNEL_EXECUTED:
+      return skel->progs.ac_kernel_executed;
+    case AC_PROBE_CUBIN_LOADED:
+      return skel->progs.ac_cubin_loaded;
+    case AC_PROBE_PC_SAMPLE_BATCH:
+      return skel->progs.ac_pc_sample_batch;
+    case AC_PROBE_STALL_REASON_MAP:
+      return skel->progs.ac_stall_reason_map;
+    case AC_PROBE_ERROR:
+      return skel->progs.ac_error;
+    case AC_PROBE_GPU_CONFIG:
+      return skel->progs.ac_gpu_config;
+    case AC_PROBE_MAX:
+      break;
   }
   return nullptr;
 }
 
 // One uprobe at the note's file offset, the note's semaphore as its reference counter, the probe
 // as its cookie (which selects the argument spec stored under the same index).
-bpf_link *attach_probe(agent_consumer_bpf *skel, const Options &o, ac_probe p, const ag::SdtNote &n) {
+bpf_link *attach_probe(agent_consumer_bpf *skel, const Options &o, ac_probe p,
+                       const ag::SdtNote &n) {
   ac_probe_spec spec;
   std::string why;
   if (!ag::parse_arg_specs(n.args, &spec, &why))
-    std::fprintf(stderr, "agent-consumer: %s: arguments unreadable to the agent (%s)\n", n.name.c_str(), why.c_str());
+    std::fprintf(stderr, "agent-consumer: %s: arguments unreadable to the agent (%s)\n",
+                 n.name.c_str(), why.c_str());
   const uint32_t key = p;
   if (bpf_map__update_elem(skel->maps.specs, &key, sizeof key, &spec, sizeof spec, BPF_ANY) != 0)
     die("cannot store the argument spec of " + n.name);
   LIBBPF_OPTS(bpf_uprobe_opts, opts, .ref_ctr_offset = n.semaphore_offset, .bpf_cookie = key);
-  return bpf_program__attach_uprobe_opts(program_for(skel, p), o.pid, o.lib.c_str(), n.file_offset, &opts);
+  return bpf_program__attach_uprobe_opts(program_for(skel, p), o.pid, o.lib.c_str(), n.file_offset,
+                                         &opts);
 }
 
 int on_event(void *ctx, void *data, size_t size) {
@@ -145,7 +162,8 @@ int main(int argc, char **argv) {
     bpf_link *l = attach_probe(skel, o, c.probe, c.note);
     if (!l && c.probe == AC_PROBE_ACTIVITY_BATCH && choice.has_kernel_fallback) {
       // The agent falls back to kernel_executed when its activity_batch program cannot be set up.
-      std::fprintf(stderr, "agent-consumer: activity_batch: %s; kernel_executed instead\n", std::strerror(errno));
+      std::fprintf(stderr, "agent-consumer: activity_batch: %s; kernel_executed instead\n",
+                   std::strerror(errno));
       ignored.push_back("activity_batch");
       used = &choice.kernel_fallback;
       l = attach_probe(skel, o, used->probe, used->note);
@@ -168,8 +186,8 @@ int main(int argc, char **argv) {
 
   const auto start = std::chrono::steady_clock::now();
   while (!g_stop && !target_gone(o.pid) &&
-         (o.duration_s <= 0 || std::chrono::steady_clock::now() - start <
-                                   std::chrono::duration<double>(o.duration_s)))
+         (o.duration_s <= 0 ||
+          std::chrono::steady_clock::now() - start < std::chrono::duration<double>(o.duration_s)))
     ring_buffer__poll(rb, 100);
   for (bpf_link *l : links) bpf_link__destroy(l);
   ring_buffer__consume(rb);

@@ -51,16 +51,16 @@ struct ac_probe_spec {
 };
 
 /* ---- What the agent copies ---- */
-#define AC_ACTIVITY_CAP 128       /* records read per activity_batch firing */
-#define AC_ACTIVITY_CHUNK 64      /* ... in two tail-called chunks of 64 */
-#define AC_PTR_GROUP 16           /* record pointers are read 16 at a time (128 bytes) */
+#define AC_ACTIVITY_CAP 128  /* records read per activity_batch firing */
+#define AC_ACTIVITY_CHUNK 64 /* ... in two tail-called chunks of 64 */
+#define AC_PTR_GROUP 16      /* record pointers are read 16 at a time (128 bytes) */
 #define AC_KERNEL_NAME_LEN 256
-#define AC_PC_CAP 1024            /* records read per pc_sample_batch firing */
-#define AC_PC_CHUNK 128           /* ... in 8 tail-called chunks of 128 */
-#define AC_PC_RECORD_SIZE 60      /* CUpti_PCSamplingPCData up to and including correlationId */
+#define AC_PC_CAP 1024       /* records read per pc_sample_batch firing */
+#define AC_PC_CHUNK 128      /* ... in 8 tail-called chunks of 128 */
+#define AC_PC_RECORD_SIZE 60 /* CUpti_PCSamplingPCData up to and including correlationId */
 #define AC_PC_FUNCTION_NAME_LEN 128
-#define AC_STALL_REASONS 64       /* stall-reason entries copied per PC record (8 bytes each) */
-#define AC_STALL_NAME_LEN 64      /* stall_reason_map: 64 names of 64 bytes */
+#define AC_STALL_REASONS 64  /* stall-reason entries copied per PC record (8 bytes each) */
+#define AC_STALL_NAME_LEN 64 /* stall_reason_map: 64 names of 64 bytes */
 #define AC_ERROR_MSG_LEN 256
 #define AC_ERROR_COMPONENT_LEN 64
 
@@ -139,17 +139,17 @@ struct ac_gpu_config_event {
 
 /* ---- Per-pid counters (hash "pid_stats", key {pid, stat}) ---- */
 enum ac_stat {
-  AC_STAT_FIRINGS = 0, /* + enum ac_probe: firings per attached probe */
+  AC_STAT_FIRINGS = 0,                  /* + enum ac_probe: firings per attached probe */
   AC_STAT_READ_FAIL_ARG = AC_PROBE_MAX, /* a USDT argument could not be evaluated */
-  AC_STAT_READ_FAIL_RECORD_PTRS,  /* activity_batch: a group of 16 record pointers */
-  AC_STAT_READ_FAIL_RECORD,       /* activity_batch: a 160-byte record */
-  AC_STAT_READ_FAIL_KERNEL_NAME,  /* a kernel name (record or kernel_executed) */
-  AC_STAT_READ_FAIL_PC_PTRS,      /* pc_sample_batch: a group of 16 record pointers */
-  AC_STAT_READ_FAIL_PC_RECORD,    /* pc_sample_batch: a 60-byte record */
-  AC_STAT_READ_FAIL_PC_FUNCTION,  /* pc_sample_batch: functionName (NULL included) */
-  AC_STAT_READ_FAIL_PC_STALLS,    /* pc_sample_batch: 64 x 8 bytes at stallReason */
-  AC_STAT_READ_FAIL_STALL_MAP,    /* stall_reason_map: the 64 x 64 blob */
-  AC_STAT_READ_FAIL_ERROR_STRING, /* error: message or component */
+  AC_STAT_READ_FAIL_RECORD_PTRS,        /* activity_batch: a group of 16 record pointers */
+  AC_STAT_READ_FAIL_RECORD,             /* activity_batch: a 160-byte record */
+  AC_STAT_READ_FAIL_KERNEL_NAME,        /* a kernel name (record or kernel_executed) */
+  AC_STAT_READ_FAIL_PC_PTRS,            /* pc_sample_batch: a group of 16 record pointers */
+  AC_STAT_READ_FAIL_PC_RECORD,          /* pc_sample_batch: a 60-byte record */
+  AC_STAT_READ_FAIL_PC_FUNCTION,        /* pc_sample_batch: functionName (NULL included) */
+  AC_STAT_READ_FAIL_PC_STALLS,          /* pc_sample_batch: 64 x 8 bytes at stallReason */
+  AC_STAT_READ_FAIL_STALL_MAP,          /* stall_reason_map: the 64 x 64 blob */
+  AC_STAT_READ_FAIL_ERROR_STRING,       /* error: message or component */
   AC_STAT_READ_FAIL_LAST = AC_STAT_READ_FAIL_ERROR_STRING,
   AC_STAT_BATCH_RECORDS,      /* sum of activity_batch counts */
   AC_STAT_BATCH_OVER_CAP,     /* records beyond the 128 the agent reads */

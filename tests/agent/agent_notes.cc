@@ -97,7 +97,8 @@ bool register_offset(const std::string &name, uint16_t *off) {
 
 bool parse_one(const std::string &text, ac_arg_spec *a, std::string *error) {
   // The agent's patterns, tried in its order.
-  static const std::regex deref_off(R"(^\s*(-?\d+)(f?)\s*@\s*(-?\d+)\s*\(\s*%([a-z0-9]+)\s*\)\s*$)");
+  static const std::regex deref_off(
+      R"(^\s*(-?\d+)(f?)\s*@\s*(-?\d+)\s*\(\s*%([a-z0-9]+)\s*\)\s*$)");
   static const std::regex deref(R"(^\s*(-?\d+)(f?)\s*@\s*\(\s*%([a-z0-9]+)\s*\)\s*$)");
   static const std::regex constant(R"(^\s*(-?\d+)(f?)\s*@\s*\$(-?\d+)\s*$)");
   static const std::regex bare_constant(R"(^\s*(-?\d+)(f?)\s*@\s*(-?\d+)\s*$)");
@@ -145,15 +146,24 @@ bool parse_one(const std::string &text, ac_arg_spec *a, std::string *error) {
 
 const char *probe_name(ac_probe p) {
   switch (p) {
-    case AC_PROBE_CUDA_CORRELATION: return "cuda_correlation";
-    case AC_PROBE_ACTIVITY_BATCH: return "activity_batch";
-    case AC_PROBE_KERNEL_EXECUTED: return "kernel_executed";
-    case AC_PROBE_CUBIN_LOADED: return "cubin_loaded";
-    case AC_PROBE_PC_SAMPLE_BATCH: return "pc_sample_batch";
-    case AC_PROBE_STALL_REASON_MAP: return "stall_reason_map";
-    case AC_PROBE_ERROR: return "error";
-    case AC_PROBE_GPU_CONFIG: return "gpu_config";
-    case AC_PROBE_MAX: break;
+    case AC_PROBE_CUDA_CORRELATION:
+      return "cuda_correlation";
+    case AC_PROBE_ACTIVITY_BATCH:
+      return "activity_batch";
+    case AC_PROBE_KERNEL_EXECUTED:
+      return "kernel_executed";
+    case AC_PROBE_CUBIN_LOADED:
+      return "cubin_loaded";
+    case AC_PROBE_PC_SAMPLE_BATCH:
+      return "pc_sample_batch";
+    case AC_PROBE_STALL_REASON_MAP:
+      return "stall_reason_map";
+    case AC_PROBE_ERROR:
+      return "error";
+    case AC_PROBE_GPU_CONFIG:
+      return "gpu_config";
+    case AC_PROBE_MAX:
+      break;
   }
   return "?";
 }
@@ -225,7 +235,8 @@ AgentChoice choose_agent_probes(const std::vector<SdtNote> &notes) {
   };
   for (const auto &kv : last) {
     bool known = false;
-    for (int p = 0; p < AC_PROBE_MAX; p++) known |= kv.first == probe_name(static_cast<ac_probe>(p));
+    for (int p = 0; p < AC_PROBE_MAX; p++)
+      known |= kv.first == probe_name(static_cast<ac_probe>(p));
     if (!known || kv.first == "kernel_executed") c.ignored.push_back(kv.first);
   }
   const SdtNote *corr = get(AC_PROBE_CUDA_CORRELATION);
@@ -247,7 +258,8 @@ AgentChoice choose_agent_probes(const std::vector<SdtNote> &notes) {
     c.ignored.erase(std::remove(c.ignored.begin(), c.ignored.end(), "kernel_executed"),
                     c.ignored.end());
   } else {
-    c.error = "neither parcagpu:activity_batch nor parcagpu:kernel_executed: the agent does not attach";
+    c.error =
+        "neither parcagpu:activity_batch nor parcagpu:kernel_executed: the agent does not attach";
     c.attach.clear();
     return c;
   }

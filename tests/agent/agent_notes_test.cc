@@ -26,10 +26,9 @@ std::vector<std::string> names(const AgentChoice &c) {
 }
 
 TEST(AgentChoice, LastNoteOfEachNameWins) {
-  const AgentChoice c = choose_agent_probes({note("cuda_correlation", 0x10),
-                                             note("activity_batch", 0x20),
-                                             note("activity_batch", 0x30),
-                                             note("cuda_correlation", 0x5)});
+  const AgentChoice c =
+      choose_agent_probes({note("cuda_correlation", 0x10), note("activity_batch", 0x20),
+                           note("activity_batch", 0x30), note("cuda_correlation", 0x5)});
   ASSERT_TRUE(c.error.empty()) << c.error;
   ASSERT_EQ(c.attach.size(), 2u);
   EXPECT_EQ(c.attach[0].probe, AC_PROBE_CUDA_CORRELATION);
@@ -47,9 +46,9 @@ TEST(AgentChoice, OnlyTheNamesTheAgentKnows) {
   notes.push_back(note("cuda_correlation", 0x99, "otherprovider"));
   const AgentChoice c = choose_agent_probes(notes);
   ASSERT_TRUE(c.error.empty());
-  EXPECT_EQ(names(c), (std::vector<std::string>{"cuda_correlation", "activity_batch", "cubin_loaded",
-                                                "pc_sample_batch", "stall_reason_map", "error",
-                                                "gpu_config"}));
+  EXPECT_EQ(names(c), (std::vector<std::string>{"cuda_correlation", "activity_batch",
+                                                "cubin_loaded", "pc_sample_batch",
+                                                "stall_reason_map", "error", "gpu_config"}));
   EXPECT_EQ(c.attach[0].note.pc, 1u);  // not the other provider's
   EXPECT_TRUE(c.has_kernel_fallback);
   EXPECT_EQ(c.kernel_fallback.note.name, "kernel_executed");
@@ -60,7 +59,8 @@ TEST(AgentChoice, OnlyTheNamesTheAgentKnows) {
 }
 
 TEST(AgentChoice, KernelExecutedOnlyWithoutActivityBatch) {
-  const AgentChoice c = choose_agent_probes({note("kernel_executed", 1), note("cuda_correlation", 2)});
+  const AgentChoice c =
+      choose_agent_probes({note("kernel_executed", 1), note("cuda_correlation", 2)});
   ASSERT_TRUE(c.error.empty());
   EXPECT_EQ(names(c), (std::vector<std::string>{"cuda_correlation", "kernel_executed"}));
   EXPECT_FALSE(c.has_kernel_fallback);
@@ -69,8 +69,10 @@ TEST(AgentChoice, KernelExecutedOnlyWithoutActivityBatch) {
 
 TEST(AgentChoice, RefusesWithoutCorrelationOrKernelSource) {
   EXPECT_FALSE(choose_agent_probes({note("activity_batch", 1)}).error.empty());
-  EXPECT_FALSE(choose_agent_probes({note("cuda_correlation", 1), note("gpu_config", 2)}).error.empty());
-  EXPECT_TRUE(choose_agent_probes({note("cuda_correlation", 1), note("gpu_config", 2)}).attach.empty());
+  EXPECT_FALSE(
+      choose_agent_probes({note("cuda_correlation", 1), note("gpu_config", 2)}).error.empty());
+  EXPECT_TRUE(
+      choose_agent_probes({note("cuda_correlation", 1), note("gpu_config", 2)}).attach.empty());
   EXPECT_FALSE(choose_agent_probes({}).error.empty());
 }
 
@@ -79,7 +81,8 @@ uint16_t reg(size_t off) { return static_cast<uint16_t>(off); }
 TEST(ArgSpecs, RegistersMemoryAndConstants) {
   ac_probe_spec s;
   std::string err;
-  ASSERT_TRUE(parse_arg_specs("4@%esi -4@-20(%rbp) 8@(%rax) 4@$128 -4@-9 8@%r12 1@%sil 2@%r9w", &s, &err))
+  ASSERT_TRUE(
+      parse_arg_specs("4@%esi -4@-20(%rbp) 8@(%rax) 4@$128 -4@-9 8@%r12 1@%sil 2@%r9w", &s, &err))
       << err;
   ASSERT_EQ(s.nargs, 8u);
   EXPECT_EQ(s.args[0].type, AC_ARG_REG);
@@ -114,8 +117,8 @@ TEST(ArgSpecs, EmptyIsNoArguments) {
 TEST(ArgSpecs, WhatTheAgentCannotReadFailsWhole) {
   // Segment-relative (TLS), indexed, symbolic and high-byte operands are beyond the agent's
   // parser: it attaches such a probe without a spec, and every argument reads as 0.
-  for (const char *bad : {"8@%fs:0x28", "8@8(%rax,%rbx,8)", "4@counter(%rip)", "1@%ah",
-                          "4@%xmm0", "16@%rax", "8@%rdi 8@garbage(", "4@%eax 4@%foo"}) {
+  for (const char *bad : {"8@%fs:0x28", "8@8(%rax,%rbx,8)", "4@counter(%rip)", "1@%ah", "4@%xmm0",
+                          "16@%rax", "8@%rdi 8@garbage(", "4@%eax 4@%foo"}) {
     ac_probe_spec s;
     s.nargs = 99;
     std::string err;
@@ -125,9 +128,10 @@ TEST(ArgSpecs, WhatTheAgentCannotReadFailsWhole) {
   }
   ac_probe_spec s;
   std::string err;
-  EXPECT_FALSE(parse_arg_specs("8@%rax 8@%rax 8@%rax 8@%rax 8@%rax 8@%rax 8@%rax 8@%rax 8@%rax "
-                               "8@%rax 8@%rax 8@%rax 8@%rax",
-                               &s, &err));  // 13 > 12
+  EXPECT_FALSE(
+      parse_arg_specs("8@%rax 8@%rax 8@%rax 8@%rax 8@%rax 8@%rax 8@%rax 8@%rax 8@%rax "
+                      "8@%rax 8@%rax 8@%rax 8@%rax",
+                      &s, &err));  // 13 > 12
 }
 
 }  // namespace

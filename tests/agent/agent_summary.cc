@@ -64,8 +64,8 @@ std::string list(const std::vector<std::string> &items) {
 }
 
 const char *const kReadFailureNames[] = {
-    "arg", "record_ptrs", "record", "kernel_name", "pc_ptrs", "pc_record", "pc_function_name",
-    "pc_stall_reasons", "stall_reason_map", "error_string"};
+    "arg",       "record_ptrs",      "record",           "kernel_name",      "pc_ptrs",
+    "pc_record", "pc_function_name", "pc_stall_reasons", "stall_reason_map", "error_string"};
 static_assert(sizeof(kReadFailureNames) / sizeof(kReadFailureNames[0]) ==
               AC_STAT_READ_FAIL_LAST - AC_STAT_READ_FAIL_ARG + 1);
 
@@ -124,7 +124,8 @@ std::string process_json(const ProcessView &v) {
     if (!v.cubins.count(crc)) without_cubin += n;
   }
   uint64_t corr_announced = 0, corr_unannounced = 0;
-  for (uint32_t c : v.pc_correlation_ids) (v.announced.count(c) ? corr_announced : corr_unannounced)++;
+  for (uint32_t c : v.pc_correlation_ids)
+    (v.announced.count(c) ? corr_announced : corr_unannounced)++;
   const std::string pc = Obj()
                              .num("records", v.pc_records)
                              .num("records_fired", st[AC_STAT_PC_RECORDS])
@@ -188,7 +189,8 @@ std::string process_json(const ProcessView &v) {
 
 bool is_elf_image(const std::vector<uint8_t> &bytes) {
   if (bytes.empty() || elf_version(EV_CURRENT) == EV_NONE) return false;
-  Elf *elf = elf_memory(reinterpret_cast<char *>(const_cast<uint8_t *>(bytes.data())), bytes.size());
+  Elf *elf =
+      elf_memory(reinterpret_cast<char *>(const_cast<uint8_t *>(bytes.data())), bytes.size());
   size_t shnum = 0;
   const bool ok = elf && elf_kind(elf) == ELF_K_ELF && elf_getshdrnum(elf, &shnum) == 0 &&
                   shnum > 0 && elf_nextscn(elf, nullptr) != nullptr;
@@ -260,8 +262,8 @@ bool Summary::on_event(const void *data, size_t size) {
       else
         v.pc_correlation_ids.push_back(r.correlation_id);
       // The agent uses the first stallReasonCount of the 64 entries it copied.
-      const uint64_t n = r.stall_reason_count < AC_STALL_REASONS ? r.stall_reason_count
-                                                                   : AC_STALL_REASONS;
+      const uint64_t n =
+          r.stall_reason_count < AC_STALL_REASONS ? r.stall_reason_count : AC_STALL_REASONS;
       for (uint64_t i = 0; i < n; i++) {
         v.pc_samples_by_stall_index[e->stall[i].index] += e->stall[i].samples;
         v.pc_stall_samples += e->stall[i].samples;

@@ -42,8 +42,8 @@ struct ProcessView {
   struct GpuConfig {
     uint32_t device_id, sampling_factor, clock_khz, sm_count;
   };
-  std::vector<GpuConfig> gpu_configs;  // first firing per device only (the agent's dedup)
-  uint64_t stall_maps = 0;             // stall_reason_map firings read in full
+  std::vector<GpuConfig> gpu_configs;    // first firing per device only (the agent's dedup)
+  uint64_t stall_maps = 0;               // stall_reason_map firings read in full
   std::vector<std::string> stall_names;  // of the last one: index -> name ("" = none)
   uint32_t stall_count = 0;
   struct Cubin {

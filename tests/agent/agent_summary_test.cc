@@ -43,8 +43,7 @@ ac_kernel_event kernel(uint32_t pid, uint32_t id) {
   return e;
 }
 
-ac_pc_sample_event pc(uint32_t pid, uint64_t crc, uint32_t corr, uint64_t nstalls,
-                      const char *fn) {
+ac_pc_sample_event pc(uint32_t pid, uint64_t crc, uint32_t corr, uint64_t nstalls, const char *fn) {
   ac_pc_sample_event e{};
   e.type = AC_EV_PC_SAMPLE;
   e.pid = pid;
@@ -89,9 +88,10 @@ TEST(Summary, MatchesKernelsToAnnouncedLaunchesPerProcess) {
                    "\"graph_kernels_matched\":2,\"graph_launches_with_kernels\":1"),
             std::string::npos)
       << j;
-  EXPECT_NE(j.find("\"2\":{\"correlations\":0,\"correlation_repeats\":0,\"correlations_by_cbid\":{},"
-                   "\"kernel_records\":1,\"matched\":0,\"orphan_kernels\":1"),
-            std::string::npos)
+  EXPECT_NE(
+      j.find("\"2\":{\"correlations\":0,\"correlation_repeats\":0,\"correlations_by_cbid\":{},"
+             "\"kernel_records\":1,\"matched\":0,\"orphan_kernels\":1"),
+      std::string::npos)
       << j;
 }
 
@@ -117,16 +117,18 @@ TEST(Summary, PcSamplesUseTheFirstStallReasonCountEntriesAndTheStallMap) {
   std::strcpy(m.names[2], "memory");
   feed(s, m);
   feed(s, corr(3, 5, 211));
-  feed(s, pc(3, 0xaa, 5, 2, "f"));     // announced
-  feed(s, pc(3, 0xaa, 6, 1, "g"));     // not announced
-  feed(s, pc(3, 0xbb, 0, 100, "f"));   // continuous mode; count clamped to the 64 copied
+  feed(s, pc(3, 0xaa, 5, 2, "f"));    // announced
+  feed(s, pc(3, 0xaa, 6, 1, "g"));    // not announced
+  feed(s, pc(3, 0xbb, 0, 100, "f"));  // continuous mode; count clamped to the 64 copied
   const ProcessView &v = s.processes().at(3);
   EXPECT_EQ(v.pc_records, 3u);
   EXPECT_EQ(v.pc_stall_samples, 20u + 10u + 640u);
   EXPECT_EQ(v.pc_samples_by_stall_index.at(1), 30u);
   EXPECT_EQ(v.pc_samples_by_stall_index.at(64), 10u);
   const std::string j = s.json();
-  EXPECT_NE(j.find("\"by_stall_reason\":{\"barrier\":30,\"memory\":20,\"#3\":10"), std::string::npos) << j;
+  EXPECT_NE(j.find("\"by_stall_reason\":{\"barrier\":30,\"memory\":20,\"#3\":10"),
+            std::string::npos)
+      << j;
   EXPECT_NE(j.find("\"correlation_ids\":{\"announced\":1,\"unannounced\":1,\"zero\":1}"),
             std::string::npos)
       << j;

@@ -118,8 +118,8 @@ static struct pc_record *make_pc_record(uint64_t crc, uint32_t corr, const char 
   struct pc_record *r = calloc(1, sizeof(*r));
   uint32_t *stalls = calloc(2 * 64, sizeof(uint32_t)); /* the agent copies 64 entries */
   for (uint32_t s = 0; s < nstalls; s++) {
-    stalls[2 * s] = s + 1;   /* stall reason index */
-    stalls[2 * s + 1] = 10;  /* samples */
+    stalls[2 * s] = s + 1;  /* stall reason index */
+    stalls[2 * s + 1] = 10; /* samples */
   }
   for (uint32_t s = nstalls; s < 64; s++) stalls[2 * s + 1] = 1000000; /* must not be counted */
   r->size = sizeof(*r);
@@ -151,7 +151,8 @@ static void mode_pc(void) {
    * touched makes the agent's 4 KiB copy fail. */
   memset(names, 0, sizeof names);
   const int nnames = 10;
-  for (int i = 0; i < nnames; i++) snprintf(names[i + 1], sizeof names[0], "stall_reason_%d", i + 1);
+  for (int i = 0; i < nnames; i++)
+    snprintf(names[i + 1], sizeof names[0], "stall_reason_%d", i + 1);
   fire_stall_reason_map(&names[0][0], nnames + 1);
 
   size_t cubin_size;
@@ -171,14 +172,14 @@ static void mode_pc(void) {
     recs[i] = make_pc_record(i % 4 == 0 ? crc_b : crc_a, corr, kFunctions[i % 3], 1 + i % 3);
   }
   fire_pc_sample_batch(recs, kRecords);
-  printf("FAKE_PRODUCER {\"pid\":%d,\"records\":%d,\"crc_a\":\"0x%016llx\",\"crc_b\":\"0x%016llx\"}\n",
-         (int)getpid(), kRecords, (unsigned long long)crc_a, (unsigned long long)crc_b);
+  printf(
+      "FAKE_PRODUCER {\"pid\":%d,\"records\":%d,\"crc_a\":\"0x%016llx\",\"crc_b\":\"0x%016llx\"}\n",
+      (int)getpid(), kRecords, (unsigned long long)crc_a, (unsigned long long)crc_b);
 }
 
 static void mode_bad_pc(void) {
   const void *a[40], *b[10];
-  for (uint32_t i = 0; i < 40; i++)
-    a[i] = make_pc_record(1, 0, i == 20 ? NULL : kFunctions[0], 1);
+  for (uint32_t i = 0; i < 40; i++) a[i] = make_pc_record(1, 0, i == 20 ? NULL : kFunctions[0], 1);
   fire_pc_sample_batch(a, 40);
   for (uint32_t i = 0; i < 10; i++) {
     struct pc_record *r = make_pc_record(1, 0, kFunctions[1], 1);
@@ -222,11 +223,16 @@ int main(int argc, char **argv) {
     const struct timespec ts = {0, 10 * 1000 * 1000};
     nanosleep(&ts, NULL);
   }
-  if (strcmp(argv[1], "sites") == 0) mode_sites();
-  else if (strcmp(argv[1], "pc") == 0) mode_pc();
-  else if (strcmp(argv[1], "bad-pc") == 0) mode_bad_pc();
-  else if (strcmp(argv[1], "bad-batch") == 0) mode_bad_batch();
-  else return 2;
+  if (strcmp(argv[1], "sites") == 0)
+    mode_sites();
+  else if (strcmp(argv[1], "pc") == 0)
+    mode_pc();
+  else if (strcmp(argv[1], "bad-pc") == 0)
+    mode_bad_pc();
+  else if (strcmp(argv[1], "bad-batch") == 0)
+    mode_bad_batch();
+  else
+    return 2;
   fflush(stdout);
   char buf[64];
   while (fread(buf, 1, sizeof buf, stdin) > 0) {

@@ -9,18 +9,24 @@ namespace {
 
 const char *domain_name(parcagpu::CbDomain d) {
   switch (d) {
-    case parcagpu::CbDomain::Driver: return "driver";
-    case parcagpu::CbDomain::Runtime: return "runtime";
-    case parcagpu::CbDomain::Resource: return "resource";
+    case parcagpu::CbDomain::Driver:
+      return "driver";
+    case parcagpu::CbDomain::Runtime:
+      return "runtime";
+    case parcagpu::CbDomain::Resource:
+      return "resource";
   }
   return "?";
 }
 
 const char *role_name(parcagpu::CbRole r) {
   switch (r) {
-    case parcagpu::CbRole::EagerLaunch: return "eager_launch";
-    case parcagpu::CbRole::GraphLaunch: return "graph_launch";
-    case parcagpu::CbRole::GraphResource: return "graph_resource";
+    case parcagpu::CbRole::EagerLaunch:
+      return "eager_launch";
+    case parcagpu::CbRole::GraphLaunch:
+      return "graph_launch";
+    case parcagpu::CbRole::GraphResource:
+      return "graph_resource";
   }
   return "?";
 }
@@ -34,8 +40,9 @@ int main() {
     char signed_cbid[16] = "null";  // resources are not launches: no probe carries them
     if (c.domain != parcagpu::CbDomain::Resource)
       std::snprintf(signed_cbid, sizeof signed_cbid, "%d", parcagpu::signed_cbid(c.domain, c.cbid));
-    std::printf("%s{\"domain\":\"%s\",\"cbid\":%u,\"signed_cbid\":%s,\"role\":\"%s\",\"name\":\"%s\"}",
-                i ? "," : "", domain_name(c.domain), c.cbid, signed_cbid, role_name(c.role), c.name);
+    std::printf(
+        "%s{\"domain\":\"%s\",\"cbid\":%u,\"signed_cbid\":%s,\"role\":\"%s\",\"name\":\"%s\"}",
+        i ? "," : "", domain_name(c.domain), c.cbid, signed_cbid, role_name(c.role), c.name);
   }
   std::printf("]}\n");
   return 0;
