@@ -25,10 +25,10 @@
 #include <linux/ptrace.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
-/* clang-format on */
 
 #include "agent_consumer.h"
 #include "parcagpu/abi.h"
+/* clang-format on */
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
