@@ -265,7 +265,7 @@ CUptiResult cuptiFinalize(void) {
 CUptiResult cuptiGetVersion(uint32_t *version) {
   MOCK_CUPTI_FAULT_POINT(cuptiGetVersion);
   if (!version) return error(CUPTI_ERROR_INVALID_PARAMETER);
-  *version = CUPTI_API_VERSION;  // 130001, as the ground truth's CUPTI
+  *version = api_version();  // 130001 as the ground truth's CUPTI, or 19 (CUDA 12.0)
   return CUPTI_SUCCESS;
 }
 
@@ -389,6 +389,7 @@ size_t mock_cupti_report_json(char *out, size_t capacity) {
 }  // extern "C"
 
 __attribute__((constructor)) static void mock_cupti_load() {
+  load_personality();
   load_fault_injection();
   mock_bridge_register_cupti(&kHooks);
 }

@@ -71,6 +71,11 @@ bool LaunchCallbacks::subscribe() {
       debug_log("not subscribing %s (PARCAGPU_DISABLE_CBIDS)", cb.name);
       continue;
     }
+    if (!callback_known_to(cb, cupti_.major)) {
+      debug_log("not subscribing %s: new in CUDA %u, CUPTI is CUDA %d's", cb.name, cb.since_cuda,
+                cupti_.major);
+      continue;
+    }
     r = cupti_.cuptiEnableCallback(1, subscriber_, static_cast<CUpti_CallbackDomain>(cb.domain),
                                    cb.cbid);
     if (r != CUPTI_SUCCESS) {
