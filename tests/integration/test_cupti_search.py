@@ -40,7 +40,9 @@ class CuptiSearch(unittest.TestCase):
                 root = os.path.join(cls.tmp, name[len("layout_"):])
                 os.makedirs(root)
                 args, env = getattr(cls, name)(root)
-                env = dict(harness.UNLIMITED, LD_LIBRARY_PATH="", PARCAGPU_DEBUG="1", **env)
+                # The layout decides which CUPTI and which runtime: not the suite's personality.
+                env = dict(harness.UNLIMITED, LD_LIBRARY_PATH="", PARCAGPU_DEBUG="1",
+                           MOCK_CUPTI_PERSONALITY="", MOCKAPP_CUDART="", **env)
                 cls.layouts[name] = root
                 cls.runs[name] = harness.run_mockapp(["--no-mock-path", SCENARIOS] + args, env=env,
                                                      isolated=True)
