@@ -15,21 +15,20 @@
 // names' .dynsym entries in this library's mapping, and glibc's lookup skips an entry whose
 // value is 0 (elf/dl-lookup.c, check_match). The library is linked with -z now, so nothing of
 // its own is resolved lazily through a name that is gone by then.
+#include <cupti.h>
+#include <cupti_activity_deprecated.h>
 #include <dlfcn.h>
 #include <link.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include <cstdio>
-#include <cstdlib>
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
-
-#include <cupti.h>
-#include <cupti_activity_deprecated.h>
 
 #include "cupti_mock_internal.h"
 
@@ -88,7 +87,8 @@ bool unpublish(const char *name, std::string *why) {
   Dl_info info{};
   void *entry = nullptr;
   if (!address || !dladdr1(address, &info, &entry, RTLD_DL_SYMENT) || !entry ||
-      info.dli_fbase != self.dli_fbase || !info.dli_sname || std::strcmp(info.dli_sname, name) != 0) {
+      info.dli_fbase != self.dli_fbase || !info.dli_sname ||
+      std::strcmp(info.dli_sname, name) != 0) {
     *why = "not an entry point of this library";
     return false;
   }

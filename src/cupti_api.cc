@@ -22,13 +22,13 @@ static_assert(is_subscribed(CbDomain::Driver, CUPTI_DRIVER_TRACE_CBID_cuLaunchKe
 static_assert(is_subscribed(CbDomain::Driver, CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch));
 static_assert(is_subscribed(CbDomain::Driver, CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz));
 static_assert(is_subscribed(CbDomain::Driver,
-                              CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernelMultiDevice));
+                            CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernelMultiDevice));
 static_assert(is_subscribed(CbDomain::Runtime, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000));
 static_assert(is_subscribed(CbDomain::Runtime,
-                              CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060));
+                            CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060));
 static_assert(is_subscribed(CbDomain::Runtime, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000));
 static_assert(is_subscribed(CbDomain::Runtime,
-                              CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000));
+                            CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000));
 // since_cuda: the runtime cbids of CUDA 13 APIs start at 487 (cupti_runtime_cbid.h, the first
 // _v13000 id); CUPTI 12 refuses to enable them.
 constexpr bool since_cuda_consistent() {
@@ -40,22 +40,21 @@ static_assert(since_cuda_consistent());
 // The headers' enums are not macros: #ifdef cannot tell them apart, the API version can.
 #if CUPTI_API_VERSION >= 130000
 static_assert(CUPTI_RUNTIME_TRACE_CBID_cudaMemPrefetchBatchAsync_v13000 == 487);
-static_assert(is_subscribed(CbDomain::Runtime,
-                              CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000));
+static_assert(is_subscribed(CbDomain::Runtime, CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000));
 #endif
 
 bool resolve_cupti(const std::function<void *(const char *name)> &lookup, CuptiApi *api,
                    std::string *error) {
   CuptiApi t;
   std::string lacking;
-#define PARCAGPU_RESOLVE_REQUIRED(fn)                                   \
-  t.fn = reinterpret_cast<decltype(t.fn)>(lookup(#fn));                 \
+#define PARCAGPU_RESOLVE_REQUIRED(fn)                   \
+  t.fn = reinterpret_cast<decltype(t.fn)>(lookup(#fn)); \
   if (!t.fn) lacking += std::string(lacking.empty() ? "" : ", ") + #fn;
-#define PARCAGPU_RESOLVE_OPTIONAL(fn, feature)                          \
-  t.fn = reinterpret_cast<decltype(t.fn)>(lookup(#fn));                 \
-  if (!t.fn) {                                                          \
-    t.fn = &MissingEntryPoint<decltype(t.fn)>::call;                    \
-    t.missing.push_back(#fn);                                           \
+#define PARCAGPU_RESOLVE_OPTIONAL(fn, feature)          \
+  t.fn = reinterpret_cast<decltype(t.fn)>(lookup(#fn)); \
+  if (!t.fn) {                                          \
+    t.fn = &MissingEntryPoint<decltype(t.fn)>::call;    \
+    t.missing.push_back(#fn);                           \
   }
   PARCAGPU_CUPTI_REQUIRED(PARCAGPU_RESOLVE_REQUIRED)
   PARCAGPU_CUPTI_OPTIONAL(PARCAGPU_RESOLVE_OPTIONAL)
@@ -104,8 +103,10 @@ bool load_cupti(const std::string &explicit_path, CuptiApi *api, std::string *er
     std::string what;
     for (const char *name : t.missing)
       what += std::string(what.empty() ? "" : ", ") + name + " (" + missing_feature(name) + ")";
-    report_error(kErrLibraryMissing, "cupti", "%s lacks %s: those are off, launches are still "
-                 "profiled", t.path.c_str(), what.c_str());
+    report_error(kErrLibraryMissing, "cupti",
+                 "%s lacks %s: those are off, launches are still "
+                 "profiled",
+                 t.path.c_str(), what.c_str());
   }
   *api = std::move(t);
   return true;
@@ -120,11 +121,11 @@ bool load_cuda(CudaApi *api, std::string *error) {
     *error = std::string("cannot load libcuda.so.1: ") + (e ? e : "unknown");
     return false;
   }
-#define PARCAGPU_RESOLVE(fn)                                                         \
-  t.fn = reinterpret_cast<decltype(t.fn)>(dlsym(t.handle, #fn));                     \
-  if (!t.fn) {                                                                       \
-    *error = "libcuda.so.1 lacks " #fn;                                              \
-    return false;                                                                    \
+#define PARCAGPU_RESOLVE(fn)                                     \
+  t.fn = reinterpret_cast<decltype(t.fn)>(dlsym(t.handle, #fn)); \
+  if (!t.fn) {                                                   \
+    *error = "libcuda.so.1 lacks " #fn;                          \
+    return false;                                                \
   }
   PARCAGPU_CUDA_FUNCTIONS(PARCAGPU_RESOLVE)
 #undef PARCAGPU_RESOLVE

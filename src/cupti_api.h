@@ -30,12 +30,12 @@ namespace parcagpu {
 // `CuptiApi::available()` tells a feature whether its entry points are real. One `error` probe
 // and one log line at start name the missing ones and the features that are off.
 // To add entry points (PC sampling, ...): one X(name, "what goes without it") line here.
-#define PARCAGPU_CUPTI_OPTIONAL(X)                                                  \
-  X(cuptiGetResultString, "error names")                                            \
-  X(cuptiActivityGetNumDroppedRecords, "counts of records CUPTI dropped")           \
-  X(cuptiGetGraphId, "graph ids, conditional-body kernels")                         \
-  X(cuptiGetGraphNodeId, "graph node ids, graph_node_clone")                        \
-  X(cuptiGetGraphExecId, "exec ids in the debug log")                               \
+#define PARCAGPU_CUPTI_OPTIONAL(X)                                        \
+  X(cuptiGetResultString, "error names")                                  \
+  X(cuptiActivityGetNumDroppedRecords, "counts of records CUPTI dropped") \
+  X(cuptiGetGraphId, "graph ids, conditional-body kernels")               \
+  X(cuptiGetGraphNodeId, "graph node ids, graph_node_clone")              \
+  X(cuptiGetGraphExecId, "exec ids in the debug log")                     \
   X(cuptiGetTimestamp, "launch times of conditional graphs")
 
 #define PARCAGPU_CUDA_FUNCTIONS(X) \
@@ -57,10 +57,10 @@ struct CuptiApi {
   PARCAGPU_CUPTI_REQUIRED(PARCAGPU_DECLARE)
   PARCAGPU_CUPTI_OPTIONAL(PARCAGPU_DECLARE)
   void *handle = nullptr;
-  std::string path;            // what was loaded, for the log
-  std::string found_in;        // the place of the search it came from
-  uint32_t api_version = 0;    // cuptiGetVersion
-  int major = 0;               // the CUDA major of that version
+  std::string path;                   // what was loaded, for the log
+  std::string found_in;               // the place of the search it came from
+  uint32_t api_version = 0;           // cuptiGetVersion
+  int major = 0;                      // the CUDA major of that version
   std::vector<const char *> missing;  // optional entry points replaced by stubs
 
   // Whether `fn` (a member of this table) is the library's own, not a stub.

@@ -19,8 +19,8 @@
 namespace parcagpu {
 namespace {
 
-// CUPTI older than CUDA 12 is not supported: the callbacks and record layouts relied on are
-// those of CUDA 12 and 13 (docs/cupti-facts.md).
+// CUPTI older than CUDA 12 is not supported: the library is built and tested against the
+// callbacks and kernel records of CUDA 12 (CUpti_ActivityKernel9) and 13 (CUpti_ActivityKernel10).
 constexpr int kOldestMajor = 12;
 // No two CUDA majors this library knows: the loader names are tried wanted-first.
 constexpr int kKnownMajors[] = {13, 12};
@@ -78,7 +78,7 @@ std::string real_path(const std::string &path) {
 }
 
 bool is_directory(const std::string &path) {
-  struct stat st{};
+  struct stat st {};
   return stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
 
@@ -152,8 +152,7 @@ std::string read_elf_soname(const std::string &path) {
         eh.e_phnum == 0 || eh.e_phnum > 512)
       break;
     std::vector<Elf64_Phdr> ph(eh.e_phnum);
-    if (!read_at(ph.data(), ph.size() * sizeof(Elf64_Phdr), static_cast<off_t>(eh.e_phoff)))
-      break;
+    if (!read_at(ph.data(), ph.size() * sizeof(Elf64_Phdr), static_cast<off_t>(eh.e_phoff))) break;
     const Elf64_Phdr *dynamic = nullptr;
     for (const auto &p : ph)
       if (p.p_type == PT_DYNAMIC) dynamic = &p;
@@ -237,7 +236,8 @@ std::vector<SearchPlace> search_places(const SearchInputs &in) {
   // LD_LIBRARY_PATH, ld.so.cache and the system directories, the wanted major first.
   if (in.wanted_major > 0)
     add(Kind::LoaderName, "libcupti.so." + std::to_string(in.wanted_major), "loader path");
-  for (int m : kKnownMajors) add(Kind::LoaderName, "libcupti.so." + std::to_string(m), "loader path");
+  for (int m : kKnownMajors)
+    add(Kind::LoaderName, "libcupti.so." + std::to_string(m), "loader path");
   add(Kind::LoaderName, "libcupti.so", "loader path");
   for (const std::string &root : in.toolkit_roots) add_toolkit(root, "toolkit prefix");
   return places;
@@ -383,11 +383,13 @@ std::string not_found_message(const SearchInputs &in, const CudaInUse &cuda,
   if (cuda.major) m += " for CUDA " + std::to_string(cuda.major) + " (" + cuda.from + ")";
   if (!first_rejection.empty()) m += " (" + first_rejection + ")";
   m += ": looked in the process, ";
-  m += in.cudart_dirs.empty() ? "beside libcudart (none loaded)" : "beside libcudart " + in.cudart_dirs[0];
+  m += in.cudart_dirs.empty() ? "beside libcudart (none loaded)"
+                              : "beside libcudart " + in.cudart_dirs[0];
   if (!in.python_dirs.empty()) m += ", " + in.python_dirs[0];
   std::string unset;
-  const std::pair<const char *, const std::string *> vars[] = {
-      {"CUDA_HOME", &in.cuda_home}, {"CUDA_PATH", &in.cuda_path}, {"CONDA_PREFIX", &in.conda_prefix}};
+  const std::pair<const char *, const std::string *> vars[] = {{"CUDA_HOME", &in.cuda_home},
+                                                               {"CUDA_PATH", &in.cuda_path},
+                                                               {"CONDA_PREFIX", &in.conda_prefix}};
   for (const auto &[name, value] : vars) {
     if (value->empty())
       unset += std::string(unset.empty() ? "" : "/") + "$" + name;
@@ -440,7 +442,8 @@ bool locate_cupti(const std::string &explicit_path, const CuptiUsable &usable, L
       }
       if (tried.count(real)) return false;
     }
-    const int mode = RTLD_NOW | (c.place->kind == SearchPlace::Kind::Loaded ? RTLD_NOLOAD : RTLD_LOCAL);
+    const int mode =
+        RTLD_NOW | (c.place->kind == SearchPlace::Kind::Loaded ? RTLD_NOLOAD : RTLD_LOCAL);
     void *h = dlopen(c.path.c_str(), mode);
     if (!h) {
       const char *e = dlerror();

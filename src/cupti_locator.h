@@ -66,8 +66,8 @@ SearchInputs gather_search_inputs(const std::string &explicit_path, CudaInUse *c
 // The libcupti chosen.
 struct LocatedCupti {
   void *handle = nullptr;
-  std::string path;       // the file loaded
-  std::string why;        // the place it came from ("next to libcudart", "$CUDA_HOME", ...)
+  std::string path;  // the file loaded
+  std::string why;   // the place it came from ("next to libcudart", "$CUDA_HOME", ...)
   uint32_t api_version = 0;
   int major = 0;
   bool mismatched = false;  // no CUPTI of the CUDA in use was found: this one is of another major

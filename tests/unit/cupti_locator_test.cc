@@ -147,7 +147,8 @@ std::function<void *(const char *)> fake_cupti(std::vector<std::string> absent) 
 TEST(CuptiTable, MissingOptionalEntryPointsBecomeStubs) {
   CuptiApi api;
   std::string error;
-  ASSERT_TRUE(resolve_cupti(fake_cupti({"cuptiGetGraphExecId", "cuptiGetTimestamp"}), &api, &error));
+  ASSERT_TRUE(
+      resolve_cupti(fake_cupti({"cuptiGetGraphExecId", "cuptiGetTimestamp"}), &api, &error));
   EXPECT_EQ(api.missing, (std::vector<const char *>{"cuptiGetGraphExecId", "cuptiGetTimestamp"}));
   EXPECT_FALSE(api.available(api.cuptiGetGraphExecId));
   EXPECT_FALSE(api.available(api.cuptiGetTimestamp));
@@ -164,7 +165,8 @@ TEST(CuptiTable, MissingOptionalEntryPointsBecomeStubs) {
 TEST(CuptiTable, MissingRequiredEntryPointsAreNamed) {
   CuptiApi api;
   std::string error;
-  EXPECT_FALSE(resolve_cupti(fake_cupti({"cuptiSubscribe", "cuptiActivityFlushAll"}), &api, &error));
+  EXPECT_FALSE(
+      resolve_cupti(fake_cupti({"cuptiSubscribe", "cuptiActivityFlushAll"}), &api, &error));
   EXPECT_NE(error.find("cuptiSubscribe"), std::string::npos) << error;
   EXPECT_NE(error.find("cuptiActivityFlushAll"), std::string::npos) << error;
   EXPECT_EQ(api.handle, nullptr);
