@@ -89,6 +89,14 @@ class CuptiSearch(unittest.TestCase):
         return ["--cudart=" + rt], {}
 
     @classmethod
+    def layout_triton(cls, root):
+        # A CUDA 13 runtime from a wheel without CUPTI beside it; Triton's own copy in the same
+        # site-packages.
+        rt = cls.put(harness.CUDART[13], root, SITE, "nvidia/cu13/lib/libcudart.so.13")
+        cls.put(MOCK_CUPTI[13], root, SITE, "triton/backends/nvidia/lib/cupti/libcupti.so.13")
+        return ["--cudart=" + rt], {}
+
+    @classmethod
     def layout_conda(cls, root):
         cls.put(MOCK_CUPTI[13], root, "conda/lib/libcupti.so.13")
         return [], {"CONDA_PREFIX": os.path.join(root, "conda")}
@@ -170,6 +178,11 @@ class CuptiSearch(unittest.TestCase):
         r, log = self.found("layout_pip_cuda13", SITE + "/nvidia/cu13/lib/libcupti.so.13",
                             "next to libcudart", 130001)
         self.assertIn("CUDA 13 in use (libcudart.so.13 in ", log)
+        self.assertEqual(self.errors(r), [])
+
+    def test_triton_bundled_cupti(self):
+        r, log = self.found("layout_triton", SITE + "/triton/backends/nvidia/lib/cupti/libcupti.so.13",
+                            "bundled with Triton", 130001)
         self.assertEqual(self.errors(r), [])
 
     def test_conda_prefix(self):
