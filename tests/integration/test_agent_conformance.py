@@ -136,6 +136,7 @@ class ConsumerReadsLikeTheAgent(unittest.TestCase):
                 line = p.stdout.readline()
                 if not line.startswith("FAKE_PRODUCER "):
                     p.stdin.close()
+                    p.wait(timeout=30)
                     self.fail("agent-fake-producer %s: %r %s" % (mode, line, p.stderr.read()))
                 fired = harness.json.loads(line.split(" ", 1)[1])
                 # The producer stays alive until its memory has been read: the consumer reads
@@ -144,6 +145,8 @@ class ConsumerReadsLikeTheAgent(unittest.TestCase):
             finally:
                 p.stdin.close()
                 p.wait(timeout=30)
+                p.stdout.close()
+                p.stderr.close()
         self.assertEqual(p.returncode, 0)
         return fired, ac.result, ac.process(fired["pid"])
 
