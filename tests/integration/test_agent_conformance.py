@@ -136,7 +136,7 @@ class ConsumerReadsLikeTheAgent(unittest.TestCase):
                 line = p.stdout.readline()
                 if not line.startswith("FAKE_PRODUCER "):
                     p.stdin.close()
-                    p.wait(timeout=30)
+                    p.wait(timeout=60)  # it gives up waiting for the semaphores after 30 s
                     self.fail("agent-fake-producer %s: %r %s" % (mode, line, p.stderr.read()))
                 fired = harness.json.loads(line.split(" ", 1)[1])
                 # The producer stays alive until its memory has been read: the consumer reads
