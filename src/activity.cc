@@ -365,11 +365,21 @@ void ActivityCollector::account_losses(bool at_exit) {
     if (next_progress_ns_ != 0) report_repeated_error_progress();
     next_progress_ns_ = now + kProgressIntervalNs;
   }
-  if (at_exit && t.pending > 0)
-    report_error(kErrDataLost, "activity",
-                 "%llu announced launches had no kernel record at exit: their kernels are not "
-                 "delivered",
-                 static_cast<unsigned long long>(t.pending));
+  if (at_exit && t.pending > 0) {
+    // Said as an error when nothing said before explains it (records dropped, failing entry
+    // points, a libcupti lacking some): kernels still running at exit, say.
+    bool explained = !cupti_.missing.empty();
+    for_each_repeated_error([](const RepeatedError &, void *e) { *static_cast<bool *>(e) = true; },
+                            &explained);
+    if (explained)
+      debug_log("%llu announced launches had no kernel record at exit (see above)",
+                static_cast<unsigned long long>(t.pending));
+    else
+      report_error(kErrDataLost, "activity",
+                   "%llu announced launches had no kernel record at exit: their kernels are not "
+                   "delivered",
+                   static_cast<unsigned long long>(t.pending));
+  }
 }
 
 ActivityStats ActivityCollector::stats() const {
@@ -442,7 +452,9 @@ void ActivityCollector::process_buffer(CUcontext ctx, uint32_t stream_id, uint8_
         // launch it is simply a kernel of an unannounced launch.
         if (unknown_graph) {
           ++unattributed;
-          g_conditional_unattributed.report(
+          // (Without cuptiGetGraphId no graph is known: reported once at start.)
+          if (cupti_.available(cupti_.cuptiGetGraphId))
+            g_conditional_unattributed.report(
               kErrDataLost,
               "a kernel record of graph %u carries correlation ID 0 (a conditional body) and "
               "no known graph exec owns that graph: conditional body kernels of such graphs "
@@ -487,7 +499,9 @@ void ActivityCollector::process_buffer(CUcontext ctx, uint32_t stream_id, uint8_
   const CUptiResult dr = cupti_.cuptiActivityGetNumDroppedRecords(ctx, stream_id, &dropped);
   if (dr != CUPTI_SUCCESS) {
     dropped = 0;
-    g_dropped_query_failed.report(dr,
+    // (A libcupti without it was reported once at start.)
+    if (cupti_.available(cupti_.cuptiActivityGetNumDroppedRecords))
+      g_dropped_query_failed.report(dr,
                                   "cuptiActivityGetNumDroppedRecords failed: %s; records CUPTI "
                                   "drops (buffers at their cap) go uncounted",
                                   cupti_result_string(cupti_, dr));

@@ -28,6 +28,7 @@ RepeatedError g_node_id_failed("graphs", "cuptiGetGraphNodeId failed at instanti
 RepeatedError g_node_type_failed("graphs", "cuGraphNodeGetType failed");
 
 void graph_id_failed(const CuptiApi &cupti, CUptiResult r) {
+  if (!cupti.available(cupti.cuptiGetGraphId)) return;  // reported once at start
   g_graph_id_failed.report(r,
                            "cuptiGetGraphId failed at instantiation: %s; kernels of the "
                            "conditional bodies of such graphs cannot be handed to their launch "
@@ -92,7 +93,7 @@ void GraphTracker::on_node_cloned(const CUpti_GraphData *gd) {
   CUptiResult ir = CUPTI_SUCCESS;
   if (gd->originalNode) ir = cupti_.cuptiGetGraphNodeId(gd->originalNode, &original);
   if (ir == CUPTI_SUCCESS && gd->node) ir = cupti_.cuptiGetGraphNodeId(gd->node, &cloned);
-  if (ir != CUPTI_SUCCESS)
+  if (ir != CUPTI_SUCCESS && cupti_.available(cupti_.cuptiGetGraphNodeId))
     g_node_id_failed.report(ir,
                             "cuptiGetGraphNodeId failed at instantiation: %s; graph_node_clone "
                             "carries node 0 for such nodes (their kernels cannot be mapped "
@@ -103,6 +104,8 @@ void GraphTracker::on_node_cloned(const CUpti_GraphData *gd) {
   debug_log("instantiation: node %llu of graph %u cloned as %llu into graph %u, type %d",
             static_cast<unsigned long long>(original), original_graph,
             static_cast<unsigned long long>(cloned), graph_id, static_cast<int>(type));
+  // Without node ids (a CUPTI lacking cuptiGetGraphNodeId) a clone links nothing to nothing.
+  if (!cupti_.available(cupti_.cuptiGetGraphNodeId)) return;
   usdt::graph_node_clone(original, cloned, graph_id);
   std::lock_guard<std::mutex> lock(mu_);
   if (clones_.size() >= kMaxClones) clones_.erase(clones_.begin(), clones_.begin() + kMaxClones / 2);

@@ -109,6 +109,11 @@ bool LaunchCallbacks::subscribe() {
       debug_log("not subscribing %s (PARCAGPU_DISABLE_CBIDS)", cb.name);
       continue;
     }
+    if (!callback_known_to(cb, cupti_.major)) {
+      debug_log("not subscribing %s: new in CUDA %u, CUPTI is CUDA %d's", cb.name, cb.since_cuda,
+                cupti_.major);
+      continue;
+    }
     ++attempted;
     r = cupti_.cuptiEnableCallback(1, subscriber_, static_cast<CUpti_CallbackDomain>(cb.domain),
                                    cb.cbid);
@@ -160,9 +165,11 @@ void LaunchCallbacks::unsubscribe() {
   subscriber_ = nullptr;
 }
 
-void CUPTIAPI LaunchCallbacks::on_callback(void *userdata, CUpti_CallbackDomain domain,
+void CUPTIAPI LaunchCallbacks::on_callback(void * /*userdata*/, CUpti_CallbackDomain domain,
                                            CUpti_CallbackId cbid, const void *data) {
-  auto *self = static_cast<LaunchCallbacks *>(userdata);
+  // Not userdata: some CUPTI harnesses call back with NULL there.
+  LaunchCallbacks *self = g_callbacks;
+  if (__builtin_expect(!self, 0)) return;
   if (domain == CUPTI_CB_DOMAIN_RESOURCE) {
     if (process_guard::forked_child()) return;  // inert after fork (process_guard.h)
     try {
@@ -222,7 +229,7 @@ void LaunchCallbacks::on_launch(CbDomain domain, uint32_t cbid, const CUpti_Call
       const void *exec = *static_cast<void *const *>(cb->functionParams);
       const GraphTracker::ExecFacts f = graphs_.facts(exec);
       if (f.known && f.kernel_nodes == 0 && !f.has_conditional) {
-        // Host functions only: no kernel will ever carry this ID (ground truth, fact 8).
+        // Host functions only: no kernel will ever carry this ID (docs/cupti-facts.md, fact 8).
         t.announce = false;
         graphs_.count_hostonly_launch();
         return;
@@ -230,7 +237,8 @@ void LaunchCallbacks::on_launch(CbDomain domain, uint32_t cbid, const CUpti_Call
       if (f.known && !f.has_conditional) expected_kernels = f.kernel_nodes;
       if (f.has_conditional) {
         uint64_t ts = 0;
-        if (const CUptiResult tr = cupti_.cuptiGetTimestamp(&ts); tr != CUPTI_SUCCESS)
+        if (const CUptiResult tr = cupti_.cuptiGetTimestamp(&ts);
+            tr != CUPTI_SUCCESS && cupti_.available(cupti_.cuptiGetTimestamp))
           g_timestamp_failed.report(tr,
                                     "cuptiGetTimestamp failed: %s; conditional body kernels of "
                                     "queued launches are attributed by launch order alone",
@@ -275,7 +283,7 @@ void LaunchCallbacks::on_resource(CUpti_CallbackId cbid, const CUpti_ResourceDat
   switch (cbid) {
     case CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED: {
       // A node created inside a launch call on this thread: the stream is being captured and
-      // the launch is recorded into a graph instead of running (ground truth, fact 5).
+      // the launch is recorded into a graph instead of running (docs/cupti-facts.md, fact 5).
       ThreadLaunch &t = t_launch;
       if (!t.active) {
         graphs_.on_node_created(gd);  // graph building or instantiation
@@ -288,7 +296,9 @@ void LaunchCallbacks::on_resource(CUpti_CallbackId cbid, const CUpti_ResourceDat
       if (gd && gd->graph) ir = cupti_.cuptiGetGraphId(gd->graph, &t.capture_graph_id);
       if (ir == CUPTI_SUCCESS && gd && gd->node)
         ir = cupti_.cuptiGetGraphNodeId(gd->node, &t.capture_node_id);
-      if (ir != CUPTI_SUCCESS)
+      // (A libcupti lacking either was reported once at start.)
+      if (ir != CUPTI_SUCCESS && cupti_.available(cupti_.cuptiGetGraphId) &&
+          cupti_.available(cupti_.cuptiGetGraphNodeId))
         g_capture_ids_failed.report(ir,
                                     "cuptiGetGraphId/cuptiGetGraphNodeId failed: %s; "
                                     "graph_capture_launch carries graph and node 0 for such "
