@@ -212,31 +212,33 @@ class Bpftrace(_Consumer):
 
         bpftrace formats its output in user space from per-CPU perf buffers and lags behind the
         probes; stopped right after the app exits it loses what it has not read yet (seen: 142
-        of 202 kernels). So a marker goes through the same path: a process that loads the library
-        with an unknown PARCAGPU_ variable fires the `error` probe, whose message names it. Once
-        the marker is printed, everything fired before it has been read too, give or take the
-        order of the per-CPU buffers, which a short quiet period covers."""
+        of 202 kernels). So markers go through the same path: a process that loads the library
+        with an unknown PARCAGPU_ variable fires the `error` probe, whose message names it, once
+        pinned to each CPU. Each per-CPU buffer is read in order, so once the marker of every
+        CPU is printed, everything fired before it has been read too (a single marker with a
+        quiet period after it still lost an event fired on another CPU, under load)."""
         if self.out.closed or self.proc.poll() is not None:
             return
         token = "drain%d_%d" % (os.getpid(), int(time.time() * 1e6))
         env = {k: v for k, v in os.environ.items()
                if not k.startswith(("PARCAGPU_", "CUDA_INJECTION64"))}
         # PARCAGPU_CUPTI_PATH: no CUPTI search (nor a real CUPTI loaded) in /bin/true.
-        env.update({"LD_PRELOAD": self.lib, "PARCAGPU_HARNESS_DRAIN_MARK": token,
-                    "LD_LIBRARY_PATH": "/nonexistent", "PARCAGPU_CUPTI_PATH": "/nonexistent"})
+        env.update({"LD_PRELOAD": self.lib, "LD_LIBRARY_PATH": "/nonexistent",
+                    "PARCAGPU_CUPTI_PATH": "/nonexistent"})
         # A sanitized library preloaded into /bin/true brings its runtime in late: allowed here.
         env["ASAN_OPTIONS"] = env.get("ASAN_OPTIONS", "") + ":verify_asan_link_order=0"
         deadline = time.time() + timeout
-        subprocess.run(["/bin/true"], env=env, check=False, stderr=subprocess.DEVNULL)
-        while token not in self._read(self.out):
+        marks = []
+        for cpu in sorted(os.sched_getaffinity(0)):
+            mark = "%s_cpu%d" % (token, cpu)
+            env["PARCAGPU_HARNESS_DRAIN_MARK"] = mark
+            subprocess.run(["/bin/true"], env=env, check=False, stderr=subprocess.DEVNULL,
+                           preexec_fn=lambda c=cpu: os.sched_setaffinity(0, {c}))
+            marks.append(mark)
+        while not all(m in self._read(self.out) for m in marks):
             if time.time() > deadline or self.proc.poll() is not None:
-                raise AssertionError("bpftrace did not print the drain marker within %d s" % timeout)
-            time.sleep(0.05)
-        size, quiet_since = -1, time.time()
-        while time.time() - quiet_since < 0.3 and time.time() < deadline:
-            now = len(self._read(self.out))
-            if now != size:
-                size, quiet_since = now, time.time()
+                raise AssertionError("bpftrace did not print the drain markers within %d s" %
+                                     timeout)
             time.sleep(0.05)
 
     def stop(self, timeout=60):
