@@ -52,5 +52,37 @@ TEST(RepeatedErrorTest, TotalsNameEverySiteThatRepeated) {
   EXPECT_GE(sites, 2);
 }
 
+TEST(RepeatedErrorTest, ReportNCountsThingsNotCalls) {
+  static RepeatedError site("test", "records dropped", "records");
+  testing::internal::CaptureStderr();
+  EXPECT_FALSE(site.report_n(0, 4, "nothing"));  // nothing happened: no line, no count
+  EXPECT_TRUE(site.report_n(300, 4, "dropped %d records", 300));
+  EXPECT_FALSE(site.report_n(200, 4, "dropped %d records", 200));
+  const std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(site.count(), 500u);
+  EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
+}
+
+TEST(RepeatedErrorTest, ProgressSaysWhatWasCountedSinceTheLastLine) {
+  static RepeatedError site("test", "flushes failed");
+  testing::internal::CaptureStderr();
+  site.report(2, "first");
+  for (int i = 0; i < 9; ++i) site.report(2, "again");
+  report_repeated_error_progress();
+  report_repeated_error_progress();  // nothing new: nothing said
+  site.report(2, "again");
+  report_repeated_error_progress();
+  const std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("flushes failed: 9 more times (10 in all)"), std::string::npos) << err;
+  EXPECT_NE(err.find("flushes failed: 1 more times (11 in all)"), std::string::npos) << err;
+  // The first report and two progress lines of this site (other tests' sites may add theirs).
+  size_t lines = 0;
+  for (size_t at = err.find("flushes failed"); at != std::string::npos;
+       at = err.find("flushes failed", at + 1))
+    ++lines;
+  EXPECT_EQ(lines, 2u) << err;  // the first report's text is "first"
+  EXPECT_NE(err.find("test: first"), std::string::npos) << err;
+}
+
 }  // namespace
 }  // namespace parcagpu
