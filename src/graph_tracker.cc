@@ -146,17 +146,24 @@ void GraphTracker::on_exec_created(const CUpti_GraphData *gd) {
 }
 
 void GraphTracker::retire_locked(uint64_t serial) {
-  retired_.push_back(serial);
-  while (retired_.size() > kMaxRetiredExecs) {
-    const uint64_t gone = retired_.front();
-    retired_.pop_front();
+  auto forget = [this](uint64_t gone) {
     auto it = execs_.find(gone);
-    if (it == execs_.end()) continue;
+    if (it == execs_.end()) return;
     for (uint32_t id : it->second.graph_ids) {
       auto g = graph_to_exec_.find(id);
       if (g != graph_to_exec_.end() && g->second == gone) graph_to_exec_.erase(g);
     }
     execs_.erase(it);
+  };
+  // Only conditional execs are needed after their destroy (their body kernels' records come
+  // later); the others go at once, so the retired budget is theirs under heavy exec churn.
+  auto it = execs_.find(serial);
+  if (it != execs_.end() && !it->second.has_conditional) return forget(serial);
+  retired_.push_back(serial);
+  while (retired_.size() > kMaxRetiredExecs) {
+    const uint64_t gone = retired_.front();
+    retired_.pop_front();
+    forget(gone);
   }
 }
 

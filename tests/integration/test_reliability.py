@@ -184,6 +184,24 @@ class Loss(unittest.TestCase):
         self.assertEqual(j["kernels_matched"], j["kernel_records"], j)
 
 
+    def test_conditional_kernels_survive_exec_churn(self):
+        # Thousands of graph execs come and go between a conditional graph's launches and the
+        # flush that delivers its body kernels (correlation ID 0, handed back through the exec
+        # the library remembers): the conditional exec must still be known then.
+        env = dict(harness.UNLIMITED, PARCAGPU_FLUSH_INTERVAL_MS="600000",
+                   PARCAGPU_FLUSH_THRESHOLD="1000000", PARCAGPU_MAX_OUTSTANDING="100000",
+                   PARCAGPU_BUFFER_KIB="16384")  # one buffer holds every record of the run
+        with harness.Trace() as tr:
+            r = harness.run_mockapp(["--scenario=conditional" + ",graph-runtime" * 1500],
+                                    env=env, timeout=300)
+        tr.stop()
+        self.assertEqual(r.returncode, 0, r.stderr[-3000:])
+        j = tr.result
+        self.assertEqual(parcagpu_lines(r), [])
+        self.assertEqual(j["kernel_records"], r.summary["kernels_run"], j)
+        self.assertEqual(j["orphan_correlations_graph"], 0, j)
+
+
 class CuptiFaults(unittest.TestCase):
     """Persistent CUPTI failures: reported once then counted, nothing left switched on."""
 
