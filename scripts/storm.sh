@@ -32,13 +32,17 @@ semaphores() {
 import os, re, subprocess, sys
 pid, lib = sys.argv[1], os.path.realpath(sys.argv[2])
 notes = subprocess.run(["readelf", "-n", lib], capture_output=True, text=True).stdout
-sems, name = {}, None
+sems, provider, name = {}, None, None
 for line in notes.splitlines():
+    m = re.search(r"Provider: (\w+)", line)
+    if m:
+        provider = m.group(1)
     m = re.search(r"Name: (\w+)", line)
     if m:
         name = m.group(1)
     m = re.search(r"Semaphore: (0x[0-9a-f]+)", line)
-    if m and name:
+    # The library's own probes (our static libstdc++ brings libstdcxx ones, without semaphores).
+    if m and provider == "parcagpu" and int(m.group(1), 16) != 0:
         sems[name] = int(m.group(1), 16)
 base = None
 for line in open("/proc/%s/maps" % pid):
@@ -77,7 +81,7 @@ for cycle in $(seq 1 "$CYCLES"); do
   count[$mode]=$(( ${count[$mode]:-0} + 1 ))
   extra=()
   [ "$mode" = duration ] && extra=(-d 1)
-  "$TRACE" -l "$LIB" -p "$app_pid" --json --linger 500 "${extra[@]}" \
+  "$TRACE" -l "$LIB" -p "$app_pid" --json "${extra[@]}" \
     >"$work/t.json" 2>"$work/t.err" &
   trace_pid=$!
   for _ in $(seq 300); do

@@ -248,12 +248,16 @@ void LaunchCallbacks::on_launch(CbDomain domain, uint32_t cbid, const CUpti_Call
     }
     // Tracked from ENTER: the kernel may complete and be flushed before our EXIT runs. A full
     // tracker refuses it: not announced, as no kernel of it could be matched (counted there).
-    if (!tracker_.insert(cb->correlationId, graph ? LaunchKind::Graph : LaunchKind::Eager, now,
-                         expected_kernels)) {
-      t.announce = false;
-      return;
+    // Not tracked while no consumer wants kernels (one that attached cuda_correlation first,
+    // say): no record would come to match it.
+    if (hooks_.kernels_armed()) {
+      if (!tracker_.insert(cb->correlationId, graph ? LaunchKind::Graph : LaunchKind::Eager, now,
+                           expected_kernels)) {
+        t.announce = false;
+        return;
+      }
+      hooks_.launch_begin();
     }
-    hooks_.launch_begin();
     return;
   }
   // EXIT: only the outermost call's.

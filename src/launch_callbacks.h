@@ -33,6 +33,7 @@ class LaunchCallbacks {
     void (*request_flush)();     // enough launches outstanding
     void (*launch_begin)();      // an announced launch enters its API call
     void (*launch_end)();        // ... and leaves it
+    bool (*kernels_armed)();     // a consumer wants kernels: announced launches are tracked
   };
 
   LaunchCallbacks(const CuptiApi &cupti, const Config &config, CorrelationTracker &tracker,

@@ -37,6 +37,10 @@ ActivityCollector::LaunchCounts hook_launch_counts() {
   return c;
 }
 
+bool hook_kernels_armed() {
+  return g_profiler && g_profiler->activity() && g_profiler->activity()->enabled();
+}
+
 void hook_launch_begin() {
   if (g_profiler && g_profiler->activity()) g_profiler->activity()->launch_begin();
 }
@@ -77,7 +81,7 @@ bool Profiler::start() {
   callbacks_ = std::make_unique<LaunchCallbacks>(
       cupti_, config_, *tracker_, *graphs_,
       LaunchCallbacks::Hooks{&hook_sync_consumers, &hook_consumer_changed, &hook_request_flush,
-                             &hook_launch_begin, &hook_launch_end});
+                             &hook_launch_begin, &hook_launch_end, &hook_kernels_armed});
   g_profiler = this;
   // The subscription first: CUPTI takes one subscriber, so a refusal (another CUPTI client in
   // the process) leaves the buffer callbacks to whoever registered them.
