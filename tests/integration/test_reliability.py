@@ -202,6 +202,24 @@ class Loss(unittest.TestCase):
         self.assertEqual(j["orphan_correlations_graph"], 0, j)
 
 
+    def test_a_consumer_of_launches_only_loses_nothing(self):
+        # A consumer of cuda_correlation alone (or one that attaches it before the kernel probes)
+        # wants no kernels: nothing waits for kernels, so nothing is given up as lost.
+        class LaunchesOnly(harness._Consumer):
+            ready_pattern = r"READY"
+
+            def __init__(self):
+                super().__init__(["bpftrace", "-e",
+                                  'BEGIN { printf("READY\\n"); } usdt:%s:parcagpu:cuda_correlation '
+                                  '{ @launches = count(); }' % os.path.abspath(harness.LIB)])
+        env = {"PARCAGPU_MAX_AGE_MS": "100", "PARCAGPU_FLUSH_INTERVAL_MS": "50"}
+        with LaunchesOnly():
+            r = harness.run_mockapp(["--duration=2s", "--launch-rate=2000", "--graph-rate=200"],
+                                    env=env)
+        self.assertEqual(r.returncode, 0, r.stderr[-3000:])
+        self.assertEqual(parcagpu_lines(r), [])
+
+
 class CuptiFaults(unittest.TestCase):
     """Persistent CUPTI failures: reported once then counted, nothing left switched on."""
 
