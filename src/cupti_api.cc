@@ -78,6 +78,9 @@ bool load_cupti(const std::string &explicit_path, CuptiApi *api, std::string *er
     return false;                                                                  \
   }
   PARCAGPU_CUPTI_FUNCTIONS(PARCAGPU_RESOLVE)
+#define PARCAGPU_RESOLVE_OPTIONAL(fn) t.fn = reinterpret_cast<decltype(t.fn)>(dlsym(t.handle, #fn));
+  PARCAGPU_CUPTI_PC_FUNCTIONS(PARCAGPU_RESOLVE_OPTIONAL)
+#undef PARCAGPU_RESOLVE_OPTIONAL
   *api = t;
   return true;
 }

@@ -5,6 +5,7 @@
 
 #include <cuda.h>
 #include <cupti.h>
+#include <cupti_pcsampling.h>
 
 #include <string>
 
@@ -27,6 +28,21 @@ namespace parcagpu {
   X(cuptiGetGraphExecId)               \
   X(cuptiGetTimestamp)
 
+// PC sampling (src/pc_sampling.h). Optional: a libcupti without them leaves these null, and
+// PC sampling off with one error, while everything else works.
+#define PARCAGPU_CUPTI_PC_FUNCTIONS(X)            \
+  X(cuptiPCSamplingEnable)                        \
+  X(cuptiPCSamplingDisable)                       \
+  X(cuptiPCSamplingStart)                         \
+  X(cuptiPCSamplingStop)                          \
+  X(cuptiPCSamplingGetData)                       \
+  X(cuptiPCSamplingSetConfigurationAttribute)     \
+  X(cuptiPCSamplingGetConfigurationAttribute)     \
+  X(cuptiPCSamplingGetNumStallReasons)            \
+  X(cuptiPCSamplingGetStallReasons)               \
+  X(cuptiGetCubinCrc)                             \
+  X(cuptiGetDeviceId)
+
 #define PARCAGPU_CUDA_FUNCTIONS(X) \
   X(cuDeviceGetCount)              \
   X(cuDeviceGet)                   \
@@ -36,6 +52,7 @@ namespace parcagpu {
 struct CuptiApi {
 #define PARCAGPU_DECLARE(fn) decltype(&::fn) fn = nullptr;
   PARCAGPU_CUPTI_FUNCTIONS(PARCAGPU_DECLARE)
+  PARCAGPU_CUPTI_PC_FUNCTIONS(PARCAGPU_DECLARE)
   void *handle = nullptr;
   std::string path;  // what was loaded, for the log
 };
