@@ -121,9 +121,10 @@ struct PcContext {
   uint64_t total_samples = 0, nonuser_samples = 0;  // since the last Get Data
 };
 
+// Leaked on purpose: the exit report runs after static destructors (mock driver's destructor).
 std::mutex g_mu;
-std::map<uint32_t, PcContext> g_contexts;  // by CUPTI context ID
-std::map<uint32_t, Module> g_modules;      // by context ID: the module loaded there
+std::map<uint32_t, PcContext> &g_contexts = *new std::map<uint32_t, PcContext>;  // by context ID
+std::map<uint32_t, Module> &g_modules = *new std::map<uint32_t, Module>;  // by context ID
 std::map<std::string, const char *> *g_names = new std::map<std::string, const char *>;
 
 // Counters for the exit report.
