@@ -594,6 +594,7 @@ CUresult mock_cuda_graph_launch(uint32_t domain, uint32_t cbid, CUgraphExec exec
       inner.emplace(drv.domain, drv.cbid, drv.name, nullptr,
                     build_params(drv, &args, &inner_params), ctx, &inner_rc);
     }
+    module_loaded_once(ctx);  // a graph's kernels need their module as much as eager ones
     if (st->capture_graph.load(std::memory_order_relaxed)) {  // becomes a child graph node
       capture_node(st, CU_GRAPH_NODE_TYPE_GRAPH, nullptr);
       captured = true;

@@ -4,6 +4,7 @@
 
 #include <cstring>
 
+#include "activity.h"  // monotonic_ns
 #include "log.h"
 #include "usdt.h"
 
@@ -89,10 +90,32 @@ void CubinRegistry::on_module_unload(const void *cubin, size_t size) {
   if (--match->refs > 0) return;
   const uint64_t crc = match->crc;
   usdt::cubin_unloaded(crc);
-  if (match->copy) stats_.copied_bytes -= match->size;
+  const uint64_t now = monotonic_ns();
+  if (match->copy) {
+    stats_.copied_bytes -= match->size;
+    retired_bytes_ += match->size;
+    retired_.push_back({std::move(match->copy), match->size, now});
+  }
   entries_.erase(entries_.begin() + (match - entries_.data()));
+  free_retired(now);
   stats_.live = entries_.size();
   debug_log("cubin %#llx unloaded", static_cast<unsigned long long>(crc));
+}
+
+void CubinRegistry::free_retired(uint64_t now_ns) {
+  size_t keep = 0;
+  for (size_t i = 0; i < retired_.size(); ++i) {
+    Retired &r = retired_[i];
+    const bool expired = now_ns - r.since_ns > kRetiredGraceNs ||
+                         (retired_bytes_ > kRetiredMaxBytes && i + 1 < retired_.size());
+    if (expired) {
+      retired_bytes_ -= r.size;
+      continue;  // freed with the vector slot below
+    }
+    if (keep != i) retired_[keep] = std::move(r);
+    ++keep;
+  }
+  retired_.resize(keep);
 }
 
 void CubinRegistry::refire() {

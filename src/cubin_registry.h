@@ -11,6 +11,10 @@
 //
 // Known from process start (the resource callbacks are enabled whatever the consumers), so a
 // consumer that attaches late gets every loaded cubin again (refire()).
+//
+// A consumer reads the bytes after the firing, from its own thread; a module unloaded right
+// after loading (short programs, JIT compilers) would leave it reading freed memory. So copies
+// of unloaded cubins are kept kRetiredGraceNs more, within kRetiredMaxBytes.
 #pragma once
 
 #include <cstddef>
@@ -52,6 +56,17 @@ class CubinRegistry {
     uint32_t refs;              // modules loaded with this CRC
   };
   bool crc_of(const void *cubin, size_t size, uint64_t *crc);
+  void free_retired(uint64_t now_ns);  // under mu_
+
+  static constexpr uint64_t kRetiredGraceNs = 10'000'000'000;
+  static constexpr uint64_t kRetiredMaxBytes = 64ull << 20;
+  struct Retired {
+    std::unique_ptr<char[]> copy;
+    size_t size;
+    uint64_t since_ns;
+  };
+  std::vector<Retired> retired_;
+  uint64_t retired_bytes_ = 0;
 
   const CuptiApi &cupti_;
   mutable std::mutex mu_;
