@@ -29,7 +29,7 @@ class PcRateController {
  public:
   struct Params {
     double target_rate = 100;               // samples per second; 0 = no rate control
-    double max_duty = 0.01;                 // fraction of wall time spent inside windows
+    double max_duty = 0.02;                 // fraction of wall time spent inside windows
     uint32_t max_launches = 32;             // launches one window spans at most
     uint64_t max_window_ns = 50'000'000;    // closed at the first launch after this
     uint64_t min_gap_ns = 20'000'000;       // between the end of one window and the next

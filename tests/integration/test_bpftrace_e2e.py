@@ -115,7 +115,10 @@ class WithBpftrace(unittest.TestCase):
 
     def test_metadata_and_batches_follow_the_abi(self):
         r, _, kernels, bt = self.run_scenario("eager-runtime,graph-runtime")
-        self.assertTrue(bt.gpu_configs, "gpu_config fires when a consumer attaches")
+        # This consumer attaches pc_sample_batch: PC sampling is configured at the first launch,
+        # and gpu_config then carries the sampling factor in force (CUPTI's default, 11).
+        self.assertTrue(bt.gpu_configs, "gpu_config fires once PC sampling is configured")
+        self.assertTrue(all(int(g["sampling"]) == 11 for g in bt.gpu_configs), bt.gpu_configs)
         self.assertTrue(bt.batches)
         self.assertTrue(all(0 < n <= 128 for _, n in bt.batches))
         self.assertEqual(sum(n for p, n in bt.batches if p == r.summary["pid"]), len(kernels))

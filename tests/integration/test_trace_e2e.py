@@ -54,7 +54,7 @@ class TraceEndToEnd(unittest.TestCase):
                     if abs(c) in (311, 514, 515))
         self.assertGreater(graph, 0, "graph launches have their own bucket")
         self.assertEqual(j["pids"], 1)
-        self.assertGreaterEqual(j["gpu_config"], 1)
+        self.assertGreaterEqual(j["gpu_config"], 1)  # PC sampling configured (pc_sample_batch)
 
     def test_default_rate_limits_eight_threads(self):
         r, j = self.traced(["--duration=2s", "--launch-rate=4000", "--graph-rate=400",
