@@ -27,6 +27,8 @@ constexpr uint64_t kDrainDelayNs = 120'000'000;
 // putting the work off to a later launch, and how long a launch waits for them at most.
 constexpr uint64_t kExclusiveWaitNs = 200'000'000;
 constexpr uint64_t kGateWaitNs = 2'000'000'000;
+// Metadata is fired again this often while consumers listen (see pc_sampling.h).
+constexpr uint64_t kMetadataRefreshNs = 30'000'000'000;
 
 // This thread's outermost launch is counted in in_launch_.
 __attribute__((tls_model("initial-exec"))) thread_local bool t_counted = false;
@@ -118,6 +120,19 @@ void PcSampler::on_consumers() {
   }
 }
 
+void PcSampler::refresh_metadata(uint64_t now) {
+  uint64_t due = next_refresh_ns_.load(std::memory_order_relaxed);
+  if (now < due) return;
+  if (!next_refresh_ns_.compare_exchange_strong(due, now + kMetadataRefreshNs)) return;
+  if (due == 0) return;  // the first call only sets the clock: everything was just fired
+  if (usdt::cubin_loaded_consumers()) cubins_.refire();
+  std::unique_lock<std::mutex> lock(mu_, std::try_to_lock);
+  if (!lock.owns_lock()) return;
+  if (stall_built_ && usdt::stall_reason_map_consumers())
+    usdt::stall_reason_map(stall_.blob(), PARCAGPU_STALL_REASON_MAX);
+  if (usdt::gpu_config_consumers()) fire_gpu_configs();
+}
+
 void PcSampler::fire_gpu_configs() {
   for (const DeviceConfig &d : configs_)
     usdt::gpu_config(d.device, d.factor, d.clock_khz, d.sm_count);
@@ -142,6 +157,7 @@ void PcSampler::on_launch_enter(CUcontext ctx, uint64_t now) {
   const bool want = wanted();
   if (!want && !any_enabled_.load(std::memory_order_relaxed)) return;
   if (ctx && work_due(ctx, want, now)) do_work(ctx, want, now);
+  if (want) refresh_metadata(now);
   if (!any_enabled_.load(std::memory_order_relaxed) || t_counted) return;
   if (window_open_.load(std::memory_order_relaxed))
     window_launches_.fetch_add(1, std::memory_order_relaxed);

@@ -22,7 +22,11 @@
 //
 // Metadata: stall_reason_map once PC sampling is configured, gpu_config per device with the
 // sampling factor read back from CUPTI (the one in force; never before, never 0), cubins from
-// process start (CubinRegistry); all fired again when their semaphore count rises.
+// process start (CubinRegistry); all fired again when their semaphore count rises, and every
+// kMetadataRefreshNs while consumers listen: the kernel raises a USDT semaphore only when the
+// first uprobe on that probe is installed in the process, so a consumer that attaches while
+// another is attached raises nothing (seen here, kernel 6.18) and would otherwise never get
+// what was fired before it came.
 //
 // Any error from the PC Sampling API (OUT_OF_MEMORY, NOT_SUPPORTED on this device, ...) turns
 // PC sampling off for the life of the process with one error; kernel timing goes on.
@@ -110,6 +114,7 @@ class PcSampler {
   void teardown(Context &c, bool publish);
   void fail(const char *call, CUptiResult r);
   void fire_gpu_configs();
+  void refresh_metadata(uint64_t now_ns);
   bool exclusive_begin();  // waits for other threads to leave their launch calls
   void exclusive_end();
 
@@ -146,6 +151,7 @@ class PcSampler {
   };
   std::vector<DeviceConfig> configs_;
 
+  std::atomic<uint64_t> next_refresh_ns_{0};
   std::atomic<unsigned> last_stall_consumers_{0}, last_cubin_consumers_{0},
       last_config_consumers_{0};
   PcStats stats_;

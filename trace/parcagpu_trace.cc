@@ -528,12 +528,14 @@ int main(int argc, char **argv) {
   if (opt.capture_sites && !tracer.mmaps.open(&error))
     std::fprintf(stderr, "parcagpu-trace: warning: %s; stacks of processes that exit quickly "
                  "may stay unsymbolized\n", error.c_str());
-  const int attached = session.attach(opt.lib, opt.pid, probes, &error, &err);
-  if (attached < 0) die(1, explain(error, err));
   // The PC sampling view: its own BPF object, ring buffer and thread (trace/pc_session.h).
+  // Attached first: the library fires metadata when a probe's semaphore rises, which happens
+  // for the first uprobe on it only.
   pt::PcSession pc;
   if (opt.pc && !pc.start(opt.lib, opt.pid, probes, opt.ringbuf_mb << 20, opt.verbose, &error))
     die(1, explain(error, EPERM));
+  const int attached = session.attach(opt.lib, opt.pid, probes, &error, &err);
+  if (attached < 0) die(1, explain(error, err));
   std::fprintf(stderr, "parcagpu-trace: attached %d probes to %s\n", attached + pc.attached(),
                opt.lib_arg.c_str());
   std::fflush(stderr);
