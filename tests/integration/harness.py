@@ -210,29 +210,34 @@ class Bpftrace(_Consumer):
 
         bpftrace formats its output in user space from per-CPU perf buffers and lags behind the
         probes; stopped right after the app exits it loses what it has not read yet (seen: 142
-        of 202 kernels). So a marker goes through the same path: a process that loads the library
-        with an unknown PARCAGPU_ variable fires the `error` probe, whose message names it. Once
-        the marker is printed, everything fired before it has been read too, give or take the
-        order of the per-CPU buffers, which a short quiet period covers."""
+        of 202 kernels). So a marker goes through the same path on every CPU: a process pinned
+        to that CPU loads the library with an unknown PARCAGPU_ variable, which fires the `error`
+        probe with the variable's value in its message. Each CPU's buffer is read in order, so
+        once every CPU's marker is printed, everything fired before on any CPU was read too."""
         if self.out.closed or self.proc.poll() is not None:
             return
-        token = "drain%d_%d" % (os.getpid(), int(time.time() * 1e6))
+        stamp = "drain%d_%d" % (os.getpid(), int(time.time() * 1e6))
         env = {k: v for k, v in os.environ.items()
                if not k.startswith(("PARCAGPU_", "CUDA_INJECTION64"))}
         # PARCAGPU_CUPTI_PATH: no CUPTI search (nor a real CUPTI loaded) in /bin/true.
-        env.update({"LD_PRELOAD": self.lib, "PARCAGPU_HARNESS_DRAIN_MARK": token,
-                    "LD_LIBRARY_PATH": "/nonexistent", "PARCAGPU_CUPTI_PATH": "/nonexistent"})
+        env.update({"LD_PRELOAD": self.lib, "LD_LIBRARY_PATH": "/nonexistent",
+                    "PARCAGPU_CUPTI_PATH": "/nonexistent"})
+        tokens = []
+        for cpu in sorted(os.sched_getaffinity(0)):
+            token = "%s_cpu%d" % (stamp, cpu)
+            tokens.append(token)
+            subprocess.run(["/bin/true"], env=dict(env, PARCAGPU_HARNESS_DRAIN_MARK=token),
+                           check=False, stderr=subprocess.DEVNULL,
+                           preexec_fn=lambda c=cpu: os.sched_setaffinity(0, {c}))
         deadline = time.time() + timeout
-        subprocess.run(["/bin/true"], env=env, check=False, stderr=subprocess.DEVNULL)
-        while token not in self._read(self.out):
+        while True:
+            out = self._read(self.out)
+            missing = [t for t in tokens if t not in out]
+            if not missing:
+                return
             if time.time() > deadline or self.proc.poll() is not None:
-                raise AssertionError("bpftrace did not print the drain marker within %d s" % timeout)
-            time.sleep(0.05)
-        size, quiet_since = -1, time.time()
-        while time.time() - quiet_since < 0.3 and time.time() < deadline:
-            now = len(self._read(self.out))
-            if now != size:
-                size, quiet_since = now, time.time()
+                raise AssertionError("bpftrace did not print the drain markers %s within %d s"
+                                     % (missing, timeout))
             time.sleep(0.05)
 
     def stop(self, timeout=60):
