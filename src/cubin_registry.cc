@@ -25,7 +25,7 @@ bool inside_loaded_object(const void *p, size_t size) {
 }  // namespace
 
 bool CubinRegistry::crc_of(const void *cubin, size_t size, uint64_t *crc) {
-  if (!cupti_.cuptiGetCubinCrc) return false;
+  if (!cupti_.available(cupti_.cuptiGetCubinCrc)) return false;  // reported by load_cupti
   CUpti_GetCubinCrcParams p{};
   p.size = CUpti_GetCubinCrcParamsSize;
   p.cubinSize = size;

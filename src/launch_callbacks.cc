@@ -71,6 +71,11 @@ bool LaunchCallbacks::subscribe() {
       debug_log("not subscribing %s (PARCAGPU_DISABLE_CBIDS)", cb.name);
       continue;
     }
+    if (!callback_known_to(cb, cupti_.major)) {
+      debug_log("not subscribing %s: new in CUDA %u, CUPTI is CUDA %d's", cb.name, cb.since_cuda,
+                cupti_.major);
+      continue;
+    }
     r = cupti_.cuptiEnableCallback(1, subscriber_, static_cast<CUpti_CallbackDomain>(cb.domain),
                                    cb.cbid);
     if (r != CUPTI_SUCCESS) {
@@ -100,9 +105,11 @@ void LaunchCallbacks::unsubscribe() {
   subscriber_ = nullptr;
 }
 
-void CUPTIAPI LaunchCallbacks::on_callback(void *userdata, CUpti_CallbackDomain domain,
+void CUPTIAPI LaunchCallbacks::on_callback(void * /*userdata*/, CUpti_CallbackDomain domain,
                                            CUpti_CallbackId cbid, const void *data) {
-  auto *self = static_cast<LaunchCallbacks *>(userdata);
+  // Not userdata: some CUPTI harnesses call back with NULL there.
+  LaunchCallbacks *self = g_callbacks;
+  if (__builtin_expect(!self, 0)) return;
   if (domain == CUPTI_CB_DOMAIN_RESOURCE) {
     try {
       self->on_resource(cbid, static_cast<const CUpti_ResourceData *>(data));
@@ -167,7 +174,7 @@ void LaunchCallbacks::on_launch(CbDomain domain, uint32_t cbid, const CUpti_Call
       const void *exec = *static_cast<void *const *>(cb->functionParams);
       const GraphTracker::ExecFacts f = graphs_.facts(exec);
       if (f.known && f.kernel_nodes == 0 && !f.has_conditional) {
-        // Host functions only: no kernel will ever carry this ID (ground truth, fact 8).
+        // Host functions only: no kernel will ever carry this ID (docs/cupti-facts.md, fact 8).
         t.announce = false;
         graphs_.count_hostonly_launch();
         return;
@@ -213,7 +220,7 @@ void LaunchCallbacks::on_resource(CUpti_CallbackId cbid, const CUpti_ResourceDat
   switch (cbid) {
     case CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED: {
       // A node created inside a launch call on this thread: the stream is being captured and
-      // the launch is recorded into a graph instead of running (ground truth, fact 5).
+      // the launch is recorded into a graph instead of running (docs/cupti-facts.md, fact 5).
       ThreadLaunch &t = t_launch;
       if (!t.active) {
         graphs_.on_node_created(gd);  // graph building or instantiation

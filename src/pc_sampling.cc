@@ -62,23 +62,25 @@ void PcSampler::init() {
     debug_log("PC sampling off (PARCAGPU_PC_SAMPLING)");
     return;
   }
-  const char *missing = nullptr;
-#define PARCAGPU_CHECK_PRESENT(fn) \
-  if (!missing && !cupti_.fn) missing = #fn;
-  PARCAGPU_CUPTI_PC_FUNCTIONS(PARCAGPU_CHECK_PRESENT)
-#undef PARCAGPU_CHECK_PRESENT
-  if (missing) {
-    report_error(kErrLibraryMissing, "pc_sampling",
-                 "%s lacks %s; PC sampling is off (kernel timing goes on)", cupti_.path.c_str(),
-                 missing);
+  // A missing entry point was reported once by load_cupti ("lacks ... (PC sampling)").
+  const bool present =
+      cupti_.available(cupti_.cuptiPCSamplingEnable) && cupti_.available(cupti_.cuptiPCSamplingDisable) &&
+      cupti_.available(cupti_.cuptiPCSamplingStart) && cupti_.available(cupti_.cuptiPCSamplingStop) &&
+      cupti_.available(cupti_.cuptiPCSamplingGetData) &&
+      cupti_.available(cupti_.cuptiPCSamplingSetConfigurationAttribute) &&
+      cupti_.available(cupti_.cuptiPCSamplingGetConfigurationAttribute) &&
+      cupti_.available(cupti_.cuptiPCSamplingGetNumStallReasons) &&
+      cupti_.available(cupti_.cuptiPCSamplingGetStallReasons);
+  if (!present) {
+    debug_log("PC sampling off: %s lacks PC Sampling API entry points", cupti_.path.c_str());
     return;
   }
   uint32_t version = 0;
   if (cupti_.cuptiGetVersion(&version) != CUPTI_SUCCESS || version < kMinCuptiVersion) {
-    report_error(kErrLibraryMissing, "pc_sampling",
-                 "CUPTI API version %u is older than CUDA 12.4's (%u): PC samples would carry no "
-                 "correlation ID; PC sampling is off",
-                 version, kMinCuptiVersion);
+    // Not an error of anyone's: CUDA 12.0-12.3 simply predate it (README: PC sampling).
+    debug_log("PC sampling off: CUPTI API version %u is older than CUDA 12.4's (%u), whose PC "
+              "records carry the correlation ID",
+              version, kMinCuptiVersion);
     return;
   }
   PcRateController::Params p;
@@ -108,14 +110,14 @@ bool PcSampler::consumer_changed() const {
 void PcSampler::on_consumers() {
   const unsigned stall = usdt::stall_reason_map_consumers();
   if (stall > last_stall_consumers_.exchange(stall)) {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<std::mutex> lock(meta_mu_);
     if (stall_built_) usdt::stall_reason_map(stall_.blob(), PARCAGPU_STALL_REASON_MAX);
   }
   const unsigned cubins = usdt::cubin_loaded_consumers();
   if (cubins > last_cubin_consumers_.exchange(cubins)) cubins_.refire();
   const unsigned configs = usdt::gpu_config_consumers();
   if (configs > last_config_consumers_.exchange(configs)) {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<std::mutex> lock(meta_mu_);
     fire_gpu_configs();
   }
 }
@@ -126,8 +128,7 @@ void PcSampler::refresh_metadata(uint64_t now) {
   if (!next_refresh_ns_.compare_exchange_strong(due, now + kMetadataRefreshNs)) return;
   if (due == 0) return;  // the first call only sets the clock: everything was just fired
   if (usdt::cubin_loaded_consumers()) cubins_.refire();
-  std::unique_lock<std::mutex> lock(mu_, std::try_to_lock);
-  if (!lock.owns_lock()) return;
+  std::lock_guard<std::mutex> lock(meta_mu_);
   if (stall_built_ && usdt::stall_reason_map_consumers())
     usdt::stall_reason_map(stall_.blob(), PARCAGPU_STALL_REASON_MAX);
   if (usdt::gpu_config_consumers()) fire_gpu_configs();
@@ -327,12 +328,17 @@ bool PcSampler::configure(Context &c) {
       fail("cuptiPCSamplingGetStallReasons", r);
       return false;
     }
-    stall_.build(count, indices.data(), names.data());
-    if (stall_.empty()) {
+    StallReasonTable table;
+    table.build(count, indices.data(), names.data());
+    if (table.empty()) {
       fail("cuptiPCSamplingGetStallReasons (no usable stall reason)", CUPTI_ERROR_NOT_SUPPORTED);
       return false;
     }
-    stall_built_ = true;
+    {
+      std::lock_guard<std::mutex> lock(meta_mu_);
+      stall_ = table;
+      stall_built_ = true;
+    }
     debug_log("PC sampling: %zu stall reasons offered, %zu collected, %zu with an index past %d",
               stall_.offered(), stall_.collected().size(), stall_.unusable(),
               PARCAGPU_STALL_REASON_MAX);
@@ -403,8 +409,11 @@ bool PcSampler::configure(Context &c) {
       cuda_->cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev);
     }
     if (clock_khz > 0) {
-      configs_.push_back({device, factor, static_cast<uint32_t>(clock_khz),
-                          static_cast<uint32_t>(sms)});
+      {
+        std::lock_guard<std::mutex> lock(meta_mu_);
+        configs_.push_back({device, factor, static_cast<uint32_t>(clock_khz),
+                            static_cast<uint32_t>(sms)});
+      }
       // Now the factor is in force: the first gpu_config a consumer keeps is right.
       usdt::gpu_config(device, factor, static_cast<uint32_t>(clock_khz), static_cast<uint32_t>(sms));
       debug_log("gpu_config device %u: sampling factor %u, %d kHz, %d SMs", device, factor,

@@ -143,7 +143,10 @@ class PcSampler {
   std::atomic<int> in_launch_{0};
   std::atomic<bool> exclusive_{false};
 
-  mutable std::mutex mu_;  // contexts, controller, configs; the PC Sampling API calls
+  mutable std::mutex mu_;  // contexts, controller; the PC Sampling API calls
+  // The metadata (stall table once built, per-device configs): taken briefly, never while
+  // waiting for other threads' launches, so firing metadata can't wait on the gate.
+  mutable std::mutex meta_mu_;
   std::vector<std::unique_ptr<Context>> contexts_;
   std::unique_ptr<PcRateController> controller_;
   struct DeviceConfig {

@@ -189,5 +189,28 @@ class BadValues(unittest.TestCase):
         self.assertGreater(trace.result["kernels_matched"], 0)
 
 
+# CUDA 12.0's CUPTI (the mock's personality 12) predates correlation IDs in PC records (12.4):
+# PC sampling stays off there, and everything else works.
+OLD_CUPTI = harness.PERSONALITY == "12"
+if OLD_CUPTI:
+    for case in (AttachDetach, FaultInjection, BadValues):
+        for name in [n for n in dir(case) if n.startswith("test_")]:
+            setattr(case, name, unittest.skip("CUPTI older than 12.4: no PC sampling")(getattr(case, name)))
+
+
+@unittest.skipUnless(OLD_CUPTI, "CUDA 12.0 personality only")
+class OlderCupti(unittest.TestCase):
+    def test_pc_sampling_stays_off_and_kernel_timing_goes_on(self):
+        trace = harness.Trace(extra=["--pc"])
+        r = harness.run_mockapp(["--duration=1s", "--launch-rate=300", "--graph-rate=60"],
+                                env=dict(harness.UNLIMITED, PARCAGPU_DEBUG="1"))
+        trace.stop()
+        self.assertEqual(r.returncode, 0)
+        self.assertEqual(mock_pc(r)["enables"], 0)
+        self.assertIn("PC sampling off: CUPTI API version 19", r.stderr)
+        self.assertEqual(trace.result["pc"]["gpu_configs"], [])
+        self.assertGreater(trace.result["kernels_matched"], 0)
+
+
 if __name__ == "__main__":
     harness.main()
