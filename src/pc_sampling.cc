@@ -204,6 +204,9 @@ PcSampler::Context *PcSampler::find(CUcontext ctx) {
 }
 
 void PcSampler::do_work(CUcontext ctx, bool want, uint64_t /*coarse_now*/) {
+  // Inside a launch call already (a nested driver callback): waiting for the launches in flight
+  // would wait for this one. The next launch does the work.
+  if (t_counted) return;
   std::unique_lock<std::mutex> lock(mu_, std::try_to_lock);
   if (!lock.owns_lock()) return;  // another thread is at it; this launch goes on
   if (!usable_.load(std::memory_order_relaxed)) return;
