@@ -21,7 +21,7 @@ struct RoleIndex {
 constexpr RoleIndex make_role_index() {
   RoleIndex idx;
   for (const auto &cb : kSubscribedCallbacks) {
-    if (cb.role == CbRole::GraphResource) continue;
+    if (cb.domain == CbDomain::Resource) continue;
     uint8_t role = cb.role == CbRole::GraphLaunch ? kGraph : kEager;
     if (cb.domain == CbDomain::Driver) idx.driver[cb.cbid] = role;
     if (cb.domain == CbDomain::Runtime) idx.runtime[cb.cbid] = role;
@@ -184,7 +184,16 @@ void CUPTIAPI LaunchCallbacks::on_callback(void * /*userdata*/, CUpti_CallbackDo
   // The no-consumer path: one semaphore read. The consumer_changed check notices a detach,
   // so kernel activity is switched off again even while nobody listens.
   if (__builtin_expect(usdt::correlation_consumers() == 0, 1)) {
-    if (__builtin_expect(self->hooks_.consumer_changed(), 0)) self->hooks_.sync_consumers();
+    if (__builtin_expect(self->hooks_.consumer_changed(), 0)) {
+      self->hooks_.sync_consumers();
+      // PC sampling left on by consumers that went away is turned off here, on an application
+      // thread, at a launch (its API calls must not come from threads of ours).
+      const auto *cb = static_cast<const CUpti_CallbackData *>(data);
+      if (cb->callbackSite == CUPTI_API_ENTER)
+        self->hooks_.pc_launch_enter(cb->context, coarse_ns());
+      else
+        self->hooks_.pc_launch_exit();
+    }
     return;
   }
   if (process_guard::forked_child()) return;
@@ -215,6 +224,8 @@ void LaunchCallbacks::on_launch(CbDomain domain, uint32_t cbid, const CUpti_Call
     t.cbid = cbid;
     t.captured = false;
     const uint64_t now = coarse_ns();
+    // PC sampling windows open and close at launch entries, announced or not.
+    hooks_.pc_launch_enter(cb->context, now);
     const bool graph = role == kGraph;
     t.announce = graph ? t.graph_bucket.try_take(config_.graph_rate_limit, now)
                        : t.eager_bucket.try_take(config_.eager_rate_limit, now);
@@ -264,6 +275,7 @@ void LaunchCallbacks::on_launch(CbDomain domain, uint32_t cbid, const CUpti_Call
   if (!t.active || t.correlation_id != cb->correlationId || t.domain != domain || t.cbid != cbid)
     return;
   t.active = false;
+  hooks_.pc_launch_exit();
   if (!t.announce) return;
   hooks_.launch_end();
   const int32_t scbid = signed_cbid(domain, cbid);
@@ -313,6 +325,9 @@ void LaunchCallbacks::on_resource(CUpti_CallbackId cbid, const CUpti_ResourceDat
     case CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED: graphs_.on_node_cloned(gd); break;
     case CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED: graphs_.on_exec_created(gd); break;
     case CUPTI_CBID_RESOURCE_GRAPHEXEC_DESTROY_STARTING: graphs_.on_exec_destroyed(gd); break;
+    case CUPTI_CBID_RESOURCE_MODULE_LOADED:
+    case CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING:
+    case CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING: hooks_.module_resource(cbid, rd); break;
     default: break;
   }
 }

@@ -33,6 +33,11 @@ class LaunchCallbacks {
     void (*request_flush)();     // enough launches outstanding
     void (*launch_begin)();      // an announced launch enters its API call
     void (*launch_end)();        // ... and leaves it
+    // PC sampling (src/pc_sampling.h): every outermost launch enters / leaves its API call, on
+    // the application's thread; and the module / context resource callbacks.
+    void (*pc_launch_enter)(CUcontext ctx, uint64_t now_ns);
+    void (*pc_launch_exit)();
+    void (*module_resource)(CUpti_CallbackId cbid, const CUpti_ResourceData *rd);
     bool (*kernels_armed)();     // a consumer wants kernels: announced launches are tracked
   };
 

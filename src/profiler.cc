@@ -48,6 +48,28 @@ void hook_launch_end() {
   if (g_profiler && g_profiler->activity()) g_profiler->activity()->launch_end();
 }
 
+void hook_pc_launch_enter(CUcontext ctx, uint64_t now_ns) {
+  if (g_profiler && g_profiler->pc()) g_profiler->pc()->on_launch_enter(ctx, now_ns);
+}
+void hook_pc_launch_exit() {
+  if (g_profiler && g_profiler->pc()) g_profiler->pc()->on_launch_exit();
+}
+void hook_module_resource(CUpti_CallbackId cbid, const CUpti_ResourceData *rd) {
+  PcSampler *pc = g_profiler ? g_profiler->pc() : nullptr;
+  if (!pc || !rd) return;
+  const auto *module = static_cast<const CUpti_ModuleResourceData *>(rd->resourceDescriptor);
+  switch (cbid) {
+    case CUPTI_CBID_RESOURCE_MODULE_LOADED:
+      if (module) pc->cubins().on_module_loaded(module->pCubin, module->cubinSize);
+      break;
+    case CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING:
+      if (module) pc->cubins().on_module_unload(module->pCubin, module->cubinSize);
+      break;
+    case CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING: pc->on_context_destroy(rd->context); break;
+    default: break;
+  }
+}
+
 void shutdown_at_exit() {
   try {
     if (g_profiler) g_profiler->shutdown();
@@ -71,6 +93,8 @@ bool Profiler::start() {
   debug_log("loaded %s, CUPTI API version %u", cupti_.path.c_str(), version);
   have_cuda_ = load_cuda(&cuda_, &err);
   if (!have_cuda_) debug_log("%s; gpu_config will not be fired", err.c_str());
+  pc_ = std::make_unique<PcSampler>(cupti_, have_cuda_ ? &cuda_ : nullptr, config_);
+  pc_->init();
 
   tracker_ = std::make_unique<CorrelationTracker>(
       config_.max_outstanding, static_cast<uint64_t>(config_.max_age_ms) * 1000000ull);
@@ -81,7 +105,8 @@ bool Profiler::start() {
   callbacks_ = std::make_unique<LaunchCallbacks>(
       cupti_, config_, *tracker_, *graphs_,
       LaunchCallbacks::Hooks{&hook_sync_consumers, &hook_consumer_changed, &hook_request_flush,
-                             &hook_launch_begin, &hook_launch_end, &hook_kernels_armed});
+                             &hook_launch_begin, &hook_launch_end, &hook_pc_launch_enter,
+                             &hook_pc_launch_exit, &hook_module_resource, &hook_kernels_armed});
   g_profiler = this;
   // The subscription first: CUPTI takes one subscriber, so a refusal (another CUPTI client in
   // the process) leaves the buffer callbacks to whoever registered them.
@@ -98,8 +123,7 @@ bool Profiler::start() {
 bool Profiler::consumer_changed() const {
   if (shut_down_.load(std::memory_order_relaxed) || process_guard::forked_child()) return false;
   const bool want = activity_usable_.load(std::memory_order_relaxed) && wants_kernels();
-  return want != activity_->enabled() ||
-         usdt::gpu_config_consumers() != last_gpu_config_consumers_.load(std::memory_order_relaxed) ||
+  return want != activity_->enabled() || pc_->consumer_changed() ||
          usdt::graph_node_clone_consumers() != last_clone_consumers_.load(std::memory_order_relaxed);
 }
 
@@ -107,52 +131,16 @@ void Profiler::sync_consumers() {
   if (shut_down_.load(std::memory_order_relaxed) || process_guard::forked_child()) return;
   activity_->set_enabled(activity_usable_.load(std::memory_order_relaxed) && wants_kernels());
   // Metadata probes fire again whenever another consumer attaches: it missed the first firing.
-  const unsigned n = usdt::gpu_config_consumers();
-  const unsigned before = last_gpu_config_consumers_.exchange(n);
-  if (n > before) fire_gpu_config();
+  // gpu_config is PC sampling's: fired once the sampling factor it reports is in force.
+  pc_->on_consumers();
   const unsigned clones = usdt::graph_node_clone_consumers();
   if (clones > last_clone_consumers_.exchange(clones)) graphs_->refire_clones();
-}
-
-RepeatedError g_device_query_failed("gpu_config", "device queries failed");
-
-void Profiler::fire_gpu_config() {
-  if (!have_cuda_) return;
-  int count = 0;
-  if (const CUresult r = cuda_.cuDeviceGetCount(&count); r != CUDA_SUCCESS) {
-    if (r != CUDA_ERROR_NOT_INITIALIZED)  // before cuInit: next time
-      g_device_query_failed.report(kErrDriver,
-                                   "cuDeviceGetCount failed (CUresult %d); gpu_config not fired",
-                                   static_cast<int>(r));
-    return;
-  }
-  for (int i = 0; i < count; ++i) {
-    CUdevice dev = 0;
-    int clock_khz = 0, sms = 0;
-    if (const CUresult r = cuda_.cuDeviceGet(&dev, i); r != CUDA_SUCCESS) {
-      g_device_query_failed.report(kErrDriver,
-                                   "cuDeviceGet(%d) failed (CUresult %d); no gpu_config for it",
-                                   i, static_cast<int>(r));
-      continue;
-    }
-    const CUresult rc = cuda_.cuDeviceGetAttribute(&clock_khz, CU_DEVICE_ATTRIBUTE_CLOCK_RATE, dev);
-    const CUresult rs =
-        cuda_.cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev);
-    if (rc != CUDA_SUCCESS || rs != CUDA_SUCCESS)
-      g_device_query_failed.report(kErrDriver,
-                                   "cuDeviceGetAttribute failed (CUresult %d); gpu_config "
-                                   "carries 0 for what could not be read",
-                                   static_cast<int>(rc != CUDA_SUCCESS ? rc : rs));
-    // samplingFactor 0: PC sampling is not running.
-    usdt::gpu_config(static_cast<uint32_t>(i), 0, static_cast<uint32_t>(clock_khz),
-                     static_cast<uint32_t>(sms));
-    debug_log("gpu_config device %d: %d kHz, %d SMs", i, clock_khz, sms);
-  }
 }
 
 void Profiler::shutdown() {
   if (shut_down_.exchange(true)) return;
   // Everything collected so far is delivered before the process goes.
+  pc_->shutdown();
   activity_->shutdown();
   callbacks_->unsubscribe();
   tracker_->expire(coarse_ns());
@@ -176,6 +164,24 @@ void Profiler::log_stats() const {
             (unsigned long long)a.batches_fired, (unsigned long long)a.records_dropped,
             (unsigned long long)a.flushes, (unsigned long long)a.enables,
             (unsigned long long)a.disables);
+  const PcStats p = pc_->stats();
+  debug_log("pc sampling: enables=%llu disables=%llu windows=%llu window launches=%llu "
+            "window ms=%.1f drains=%llu batches=%llu records=%llu samples=%llu pairs=%llu "
+            "uncorrelated=%llu unpublished=%llu non-user samples=%llu dropped samples=%llu "
+            "gate timeouts=%llu factor=%u%s",
+            (unsigned long long)p.enables, (unsigned long long)p.disables,
+            (unsigned long long)p.windows, (unsigned long long)p.window_launches,
+            p.window_ns / 1e6, (unsigned long long)p.drains, (unsigned long long)p.batches,
+            (unsigned long long)p.records, (unsigned long long)p.samples,
+            (unsigned long long)p.pairs, (unsigned long long)p.uncorrelated,
+            (unsigned long long)p.unpublished, (unsigned long long)p.nonuser_samples,
+            (unsigned long long)p.dropped_samples, (unsigned long long)p.gate_timeouts,
+            p.sampling_factor, p.failed ? " (failed)" : "");
+  const CubinStats cs = pc_->cubins().stats();
+  debug_log("cubins: loaded=%llu unloaded=%llu live=%llu copied=%llu (%llu bytes held) no crc=%llu",
+            (unsigned long long)cs.loaded, (unsigned long long)cs.unloaded,
+            (unsigned long long)cs.live, (unsigned long long)cs.copied,
+            (unsigned long long)cs.copied_bytes, (unsigned long long)cs.no_crc);
   const GraphStats g = graphs_->stats();
   debug_log("graphs: execs=%llu clones=%llu host-only launches=%llu conditional records=%llu "
             "(ambiguous owner=%llu, no owner=%llu)",

@@ -13,6 +13,7 @@
 #include "cupti_api.h"
 #include "graph_tracker.h"
 #include "launch_callbacks.h"
+#include "pc_sampling.h"
 
 namespace parcagpu {
 
@@ -30,9 +31,9 @@ class Profiler {
 
   ActivityCollector *activity() { return activity_.get(); }
   const LaunchStats &launch_stats() const { return callbacks_->stats(); }
+  PcSampler *pc() { return pc_.get(); }
 
  private:
-  void fire_gpu_config();
   void log_stats() const;
 
   Config config_;
@@ -43,7 +44,7 @@ class Profiler {
   std::unique_ptr<GraphTracker> graphs_;
   std::unique_ptr<ActivityCollector> activity_;
   std::unique_ptr<LaunchCallbacks> callbacks_;
-  std::atomic<unsigned> last_gpu_config_consumers_{0};
+  std::unique_ptr<PcSampler> pc_;
   std::atomic<unsigned> last_clone_consumers_{0};
   std::atomic<bool> activity_usable_{false};
   std::atomic<bool> shut_down_{false};

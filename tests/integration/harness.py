@@ -212,14 +212,13 @@ class Bpftrace(_Consumer):
 
         bpftrace formats its output in user space from per-CPU perf buffers and lags behind the
         probes; stopped right after the app exits it loses what it has not read yet (seen: 142
-        of 202 kernels). So markers go through the same path: a process that loads the library
-        with an unknown PARCAGPU_ variable fires the `error` probe, whose message names it, once
-        pinned to each CPU. Each per-CPU buffer is read in order, so once the marker of every
-        CPU is printed, everything fired before it has been read too (a single marker with a
-        quiet period after it still lost an event fired on another CPU, under load)."""
+        of 202 kernels). So a marker goes through the same path on every CPU: a process pinned
+        to that CPU loads the library with an unknown PARCAGPU_ variable, which fires the `error`
+        probe with the variable's value in its message. Each CPU's buffer is read in order, so
+        once every CPU's marker is printed, everything fired before on any CPU was read too."""
         if self.out.closed or self.proc.poll() is not None:
             return
-        token = "drain%d_%d" % (os.getpid(), int(time.time() * 1e6))
+        stamp = "drain%d_%d" % (os.getpid(), int(time.time() * 1e6))
         env = {k: v for k, v in os.environ.items()
                if not k.startswith(("PARCAGPU_", "CUDA_INJECTION64"))}
         # PARCAGPU_CUPTI_PATH: no CUPTI search (nor a real CUPTI loaded) in /bin/true.
@@ -227,18 +226,22 @@ class Bpftrace(_Consumer):
                     "PARCAGPU_CUPTI_PATH": "/nonexistent"})
         # A sanitized library preloaded into /bin/true brings its runtime in late: allowed here.
         env["ASAN_OPTIONS"] = env.get("ASAN_OPTIONS", "") + ":verify_asan_link_order=0"
-        deadline = time.time() + timeout
-        marks = []
+        tokens = []
         for cpu in sorted(os.sched_getaffinity(0)):
-            mark = "%s_cpu%d" % (token, cpu)
-            env["PARCAGPU_HARNESS_DRAIN_MARK"] = mark
-            subprocess.run(["/bin/true"], env=env, check=False, stderr=subprocess.DEVNULL,
+            token = "%s_cpu%d" % (stamp, cpu)
+            tokens.append(token)
+            subprocess.run(["/bin/true"], env=dict(env, PARCAGPU_HARNESS_DRAIN_MARK=token),
+                           check=False, stderr=subprocess.DEVNULL,
                            preexec_fn=lambda c=cpu: os.sched_setaffinity(0, {c}))
-            marks.append(mark)
-        while not all(m in self._read(self.out) for m in marks):
+        deadline = time.time() + timeout
+        while True:
+            out = self._read(self.out)
+            missing = [t for t in tokens if t not in out]
+            if not missing:
+                return
             if time.time() > deadline or self.proc.poll() is not None:
-                raise AssertionError("bpftrace did not print the drain markers within %d s" %
-                                     timeout)
+                raise AssertionError("bpftrace did not print the drain markers %s within %d s"
+                                     % (missing, timeout))
             time.sleep(0.05)
 
     def stop(self, timeout=60):
