@@ -17,6 +17,7 @@
 //
 // Fault injection (MOCK_CUPTI_FAIL) covers every entry point here.
 #include <elf.h>
+#include <pthread.h>
 
 #include <algorithm>
 #include <cinttypes>
@@ -25,6 +26,7 @@
 #include <deque>
 #include <map>
 #include <mutex>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -123,6 +125,11 @@ struct PcContext {
 
 // Leaked on purpose: the exit report runs after static destructors (mock driver's destructor).
 std::mutex g_mu;
+// After fork() only the forking thread exists in the child: g_mu may have been held by another
+// thread of the parent, and the child's exit report takes it (a forked child hung in exit).
+__attribute__((constructor)) void reset_lock_in_forked_children() {
+  pthread_atfork(nullptr, nullptr, [] { new (&g_mu) std::mutex; });
+}
 std::map<uint32_t, PcContext> &g_contexts = *new std::map<uint32_t, PcContext>;  // by context ID
 std::map<uint32_t, Module> &g_modules = *new std::map<uint32_t, Module>;  // by context ID
 std::map<std::string, const char *> *g_names = new std::map<std::string, const char *>;
