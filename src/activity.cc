@@ -119,6 +119,7 @@ void ActivityCollector::set_enabled(bool on) {
     // Per-launch mode switches CUPTI on only around announced launches (launch_begin/end).
     if (config_.activity_mode == ActivityMode::WhileConsumer && !cupti_enable_locked()) return;
     enabled_.store(true, std::memory_order_release);
+    armed_once_.store(true, std::memory_order_relaxed);
     debug_log("kernel collection armed (a consumer attached, mode %s)",
               config_.activity_mode == ActivityMode::WhileConsumer ? "consumer" : "launch");
     std::lock_guard<std::mutex> f(flusher_mu_);
@@ -222,7 +223,6 @@ void ActivityCollector::flusher_main() {
       if (enabled()) flush(false);
       end_sticky_if_quiet();
       tracker_.expire(coarse_ns());
-      if (housekeeping_) housekeeping_();
     } catch (...) {
       report_error(kErrInternal, "activity", "unexpected exception in the flusher thread");
     }
@@ -237,10 +237,10 @@ void ActivityCollector::shutdown() {
     flusher_cv_.notify_all();
   }
   if (flusher_.joinable()) flusher_.join();
-  if (enabled()) {
-    flush(true);
-    set_enabled(false);
-  }
+  // Also when disarmed: kernels of launches announced just before the last consumer left may
+  // have been recorded after that flush.
+  if (armed_once_.load(std::memory_order_relaxed)) flush(true);
+  set_enabled(false);
 }
 
 ActivityStats ActivityCollector::stats() const {

@@ -57,10 +57,12 @@ class ActivityCollector {
   // Registers the buffer callbacks. Activity stays disabled.
   bool init();
   // Arms kernel collection (a consumer wants kernels) or disarms it; disarming flushes what was
-  // collected. In WhileConsumer mode CUPTI activity is on exactly while armed.
+  // collected. In WhileConsumer mode CUPTI activity is on exactly while armed. Called by the
+  // consumer watcher, never on the launch path.
   void set_enabled(bool on);
   // AroundLaunch mode: CUPTI activity is on only while an announced launch is in its API call,
-  // so unannounced launches don't pay for activity collection. No-ops in the other mode.
+  // so unannounced launches don't pay for activity collection. No-ops in the other mode. Called
+  // by the launch path, at the ENTER and EXIT of each announced launch.
   void launch_begin();
   void launch_end();
   bool enabled() const { return enabled_.load(std::memory_order_relaxed); }
@@ -69,9 +71,6 @@ class ActivityCollector {
   // Flushes everything, forced, on the calling thread; stops the flusher and disables activity.
   void shutdown();
   ActivityStats stats() const;
-
-  // Called by the flusher between flushes so consumer attach/detach is noticed without launches.
-  void set_housekeeping(void (*fn)()) { housekeeping_ = fn; }
 
  private:
   static void CUPTIAPI on_buffer_requested(uint8_t **buffer, size_t *size,
@@ -88,6 +87,7 @@ class ActivityCollector {
   GraphTracker &graphs_;
   BufferPool pool_;
   std::atomic<bool> enabled_{false};
+  std::atomic<bool> armed_once_{false};
   void end_sticky_if_quiet();
   bool cupti_enable_locked();
   void cupti_disable_locked();
@@ -106,7 +106,6 @@ class ActivityCollector {
   std::thread flusher_;
   bool flush_requested_ = false;
   bool stopping_ = false;
-  void (*housekeeping_)() = nullptr;
 
   mutable std::mutex stats_mu_;
   ActivityStats stats_;

@@ -22,6 +22,7 @@ constexpr const char *kBufferKib = "PARCAGPU_BUFFER_KIB";
 constexpr const char *kMaxBuffers = "PARCAGPU_MAX_BUFFERS";
 constexpr const char *kDisableCbids = "PARCAGPU_DISABLE_CBIDS";
 constexpr const char *kActivityMode = "PARCAGPU_ACTIVITY_MODE";
+constexpr const char *kWatchInterval = "PARCAGPU_WATCH_INTERVAL_MS";
 
 struct Parser {
   const EnvLookup &getenv;
@@ -120,7 +121,8 @@ struct Parser {
 const std::vector<const char *> &known_config_names() {
   static const std::vector<const char *> names = {
       kDebug,     kRate,           kGraphRate,    kCuptiPath, kMaxOutstanding, kMaxAge,
-      kFlushThreshold, kFlushInterval, kBufferKib, kMaxBuffers, kDisableCbids, kActivityMode};
+      kFlushThreshold, kFlushInterval, kBufferKib, kMaxBuffers, kDisableCbids, kActivityMode,
+      kWatchInterval};
   return names;
 }
 
@@ -144,6 +146,7 @@ Config parse_config(const EnvLookup &getenv, const std::vector<std::string> &all
   p.integer(kBufferKib, 16, 65536, &c.buffer_kib);
   p.integer(kMaxBuffers, 2, 4096, &c.max_buffers);
   p.cbid_list(kDisableCbids, &c.disabled_cbids);
+  p.integer(kWatchInterval, 1, 10000, &c.watch_interval_ms);
   if (const char *v = getenv(kActivityMode)) {
     if (strcasecmp(v, "consumer") == 0)
       c.activity_mode = ActivityMode::WhileConsumer;

@@ -14,24 +14,10 @@ namespace {
 
 Profiler *g_profiler = nullptr;  // leaked on purpose: CUPTI may call in during static destruction
 
-bool wants_kernels() {
-  return usdt::activity_batch_consumers() != 0 || usdt::kernel_executed_consumers() != 0;
-}
-
-bool hook_consumer_changed() { return g_profiler && g_profiler->consumer_changed(); }
-void hook_sync_consumers() {
-  if (g_profiler) g_profiler->sync_consumers();
-}
-void hook_request_flush() {
-  if (g_profiler && g_profiler->activity()) g_profiler->activity()->request_flush();
-}
-
-void hook_launch_begin() {
-  if (g_profiler && g_profiler->activity()) g_profiler->activity()->launch_begin();
-}
-void hook_launch_end() {
-  if (g_profiler && g_profiler->activity()) g_profiler->activity()->launch_end();
-}
+// Graph clone mappings fired per watcher cycle while re-firing for a late consumer: each firing
+// traps into the kernel (a few us with a consumer attached), so a chunk is a few ms of the
+// watcher's time, and the graph tracker's lock is held only to copy one chunk.
+constexpr size_t kRefireChunk = 1024;
 
 void shutdown_at_exit() {
   try {
@@ -61,39 +47,33 @@ bool Profiler::start() {
       config_.max_outstanding, static_cast<uint64_t>(config_.max_age_ms) * 1000000ull);
   graphs_ = std::make_unique<GraphTracker>(cupti_, have_cuda_ ? &cuda_ : nullptr);
   activity_ = std::make_unique<ActivityCollector>(cupti_, config_, *tracker_, *graphs_);
-  activity_->set_housekeeping(&hook_sync_consumers);
-  callbacks_ = std::make_unique<LaunchCallbacks>(
-      cupti_, config_, *tracker_, *graphs_,
-      LaunchCallbacks::Hooks{&hook_sync_consumers, &hook_consumer_changed, &hook_request_flush,
-                             &hook_launch_begin, &hook_launch_end});
+  callbacks_ =
+      std::make_unique<LaunchCallbacks>(cupti_, config_, *tracker_, *graphs_, *activity_);
   activity_usable_ = activity_->init();
+  if (!callbacks_->subscribe()) return false;
   g_profiler = this;
-  if (!callbacks_->subscribe()) {
-    g_profiler = nullptr;
-    return false;
-  }
-  // A consumer attached system-wide before the process started already raised the semaphores.
-  sync_consumers();
+  // Kernel activity is armed before launches are announced (clients are told in this order).
+  watcher_ = std::make_unique<ConsumerWatcher>(config_.watch_interval_ms);
+  watcher_->add(this);
+  watcher_->add(callbacks_.get());
+  // A consumer attached system-wide before the process started already raised the semaphores:
+  // start() serves it before returning, so the first launch is already sampled.
+  watcher_->start();
   return true;
 }
 
-bool Profiler::consumer_changed() const {
-  if (shut_down_.load(std::memory_order_relaxed)) return false;
-  const bool want = activity_usable_.load(std::memory_order_relaxed) && wants_kernels();
-  return want != activity_->enabled() ||
-         usdt::gpu_config_consumers() != last_gpu_config_consumers_.load(std::memory_order_relaxed) ||
-         usdt::graph_node_clone_consumers() != last_clone_consumers_.load(std::memory_order_relaxed);
+void Profiler::on_consumers(const Consumers &now, const Consumers &before) {
+  if (shut_down_.load(std::memory_order_relaxed)) return;
+  activity_->set_enabled(activity_usable_ && now.wants_kernels());
+  // Metadata probes fire again whenever another consumer attaches: it missed the first firing.
+  if (now.gpu_config > before.gpu_config) fire_gpu_config();
+  if (now.graph_node_clone > before.graph_node_clone) graphs_->begin_refire();
 }
 
-void Profiler::sync_consumers() {
-  if (shut_down_.load(std::memory_order_relaxed)) return;
-  activity_->set_enabled(activity_usable_.load(std::memory_order_relaxed) && wants_kernels());
-  // Metadata probes fire again whenever another consumer attaches: it missed the first firing.
-  const unsigned n = usdt::gpu_config_consumers();
-  const unsigned before = last_gpu_config_consumers_.exchange(n);
-  if (n > before) fire_gpu_config();
-  const unsigned clones = usdt::graph_node_clone_consumers();
-  if (clones > last_clone_consumers_.exchange(clones)) graphs_->refire_clones();
+uint64_t Profiler::on_tick(uint64_t now_ns) {
+  // More to re-fire: come back at once (the watcher serves its other clients in between).
+  if (graphs_->refire_some(kRefireChunk)) return now_ns;
+  return now_ns + (1ull << 62);
 }
 
 void Profiler::fire_gpu_config() {
@@ -115,6 +95,7 @@ void Profiler::fire_gpu_config() {
 
 void Profiler::shutdown() {
   if (shut_down_.exchange(true)) return;
+  watcher_->stop();  // nothing is enabled or disabled behind our back from here on
   // Everything collected so far is delivered before the process goes.
   activity_->shutdown();
   callbacks_->unsubscribe();
@@ -127,10 +108,12 @@ void Profiler::log_stats() const {
   const LaunchStats &l = callbacks_->stats();
   const ActivityStats a = activity_->stats();
   const TrackerStats t = tracker_->stats();
-  debug_log("launches: announced eager=%llu graph=%llu, rate-limited=%llu, captured=%llu, "
+  debug_log("launches: announced eager=%llu graph=%llu, sampling windows=%llu, "
+            "rate-limited=%llu, captured=%llu, consumer left during the call=%llu, "
             "callback errors=%llu",
             (unsigned long long)l.announced_eager.load(), (unsigned long long)l.announced_graph.load(),
-            (unsigned long long)l.rate_limited.load(), (unsigned long long)l.captured.load(),
+            (unsigned long long)l.windows.load(), (unsigned long long)l.rate_limited.load(),
+            (unsigned long long)l.captured.load(), (unsigned long long)l.left_unannounced.load(),
             (unsigned long long)l.callback_errors.load());
   debug_log("activity: buffers=%llu refused=%llu kernel records=%llu delivered=%llu batches=%llu "
             "dropped=%llu flushes=%llu enables=%llu disables=%llu",
@@ -170,7 +153,7 @@ bool start_profiler(const char *how) noexcept {
     for (const auto &w : warnings)
       report_error(kErrConfig, "config", "%s=\"%s\": %s; using the default", w.variable.c_str(),
                    w.value.c_str(), w.reason.c_str());
-    debug_log("starting (%s): rate limits eager=%g/s graph=%g/s per thread", how,
+    debug_log("starting (%s): rate limits eager=%g/s graph=%g/s per process", how,
               config.eager_rate_limit, config.graph_rate_limit);
     auto *p = new Profiler(config);
     if (!p->start()) return false;  // p stays: CUPTI may still hold pointers into it

@@ -1,6 +1,8 @@
 // The profiler: one per process, started once by InitializeInjection (CUDA_INJECTION64_PATH)
 // or by the library's constructor (LD_PRELOAD), torn down at exit. It owns one object per CUPTI
-// subsystem and decides, from the probe semaphores, whether anybody is listening.
+// subsystem and the consumer watcher that tells them who is listening; it is itself the
+// watcher's first client (kernel activity armed before launches are announced, metadata probes
+// fired again for late consumers).
 #pragma once
 
 #include <atomic>
@@ -12,23 +14,23 @@
 #include "correlation_tracker.h"
 #include "cupti_api.h"
 #include "graph_tracker.h"
+#include "consumers.h"
 #include "launch_callbacks.h"
 
 namespace parcagpu {
 
-class Profiler {
+class Profiler : public ConsumerWatcher::Client {
  public:
   explicit Profiler(const Config &config);
   // False: inert (no CUPTI, or CUPTI refused the subscription). Already reported.
   bool start();
   void shutdown();
 
-  // Consumers attach and detach at any time; these keep activity collection and the metadata
-  // probes in step with the semaphores.
-  bool consumer_changed() const;
-  void sync_consumers();
-
-  ActivityCollector *activity() { return activity_.get(); }
+  // ConsumerWatcher::Client: kernel activity follows the kernel consumers; gpu_config and the
+  // stored graph_node_clone mappings are fired again for a consumer that attached late (the
+  // mappings in bounded chunks, on the watcher thread: there may be a million of them).
+  void on_consumers(const Consumers &now, const Consumers &before) override;
+  uint64_t on_tick(uint64_t now_ns) override;
 
  private:
   void fire_gpu_config();
@@ -42,9 +44,8 @@ class Profiler {
   std::unique_ptr<GraphTracker> graphs_;
   std::unique_ptr<ActivityCollector> activity_;
   std::unique_ptr<LaunchCallbacks> callbacks_;
-  std::atomic<unsigned> last_gpu_config_consumers_{0};
-  std::atomic<unsigned> last_clone_consumers_{0};
-  std::atomic<bool> activity_usable_{false};
+  std::unique_ptr<ConsumerWatcher> watcher_;
+  bool activity_usable_ = false;
   std::atomic<bool> shut_down_{false};
 };
 

@@ -28,6 +28,7 @@ inline unsigned short gpu_config_consumers() { return PARCAGPU_SEMAPHORE(gpu_con
 inline unsigned short graph_node_clone_consumers() {
   return PARCAGPU_SEMAPHORE(graph_node_clone);
 }
+inline unsigned short pc_sample_batch_consumers() { return PARCAGPU_SEMAPHORE(pc_sample_batch); }
 
 #undef PARCAGPU_SEMAPHORE
 

@@ -106,9 +106,9 @@ class TraceEndToEnd(unittest.TestCase):
         app = harness.start_mockapp(["--duration=3s", "--launch-rate=500", "--graph-rate=50"],
                                     env=harness.UNLIMITED)
         try:
-            with harness.Trace(pid=app.pid) as tr:
-                pass
-            # No -d and no signal: the tool must end by itself when the process does.
+            # No -d and no signal: the tool must end by itself when the process does. (Not a
+            # `with` block: leaving it stops the consumer at once, which this test must not.)
+            tr = harness.Trace(pid=app.pid)
             tr.proc.wait(timeout=60)
             tr.stop()
         finally:
