@@ -32,8 +32,7 @@ void ConsumerWatcher::cycle() {
   }
 }
 
-bool ConsumerWatcher::start() {
-  cycle();
+bool ConsumerWatcher::start_thread() {
   try {
     thread_ = std::thread([this] { main_loop(); });
   } catch (...) {

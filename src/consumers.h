@@ -58,11 +58,12 @@ class ConsumerWatcher {
   // Clients are told in the order they were added: add what must be ready first (kernel
   // activity before the launch subscription that produces launches needing it).
   void add(Client *client) { clients_.push_back(client); }
-  // Reads the semaphores and tells the clients on the calling thread (a consumer attached
-  // before the process started is served before the first launch), then starts the thread.
-  // False if the thread could not be started (already reported): consumers are then only
-  // noticed at start.
-  bool start();
+  // Reads the semaphores and tells the clients on the calling thread: a consumer attached before
+  // the process started is served before the first launch.
+  void poll_now() { cycle(); }
+  // Starts the watcher thread. False if it could not be started (already reported): consumers
+  // are then only noticed at start.
+  bool start_thread();
   // Stops the thread; the clients are not told anything more.
   void stop();
   // Runs a cycle now rather than at the next scheduled time (cheap; never blocks).

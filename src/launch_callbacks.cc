@@ -185,6 +185,7 @@ void LaunchCallbacks::open_window(Role &r) {
     // Still kOff while the cbids go on: what threads see meanwhile is judged against the old
     // epoch and is stale once the new one starts, with every cbid of the role on.
     set_cbids_locked(r, true);
+    if (starting_) r.all_clean_epoch.store((s >> 8) + 1);
     r.state.store(pack((s >> 8) + 1, kOpen));
     stats_.windows.fetch_add(1, std::memory_order_relaxed);
   }
@@ -232,6 +233,7 @@ void LaunchCallbacks::on_consumers(const Consumers &now, const Consumers &) {
       } else if ((s & 0xff) == kOff) {
         set_cbids_locked(r, true);
         r.inflight.store(0);  // late EXITs of an abandoned epoch don't count against this one
+        if (starting_) r.all_clean_epoch.store((s >> 8) + 1);
         r.state.store(pack((s >> 8) + 1, kContinuous));
       }
     } else if ((s & 0xff) == kContinuous) {
@@ -323,7 +325,8 @@ void LaunchCallbacks::on_enter(CbDomain domain, uint32_t cbid, const CUpti_Callb
       t.suspect_corr[ri] = cb->correlationId;
       return;
     }
-  } else if (domain == CbDomain::Driver && t.clean_epoch[ri] != epoch) {
+  } else if (domain == CbDomain::Driver && t.clean_epoch[ri] != epoch &&
+             r.all_clean_epoch.load(std::memory_order_relaxed) != epoch) {
     // Callbacks were off until this epoch began: this may be the nested driver call of a
     // runtime launch that entered before, whose ENTER we never saw. Not announced; the next
     // callback of the role on this thread settles it.

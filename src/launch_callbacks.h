@@ -79,6 +79,11 @@ class LaunchCallbacks : public ConsumerWatcher::Client {
   void on_consumers(const Consumers &now, const Consumers &before) override;
   uint64_t on_tick(uint64_t now_ns) override;
 
+  // Between these, the library is starting inside InitializeInjection (or the LD_PRELOAD
+  // constructor): no thread can be inside a launch call yet, so callbacks enabled now start an
+  // epoch in which every thread's nesting is known from its first callback.
+  void set_starting(bool starting) { starting_ = starting; }
+
   const std::vector<SubscribedCallback> &from_start() const { return from_start_; }
   const LaunchStats &stats() const { return stats_; }
 
@@ -99,6 +104,7 @@ class LaunchCallbacks : public ConsumerWatcher::Client {
     // epoch << 8 | phase. The epoch grows each time the cbids are all enabled.
     alignas(64) std::atomic<uint64_t> state{0};
     std::atomic<int32_t> inflight{0};  // continuous: announced launches inside their API call
+    std::atomic<uint64_t> all_clean_epoch{0};  // begun while starting (see set_starting)
     // Windowed: the claimant's launch, for whoever has to abandon it.
     std::atomic<uint32_t> claim_corr{0};
     std::atomic<uint64_t> claimed_at_ns{0};  // coarse clock
@@ -136,6 +142,7 @@ class LaunchCallbacks : public ConsumerWatcher::Client {
   ActivityCollector &activity_;
   CUpti_SubscriberHandle subscriber_ = nullptr;
   std::vector<SubscribedCallback> from_start_;
+  bool starting_ = false;
   Role roles_[2];  // eager, graph
   LaunchStats stats_;
 };

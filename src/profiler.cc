@@ -57,8 +57,11 @@ bool Profiler::start() {
   watcher_->add(this);
   watcher_->add(callbacks_.get());
   // A consumer attached system-wide before the process started already raised the semaphores:
-  // start() serves it before returning, so the first launch is already sampled.
-  watcher_->start();
+  // it is served before this returns, so the first launch is already sampled.
+  callbacks_->set_starting(true);
+  watcher_->poll_now();
+  callbacks_->set_starting(false);
+  watcher_->start_thread();
   return true;
 }
 
