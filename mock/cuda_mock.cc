@@ -275,6 +275,7 @@ CUresult cuDriverGetVersion(int *version) {
 }
 
 CUresult cuDeviceGetCount(int *count) {
+  Counters::add(kDeviceCountQueries);
   if (!count) return CUDA_ERROR_INVALID_VALUE;
   if (!initialized()) return CUDA_ERROR_NOT_INITIALIZED;
   *count = num_devices();
@@ -418,6 +419,7 @@ void mock_cuda_get_stats(MockCudaStats *out) {
   out->graph_kernels_run = Counters::sum(kGraphKernelsRun);
   out->conditional_kernels_run = Counters::sum(kConditionalKernelsRun);
   out->api_calls = Counters::sum(kApiCalls);
+  out->device_count_queries = Counters::sum(kDeviceCountQueries);
 }
 
 int mock_cuda_cupti_attached(void) { return hooks() != nullptr; }

@@ -96,6 +96,7 @@ enum Counter : size_t {
   kGraphKernelsRun,
   kConditionalKernelsRun,
   kApiCalls,
+  kDeviceCountQueries,
   kNumScalarCounters,
 };
 

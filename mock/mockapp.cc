@@ -45,6 +45,8 @@ void usage(FILE *out) {
                "  --stress             no sleeps: launch as fast as possible\n"
                "  --kernel-names=FILE  kernel names, one per line, cycled through\n"
                "  --status-interval=MS print MOCKAPP_STATUS {json} every MS ms\n"
+               "  --fake-consumer=P    after cuInit raise the library's semaphores of probes P\n"
+               "                       (\"all\" or a list) as an attaching consumer would\n"
                "  --scenario=LIST      replay ground-truth sequences instead of the timed "
                "workload:\n                       ");
   for (const std::string &s : scenario_names()) std::fprintf(out, "%s ", s.c_str());
@@ -123,6 +125,7 @@ bool parse_options(int argc, char **argv, Options *o) {
     kKernelNames,
     kStatusInterval,
     kScenario,
+    kFakeConsumer,
     kHelp,
   };
   static const option kLong[] = {
@@ -139,6 +142,7 @@ bool parse_options(int argc, char **argv, Options *o) {
       {"kernel-names", required_argument, nullptr, kKernelNames},
       {"status-interval", required_argument, nullptr, kStatusInterval},
       {"scenario", required_argument, nullptr, kScenario},
+      {"fake-consumer", required_argument, nullptr, kFakeConsumer},
       {"help", no_argument, nullptr, kHelp},
       {nullptr, 0, nullptr, 0},
   };
@@ -203,6 +207,10 @@ bool parse_options(int argc, char **argv, Options *o) {
           if (!known) return fail("unknown scenario '" + s + "'");
           o->scenarios.push_back(s);
         }
+        break;
+      case kFakeConsumer:
+        if (arg.empty()) return fail("--fake-consumer needs probe names or 'all'");
+        o->fake_consumer = arg;
         break;
       case 'h':
       case kHelp:
@@ -303,6 +311,7 @@ int run_process(const Options &o) {
   // Like cudaSetDevice(0) + cudaFree(0) at the start of a CUDA program: the context exists
   // before the first launch (RESOURCE CONTEXT_CREATED, as in the ground truth's init phase).
   if (!check(mock_cuda_set_device(0), "cudaSetDevice")) return 1;
+  if (!o.fake_consumer.empty() && !fake_consumer_attach(o.library, o.fake_consumer)) return 1;
   Kernels kernels(o.kernel_names);
   {
     StatusPrinter status(o.status_interval_ms, start);

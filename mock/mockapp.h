@@ -25,6 +25,7 @@ struct Options {
   std::vector<std::string> kernel_names;  // from --kernel-names; empty: the defaults
   int status_interval_ms = 0;
   std::vector<std::string> scenarios;
+  std::string fake_consumer;  // --fake-consumer: probes whose semaphores the app raises itself
 };
 
 // Kernels to launch: the --kernel-names list cycled through, or a default per call site.
@@ -45,6 +46,10 @@ bool check(CUresult rc, const char *what);
 
 const std::vector<std::string> &scenario_names();
 bool run_scenario(const std::string &name, Kernels &kernels);
+// mockapp_consumer.cc: consumers made by raising the library's semaphores from inside.
+bool fake_consumer_attach(const std::string &library, const std::string &probes);
+void scenario_attach_detach(Kernels &kernels);
+void scenario_clone_refire(Kernels &kernels);
 void run_timed_workload(const Options &options, Kernels &kernels);
 
 // The mock CUPTI's view, if a mock libcupti is loaded (reached through dlopen(RTLD_NOLOAD)).

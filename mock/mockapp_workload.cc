@@ -207,6 +207,8 @@ const Scenario kScenarios[] = {
     {"conditional", scenario_conditional},
     {"hostonly-graph", [](Kernels &) { scenario_hostonly_graph(); }},
     {"all-cbids", scenario_all_cbids},
+    {"attach-detach", scenario_attach_detach},
+    {"clone-refire", scenario_clone_refire},
 };
 
 // ---- Timed workload ----

@@ -171,19 +171,24 @@ void GraphTracker::begin_refire() {
             static_cast<unsigned long long>(refire_end_ - refire_next_));
 }
 
-bool GraphTracker::refire_some(size_t max) {
+size_t GraphTracker::clones_stored() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return clones_.size();
+}
+
+size_t GraphTracker::refire_some(size_t max) {
   std::vector<Clone> chunk;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (refire_next_ < clone_seq_base_) refire_next_ = clone_seq_base_;  // the oldest went
-    if (refire_next_ >= refire_end_) return false;
+    if (refire_next_ >= refire_end_) return 0;
     const uint64_t n = std::min<uint64_t>(max, refire_end_ - refire_next_);
     const auto first = clones_.begin() + static_cast<std::ptrdiff_t>(refire_next_ - clone_seq_base_);
     chunk.assign(first, first + static_cast<std::ptrdiff_t>(n));
     refire_next_ += n;
   }
   for (const Clone &c : chunk) usdt::graph_node_clone(c.original_node, c.cloned_node, c.exec_graph);
-  return true;
+  return chunk.size();
 }
 
 GraphStats GraphTracker::stats() const {

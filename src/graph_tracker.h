@@ -60,10 +60,12 @@ class GraphTracker {
   uint32_t conditional_owner(uint32_t graph_id, uint64_t start, uint64_t end, Alive alive);
   // Re-firing graph_node_clone for a consumer that attached late, off the launch path: the
   // watcher calls begin_refire() when the clone consumers grew, then refire_some() each cycle
-  // until it returns false. Each call fires at most `max` stored mappings (those stored before
-  // begin_refire; later ones were fired live) and holds the lock only to copy them.
+  // until it returns 0. Each call fires at most `max` stored mappings (those stored before
+  // begin_refire; later ones were fired live), holds the lock only to copy them, and returns
+  // how many it fired.
   void begin_refire();
-  bool refire_some(size_t max);
+  size_t refire_some(size_t max);
+  size_t clones_stored() const;
   GraphStats stats() const;
 
  private:

@@ -52,10 +52,8 @@ bool Profiler::start() {
   activity_usable_ = activity_->init();
   if (!callbacks_->subscribe()) return false;
   g_profiler = this;
-  // Kernel activity is armed before launches are announced (clients are told in this order).
   watcher_ = std::make_unique<ConsumerWatcher>(config_.watch_interval_ms);
   watcher_->add(this);
-  watcher_->add(callbacks_.get());
   // A consumer attached system-wide before the process started already raised the semaphores:
   // it is served before this returns, so the first launch is already sampled.
   callbacks_->set_starting(true);
@@ -67,16 +65,20 @@ bool Profiler::start() {
 
 void Profiler::on_consumers(const Consumers &now, const Consumers &before) {
   if (shut_down_.load(std::memory_order_relaxed)) return;
-  activity_->set_enabled(activity_usable_ && now.wants_kernels());
+  const bool kernels = activity_usable_ && now.wants_kernels();
+  if (kernels) activity_->set_enabled(true);
+  callbacks_->on_consumers(now, before);
+  if (!kernels) activity_->set_enabled(false);
   // Metadata probes fire again whenever another consumer attaches: it missed the first firing.
-  if (now.gpu_config > before.gpu_config) fire_gpu_config();
   if (now.graph_node_clone > before.graph_node_clone) graphs_->begin_refire();
+  if (now.gpu_config > before.gpu_config) fire_gpu_config();
 }
 
 uint64_t Profiler::on_tick(uint64_t now_ns) {
-  // More to re-fire: come back at once (the watcher serves its other clients in between).
-  if (graphs_->refire_some(kRefireChunk)) return now_ns;
-  return now_ns + (1ull << 62);
+  const uint64_t next = callbacks_->on_tick(now_ns);
+  // More to re-fire: come back at once (window pacing is served in between).
+  if (graphs_->refire_some(kRefireChunk) > 0) return now_ns;
+  return next;
 }
 
 void Profiler::fire_gpu_config() {

@@ -1,8 +1,7 @@
 // The profiler: one per process, started once by InitializeInjection (CUDA_INJECTION64_PATH)
 // or by the library's constructor (LD_PRELOAD), torn down at exit. It owns one object per CUPTI
 // subsystem and the consumer watcher that tells them who is listening; it is itself the
-// watcher's first client (kernel activity armed before launches are announced, metadata probes
-// fired again for late consumers).
+// watcher's client and tells its subsystems in a fixed order (see on_consumers).
 #pragma once
 
 #include <atomic>
@@ -26,9 +25,12 @@ class Profiler : public ConsumerWatcher::Client {
   bool start();
   void shutdown();
 
-  // ConsumerWatcher::Client: kernel activity follows the kernel consumers; gpu_config and the
-  // stored graph_node_clone mappings are fired again for a consumer that attached late (the
-  // mappings in bounded chunks, on the watcher thread: there may be a million of them).
+  // ConsumerWatcher::Client, in this order: kernel activity is armed (before any launch is
+  // announced), the launch callbacks follow cuda_correlation, kernel activity is disarmed (after
+  // no more launches are announced), then gpu_config and the stored graph_node_clone mappings
+  // are fired again for a consumer that attached late (the mappings in bounded chunks, on the
+  // watcher thread: there may be a million of them). Other subsystems that must follow the
+  // consumers (PC sampling) add their own client to the watcher.
   void on_consumers(const Consumers &now, const Consumers &before) override;
   uint64_t on_tick(uint64_t now_ns) override;
 
