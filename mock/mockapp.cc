@@ -43,6 +43,7 @@ void usage(FILE *out) {
                "  --procs=N            fork N processes before cuInit, each runs the workload\n"
                "  --duration=T         5, 30s, 2m, 500ms (default 2s)\n"
                "  --stress             no sleeps: launch as fast as possible\n"
+               "  --launches=N         stop after N launches per thread (deterministic counts)\n"
                "  --kernel-names=FILE  kernel names, one per line, cycled through\n"
                "  --status-interval=MS print MOCKAPP_STATUS {json} every MS ms\n"
                "  --fake-consumer=P    after cuInit raise the library's semaphores of probes P\n"
@@ -126,6 +127,7 @@ bool parse_options(int argc, char **argv, Options *o) {
     kStatusInterval,
     kScenario,
     kFakeConsumer,
+    kLaunches,
     kHelp,
   };
   static const option kLong[] = {
@@ -143,6 +145,7 @@ bool parse_options(int argc, char **argv, Options *o) {
       {"status-interval", required_argument, nullptr, kStatusInterval},
       {"scenario", required_argument, nullptr, kScenario},
       {"fake-consumer", required_argument, nullptr, kFakeConsumer},
+      {"launches", required_argument, nullptr, kLaunches},
       {"help", no_argument, nullptr, kHelp},
       {nullptr, 0, nullptr, 0},
   };
@@ -207,6 +210,10 @@ bool parse_options(int argc, char **argv, Options *o) {
           if (!known) return fail("unknown scenario '" + s + "'");
           o->scenarios.push_back(s);
         }
+        break;
+      case kLaunches:
+        if (!parse_int(arg, 1, 1000000000, &n)) return fail("bad --launches: " + arg);
+        o->launches = static_cast<uint64_t>(n);
         break;
       case kFakeConsumer:
         if (arg.empty()) return fail("--fake-consumer needs probe names or 'all'");

@@ -22,6 +22,7 @@ struct Options {
   int procs = 1;
   double duration_s = 2;
   bool stress = false;
+  uint64_t launches = 0;  // --launches: stop after this many per thread (0: run for the duration)
   std::vector<std::string> kernel_names;  // from --kernel-names; empty: the defaults
   int status_interval_ms = 0;
   std::vector<std::string> scenarios;

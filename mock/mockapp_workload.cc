@@ -277,6 +277,7 @@ void launch_thread(const Options &o, Kernels &kernels, int index,
   double graph_credit = 0;
   uint64_t eager = 0, graphs = 0;
   for (uint64_t i = 0;; ++i) {
+    if (o.launches && i >= o.launches) break;
     if (o.stress) {
       if (i % 256 == 0 && std::chrono::steady_clock::now() >= end) break;
     } else {

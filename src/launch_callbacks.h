@@ -121,14 +121,20 @@ class LaunchCallbacks : public ConsumerWatcher::Client {
                                    CUpti_CallbackId cbid, const void *data);
   void on_enter(CbDomain domain, uint32_t cbid, const CUpti_CallbackData *cb);
   void on_exit(CbDomain domain, uint32_t cbid, const CUpti_CallbackData *cb);
+  // Out of line and cold: the announced launches' work is one launch in thousands at the default
+  // rates (scripts/callgrind-launch-cost.sh also tells it from the rest of the launch path by
+  // these functions).
   bool admit(Role &r, uint64_t state, uint32_t correlation_id);
-  void begin_announced(Role &r, uint64_t state, const CUpti_CallbackData *cb);
-  void end_announced(Role &r, uint64_t epoch, CbDomain domain, uint32_t cbid,
-                     const CUpti_CallbackData *cb);
-  void abandon(Role &r, uint64_t epoch, uint32_t correlation_id, bool windowed);
+  __attribute__((noinline, cold)) void begin_announced(Role &r, uint64_t state,
+                                                       const CUpti_CallbackData *cb);
+  __attribute__((noinline, cold)) void end_announced(Role &r, uint64_t epoch, CbDomain domain,
+                                                     uint32_t cbid, const CUpti_CallbackData *cb);
+  __attribute__((noinline, cold)) void abandon(Role &r, uint64_t epoch, uint32_t correlation_id,
+                                               bool windowed);
   bool finish_admission(Role &r, uint64_t epoch, bool windowed);
   void release(Role &r, uint64_t state);
-  void on_resource(CUpti_CallbackId cbid, const CUpti_ResourceData *rd);
+  __attribute__((noinline, cold)) void on_resource(CUpti_CallbackId cbid,
+                                                   const CUpti_ResourceData *rd);
 
   // Toggling, with toggle_mu held.
   void set_cbids_locked(Role &r, bool on);
