@@ -42,7 +42,8 @@ std::atomic<uint64_t> g_ever_enabled[kNumDomains][kWords];
 std::atomic<CUpti_Subscriber_st *> g_subscriber{nullptr};
 std::mutex g_subscribe_mutex;  // subscribe / unsubscribe / finalize; never held in a callback
 
-// One process-wide counter, starting high like real CUPTI's (the ground truth's began at 122).
+// One process-wide counter, starting high like real CUPTI's (122 and 125 seen on the H100,
+// docs/cupti-facts.md).
 std::atomic<uint32_t> g_next_correlation_id{100};
 thread_local mockbridge::ApiFrame *t_frame = nullptr;
 
@@ -101,7 +102,7 @@ void dispatch(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void *da
 void api_enter(mockbridge::ApiFrame *frame) {
   frame->outer = t_frame;
   t_frame = frame;
-  // A driver call made by a runtime call shares its correlation ID (ground truth fact 1).
+  // A driver call made by a runtime call shares its correlation ID (docs/cupti-facts.md, fact 1).
   frame->data.correlationId = frame->outer
                                   ? frame->outer->data.correlationId
                                   : g_next_correlation_id.fetch_add(1, std::memory_order_relaxed);
@@ -203,7 +204,12 @@ CUptiResult cuptiSubscribe(CUpti_SubscriberHandle *subscriber, CUpti_CallbackFun
   // with cuptiUnsubscribe on another thread may still read the old one.
   for (auto &domain : g_enabled)
     for (auto &word : domain) word.store(0, std::memory_order_relaxed);
-  auto *s = new CUpti_Subscriber_st{callback, userdata};
+  // MOCK_CUPTI_NULL_USERDATA=1: call back with NULL userdata, as some CUPTI harnesses do.
+  static const bool null_userdata = [] {
+    const char *v = std::getenv("MOCK_CUPTI_NULL_USERDATA");
+    return v && *v && *v != '0';
+  }();
+  auto *s = new CUpti_Subscriber_st{callback, null_userdata ? nullptr : userdata};
   g_subscriber.store(s, std::memory_order_release);
   *subscriber = s;
   Stats::add(kSubscribeCalls);
@@ -271,7 +277,8 @@ CUptiResult cuptiFinalize(void) {
 CUptiResult cuptiGetVersion(uint32_t *version) {
   MOCK_CUPTI_FAULT_POINT(cuptiGetVersion);
   if (!version) return error(CUPTI_ERROR_INVALID_PARAMETER);
-  *version = CUPTI_API_VERSION;  // 130001, as the ground truth's CUPTI
+  // 130001 as the H100's CUPTI 13.0 (docs/cupti-facts.md), or 19 (CUDA 12.0).
+  *version = api_version();
   return CUPTI_SUCCESS;
 }
 
@@ -397,6 +404,7 @@ size_t mock_cupti_report_json(char *out, size_t capacity) {
 __attribute__((constructor)) static void mock_cupti_load() {
   const char *null_userdata = std::getenv("MOCK_CUPTI_NULL_USERDATA");
   g_null_userdata = null_userdata && std::strcmp(null_userdata, "1") == 0;
+  load_personality();
   load_fault_injection();
   mock_bridge_register_cupti(&kHooks);
 }

@@ -1,5 +1,5 @@
-// What parcagpu-mockapp launches: the ground-truth scenarios (each replays one phase of
-// shared/reference/cupti-h100-cuda13-*.log, deterministically) and the timed workload.
+// What parcagpu-mockapp launches: the scenarios (each replays one launch path observed on
+// the H100, docs/cupti-facts.md, deterministically) and the timed workload.
 #include <cupti_driver_cbid.h>
 #include <cupti_runtime_cbid.h>
 #include <time.h>
@@ -18,6 +18,7 @@
 namespace mockapp {
 
 std::atomic<uint64_t> g_mock_errors{0};
+int g_runtime_version = 0;
 
 bool check(CUresult rc, const char *what) {
   if (rc == CUDA_SUCCESS) return true;
@@ -42,9 +43,9 @@ namespace {
 
 constexpr uint32_t kDrv = MOCK_CUDA_DOMAIN_DRIVER;
 constexpr uint32_t kRt = MOCK_CUDA_DOMAIN_RUNTIME;
-constexpr int kLaunchesPerScenario = 4;  // as in the ground truth's phases
+constexpr int kLaunchesPerScenario = 4;  // as in the H100 program's phases
 
-// The ground truth's kernels.
+// The H100 program's kernels.
 constexpr const char kAdd[] = "_Z5k_addPfi";
 constexpr const char kMul[] = "_Z5k_mulPfi";
 constexpr const char kCoop[] = "_Z6k_coopPf";
@@ -84,7 +85,7 @@ CUstream new_stream() {
   return s;
 }
 
-// Capture of three launches (ground truth phase capture_instantiate), then the captured graph
+// Capture of three launches (docs/cupti-facts.md, fact 5), then the captured graph
 // launched like the cudaGraphLaunch phase.
 void scenario_capture(Kernels &k) {
   CUstream s = new_stream();
@@ -100,7 +101,7 @@ void scenario_capture(Kernels &k) {
   graph_launch_n(kRt, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000, exec, s);
 }
 
-// A WHILE conditional whose two-kernel body runs 5 times (ground truth conditional_while_5).
+// A WHILE conditional whose two-kernel body runs 5 times (docs/cupti-facts.md, fact 7).
 void scenario_conditional(Kernels &k) {
   CUstream s = new_stream();
   CUgraph graph = nullptr, body = nullptr;
@@ -119,7 +120,7 @@ void scenario_conditional(Kernels &k) {
   check(mock_cuda_graph_exec_destroy(exec), "cudaGraphExecDestroy");
 }
 
-// A captured cudaLaunchHostFunc only (ground truth hostonly_graph).
+// A captured cudaLaunchHostFunc only (docs/cupti-facts.md, fact 8).
 void scenario_hostonly_graph() {
   CUstream s = new_stream();
   check(mock_cuda_stream_begin_capture(s), "cudaStreamBeginCapture");
@@ -136,14 +137,15 @@ bool is_ptsz(const char *api_name) {
   return n > 5 && std::strcmp(api_name + n - 5, "_ptsz") == 0;
 }
 
-// One launch through every API cbid of the subscription table, in table order (_ptsz APIs on
-// the per-thread default stream); its resource cbids come from instantiating and destroying the
+// One launch through every API cbid of the subscription table that the application's CUDA has
+// (--cudart; all without one), in table order (_ptsz APIs on the per-thread default stream); its resource cbids come from instantiating and destroying the
 // graph the graph launches use.
 void scenario_all_cbids(Kernels &k) {
   CUgraphExec exec = kernel_graph_exec(k, 3);
   for (const parcagpu::SubscribedCallback &cb : parcagpu::kSubscribedCallbacks) {
     const auto domain = static_cast<uint32_t>(cb.domain);
     if (domain != kDrv && domain != kRt) continue;  // resource cbids: instantiate / destroy
+    if (!parcagpu::callback_known_to(cb, g_runtime_version / 1000)) continue;  // not in this CUDA
     const CUstream stream = is_ptsz(cb.name) ? CU_STREAM_PER_THREAD : nullptr;
     switch (mock_cuda_launch_kind(domain, cb.cbid)) {
       case MOCK_LAUNCH_EAGER:

@@ -103,6 +103,13 @@ bool LaunchCallbacks::subscribe() {
     subscriber_ = nullptr;
     return false;
   }
+  // An older CUPTI refuses cbids newer than itself; its runtime has no such API either.
+  auto known = [this](const SubscribedCallback &cb) {
+    if (callback_known_to(cb, cupti_.major)) return true;
+    debug_log("not subscribing %s: new in CUDA %u, CUPTI is CUDA %d's", cb.name, cb.since_cuda,
+              cupti_.major);
+    return false;
+  };
   auto disabled = [this](const SubscribedCallback &cb) {
     for (const auto &d : config_.disabled_cbids)
       if (d.domain == cb.domain && d.cbid == cb.cbid) return true;
@@ -119,11 +126,12 @@ bool LaunchCallbacks::subscribe() {
         debug_log("not subscribing %s (PARCAGPU_DISABLE_CBIDS)", cb.name);
         continue;
       }
+      if (!known(cb)) continue;
       roles_[cb.role == CbRole::GraphLaunch ? kGraphRole : kEagerRole].cbids.push_back(cb);
     }
   for (const auto &cb : kSubscribedCallbacks) {
     if (!enabled_from_start(cb.role)) continue;
-    if (disabled(cb)) continue;
+    if (disabled(cb) || !known(cb)) continue;
     r = cupti_.cuptiEnableCallback(1, subscriber_, static_cast<CUpti_CallbackDomain>(cb.domain),
                                    cb.cbid);
     if (r != CUPTI_SUCCESS) {

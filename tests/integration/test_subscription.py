@@ -16,6 +16,11 @@ class Subscription(unittest.TestCase):
         tr.stop()
         self.assertEqual(r.returncode, 0, r.stderr)
         s = r.summary
+        # The suite's CUPTI: CUDA 13's, or CUDA 12.0's (libcupti.so.12) under
+        # MOCK_CUPTI_PERSONALITY=12, which knows no CUDA 13 launch callbacks.
+        self.assertEqual(s["cupti_api_version"], 19 if harness.PERSONALITY == "12" else 130001)
+        if harness.PERSONALITY == "12":
+            self.assertNotIn("RUNTIME:505", r.exit_reports[0]["ever_enabled"])
         self.assertEqual(s["table_never_enabled"], [], "table entries the library never enabled")
         self.assertEqual(s["from_start_missing"], [])
         self.assertEqual(s["table_extra"], [], "API cbids enabled beyond the table")
