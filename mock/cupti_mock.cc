@@ -11,7 +11,6 @@
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <mutex>
 #include <string>
 
@@ -83,15 +82,11 @@ void enable_whole_domain(uint32_t domain, bool on) {
   for (uint32_t cbid = 1; cbid < domain_size(domain); ++cbid) enable_pair(domain, cbid, on);
 }
 
-// MOCK_CUPTI_NULL_USERDATA=1: callbacks get NULL instead of the subscriber's userdata, as some
-// CUPTI harnesses written by others do; the library must not depend on it.
-bool g_null_userdata = false;
-
 void dispatch(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void *data) {
   CUpti_Subscriber_st *s = g_subscriber.load(std::memory_order_acquire);
   if (s && domain < kNumDomains && cbid < kMaxCbid && bit(g_enabled, domain, cbid)) {
     Stats::add(kCallbacksDispatched);
-    s->callback(g_null_userdata ? nullptr : s->userdata, domain, cbid, data);
+    s->callback(s->userdata, domain, cbid, data);
   } else {
     Stats::add(kCallbacksSuppressed);
   }
@@ -402,8 +397,6 @@ size_t mock_cupti_report_json(char *out, size_t capacity) {
 }  // extern "C"
 
 __attribute__((constructor)) static void mock_cupti_load() {
-  const char *null_userdata = std::getenv("MOCK_CUPTI_NULL_USERDATA");
-  g_null_userdata = null_userdata && std::strcmp(null_userdata, "1") == 0;
   load_personality();
   load_fault_injection();
   mock_bridge_register_cupti(&kHooks);

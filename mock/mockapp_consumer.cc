@@ -34,6 +34,7 @@ namespace {
 decltype(&mock_cupti_callback_enabled) callback_enabled() {
   static decltype(&mock_cupti_callback_enabled) fn = [] {
     void *h = dlopen("libcupti.so.13", RTLD_NOW | RTLD_NOLOAD);
+    if (!h) h = dlopen("libcupti.so.12", RTLD_NOW | RTLD_NOLOAD);  // CUDA 12 personality
     return h ? reinterpret_cast<decltype(&mock_cupti_callback_enabled)>(
                    dlsym(h, "mock_cupti_callback_enabled"))
              : nullptr;
@@ -202,6 +203,7 @@ void scenario_attach_detach(Kernels &k) {
   };
   for (const auto &cb : parcagpu::kSubscribedCallbacks) {
     if (!parcagpu::is_launch_role(cb.role)) continue;
+    if (!parcagpu::callback_known_to(cb, g_runtime_version / 1000)) continue;  // not in this CUDA
     std::vector<MockLaunchPoint> points = {MOCK_LAUNCH_POINT_AFTER_OUTER_ENTER};
     if (cb.domain == parcagpu::CbDomain::Runtime) {
       points.push_back(MOCK_LAUNCH_POINT_AFTER_DRIVER_ENTER);

@@ -115,10 +115,11 @@ bool LaunchCallbacks::subscribe() {
       if (d.domain == cb.domain && d.cbid == cb.cbid) return true;
     return false;
   };
-  // Driver launch cbids first in each role, then the runtime ones. A runtime launch that enters
-  // while its driver cbid is being enabled had its nested driver call reported under another
-  // correlation ID on the H100 (its EXIT then matched nothing); with the driver cbids on first,
-  // every runtime ENTER seen nests a driver call that is seen too.
+  // Driver launch cbids first in each role, then the runtime ones: every runtime ENTER seen then
+  // nests a driver call that is seen too. On the H100 a prototype that enabled runtime cbids
+  // first and matched a claimed launch's EXIT by thread, cbid and correlation ID had windows that
+  // stayed claimed for good (a runtime ENTER seen while its driver cbid was still off, whose EXIT
+  // never matched); the library also abandons such a claim (see on_enter and on_exit).
   for (CbDomain d : {CbDomain::Driver, CbDomain::Runtime})
     for (const auto &cb : kSubscribedCallbacks) {
       if (cb.domain != d || !is_launch_role(cb.role)) continue;

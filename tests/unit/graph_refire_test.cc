@@ -7,15 +7,27 @@
 namespace parcagpu {
 namespace {
 
-// A GraphData with no handles: the tracker stores a mapping without asking CUPTI anything.
+// A GraphData with no handles: the tracker stores a mapping without asking CUPTI anything, as
+// long as the CUPTI it was given has node ids at all (else a mapping links nothing to nothing).
 void clone_one(GraphTracker &g) {
   CUpti_GraphData gd{};
   g.on_node_cloned(&gd);
 }
 
+CUptiResult CUPTIAPI fake_node_id(CUgraphNode, uint64_t *id) {
+  *id = 1;
+  return CUPTI_SUCCESS;
+}
+
+CuptiApi cupti_with_node_ids() {
+  CuptiApi api;
+  api.cuptiGetGraphNodeId = &fake_node_id;
+  return api;
+}
+
 TEST(GraphRefire, InBoundedChunksUntilDone) {
-  CuptiApi no_cupti;  // never called for handle-less GraphData
-  GraphTracker g(no_cupti, nullptr);
+  const CuptiApi cupti = cupti_with_node_ids();
+  GraphTracker g(cupti, nullptr);
   for (int i = 0; i < 5000; ++i) clone_one(g);
   EXPECT_EQ(g.refire_some(1024), 0u) << "nothing to re-fire before a consumer attached";
   g.begin_refire();
@@ -25,8 +37,8 @@ TEST(GraphRefire, InBoundedChunksUntilDone) {
 }
 
 TEST(GraphRefire, OnlyWhatWasStoredBeforeTheAttach) {
-  CuptiApi no_cupti;
-  GraphTracker g(no_cupti, nullptr);
+  const CuptiApi cupti = cupti_with_node_ids();
+  GraphTracker g(cupti, nullptr);
   for (int i = 0; i < 100; ++i) clone_one(g);
   g.begin_refire();
   EXPECT_EQ(g.refire_some(60), 60u);
