@@ -1,5 +1,7 @@
 #include "consumers.h"
 
+#include <unistd.h>
+
 #include <chrono>
 
 #include "activity.h"  // monotonic_ns
@@ -34,6 +36,7 @@ void ConsumerWatcher::cycle() {
 
 bool ConsumerWatcher::start_thread() {
   try {
+    owner_pid_ = getpid();
     thread_ = std::thread([this] { main_loop(); });
   } catch (...) {
     report_error(kErrInternal, "watcher",
@@ -45,6 +48,7 @@ bool ConsumerWatcher::start_thread() {
 }
 
 void ConsumerWatcher::stop() {
+  if (getpid() != owner_pid_) return;  // a forked child: the watcher thread is the parent's
   {
     std::lock_guard<std::mutex> lock(mu_);
     stopping_ = true;

@@ -64,7 +64,8 @@ class ConsumerWatcher {
   // Starts the watcher thread. False if it could not be started (already reported): consumers
   // are then only noticed at start.
   bool start_thread();
-  // Stops the thread; the clients are not told anything more.
+  // Stops the thread; the clients are not told anything more. In a child forked after the start
+  // the thread does not exist (only the forking thread survives a fork): nothing to join there.
   void stop();
   // Runs a cycle now rather than at the next scheduled time (cheap; never blocks).
   void wake();
@@ -82,6 +83,7 @@ class ConsumerWatcher {
   bool stopping_ = false;
   bool woken_ = false;
   std::thread thread_;
+  int owner_pid_ = 0;  // the process the thread runs in
 };
 
 }  // namespace parcagpu
