@@ -17,7 +17,8 @@
 // At exit it prints one line on stderr: CUPTI_FLOOR mode=... windows_eager=N windows_graph=N
 // enable_ns=... disable_ns=... (mean ns per cuptiEnableCallback call, by what it did).
 // Build (scripts/bench-gpu-overhead.sh does it):
-//   c++ -std=c++17 -O2 -shared -fPIC -Iinclude -I$CUDA/include bench/cupti_floor.cc -o libcupti-floor.so -ldl -lpthread
+//   c++ -std=c++17 -O2 -shared -fPIC -Iinclude -I$CUDA/include bench/cupti_floor.cc -o
+//   libcupti-floor.so -ldl -lpthread
 #include <cupti.h>
 #include <dlfcn.h>
 #include <semaphore.h>
@@ -228,7 +229,7 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
         if (cb.domain != d || cb.role == CbRole::GraphResource) continue;
         const int role = cb.role == CbRole::GraphLaunch ? 1 : 0;
         if (minimal && cb.cbid != (role ? (d == CbDomain::Driver ? 514u : 311u)
-                                         : (d == CbDomain::Driver ? 307u : 211u)))
+                                        : (d == CbDomain::Driver ? 307u : 211u)))
           continue;
         g_win[role].pairs.push_back({cb.domain, cb.cbid});
       }

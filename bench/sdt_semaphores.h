@@ -12,8 +12,8 @@
 #pragma once
 
 #include <elf.h>
-#include <link.h>
 #include <limits.h>
+#include <link.h>
 #include <stdlib.h>
 
 #include <cstdint>
@@ -126,8 +126,8 @@ inline int raise(const std::vector<Semaphore> &sems, const std::string &probes, 
   for (const Semaphore &s : sems) {
     if (probes != "all" && ("," + probes + ",").find("," + s.probe + ",") == std::string::npos)
       continue;
-    __atomic_fetch_add(const_cast<unsigned short *>(s.counter),
-                       static_cast<unsigned short>(delta), __ATOMIC_RELAXED);
+    __atomic_fetch_add(const_cast<unsigned short *>(s.counter), static_cast<unsigned short>(delta),
+                       __ATOMIC_RELAXED);
     ++n;
   }
   return n;

@@ -139,9 +139,12 @@ CUgraphExec three_kernel_exec(Kernels &k) {
 
 const char *point_name(MockLaunchPoint p) {
   switch (p) {
-    case MOCK_LAUNCH_POINT_AFTER_OUTER_ENTER: return "after-outer-enter";
-    case MOCK_LAUNCH_POINT_AFTER_DRIVER_ENTER: return "after-driver-enter";
-    case MOCK_LAUNCH_POINT_AFTER_DRIVER_EXIT: return "after-driver-exit";
+    case MOCK_LAUNCH_POINT_AFTER_OUTER_ENTER:
+      return "after-outer-enter";
+    case MOCK_LAUNCH_POINT_AFTER_DRIVER_ENTER:
+      return "after-driver-enter";
+    case MOCK_LAUNCH_POINT_AFTER_DRIVER_EXIT:
+      return "after-driver-exit";
   }
   return "?";
 }
@@ -177,8 +180,9 @@ void scenario_attach_detach(Kernels &k) {
   }
   if (!recorder || !callback_enabled()) {
     g_mock_errors.fetch_add(1);
-    std::fprintf(stderr, "parcagpu-mockapp: attach-detach needs the mock CUPTI and a consumer "
-                         "attached to the library (the recorder)\n");
+    std::fprintf(stderr,
+                 "parcagpu-mockapp: attach-detach needs the mock CUPTI and a consumer "
+                 "attached to the library (the recorder)\n");
     return;
   }
   CUstream stream = nullptr;
@@ -196,10 +200,10 @@ void scenario_attach_detach(Kernels &k) {
       check(mock_cuda_graph_launch(domain, cb.cbid, exec, stream), cb.name);
     else
       check(mock_cuda_launch(domain, cb.cbid, k.next("_Z5k_mulPfi"), stream), cb.name);
-    std::printf("MOCKAPP_LAUNCH {\"corr\":%u,\"cbid\":%d,\"api\":\"%s\",\"phase\":\"%s\","
-                "\"point\":\"%s\"}\n",
-                ad.corr, parcagpu::signed_cbid(cb.domain, cb.cbid), cb.name, phase,
-                point_name(point));
+    std::printf(
+        "MOCKAPP_LAUNCH {\"corr\":%u,\"cbid\":%d,\"api\":\"%s\",\"phase\":\"%s\","
+        "\"point\":\"%s\"}\n",
+        ad.corr, parcagpu::signed_cbid(cb.domain, cb.cbid), cb.name, phase, point_name(point));
   };
   for (const auto &cb : parcagpu::kSubscribedCallbacks) {
     if (!parcagpu::is_launch_role(cb.role)) continue;
@@ -239,8 +243,8 @@ void scenario_clone_refire(Kernels &k) {
   constexpr int kGraphs = 2000;  // 6000 mappings stored
   std::vector<CUgraphExec> execs;
   for (int i = 0; i < kGraphs; ++i) execs.push_back(three_kernel_exec(k));
-  std::printf("MOCKAPP_CLONES {\"graphs\":%d,\"clones\":%d,\"app_tid\":%d}\n", kGraphs,
-              kGraphs * 3, static_cast<int>(gettid()));
+  std::printf("MOCKAPP_CLONES {\"graphs\":%d,\"clones\":%d,\"app_tid\":%d}\n", kGraphs, kGraphs * 3,
+              static_cast<int>(gettid()));
   std::fflush(stdout);
   // The attach, then the application goes on launching: none of it waits for the re-firing.
   const uint64_t before = device_count_queries();

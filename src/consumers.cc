@@ -26,10 +26,11 @@ void ConsumerWatcher::cycle() {
   if (!(now == last_)) {
     const Consumers before = last_;
     last_ = now;
-    debug_log("consumers: correlation=%u kernel_executed=%u activity_batch=%u gpu_config=%u "
-              "graph_node_clone=%u pc_sample_batch=%u",
-              now.correlation, now.kernel_executed, now.activity_batch, now.gpu_config,
-              now.graph_node_clone, now.pc_sample_batch);
+    debug_log(
+        "consumers: correlation=%u kernel_executed=%u activity_batch=%u gpu_config=%u "
+        "graph_node_clone=%u pc_sample_batch=%u",
+        now.correlation, now.kernel_executed, now.activity_batch, now.gpu_config,
+        now.graph_node_clone, now.pc_sample_batch);
     for (Client *c : clients_) c->on_consumers(now, before);
   }
 }

@@ -25,7 +25,7 @@ namespace parcagpu {
 
 // The probe semaphores that decide what the library does, read as one snapshot.
 struct Consumers {
-  uint16_t correlation = 0;     // cuda_correlation: launches are announced
+  uint16_t correlation = 0;  // cuda_correlation: launches are announced
   uint16_t kernel_executed = 0;
   uint16_t activity_batch = 0;
   uint16_t gpu_config = 0;

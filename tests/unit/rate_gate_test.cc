@@ -38,7 +38,7 @@ TEST(RateGate, CoarseClockStillGivesTheRate) {
   // 10000/s with a clock that moves in 4 ms steps: 40 per step on average.
   RateGate g(10000, 4 * kMs);
   int taken = 0;
-  for (uint64_t tick = 0; tick < 250; ++tick)   // 1 s
+  for (uint64_t tick = 0; tick < 250; ++tick)  // 1 s
     for (int i = 0; i < 500; ++i) taken += g.try_take(kSec + tick * 4 * kMs);
   EXPECT_GE(taken, 10000);
   EXPECT_LE(taken, 10041);
