@@ -21,6 +21,7 @@
 #pragma GCC visibility pop
 
 #include "cuda_mock_internal.h"
+#include "mock_cubin.h"
 
 namespace mockcuda {
 namespace {
@@ -376,6 +377,28 @@ CUfunction mock_cuda_function(const char *kernel_name) {
     f->name = strdup(kernel_name);
   }
   return f;
+}
+
+CUresult mock_cuda_unload_modules(void) {
+  ensure_initialized();
+  for (auto &slot : g_contexts) {
+    CUctx_st *ctx = slot.load(std::memory_order_acquire);
+    if (!ctx || !ctx->module_loaded.load(std::memory_order_acquire)) continue;
+    char *image = ctx->module_image.exchange(nullptr);
+    if (!image) continue;
+    size_t size = 0;
+    embedded_cubin(&size);
+    CUpti_ModuleResourceData module{1, size, image};
+    CUpti_ResourceData data{};
+    data.context = ctx;
+    data.resourceDescriptor = &module;
+    domain_event(CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING, &data);
+    // Gone, as the driver's copy is: a consumer that kept only the pointer reads garbage now.
+    std::memset(image, 0xdd, size);
+    std::free(image);
+    ctx->module_loaded.store(false, std::memory_order_release);
+  }
+  return CUDA_SUCCESS;
 }
 
 CUresult mock_cuda_stream_create(CUstream *stream) {

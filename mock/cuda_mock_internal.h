@@ -51,6 +51,7 @@ struct CUctx_st {
   int device;
   CUstream_st *legacy_stream;
   std::atomic<bool> module_loaded{false};
+  std::atomic<char *> module_image{nullptr};  // the cubin handed to MODULE_LOADED (heap)
   std::atomic<int64_t> next_grid_id{1};
 };
 

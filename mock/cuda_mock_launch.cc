@@ -3,6 +3,7 @@
 // the per-cbid launch statistics.
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <cstring>
 #include <new>
 #include <optional>
@@ -16,6 +17,7 @@
 #include <cupti_activity.h>
 
 #include "cuda_mock_internal.h"
+#include "mock_cubin.h"
 
 namespace mockcuda {
 namespace {
@@ -411,15 +413,19 @@ void launch_point(MockLaunchPoint point, const LaunchApi &api, uint32_t correlat
     hook(point, api.domain, api.cbid, correlation_id, g_launch_hook_arg.load());
 }
 
-// A fake cubin for MODULE_LOADED: an ELF magic and some bytes, enough for a consumer to hash.
-constexpr char kFakeCubin[] =
-    "\x7f"
-    "ELF\x02\x01\x01\x33\x07mock-cubin sm_90 parcagpu mock module";
-
+// MODULE_LOADED at a context's first launch, with the real cubin of mock/pc_kernels.cu. Like the
+// H100's driver (docs/pc-sampling.md), the pointer is the driver's own heap copy, not inside any
+// loaded object, and it is freed when the module is unloaded: whoever needs the bytes later
+// keeps a copy.
 void module_loaded_once(CUctx_st *ctx) {
   if (ctx->module_loaded.load(std::memory_order_relaxed) || ctx->module_loaded.exchange(true))
     return;
-  CUpti_ModuleResourceData module{1, sizeof(kFakeCubin), kFakeCubin};
+  size_t size = 0;
+  const char *cubin = embedded_cubin(&size);
+  char *copy = static_cast<char *>(std::malloc(size));
+  std::memcpy(copy, cubin, size);
+  ctx->module_image.store(copy, std::memory_order_release);
+  CUpti_ModuleResourceData module{1, size, copy};
   CUpti_ResourceData data{};
   data.context = ctx;
   data.resourceDescriptor = &module;
@@ -611,6 +617,7 @@ CUresult mock_cuda_graph_launch(uint32_t domain, uint32_t cbid, CUgraphExec exec
                     build_params(drv, &args, &inner_params), ctx, &inner_rc);
       launch_point(MOCK_LAUNCH_POINT_AFTER_DRIVER_ENTER, api, outer.correlation_id());
     }
+    module_loaded_once(ctx);  // a graph's kernels need their module as much as eager ones
     if (st->capture_graph.load(std::memory_order_relaxed)) {  // becomes a child graph node
       capture_node(st, CU_GRAPH_NODE_TYPE_GRAPH, nullptr);
       captured = true;

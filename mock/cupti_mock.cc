@@ -113,7 +113,19 @@ void api_exit(mockbridge::ApiFrame *frame) {
 }
 
 void domain_event(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, void *data) {
+  // CUPTI knows a module's functions from the moment it is loaded (PC records name them).
+  const auto *rd = static_cast<const CUpti_ResourceData *>(data);
+  uint32_t context_id = 0;
+  const bool module_event = domain == CUPTI_CB_DOMAIN_RESOURCE && rd &&
+                            (cbid == CUPTI_CBID_RESOURCE_MODULE_LOADED ||
+                             cbid == CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING) &&
+                            mock_bridge_context_ids(rd->context, &context_id, nullptr) == CUDA_SUCCESS;
+  if (module_event && cbid == CUPTI_CBID_RESOURCE_MODULE_LOADED) {
+    const auto *m = static_cast<const CUpti_ModuleResourceData *>(rd->resourceDescriptor);
+    if (m) pc_module_loaded(context_id, m->pCubin, m->cubinSize);
+  }
   dispatch(domain, cbid, data);
+  if (module_event && cbid == CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING) pc_module_unloaded(context_id);
 }
 
 void process_exit() {
@@ -177,7 +189,7 @@ std::string report_json() {
          ",\"whole_domain_enables\":" + std::to_string(st.whole_domain_enables) +
          ",\"activity_kinds_still_enabled\":" + activity_kinds_json(false) +
          ",\"activity_kinds_ever_enabled\":" + activity_kinds_json(true) + ",\"stats\":" + stats +
-         "}";
+         ",\"pc_sampling\":" + pc_report_json() + "}";
 }
 
 }  // namespace mockcupti

@@ -300,6 +300,7 @@ uint32_t kernel_activity_enabled(uint32_t context_id) {
 }
 
 void kernel_ran(const mockbridge::KernelRun *run) {
+  pc_kernel_ran(run);  // PC sampling sees every kernel, whatever activity collects
   if (run->collect_kind == 0) {
     Stats::add(kRecordsNotCollected);
     return;

@@ -41,7 +41,17 @@ namespace mockcupti {
   X(cuptiGetGraphExecId)            \
   X(cuptiGetContextId)              \
   X(cuptiGetStreamIdEx)             \
-  X(cuptiGetDeviceId)
+  X(cuptiGetDeviceId)               \
+  X(cuptiGetCubinCrc)               \
+  X(cuptiPCSamplingEnable)          \
+  X(cuptiPCSamplingDisable)         \
+  X(cuptiPCSamplingStart)           \
+  X(cuptiPCSamplingStop)            \
+  X(cuptiPCSamplingGetData)         \
+  X(cuptiPCSamplingSetConfigurationAttribute) \
+  X(cuptiPCSamplingGetConfigurationAttribute) \
+  X(cuptiPCSamplingGetNumStallReasons) \
+  X(cuptiPCSamplingGetStallReasons)
 // clang-format on
 
 enum class Entry : uint32_t {
@@ -110,6 +120,12 @@ void kernel_ran(const mockbridge::KernelRun *run);
 void finalize_activity();
 // Kinds enabled now (globally or for a context) / ever, as JSON arrays of names.
 std::string activity_kinds_json(bool ever);
+
+// PC sampling side (cupti_mock_pcsampling.cc): the module a context loaded, kernels run, report.
+void pc_module_loaded(uint32_t context_id, const void *cubin, size_t size);
+void pc_module_unloaded(uint32_t context_id);
+void pc_kernel_ran(const mockbridge::KernelRun *run);
+std::string pc_report_json();
 
 // Callback side (cupti_mock.cc), for the report.
 std::string report_json();

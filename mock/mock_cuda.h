@@ -49,6 +49,10 @@ CUresult mock_cuda_stream_create(CUstream *stream);
  * it exists so applications can fire the callbacks a real one would. */
 CUresult mock_cuda_device_synchronize(void);
 
+/* Unloads every context's module (RESOURCE MODULE_UNLOAD_STARTING, then its cubin bytes are
+ * freed), as cudart does at exit; the next launch in a context loads it again. */
+CUresult mock_cuda_unload_modules(void);
+
 /* ---- Launches through any launch cbid ---- */
 
 typedef enum MockLaunchKind {

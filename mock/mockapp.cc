@@ -376,6 +376,7 @@ int run_process(const Options &o) {
       run_timed_workload(o, kernels);
     }
     check(mock_cuda_device_synchronize(), "cudaDeviceSynchronize");
+    check(mock_cuda_unload_modules(), "module unload");  // as cudart does at exit
   }
   const double elapsed =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -3,7 +3,7 @@
 # CUDA headers come from the toolkit at /usr/local/cuda (or $CUDA_HOME); they are not installed here.
 set -euo pipefail
 PKGS=(build-essential cmake pkg-config systemtap-sdt-dev libbpf-dev bpftool clang llvm
-      libelf-dev zlib1g-dev libgtest-dev bpftrace python3 clang-format
+      libelf-dev libdw-dev zlib1g-dev libgtest-dev bpftrace python3 clang-format
       util-linux mount)  # unshare, mount: the CUPTI search tests run in a private mount namespace
 missing=()
 for p in "${PKGS[@]}"; do

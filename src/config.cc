@@ -32,6 +32,12 @@ constexpr const char *kLimiterDisable = "PARCAGPU_LIMITER_DISABLE";
 
 // The highest rate limit: no thread launches a billion times a second, so nothing is limited.
 constexpr double kUnlimitedRate = 1e9;
+// PC sampling's: the three numbers are upstream's (names and meanings); PARCAGPU_PC_SAMPLING is
+// ours, an operator's off switch.
+constexpr const char *kPcSampling = "PARCAGPU_PC_SAMPLING";
+constexpr const char *kPcRate = "PARCAGPU_PC_SAMPLING_RATE";
+constexpr const char *kSamplingFactor = "PARCAGPU_SAMPLING_FACTOR";
+constexpr const char *kPcHwBufferMb = "PARCAGPU_PC_HW_BUFFER_MB";
 
 struct Parser {
   const EnvLookup &getenv;
@@ -133,7 +139,7 @@ const std::vector<const char *> &known_config_names() {
   static const std::vector<const char *> names = {
       kDebug,     kRate,           kGraphRate,    kCuptiPath, kMaxOutstanding, kMaxAge,
       kFlushThreshold, kFlushInterval, kBufferKib, kMaxBuffers, kDisableCbids, kActivityMode,
-      kLimiterDisable, kWatchInterval};
+      kLimiterDisable, kPcSampling, kPcRate, kSamplingFactor, kPcHwBufferMb, kWatchInterval};
   return names;
 }
 
@@ -167,6 +173,19 @@ Config parse_config(const EnvLookup &getenv, const std::vector<std::string> &all
     else
       p.warn(kActivityMode, v, "must be 'consumer' or 'launch'");
   }
+
+  p.boolean(kPcSampling, &c.pc_sampling);
+  p.number(kPcRate, 0, 1e6, &c.pc_sampling_rate);
+  // CUPTI accepts sampling periods of 2^5 .. 2^31 cycles; 0 (as upstream) means its default.
+  if (const char *v = getenv(kSamplingFactor)) {
+    uint32_t f = c.sampling_factor;
+    p.integer(kSamplingFactor, 0, 31, &f);
+    if (f != 0 && f < 5)
+      p.warn(kSamplingFactor, v, "out of range: 5..31, or 0 for CUPTI's default");
+    else
+      c.sampling_factor = f;
+  }
+  p.integer(kPcHwBufferMb, 0, 65536, &c.pc_hw_buffer_mb);
 
   for (const std::string &n : all_names) {
     bool known = false;

@@ -39,6 +39,16 @@ struct Config {
   // Measured on an H100 (bench/): per-launch collection keeps a consumer's cost near the
   // no-consumer cost at default rates; WhileConsumer costs ~1.65x per eager launch.
   ActivityMode activity_mode = ActivityMode::AroundLaunch;
+
+  // PC sampling (CUPTI's PC Sampling API), while a consumer is attached to pc_sample_batch.
+  // The three numbers keep the upstream library's (parca-dev/parcagpu) names and meanings, so
+  // deployments keep their settings; README.md "PC sampling".
+  bool pc_sampling = true;          // PARCAGPU_PC_SAMPLING: ours, an operator's off switch
+  double pc_sampling_rate = 100.0;  // PARCAGPU_PC_SAMPLING_RATE: target samples per second;
+                                    // 0 = no rate control (windows as the duty cap allows)
+  uint32_t sampling_factor = 0;     // PARCAGPU_SAMPLING_FACTOR: the hardware samples every
+                                    // 2^factor cycles, 5..31; 0 = CUPTI's default for the device
+  uint32_t pc_hw_buffer_mb = 0;     // PARCAGPU_PC_HW_BUFFER_MB: 0 = CUPTI's default size
 };
 
 struct ConfigWarning {

@@ -18,6 +18,8 @@ Consumers Consumers::read() {
   c.gpu_config = usdt::gpu_config_consumers();
   c.graph_node_clone = usdt::graph_node_clone_consumers();
   c.pc_sample_batch = usdt::pc_sample_batch_consumers();
+  c.stall_reason_map = usdt::stall_reason_map_consumers();
+  c.cubin_loaded = usdt::cubin_loaded_consumers();
   return c;
 }
 

@@ -31,6 +31,8 @@ struct Consumers {
   uint16_t gpu_config = 0;
   uint16_t graph_node_clone = 0;
   uint16_t pc_sample_batch = 0;
+  uint16_t stall_reason_map = 0;
+  uint16_t cubin_loaded = 0;
 
   static Consumers read();
   bool wants_launches() const { return correlation != 0; }

@@ -4,6 +4,7 @@
 
 #include "activity.h"
 #include "log.h"
+#include "pc_sampling.h"
 #include "usdt.h"
 
 namespace parcagpu {
@@ -77,12 +78,13 @@ uint64_t coarse_resolution_ns() {
 
 LaunchCallbacks::LaunchCallbacks(const CuptiApi &cupti, const Config &config,
                                  CorrelationTracker &tracker, GraphTracker &graphs,
-                                 ActivityCollector &activity)
+                                 ActivityCollector &activity, PcSampler *pc)
     : cupti_(cupti),
       config_(config),
       tracker_(tracker),
       graphs_(graphs),
       activity_(activity),
+      pc_(pc),
       roles_{{config.eager_rate_limit, coarse_resolution_ns()},
              {config.graph_rate_limit, coarse_resolution_ns()}} {
   const double rates[2] = {config.eager_rate_limit, config.graph_rate_limit};
@@ -216,80 +218,111 @@ void LaunchCallbacks::close_if_requested(Role &r) {
   }
 }
 
+LaunchCallbacks::Want LaunchCallbacks::want(const Role &r) const {
+  if (!subscriber_ || r.cbids.empty()) return Want::kNone;
+  if (pc_on_.load(std::memory_order_relaxed)) return Want::kContinuous;
+  if (!launch_consumers_) return Want::kNone;
+  return r.windowed ? Want::kWindows : Want::kContinuous;
+}
+
 void LaunchCallbacks::on_consumers(const Consumers &now, const Consumers &) {
-  const bool want = now.wants_launches() && subscriber_;
+  const bool attach = now.wants_launches() && !launch_consumers_;
+  launch_consumers_ = now.wants_launches();
+  pc_on_.store(pc_ && pc_->usable() && (PcSampler::wanted() || pc_->needs_launch_path()));
+  const uint64_t t = monotonic_ns();
   for (Role &r : roles_) {
-    if (want == r.attached || r.cbids.empty()) continue;
-    r.attached = want;
-    if (r.windowed) {
-      if (want) {
-        if (r.interval_ns) open_window(r);  // the first window at once
-        r.next_open_ns = monotonic_ns() + r.interval_ns;
-        continue;
-      }
-      // An open window goes; a claimed one is closed by its claimant, who sees the consumer gone.
-      std::lock_guard<std::mutex> lock(r.toggle_mu);
-      uint64_t s = r.state.load();
-      if ((s & 0xff) == kOpen && r.state.compare_exchange_strong(s, pack(s >> 8, kOff)))
-        set_cbids_locked(r, false);
-      continue;
-    }
-    std::lock_guard<std::mutex> lock(r.toggle_mu);
-    const uint64_t s = r.state.load();
-    if (want) {
-      if ((s & 0xff) == kDraining) {
-        r.state.store(pack(s >> 8, kContinuous));  // never went off: same epoch
-      } else if ((s & 0xff) == kOff) {
-        set_cbids_locked(r, true);
-        r.inflight.store(0);  // late EXITs of an abandoned epoch don't count against this one
-        if (starting_) r.all_clean_epoch.store((s >> 8) + 1);
-        r.state.store(pack((s >> 8) + 1, kContinuous));
-      }
-    } else if ((s & 0xff) == kContinuous) {
-      r.state.store(pack(s >> 8, kDraining));  // on_tick turns it off once nothing is in flight
-      r.draining_since_ns = monotonic_ns();
-    }
+    if (attach) r.next_open_ns = 0;  // the first window at once
+    reconcile(r, t);
   }
 }
 
 uint64_t LaunchCallbacks::on_tick(uint64_t now) {
+  // PC sampling's needs change without a semaphore changing (torn down at some launch).
+  pc_on_.store(pc_ && pc_->usable() && (PcSampler::wanted() || pc_->needs_launch_path()));
   uint64_t next = now + (1ull << 62);
-  for (Role &r : roles_) {
-    uint64_t s = r.state.load();
+  for (Role &r : roles_) next = std::min(next, reconcile(r, now));
+  return next;
+}
+
+uint64_t LaunchCallbacks::reconcile(Role &r, uint64_t now) {
+  constexpr uint64_t kSoon = 1000000;  // 1 ms
+  constexpr uint64_t kNever = 1ull << 62;
+  const Want w = want(r);
+  uint64_t s = r.state.load();
+  if ((s & 0xff) == kDraining) {
+    std::lock_guard<std::mutex> lock(r.toggle_mu);
+    s = r.state.load();
     if ((s & 0xff) == kDraining) {
+      if (w == Want::kContinuous) {
+        r.state.store(pack(s >> 8, kContinuous));  // never went off: same epoch
+        return kNever + now;
+      }
       // seq_cst pairs with admit(): a launch counted in flight after the kDraining mark backs
       // off, and one counted before it is seen here. One that never comes back is given up.
       const bool stuck = now - r.draining_since_ns > kAbandonAfterNs;
-      if (r.inflight.load() <= 0 || stuck) {
+      if (r.inflight.load() > 0 && !stuck) return now + kSoon;
+      if (r.state.compare_exchange_strong(s, pack(s >> 8, kOff))) {
+        set_cbids_locked(r, false);
+        if (stuck) stats_.abandoned.fetch_add(1, std::memory_order_relaxed);
+      }
+    }
+    s = r.state.load();
+  }
+  if ((s & 0xff) == kClaimed &&
+      coarse_ns() - r.claimed_at_ns.load(std::memory_order_relaxed) > kAbandonAfterNs) {
+    abandon(r, s >> 8, r.claim_corr.load(), true);  // its thread never came back
+  }
+  if ((r.state.load() & 0xff) == kClosing) close_if_requested(r);
+  s = r.state.load();
+  const uint8_t phase = s & 0xff;
+  if (phase == kClosing || phase == kClaimed) return now + kSoon;  // its claimant closes it
+  switch (w) {
+    case Want::kContinuous:
+      if (phase == kOff) {
         std::lock_guard<std::mutex> lock(r.toggle_mu);
         s = r.state.load();
-        if ((s & 0xff) == kDraining && (r.inflight.load() <= 0 || stuck) &&
-            r.state.compare_exchange_strong(s, pack(s >> 8, kOff))) {
-          set_cbids_locked(r, false);
-          if (stuck) stats_.abandoned.fetch_add(1, std::memory_order_relaxed);
+        if ((s & 0xff) == kOff) {
+          set_cbids_locked(r, true);
+          r.inflight.store(0);  // late EXITs of an abandoned epoch don't count against this one
+          if (starting_) r.all_clean_epoch.store((s >> 8) + 1);
+          r.state.store(pack((s >> 8) + 1, kContinuous));
         }
+      } else if (phase == kOpen) {
+        // Windows to continuous: the cbids are all on already, the epoch goes on.
+        r.state.compare_exchange_strong(s, pack(s >> 8, kContinuous));
       }
-      if ((r.state.load() & 0xff) == kDraining) next = std::min(next, now + 1000000);
-      continue;
-    }
-    if ((s & 0xff) == kClaimed &&
-        coarse_ns() - r.claimed_at_ns.load(std::memory_order_relaxed) > kAbandonAfterNs) {
-      abandon(r, s >> 8, r.claim_corr.load(), true);  // its thread never came back
-    }
-    if ((r.state.load() & 0xff) == kClosing) {
-      close_if_requested(r);
-      if ((r.state.load() & 0xff) == kClosing) next = std::min(next, now + 1000000);
-    }
-    if (!r.windowed || !r.attached || r.interval_ns == 0) continue;
-    if ((r.state.load() & 0xff) == kOff && now >= r.next_open_ns) {
-      open_window(r);
-      r.next_open_ns = now + r.interval_ns;
-    }
-    // Closed: open the next one on time. Open or claimed: look again an interval later (a window
-    // nobody claims costs nothing; one claimed and closed meanwhile reopens then).
-    next = std::min(next, (r.state.load() & 0xff) == kOff ? r.next_open_ns : now + r.interval_ns);
+      return now + kNever;
+    case Want::kWindows:
+      if (phase == kContinuous) {
+        r.draining_since_ns = now;
+        r.state.store(pack(s >> 8, kDraining));  // then off, then windows
+        return now + kSoon;
+      }
+      if (r.interval_ns == 0) return now + kNever;
+      if (phase == kOff && now >= r.next_open_ns) {
+        open_window(r);
+        r.next_open_ns = now + r.interval_ns;
+      }
+      // Closed: open the next one on time. Open: look again an interval later (a window nobody
+      // claims costs nothing; one claimed and closed meanwhile reopens then).
+      return (r.state.load() & 0xff) == kOff ? std::max(r.next_open_ns, now)
+                                              : now + r.interval_ns;
+    case Want::kNone:
+      if (phase == kOpen) {
+        // An open window goes; a claimed one is closed by its claimant, who sees the consumer
+        // gone.
+        std::lock_guard<std::mutex> lock(r.toggle_mu);
+        uint64_t open = r.state.load();
+        if ((open & 0xff) == kOpen && r.state.compare_exchange_strong(open, pack(open >> 8, kOff)))
+          set_cbids_locked(r, false);
+      } else if (phase == kContinuous) {
+        r.draining_since_ns = now;
+        r.state.store(pack(s >> 8, kDraining));
+        return now + kSoon;
+      }
+      return now + kNever;
   }
-  return next;
+  return now + kNever;
 }
 
 // ---- The launch path ----
@@ -328,6 +361,7 @@ void LaunchCallbacks::on_enter(CbDomain domain, uint32_t cbid, const CUpti_Callb
     // A launch with another ID although the one we saw enter never left: its EXIT did not come
     // as expected. Give it up; this call is new, but a driver call is not known to be outermost.
     t.active = false;
+    if (pc_) pc_->on_launch_exit();
     if (t.announce) abandon(r, epoch, t.correlation_id, t.windowed);
     if (domain == CbDomain::Driver) {
       t.suspect_epoch[ri] = epoch;
@@ -354,6 +388,8 @@ void LaunchCallbacks::on_enter(CbDomain domain, uint32_t cbid, const CUpti_Callb
   t.cbid = cbid;
   t.domain = domain;
   t.captured = false;
+  // PC sampling's windows open and close at launch entries, announced or not.
+  if (pc_on_.load(std::memory_order_relaxed)) pc_->on_launch_enter(cb->context, coarse_ns());
   t.windowed = (state & 0xff) == kOpen;
   t.announce = admit(r, state, cb->correlationId);
   if (t.announce) begin_announced(r, state, cb);
@@ -458,6 +494,7 @@ void LaunchCallbacks::on_exit(CbDomain domain, uint32_t cbid, const CUpti_Callba
     return;
   }
   t.active = false;
+  if (pc_) pc_->on_launch_exit();  // counted only if its ENTER was
   if (!t.announce) return;
   if (t.correlation_id != cb->correlationId) {
     // Its EXIT carries another ID than its ENTER: which one its kernels carry is unknown.
@@ -515,6 +552,20 @@ void LaunchCallbacks::on_resource(CUpti_CallbackId cbid, const CUpti_ResourceDat
     case CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED: graphs_.on_node_cloned(gd); break;
     case CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED: graphs_.on_exec_created(gd); break;
     case CUPTI_CBID_RESOURCE_GRAPHEXEC_DESTROY_STARTING: graphs_.on_exec_destroyed(gd); break;
+    case CUPTI_CBID_RESOURCE_MODULE_LOADED:
+    case CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING: {
+      if (!pc_ || !rd) break;
+      const auto *module = static_cast<const CUpti_ModuleResourceData *>(rd->resourceDescriptor);
+      if (!module) break;
+      if (cbid == CUPTI_CBID_RESOURCE_MODULE_LOADED)
+        pc_->cubins().on_module_loaded(module->pCubin, module->cubinSize);
+      else
+        pc_->cubins().on_module_unload(module->pCubin, module->cubinSize);
+      break;
+    }
+    case CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING:
+      if (pc_ && rd) pc_->on_context_destroy(rd->context);
+      break;
     default: break;
   }
 }

@@ -11,7 +11,9 @@
 //    claims it, is announced, and its own EXIT closes the window. Launches between windows cost
 //    what no subscriber costs; the rate limit is a per-process sampling rate.
 //  - Continuous (above kMaxWindowRate, e.g. "announce everything"): the role's cbids stay on
-//    while a consumer listens and a process-wide RateGate picks the launches.
+//    while a consumer listens and a process-wide RateGate picks the launches. Also while PC
+//    sampling wants every launch (its windows open and close at launch entries, on application
+//    threads) or still has to be torn down at one (PcSampler::needs_launch_path()).
 //
 // Enabling callbacks while launches are in flight means the first callback a thread sees may be
 // the driver call nested in a runtime launch whose ENTER came before the enable: announcing it
@@ -44,6 +46,7 @@
 namespace parcagpu {
 
 class ActivityCollector;
+class PcSampler;
 
 struct LaunchStats {
   std::atomic<uint64_t> announced_eager{0};
@@ -66,8 +69,9 @@ inline constexpr uint64_t kAbandonAfterNs = 1000000000ull;
 
 class LaunchCallbacks : public ConsumerWatcher::Client {
  public:
+  // pc may be null (no PC sampling).
   LaunchCallbacks(const CuptiApi &cupti, const Config &config, CorrelationTracker &tracker,
-                  GraphTracker &graphs, ActivityCollector &activity);
+                  GraphTracker &graphs, ActivityCollector &activity, PcSampler *pc);
 
   // Subscribes and enables the callbacks needed from process start (less the operator's
   // PARCAGPU_DISABLE_CBIDS). False if CUPTI refused the subscription: the library stays inert.
@@ -75,7 +79,8 @@ class LaunchCallbacks : public ConsumerWatcher::Client {
   // Disables every callback the library may have enabled, then unsubscribes.
   void unsubscribe();
 
-  // ConsumerWatcher::Client: launch callbacks follow the cuda_correlation consumers.
+  // ConsumerWatcher::Client: launch callbacks follow the cuda_correlation consumers and PC
+  // sampling's needs.
   void on_consumers(const Consumers &now, const Consumers &before) override;
   uint64_t on_tick(uint64_t now_ns) override;
 
@@ -111,11 +116,14 @@ class LaunchCallbacks : public ConsumerWatcher::Client {
     uint64_t draining_since_ns = 0;          // watcher thread only
     RateGate gate;                      // continuous
     std::mutex toggle_mu;               // enabling and disabling never interleave
-    bool attached = false;              // watcher thread only
     uint64_t next_open_ns = 0;          // watcher thread only
     Role(double rate, uint64_t tolerance_ns) : gate(rate, tolerance_ns) {}
   };
   static uint64_t pack(uint64_t epoch, Phase p) { return epoch << 8 | p; }
+  enum class Want : uint8_t { kNone, kWindows, kContinuous };
+  Want want(const Role &r) const;
+  // Moves a role towards what is wanted now (watcher thread); returns when to look again.
+  uint64_t reconcile(Role &r, uint64_t now_ns);
 
   static void CUPTIAPI on_callback(void *userdata, CUpti_CallbackDomain domain,
                                    CUpti_CallbackId cbid, const void *data);
@@ -146,6 +154,10 @@ class LaunchCallbacks : public ConsumerWatcher::Client {
   CorrelationTracker &tracker_;
   GraphTracker &graphs_;
   ActivityCollector &activity_;
+  PcSampler *const pc_;
+  // PC sampling wants or needs every launch (watcher sets it, the launch path reads it).
+  std::atomic<bool> pc_on_{false};
+  bool launch_consumers_ = false;  // watcher thread only
   CUpti_SubscriberHandle subscriber_ = nullptr;
   std::vector<SubscribedCallback> from_start_;
   bool starting_ = false;

@@ -19,7 +19,7 @@ void write_line(const char *msg) {
   clock_gettime(CLOCK_REALTIME, &ts);
   struct tm tm {};
   localtime_r(&ts.tv_sec, &tm);
-  char line[700];
+  char line[1200];  // room for the longest report (every optional CUPTI entry point missing)
   int n = snprintf(line, sizeof line, "%02d:%02d:%02d.%06ld parcagpu[%d]: %s\n", tm.tm_hour,
                    tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000, static_cast<int>(getpid()), msg);
   if (n <= 0) return;
@@ -45,9 +45,9 @@ void debug_log(const char *fmt, ...) {
 namespace {
 
 void vreport(int32_t code, const char *component, const char *fmt, va_list ap) {
-  char msg[512];
+  char msg[1024];
   vsnprintf(msg, sizeof msg, fmt, ap);
-  char line[600];
+  char line[1100];
   snprintf(line, sizeof line, "%s: %s", component, msg);
   write_line(line);
   usdt::error(code, msg, component);

@@ -1,28 +1,562 @@
 #include "pc_sampling.h"
 
-#include "parcagpu/abi.h"
+#include <sched.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "activity.h"  // monotonic_ns
+#include "log.h"
 #include "usdt.h"
 
 namespace parcagpu {
+namespace {
 
-void PcSamplePublisher::publish_samples(const void **records, size_t count) {
-  while (count > 0) {
-    const uint32_t n = count > PARCAGPU_PC_SAMPLE_BATCH_MAX ? PARCAGPU_PC_SAMPLE_BATCH_MAX
-                                                            : static_cast<uint32_t>(count);
-    usdt::pc_sample_batch(records, n);
-    records += n;
-    count -= n;
+// CUPTI 12.4 (API version 22) added correlationId to CUpti_PCSamplingPCData; an older CUPTI
+// would leave it 0 and no sample could be tied to its launch.
+constexpr uint32_t kMinCuptiVersion = 22;
+// Records per Get Data: one pc_sample_batch firing each.
+constexpr size_t kBatch = PARCAGPU_PC_SAMPLE_BATCH_MAX;
+// Get Data this long after Stop. On the H100 the records were complete right after Stop, but
+// CUPTI documents worker threads that decode the hardware data every 100 ms (its default
+// WORKER_THREAD_PERIODIC_SLEEP_SPAN), and an early Get Data cannot be repeated: give them time.
+constexpr uint64_t kDrainDelayNs = 120'000'000;
+// How long Stop / Get Data / Disable wait for other threads to leave their launch calls before
+// putting the work off to a later launch, and how long a launch waits for them at most.
+constexpr uint64_t kExclusiveWaitNs = 200'000'000;
+constexpr uint64_t kGateWaitNs = 2'000'000'000;
+// Metadata is fired again this often while consumers listen (see pc_sampling.h).
+constexpr uint64_t kMetadataRefreshNs = 30'000'000'000;
+
+// This thread's outermost launch is counted in in_launch_.
+__attribute__((tls_model("initial-exec"))) thread_local bool t_counted = false;
+// The last context this thread saw enabled, and the enable generation it saw it in.
+__attribute__((tls_model("initial-exec"))) thread_local CUcontext t_ctx = nullptr;
+__attribute__((tls_model("initial-exec"))) thread_local uint64_t t_gen = 0;
+std::atomic<uint64_t> g_enabled_gen{1};
+
+void pause_briefly() {
+  timespec ts{0, 20'000};  // 20 us
+  nanosleep(&ts, nullptr);
+}
+
+}  // namespace
+
+struct PcSampler::Context {
+  CUcontext ctx;
+  uint32_t device = 0;
+  bool enabled = false;
+  std::unique_ptr<PcRecordBuffer> config_buf;  // CUPTI's, filled at Disable
+  std::unique_ptr<PcRecordBuffer> out_buf;     // Get Data's
+};
+
+PcSampler::PcSampler(const CuptiApi &cupti, const CudaApi *cuda, const Config &config)
+    : cupti_(cupti), cuda_(cuda), config_(config), cubins_(cupti) {}
+
+PcSampler::~PcSampler() = default;
+
+void PcSampler::init() {
+  if (!config_.pc_sampling) {
+    debug_log("PC sampling off (PARCAGPU_PC_SAMPLING)");
+    return;
+  }
+  // A missing entry point was reported once by load_cupti ("lacks ... (PC sampling)").
+  const bool present =
+      cupti_.available(cupti_.cuptiPCSamplingEnable) && cupti_.available(cupti_.cuptiPCSamplingDisable) &&
+      cupti_.available(cupti_.cuptiPCSamplingStart) && cupti_.available(cupti_.cuptiPCSamplingStop) &&
+      cupti_.available(cupti_.cuptiPCSamplingGetData) &&
+      cupti_.available(cupti_.cuptiPCSamplingSetConfigurationAttribute) &&
+      cupti_.available(cupti_.cuptiPCSamplingGetConfigurationAttribute) &&
+      cupti_.available(cupti_.cuptiPCSamplingGetNumStallReasons) &&
+      cupti_.available(cupti_.cuptiPCSamplingGetStallReasons);
+  if (!present) {
+    debug_log("PC sampling off: %s lacks PC Sampling API entry points", cupti_.path.c_str());
+    return;
+  }
+  uint32_t version = 0;
+  if (cupti_.cuptiGetVersion(&version) != CUPTI_SUCCESS || version < kMinCuptiVersion) {
+    // Not an error of anyone's: CUDA 12.0-12.3 simply predate it (README: PC sampling).
+    debug_log("PC sampling off: CUPTI API version %u is older than CUDA 12.4's (%u), whose PC "
+              "records carry the correlation ID",
+              version, kMinCuptiVersion);
+    return;
+  }
+  PcRateController::Params p;
+  p.target_rate = config_.pc_sampling_rate;
+  const uint64_t now = monotonic_ns();
+  controller_ = std::make_unique<PcRateController>(p, now, now ^ static_cast<uint64_t>(getpid()));
+  usable_ = true;
+  debug_log("PC sampling ready: target %g samples/s, sampling factor %s%u, hardware buffer %s%u MB",
+            config_.pc_sampling_rate, config_.sampling_factor ? "" : "CUPTI's default, not ",
+            config_.sampling_factor, config_.pc_hw_buffer_mb ? "" : "CUPTI's default, not ",
+            config_.pc_hw_buffer_mb);
+}
+
+// ---- Metadata for consumers that attach (any thread) ----
+
+bool PcSampler::wanted() {
+  return usdt::pc_sample_batch_consumers() != 0 && usdt::correlation_consumers() != 0;
+}
+
+bool PcSampler::consumer_changed() const {
+  if (needs_launch_path() && !wanted()) return true;  // to be torn down at the next launch
+  return usdt::stall_reason_map_consumers() != last_stall_consumers_.load(std::memory_order_relaxed) ||
+         usdt::cubin_loaded_consumers() != last_cubin_consumers_.load(std::memory_order_relaxed) ||
+         usdt::gpu_config_consumers() != last_config_consumers_.load(std::memory_order_relaxed);
+}
+
+void PcSampler::on_consumers() {
+  const unsigned stall = usdt::stall_reason_map_consumers();
+  if (stall > last_stall_consumers_.exchange(stall)) {
+    std::lock_guard<std::mutex> lock(meta_mu_);
+    if (stall_built_) usdt::stall_reason_map(stall_.blob(), PARCAGPU_STALL_REASON_MAX);
+  }
+  const unsigned cubins = usdt::cubin_loaded_consumers();
+  if (cubins > last_cubin_consumers_.exchange(cubins)) cubins_.refire();
+  const unsigned configs = usdt::gpu_config_consumers();
+  if (configs > last_config_consumers_.exchange(configs)) {
+    std::lock_guard<std::mutex> lock(meta_mu_);
+    fire_gpu_configs();
   }
 }
 
-void PcSamplePublisher::publish_stall_reasons(const char *names, uint32_t count) {
-  usdt::stall_reason_map(names, count);
+void PcSampler::refresh_metadata(uint64_t now) {
+  uint64_t due = next_refresh_ns_.load(std::memory_order_relaxed);
+  if (now < due) return;
+  if (!next_refresh_ns_.compare_exchange_strong(due, now + kMetadataRefreshNs)) return;
+  if (due == 0) return;  // the first call only sets the clock: everything was just fired
+  if (usdt::cubin_loaded_consumers()) cubins_.refire();
+  std::lock_guard<std::mutex> lock(meta_mu_);
+  if (stall_built_ && usdt::stall_reason_map_consumers())
+    usdt::stall_reason_map(stall_.blob(), PARCAGPU_STALL_REASON_MAX);
+  if (usdt::gpu_config_consumers()) fire_gpu_configs();
 }
 
-void PcSamplePublisher::publish_cubin_loaded(uint64_t crc, const char *cubin, uint64_t size) {
-  usdt::cubin_loaded(crc, cubin, size);
+void PcSampler::fire_gpu_configs() {
+  for (const DeviceConfig &d : configs_)
+    usdt::gpu_config(d.device, d.factor, d.clock_khz, d.sm_count);
 }
 
-void PcSamplePublisher::publish_cubin_unloaded(uint64_t crc) { usdt::cubin_unloaded(crc); }
+// ---- The launch path ----
+
+bool PcSampler::work_due(CUcontext ctx, bool want, uint64_t now) const {
+  if (!want) return any_enabled_.load(std::memory_order_relaxed);
+  if (t_ctx != ctx || t_gen != g_enabled_gen.load(std::memory_order_acquire)) return true;
+  if (window_open_.load(std::memory_order_acquire))
+    return window_launches_.load(std::memory_order_relaxed) >=
+               window_limit_.load(std::memory_order_relaxed) ||
+           now >= window_deadline_ns_.load(std::memory_order_relaxed);
+  if (drain_pending_.load(std::memory_order_acquire))
+    return now >= drain_due_ns_.load(std::memory_order_relaxed);
+  return now >= controller_->next_open_ns();
+}
+
+void PcSampler::on_launch_enter(CUcontext ctx, uint64_t now) {
+  if (!usable_.load(std::memory_order_relaxed)) return;
+  const bool want = wanted();
+  if (!want && !any_enabled_.load(std::memory_order_relaxed)) return;
+  if (ctx && work_due(ctx, want, now)) do_work(ctx, want, now);
+  if (want) refresh_metadata(now);
+  if (!any_enabled_.load(std::memory_order_relaxed) || t_counted) return;
+  if (window_open_.load(std::memory_order_relaxed))
+    window_launches_.fetch_add(1, std::memory_order_relaxed);
+  // The gate: counted as inside a launch call, unless Stop / Get Data / Disable run right now.
+  const uint64_t give_up = monotonic_ns() + kGateWaitNs;
+  for (;;) {
+    in_launch_.fetch_add(1, std::memory_order_seq_cst);
+    if (!exclusive_.load(std::memory_order_seq_cst) || monotonic_ns() > give_up) break;
+    in_launch_.fetch_sub(1, std::memory_order_seq_cst);
+    while (exclusive_.load(std::memory_order_seq_cst) && monotonic_ns() <= give_up)
+      pause_briefly();
+  }
+  t_counted = true;
+}
+
+void PcSampler::on_launch_exit() {
+  if (!t_counted) return;
+  t_counted = false;
+  in_launch_.fetch_sub(1, std::memory_order_seq_cst);
+}
+
+bool PcSampler::exclusive_begin() {
+  exclusive_.store(true, std::memory_order_seq_cst);
+  const uint64_t give_up = monotonic_ns() + kExclusiveWaitNs;
+  // This thread is not counted: the work runs before its own launch call.
+  while (in_launch_.load(std::memory_order_seq_cst) > 0) {
+    if (monotonic_ns() > give_up) {
+      exclusive_.store(false, std::memory_order_seq_cst);
+      stats_.gate_timeouts++;
+      return false;
+    }
+    pause_briefly();
+  }
+  return true;
+}
+
+void PcSampler::exclusive_end() { exclusive_.store(false, std::memory_order_seq_cst); }
+
+PcSampler::Context *PcSampler::find(CUcontext ctx) {
+  for (auto &c : contexts_)
+    if (c->ctx == ctx) return c.get();
+  return nullptr;
+}
+
+void PcSampler::do_work(CUcontext ctx, bool want, uint64_t /*coarse_now*/) {
+  // Inside a launch call already (a nested driver callback): waiting for the launches in flight
+  // would wait for this one. The next launch does the work.
+  if (t_counted) return;
+  std::unique_lock<std::mutex> lock(mu_, std::try_to_lock);
+  if (!lock.owns_lock()) return;  // another thread is at it; this launch goes on
+  if (!usable_.load(std::memory_order_relaxed)) return;
+  if (!want) {
+    // The last consumer left: stop, drain and disable everything.
+    if (!any_enabled_.load(std::memory_order_relaxed) || !exclusive_begin()) return;
+    for (auto &c : contexts_)
+      if (c->enabled) teardown(*c, /*publish=*/false);
+    exclusive_end();
+    debug_log("PC sampling disabled: no consumer");
+    return;
+  }
+  Context *c = find(ctx);
+  if (!c) {
+    contexts_.push_back(std::make_unique<Context>());
+    c = contexts_.back().get();
+    c->ctx = ctx;
+  }
+  if (!c->enabled) {
+    if (!exclusive_begin()) return;
+    const bool ok = enable(*c);
+    exclusive_end();
+    if (!ok) return;
+  }
+  t_ctx = ctx;
+  t_gen = g_enabled_gen.load(std::memory_order_acquire);
+
+  const uint64_t now = monotonic_ns();
+  if (window_open_.load(std::memory_order_relaxed)) {
+    if (window_launches_.load(std::memory_order_relaxed) <
+            window_limit_.load(std::memory_order_relaxed) &&
+        now < window_deadline_ns_.load(std::memory_order_relaxed))
+      return;
+    if (!exclusive_begin()) return;
+    close_window(now);
+    exclusive_end();
+    return;
+  }
+  if (drain_pending_.load(std::memory_order_relaxed)) {
+    if (!window_ctx_) {  // its context went away (and was drained then)
+      drain_pending_.store(false, std::memory_order_release);
+      return;
+    }
+    if (now < drain_due_ns_.load(std::memory_order_relaxed)) return;
+    if (!exclusive_begin()) return;
+    const uint64_t before = stats_.pairs;
+    const uint32_t launches = window_limit_.load(std::memory_order_relaxed);
+    drain(*window_ctx_);
+    exclusive_end();
+    drain_pending_.store(false, std::memory_order_release);
+    if (usable_) controller_->on_samples(stats_.pairs - before, launches);
+    return;
+  }
+  const uint32_t n = controller_->should_open(now);
+  if (n == 0) return;
+  CUpti_PCSamplingStartParams p{CUpti_PCSamplingStartParamsSize, nullptr, c->ctx};
+  const CUptiResult r = cupti_.cuptiPCSamplingStart(&p);
+  if (r != CUPTI_SUCCESS) return fail("cuptiPCSamplingStart", r);
+  window_ctx_ = c;
+  window_limit_.store(n, std::memory_order_relaxed);
+  window_start_ns_ = now;
+  window_launches_.store(0, std::memory_order_relaxed);
+  window_deadline_ns_.store(coarse_ns() + controller_->params().max_window_ns,
+                            std::memory_order_relaxed);
+  window_open_.store(true, std::memory_order_release);
+  stats_.windows++;
+}
+
+void PcSampler::close_window(uint64_t now) {
+  CUpti_PCSamplingStopParams p{CUpti_PCSamplingStopParamsSize, nullptr, window_ctx_->ctx};
+  const CUptiResult r = cupti_.cuptiPCSamplingStop(&p);
+  window_open_.store(false, std::memory_order_release);
+  if (r != CUPTI_SUCCESS) return fail("cuptiPCSamplingStop", r);
+  const uint32_t launches = window_launches_.load(std::memory_order_relaxed);
+  window_limit_.store(launches, std::memory_order_relaxed);  // what the drain's samples came from
+  stats_.window_launches += launches;
+  stats_.window_ns += now - window_start_ns_;
+  controller_->on_window_closed(window_start_ns_, now, launches);
+  drain_due_ns_.store(coarse_ns() + kDrainDelayNs, std::memory_order_relaxed);
+  drain_pending_.store(true, std::memory_order_release);
+}
+
+bool PcSampler::enable(Context &c) {
+  CUpti_PCSamplingEnableParams p{CUpti_PCSamplingEnableParamsSize, nullptr, c.ctx};
+  const uint64_t t0 = monotonic_ns();
+  const CUptiResult r = cupti_.cuptiPCSamplingEnable(&p);
+  if (r != CUPTI_SUCCESS) {
+    fail("cuptiPCSamplingEnable", r);
+    return false;
+  }
+  c.enabled = true;
+  stats_.enables++;
+  any_enabled_.store(true, std::memory_order_release);
+  g_enabled_gen.fetch_add(1, std::memory_order_acq_rel);
+  if (!configure(c)) return false;  // fail() disabled it
+  debug_log("PC sampling enabled on context %p (device %u) in %.1f ms", static_cast<void *>(c.ctx),
+            c.device, (monotonic_ns() - t0) / 1e6);
+  return true;
+}
+
+bool PcSampler::configure(Context &c) {
+  if (!stall_built_) {
+    size_t count = 0;
+    CUpti_PCSamplingGetNumStallReasonsParams np{CUpti_PCSamplingGetNumStallReasonsParamsSize,
+                                                nullptr, c.ctx, &count};
+    CUptiResult r = cupti_.cuptiPCSamplingGetNumStallReasons(&np);
+    if (r != CUPTI_SUCCESS) {
+      fail("cuptiPCSamplingGetNumStallReasons", r);
+      return false;
+    }
+    std::vector<uint32_t> indices(count);
+    std::vector<std::unique_ptr<char[]>> storage(count);
+    std::vector<char *> names(count);
+    for (size_t i = 0; i < count; ++i) {
+      storage[i].reset(new char[CUPTI_STALL_REASON_STRING_SIZE]());
+      names[i] = storage[i].get();
+    }
+    CUpti_PCSamplingGetStallReasonsParams sp{CUpti_PCSamplingGetStallReasonsParamsSize, nullptr,
+                                             c.ctx, count, indices.data(), names.data()};
+    r = cupti_.cuptiPCSamplingGetStallReasons(&sp);
+    if (r != CUPTI_SUCCESS) {
+      fail("cuptiPCSamplingGetStallReasons", r);
+      return false;
+    }
+    StallReasonTable table;
+    table.build(count, indices.data(), names.data());
+    if (table.empty()) {
+      fail("cuptiPCSamplingGetStallReasons (no usable stall reason)", CUPTI_ERROR_NOT_SUPPORTED);
+      return false;
+    }
+    {
+      std::lock_guard<std::mutex> lock(meta_mu_);
+      stall_ = table;
+      stall_built_ = true;
+    }
+    debug_log("PC sampling: %zu stall reasons offered, %zu collected, %zu with an index past %d",
+              stall_.offered(), stall_.collected().size(), stall_.unusable(),
+              PARCAGPU_STALL_REASON_MAX);
+  }
+  if (!c.config_buf) {
+    c.config_buf = std::make_unique<PcRecordBuffer>(kBatch);
+    c.out_buf = std::make_unique<PcRecordBuffer>(kBatch);
+  }
+  std::vector<CUpti_PCSamplingConfigurationInfo> infos;
+  auto add = [&](CUpti_PCSamplingConfigurationAttributeType type) -> auto & {
+    infos.emplace_back();
+    infos.back().attributeType = type;
+    return infos.back().attributeData;
+  };
+  auto &sr = add(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_STALL_REASON);
+  sr.stallReasonData.stallReasonCount = stall_.collected().size();
+  sr.stallReasonData.pStallReasonIndex = const_cast<uint32_t *>(stall_.collected().data());
+  add(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_COLLECTION_MODE).collectionModeData.collectionMode =
+      CUPTI_PC_SAMPLING_COLLECTION_MODE_KERNEL_SERIALIZED;
+  add(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_ENABLE_START_STOP_CONTROL)
+      .enableStartStopControlData.enableStartStopControl = 1;
+  c.config_buf->reset();
+  add(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_DATA_BUFFER)
+      .samplingDataBufferData.samplingDataBuffer = c.config_buf->data();
+  if (config_.sampling_factor)
+    add(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_PERIOD).samplingPeriodData.samplingPeriod =
+        config_.sampling_factor;
+  if (config_.pc_hw_buffer_mb)
+    add(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_HARDWARE_BUFFER_SIZE)
+        .hardwareBufferSizeData.hardwareBufferSize = size_t{config_.pc_hw_buffer_mb} << 20;
+  CUpti_PCSamplingConfigurationInfoParams params{CUpti_PCSamplingConfigurationInfoParamsSize,
+                                                 nullptr, c.ctx, infos.size(), infos.data()};
+  CUptiResult r = cupti_.cuptiPCSamplingSetConfigurationAttribute(&params);
+  if (r != CUPTI_SUCCESS) {
+    char what[96] = "cuptiPCSamplingSetConfigurationAttribute";
+    for (const auto &i : infos)
+      if (i.attributeStatus != CUPTI_SUCCESS) {
+        std::snprintf(what, sizeof what, "cuptiPCSamplingSetConfigurationAttribute (attribute %d)",
+                      static_cast<int>(i.attributeType));
+        break;
+      }
+    fail(what, r);
+    return false;
+  }
+  // The sampling period in force, as CUPTI reports it: what gpu_config says.
+  CUpti_PCSamplingConfigurationInfo period{};
+  period.attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_PERIOD;
+  CUpti_PCSamplingConfigurationInfoParams get{CUpti_PCSamplingConfigurationInfoParamsSize, nullptr,
+                                              c.ctx, 1, &period};
+  r = cupti_.cuptiPCSamplingGetConfigurationAttribute(&get);
+  if (r != CUPTI_SUCCESS || period.attributeStatus != CUPTI_SUCCESS) {
+    fail("cuptiPCSamplingGetConfigurationAttribute (sampling period)",
+         r != CUPTI_SUCCESS ? r : period.attributeStatus);
+    return false;
+  }
+  const uint32_t factor = period.attributeData.samplingPeriodData.samplingPeriod;
+  stats_.sampling_factor = factor;
+  uint32_t device = 0;
+  if (cupti_.cuptiGetDeviceId(c.ctx, &device) != CUPTI_SUCCESS) device = 0;
+  c.device = device;
+  bool known = false;
+  for (const DeviceConfig &d : configs_) known |= d.device == device;
+  if (!known) {
+    int clock_khz = 0, sms = 0;
+    CUdevice dev = 0;
+    if (cuda_ && cuda_->cuDeviceGet(&dev, static_cast<int>(device)) == CUDA_SUCCESS) {
+      cuda_->cuDeviceGetAttribute(&clock_khz, CU_DEVICE_ATTRIBUTE_CLOCK_RATE, dev);
+      cuda_->cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev);
+    }
+    if (clock_khz > 0) {
+      {
+        std::lock_guard<std::mutex> lock(meta_mu_);
+        configs_.push_back({device, factor, static_cast<uint32_t>(clock_khz),
+                            static_cast<uint32_t>(sms)});
+      }
+      // Now the factor is in force: the first gpu_config a consumer keeps is right.
+      usdt::gpu_config(device, factor, static_cast<uint32_t>(clock_khz), static_cast<uint32_t>(sms));
+      debug_log("gpu_config device %u: sampling factor %u, %d kHz, %d SMs", device, factor,
+                clock_khz, sms);
+    } else {
+      debug_log("no clock rate for device %u (libcuda missing?): gpu_config not fired", device);
+    }
+  }
+  if (!stall_map_fired_) {
+    stall_map_fired_ = true;
+    usdt::stall_reason_map(stall_.blob(), PARCAGPU_STALL_REASON_MAX);
+  }
+  return true;
+}
+
+void PcSampler::drain(Context &c) {
+  stats_.drains++;
+  for (int guard = 0; guard < 100000; ++guard) {
+    PcRecordBuffer &buf = *c.out_buf;
+    buf.reset();
+    CUpti_PCSamplingGetDataParams p{CUpti_PCSamplingGetDataParamsSize, nullptr, c.ctx, buf.data()};
+    const CUptiResult r = cupti_.cuptiPCSamplingGetData(&p);
+    if (r != CUPTI_SUCCESS) return fail("cuptiPCSamplingGetData", r);
+    const CUpti_PCSamplingData &d = *buf.data();
+    stats_.nonuser_samples += d.nonUsrKernelsTotalSamples;
+    stats_.dropped_samples += d.droppedSamples;
+    if (d.totalNumPcs == 0) break;
+    const PcBatchTally t = buf.prepare(names_);
+    stats_.records += t.records;
+    stats_.pairs += t.pairs;
+    stats_.samples += t.samples;
+    stats_.uncorrelated += t.uncorrelated;
+    if (usdt::pc_sample_batch_consumers() != 0) {
+      usdt::pc_sample_batch(buf.ptrs(), static_cast<uint32_t>(t.records));
+      stats_.batches++;
+    } else {
+      stats_.unpublished += t.records;
+    }
+    if (d.remainingNumPcs == 0) break;
+  }
+}
+
+void PcSampler::teardown(Context &c, bool publish) {
+  (void)publish;  // drain() publishes whenever a consumer is attached
+  if (window_open_.load(std::memory_order_relaxed) && window_ctx_ == &c) {
+    close_window(monotonic_ns());
+    if (!usable_) return;
+  }
+  if (drain_pending_.load(std::memory_order_relaxed) && window_ctx_ == &c) {
+    // Give CUPTI's workers the time they were given on the launch path.
+    const uint64_t due = drain_due_ns_.load(std::memory_order_relaxed);
+    const uint64_t now = coarse_ns();
+    if (due > now) {
+      const uint64_t wait = std::min(due - now, kDrainDelayNs);
+      timespec ts{0, static_cast<long>(wait)};
+      nanosleep(&ts, nullptr);
+    }
+    drain_pending_.store(false, std::memory_order_release);
+  }
+  drain(c);
+  if (!c.enabled) return;
+  CUpti_PCSamplingDisableParams p{CUpti_PCSamplingDisableParamsSize, nullptr, c.ctx};
+  const CUptiResult r = cupti_.cuptiPCSamplingDisable(&p);
+  c.enabled = false;
+  g_enabled_gen.fetch_add(1, std::memory_order_acq_rel);
+  if (window_ctx_ == &c) window_ctx_ = nullptr;
+  bool any = false;
+  for (auto &o : contexts_) any |= o->enabled;
+  any_enabled_.store(any, std::memory_order_release);
+  if (r != CUPTI_SUCCESS) return fail("cuptiPCSamplingDisable", r);
+  stats_.disables++;
+  // Disable puts what was left into the configured buffer.
+  const PcBatchTally t = c.config_buf->prepare(names_);
+  if (t.records) {
+    stats_.records += t.records;
+    stats_.pairs += t.pairs;
+    stats_.samples += t.samples;
+    if (usdt::pc_sample_batch_consumers() != 0) {
+      usdt::pc_sample_batch(c.config_buf->ptrs(), static_cast<uint32_t>(t.records));
+      stats_.batches++;
+    } else {
+      stats_.unpublished += t.records;
+    }
+  }
+  c.config_buf->reset();
+}
+
+void PcSampler::fail(const char *call, CUptiResult r) {
+  if (!usable_.exchange(false)) return;
+  stats_.failed = true;
+  report_error(r, "pc_sampling", "%s failed: %s; PC sampling is off for this process (kernel timing goes on)",
+               call, cupti_result_string(cupti_, r));
+  // Leave nothing started or enabled behind (errors ignored: already off).
+  for (auto &c : contexts_) {
+    if (!c->enabled) continue;
+    if (window_open_.load(std::memory_order_relaxed) && window_ctx_ == c.get()) {
+      CUpti_PCSamplingStopParams sp{CUpti_PCSamplingStopParamsSize, nullptr, c->ctx};
+      cupti_.cuptiPCSamplingStop(&sp);
+    }
+    CUpti_PCSamplingDisableParams dp{CUpti_PCSamplingDisableParamsSize, nullptr, c->ctx};
+    if (cupti_.cuptiPCSamplingDisable(&dp) == CUPTI_SUCCESS) stats_.disables++;
+    c->enabled = false;
+  }
+  window_open_.store(false, std::memory_order_release);
+  drain_pending_.store(false, std::memory_order_release);
+  window_ctx_ = nullptr;
+  any_enabled_.store(false, std::memory_order_release);
+  g_enabled_gen.fetch_add(1, std::memory_order_acq_rel);
+}
+
+void PcSampler::on_context_destroy(CUcontext ctx) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Context *c = find(ctx);
+  if (!c) return;
+  if (c->enabled && usable_) {
+    const bool exclusive = exclusive_begin();
+    teardown(*c, true);
+    if (exclusive) exclusive_end();
+  }
+  if (window_ctx_ == c) window_ctx_ = nullptr;
+  contexts_.erase(std::remove_if(contexts_.begin(), contexts_.end(),
+                                 [c](const std::unique_ptr<Context> &p) { return p.get() == c; }),
+                  contexts_.end());
+  g_enabled_gen.fetch_add(1, std::memory_order_acq_rel);
+}
+
+void PcSampler::shutdown() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (usable_ && any_enabled_.load(std::memory_order_relaxed)) {
+    const bool exclusive = exclusive_begin();
+    for (auto &c : contexts_)
+      if (c->enabled && usable_) teardown(*c, true);
+    if (exclusive) exclusive_end();
+  }
+  usable_ = false;
+}
+
+PcStats PcSampler::stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stats_;
+}
 
 }  // namespace parcagpu

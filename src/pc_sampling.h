@@ -1,21 +1,163 @@
-// Publishing side of PC sampling (CUPTI's PC sampling API): the probes pc_sample_batch,
-// stall_reason_map, cubin_loaded and cubin_unloaded are part of the consumer ABI now, so their
-// notes and semaphores exist in the library; the sampler that feeds them is a later issue.
+// CUPTI's PC Sampling API: where inside a kernel the GPU time goes, attributed to the launch
+// that ran it. One class for the subsystem, as for callbacks and activity.
+//
+// Runs only while a consumer is attached to pc_sample_batch: the first launch after it attaches
+// enables and configures PC sampling on that launch's context (kernel-serialized mode, start/stop
+// control, the stall reasons of StallReasonTable, PARCAGPU_SAMPLING_FACTOR,
+// PARCAGPU_PC_HW_BUFFER_MB); the first launch after the last one leaves stops, drains and
+// disables it. With no consumer nothing of it runs, and the launch path pays one semaphore read.
+//
+// Windows. While started, CUPTI serializes kernels and every launch waits about 1 ms for CUPTI
+// (H100 measurements in docs/pc-sampling.md), so sampling happens in short windows of whole
+// launches: Start at the entry of a launch, Stop at the entry of the launch after the last one
+// in the window, PcRateController deciding when and how long. Samples are drained (Get Data) a
+// little after Stop, published in pc_sample_batch firings of at most
+// PARCAGPU_PC_SAMPLE_BATCH_MAX records, and fed back to the controller.
+//
+// Threads. Every PC Sampling API call is made on an application thread inside a launch
+// callback (or a context-destroy callback, or at exit), never on a thread of ours: on the H100
+// a cuptiPCSamplingStop from another thread while the application was launching hung both
+// threads. For the same reason Stop, Get Data and Disable wait until no other thread is inside
+// a launch call, and launches wait while they run (microseconds).
+//
+// Metadata: stall_reason_map once PC sampling is configured, gpu_config per device with the
+// sampling factor read back from CUPTI (the one in force; never before, never 0), cubins from
+// process start (CubinRegistry); all fired again when their semaphore count rises, and every
+// kMetadataRefreshNs while consumers listen: the kernel raises a USDT semaphore only when the
+// first uprobe on that probe is installed in the process, so a consumer that attaches while
+// another is attached raises nothing (seen here, kernel 6.18) and would otherwise never get
+// what was fired before it came.
+//
+// Any error from the PC Sampling API (OUT_OF_MEMORY, NOT_SUPPORTED on this device, ...) turns
+// PC sampling off for the life of the process with one error; kernel timing goes on.
 #pragma once
 
-#include <cstddef>
+#include <cupti.h>
+
+#include <atomic>
 #include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "config.h"
+#include "cubin_registry.h"
+#include "cupti_api.h"
+#include "pc_rate_controller.h"
+#include "pc_records.h"
 
 namespace parcagpu {
 
-class PcSamplePublisher {
+struct PcStats {
+  uint64_t enables = 0, disables = 0;       // cuptiPCSamplingEnable/Disable calls that succeeded
+  uint64_t windows = 0, window_launches = 0;
+  uint64_t window_ns = 0;                   // wall time inside windows
+  uint64_t drains = 0, batches = 0;         // drains, pc_sample_batch firings
+  uint64_t records = 0, pairs = 0, samples = 0;
+  uint64_t uncorrelated = 0;                // records with correlationId 0
+  uint64_t unpublished = 0;                 // records drained with no consumer attached
+  uint64_t nonuser_samples = 0;             // CUPTI's nonUsrKernelsTotalSamples
+  uint64_t dropped_samples = 0;             // CUPTI's droppedSamples
+  uint64_t gate_timeouts = 0;               // work put off: other launches did not leave in time
+  uint32_t sampling_factor = 0;             // in force (read back), 0 = not configured yet
+  bool failed = false;
+};
+
+class PcSampler {
  public:
-  // records: CUpti_PCSamplingPCData pointers; fired in slices of PARCAGPU_PC_SAMPLE_BATCH_MAX.
-  void publish_samples(const void **records, size_t count);
-  // names: PARCAGPU_STALL_REASON_MAX names of PARCAGPU_STALL_REASON_NAME_LEN bytes.
-  void publish_stall_reasons(const char *names, uint32_t count);
-  void publish_cubin_loaded(uint64_t crc, const char *cubin, uint64_t size);
-  void publish_cubin_unloaded(uint64_t crc);
+  PcSampler(const CuptiApi &cupti, const CudaApi *cuda, const Config &config);
+  ~PcSampler();
+
+  // Whether PC sampling can run here (config, CUPTI entry points and version); says why not,
+  // once. Cubins are tracked either way.
+  void init();
+  bool usable() const { return usable_.load(std::memory_order_relaxed); }
+
+  // PC sampling runs while a consumer is attached to pc_sample_batch and the launch path is
+  // observed (cuda_correlation attached, as every consumer of PC samples does: samples are tied
+  // to launches by correlation ID).
+  static bool wanted();
+
+  // Any thread, no PC Sampling API call: re-fires metadata to consumers that attached. True also
+  // while PC sampling waits to be torn down (so the launch path comes to on_launch_enter).
+  bool consumer_changed() const;
+  void on_consumers();
+  // PC sampling is enabled on some context and only a launch callback can turn it off: launch
+  // callbacks must keep coming (to on_launch_enter) until this is false, also after every
+  // consumer has gone. Lock-free.
+  bool needs_launch_path() const { return any_enabled_.load(std::memory_order_relaxed); }
+
+  // The outermost launch API call of this thread enters / leaves (launch callbacks, context
+  // current). Does the PC Sampling API work that is due, then counts the launch in flight.
+  // Also called from the launch path's no-consumer branch while consumer_changed(): then it
+  // tears PC sampling down. A nested call while counted is not counted again.
+  void on_launch_enter(CUcontext ctx, uint64_t now_ns);
+  void on_launch_exit();
+
+  // Resource callbacks.
+  void on_context_destroy(CUcontext ctx);
+  CubinRegistry &cubins() { return cubins_; }
+
+  // At exit: stops, drains, publishes and disables everything.
+  void shutdown();
+  PcStats stats() const;
+
+ private:
+  struct Context;
+  Context *find(CUcontext ctx);
+  bool work_due(CUcontext ctx, bool want, uint64_t now_ns) const;
+  void do_work(CUcontext ctx, bool want, uint64_t now_ns);
+  bool enable(Context &c);
+  bool configure(Context &c);
+  void close_window(uint64_t now_ns);
+  void drain(Context &c);
+  void teardown(Context &c, bool publish);
+  void fail(const char *call, CUptiResult r);
+  void fire_gpu_configs();
+  void refresh_metadata(uint64_t now_ns);
+  bool exclusive_begin();  // waits for other threads to leave their launch calls
+  void exclusive_end();
+
+  const CuptiApi &cupti_;
+  const CudaApi *cuda_;
+  const Config &config_;
+  CubinRegistry cubins_;
+  FunctionNames names_;
+  StallReasonTable stall_;
+  bool stall_built_ = false;
+  bool stall_map_fired_ = false;
+
+  std::atomic<bool> usable_{false};
+  std::atomic<bool> any_enabled_{false};
+  std::atomic<bool> window_open_{false};
+  std::atomic<bool> drain_pending_{false};
+  std::atomic<uint64_t> drain_due_ns_{0};
+  std::atomic<uint64_t> window_deadline_ns_{0};
+  std::atomic<uint32_t> window_launches_{0};
+  std::atomic<uint32_t> window_limit_{0};
+  uint64_t window_start_ns_ = 0;
+  Context *window_ctx_ = nullptr;
+
+  // The gate: threads inside a launch call (counted only while PC sampling is enabled), and
+  // the flag that holds new launches while Stop / Get Data / Disable run.
+  std::atomic<int> in_launch_{0};
+  std::atomic<bool> exclusive_{false};
+
+  mutable std::mutex mu_;  // contexts, controller; the PC Sampling API calls
+  // The metadata (stall table once built, per-device configs): taken briefly, never while
+  // waiting for other threads' launches, so firing metadata can't wait on the gate.
+  mutable std::mutex meta_mu_;
+  std::vector<std::unique_ptr<Context>> contexts_;
+  std::unique_ptr<PcRateController> controller_;
+  struct DeviceConfig {
+    uint32_t device, factor, clock_khz, sm_count;
+  };
+  std::vector<DeviceConfig> configs_;
+
+  std::atomic<uint64_t> next_refresh_ns_{0};
+  std::atomic<unsigned> last_stall_consumers_{0}, last_cubin_consumers_{0},
+      last_config_consumers_{0};
+  PcStats stats_;
 };
 
 }  // namespace parcagpu

@@ -42,13 +42,15 @@ bool Profiler::start() {
   debug_log("loaded %s, CUPTI API version %u", cupti_.path.c_str(), version);
   have_cuda_ = load_cuda(&cuda_, &err);
   if (!have_cuda_) debug_log("%s; gpu_config will not be fired", err.c_str());
+  pc_ = std::make_unique<PcSampler>(cupti_, have_cuda_ ? &cuda_ : nullptr, config_);
+  pc_->init();
 
   tracker_ = std::make_unique<CorrelationTracker>(
       config_.max_outstanding, static_cast<uint64_t>(config_.max_age_ms) * 1000000ull);
   graphs_ = std::make_unique<GraphTracker>(cupti_, have_cuda_ ? &cuda_ : nullptr);
   activity_ = std::make_unique<ActivityCollector>(cupti_, config_, *tracker_, *graphs_);
-  callbacks_ =
-      std::make_unique<LaunchCallbacks>(cupti_, config_, *tracker_, *graphs_, *activity_);
+  callbacks_ = std::make_unique<LaunchCallbacks>(cupti_, config_, *tracker_, *graphs_,
+                                                 *activity_, pc_.get());
   activity_usable_ = activity_->init();
   if (!callbacks_->subscribe()) return false;
   g_profiler = this;
@@ -70,8 +72,9 @@ void Profiler::on_consumers(const Consumers &now, const Consumers &before) {
   callbacks_->on_consumers(now, before);
   if (!kernels) activity_->set_enabled(false);
   // Metadata probes fire again whenever another consumer attaches: it missed the first firing.
+  // gpu_config is PC sampling's: fired once the sampling factor it reports is in force.
   if (now.graph_node_clone > before.graph_node_clone) graphs_->begin_refire();
-  if (now.gpu_config > before.gpu_config) fire_gpu_config();
+  pc_->on_consumers();
 }
 
 uint64_t Profiler::on_tick(uint64_t now_ns) {
@@ -81,27 +84,11 @@ uint64_t Profiler::on_tick(uint64_t now_ns) {
   return next;
 }
 
-void Profiler::fire_gpu_config() {
-  if (!have_cuda_) return;
-  int count = 0;
-  if (cuda_.cuDeviceGetCount(&count) != CUDA_SUCCESS) return;  // before cuInit: next time
-  for (int i = 0; i < count; ++i) {
-    CUdevice dev = 0;
-    int clock_khz = 0, sms = 0;
-    if (cuda_.cuDeviceGet(&dev, i) != CUDA_SUCCESS) continue;
-    cuda_.cuDeviceGetAttribute(&clock_khz, CU_DEVICE_ATTRIBUTE_CLOCK_RATE, dev);
-    cuda_.cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev);
-    // samplingFactor 0: PC sampling is not running.
-    usdt::gpu_config(static_cast<uint32_t>(i), 0, static_cast<uint32_t>(clock_khz),
-                     static_cast<uint32_t>(sms));
-    debug_log("gpu_config device %d: %d kHz, %d SMs", i, clock_khz, sms);
-  }
-}
-
 void Profiler::shutdown() {
   if (shut_down_.exchange(true)) return;
   watcher_->stop();  // nothing is enabled or disabled behind our back from here on
   // Everything collected so far is delivered before the process goes.
+  pc_->shutdown();
   activity_->shutdown();
   callbacks_->unsubscribe();
   tracker_->expire(coarse_ns());
@@ -127,6 +114,24 @@ void Profiler::log_stats() const {
             (unsigned long long)a.batches_fired, (unsigned long long)a.records_dropped,
             (unsigned long long)a.flushes, (unsigned long long)a.enables,
             (unsigned long long)a.disables);
+  const PcStats p = pc_->stats();
+  debug_log("pc sampling: enables=%llu disables=%llu windows=%llu window launches=%llu "
+            "window ms=%.1f drains=%llu batches=%llu records=%llu samples=%llu pairs=%llu "
+            "uncorrelated=%llu unpublished=%llu non-user samples=%llu dropped samples=%llu "
+            "gate timeouts=%llu factor=%u%s",
+            (unsigned long long)p.enables, (unsigned long long)p.disables,
+            (unsigned long long)p.windows, (unsigned long long)p.window_launches,
+            p.window_ns / 1e6, (unsigned long long)p.drains, (unsigned long long)p.batches,
+            (unsigned long long)p.records, (unsigned long long)p.samples,
+            (unsigned long long)p.pairs, (unsigned long long)p.uncorrelated,
+            (unsigned long long)p.unpublished, (unsigned long long)p.nonuser_samples,
+            (unsigned long long)p.dropped_samples, (unsigned long long)p.gate_timeouts,
+            p.sampling_factor, p.failed ? " (failed)" : "");
+  const CubinStats cs = pc_->cubins().stats();
+  debug_log("cubins: loaded=%llu unloaded=%llu live=%llu copied=%llu (%llu bytes held) no crc=%llu",
+            (unsigned long long)cs.loaded, (unsigned long long)cs.unloaded,
+            (unsigned long long)cs.live, (unsigned long long)cs.copied,
+            (unsigned long long)cs.copied_bytes, (unsigned long long)cs.no_crc);
   const GraphStats g = graphs_->stats();
   debug_log("graphs: execs=%llu clones=%llu host-only launches=%llu conditional records=%llu "
             "(ambiguous owner=%llu, no owner=%llu)",

@@ -15,6 +15,7 @@
 #include "graph_tracker.h"
 #include "consumers.h"
 #include "launch_callbacks.h"
+#include "pc_sampling.h"
 
 namespace parcagpu {
 
@@ -29,19 +30,20 @@ class Profiler : public ConsumerWatcher::Client {
   // announced), the launch callbacks follow cuda_correlation, kernel activity is disarmed (after
   // no more launches are announced), then gpu_config and the stored graph_node_clone mappings
   // are fired again for a consumer that attached late (the mappings in bounded chunks, on the
-  // watcher thread: there may be a million of them). Other subsystems that must follow the
-  // consumers (PC sampling) add their own client to the watcher.
+  // watcher thread: there may be a million of them), and PC sampling's metadata (stall reasons,
+  // cubins, gpu_config) likewise. PC sampling itself runs on application threads, at launches:
+  // the launch callbacks stay on for it while it wants them (LaunchCallbacks).
   void on_consumers(const Consumers &now, const Consumers &before) override;
   uint64_t on_tick(uint64_t now_ns) override;
 
  private:
-  void fire_gpu_config();
   void log_stats() const;
 
   Config config_;
   CuptiApi cupti_;
   CudaApi cuda_;
   bool have_cuda_ = false;
+  std::unique_ptr<PcSampler> pc_;
   std::unique_ptr<CorrelationTracker> tracker_;
   std::unique_ptr<GraphTracker> graphs_;
   std::unique_ptr<ActivityCollector> activity_;

@@ -29,6 +29,8 @@ inline unsigned short graph_node_clone_consumers() {
   return PARCAGPU_SEMAPHORE(graph_node_clone);
 }
 inline unsigned short pc_sample_batch_consumers() { return PARCAGPU_SEMAPHORE(pc_sample_batch); }
+inline unsigned short stall_reason_map_consumers() { return PARCAGPU_SEMAPHORE(stall_reason_map); }
+inline unsigned short cubin_loaded_consumers() { return PARCAGPU_SEMAPHORE(cubin_loaded); }
 
 #undef PARCAGPU_SEMAPHORE
 

@@ -32,6 +32,7 @@
 #include "mmap_tracker.h"
 #include "parcagpu/abi.h"
 #include "parcagpu_trace.h"
+#include "pc_session.h"
 #include "report.h"
 #include "sdt_notes.h"
 #include "symbolizer.h"
@@ -52,6 +53,7 @@ struct Options {
   int linger_ms = 2000;
   uint32_t ringbuf_mb = 0;  // 0 = default: 16, or 64 with --capture-sites (17 KiB events)
   bool capture_sites = false;
+  bool pc = false;  // --pc: the PC sampling view (trace/pc_session.h)
 };
 
 volatile sig_atomic_t g_signals = 0;
@@ -59,7 +61,7 @@ void on_signal(int) { g_signals = g_signals + 1; }
 
 const char kUsage[] =
     "usage: parcagpu-trace -l LIB [-p PID] [-d SECONDS] [--json] [-v] [--linger MS] "
-    "[--ringbuf-mb N] [--capture-sites]\n"
+    "[--ringbuf-mb N] [--capture-sites] [--pc]\n"
     "  -l, --lib LIB        library with the parcagpu USDT probes (e.g. build/lib/libparcagpu.so)\n"
     "  -p, --pid PID        trace this process only, and stop when it exits (default: all)\n"
     "  -d, --duration S     stop after S seconds (default: until Ctrl-C / SIGTERM)\n"
@@ -70,7 +72,9 @@ const char kUsage[] =
     "      --ringbuf-mb N   ring buffer size in MiB, a power of two (default 16; 64 with\n"
     "                       --capture-sites)\n"
     "      --capture-sites  attribute graph kernels to the code that captured them: the user\n"
-    "                       stack at capture time, symbolized from the process's ELF files\n";
+    "                       stack at capture time, symbolized from the process's ELF files\n"
+    "      --pc             PC sampling view: hottest kernels by PC samples, their stall\n"
+    "                       reasons, hottest PC offsets and source lines (cubin line tables)\n";
 
 [[noreturn]] void die(int code, const std::string &msg) {
   std::fprintf(stderr, "parcagpu-trace: %s\n", msg.c_str());
@@ -92,7 +96,7 @@ Options parse_args(int argc, char **argv) {
       {"duration", required_argument, nullptr, 'd'}, {"json", no_argument, nullptr, 'j'},
       {"verbose", no_argument, nullptr, 'v'},        {"linger", required_argument, nullptr, 'L'},
       {"ringbuf-mb", required_argument, nullptr, 'R'}, {"help", no_argument, nullptr, 'h'},
-      {"capture-sites", no_argument, nullptr, 'C'},
+      {"capture-sites", no_argument, nullptr, 'C'}, {"pc", no_argument, nullptr, 'P'},
       {nullptr, 0, nullptr, 0}};
   Options o;
   opterr = 0;
@@ -123,6 +127,7 @@ Options parse_args(int argc, char **argv) {
         o.ringbuf_mb = static_cast<uint32_t>(v);
         break;
       case 'C': o.capture_sites = true; break;
+      case 'P': o.pc = true; break;
       case 'h': std::fputs(kUsage, stdout); std::exit(0);
       case ':': die(2, std::string("option ") + argv[optind - 1] + " needs an argument (see --help)");
       default: die(2, std::string("unknown option ") + argv[optind - 1] + " (see --help)");
@@ -523,9 +528,16 @@ int main(int argc, char **argv) {
   if (opt.capture_sites && !tracer.mmaps.open(&error))
     std::fprintf(stderr, "parcagpu-trace: warning: %s; stacks of processes that exit quickly "
                  "may stay unsymbolized\n", error.c_str());
+  // The PC sampling view: its own BPF object, ring buffer and thread (trace/pc_session.h).
+  // Attached first: the library fires metadata when a probe's semaphore rises, which happens
+  // for the first uprobe on it only.
+  pt::PcSession pc;
+  if (opt.pc && !pc.start(opt.lib, opt.pid, probes, opt.ringbuf_mb << 20, opt.verbose, &error))
+    die(1, explain(error, EPERM));
   const int attached = session.attach(opt.lib, opt.pid, probes, &error, &err);
   if (attached < 0) die(1, explain(error, err));
-  std::fprintf(stderr, "parcagpu-trace: attached %d probes to %s\n", attached, opt.lib_arg.c_str());
+  std::fprintf(stderr, "parcagpu-trace: attached %d probes to %s\n", attached + pc.attached(),
+               opt.lib_arg.c_str());
   std::fflush(stderr);
 
   const auto start = Clock::now();
@@ -539,11 +551,17 @@ int main(int argc, char **argv) {
   session.detach_all();  // ~0.1 s per probe: the kernel's uprobe unregistration
   drain(session);
 
+  pc.stop();
+
   const pt::Summary sum = summarize(session, tracer, traced_s);
-  if (opt.json)
-    std::printf("%s\n", pt::summary_json(sum).c_str());
-  else
+  if (opt.json) {
+    std::string j = pt::summary_json(sum);
+    if (opt.pc) j.insert(j.rfind('}'), ",\"pc\":" + pc.profile().json());
+    std::printf("%s\n", j.c_str());
+  } else {
     pt::print_summary(stdout, sum);
+    if (opt.pc) pc.profile().print(stdout);
+  }
   std::fflush(stdout);
   return 0;
 }

@@ -17,6 +17,10 @@ enum class CbRole : uint8_t {
   EagerLaunch,    // one kernel per launch
   GraphLaunch,    // one launch fans out into every kernel of the graph
   GraphResource,  // graph bookkeeping (capture, instantiation), no launch
+  // Module and context lifetime, for PC sampling. Enabled from process start whatever the
+  // consumers (never lazily): a cubin loaded before a consumer attached must still be published
+  // to it, and PC sampling must be drained and disabled before its context goes.
+  ModuleResource,
 };
 
 // Launch callbacks are enabled lazily: only while a consumer listens to cuda_correlation, and
@@ -80,6 +84,12 @@ inline constexpr SubscribedCallback kSubscribedCallbacks[] = {
     // has conditional nodes (whose kernels arrive with correlation ID 0), or none at all.
     {CbDomain::Resource, 18, CbRole::GraphResource, "GRAPHEXEC_CREATED"},
     {CbDomain::Resource, 19, CbRole::GraphResource, "GRAPHEXEC_DESTROY_STARTING"},
+    // Cubins: published as cubin_loaded (with cuptiGetCubinCrc, the CRC PC samples carry) and
+    // kept readable until MODULE_UNLOAD_STARTING (cubin_unloaded).
+    {CbDomain::Resource, 6, CbRole::ModuleResource, "MODULE_LOADED"},
+    {CbDomain::Resource, 7, CbRole::ModuleResource, "MODULE_UNLOAD_STARTING"},
+    // PC sampling of a context is stopped, drained and disabled before the context is destroyed.
+    {CbDomain::Resource, 2, CbRole::ModuleResource, "CONTEXT_DESTROY_STARTING"},
 };
 
 // Whether the CUPTI of CUDA `cuda_major` knows `cb` (0: unknown major, assume it does).

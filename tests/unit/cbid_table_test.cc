@@ -54,6 +54,23 @@ TEST(CbidTable, NoStreamCaptureOrOtherApiCbids) {
   for (const auto &cb : kSubscribedCallbacks) {
     if (cb.domain == CbDomain::Resource) continue;
     EXPECT_NE(cb.role, CbRole::GraphResource) << cb.name;
+    EXPECT_NE(cb.role, CbRole::ModuleResource) << cb.name;
+  }
+}
+
+// PC sampling needs the cubins and the context lifetime from process start (issue 10).
+TEST(CbidTable, ModuleAndContextResourcesForPcSampling) {
+  for (uint32_t cbid : {uint32_t(CUPTI_CBID_RESOURCE_MODULE_LOADED),
+                        uint32_t(CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING),
+                        uint32_t(CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING)}) {
+    const SubscribedCallback *cb = find_subscribed(CbDomain::Resource, cbid);
+    ASSERT_NE(cb, nullptr) << cbid;
+    EXPECT_EQ(cb->role, CbRole::ModuleResource) << cb->name;
+  }
+  for (const auto &cb : kSubscribedCallbacks) {
+    if (cb.role == CbRole::ModuleResource) {
+      EXPECT_EQ(cb.domain, CbDomain::Resource) << cb.name;
+    }
   }
 }
 

@@ -76,6 +76,10 @@ TEST_P(ConfigBadValue, WarnsNamesVariableAndValueAndKeepsDefault) {
   EXPECT_EQ(c.flush_interval_ms, d.flush_interval_ms);
   EXPECT_EQ(c.debug, d.debug);
   EXPECT_TRUE(c.disabled_cbids.empty());
+  EXPECT_EQ(c.pc_sampling, d.pc_sampling);
+  EXPECT_EQ(c.pc_sampling_rate, d.pc_sampling_rate);
+  EXPECT_EQ(c.sampling_factor, d.sampling_factor);
+  EXPECT_EQ(c.pc_hw_buffer_mb, d.pc_hw_buffer_mb);
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -97,7 +101,38 @@ INSTANTIATE_TEST_SUITE_P(
                       BadCase{"PARCAGPU_DISABLE_CBIDS", "514", "DOMAIN:CBID"},
                       BadCase{"PARCAGPU_CUPTI_PATH", "", "empty"},
                       BadCase{"PARCAGPU_ACTIVITY_MODE", "sometimes", "must be"},
-                      BadCase{"PARCAGPU_RATELIMIT", "100", "unknown variable"}));
+                      BadCase{"PARCAGPU_RATELIMIT", "100", "unknown variable"},
+                      BadCase{"PARCAGPU_PC_SAMPLING_RATE", "-1", "out of range"},
+                      BadCase{"PARCAGPU_PC_SAMPLING_RATE", "lots", "not a number"},
+                      BadCase{"PARCAGPU_SAMPLING_FACTOR", "4", "out of range"},
+                      BadCase{"PARCAGPU_SAMPLING_FACTOR", "32", "out of range"},
+                      BadCase{"PARCAGPU_SAMPLING_FACTOR", "20.5", "not an integer"},
+                      BadCase{"PARCAGPU_PC_HW_BUFFER_MB", "-5", "out of range"},
+                      BadCase{"PARCAGPU_PC_HW_BUFFER_MB", "big", "not a number"},
+                      BadCase{"PARCAGPU_PC_SAMPLING", "perhaps", "not a boolean"}));
+
+// PC sampling's variables keep the upstream library's names and meanings (issue 10).
+TEST(Config, PcSamplingDefaultsAndValues) {
+  std::vector<ConfigWarning> w;
+  const Config d = Env{}.parse(&w);
+  EXPECT_TRUE(d.pc_sampling);
+  EXPECT_EQ(d.pc_sampling_rate, 100.0);
+  EXPECT_EQ(d.sampling_factor, 0u);  // CUPTI's default for the device
+  EXPECT_EQ(d.pc_hw_buffer_mb, 0u);  // CUPTI's default size
+  Config c = Env{{{"PARCAGPU_PC_SAMPLING_RATE", "0"},
+                  {"PARCAGPU_SAMPLING_FACTOR", "20"},
+                  {"PARCAGPU_PC_HW_BUFFER_MB", "256"},
+                  {"PARCAGPU_PC_SAMPLING", "off"}}}
+                 .parse(&w);
+  EXPECT_TRUE(w.empty());
+  EXPECT_EQ(c.pc_sampling_rate, 0.0);
+  EXPECT_EQ(c.sampling_factor, 20u);
+  EXPECT_EQ(c.pc_hw_buffer_mb, 256u);
+  EXPECT_FALSE(c.pc_sampling);
+  c = Env{{{"PARCAGPU_SAMPLING_FACTOR", "0"}}}.parse(&w);  // upstream: 0 = the default
+  EXPECT_TRUE(w.empty());
+  EXPECT_EQ(c.sampling_factor, 0u);
+}
 
 // Deployments of the upstream library (parca-dev/parcagpu) keep their settings: its names are
 // known, with its meaning. (The PC sampling ones come with PC sampling.)

@@ -1,0 +1,549 @@
+// The mock CUPTI's PC Sampling API (cupti_pcsampling.h) and cuptiGetCubinCrc, with the
+// semantics the library relies on and that were seen on an H100 (docs/pc-sampling.md):
+//
+// - Every call but Enable needs cuptiPCSamplingEnable first (INVALID_OPERATION otherwise);
+//   Start/Stop need ENABLE_START_STOP_CONTROL; configuration is refused while started.
+// - Stall reasons: the H100's 40, with its indices and names.
+// - In KERNEL_SERIALIZED mode, every kernel that runs while sampling is started (or, without
+//   start/stop control, while enabled) yields PC records: a few instruction offsets of the
+//   launched function in the module's real cubin (the symbol of that name, its section size),
+//   each with samples for one to three of the configured stall reasons, and the kernel's
+//   correlation ID (a graph kernel's is its graph launch's). A kernel whose name is not a function
+//   of the cubin counts as non-user samples, without records, as CUPTI does.
+// - cuptiPCSamplingGetData hands out at most collectNumPcs records per call, with
+//   remainingNumPcs, totalSamples and nonUsrKernelsTotalSamples; Disable puts what is left into
+//   the buffer given at configuration.
+// - cuptiGetCubinCrc is the CRC-32 (zlib's) of the bytes, so tests can recompute it.
+//
+// Fault injection (MOCK_CUPTI_FAIL) covers every entry point here.
+#include <elf.h>
+
+#include <algorithm>
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#pragma GCC visibility push(default)
+#include <cupti.h>
+#include <cupti_pcsampling.h>
+#pragma GCC visibility pop
+
+#include "cupti_mock_internal.h"
+
+namespace mockcupti {
+namespace {
+
+// What CUPTI 13 offered on an H100 (index, name), in its order.
+struct Reason {
+  uint32_t index;
+  const char *name;
+};
+constexpr Reason kReasons[] = {
+    {39, "smsp__pcsamp_warps_issue_stalled_warpgroup_arrive_not_issued"},
+    {37, "smsp__pcsamp_warps_issue_stalled_wait_not_issued"},
+    {36, "smsp__pcsamp_warps_issue_stalled_wait"},
+    {35, "smsp__pcsamp_warps_issue_stalled_tex_throttle_not_issued"},
+    {33, "smsp__pcsamp_warps_issue_stalled_sleeping_not_issued"},
+    {31, "smsp__pcsamp_warps_issue_stalled_short_scoreboard_not_issued"},
+    {30, "smsp__pcsamp_warps_issue_stalled_short_scoreboard"},
+    {10, "smsp__pcsamp_warps_issue_stalled_imc_miss"},
+    {12, "smsp__pcsamp_warps_issue_stalled_lg_throttle"},
+    {8, "smsp__pcsamp_warps_issue_stalled_drain"},
+    {14, "smsp__pcsamp_warps_issue_stalled_long_scoreboard"},
+    {7, "smsp__pcsamp_warps_issue_stalled_dispatch_stall_not_issued"},
+    {6, "smsp__pcsamp_warps_issue_stalled_dispatch_stall"},
+    {38, "smsp__pcsamp_warps_issue_stalled_warpgroup_arrive"},
+    {19, "smsp__pcsamp_warps_issue_stalled_membar_not_issued"},
+    {4, "smsp__pcsamp_warps_issue_stalled_branch_resolving"},
+    {5, "smsp__pcsamp_warps_issue_stalled_branch_resolving_not_issued"},
+    {11, "smsp__pcsamp_warps_issue_stalled_imc_miss_not_issued"},
+    {0, "smsp__pcsamp_sample_count"},
+    {2, "smsp__pcsamp_warps_issue_stalled_barrier"},
+    {34, "smsp__pcsamp_warps_issue_stalled_tex_throttle"},
+    {15, "smsp__pcsamp_warps_issue_stalled_long_scoreboard_not_issued"},
+    {1, "smsp__pcsamp_samples_data_dropped"},
+    {25, "smsp__pcsamp_warps_issue_stalled_no_instructions_not_issued"},
+    {3, "smsp__pcsamp_warps_issue_stalled_barrier_not_issued"},
+    {9, "smsp__pcsamp_warps_issue_stalled_drain_not_issued"},
+    {22, "smsp__pcsamp_warps_issue_stalled_misc"},
+    {24, "smsp__pcsamp_warps_issue_stalled_no_instructions"},
+    {13, "smsp__pcsamp_warps_issue_stalled_lg_throttle_not_issued"},
+    {17, "smsp__pcsamp_warps_issue_stalled_math_pipe_throttle_not_issued"},
+    {32, "smsp__pcsamp_warps_issue_stalled_sleeping"},
+    {18, "smsp__pcsamp_warps_issue_stalled_membar"},
+    {21, "smsp__pcsamp_warps_issue_stalled_mio_throttle_not_issued"},
+    {20, "smsp__pcsamp_warps_issue_stalled_mio_throttle"},
+    {23, "smsp__pcsamp_warps_issue_stalled_misc_not_issued"},
+    {26, "smsp__pcsamp_warps_issue_stalled_not_selected"},
+    {29, "smsp__pcsamp_warps_issue_stalled_selected_not_issued"},
+    {16, "smsp__pcsamp_warps_issue_stalled_math_pipe_throttle"},
+    {27, "smsp__pcsamp_warps_issue_stalled_not_selected_not_issued"},
+    {28, "smsp__pcsamp_warps_issue_stalled_selected"},
+};
+constexpr size_t kNumReasons = sizeof(kReasons) / sizeof(kReasons[0]);
+constexpr uint32_t kDefaultPeriod = 11;  // CUPTI's default on the H100 (132 SMs)
+
+struct Function {
+  std::string name;
+  uint32_t symbol_index;
+  uint64_t size;
+};
+
+struct Module {
+  uint64_t crc;
+  std::vector<Function> functions;
+};
+
+struct Record {
+  uint64_t crc;
+  uint64_t pc;
+  uint32_t function_index;
+  const char *function_name;  // interned, never freed (CUPTI's names are shared too)
+  uint32_t correlation_id;
+  std::vector<std::pair<uint32_t, uint32_t>> reasons;  // (index, samples)
+};
+
+struct PcContext {
+  bool enabled = false;
+  bool started = false;
+  bool start_stop = false;
+  CUpti_PCSamplingCollectionMode mode = CUPTI_PC_SAMPLING_COLLECTION_MODE_CONTINUOUS;
+  uint32_t period = kDefaultPeriod;
+  size_t hw_buffer = size_t{512} << 20;
+  std::vector<uint32_t> reasons;  // configured; empty = all
+  CUpti_PCSamplingData *config_buffer = nullptr;
+  std::deque<Record> pending;
+  uint64_t total_samples = 0, nonuser_samples = 0;  // since the last Get Data
+};
+
+// Leaked on purpose: the exit report runs after static destructors (mock driver's destructor).
+std::mutex g_mu;
+std::map<uint32_t, PcContext> &g_contexts = *new std::map<uint32_t, PcContext>;  // by context ID
+std::map<uint32_t, Module> &g_modules = *new std::map<uint32_t, Module>;  // by context ID
+std::map<std::string, const char *> *g_names = new std::map<std::string, const char *>;
+
+// Counters for the exit report.
+struct PcCounters {
+  uint64_t enables, disables, starts, stops, get_data_calls, configures;
+  uint64_t kernels_sampled, records_made, records_delivered, records_discarded, nonuser_kernels;
+} g_pc{};
+
+const uint32_t *crc_table() {
+  static uint32_t table[256];
+  static bool init = [] {
+    for (uint32_t i = 0; i < 256; ++i) {
+      uint32_t c = i;
+      for (int k = 0; k < 8; ++k) c = c & 1 ? 0xEDB88320u ^ (c >> 1) : c >> 1;
+      table[i] = c;
+    }
+    return true;
+  }();
+  (void)init;
+  return table;
+}
+
+uint64_t crc32_of(const void *data, size_t size) {
+  const uint32_t *t = crc_table();
+  uint32_t c = 0xFFFFFFFFu;
+  const auto *p = static_cast<const uint8_t *>(data);
+  for (size_t i = 0; i < size; ++i) c = t[(c ^ p[i]) & 0xFF] ^ (c >> 8);
+  return c ^ 0xFFFFFFFFu;
+}
+
+// The kernels of a cubin: FUNC symbols with a size, in their own .text.<name> section.
+std::vector<Function> functions_of(const void *cubin, size_t size) {
+  std::vector<Function> out;
+  const auto *base = static_cast<const uint8_t *>(cubin);
+  if (size < sizeof(Elf64_Ehdr) || std::memcmp(base, ELFMAG, SELFMAG) != 0) return out;
+  const auto *eh = reinterpret_cast<const Elf64_Ehdr *>(base);
+  if (eh->e_shoff == 0 || eh->e_shoff + uint64_t{eh->e_shnum} * sizeof(Elf64_Shdr) > size) return out;
+  const auto *sh = reinterpret_cast<const Elf64_Shdr *>(base + eh->e_shoff);
+  for (uint16_t i = 0; i < eh->e_shnum; ++i) {
+    if (sh[i].sh_type != SHT_SYMTAB || sh[i].sh_link >= eh->e_shnum) continue;
+    const Elf64_Shdr &strtab = sh[sh[i].sh_link];
+    if (sh[i].sh_offset + sh[i].sh_size > size || strtab.sh_offset + strtab.sh_size > size) break;
+    const auto *syms = reinterpret_cast<const Elf64_Sym *>(base + sh[i].sh_offset);
+    const size_t n = sh[i].sh_size / sizeof(Elf64_Sym);
+    for (size_t s = 0; s < n; ++s) {
+      if (ELF64_ST_TYPE(syms[s].st_info) != STT_FUNC || ELF64_ST_BIND(syms[s].st_info) != STB_GLOBAL ||
+          syms[s].st_size < 16 || syms[s].st_name >= strtab.sh_size)
+        continue;
+      out.push_back({reinterpret_cast<const char *>(base + strtab.sh_offset + syms[s].st_name),
+                     static_cast<uint32_t>(s), syms[s].st_size});
+    }
+  }
+  return out;
+}
+
+const char *intern(const std::string &s) {
+  auto it = g_names->find(s);
+  if (it != g_names->end()) return it->second;
+  const char *p = strdup(s.c_str());  // sized to the name: a consumer must not read past it
+  g_names->emplace(s, p);
+  return p;
+}
+
+uint64_t mix(uint64_t x) {
+  x ^= x >> 31;
+  x *= 0x7fb5d329728ea185ull;
+  x ^= x >> 27;
+  x *= 0x81dadef4bc2dd44dull;
+  return x ^ (x >> 33);
+}
+
+bool collected(const PcContext &c, uint32_t index) {
+  return c.reasons.empty() || std::find(c.reasons.begin(), c.reasons.end(), index) != c.reasons.end();
+}
+
+// The samples one kernel yields: a few hot instructions of its function, each with a dominant
+// stall reason that depends on the function (so kernels differ) and a minor one.
+void sample_kernel(PcContext &c, const Module &m, const Function &f,
+                   const mockbridge::KernelRun *run) {
+  static const uint32_t kDominant[] = {14, 16, 36, 30, 2, 20, 12, 28};
+  static const uint32_t kMinor[] = {28, 26, 4, 22, 6};
+  const uint64_t fn_seed = mix(std::hash<std::string>{}(f.name));
+  const uint64_t run_seed = mix(fn_seed ^ run->correlation_id ^ (run->graph_node_id << 1));
+  const uint64_t instructions = f.size / 16;
+  const int pcs = 3 + static_cast<int>(run_seed % 4);
+  g_pc.kernels_sampled++;
+  for (int i = 0; i < pcs; ++i) {
+    // The same few offsets per function come back run after run: hot spots.
+    const uint64_t pc = (mix(fn_seed + static_cast<uint64_t>(i % 3)) % instructions) * 16;
+    Record r;
+    r.crc = m.crc;
+    r.pc = pc;
+    r.function_index = f.symbol_index;
+    r.function_name = intern(f.name);
+    r.correlation_id = run->correlation_id;
+    const uint32_t dominant = kDominant[(fn_seed >> 8) % (sizeof kDominant / sizeof kDominant[0])];
+    const uint32_t minor = kMinor[(run_seed >> (8 + i)) % (sizeof kMinor / sizeof kMinor[0])];
+    const uint32_t n = 20 + static_cast<uint32_t>(mix(run_seed + i) % 40);
+    if (collected(c, dominant)) r.reasons.push_back({dominant, n});
+    if (minor != dominant && collected(c, minor)) r.reasons.push_back({minor, 1 + n / 8});
+    if (r.reasons.empty()) continue;  // all its reasons left out by the configuration
+    for (const auto &rs : r.reasons) c.total_samples += rs.second;
+    c.pending.push_back(std::move(r));
+    g_pc.records_made++;
+  }
+}
+
+uint32_t context_id(CUcontext ctx, bool *ok) {
+  uint32_t id = 0;
+  *ok = mock_bridge_context_ids(ctx, &id, nullptr) == CUDA_SUCCESS;
+  return id;
+}
+
+// Moves up to `data->collectNumPcs` pending records into the caller's buffer.
+void hand_out(PcContext &c, CUpti_PCSamplingData *data) {
+  size_t n = 0;
+  const size_t capacity = data->collectNumPcs;
+  while (n < capacity && !c.pending.empty()) {
+    Record &r = c.pending.front();
+    CUpti_PCSamplingPCData &out = data->pPcData[n];
+    out.cubinCrc = r.crc;
+    out.pcOffset = r.pc;
+    out.functionIndex = r.function_index;
+    out.functionName = const_cast<char *>(r.function_name);
+    const size_t reasons = std::min(r.reasons.size(), c.reasons.empty() ? kNumReasons : c.reasons.size());
+    for (size_t k = 0; k < reasons; ++k) {
+      out.stallReason[k].pcSamplingStallReasonIndex = r.reasons[k].first;
+      out.stallReason[k].samples = r.reasons[k].second;
+    }
+    out.stallReasonCount = reasons;
+    // The correlation ID exists only in records of CUPTI 12.4+ layout (the size says which).
+    if (out.size >= offsetof(CUpti_PCSamplingPCData, correlationId) + sizeof(uint32_t))
+      out.correlationId = r.correlation_id;
+    c.pending.pop_front();
+    ++n;
+  }
+  data->totalNumPcs = n;
+  data->remainingNumPcs = c.pending.size();
+  data->totalSamples = c.total_samples;
+  data->nonUsrKernelsTotalSamples = c.nonuser_samples;
+  data->droppedSamples = 0;
+  data->hardwareBufferFull = 0;
+  data->rangeId = 0;
+  c.total_samples = c.nonuser_samples = 0;
+  g_pc.records_delivered += n;
+}
+
+}  // namespace
+
+// ---- Hooks from the rest of the mock ----
+
+void pc_module_loaded(uint32_t context_id, const void *cubin, size_t size) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  g_modules[context_id] = Module{crc32_of(cubin, size), functions_of(cubin, size)};
+}
+
+void pc_module_unloaded(uint32_t context_id) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  g_modules.erase(context_id);
+}
+
+void pc_kernel_ran(const mockbridge::KernelRun *run) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  auto it = g_contexts.find(run->context_id);
+  if (it == g_contexts.end()) return;
+  PcContext &c = it->second;
+  if (!c.enabled || c.mode != CUPTI_PC_SAMPLING_COLLECTION_MODE_KERNEL_SERIALIZED) return;
+  if (c.start_stop && !c.started) return;
+  auto m = g_modules.find(run->context_id);
+  const Function *f = nullptr;
+  if (m != g_modules.end())
+    for (const Function &fn : m->second.functions)
+      if (run->name && fn.name == run->name) f = &fn;
+  if (!f) {
+    g_pc.nonuser_kernels++;
+    c.nonuser_samples += 100;
+    c.total_samples += 100;
+    return;
+  }
+  sample_kernel(c, m->second, *f, run);
+}
+
+std::string pc_report_json() {
+  std::lock_guard<std::mutex> lock(g_mu);
+  size_t enabled = 0, started = 0, pending = 0;
+  for (const auto &c : g_contexts) {
+    enabled += c.second.enabled;
+    started += c.second.started;
+    pending += c.second.pending.size();
+  }
+  char buf[640];
+  std::snprintf(buf, sizeof buf,
+                "{\"enables\":%" PRIu64 ",\"disables\":%" PRIu64 ",\"configures\":%" PRIu64
+                ",\"starts\":%" PRIu64 ",\"stops\":%" PRIu64 ",\"get_data_calls\":%" PRIu64
+                ",\"kernels_sampled\":%" PRIu64 ",\"nonuser_kernels\":%" PRIu64
+                ",\"records_made\":%" PRIu64 ",\"records_delivered\":%" PRIu64
+                ",\"records_discarded\":%" PRIu64
+                ",\"enabled_now\":%zu,\"started_now\":%zu,\"pending_now\":%zu}",
+                g_pc.enables, g_pc.disables, g_pc.configures, g_pc.starts, g_pc.stops,
+                g_pc.get_data_calls, g_pc.kernels_sampled, g_pc.nonuser_kernels, g_pc.records_made,
+                g_pc.records_delivered, g_pc.records_discarded, enabled, started, pending);
+  return buf;
+}
+
+}  // namespace mockcupti
+
+using namespace mockcupti;
+
+namespace {
+
+// The context's PC state if the call may proceed, else null with *result set.
+PcContext *pc_context(CUcontext ctx, CUptiResult *result, bool must_be_enabled = true) {
+  bool ok = false;
+  const uint32_t id = context_id(ctx, &ok);
+  if (!ok) {
+    *result = error(CUPTI_ERROR_INVALID_CONTEXT);
+    return nullptr;
+  }
+  PcContext &c = g_contexts[id];
+  if (must_be_enabled && !c.enabled) {
+    *result = error(CUPTI_ERROR_INVALID_OPERATION);
+    return nullptr;
+  }
+  *result = CUPTI_SUCCESS;
+  return &c;
+}
+
+}  // namespace
+
+extern "C" {
+
+CUptiResult cuptiGetCubinCrc(CUpti_GetCubinCrcParams *p) {
+  MOCK_CUPTI_FAULT_POINT(cuptiGetCubinCrc);
+  if (!p || !p->cubin || p->cubinSize == 0) return error(CUPTI_ERROR_INVALID_PARAMETER);
+  p->cubinCrc = crc32_of(p->cubin, p->cubinSize);
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult cuptiPCSamplingEnable(CUpti_PCSamplingEnableParams *p) {
+  MOCK_CUPTI_FAULT_POINT(cuptiPCSamplingEnable);
+  if (!p) return error(CUPTI_ERROR_INVALID_PARAMETER);
+  std::lock_guard<std::mutex> lock(g_mu);
+  CUptiResult r;
+  PcContext *c = pc_context(p->ctx, &r, false);
+  if (!c) return r;
+  if (c->enabled) return error(CUPTI_ERROR_INVALID_OPERATION);
+  *c = PcContext{};
+  c->enabled = true;
+  g_pc.enables++;
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult cuptiPCSamplingDisable(CUpti_PCSamplingDisableParams *p) {
+  MOCK_CUPTI_FAULT_POINT(cuptiPCSamplingDisable);
+  if (!p) return error(CUPTI_ERROR_INVALID_PARAMETER);
+  std::lock_guard<std::mutex> lock(g_mu);
+  CUptiResult r;
+  PcContext *c = pc_context(p->ctx, &r);
+  if (!c) return r;
+  // What is left goes to the buffer given at configuration; what does not fit is discarded.
+  if (c->config_buffer) hand_out(*c, c->config_buffer);
+  g_pc.records_discarded += c->pending.size();
+  c->pending.clear();
+  c->enabled = false;
+  c->started = false;
+  g_pc.disables++;
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult cuptiPCSamplingStart(CUpti_PCSamplingStartParams *p) {
+  MOCK_CUPTI_FAULT_POINT(cuptiPCSamplingStart);
+  if (!p) return error(CUPTI_ERROR_INVALID_PARAMETER);
+  std::lock_guard<std::mutex> lock(g_mu);
+  CUptiResult r;
+  PcContext *c = pc_context(p->ctx, &r);
+  if (!c) return r;
+  if (!c->start_stop || c->started) return error(CUPTI_ERROR_INVALID_OPERATION);
+  c->started = true;
+  g_pc.starts++;
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult cuptiPCSamplingStop(CUpti_PCSamplingStopParams *p) {
+  MOCK_CUPTI_FAULT_POINT(cuptiPCSamplingStop);
+  if (!p) return error(CUPTI_ERROR_INVALID_PARAMETER);
+  std::lock_guard<std::mutex> lock(g_mu);
+  CUptiResult r;
+  PcContext *c = pc_context(p->ctx, &r);
+  if (!c) return r;
+  if (!c->start_stop || !c->started) return error(CUPTI_ERROR_INVALID_OPERATION);
+  c->started = false;
+  g_pc.stops++;
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult cuptiPCSamplingGetData(CUpti_PCSamplingGetDataParams *p) {
+  MOCK_CUPTI_FAULT_POINT(cuptiPCSamplingGetData);
+  if (!p || !p->pcSamplingData) return error(CUPTI_ERROR_INVALID_PARAMETER);
+  auto *data = static_cast<CUpti_PCSamplingData *>(p->pcSamplingData);
+  if (data->size < sizeof(CUpti_PCSamplingData) || !data->pPcData || data->collectNumPcs == 0)
+    return error(CUPTI_ERROR_INVALID_PARAMETER);
+  std::lock_guard<std::mutex> lock(g_mu);
+  CUptiResult r;
+  PcContext *c = pc_context(p->ctx, &r);
+  if (!c) return r;
+  g_pc.get_data_calls++;
+  hand_out(*c, data);
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult cuptiPCSamplingSetConfigurationAttribute(CUpti_PCSamplingConfigurationInfoParams *p) {
+  MOCK_CUPTI_FAULT_POINT(cuptiPCSamplingSetConfigurationAttribute);
+  if (!p || (p->numAttributes && !p->pPCSamplingConfigurationInfo))
+    return error(CUPTI_ERROR_INVALID_PARAMETER);
+  std::lock_guard<std::mutex> lock(g_mu);
+  CUptiResult r;
+  PcContext *c = pc_context(p->ctx, &r);
+  if (!c) return r;
+  if (c->started) return error(CUPTI_ERROR_INVALID_OPERATION);
+  CUptiResult overall = CUPTI_SUCCESS;
+  for (size_t i = 0; i < p->numAttributes; ++i) {
+    CUpti_PCSamplingConfigurationInfo &info = p->pPCSamplingConfigurationInfo[i];
+    info.attributeStatus = CUPTI_SUCCESS;
+    const auto &d = info.attributeData;
+    switch (info.attributeType) {
+      case CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_PERIOD:
+        if (d.samplingPeriodData.samplingPeriod < 5 || d.samplingPeriodData.samplingPeriod > 31)
+          info.attributeStatus = CUPTI_ERROR_INVALID_PARAMETER;
+        else
+          c->period = d.samplingPeriodData.samplingPeriod;
+        break;
+      case CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_STALL_REASON: {
+        const size_t n = d.stallReasonData.stallReasonCount;
+        if (n == 0 || n > kNumReasons || !d.stallReasonData.pStallReasonIndex) {
+          info.attributeStatus = CUPTI_ERROR_INVALID_PARAMETER;
+          break;
+        }
+        c->reasons.assign(d.stallReasonData.pStallReasonIndex, d.stallReasonData.pStallReasonIndex + n);
+        break;
+      }
+      case CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_COLLECTION_MODE:
+        c->mode = d.collectionModeData.collectionMode;
+        break;
+      case CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_ENABLE_START_STOP_CONTROL:
+        c->start_stop = d.enableStartStopControlData.enableStartStopControl != 0;
+        break;
+      case CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_DATA_BUFFER:
+        c->config_buffer = static_cast<CUpti_PCSamplingData *>(d.samplingDataBufferData.samplingDataBuffer);
+        break;
+      case CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_HARDWARE_BUFFER_SIZE:
+        c->hw_buffer = d.hardwareBufferSizeData.hardwareBufferSize;
+        break;
+      case CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SCRATCH_BUFFER_SIZE:
+      case CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_OUTPUT_DATA_FORMAT:
+      case CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_WORKER_THREAD_PERIODIC_SLEEP_SPAN:
+        break;
+      default:
+        info.attributeStatus = CUPTI_ERROR_INVALID_OPERATION;
+    }
+    if (info.attributeStatus != CUPTI_SUCCESS) overall = info.attributeStatus;
+  }
+  g_pc.configures++;
+  return overall == CUPTI_SUCCESS ? CUPTI_SUCCESS : error(overall);
+}
+
+CUptiResult cuptiPCSamplingGetConfigurationAttribute(CUpti_PCSamplingConfigurationInfoParams *p) {
+  MOCK_CUPTI_FAULT_POINT(cuptiPCSamplingGetConfigurationAttribute);
+  if (!p || (p->numAttributes && !p->pPCSamplingConfigurationInfo))
+    return error(CUPTI_ERROR_INVALID_PARAMETER);
+  std::lock_guard<std::mutex> lock(g_mu);
+  CUptiResult r;
+  PcContext *c = pc_context(p->ctx, &r);
+  if (!c) return r;
+  for (size_t i = 0; i < p->numAttributes; ++i) {
+    CUpti_PCSamplingConfigurationInfo &info = p->pPCSamplingConfigurationInfo[i];
+    info.attributeStatus = CUPTI_SUCCESS;
+    auto &d = info.attributeData;
+    switch (info.attributeType) {
+      case CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_PERIOD:
+        d.samplingPeriodData.samplingPeriod = c->period;
+        break;
+      case CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_HARDWARE_BUFFER_SIZE:
+        d.hardwareBufferSizeData.hardwareBufferSize = c->hw_buffer;
+        break;
+      case CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_COLLECTION_MODE:
+        d.collectionModeData.collectionMode = c->mode;
+        break;
+      case CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_ENABLE_START_STOP_CONTROL:
+        d.enableStartStopControlData.enableStartStopControl = c->start_stop;
+        break;
+      default:
+        info.attributeStatus = CUPTI_ERROR_INVALID_OPERATION;
+    }
+  }
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult cuptiPCSamplingGetNumStallReasons(CUpti_PCSamplingGetNumStallReasonsParams *p) {
+  MOCK_CUPTI_FAULT_POINT(cuptiPCSamplingGetNumStallReasons);
+  if (!p || !p->numStallReasons) return error(CUPTI_ERROR_INVALID_PARAMETER);
+  std::lock_guard<std::mutex> lock(g_mu);
+  CUptiResult r;
+  if (!pc_context(p->ctx, &r)) return r;
+  *p->numStallReasons = kNumReasons;
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult cuptiPCSamplingGetStallReasons(CUpti_PCSamplingGetStallReasonsParams *p) {
+  MOCK_CUPTI_FAULT_POINT(cuptiPCSamplingGetStallReasons);
+  if (!p || !p->stallReasonIndex || !p->stallReasons) return error(CUPTI_ERROR_INVALID_PARAMETER);
+  std::lock_guard<std::mutex> lock(g_mu);
+  CUptiResult r;
+  if (!pc_context(p->ctx, &r)) return r;
+  const size_t n = std::min(p->numStallReasons, kNumReasons);
+  for (size_t i = 0; i < n; ++i) {
+    p->stallReasonIndex[i] = kReasons[i].index;
+    std::snprintf(p->stallReasons[i], CUPTI_STALL_REASON_STRING_SIZE, "%s", kReasons[i].name);
+  }
+  return CUPTI_SUCCESS;
+}
+
+}  // extern "C"

@@ -1,0 +1,76 @@
+#include "pc_rate_controller.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace parcagpu {
+
+PcRateController::PcRateController(const Params &params, uint64_t now_ns, uint64_t seed)
+    : p_(params),
+      // Start with a full second's credit: the first window opens at the first launch.
+      credit_(params.target_rate * params.burst_s),
+      credit_at_ns_(now_ns),
+      rng_(seed | 1) {
+  next_open_ns_.store(now_ns, std::memory_order_relaxed);
+}
+
+void PcRateController::accrue(uint64_t now_ns) {
+  if (now_ns <= credit_at_ns_) return;
+  const double cap = p_.target_rate * p_.burst_s;
+  credit_ = std::min(cap, credit_ + p_.target_rate * (now_ns - credit_at_ns_) * 1e-9);
+  credit_at_ns_ = now_ns;
+}
+
+double PcRateController::jitter() {
+  // xorshift64*: cheap, and good enough to break phase locking.
+  rng_ ^= rng_ >> 12;
+  rng_ ^= rng_ << 25;
+  rng_ ^= rng_ >> 27;
+  const uint64_t r = rng_ * 0x2545F4914F6CDD1Dull;
+  return 0.5 + static_cast<double>(r >> 11) / static_cast<double>(1ull << 53);
+}
+
+uint32_t PcRateController::should_open(uint64_t now_ns) {
+  if (now_ns < next_open_ns()) return 0;
+  if (p_.target_rate > 0) {
+    accrue(now_ns);
+    if (credit_ <= 0) {
+      // Not before the credit is back above zero.
+      const double wait_s = -credit_ / p_.target_rate;
+      next_open_ns_.store(now_ns + static_cast<uint64_t>(wait_s * 1e9) + 1,
+                          std::memory_order_relaxed);
+      return 0;
+    }
+  }
+  if (samples_per_launch_ <= 0) {
+    // Nothing measured yet (or windows yield nothing): one launch first; a workload whose
+    // windows keep yielding nothing gets the longest windows the duty cap allows.
+    return samples_per_launch_ < 0 ? 1 : p_.max_launches;
+  }
+  const double want = p_.target_rate > 0 ? credit_ : p_.target_rate * p_.burst_s;
+  const double n = std::ceil(std::max(want, 1.0) / samples_per_launch_);
+  return static_cast<uint32_t>(std::clamp(n, 1.0, static_cast<double>(p_.max_launches)));
+}
+
+void PcRateController::on_window_closed(uint64_t start_ns, uint64_t end_ns, uint32_t /*launches*/) {
+  const uint64_t spent = end_ns > start_ns ? end_ns - start_ns : 0;
+  // Time budget: a window that took `spent` is followed by at least spent * (1/duty - 1).
+  const double duty = std::clamp(p_.max_duty, 1e-6, 1.0);
+  const double gap = std::max(static_cast<double>(p_.min_gap_ns), spent * (1.0 / duty - 1.0));
+  next_open_ns_.store(end_ns + static_cast<uint64_t>(gap * jitter()), std::memory_order_relaxed);
+}
+
+void PcRateController::on_samples(uint64_t samples, uint32_t launches) {
+  if (p_.target_rate > 0) credit_ -= static_cast<double>(samples);
+  if (launches == 0) return;
+  const double per_launch = static_cast<double>(samples) / launches;
+  samples_per_launch_ =
+      samples_per_launch_ < 0 ? per_launch : 0.7 * samples_per_launch_ + 0.3 * per_launch;
+  if (p_.target_rate > 0 && credit_ <= 0) {
+    // Paid for more than the credit: no window before it is earned back.
+    const uint64_t at = credit_at_ns_ + static_cast<uint64_t>(-credit_ / p_.target_rate * 1e9);
+    if (at > next_open_ns()) next_open_ns_.store(at, std::memory_order_relaxed);
+  }
+}
+
+}  // namespace parcagpu

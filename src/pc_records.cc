@@ -1,0 +1,96 @@
+#include "pc_records.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace parcagpu {
+
+bool StallReasonTable::is_reason_proper(const char *name) {
+  if (!name || !*name) return false;
+  static const char kTwin[] = "_not_issued";
+  const size_t n = std::strlen(name), t = sizeof(kTwin) - 1;
+  if (n >= t && std::strcmp(name + n - t, kTwin) == 0) return false;
+  // The counters are not reasons: every sample, and the dropped ones.
+  return std::strstr(name, "pcsamp_sample_count") == nullptr &&
+         std::strstr(name, "samples_data_dropped") == nullptr;
+}
+
+void StallReasonTable::build(size_t count, const uint32_t *indices, const char *const *names) {
+  std::memset(blob_, 0, sizeof blob_);
+  collected_.clear();
+  offered_ = count;
+  unusable_ = 0;
+  for (size_t i = 0; i < count; ++i) {
+    const char *name = names ? names[i] : nullptr;
+    if (!is_reason_proper(name)) continue;
+    if (indices[i] >= PARCAGPU_STALL_REASON_MAX) {
+      unusable_++;
+      continue;
+    }
+    char *slot = blob_ + indices[i] * PARCAGPU_STALL_REASON_NAME_LEN;
+    std::strncpy(slot, name, PARCAGPU_STALL_REASON_NAME_LEN - 1);
+    collected_.push_back(indices[i]);
+  }
+  std::sort(collected_.begin(), collected_.end());
+}
+
+const char *FunctionNames::intern(const char *name) {
+  if (!name) name = "";
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = names_.find(name);
+  if (it != names_.end()) return it->second.get();
+  const size_t len = std::strlen(name);
+  const size_t bytes = std::max(len + 1, kFunctionNameReadable);
+  std::unique_ptr<char[]> copy(new char[bytes]());
+  std::memcpy(copy.get(), name, len);
+  const char *p = copy.get();
+  names_.emplace(name, std::move(copy));
+  return p;
+}
+
+size_t FunctionNames::size() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return names_.size();
+}
+
+PcRecordBuffer::PcRecordBuffer(size_t capacity)
+    : records_(capacity), stall_(capacity * PARCAGPU_STALL_REASON_MAX), ptrs_(capacity) {
+  reset();
+}
+
+void PcRecordBuffer::reset() {
+  data_ = CUpti_PCSamplingData{};
+  data_.size = sizeof(CUpti_PCSamplingData);
+  data_.collectNumPcs = records_.size();
+  data_.pPcData = records_.data();
+  for (size_t i = 0; i < records_.size(); ++i) {
+    CUpti_PCSamplingPCData &r = records_[i];
+    r = CUpti_PCSamplingPCData{};
+    r.size = sizeof(CUpti_PCSamplingPCData);  // CUPTI fills correlationId only if it fits
+    r.stallReason = &stall_[i * PARCAGPU_STALL_REASON_MAX];
+  }
+}
+
+PcBatchTally PcRecordBuffer::prepare(FunctionNames &names) {
+  PcBatchTally t;
+  const size_t n = std::min(data_.totalNumPcs, records_.size());
+  for (size_t i = 0; i < n; ++i) {
+    CUpti_PCSamplingPCData &r = records_[i];
+    r.functionName = const_cast<char *>(names.intern(r.functionName));
+    // CUPTI writes at most as many reasons as were configured, never more than the array holds;
+    // a count past it would make the consumer use garbage.
+    if (r.stallReasonCount > PARCAGPU_STALL_REASON_MAX) r.stallReasonCount = PARCAGPU_STALL_REASON_MAX;
+    r.stallReason = &stall_[i * PARCAGPU_STALL_REASON_MAX];
+    for (size_t s = 0; s < r.stallReasonCount; ++s) {
+      if (r.stallReason[s].samples == 0) continue;
+      t.pairs++;
+      t.samples += r.stallReason[s].samples;
+    }
+    if (r.correlationId == 0) t.uncorrelated++;
+    ptrs_[i] = &r;
+  }
+  t.records = n;
+  return t;
+}
+
+}  // namespace parcagpu

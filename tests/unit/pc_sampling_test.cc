@@ -1,0 +1,275 @@
+// PC sampling's pure parts: the window/rate controller, the stall-reason table, the record
+// buffer handed to consumers, and the cubin registry (with a fake cuptiGetCubinCrc).
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "cubin_registry.h"
+#include "pc_rate_controller.h"
+#include "pc_records.h"
+
+namespace parcagpu {
+namespace {
+
+constexpr uint64_t kMs = 1'000'000, kSec = 1'000'000'000;
+
+// ---- PcRateController ----
+
+TEST(PcRateController, FirstLaunchOpensOneLaunchWindow) {
+  PcRateController c({}, 0, 1);
+  EXPECT_EQ(c.should_open(0), 1u);
+}
+
+TEST(PcRateController, RichWindowIsPaidForByAPause) {
+  PcRateController::Params p;
+  p.target_rate = 100;
+  PcRateController c(p, 0, 1);
+  ASSERT_EQ(c.should_open(0), 1u);
+  c.on_window_closed(0, 1 * kMs, 1);
+  c.on_samples(300, 1);  // credit 100 - 300 = -200: two seconds of target rate
+  EXPECT_EQ(c.should_open(1 * kSec), 0u);
+  EXPECT_EQ(c.should_open(2 * kSec - 10 * kMs), 0u);
+  EXPECT_GT(c.should_open(2 * kSec + 10 * kMs), 0u);
+}
+
+TEST(PcRateController, WindowTimeStaysUnderTheDutyCap) {
+  PcRateController::Params p;
+  p.target_rate = 1e6;  // the sample budget never binds
+  p.max_duty = 0.01;  // (2% by default)
+  PcRateController c(p, 0, 7);
+  ASSERT_GT(c.should_open(0), 0u);
+  c.on_window_closed(0, 10 * kMs, 10);  // 10 ms inside: at least 0.5 * 990 ms outside
+  c.on_samples(5, 10);
+  EXPECT_EQ(c.should_open(10 * kMs + 490 * kMs), 0u);
+  EXPECT_GE(c.next_open_ns(), 10 * kMs + 495 * kMs);
+  EXPECT_LE(c.next_open_ns(), 10 * kMs + 1485 * kMs);
+}
+
+TEST(PcRateController, WindowLengthFollowsSamplesPerLaunch) {
+  PcRateController::Params p;
+  p.target_rate = 100;
+  PcRateController c(p, 0, 3);
+  ASSERT_EQ(c.should_open(0), 1u);
+  c.on_window_closed(0, kMs, 1);
+  c.on_samples(10, 1);  // 10 samples per launch; credit 90
+  const uint64_t t = 3 * kSec;  // credit back to its cap of 100
+  EXPECT_EQ(c.should_open(t), 10u);
+}
+
+TEST(PcRateController, WindowsThatYieldNothingGetTheLongestLength) {
+  PcRateController::Params p;
+  PcRateController c(p, 0, 3);
+  ASSERT_EQ(c.should_open(0), 1u);
+  c.on_window_closed(0, kMs, 1);
+  c.on_samples(0, 1);
+  EXPECT_EQ(c.should_open(10 * kSec), p.max_launches);
+}
+
+TEST(PcRateController, NoRateControlAtZero) {
+  PcRateController::Params p;
+  p.target_rate = 0;
+  PcRateController c(p, 0, 3);
+  ASSERT_GT(c.should_open(0), 0u);
+  c.on_window_closed(0, kMs, 1);
+  c.on_samples(1'000'000, 1);  // no credit to pay from: only the duty cap spaces windows
+  EXPECT_GT(c.should_open(10 * kSec), 0u);
+}
+
+// A simulated workload: one launch per millisecond, each launch in a window yields `per_launch`
+// samples and costs `cost` of wall time. The controller's long-run rate is the target, and
+// the time in windows stays under the duty cap, whatever the workload yields.
+struct Simulated {
+  double rate;      // samples per second achieved
+  double duty;      // fraction of time inside windows
+};
+Simulated simulate(double target, double per_launch, uint64_t cost, uint64_t seconds) {
+  PcRateController::Params p;
+  p.target_rate = target;
+  PcRateController c(p, 0, 42);
+  uint64_t t = 0, samples = 0, inside = 0;
+  const uint64_t end = seconds * kSec;
+  while (t < end) {
+    const uint32_t n = c.should_open(t);
+    if (n == 0) {
+      t += kMs;
+      continue;
+    }
+    const uint64_t start = t;
+    t += n * (kMs + cost);
+    c.on_window_closed(start, t, n);
+    inside += t - start;
+    const uint64_t got = static_cast<uint64_t>(per_launch * n);
+    samples += got;
+    c.on_samples(got, n);
+  }
+  return {samples / static_cast<double>(seconds), inside / static_cast<double>(end)};
+}
+
+// A launch inside a window costs ~1 ms more (H100): 2 ms per launch here.
+TEST(PcRateController, LongRunRateIsTheTargetWhenKernelsYieldEnough) {
+  for (double per_launch : {20.0, 80.0, 400.0, 5000.0}) {
+    const Simulated s = simulate(100, per_launch, kMs, 600);
+    EXPECT_NEAR(s.rate, 100, 10) << per_launch << " samples per launch";
+    EXPECT_LT(s.duty, 0.025) << per_launch;
+  }
+}
+
+TEST(PcRateController, PoorKernelsAreCappedByTheDutyNotByTheRate) {
+  for (double per_launch : {0.05, 2.0}) {
+    const Simulated s = simulate(100, per_launch, kMs, 600);
+    EXPECT_LT(s.rate, 90) << per_launch;
+    EXPECT_LT(s.duty, 0.025) << per_launch;
+    EXPECT_GT(s.duty, 0.01) << per_launch;  // it does sample, as much as the cap allows
+  }
+}
+
+// ---- StallReasonTable ----
+
+// What CUPTI 13 offered on the H100 (a subset, in its order).
+const uint32_t kIdx[] = {39, 37, 36, 30, 31, 14, 15, 0, 1, 28, 29, 16, 70};
+const char *const kNames[] = {
+    "smsp__pcsamp_warps_issue_stalled_warpgroup_arrive_not_issued",
+    "smsp__pcsamp_warps_issue_stalled_wait_not_issued",
+    "smsp__pcsamp_warps_issue_stalled_wait",
+    "smsp__pcsamp_warps_issue_stalled_short_scoreboard",
+    "smsp__pcsamp_warps_issue_stalled_short_scoreboard_not_issued",
+    "smsp__pcsamp_warps_issue_stalled_long_scoreboard",
+    "smsp__pcsamp_warps_issue_stalled_long_scoreboard_not_issued",
+    "smsp__pcsamp_sample_count",
+    "smsp__pcsamp_samples_data_dropped",
+    "smsp__pcsamp_warps_issue_stalled_selected",
+    "smsp__pcsamp_warps_issue_stalled_selected_not_issued",
+    "smsp__pcsamp_warps_issue_stalled_math_pipe_throttle",
+    "smsp__pcsamp_warps_issue_stalled_some_future_reason",  // index 70: past the blob
+};
+
+TEST(StallReasonTable, CollectsReasonsProperOnly) {
+  StallReasonTable t;
+  t.build(sizeof kIdx / sizeof kIdx[0], kIdx, kNames);
+  EXPECT_EQ(t.offered(), 13u);
+  EXPECT_EQ(t.collected(), (std::vector<uint32_t>{14, 16, 28, 30, 36}));
+  EXPECT_EQ(t.unusable(), 1u);
+  EXPECT_STREQ(t.blob() + 14 * PARCAGPU_STALL_REASON_NAME_LEN,
+               "smsp__pcsamp_warps_issue_stalled_long_scoreboard");
+  EXPECT_STREQ(t.blob() + 36 * PARCAGPU_STALL_REASON_NAME_LEN,
+               "smsp__pcsamp_warps_issue_stalled_wait");
+  // Twins and counters are not named: a consumer never sees samples for them.
+  EXPECT_EQ(t.blob()[15 * PARCAGPU_STALL_REASON_NAME_LEN], '\0');
+  EXPECT_EQ(t.blob()[0], '\0');
+}
+
+TEST(StallReasonTable, LongNamesAreTruncatedAndTerminated) {
+  const std::string name = "smsp__pcsamp_warps_issue_stalled_" + std::string(100, 'x');
+  const char *names[] = {name.c_str()};
+  const uint32_t idx[] = {63};
+  StallReasonTable t;
+  t.build(1, idx, names);
+  const char *slot = t.blob() + 63 * PARCAGPU_STALL_REASON_NAME_LEN;
+  EXPECT_EQ(std::strlen(slot), PARCAGPU_STALL_REASON_NAME_LEN - 1u);
+}
+
+// ---- PcRecordBuffer / FunctionNames ----
+
+TEST(PcRecordBuffer, RecordsAreWhatTheConsumerReads) {
+  PcRecordBuffer buf(4);
+  FunctionNames names;
+  CUpti_PCSamplingData *d = buf.data();
+  EXPECT_EQ(d->collectNumPcs, 4u);
+  EXPECT_EQ(sizeof(CUpti_PCSamplingPCData), 64u);
+  // As CUPTI fills them: a short name it owns, counts in the stall arrays we gave it.
+  char short_name[] = "_Z1kPf";
+  d->totalNumPcs = 2;
+  for (int i = 0; i < 2; ++i) {
+    CUpti_PCSamplingPCData &r = d->pPcData[i];
+    EXPECT_EQ(r.size, sizeof(CUpti_PCSamplingPCData));
+    r.functionName = short_name;
+    r.stallReasonCount = 2;
+    r.stallReason[0] = {14, 5};
+    r.stallReason[1] = {28, 0};
+    r.correlationId = 100 + i;
+    r.pcOffset = 16 * i;
+  }
+  d->pPcData[1].stallReasonCount = 1000;  // never past the array
+  const PcBatchTally t = buf.prepare(names);
+  EXPECT_EQ(t.records, 2u);
+  EXPECT_EQ(t.pairs, 1u + 1u);
+  for (int i = 0; i < 2; ++i) {
+    const auto *r = static_cast<const CUpti_PCSamplingPCData *>(buf.ptrs()[i]);
+    EXPECT_EQ(r, &d->pPcData[i]);
+    EXPECT_NE(r->functionName, short_name) << "our copy, not CUPTI's";
+    EXPECT_STREQ(r->functionName, "_Z1kPf");
+    for (size_t b = 7; b < kFunctionNameReadable; ++b) EXPECT_EQ(r->functionName[b], 0);
+    EXPECT_LE(r->stallReasonCount, static_cast<size_t>(PARCAGPU_STALL_REASON_MAX));
+    // The consumer copies 64 entries from every stall array: they are ours and that long.
+    EXPECT_EQ(r->stallReason, d->pPcData[0].stallReason + i * PARCAGPU_STALL_REASON_MAX);
+  }
+  EXPECT_EQ(static_cast<const CUpti_PCSamplingPCData *>(buf.ptrs()[0])->functionName,
+            static_cast<const CUpti_PCSamplingPCData *>(buf.ptrs()[1])->functionName);
+  buf.reset();
+  EXPECT_EQ(buf.data()->totalNumPcs, 0u);
+  EXPECT_NE(buf.data()->pPcData[0].stallReason, nullptr);
+}
+
+// ---- CubinRegistry ----
+
+uint64_t g_fake_crc_calls = 0;
+CUptiResult fake_crc(CUpti_GetCubinCrcParams *p) {
+  g_fake_crc_calls++;
+  uint64_t h = 1469598103934665603ull;
+  for (size_t i = 0; i < p->cubinSize; ++i)
+    h = (h ^ static_cast<const uint8_t *>(p->cubin)[i]) * 1099511628211ull;
+  p->cubinCrc = h;
+  return CUPTI_SUCCESS;
+}
+
+const char kImageCubin[] = "\x7f" "ELF in this binary's image";
+
+TEST(CubinRegistry, HeapCubinsAreCopiedImageCubinsAreNot) {
+  CuptiApi api;
+  api.cuptiGetCubinCrc = &fake_crc;
+  CubinRegistry reg(api);
+  std::vector<char> *heap = new std::vector<char>(1000, 'x');
+  reg.on_module_loaded(heap->data(), heap->size());
+  reg.on_module_loaded(kImageCubin, sizeof kImageCubin);
+  CubinStats s = reg.stats();
+  EXPECT_EQ(s.loaded, 2u);
+  EXPECT_EQ(s.live, 2u);
+  EXPECT_EQ(s.copied, 1u);
+  EXPECT_EQ(s.copied_bytes, 1000u);
+  // The driver frees its buffer at unload; the unload matches by pointer.
+  reg.on_module_unload(heap->data(), heap->size());
+  delete heap;
+  s = reg.stats();
+  EXPECT_EQ(s.unloaded, 1u);
+  EXPECT_EQ(s.live, 1u);
+  EXPECT_EQ(s.copied_bytes, 0u);
+}
+
+TEST(CubinRegistry, SameBytesTwiceArePublishedOnceAndUnloadedLast) {
+  CuptiApi api;
+  api.cuptiGetCubinCrc = &fake_crc;
+  CubinRegistry reg(api);
+  std::vector<char> a(64, 'a'), b(64, 'a');  // two modules, same cubin
+  reg.on_module_loaded(a.data(), a.size());
+  reg.on_module_loaded(b.data(), b.size());
+  EXPECT_EQ(reg.stats().live, 1u);
+  reg.on_module_unload(b.data(), b.size());  // matched by CRC: its pointer was never published
+  EXPECT_EQ(reg.stats().live, 1u);
+  reg.on_module_unload(a.data(), a.size());
+  EXPECT_EQ(reg.stats().live, 0u);
+}
+
+TEST(CubinRegistry, WithoutCuptiGetCubinCrcNothingIsPublished) {
+  CuptiApi api;  // the entry point is missing
+  CubinRegistry reg(api);
+  std::vector<char> a(64, 'a');
+  reg.on_module_loaded(a.data(), a.size());
+  EXPECT_EQ(reg.stats().live, 0u);
+  EXPECT_EQ(reg.stats().no_crc, 1u);
+}
+
+}  // namespace
+}  // namespace parcagpu

@@ -1,0 +1,101 @@
+// parcagpu-trace's PC sampling view, without BPF: what the PC probes delivered, added up per
+// kernel (function), with its top stall reasons, its hottest PC offsets and the source lines they
+// map to (CubinLines on the cubin the library published), and how the samples tie to announced
+// launches. Unit-tested in trace/pc_profile_test.cc; fed by pc_session.cc.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "cubin_lines.h"
+
+namespace parcagpu::trace {
+
+struct PcSample {
+  uint32_t pid = 0;
+  uint64_t cubin_crc = 0;
+  uint64_t pc_offset = 0;
+  uint32_t function_index = 0;
+  uint32_t correlation_id = 0;
+  std::string function;
+  std::vector<std::pair<uint32_t, uint32_t>> stalls;  // (stall-reason index, samples)
+};
+
+struct PcBpfCounters {
+  uint64_t batches = 0, records = 0, over_cap = 0, read_errors = 0, ringbuf_drops = 0;
+};
+
+class PcProfile {
+ public:
+  void on_correlation(uint32_t pid, uint32_t correlation_id, int32_t signed_cbid);
+  // names: PARCAGPU_STALL_REASON_MAX slots of PARCAGPU_STALL_REASON_NAME_LEN bytes.
+  void on_stall_map(uint32_t pid, const char *names, size_t size);
+  // The cubin's bytes as read from the process (empty: unreadable).
+  void on_cubin(uint32_t pid, uint64_t crc, uint64_t size, const std::vector<uint8_t> &bytes);
+  void on_cubin_unloaded(uint32_t pid, uint64_t crc);
+  void on_gpu_config(uint32_t pid, uint32_t device, uint32_t factor, uint32_t clock_khz,
+                     uint32_t sm_count);
+  void on_sample(const PcSample &s);
+  void set_bpf(const PcBpfCounters &c) { bpf_ = c; }
+
+  // Hottest kernels by samples with their top stall reasons; per kernel its hottest PCs.
+  void print(FILE *out, size_t kernels = 10, size_t pcs = 5) const;
+  std::string json(size_t kernels = 50, size_t pcs = 10) const;
+
+  // "smsp__pcsamp_warps_issue_stalled_long_scoreboard" -> "long_scoreboard".
+  static std::string short_reason(const std::string &name);
+  static uint32_t crc32(const uint8_t *data, size_t size);  // zlib's, for the bytes read
+
+ private:
+  struct PcStat {
+    uint64_t samples = 0;
+    std::map<uint32_t, uint64_t> stalls;
+  };
+  struct Kernel {
+    uint32_t pid = 0;
+    std::string function;
+    uint64_t cubin_crc = 0;
+    uint64_t samples = 0, records = 0, pairs = 0;
+    std::map<uint32_t, uint64_t> stalls;            // index -> samples
+    std::map<uint64_t, PcStat> pcs;                 // pc offset -> samples
+    std::map<uint32_t, uint64_t> by_correlation;    // correlation ID -> samples
+  };
+  struct Cubin {
+    uint64_t size = 0;
+    bool read = false;
+    uint32_t bytes_crc32 = 0;
+    bool unloaded = false;
+    CubinLines lines;
+  };
+  struct Config {
+    uint32_t device, factor, clock_khz, sm_count;
+  };
+  struct Ranked {
+    const Kernel *k;
+  };
+  std::string stall_name(uint32_t pid, uint32_t index) const;
+  const Cubin *cubin(uint32_t pid, uint64_t crc) const;
+  std::vector<const Kernel *> ranked() const;
+  // Samples of a kernel by what announced their correlation ID: a launch API name, or
+  // "unannounced" / "uncorrelated" (ID 0).
+  std::map<std::string, uint64_t> by_launch(const Kernel &k) const;
+
+  std::map<std::pair<uint32_t, uint32_t>, int32_t> announced_;  // (pid, corr) -> signed cbid
+  std::map<uint32_t, std::vector<std::string>> stall_names_;     // pid -> 64 names
+  uint64_t stall_maps_ = 0;
+  std::map<std::pair<uint32_t, uint64_t>, std::unique_ptr<Cubin>> cubins_;
+  uint64_t cubins_unloaded_ = 0;
+  std::map<std::pair<uint32_t, uint32_t>, Config> configs_;  // (pid, device) -> first firing
+  uint64_t gpu_config_firings_ = 0;
+  std::map<std::pair<uint32_t, std::string>, Kernel> kernels_;
+  uint64_t records_ = 0, samples_ = 0, pairs_ = 0, records_no_stalls_ = 0;
+  PcBpfCounters bpf_;
+};
+
+}  // namespace parcagpu::trace

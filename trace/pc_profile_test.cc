@@ -1,0 +1,139 @@
+// The PC sampling view without BPF: source lines from the mock's real cubin (nvcc -lineinfo,
+// mock/pc_kernels.cu), and the per-kernel profile with its JSON.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "cubin_lines.h"
+#include "parcagpu/abi.h"
+#include "pc_profile.h"
+
+namespace parcagpu::trace {
+namespace {
+
+std::vector<uint8_t> mock_cubin() {
+  std::ifstream f(PARCAGPU_MOCK_CUBIN, std::ios::binary);
+  return std::vector<uint8_t>(std::istreambuf_iterator<char>(f), {});
+}
+
+// The line of mock/pc_kernels.cu that holds `text`.
+int line_of(const char *text) {
+  std::ifstream f(PARCAGPU_MOCK_CUBIN_SOURCE);
+  std::string l;
+  for (int n = 1; std::getline(f, l); ++n)
+    if (l.find(text) != std::string::npos) return n;
+  return -1;
+}
+
+TEST(CubinLines, MapsEveryKernelsOffsetsToItsOwnLines) {
+  const std::vector<uint8_t> bytes = mock_cubin();
+  ASSERT_GT(bytes.size(), 1000u);
+  CubinLines lines;
+  std::string error;
+  ASSERT_TRUE(lines.load(bytes.data(), bytes.size(), &error)) << error;
+  EXPECT_TRUE(lines.has_lines());
+  EXPECT_GE(lines.functions(), 9u);
+  // Every kernel starts at offset 0 of its own section: without the relocations every one of
+  // them would map to the same few lines. Each must land inside its own body.
+  struct K {
+    const char *mangled, *first, *last;
+  } kernels[] = {
+      {"_Z5k_addPfi", "void k_add(", "// load, add, store"},
+      {"_Z5k_mulPfi", "void k_mul(", "if (i < n) a[i] = v;"},
+      {"_Z10gemm_tiledPKfS0_Pfiii", "void gemm_tiled(", "C[row * N + col] = acc;"},
+      {"_Z10reduce_sumPfPKfi", "void reduce_sum(", "atomicAdd(out, s[0]);"},
+  };
+  for (const K &k : kernels) {
+    const int lo = line_of(k.first), hi = line_of(k.last) + 1;  // + its closing brace
+    ASSERT_GT(lo, 0) << k.first;
+    int found = 0;
+    for (uint64_t off = 0; off < 4096; off += 16) {
+      CubinLines::Line l;
+      if (!lines.lookup(k.mangled, off, &l)) continue;
+      // Inlined device functions (atomicAdd) map to the CUDA headers that define them.
+      if (l.file.find("pc_kernels.cu") == std::string::npos) {
+        EXPECT_NE(l.file.find(".h"), std::string::npos) << l.file;
+        continue;
+      }
+      ++found;
+      EXPECT_GE(l.line, lo) << k.mangled << "+" << off;
+      EXPECT_LE(l.line, hi) << k.mangled << "+" << off;
+    }
+    EXPECT_GT(found, 0) << k.mangled;
+  }
+  CubinLines::Line l;
+  EXPECT_FALSE(lines.lookup("_Z9not_thereP", 0, &l));
+  EXPECT_FALSE(lines.lookup("_Z5k_addPfi", 1 << 20, &l)) << "past the kernel's end";
+}
+
+TEST(CubinLines, NotAnElfIsRejected) {
+  const uint8_t junk[] = "not a cubin at all";
+  CubinLines lines;
+  std::string error;
+  EXPECT_FALSE(lines.load(junk, sizeof junk, &error));
+  EXPECT_FALSE(error.empty());
+}
+
+std::vector<char> stall_blob() {
+  std::vector<char> blob(PARCAGPU_STALL_REASON_MAX * PARCAGPU_STALL_REASON_NAME_LEN, 0);
+  std::strcpy(&blob[14 * 64], "smsp__pcsamp_warps_issue_stalled_long_scoreboard");
+  std::strcpy(&blob[16 * 64], "smsp__pcsamp_warps_issue_stalled_math_pipe_throttle");
+  return blob;
+}
+
+TEST(PcProfile, KernelsStallsLaunchesAndLines) {
+  const std::vector<uint8_t> bytes = mock_cubin();
+  const uint64_t crc = PcProfile::crc32(bytes.data(), bytes.size());
+  PcProfile p;
+  const std::vector<char> blob = stall_blob();
+  p.on_stall_map(7, blob.data(), blob.size());
+  p.on_cubin(7, crc, bytes.size(), bytes);
+  p.on_gpu_config(7, 0, 17, 1980000, 132);
+  p.on_gpu_config(7, 0, 0, 1980000, 132);  // a later firing never replaces the first
+  p.on_correlation(7, 100, 211);   // cudaLaunchKernel
+  p.on_correlation(7, 101, -514);  // cuGraphLaunch
+  PcSample s;
+  s.pid = 7;
+  s.cubin_crc = crc;
+  s.function = "_Z5k_mulPfi";
+  s.pc_offset = 0x40;
+  s.correlation_id = 100;
+  s.stalls = {{16, 30}, {14, 2}};
+  p.on_sample(s);
+  s.correlation_id = 101;  // a graph kernel's sample: its graph launch's ID
+  p.on_sample(s);
+  s.function = "_Z5k_addPfi";
+  s.correlation_id = 555;  // never announced
+  s.stalls = {{14, 3}};
+  p.on_sample(s);
+  const std::string j = p.json();
+  // Hottest first, with its stall reasons named, samples by the launch that announced them.
+  EXPECT_LT(j.find("\"function\":\"_Z5k_mulPfi\""), j.find("\"function\":\"_Z5k_addPfi\""));
+  EXPECT_NE(j.find("\"by_launch\":{\"-514\":32,\"211\":32}"), std::string::npos) << j;
+  EXPECT_NE(j.find("\"by_launch\":{\"unannounced\":3}"), std::string::npos) << j;
+  EXPECT_NE(j.find("\"name\":\"math_pipe_throttle\",\"samples\":60"), std::string::npos) << j;
+  EXPECT_NE(j.find("\"sampling_factor\":17"), std::string::npos) << j;
+  EXPECT_EQ(j.find("\"sampling_factor\":0"), std::string::npos) << j;
+  EXPECT_NE(j.find("\"bytes_crc32\":" + std::to_string(crc)), std::string::npos) << j;
+  EXPECT_NE(j.find("\"has_lines\":true"), std::string::npos) << j;
+  EXPECT_NE(j.find("pc_kernels.cu:"), std::string::npos) << "hot PCs map to source lines: " << j;
+  EXPECT_NE(j.find("\"records\":3,\"samples\":67,\"pairs\":5"), std::string::npos) << j;
+}
+
+TEST(PcProfile, ShortReasonDropsTheCommonPrefix) {
+  EXPECT_EQ(PcProfile::short_reason("smsp__pcsamp_warps_issue_stalled_long_scoreboard"),
+            "long_scoreboard");
+  EXPECT_EQ(PcProfile::short_reason("other"), "other");
+}
+
+TEST(PcProfile, Crc32IsZlibs) {
+  const uint8_t text[] = "123456789";
+  EXPECT_EQ(PcProfile::crc32(text, 9), 0xCBF43926u);
+}
+
+}  // namespace
+}  // namespace parcagpu::trace
