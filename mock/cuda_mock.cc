@@ -277,7 +277,6 @@ CUresult cuDriverGetVersion(int *version) {
 }
 
 CUresult cuDeviceGetCount(int *count) {
-  Counters::add(kDeviceCountQueries);
   if (!count) return CUDA_ERROR_INVALID_VALUE;
   if (!initialized()) return CUDA_ERROR_NOT_INITIALIZED;
   *count = num_devices();
@@ -443,7 +442,6 @@ void mock_cuda_get_stats(MockCudaStats *out) {
   out->graph_kernels_run = Counters::sum(kGraphKernelsRun);
   out->conditional_kernels_run = Counters::sum(kConditionalKernelsRun);
   out->api_calls = Counters::sum(kApiCalls);
-  out->device_count_queries = Counters::sum(kDeviceCountQueries);
 }
 
 int mock_cuda_cupti_attached(void) { return hooks() != nullptr; }

@@ -97,7 +97,6 @@ enum Counter : size_t {
   kGraphKernelsRun,
   kConditionalKernelsRun,
   kApiCalls,
-  kDeviceCountQueries,
   kNumScalarCounters,
 };
 

@@ -148,7 +148,6 @@ typedef struct MockCudaStats {
   uint64_t graph_kernels_run; /* of which by graph launches, conditional bodies included */
   uint64_t conditional_kernels_run; /* of which in conditional bodies (correlation ID 0) */
   uint64_t api_calls;               /* outermost API calls of any kind */
-  uint64_t device_count_queries;    /* cuDeviceGetCount calls (the library's gpu_config) */
 } MockCudaStats;
 
 void mock_cuda_get_stats(MockCudaStats *out);

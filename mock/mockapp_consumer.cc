@@ -3,16 +3,19 @@
 // detaches. The library cannot tell the difference: it only reads the semaphores.
 //
 //  --fake-consumer=PROBES  after cuInit, "attach" to PROBES ("all" or a list), and wait until the
-//                          library has served the attach (its gpu_config firing, which comes
-//                          last, is seen as a cuDeviceGetCount call); then run as usual. For
-//                          measuring the attached path (callgrind) without eBPF.
+//                          library has turned launch callbacks on (PROBES with cuda_correlation);
+//                          then run as usual. For measuring the attached path (callgrind) without
+//                          eBPF.
 //  --scenario=attach-detach  needs a real consumer attached to the library (the recorder; the
 //                          tests use bpftrace): it takes the recorder's semaphore counts away
 //                          ("detach") and gives them back ("attach") in the middle of launches of
 //                          every launch API, at every point of the callback sequence, while the
 //                          recorder keeps seeing whatever the library fires. Each launch is
 //                          printed as MOCKAPP_LAUNCH {"corr","cbid","api","phase"} so the test
-//                          can check what must, may and must not have been announced.
+//                          can check what must, may and must not have been announced. After an
+//                          attach it launches until the library announces one (seen as kernel
+//                          activity switched on for it: the recorder wants kernels), so it knows
+//                          the attach was served before the launches that must be announced.
 #include <dlfcn.h>
 #include <unistd.h>
 
@@ -42,10 +45,18 @@ decltype(&mock_cupti_callback_enabled) callback_enabled() {
   return fn;
 }
 
-uint64_t device_count_queries() {
-  MockCudaStats st{};
-  mock_cuda_get_stats(&st);
-  return st.device_count_queries;
+// cuptiActivityEnable calls so far: an announced launch switches kernel activity on for its API
+// call (at the default PARCAGPU_ACTIVITY_MODE, while a consumer wants kernels).
+uint64_t activity_enables() {
+  static decltype(&mock_cupti_get_stats) get_stats = [] {
+    void *h = dlopen("libcupti.so.13", RTLD_NOW | RTLD_NOLOAD);
+    if (!h) h = dlopen("libcupti.so.12", RTLD_NOW | RTLD_NOLOAD);
+    return h ? reinterpret_cast<decltype(&mock_cupti_get_stats)>(dlsym(h, "mock_cupti_get_stats"))
+             : nullptr;
+  }();
+  MockCuptiStats st{};
+  if (get_stats) get_stats(&st);
+  return st.activity_enable_calls;
 }
 
 // Waits for a condition the library brings about on its own threads. Generous: the machine may
@@ -102,13 +113,11 @@ struct AttachDetach {
     set(false);
     wait_for([] { return !any_launch_cbid_enabled(); }, "the library disabled the launch cbids");
   }
-  // Anywhere: until the library has served the attach (gpu_config is fired after the launch
-  // callbacks are enabled).
+  // Anywhere, also inside a launch: until the library has turned launch callbacks on. (Whether
+  // it has also started judging callbacks by them is known only from a launch: see sync.)
   void attach_and_settle() {
-    const uint64_t before = device_count_queries();
     set(true);
-    wait_for([before] { return device_count_queries() > before; },
-             "the library served the attach (gpu_config)");
+    wait_for(any_launch_cbid_enabled, "the library enabled launch callbacks");
   }
 };
 
@@ -154,18 +163,14 @@ const char *point_name(MockLaunchPoint p) {
 bool fake_consumer_attach(const std::string &library, const std::string &probes) {
   const std::vector<sdtsem::Semaphore> sems = library_semaphores(library);
   if (sems.empty()) return false;
-  const uint64_t before = device_count_queries();
-  const bool with_gpu_config =
-      probes == "all" || ("," + probes + ",").find(",gpu_config,") != std::string::npos;
   if (sdtsem::raise(sems, probes, +1) == 0) {
     g_mock_errors.fetch_add(1);
     std::fprintf(stderr, "parcagpu-mockapp: --fake-consumer=%s: no such probe\n", probes.c_str());
     return false;
   }
-  if (with_gpu_config)
-    return wait_for([before] { return device_count_queries() > before; },
-                    "the library served the fake consumer (gpu_config)");
-  return wait_for(any_launch_cbid_enabled, "the library enabled launch callbacks");
+  const bool launches =
+      probes == "all" || ("," + probes + ",").find(",cuda_correlation,") != std::string::npos;
+  return !launches || wait_for(any_launch_cbid_enabled, "the library enabled launch callbacks");
 }
 
 void scenario_attach_detach(Kernels &k) {
@@ -173,16 +178,17 @@ void scenario_attach_detach(Kernels &k) {
   AttachDetach ad;
   ad.sems = library_semaphores(library ? library : "");
   if (ad.sems.empty()) return;
-  bool recorder = false;
+  bool recorder = false, kernels = false;
   for (const auto &s : ad.sems) {
     ad.recorder.push_back(static_cast<unsigned short>(*s.counter));
     recorder |= s.probe == "cuda_correlation" && ad.recorder.back() != 0;
+    kernels |= s.probe == "activity_batch" && ad.recorder.back() != 0;
   }
-  if (!recorder || !callback_enabled()) {
+  if (!recorder || !kernels || !callback_enabled()) {
     g_mock_errors.fetch_add(1);
     std::fprintf(stderr,
                  "parcagpu-mockapp: attach-detach needs the mock CUPTI and a consumer "
-                 "attached to the library (the recorder)\n");
+                 "of launches and kernels attached to the library (the recorder)\n");
     return;
   }
   CUstream stream = nullptr;
@@ -190,20 +196,23 @@ void scenario_attach_detach(Kernels &k) {
   CUgraphExec exec = three_kernel_exec(k);
   mock_cuda_set_launch_hook(&hook, &ad);
   ad.detach_and_settle();
+  // Returns whether the library announced it (kernel activity switched on for it).
   auto launch = [&](const parcagpu::SubscribedCallback &cb, const char *phase,
                     AttachDetach::Action action, MockLaunchPoint point) {
     ad.action = action;
     ad.point = point;
     ad.corr = 0;
+    const uint64_t enables = activity_enables();
     const auto domain = static_cast<uint32_t>(cb.domain);
     if (cb.role == parcagpu::CbRole::GraphLaunch)
       check(mock_cuda_graph_launch(domain, cb.cbid, exec, stream), cb.name);
     else
       check(mock_cuda_launch(domain, cb.cbid, k.next("_Z5k_mulPfi"), stream), cb.name);
-    std::printf(
-        "MOCKAPP_LAUNCH {\"corr\":%u,\"cbid\":%d,\"api\":\"%s\",\"phase\":\"%s\","
-        "\"point\":\"%s\"}\n",
-        ad.corr, parcagpu::signed_cbid(cb.domain, cb.cbid), cb.name, phase, point_name(point));
+    std::printf("MOCKAPP_LAUNCH {\"corr\":%u,\"cbid\":%d,\"api\":\"%s\",\"phase\":\"%s\","
+                "\"point\":\"%s\"}\n",
+                ad.corr, parcagpu::signed_cbid(cb.domain, cb.cbid), cb.name, phase,
+                point_name(point));
+    return activity_enables() > enables;
   };
   for (const auto &cb : parcagpu::kSubscribedCallbacks) {
     if (!parcagpu::is_launch_role(cb.role)) continue;
@@ -215,6 +224,15 @@ void scenario_attach_detach(Kernels &k) {
     }
     for (MockLaunchPoint p : points) {
       launch(cb, "attach-mid", AttachDetach::kAttach, p);
+      // Until one is announced: then the attach has been served, and this thread's nesting is
+      // known to the library.
+      int tries = 0;
+      while (!launch(cb, "sync", AttachDetach::kNone, p) && ++tries < 1000) {
+      }
+      if (tries == 1000) {
+        g_mock_errors.fetch_add(1);
+        std::fprintf(stderr, "parcagpu-mockapp: %s never announced after an attach\n", cb.name);
+      }
       launch(cb, "attached-1", AttachDetach::kNone, p);
       launch(cb, "attached-2", AttachDetach::kNone, p);
       launch(cb, "detach-mid", AttachDetach::kDetach, p);
@@ -247,16 +265,16 @@ void scenario_clone_refire(Kernels &k) {
               static_cast<int>(gettid()));
   std::fflush(stdout);
   // The attach, then the application goes on launching: none of it waits for the re-firing.
-  const uint64_t before = device_count_queries();
   ad.set(true);
   CUstream stream = nullptr;
   check(mock_cuda_stream_create(&stream), "cudaStreamCreate");
   for (int i = 0; i < 8; ++i)
     check(mock_cuda_launch(MOCK_CUDA_DOMAIN_RUNTIME, 211, k.next("_Z5k_addPfi"), stream),
           "cudaLaunchKernel");
-  // Served (gpu_config is fired as the re-firing starts) before the process may end.
-  wait_for([before] { return device_count_queries() > before; },
-           "the library served the attach (gpu_config)");
+  // Served before the process may end: the cycle that turns launch callbacks on (the recorder
+  // listens to cuda_correlation) also starts the re-firing, and a cycle under way is finished
+  // before the library's exit joins its thread.
+  wait_for(any_launch_cbid_enabled, "the library enabled launch callbacks");
   for (CUgraphExec e : execs) check(mock_cuda_graph_exec_destroy(e), "cudaGraphExecDestroy");
 }
 

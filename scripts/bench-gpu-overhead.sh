@@ -9,6 +9,8 @@
 #   nocons        CUDA_INJECTION64_PATH=libparcagpu.so, no consumer attached
 #   attached      the library, parcagpu-trace attached, default rate limits
 #   all           the library, parcagpu-trace attached, rate limits raised (every launch announced)
+#   (the library variants run with PARCAGPU_PC_SAMPLING=0: parcagpu-trace also listens to
+#   pc_sample_batch, and the targets are for a consumer of launches and kernels)
 # and, when asked for with --variants (for the cost breakdown):
 #   fake          the library with its semaphores raised by the benchmark itself (the library's
 #                 attached cost without the uprobe traps of a real consumer)
@@ -187,7 +189,8 @@ consumer_fields() {
 }
 
 base_env=(env -u CUDA_INJECTION64_PATH -u PARCAGPU_LIB -u PARCAGPU_TRACE -u PARCAGPU_RATE_LIMIT
-          -u PARCAGPU_GRAPH_RATE_LIMIT -u PARCAGPU_DISABLE_CBIDS -u PARCAGPU_DEBUG -u CUPTI_FLOOR)
+          -u PARCAGPU_GRAPH_RATE_LIMIT -u PARCAGPU_DISABLE_CBIDS -u PARCAGPU_DEBUG -u CUPTI_FLOOR
+          -u PARCAGPU_PC_SAMPLING)
 prog_args=(-n "$N")
 [ -n "$WARMUP" ] && prog_args+=(--warmup "$WARMUP")
 FAILED_RUNS=0
@@ -200,10 +203,12 @@ run_one() {  # run_one ROUND VARIANT MODE
   case "$v" in
     floor-res) envs+=("CUDA_INJECTION64_PATH=$FLOOR" CUPTI_FLOOR=resource) ;;
     floor-launch) envs+=("CUDA_INJECTION64_PATH=$FLOOR" CUPTI_FLOOR=launch) ;;
-    nocons|attached) envs+=("CUDA_INJECTION64_PATH=$LIB") ;;
-    all) envs+=("CUDA_INJECTION64_PATH=$LIB" PARCAGPU_RATE_LIMIT=100000000 PARCAGPU_GRAPH_RATE_LIMIT=100000000) ;;
-    fake) envs+=("CUDA_INJECTION64_PATH=$LIB"); extra=(--fake-consumer all) ;;
-    fake-corr) envs+=("CUDA_INJECTION64_PATH=$LIB"); extra=(--fake-consumer cuda_correlation) ;;
+    # parcagpu-trace also listens to pc_sample_batch; the targets are for a consumer of launches
+    # and kernels, so PC sampling stays off (scripts/pc-sampling-real.sh measures it).
+    nocons|attached) envs+=("CUDA_INJECTION64_PATH=$LIB" PARCAGPU_PC_SAMPLING=0) ;;
+    all) envs+=("CUDA_INJECTION64_PATH=$LIB" PARCAGPU_PC_SAMPLING=0 PARCAGPU_RATE_LIMIT=100000000 PARCAGPU_GRAPH_RATE_LIMIT=100000000) ;;
+    fake) envs+=("CUDA_INJECTION64_PATH=$LIB" PARCAGPU_PC_SAMPLING=0); extra=(--fake-consumer all) ;;
+    fake-corr) envs+=("CUDA_INJECTION64_PATH=$LIB" PARCAGPU_PC_SAMPLING=0); extra=(--fake-consumer cuda_correlation) ;;
     base-nocons|base-attached) envs+=("CUDA_INJECTION64_PATH=$BASE_LIB") ;;
   esac
   case "$v" in

@@ -12,7 +12,9 @@
 #                   upper bound, since it also carries the bookkeeping of the announced launches'
 #                   nested callbacks
 # The consumer is simulated by raising the library's semaphores in the process
-# (parcagpu-mockapp --fake-consumer=all), so no probe traps into a kernel.
+# (parcagpu-mockapp --fake-consumer=all), so no probe traps into a kernel; PC sampling is off
+# (PARCAGPU_PC_SAMPLING=0: "all" includes pc_sample_batch, and the targets are for a consumer of
+# launches and kernels).
 #
 # Variants: nocons (nobody listens), attached (default rate limits: sampling windows), gated
 # (rate limits 1500/s: callbacks stay on, a limiter picks; informational), every (every launch
@@ -51,8 +53,9 @@ run() {  # run NAME ENV... -- ARGS...
   local envs=()
   while [ "$1" != "--" ]; do envs+=("$1"); shift; done
   shift
-  env -u PARCAGPU_RATE_LIMIT -u PARCAGPU_GRAPH_RATE_LIMIT LD_LIBRARY_PATH="$BUILD/mock" \
-    MOCKAPP_REEXECUTED=1 PARCAGPU_DEBUG=1 "${envs[@]}" \
+  env -u PARCAGPU_RATE_LIMIT -u PARCAGPU_GRAPH_RATE_LIMIT -u CUDA_HOME -u CUDA_PATH -u CONDA_PREFIX \
+    LD_LIBRARY_PATH="$BUILD/mock" \
+    MOCKAPP_REEXECUTED=1 PARCAGPU_DEBUG=1 PARCAGPU_PC_SAMPLING=0 "${envs[@]}" \
     valgrind --tool=callgrind --callgrind-out-file="$OUT/$name.out" \
     "$APP" "$LIB" --stress --launches="$N" "$@" >"$OUT/$name.stdout" 2>"$OUT/$name.stderr" || {
       echo "callgrind-launch-cost: $name failed; see $OUT/$name.stderr" >&2; exit 2; }
