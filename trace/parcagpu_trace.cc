@@ -109,9 +109,10 @@ int main(int argc, char **argv) {
   std::string error;
   int err = 0;
   const int cgroup_fd = opt.cgroup.empty() ? -1 : open(opt.cgroup.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (!opt.cgroup.empty() && cgroup_fd < 0) die("cannot open cgroup " + opt.cgroup + ": " + std::strerror(errno));
+  if (!opt.cgroup.empty() && (cgroup_fd < 0 || pt::cgroup_v2_path(opt.cgroup).empty()))
+    die("-c " + opt.cgroup + ": not a directory of a cgroup v2 file system" + (cgroup_fd < 0 ? std::string(" (") + std::strerror(errno) + ")" : ""));
   if (!bpf.load({opt.verbose, opt.stacks, opt.capture_sites, opt.ringbuf_mb << 20, cgroup_fd}, &error, &err))
-    die(error + (pt::privilege_hint(pt::Step::LoadBpf, err).empty() ? "" : ": " + pt::privilege_hint(pt::Step::LoadBpf, err)));
+    die(error + (pt::privilege_hint(pt::Step::LoadBpf, err).empty() ? "" : "; " + pt::privilege_hint(pt::Step::LoadBpf, err)));
   if (!bpf.open_ringbuf(&pt::Tracer::handle, &tracer, &error)) die(error);
   if (!mmaps.open(&error))
     std::fprintf(stderr, "parcagpu-trace: warning: %s (%s); stacks of processes that exit quickly may "

@@ -87,7 +87,7 @@ bool parcagpu_probes(const std::string &path, std::vector<std::string> *probes, 
 bool Targets::attach(Library lib, std::string *error, int *err) {
   const int n = bpf_.attach(lib.path, opt_.pid, lib.probes, error, err);
   if (n < 0) {
-    if (std::string hint = privilege_hint(Step::AttachUprobe, *err); !hint.empty()) *error += ": " + hint;
+    if (std::string hint = privilege_hint(Step::AttachUprobe, *err); !hint.empty()) *error += "; " + hint;
     return false;
   }
   attached_ += n;
@@ -128,9 +128,47 @@ bool Targets::consider(uint32_t pid, const std::string &mapped, bool report_erro
   return true;
 }
 
+std::string cgroup_v2_path(const std::string &dir) {
+  char real[PATH_MAX];
+  if (!realpath(dir.c_str(), real)) return "";
+  std::ifstream f("/proc/self/mountinfo");
+  std::string line, best;
+  while (std::getline(f, line)) {
+    // id parent maj:min root mount-point options ... - fstype source super-options
+    std::istringstream in(line);
+    std::string id, parent, dev, root, mount;
+    in >> id >> parent >> dev >> root >> mount;
+    const size_t dash = line.find(" - ");
+    if (dash == std::string::npos || line.compare(dash + 3, 8, "cgroup2 ") != 0) continue;
+    const std::string r(real);
+    if (r.compare(0, mount.size(), mount) == 0 && (r.size() == mount.size() || r[mount.size()] == '/') &&
+        mount.size() > best.size())
+      best = mount;
+  }
+  if (best.empty()) return "";
+  const std::string rel = std::string(real).substr(best.size());
+  return rel.empty() ? "/" : rel;
+}
+
+bool Targets::in_cgroup(uint32_t pid) const {
+  if (cgroup_rel_.empty() || cgroup_rel_ == "/") return true;
+  std::string text;
+  if (!read_text("/proc/" + std::to_string(pid) + "/cgroup", &text)) return false;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.compare(0, 3, "0::") != 0) continue;
+    const std::string path = line.substr(3);
+    return path.compare(0, cgroup_rel_.size(), cgroup_rel_) == 0 &&
+           (path.size() == cgroup_rel_.size() || path[cgroup_rel_.size()] == '/');
+  }
+  return false;
+}
+
 void Targets::on_mapping(uint32_t pid, const MapEntry &m) {
   if (!discovering() || m.path.empty() || m.path[0] != '/' || m.inode == 0) return;
   if (opt_.pid > 0 && pid != static_cast<uint32_t>(opt_.pid)) return;
+  if (!in_cgroup(pid)) return;
   if (!seen_maps_.insert({m.dev, m.inode}).second) return;  // this file was looked at
   consider(pid, m.path, true);
 }
@@ -156,12 +194,23 @@ void Targets::rescan(uint64_t now_ns) {
 }
 
 bool Targets::start(std::string *error, int *err) {
+  if (!opt_.cgroup.empty()) {
+    cgroup_rel_ = cgroup_v2_path(opt_.cgroup);
+    if (cgroup_rel_.empty()) {
+      *err = EINVAL;
+      *error = opt_.cgroup + " is not a directory of a cgroup v2 file system";
+      return false;
+    }
+  }
   if (discovering()) {
     scan_processes();
     if (libs_.empty()) {
       if (opt_.pid > 0)
         std::fprintf(stderr, "parcagpu-trace: warning: process %d has not loaded a library with "
                      "parcagpu probes (yet); waiting for it to load one\n", opt_.pid);
+      else if (!opt_.cgroup.empty())
+        std::fprintf(stderr, "parcagpu-trace: warning: no process in %s has loaded a library with "
+                     "parcagpu probes; waiting for one\n", opt_.cgroup.c_str());
       else
         std::fprintf(stderr, "parcagpu-trace: warning: no running process has loaded a library "
                      "with parcagpu probes; waiting for one (-l LIB names a file)\n");

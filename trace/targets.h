@@ -3,7 +3,9 @@
 // library the same way): the running processes' /proc/PID/maps at start, then every executable
 // mapping the kernel reports (perf mmap records, trace/mmap_tracker.h), or a /proc rescan every
 // 2 s where those are refused. Uprobes are per file (inode): attaching once to a file covers
-// every process that maps it, now and later. -p narrows both to one process.
+// every process that maps it, now and later. -p narrows both to one process, -c to the
+// processes of one cgroup (v2): only their files are looked at (the BPF programs drop the
+// events of other processes that share a file).
 #pragma once
 
 #include <sys/types.h>
@@ -35,6 +37,10 @@ struct Library {
 bool parcagpu_probes(const std::string &path, std::vector<std::string> *probes,
                      std::string *error, bool verbose);
 
+// A cgroup v2 directory's path below its mount ("/" for the root, "/a/b"), or "" when `dir`
+// is not in a cgroup v2 file system.
+std::string cgroup_v2_path(const std::string &dir);
+
 class Targets {
  public:
   Targets(const Options &o, BpfSession &bpf) : opt_(o), bpf_(bpf) {}
@@ -57,6 +63,7 @@ class Targets {
 
  private:
   bool consider(uint32_t pid, const std::string &mapped_path, bool report_errors);
+  bool in_cgroup(uint32_t pid) const;
   bool attach(Library lib, std::string *error, int *err);
   void scan_processes();
 
@@ -67,6 +74,7 @@ class Targets {
   std::set<std::pair<std::string, uint64_t>> seen_maps_;  // (dev, inode) of mappings looked at
   int attached_ = 0;
   uint64_t last_scan_ns_ = 0;
+  std::string cgroup_rel_;  // -c as a path below the cgroup2 mount ("/a/b")
 };
 
 }  // namespace parcagpu::trace
