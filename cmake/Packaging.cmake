@@ -64,16 +64,25 @@ install(TARGETS parcagpu_mock_cuda parcagpu_mock_cupti
 install(FILES ${CMAKE_BINARY_DIR}/mock/libcupti.so.12  # a link to libcupti.so.13
         DESTINATION ${PARCAGPU_LIBDIR}/demo/mock COMPONENT parcagpu)
 install(PROGRAMS scripts/demo.sh DESTINATION ${PARCAGPU_LIBDIR}/demo COMPONENT parcagpu)
+# The programs without their debug info (the library's is kept apart, above).
+install(CODE "
+  foreach(_f bin/parcagpu-trace ${PARCAGPU_LIBDIR}/demo/bin/parcagpu-mockapp
+             ${PARCAGPU_LIBDIR}/demo/mock/libcuda.so.1 ${PARCAGPU_LIBDIR}/demo/mock/libcupti.so.13)
+    set(_p \"\$ENV{DESTDIR}\${CMAKE_INSTALL_PREFIX}/\${_f}\")
+    if(EXISTS \${_p})
+      execute_process(COMMAND ${PARCAGPU_OBJCOPY} --strip-debug \${_p})
+    endif()
+  endforeach()
+" COMPONENT parcagpu)
 
 set(CPACK_GENERATOR DEB)
 set(CPACK_PACKAGE_NAME parcagpu)
 set(CPACK_PACKAGE_VENDOR "parcagpu")
 set(CPACK_PACKAGE_CONTACT "parcagpu maintainers <parcagpu@users.noreply.github.com>")
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "${PROJECT_DESCRIPTION}")
-set(CPACK_PACKAGE_DESCRIPTION
-    "libparcagpu.so is injected into CUDA programs (CUDA_INJECTION64_PATH) and announces kernel\n"
-    "launches and their GPU timing on USDT probes for an eBPF profiler (Parca's agent).\n"
-    "parcagpu-trace shows GPU time by CPU launch stack. A demo runs without a GPU.")
+set(CPACK_PACKAGE_DESCRIPTION "libparcagpu.so is injected into CUDA programs (CUDA_INJECTION64_PATH) \
+and announces kernel launches and their GPU timing on USDT probes for an eBPF profiler (Parca's \
+agent). parcagpu-trace shows GPU time by CPU launch stack. A demo runs without a GPU.")
 set(CPACK_RESOURCE_FILE_LICENSE ${PROJECT_SOURCE_DIR}/LICENSE)
 set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
