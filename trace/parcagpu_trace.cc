@@ -91,6 +91,62 @@ void linger(pt::BpfSession &bpf, const pt::Options &o, const pt::Joiner &j) {
   }
 }
 
+// Everything the tool holds while it runs.
+struct Tool {
+  const pt::Options &opt;
+  pt::Tracer tracer;
+  pt::BpfSession bpf;
+  pt::MmapTracker mmaps;
+  pt::Targets targets;
+  explicit Tool(const pt::Options &o) : opt(o), tracer(o), targets(o, bpf) {}
+};
+
+// Loads the programs, opens the ring buffer and the mapping records, attaches to the
+// library files; exits with a message when one of them is refused.
+void setup(Tool &t) {
+  const pt::Options &opt = t.opt;
+  std::string error;
+  int err = 0;
+  const int cgroup_fd = opt.cgroup.empty() ? -1 : open(opt.cgroup.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (!opt.cgroup.empty() && (cgroup_fd < 0 || pt::cgroup_v2_path(opt.cgroup).empty()))
+    die("-c " + opt.cgroup + ": not a directory of a cgroup v2 file system");
+  if (!t.bpf.load({opt.verbose, opt.stacks, opt.capture_sites, opt.ringbuf_mb << 20, cgroup_fd}, &error, &err)) {
+    const std::string hint = pt::privilege_hint(pt::Step::LoadBpf, err);
+    die(error + (hint.empty() ? "" : "; " + hint));
+  }
+  if (!t.bpf.open_ringbuf(&pt::Tracer::handle, &t.tracer, &error)) die(error);
+  if (!t.mmaps.open(&error))
+    std::fprintf(stderr, "parcagpu-trace: warning: %s (%s); stacks of processes that exit quickly may "
+                 "stay unsymbolized%s\n", error.c_str(), pt::privilege_hint(pt::Step::MappingRecords, EACCES).c_str(),
+                 t.targets.discovering() ? ", new libraries are found by rescanning /proc every 2 s" : "");
+  t.tracer.use_mapping_records(&t.mmaps, {[&t](uint32_t pid, const pt::MapEntry &m) { t.targets.on_mapping(pid, m); }, {}});
+  t.targets.on_attached = [&t](const pt::Library &l) { t.tracer.on_library(l.path, l.shown, l.pid); };
+  if (!t.targets.start(&error, &err)) die(error);
+}
+
+// Polls until a signal, -d, COUNT intervals or -p's exit. True when -p's process exited.
+bool run(Tool &t, const Target &target, Clock::time_point start) {
+  const pt::Options &opt = t.opt;
+  auto interval_start = start;
+  long intervals = 0;
+  t.tracer.begin_output();
+  while (!g_signals) {
+    const int n = t.bpf.poll(100);
+    if (n < 0 && n != -EINTR) die(std::string("ring buffer poll failed: ") + std::strerror(-n));
+    t.tracer.drain_mapping_records();  // keeps the perf buffers from filling; finds new libraries
+    if (!t.mmaps.is_open()) t.targets.rescan(monotonic_ns());
+    t.tracer.tick(monotonic_ns());
+    if (opt.interval_s > 0 && since(interval_start) >= opt.interval_s) {
+      t.tracer.print_interval(since(interval_start));
+      interval_start = Clock::now();
+      if (opt.count > 0 && ++intervals >= opt.count) return false;
+    }
+    if (opt.duration_s > 0 && since(start) >= opt.duration_s) return false;
+    if (target.exited()) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
@@ -101,57 +157,22 @@ int main(int argc, char **argv) {
   sa.sa_handler = on_signal;  // no SA_RESTART: a signal ends the ring-buffer poll
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
-
-  pt::Tracer tracer(opt);
-  pt::BpfSession bpf;
-  pt::MmapTracker mmaps;
-  pt::Targets targets(opt, bpf);
-  std::string error;
-  int err = 0;
-  const int cgroup_fd = opt.cgroup.empty() ? -1 : open(opt.cgroup.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (!opt.cgroup.empty() && (cgroup_fd < 0 || pt::cgroup_v2_path(opt.cgroup).empty()))
-    die("-c " + opt.cgroup + ": not a directory of a cgroup v2 file system" + (cgroup_fd < 0 ? std::string(" (") + std::strerror(errno) + ")" : ""));
-  if (!bpf.load({opt.verbose, opt.stacks, opt.capture_sites, opt.ringbuf_mb << 20, cgroup_fd}, &error, &err))
-    die(error + (pt::privilege_hint(pt::Step::LoadBpf, err).empty() ? "" : "; " + pt::privilege_hint(pt::Step::LoadBpf, err)));
-  if (!bpf.open_ringbuf(&pt::Tracer::handle, &tracer, &error)) die(error);
-  if (!mmaps.open(&error))
-    std::fprintf(stderr, "parcagpu-trace: warning: %s (%s); stacks of processes that exit quickly may "
-                 "stay unsymbolized%s\n", error.c_str(), pt::privilege_hint(pt::Step::MappingRecords, EACCES).c_str(),
-                 targets.discovering() ? ", new libraries are found by rescanning /proc every 2 s" : "");
-  tracer.use_mapping_records(&mmaps, {[&targets](uint32_t pid, const pt::MapEntry &m) { targets.on_mapping(pid, m); }, {}});
-  targets.on_attached = [&tracer](const pt::Library &l) { tracer.on_library(l.path, l.shown, l.pid); };
-  if (!targets.start(&error, &err)) die(error);
+  Tool t(opt);
+  setup(t);
 
   const auto start = Clock::now();
-  auto interval_start = start;
-  long intervals = 0;
-  tracer.begin_output();
-  bool exited = false;
-  while (!g_signals && !exited) {
-    const int n = bpf.poll(100);
-    if (n < 0 && n != -EINTR) die(std::string("ring buffer poll failed: ") + std::strerror(-n));
-    tracer.drain_mapping_records();  // keeps the perf buffers from filling; finds new libraries
-    if (!mmaps.is_open()) targets.rescan(monotonic_ns());
-    tracer.tick(monotonic_ns());
-    if (opt.interval_s > 0 && since(interval_start) >= opt.interval_s) {
-      tracer.print_interval(since(interval_start));
-      interval_start = Clock::now();
-      if (opt.count > 0 && ++intervals >= opt.count) break;
-    }
-    if (opt.duration_s > 0 && since(start) >= opt.duration_s) break;
-    exited = target.exited();
+  const bool exited = run(t, target, start);
+  while (t.bpf.consume() > 0) {
   }
-  while (bpf.consume() > 0) {
-  }
-  tracer.set_closing();
-  if (!exited) linger(bpf, opt, tracer.joiner());
+  t.tracer.set_closing();
+  if (!exited) linger(t.bpf, opt, t.tracer.joiner());
   const double traced_s = since(start);
-  bpf.detach_all();  // ~0.1 s per probe: the kernel's uprobe unregistration
-  while (bpf.consume() > 0) {
+  t.bpf.detach_all();  // ~0.1 s per probe: the kernel's uprobe unregistration
+  while (t.bpf.consume() > 0) {
   }
   uint64_t stats[PT_STAT_MAX];
-  bpf.read_stats(stats);
+  t.bpf.read_stats(stats);
   std::vector<std::string> libs;
-  for (const pt::Library &l : targets.libraries()) libs.push_back(l.shown);
-  return tracer.report(tracer.summarize(stats, traced_s, libs)) ? 0 : 1;
+  for (const pt::Library &l : t.targets.libraries()) libs.push_back(l.shown);
+  return t.tracer.report(t.tracer.summarize(stats, traced_s, libs)) ? 0 : 1;
 }
