@@ -254,16 +254,19 @@ bool Targets::start(std::string *error, int *err) {
     for (const MapEntry &m : parse_proc_maps(text))
       if (m.inode == st.st_ino && m.dev == dev) mapped = true;
   }
+  const std::string shown = lib.path;
+  if (!attach(std::move(lib), error, err)) return false;
   if (!mapped) {
     if (opt_.pid > 0)
       std::fprintf(stderr, "parcagpu-trace: warning: process %d has not loaded %s (yet)\n", opt_.pid,
-                   lib.path.c_str());
+                   shown.c_str());
     else
       std::fprintf(stderr, "parcagpu-trace: warning: no running process has loaded %s; processes "
                    "that load this file later are traced (a copy elsewhere is another file: "
-                   "leave out -l to find every copy)\n", lib.path.c_str());
+                   "leave out -l to find every copy)\n", shown.c_str());
+    std::fflush(stderr);
   }
-  return attach(std::move(lib), error, err);
+  return true;
 }
 
 }  // namespace parcagpu::trace
