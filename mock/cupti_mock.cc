@@ -10,6 +10,7 @@
 #include <atomic>
 #include <cinttypes>
 #include <cstdio>
+#include <cstdlib>
 #include <mutex>
 #include <string>
 
@@ -197,7 +198,12 @@ CUptiResult cuptiSubscribe(CUpti_SubscriberHandle *subscriber, CUpti_CallbackFun
   // with cuptiUnsubscribe on another thread may still read the old one.
   for (auto &domain : g_enabled)
     for (auto &word : domain) word.store(0, std::memory_order_relaxed);
-  auto *s = new CUpti_Subscriber_st{callback, userdata};
+  // MOCK_CUPTI_NULL_USERDATA=1: call back with NULL userdata, as some CUPTI harnesses do.
+  static const bool null_userdata = [] {
+    const char *v = std::getenv("MOCK_CUPTI_NULL_USERDATA");
+    return v && *v && *v != '0';
+  }();
+  auto *s = new CUpti_Subscriber_st{callback, null_userdata ? nullptr : userdata};
   g_subscriber.store(s, std::memory_order_release);
   *subscriber = s;
   Stats::add(kSubscribeCalls);
@@ -265,7 +271,7 @@ CUptiResult cuptiFinalize(void) {
 CUptiResult cuptiGetVersion(uint32_t *version) {
   MOCK_CUPTI_FAULT_POINT(cuptiGetVersion);
   if (!version) return error(CUPTI_ERROR_INVALID_PARAMETER);
-  *version = CUPTI_API_VERSION;  // 130001, as the ground truth's CUPTI
+  *version = api_version();  // 130001 as the ground truth's CUPTI, or 19 (CUDA 12.0)
   return CUPTI_SUCCESS;
 }
 
@@ -389,6 +395,7 @@ size_t mock_cupti_report_json(char *out, size_t capacity) {
 }  // extern "C"
 
 __attribute__((constructor)) static void mock_cupti_load() {
+  load_personality();
   load_fault_injection();
   mock_bridge_register_cupti(&kHooks);
 }

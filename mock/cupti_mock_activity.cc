@@ -1,5 +1,5 @@
 // Kernel activity of the mock CUPTI: which kinds are enabled (globally, per context), the
-// CUpti_ActivityKernel10 records written into the library's buffers, and the delivery of full
+// kernel records (CUpti_ActivityKernel10, or 9 for the CUDA 12 personality) written into the library's buffers, and the delivery of full
 // buffers on a CUPTI worker thread or, on cuptiActivityFlushAll, on the calling thread.
 //
 // No mock lock is ever held while calling into the library: its buffer callbacks may call back
@@ -21,12 +21,13 @@
 #include "mock_cupti_control.h"
 #pragma GCC visibility pop
 
+#include <cupti_activity_deprecated.h>
+
 #include "cupti_mock_internal.h"
 
 namespace mockcupti {
 namespace {
 
-constexpr size_t kRecordSize = sizeof(CUpti_ActivityKernel10);
 constexpr size_t kAlignment = 8;  // ACTIVITY_RECORD_ALIGNMENT of real CUPTI
 constexpr uint32_t kMaxContexts = 64;
 constexpr uint32_t kNumKinds = CUPTI_ACTIVITY_KIND_COUNT;
@@ -126,6 +127,7 @@ void drain_on_caller() {
 }
 
 void write_record(const void *record) {
+  const size_t kRecordSize = kernel_record_size();
   BufferQueue &q = queue();
   for (;;) {
     std::unique_lock<std::mutex> lock(q.mutex);
@@ -251,6 +253,43 @@ __attribute__((constructor)) void register_fork_handler() {
   pthread_atfork(nullptr, nullptr, reset_in_forked_child);
 }
 
+// The kernel record as CUPTI writes it: CUpti_ActivityKernel10 (CUDA 13) or
+// CUpti_ActivityKernel9 (CUDA 12), which name these fields alike.
+template <typename Record>
+void fill_kernel_record(Record *r, CUpti_ActivityKind kind, const mockbridge::KernelRun *run) {
+  std::memset(static_cast<void *>(r), 0, sizeof *r);
+  r->kind = kind;
+  r->registersPerThread = 32;
+  r->start = run->start;
+  r->end = run->end;
+  if (r->start == 0) {  // activity was switched on while the driver was running the kernel
+    r->start = mockbridge::now_ns();
+    r->end = r->start + 1000;
+  }
+  r->completed = r->end;
+  r->deviceId = run->device_id;
+  r->contextId = run->context_id;
+  r->streamId = run->stream_id;
+  r->gridX = run->grid[0];
+  r->gridY = run->grid[1];
+  r->gridZ = run->grid[2];
+  r->blockX = run->block[0];
+  r->blockY = run->block[1];
+  r->blockZ = run->block[2];
+  r->dynamicSharedMemory = run->dynamic_shared_memory;
+  r->correlationId = run->correlation_id;
+  r->gridId = run->grid_id;
+  r->name = run->name;
+  r->queued = CUPTI_TIMESTAMP_UNKNOWN;  // latency timestamps are off by default
+  r->submitted = CUPTI_TIMESTAMP_UNKNOWN;
+  r->launchType = run->launch_type;
+  r->graphNodeId = run->graph_node_id;
+  r->shmemLimitConfig = CUPTI_FUNC_SHMEM_LIMIT_DEFAULT;
+  r->graphId = run->graph_id;
+  r->channelID = run->stream_id % 32;
+  r->channelType = CUPTI_CHANNEL_TYPE_COMPUTE;
+}
+
 }  // namespace
 
 uint32_t kernel_activity_enabled(uint32_t context_id) {
@@ -270,39 +309,15 @@ void kernel_ran(const mockbridge::KernelRun *run) {
     drop_record();
     return;
   }
-  CUpti_ActivityKernel10 r;
-  std::memset(static_cast<void *>(&r), 0, sizeof r);
-  r.kind = kind;
-  r.registersPerThread = 32;
-  r.start = run->start;
-  r.end = run->end;
-  if (r.start == 0) {  // activity was switched on while the driver was running the kernel
-    r.start = mockbridge::now_ns();
-    r.end = r.start + 1000;
+  if (personality() == 12) {
+    CUpti_ActivityKernel9 r;
+    fill_kernel_record(&r, kind, run);
+    write_record(&r);
+  } else {
+    CUpti_ActivityKernel10 r;
+    fill_kernel_record(&r, kind, run);
+    write_record(&r);
   }
-  r.completed = r.end;
-  r.deviceId = run->device_id;
-  r.contextId = run->context_id;
-  r.streamId = run->stream_id;
-  r.gridX = run->grid[0];
-  r.gridY = run->grid[1];
-  r.gridZ = run->grid[2];
-  r.blockX = run->block[0];
-  r.blockY = run->block[1];
-  r.blockZ = run->block[2];
-  r.dynamicSharedMemory = run->dynamic_shared_memory;
-  r.correlationId = run->correlation_id;
-  r.gridId = run->grid_id;
-  r.name = run->name;
-  r.queued = CUPTI_TIMESTAMP_UNKNOWN;  // latency timestamps are off by default
-  r.submitted = CUPTI_TIMESTAMP_UNKNOWN;
-  r.launchType = run->launch_type;
-  r.graphNodeId = run->graph_node_id;
-  r.shmemLimitConfig = CUPTI_FUNC_SHMEM_LIMIT_DEFAULT;
-  r.graphId = run->graph_id;
-  r.channelID = run->stream_id % 32;
-  r.channelType = CUPTI_CHANNEL_TYPE_COMPUTE;
-  write_record(&r);
 }
 
 void finalize_activity() {
@@ -417,6 +432,7 @@ CUptiResult cuptiActivityFlushPeriod(uint32_t time_ms) {
 CUptiResult cuptiActivityGetNextRecord(uint8_t *buffer, size_t valid_size,
                                        CUpti_Activity **record) {
   MOCK_CUPTI_FAULT_POINT(cuptiActivityGetNextRecord);
+  const size_t kRecordSize = kernel_record_size();
   if (!buffer || !record) return error(CUPTI_ERROR_INVALID_PARAMETER);
   const uint8_t *next;
   if (*record == nullptr) {

@@ -261,6 +261,7 @@ bool parse_domain(const std::string &text, CUpti_CallbackDomain *domain) {
 }
 
 uint32_t domain_size(uint32_t domain) {
+  if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) return runtime_cbid_limit();  // by personality
   for (const DomainInfo &d : kDomains)
     if (d.domain == domain) return d.size;
   return 0;

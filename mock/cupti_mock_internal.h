@@ -51,6 +51,15 @@ enum class Entry : uint32_t {
       kCount
 };
 
+// Personality (cupti_mock_personality.cc): which CUPTI the mock presents. Read once, at load,
+// before anything else; it also hides the entry points MOCK_CUPTI_HIDE names.
+void load_personality();
+int build_soname_major();      // 12 or 13: the SONAME this build of the library carries
+int personality();             // 12 or 13
+uint32_t api_version();        // what cuptiGetVersion reports
+size_t kernel_record_size();   // CUpti_ActivityKernel9 (12) or CUpti_ActivityKernel10 (13)
+uint32_t runtime_cbid_limit(); // runtime callback ids at or above it are unknown
+
 // Reads MOCK_CUPTI_FAIL and MOCK_CUPTI_REFUSE (once, at load).
 void load_fault_injection();
 // The error MOCK_CUPTI_FAIL asks `entry` to return, or CUPTI_SUCCESS.

@@ -7,6 +7,7 @@
 // exits 0 if it ran fine itself: tests rely on a broken or inert library never failing it.
 #include "mockapp.h"
 
+#include <dlfcn.h>
 #include <getopt.h>
 #include <limits.h>
 #include <sys/wait.h>
@@ -36,6 +37,9 @@ void usage(FILE *out) {
                "  --preload            also load LIB with LD_PRELOAD (re-executes itself)\n"
                "  --no-inject          do not set CUDA_INJECTION64_PATH\n"
                "  --no-mock-path       do not prefix LD_LIBRARY_PATH with the mock library dir\n"
+               "                       (nor drop CUDA_HOME, CUDA_PATH, CONDA_PREFIX)\n"
+               "  --cudart=PATH        load this CUDA runtime before cuInit, as an application\n"
+               "                       linked to it would (default: $MOCKAPP_CUDART)\n"
                "  --threads=N          launching threads (default 1)\n"
                "  --launch-rate=N      launches/s per simulated GPU (default 1000)\n"
                "  --graph-rate=N       of which graph launches/s (default 100)\n"
@@ -113,6 +117,7 @@ bool parse_options(int argc, char **argv, Options *o) {
     kPreload = 1000,
     kNoInject,
     kNoMockPath,
+    kCudart,
     kThreads,
     kLaunchRate,
     kGraphRate,
@@ -129,6 +134,7 @@ bool parse_options(int argc, char **argv, Options *o) {
       {"preload", no_argument, nullptr, kPreload},
       {"no-inject", no_argument, nullptr, kNoInject},
       {"no-mock-path", no_argument, nullptr, kNoMockPath},
+      {"cudart", required_argument, nullptr, kCudart},
       {"threads", required_argument, nullptr, kThreads},
       {"launch-rate", required_argument, nullptr, kLaunchRate},
       {"graph-rate", required_argument, nullptr, kGraphRate},
@@ -144,6 +150,7 @@ bool parse_options(int argc, char **argv, Options *o) {
   };
   long n = 0;
   int c;
+  if (const char *v = std::getenv("MOCKAPP_CUDART"); v && *v) o->cudart = v;
   while ((c = getopt_long(argc, argv, "h", kLong, nullptr)) != -1) {
     const std::string arg = optarg ? optarg : "";
     switch (c) {
@@ -155,6 +162,9 @@ bool parse_options(int argc, char **argv, Options *o) {
         break;
       case kNoMockPath:
         o->no_mock_path = true;
+        break;
+      case kCudart:
+        o->cudart = arg;
         break;
       case kThreads:
         if (!parse_int(arg, 1, 1024, &n)) return fail("--threads must be 1..1024: " + arg);
@@ -237,20 +247,37 @@ std::string prepend(const char *variable, const std::string &value) {
   return old && *old ? value + ":" + old : value;
 }
 
+// Variables that point the library's CUPTI search at a real CUDA installation, ahead of the
+// loader path where the mock is.
+constexpr const char *kCudaLocationVars[] = {"CUDA_HOME", "CUDA_PATH", "CONDA_PREFIX"};
+
 // Re-executes itself once if the environment must change before the process starts: the mock
-// libcupti must shadow a real one installed on the machine (the library dlopens "libcupti.so"),
-// and LD_PRELOAD only works from the start.
+// libcupti must shadow a real one installed on the machine (the library's search takes the
+// loader path, where the mock goes first, after CUDA_HOME, CUDA_PATH and CONDA_PREFIX, which are
+// dropped), and LD_PRELOAD only works from the start. A --cudart library goes into LD_PRELOAD
+// ahead of LIB: a dynamically linked runtime is loaded before any constructor runs.
 void reexec_if_needed(const Options &o, char **argv) {
   if (std::getenv(kReexecMarker)) return;
   const std::string exe = real_path("/proc/self/exe");
   const std::string mock_dir = real_path(exe.substr(0, exe.rfind('/')) + "/../mock");
-  const bool need_mock_path = !o.no_mock_path && !std::getenv("PARCAGPU_CUPTI_PATH") &&
-                              !path_list_contains(std::getenv("LD_LIBRARY_PATH"), mock_dir);
+  const bool use_mock = !o.no_mock_path && !std::getenv("PARCAGPU_CUPTI_PATH");
+  bool need_unset = false;
+  for (const char *v : kCudaLocationVars) need_unset |= use_mock && std::getenv(v) != nullptr;
+  const bool need_mock_path =
+      use_mock && !path_list_contains(std::getenv("LD_LIBRARY_PATH"), mock_dir);
   const std::string lib = real_path(o.library);
-  const bool need_preload = o.preload && !path_list_contains(std::getenv("LD_PRELOAD"), lib);
-  if (!need_mock_path && !need_preload) return;
+  const std::string cudart = o.cudart.empty() ? "" : real_path(o.cudart);
+  const bool need_preload =
+      o.preload && (!path_list_contains(std::getenv("LD_PRELOAD"), lib) ||
+                    (!cudart.empty() && !path_list_contains(std::getenv("LD_PRELOAD"), cudart)));
+  if (!need_mock_path && !need_preload && !need_unset) return;
   if (need_mock_path) setenv("LD_LIBRARY_PATH", prepend("LD_LIBRARY_PATH", mock_dir).c_str(), 1);
-  if (need_preload) setenv("LD_PRELOAD", prepend("LD_PRELOAD", lib).c_str(), 1);
+  if (need_unset)
+    for (const char *v : kCudaLocationVars) unsetenv(v);
+  if (need_preload) {
+    setenv("LD_PRELOAD", prepend("LD_PRELOAD", lib).c_str(), 1);
+    if (!cudart.empty()) setenv("LD_PRELOAD", prepend("LD_PRELOAD", cudart).c_str(), 1);
+  }
   setenv(kReexecMarker, "1", 1);
   execv("/proc/self/exe", argv);
   std::fprintf(stderr, "parcagpu-mockapp: warning: cannot re-execute itself (%s); going on\n",
@@ -291,12 +318,33 @@ class StatusPrinter {
   std::thread thread_;
 };
 
+// The CUDA runtime the application "links": loaded before cuInit, kept for the process's life.
+// The library under test finds it among the loaded objects and derives the CUDA major in use and
+// where CUPTI should be from it.
+bool load_cudart(const std::string &path) {
+  void *h = dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL);
+  if (!h) {
+    const char *e = dlerror();
+    std::fprintf(stderr, "parcagpu-mockapp: cannot load --cudart %s: %s\n", path.c_str(),
+                 e ? e : "unknown");
+    return false;
+  }
+  int version = 0;
+  using GetVersion = int (*)(int *);
+  if (auto fn = reinterpret_cast<GetVersion>(dlsym(h, "cudaRuntimeGetVersion"))) fn(&version);
+  g_runtime_version = version;
+  std::fprintf(stderr, "parcagpu-mockapp: CUDA runtime %s loaded, version %d\n", path.c_str(),
+               version);
+  return true;
+}
+
 // One process of the application: load the library, run, report.
 int run_process(const Options &o) {
   if (o.library == "none")
     unsetenv("CUDA_INJECTION64_PATH");
   else if (!o.no_inject)
     setenv("CUDA_INJECTION64_PATH", o.library.c_str(), 1);
+  if (!o.cudart.empty() && !load_cudart(o.cudart)) return 1;
   if (!check(mock_cuda_set_num_devices(o.num_gpus), "mock_cuda_set_num_devices")) return 1;
   const auto start = std::chrono::steady_clock::now();
   if (!check(cuInit(0), "cuInit")) return 1;

@@ -15,6 +15,7 @@ struct Options {
   bool preload = false;
   bool no_inject = false;
   bool no_mock_path = false;
+  std::string cudart;  // a CUDA runtime to load before cuInit (--cudart, $MOCKAPP_CUDART)
   int threads = 1;
   double launch_rate = 1000;  // per simulated GPU, launches/s
   double graph_rate = 100;    // of which graph launches/s
@@ -38,6 +39,10 @@ class Kernels {
   std::vector<CUfunction> user_;
   std::atomic<size_t> next_{0};
 };
+
+// cudaRuntimeGetVersion of the --cudart runtime (12000, 13000), 0 if none was loaded. Launch
+// APIs the runtime's CUDA does not have are not used (all-cbids).
+extern int g_runtime_version;
 
 // Counts mock API calls that failed: a mock bug, not the library's doing.
 extern std::atomic<uint64_t> g_mock_errors;

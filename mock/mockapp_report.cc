@@ -29,6 +29,8 @@ struct CuptiView {
   decltype(&mock_cupti_kernel_activity_ever_enabled) kernel_activity_ever_enabled = nullptr;
   decltype(&mock_cupti_get_stats) get_stats = nullptr;
   decltype(&mock_cupti_domain_name) domain_name = nullptr;
+  uint32_t api_version = 0;  // cuptiGetVersion, 0 if it has none
+  int cuda_major = 0;        // of that version: 13 from 130001, 12 from 19..28
 };
 
 const CuptiView &cupti() {
@@ -36,8 +38,10 @@ const CuptiView &cupti() {
   static CuptiView view;
   std::lock_guard<std::mutex> lock(mutex);
   if (view.loaded) return view;
-  // By SONAME: matches the mock however the library named it (libcupti.so, .so.12, a path).
+  // By SONAME: matches the mock however the library named it or wherever it found it (the mock
+  // is built as libcupti.so.13 and as libcupti.so.12).
   void *h = dlopen("libcupti.so.13", RTLD_NOW | RTLD_NOLOAD);
+  if (!h) h = dlopen("libcupti.so.12", RTLD_NOW | RTLD_NOLOAD);
   if (!h) return view;
   CuptiView v;
 #define MOCKAPP_RESOLVE(field, symbol) \
@@ -50,6 +54,11 @@ const CuptiView &cupti() {
   MOCKAPP_RESOLVE(get_stats, mock_cupti_get_stats)
   MOCKAPP_RESOLVE(domain_name, mock_cupti_domain_name)
 #undef MOCKAPP_RESOLVE
+  using GetVersion = int (*)(uint32_t *);
+  if (auto get_version = reinterpret_cast<GetVersion>(dlsym(h, "cuptiGetVersion")))
+    if (get_version(&v.api_version) != 0) v.api_version = 0;
+  v.cuda_major = v.api_version >= 10000 ? static_cast<int>(v.api_version / 10000)
+                                        : (v.api_version >= 19 ? 12 : 0);
   v.loaded = v.enabled_callbacks && v.whole_domain_enables && v.subscribed &&
              v.kernel_activity_enabled && v.kernel_activity_ever_enabled && v.get_stats &&
              v.domain_name;
@@ -150,6 +159,7 @@ void print_summary(const Options &o, double elapsed_s) {
   }
   for (const parcagpu::SubscribedCallback &cb : parcagpu::kSubscribedCallbacks) {
     const auto domain = static_cast<uint32_t>(cb.domain);
+    if (!parcagpu::callback_known_to(cb, c.cuda_major)) continue;  // an older CUPTI lacks it
     bool on = false;
     for (const MockCuptiPair &p : enabled) on |= (p.domain == domain && p.cbid == cb.cbid);
     if (!on) table_missing.push_back(pair_label(domain, cb.cbid));
@@ -186,6 +196,8 @@ void print_summary(const Options &o, double elapsed_s) {
   json += ",\"conditional_kernels_run\":" + std::to_string(d.conditional_kernels_run);
   json += ",\"launches_per_s\":" + std::to_string(elapsed_s > 0 ? total / elapsed_s : 0);
   json += ",\"cupti_loaded\":" + std::string(c.loaded ? "true" : "false");
+  json += ",\"cupti_api_version\":" + std::to_string(c.api_version);
+  json += ",\"runtime_version\":" + std::to_string(g_runtime_version);
   json += ",\"subscribed\":" + std::string(c.loaded && c.subscribed() ? "true" : "false");
   json += ",\"records_written\":" + std::to_string(st.records_written);
   json += ",\"records_dropped\":" + std::to_string(st.records_dropped);

@@ -18,6 +18,7 @@
 namespace mockapp {
 
 std::atomic<uint64_t> g_mock_errors{0};
+int g_runtime_version = 0;
 
 bool check(CUresult rc, const char *what) {
   if (rc == CUDA_SUCCESS) return true;
@@ -136,14 +137,15 @@ bool is_ptsz(const char *api_name) {
   return n > 5 && std::strcmp(api_name + n - 5, "_ptsz") == 0;
 }
 
-// One launch through every API cbid of the subscription table, in table order (_ptsz APIs on
-// the per-thread default stream); its resource cbids come from instantiating and destroying the
+// One launch through every API cbid of the subscription table that the application's CUDA has
+// (--cudart; all without one), in table order (_ptsz APIs on the per-thread default stream); its resource cbids come from instantiating and destroying the
 // graph the graph launches use.
 void scenario_all_cbids(Kernels &k) {
   CUgraphExec exec = kernel_graph_exec(k, 3);
   for (const parcagpu::SubscribedCallback &cb : parcagpu::kSubscribedCallbacks) {
     const auto domain = static_cast<uint32_t>(cb.domain);
     if (domain != kDrv && domain != kRt) continue;  // resource cbids: instantiate / destroy
+    if (!parcagpu::callback_known_to(cb, g_runtime_version / 1000)) continue;  // not in this CUDA
     const CUstream stream = is_ptsz(cb.name) ? CU_STREAM_PER_THREAD : nullptr;
     switch (mock_cuda_launch_kind(domain, cb.cbid)) {
       case MOCK_LAUNCH_EAGER:

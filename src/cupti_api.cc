@@ -2,6 +2,10 @@
 
 #include <dlfcn.h>
 
+#include <cstring>
+
+#include "cupti_locator.h"
+#include "log.h"
 #include "parcagpu/cbid_table.h"
 
 namespace parcagpu {
@@ -18,67 +22,93 @@ static_assert(is_subscribed(CbDomain::Driver, CUPTI_DRIVER_TRACE_CBID_cuLaunchKe
 static_assert(is_subscribed(CbDomain::Driver, CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch));
 static_assert(is_subscribed(CbDomain::Driver, CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz));
 static_assert(is_subscribed(CbDomain::Driver,
-                              CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernelMultiDevice));
+                            CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernelMultiDevice));
 static_assert(is_subscribed(CbDomain::Runtime, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000));
 static_assert(is_subscribed(CbDomain::Runtime,
-                              CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060));
+                            CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060));
 static_assert(is_subscribed(CbDomain::Runtime, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000));
 static_assert(is_subscribed(CbDomain::Runtime,
-                              CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000));
-#ifdef CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000
-static_assert(is_subscribed(CbDomain::Runtime,
-                              CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000));
+                            CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000));
+// since_cuda: the runtime cbids of CUDA 13 APIs start at 487 (cupti_runtime_cbid.h, the first
+// _v13000 id); CUPTI 12 refuses to enable them.
+constexpr bool since_cuda_consistent() {
+  for (const auto &cb : kSubscribedCallbacks)
+    if (cb.domain == CbDomain::Runtime && (cb.cbid >= 487) != (cb.since_cuda == 13)) return false;
+  return true;
+}
+static_assert(since_cuda_consistent());
+// The headers' enums are not macros: #ifdef cannot tell them apart, the API version can.
+#if CUPTI_API_VERSION >= 130000
+static_assert(CUPTI_RUNTIME_TRACE_CBID_cudaMemPrefetchBatchAsync_v13000 == 487);
+static_assert(is_subscribed(CbDomain::Runtime, CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000));
 #endif
+
+bool resolve_cupti(const std::function<void *(const char *name)> &lookup, CuptiApi *api,
+                   std::string *error) {
+  CuptiApi t;
+  std::string lacking;
+#define PARCAGPU_RESOLVE_REQUIRED(fn)                   \
+  t.fn = reinterpret_cast<decltype(t.fn)>(lookup(#fn)); \
+  if (!t.fn) lacking += std::string(lacking.empty() ? "" : ", ") + #fn;
+#define PARCAGPU_RESOLVE_OPTIONAL(fn, feature)          \
+  t.fn = reinterpret_cast<decltype(t.fn)>(lookup(#fn)); \
+  if (!t.fn) {                                          \
+    t.fn = &MissingEntryPoint<decltype(t.fn)>::call;    \
+    t.missing.push_back(#fn);                           \
+  }
+  PARCAGPU_CUPTI_REQUIRED(PARCAGPU_RESOLVE_REQUIRED)
+  PARCAGPU_CUPTI_OPTIONAL(PARCAGPU_RESOLVE_OPTIONAL)
+#undef PARCAGPU_RESOLVE_REQUIRED
+#undef PARCAGPU_RESOLVE_OPTIONAL
+  if (!lacking.empty()) {
+    *error = "lacks " + lacking + " (too old, or not CUPTI)";
+    return false;
+  }
+  *api = std::move(t);
+  return true;
+}
 
 namespace {
 
-void *open_cupti(const std::string &explicit_path, std::string *loaded, std::string *error) {
-  static const char *const kNames[] = {"libcupti.so", "libcupti.so.13", "libcupti.so.12"};
-  // A profiler in the application (Kineto, say) may have loaded it already: share that copy.
-  for (const char *n : kNames) {
-    if (void *h = dlopen(n, RTLD_NOW | RTLD_NOLOAD)) {
-      *loaded = std::string(n) + " (already loaded)";
-      return h;
-    }
-  }
-  if (!explicit_path.empty()) {
-    if (void *h = dlopen(explicit_path.c_str(), RTLD_NOW | RTLD_LOCAL)) {
-      *loaded = explicit_path;
-      return h;
-    }
-    const char *e = dlerror();
-    *error = "cannot load PARCAGPU_CUPTI_PATH=" + explicit_path + ": " + (e ? e : "unknown");
-    return nullptr;
-  }
-  std::string last;
-  for (const char *n : kNames) {
-    if (void *h = dlopen(n, RTLD_NOW | RTLD_LOCAL)) {
-      *loaded = n;
-      return h;
-    }
-    const char *e = dlerror();
-    last = e ? e : n;
-  }
-  *error = "cannot load libcupti (tried libcupti.so, libcupti.so.13, libcupti.so.12; last: " +
-           last + "); set PARCAGPU_CUPTI_PATH or LD_LIBRARY_PATH";
-  return nullptr;
+const char *missing_feature(const char *name) {
+#define PARCAGPU_FEATURE(fn, feature) \
+  if (std::strcmp(name, #fn) == 0) return feature;
+  PARCAGPU_CUPTI_OPTIONAL(PARCAGPU_FEATURE)
+#undef PARCAGPU_FEATURE
+  return "";
 }
 
 }  // namespace
 
 bool load_cupti(const std::string &explicit_path, CuptiApi *api, std::string *error) {
   CuptiApi t;
-  t.handle = open_cupti(explicit_path, &t.path, error);
-  if (!t.handle) return false;
-  const std::string where = t.path;
-#define PARCAGPU_RESOLVE(fn)                                                       \
-  t.fn = reinterpret_cast<decltype(t.fn)>(dlsym(t.handle, #fn));                   \
-  if (!t.fn) {                                                                     \
-    *error = where + " lacks " #fn " (too old, or not the expected library)";     \
-    return false;                                                                  \
+  LocatedCupti found;
+  // Usable: every required entry point resolves (the table is kept for the chosen one).
+  auto usable = [&t](void *handle, std::string *why_not) {
+    return resolve_cupti([handle](const char *name) { return dlsym(handle, name); }, &t, why_not);
+  };
+  if (!locate_cupti(explicit_path, usable, &found, error)) return false;
+  t.handle = found.handle;
+  t.path = found.path;
+  t.found_in = found.why;
+  t.api_version = found.api_version;
+  t.major = found.major;
+  if (found.mismatched)
+    report_error(kErrLibraryMissing, "cupti",
+                 "using %s, CUPTI %d: no CUPTI of the CUDA the application runs was found, so "
+                 "its runtime launches may go unseen; set PARCAGPU_CUPTI_PATH to the matching "
+                 "libcupti (PARCAGPU_DEBUG=1 lists each path tried)",
+                 t.path.c_str(), t.major);
+  if (!t.missing.empty()) {
+    std::string what;
+    for (const char *name : t.missing)
+      what += std::string(what.empty() ? "" : ", ") + name + " (" + missing_feature(name) + ")";
+    report_error(kErrLibraryMissing, "cupti",
+                 "%s lacks %s: those are off, launches are still "
+                 "profiled",
+                 t.path.c_str(), what.c_str());
   }
-  PARCAGPU_CUPTI_FUNCTIONS(PARCAGPU_RESOLVE)
-  *api = t;
+  *api = std::move(t);
   return true;
 }
 
@@ -91,7 +121,12 @@ bool load_cuda(CudaApi *api, std::string *error) {
     *error = std::string("cannot load libcuda.so.1: ") + (e ? e : "unknown");
     return false;
   }
-  const std::string where = "libcuda.so.1";
+#define PARCAGPU_RESOLVE(fn)                                     \
+  t.fn = reinterpret_cast<decltype(t.fn)>(dlsym(t.handle, #fn)); \
+  if (!t.fn) {                                                   \
+    *error = "libcuda.so.1 lacks " #fn;                          \
+    return false;                                                \
+  }
   PARCAGPU_CUDA_FUNCTIONS(PARCAGPU_RESOLVE)
 #undef PARCAGPU_RESOLVE
   *api = t;

@@ -6,26 +6,37 @@
 #include <cuda.h>
 #include <cupti.h>
 
+#include <functional>
 #include <string>
+#include <vector>
 
 namespace parcagpu {
 
-#define PARCAGPU_CUPTI_FUNCTIONS(X)    \
-  X(cuptiGetVersion)                   \
-  X(cuptiGetResultString)              \
-  X(cuptiSubscribe)                    \
-  X(cuptiUnsubscribe)                  \
-  X(cuptiEnableCallback)               \
-  X(cuptiActivityEnable)               \
-  X(cuptiActivityDisable)              \
-  X(cuptiActivityRegisterCallbacks)    \
-  X(cuptiActivityFlushAll)             \
-  X(cuptiActivityGetNextRecord)        \
-  X(cuptiActivityGetNumDroppedRecords) \
-  X(cuptiGetGraphId)                   \
-  X(cuptiGetGraphNodeId)               \
-  X(cuptiGetGraphExecId)               \
-  X(cuptiGetTimestamp)
+// Entry points the eager launch path needs: a libcupti lacking one is not used.
+#define PARCAGPU_CUPTI_REQUIRED(X)  \
+  X(cuptiGetVersion)                \
+  X(cuptiSubscribe)                 \
+  X(cuptiUnsubscribe)               \
+  X(cuptiEnableCallback)            \
+  X(cuptiActivityEnable)            \
+  X(cuptiActivityDisable)           \
+  X(cuptiActivityRegisterCallbacks) \
+  X(cuptiActivityFlushAll)          \
+  X(cuptiActivityGetNextRecord)
+
+// Everything else, with what goes without it. Older CUPTIs lack some (cuptiGetGraphExecId came
+// with CUDA 12.3) and other builds may lack any: a missing one is replaced by a stub that returns
+// CUPTI_ERROR_NOT_SUPPORTED and leaves its outputs alone, so call sites need no null checks;
+// `CuptiApi::available()` tells a feature whether its entry points are real. One `error` probe
+// and one log line at start name the missing ones and the features that are off.
+// To add entry points (PC sampling, ...): one X(name, "what goes without it") line here.
+#define PARCAGPU_CUPTI_OPTIONAL(X)                                        \
+  X(cuptiGetResultString, "error names")                                  \
+  X(cuptiActivityGetNumDroppedRecords, "counts of records CUPTI dropped") \
+  X(cuptiGetGraphId, "graph ids, conditional-body kernels")               \
+  X(cuptiGetGraphNodeId, "graph node ids, graph_node_clone")              \
+  X(cuptiGetGraphExecId, "exec ids in the debug log")                     \
+  X(cuptiGetTimestamp, "launch times of conditional graphs")
 
 #define PARCAGPU_CUDA_FUNCTIONS(X) \
   X(cuDeviceGetCount)              \
@@ -33,11 +44,30 @@ namespace parcagpu {
   X(cuDeviceGetAttribute)          \
   X(cuGraphNodeGetType)
 
+// A missing optional entry point: does nothing, reports CUPTI_ERROR_NOT_SUPPORTED.
+template <typename Fn>
+struct MissingEntryPoint;
+template <typename... Args>
+struct MissingEntryPoint<CUptiResult (*)(Args...)> {
+  static CUptiResult CUPTIAPI call(Args...) { return CUPTI_ERROR_NOT_SUPPORTED; }
+};
+
 struct CuptiApi {
-#define PARCAGPU_DECLARE(fn) decltype(&::fn) fn = nullptr;
-  PARCAGPU_CUPTI_FUNCTIONS(PARCAGPU_DECLARE)
+#define PARCAGPU_DECLARE(fn, ...) decltype(&::fn) fn = nullptr;
+  PARCAGPU_CUPTI_REQUIRED(PARCAGPU_DECLARE)
+  PARCAGPU_CUPTI_OPTIONAL(PARCAGPU_DECLARE)
   void *handle = nullptr;
-  std::string path;  // what was loaded, for the log
+  std::string path;                   // what was loaded, for the log
+  std::string found_in;               // the place of the search it came from
+  uint32_t api_version = 0;           // cuptiGetVersion
+  int major = 0;                      // the CUDA major of that version
+  std::vector<const char *> missing;  // optional entry points replaced by stubs
+
+  // Whether `fn` (a member of this table) is the library's own, not a stub.
+  template <typename Fn>
+  bool available(Fn fn) const {
+    return fn != nullptr && fn != &MissingEntryPoint<Fn>::call;
+  }
 };
 
 struct CudaApi {
@@ -46,9 +76,15 @@ struct CudaApi {
   void *handle = nullptr;
 };
 
-// Reuses a libcupti already loaded in the process, else loads `explicit_path` if given, else
-// libcupti.so, libcupti.so.13, libcupti.so.12 in that order. Resolves every entry point.
-// On failure returns false with a one-line reason in *error and leaves *api empty.
+// Resolves the table through `lookup` (dlsym on a libcupti; a fake one in unit tests). False,
+// with the names in *error, if a required entry point is missing; optional ones become stubs.
+bool resolve_cupti(const std::function<void *(const char *name)> &lookup, CuptiApi *api,
+                   std::string *error);
+
+// Finds and loads libcupti (cupti_locator.h says where it looks) and resolves the table. On
+// failure returns false with a one-line reason in *error and leaves *api empty. A libcupti that
+// lacks optional entry points, or whose CUDA major differs from the application's because no
+// matching one exists, is used and reported once (error probe and a line).
 bool load_cupti(const std::string &explicit_path, CuptiApi *api, std::string *error);
 
 // libcuda is needed only for device facts (gpu_config); failure is not fatal.

@@ -66,6 +66,8 @@ void GraphTracker::on_node_cloned(const CUpti_GraphData *gd) {
   debug_log("instantiation: node %llu of graph %u cloned as %llu into graph %u, type %d",
             static_cast<unsigned long long>(original), original_graph,
             static_cast<unsigned long long>(cloned), graph_id, static_cast<int>(type));
+  // Without node ids (a CUPTI lacking cuptiGetGraphNodeId) a clone links nothing to nothing.
+  if (!cupti_.available(cupti_.cuptiGetGraphNodeId)) return;
   usdt::graph_node_clone(original, cloned, graph_id);
   std::lock_guard<std::mutex> lock(mu_);
   if (clones_.size() >= kMaxClones) clones_.erase(clones_.begin(), clones_.begin() + kMaxClones / 2);

@@ -71,6 +71,11 @@ bool LaunchCallbacks::subscribe() {
       debug_log("not subscribing %s (PARCAGPU_DISABLE_CBIDS)", cb.name);
       continue;
     }
+    if (!callback_known_to(cb, cupti_.major)) {
+      debug_log("not subscribing %s: new in CUDA %u, CUPTI is CUDA %d's", cb.name, cb.since_cuda,
+                cupti_.major);
+      continue;
+    }
     r = cupti_.cuptiEnableCallback(1, subscriber_, static_cast<CUpti_CallbackDomain>(cb.domain),
                                    cb.cbid);
     if (r != CUPTI_SUCCESS) {
@@ -100,9 +105,11 @@ void LaunchCallbacks::unsubscribe() {
   subscriber_ = nullptr;
 }
 
-void CUPTIAPI LaunchCallbacks::on_callback(void *userdata, CUpti_CallbackDomain domain,
+void CUPTIAPI LaunchCallbacks::on_callback(void * /*userdata*/, CUpti_CallbackDomain domain,
                                            CUpti_CallbackId cbid, const void *data) {
-  auto *self = static_cast<LaunchCallbacks *>(userdata);
+  // Not userdata: some CUPTI harnesses call back with NULL there.
+  LaunchCallbacks *self = g_callbacks;
+  if (__builtin_expect(!self, 0)) return;
   if (domain == CUPTI_CB_DOMAIN_RESOURCE) {
     try {
       self->on_resource(cbid, static_cast<const CUpti_ResourceData *>(data));

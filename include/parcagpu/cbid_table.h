@@ -24,6 +24,9 @@ struct SubscribedCallback {
   uint32_t cbid;  // CUPTI_DRIVER_TRACE_CBID_* / CUPTI_RUNTIME_TRACE_CBID_* / CUPTI_CBID_RESOURCE_*
   CbRole role;
   const char *name;
+  // The CUDA major whose CUPTI first knows this callback (0: every supported one). An older
+  // CUPTI refuses to enable it; its runtime has no such API, so nothing is lost.
+  uint32_t since_cuda = 0;
 };
 
 // Numeric cbids rather than the header enums: CUDA 12 headers lack some (505, 506), and the ids
@@ -52,8 +55,8 @@ inline constexpr SubscribedCallback kSubscribedCallbacks[] = {
     {CbDomain::Runtime, 269, CbRole::EagerLaunch, "cudaLaunchCooperativeKernel"},
     {CbDomain::Runtime, 270, CbRole::EagerLaunch, "cudaLaunchCooperativeKernel_ptsz"},
     {CbDomain::Runtime, 272, CbRole::EagerLaunch, "cudaLaunchCooperativeKernelMultiDevice"},
-    {CbDomain::Runtime, 505, CbRole::EagerLaunch, "__cudaLaunchKernel"},
-    {CbDomain::Runtime, 506, CbRole::EagerLaunch, "__cudaLaunchKernel_ptsz"},
+    {CbDomain::Runtime, 505, CbRole::EagerLaunch, "__cudaLaunchKernel", 13},
+    {CbDomain::Runtime, 506, CbRole::EagerLaunch, "__cudaLaunchKernel_ptsz", 13},
     {CbDomain::Runtime, 311, CbRole::GraphLaunch, "cudaGraphLaunch"},
     {CbDomain::Runtime, 312, CbRole::GraphLaunch, "cudaGraphLaunch_ptsz"},
     // Graph resources (not API calls). A node created inside a launch call means the stream is
@@ -67,6 +70,11 @@ inline constexpr SubscribedCallback kSubscribedCallbacks[] = {
     {CbDomain::Resource, 18, CbRole::GraphResource, "GRAPHEXEC_CREATED"},
     {CbDomain::Resource, 19, CbRole::GraphResource, "GRAPHEXEC_DESTROY_STARTING"},
 };
+
+// Whether the CUPTI of CUDA `cuda_major` knows `cb` (0: unknown major, assume it does).
+constexpr bool callback_known_to(const SubscribedCallback &cb, int cuda_major) {
+  return cuda_major <= 0 || cb.since_cuda <= static_cast<uint32_t>(cuda_major);
+}
 
 inline constexpr size_t kNumSubscribedCallbacks =
     sizeof(kSubscribedCallbacks) / sizeof(kSubscribedCallbacks[0]);

@@ -4,9 +4,11 @@ real eBPF consumers (bpftrace and parcagpu-trace) attached to the library's USDT
 Paths come from the environment that ctest sets (PARCAGPU_BUILD_DIR, PARCAGPU_SOURCE_DIR), so
 the tests run against the build they belong to.
 """
+import glob
 import json
 import os
 import re
+import shlex
 import signal
 import subprocess
 import tempfile
@@ -17,11 +19,24 @@ import unittest
 SOURCE = os.environ.get("PARCAGPU_SOURCE_DIR",
                         os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..")))
 BUILD = os.environ.get("PARCAGPU_BUILD_DIR", os.path.join(SOURCE, "build"))
-LIB = os.path.join(BUILD, "lib", "libparcagpu.so")
+# PARCAGPU_TEST_LIB: run the suite against another build of the library (an older commit's, to
+# show a new test red).
+LIB = os.environ.get("PARCAGPU_TEST_LIB") or os.path.join(BUILD, "lib", "libparcagpu.so")
 MOCKAPP = os.path.join(BUILD, "bin", "parcagpu-mockapp")
 MOCK_DIR = os.path.join(BUILD, "mock")
 TRACE = os.path.join(BUILD, "bin", "parcagpu-trace")
 BT_SCRIPT = os.path.join(SOURCE, "scripts", "parcagpu.bt")
+
+# Which CUPTI the mock presents to the whole suite (ctest registers the integration tests twice:
+# as is, CUDA 13, and with MOCK_CUPTI_PERSONALITY=12). Under 12 the mock app also "links" the
+# CUDA 12 runtime (build/mock/cudart/libcudart.so.12), as a CUDA 12 application would, so the
+# library's search looks for a CUDA 12 CUPTI and finds build/mock/libcupti.so.12.
+PERSONALITY = os.environ.get("MOCK_CUPTI_PERSONALITY", "")
+CUDART = {12: os.path.join(MOCK_DIR, "cudart", "libcudart.so.12"),
+          13: os.path.join(MOCK_DIR, "cudart", "libcudart.so.13")}
+# Where a CUDA installation is: the library's search goes there before the loader path, so the
+# suite's runs never inherit them (a test that wants one sets it).
+CUDA_LOCATION_VARS = ("CUDA_HOME", "CUDA_PATH", "CONDA_PREFIX")
 
 # Rate limits high enough that every launch of a test run is announced.
 UNLIMITED = {"PARCAGPU_RATE_LIMIT": "100000000", "PARCAGPU_GRAPH_RATE_LIMIT": "100000000"}
@@ -31,11 +46,38 @@ def base_env(extra=None):
     """The environment of a mock app run: the mock libcupti/libcuda first on the search path
     (this machine may have a real libcupti in ldconfig), no inherited PARCAGPU_/MOCK_ knobs."""
     env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("PARCAGPU_", "MOCK_CUPTI_", "MOCK_CUDA_", "CUDA_INJECTION64"))}
+           if not k.startswith(("PARCAGPU_", "MOCK_CUPTI_", "MOCK_CUDA_", "MOCKAPP_",
+                                "CUDA_INJECTION64"))
+           and k not in CUDA_LOCATION_VARS}
     env["LD_LIBRARY_PATH"] = MOCK_DIR + (":" + env["LD_LIBRARY_PATH"]
                                          if env.get("LD_LIBRARY_PATH") else "")
+    if PERSONALITY:
+        env["MOCK_CUPTI_PERSONALITY"] = PERSONALITY
+        if PERSONALITY == "12":
+            env["MOCKAPP_CUDART"] = CUDART[12]
     env.update(extra or {})
     return env
+
+
+def hermetic(cmd, preload=None):
+    """`cmd` in a private mount namespace where this machine's own CUDA is out of sight: /usr/local
+    (the toolkits under /usr/local/cuda*) and /opt/cuda under empty tmpfs, an empty loader cache
+    (ld.so.conf may list a real libcupti), and any libcupti in the system library directories
+    replaced by an empty file. The library's CUPTI search then sees only what a test lays out.
+    Needs root (as every integration test does). `preload`: LD_PRELOAD for `cmd` alone (not for
+    unshare and the shell that set the namespace up)."""
+    hide = ["mount -t tmpfs none /usr/local"]
+    if os.path.isdir("/opt/cuda"):
+        hide.append("mount -t tmpfs none /opt/cuda")
+    hide.append("mount --bind /dev/null /etc/ld.so.cache")
+    for pattern in ("/lib/*/libcupti.so*", "/usr/lib/*/libcupti.so*", "/lib64/libcupti.so*",
+                    "/usr/lib64/libcupti.so*"):
+        for f in glob.glob(pattern):
+            hide.append("mount --bind /dev/null %s" % shlex.quote(f))
+    script = " && ".join(hide) + ' && exec "$@"'
+    if preload:
+        cmd = ["env", "LD_PRELOAD=" + preload] + list(cmd)
+    return ["unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh"] + list(cmd)
 
 
 class MockRun:
@@ -60,10 +102,13 @@ class MockRun:
         return [l for l in self.stderr.splitlines() if re.search(r"parcagpu\[\d+\]: ", l)]
 
 
-def run_mockapp(args, env=None, lib=LIB, timeout=120):
+def run_mockapp(args, env=None, lib=LIB, timeout=120, isolated=False):
+    """isolated: in hermetic() (no CUDA of this machine in sight)."""
     cmd = [MOCKAPP, lib] + list(args)
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         env=base_env(env))
+    env = base_env(env)
+    if isolated:
+        cmd = hermetic(cmd, preload=env.pop("LD_PRELOAD", None))
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     out, err = p.communicate(timeout=timeout)
     return MockRun(p, out, err)
 
@@ -167,8 +212,9 @@ class Bpftrace(_Consumer):
         token = "drain%d_%d" % (os.getpid(), int(time.time() * 1e6))
         env = {k: v for k, v in os.environ.items()
                if not k.startswith(("PARCAGPU_", "CUDA_INJECTION64"))}
+        # PARCAGPU_CUPTI_PATH: no CUPTI search (nor a real CUPTI loaded) in /bin/true.
         env.update({"LD_PRELOAD": self.lib, "PARCAGPU_HARNESS_DRAIN_MARK": token,
-                    "LD_LIBRARY_PATH": "/nonexistent"})
+                    "LD_LIBRARY_PATH": "/nonexistent", "PARCAGPU_CUPTI_PATH": "/nonexistent"})
         deadline = time.time() + timeout
         subprocess.run(["/bin/true"], env=env, check=False, stderr=subprocess.DEVNULL)
         while token not in self._read(self.out):
@@ -192,6 +238,8 @@ class Bpftrace(_Consumer):
         self.errors = []        # (pid, code, component, message)
         self.batches = []       # (pid, count)
         self.gpu_configs = []
+        self.captures = []      # (pid, corr, graph, node)
+        self.clones = []        # (pid, original, cloned, exec_graph)
         for line in self.stdout.splitlines():
             if "PARCAGPU_HARNESS_DRAIN_MARK" in line:
                 continue  # drain() marker, not the app's
@@ -209,6 +257,12 @@ class Bpftrace(_Consumer):
                 self.errors.append((int(m[1]), int(m[2]), m[3], m[4]))
             elif tag == "GPU_CONFIG":
                 self.gpu_configs.append(f)
+            elif tag == "CAPTURE":
+                self.captures.append((int(f["pid"]), int(f["corr"]), int(f["graph"]),
+                                      int(f["node"])))
+            elif tag == "CLONE":
+                self.clones.append((int(f["pid"]), int(f["original"]), int(f["cloned"]),
+                                    int(f["graph"])))
         return self
 
     def cbid_counts(self):

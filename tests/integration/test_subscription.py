@@ -11,6 +11,11 @@ class Subscription(unittest.TestCase):
         r = harness.run_mockapp(["--scenario=all-cbids"])
         self.assertEqual(r.returncode, 0, r.stderr)
         s = r.summary
+        # The suite's CUPTI: CUDA 13's, or CUDA 12.0's (libcupti.so.12) under
+        # MOCK_CUPTI_PERSONALITY=12, which knows no CUDA 13 launch callbacks.
+        self.assertEqual(s["cupti_api_version"], 19 if harness.PERSONALITY == "12" else 130001)
+        if harness.PERSONALITY == "12":
+            self.assertNotIn("RUNTIME:505", s["enabled_callbacks"])
         self.assertEqual(s["table_missing"], [], "table entries the library did not enable")
         self.assertEqual(s["table_extra"], [], "API cbids enabled beyond the table")
         self.assertEqual(s["whole_domain_enables"], 0)

@@ -1,0 +1,538 @@
+#include "cupti_locator.h"
+
+#include <dirent.h>
+#include <dlfcn.h>
+#include <elf.h>
+#include <fcntl.h>
+#include <link.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <set>
+
+#include "log.h"
+
+namespace parcagpu {
+namespace {
+
+// CUPTI older than CUDA 12 is not supported: the library is built and tested against the
+// callbacks and kernel records of CUDA 12 (CUpti_ActivityKernel9) and 13 (CUpti_ActivityKernel10).
+constexpr int kOldestMajor = 12;
+// No two CUDA majors this library knows: the loader names are tried wanted-first.
+constexpr int kKnownMajors[] = {13, 12};
+
+// Where the toolkit keeps the per-architecture libraries (lib64 is usually a link to it).
+std::vector<std::string> target_lib_dirs() {
+#if defined(__x86_64__)
+  return {"targets/x86_64-linux/lib"};
+#elif defined(__aarch64__)
+  return {"targets/sbsa-linux/lib", "targets/aarch64-linux/lib"};
+#else
+  return {};
+#endif
+}
+
+bool starts_with(const std::string &s, const char *prefix) {
+  return s.compare(0, std::strlen(prefix), prefix) == 0;
+}
+
+std::string basename_of(const std::string &path) {
+  const size_t slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+// Lexical clean-up: no trailing '/', no empty or "." components, ".." folded where possible.
+std::string clean_path(const std::string &path) {
+  if (path.empty()) return path;
+  const bool absolute = path[0] == '/';
+  std::vector<std::string> parts;
+  size_t pos = 0;
+  while (pos <= path.size()) {
+    size_t end = path.find('/', pos);
+    if (end == std::string::npos) end = path.size();
+    const std::string part = path.substr(pos, end - pos);
+    if (part == "..") {
+      if (!parts.empty() && parts.back() != "..")
+        parts.pop_back();
+      else if (!absolute)
+        parts.push_back(part);
+    } else if (!part.empty() && part != ".") {
+      parts.push_back(part);
+    }
+    pos = end + 1;
+  }
+  std::string out = absolute ? "/" : "";
+  for (size_t i = 0; i < parts.size(); ++i) out += (i ? "/" : "") + parts[i];
+  return out.empty() ? "." : out;
+}
+
+std::string parent_of(const std::string &path) { return clean_path(path + "/.."); }
+
+std::string real_path(const std::string &path) {
+  char buf[PATH_MAX];
+  return realpath(path.c_str(), buf) ? std::string(buf) : std::string();
+}
+
+bool is_directory(const std::string &path) {
+  struct stat st {};
+  return stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+// The toolkit root a runtime directory belongs to: X for X/lib64 and X/lib, and for
+// X/targets/<arch>/lib; "" otherwise.
+std::string toolkit_root_of(const std::string &dir) {
+  const std::string base = basename_of(dir);
+  if (base != "lib" && base != "lib64") return "";
+  const std::string up = parent_of(dir);
+  const std::string up2 = parent_of(up);
+  if (basename_of(up2) == "targets") return parent_of(up2);
+  return up;
+}
+
+// "/x/lib/python3.12/site-packages/torch/lib/libtorch.so" -> "/x/lib/python3.12/site-packages".
+std::string python_dir_of(const std::string &path) {
+  for (const char *marker : {"/site-packages/", "/dist-packages/"}) {
+    const size_t at = path.find(marker);
+    if (at != std::string::npos) return path.substr(0, at + std::strlen(marker) - 1);
+  }
+  return "";
+}
+
+void push_unique(std::vector<std::string> *v, const std::string &s) {
+  if (!s.empty() && std::find(v->begin(), v->end(), s) == v->end()) v->push_back(s);
+}
+
+// "/usr/local/cuda-12.8" sorts after "/usr/local/cuda-13.0": newest first.
+bool newer_toolkit_first(const std::string &a, const std::string &b) {
+  auto version = [](const std::string &p) {
+    const size_t dash = p.rfind('-');
+    int major = 0, minor = 0;
+    if (dash != std::string::npos) std::sscanf(p.c_str() + dash + 1, "%d.%d", &major, &minor);
+    return major * 1000 + minor;
+  };
+  return version(a) > version(b);
+}
+
+}  // namespace
+
+int soname_major(const std::string &soname, const char *stem) {
+  const std::string prefix = std::string(stem) + ".";
+  if (!starts_with(soname, prefix.c_str())) return 0;
+  const char *p = soname.c_str() + prefix.size();
+  char *end = nullptr;
+  const long n = std::strtol(p, &end, 10);
+  if (end == p || (*end != '\0' && *end != '.') || n <= 0 || n > 99) return 0;  // not a major
+  return static_cast<int>(n);
+}
+
+int cupti_api_major(uint32_t v) {
+  // cupti_version.h: since CUDA 13 the version is xxyyzz (xx the CUDA major); before, a counter:
+  // 19 was CUDA 12.0, 28 CUDA 12.9 Update 1, 13..18 CUDA 11.x.
+  if (v >= 10000) return static_cast<int>(v / 10000);
+  if (v >= 19) return 12;
+  if (v >= 13) return 11;
+  return 0;
+}
+
+std::string read_elf_soname(const std::string &path) {
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return "";
+  std::string soname;
+  auto read_at = [fd](void *buf, size_t n, off_t off) {
+    return pread(fd, buf, n, off) == static_cast<ssize_t>(n);
+  };
+  do {
+    Elf64_Ehdr eh;
+    if (!read_at(&eh, sizeof eh, 0) || std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 ||
+        eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_phentsize != sizeof(Elf64_Phdr) ||
+        eh.e_phnum == 0 || eh.e_phnum > 512)
+      break;
+    std::vector<Elf64_Phdr> ph(eh.e_phnum);
+    if (!read_at(ph.data(), ph.size() * sizeof(Elf64_Phdr), static_cast<off_t>(eh.e_phoff))) break;
+    const Elf64_Phdr *dynamic = nullptr;
+    for (const auto &p : ph)
+      if (p.p_type == PT_DYNAMIC) dynamic = &p;
+    if (!dynamic || dynamic->p_filesz == 0 || dynamic->p_filesz > (1 << 20)) break;
+    std::vector<Elf64_Dyn> dyn(dynamic->p_filesz / sizeof(Elf64_Dyn));
+    if (!read_at(dyn.data(), dyn.size() * sizeof(Elf64_Dyn), static_cast<off_t>(dynamic->p_offset)))
+      break;
+    uint64_t strtab = 0, name = 0;
+    bool has_name = false;
+    for (const auto &d : dyn) {
+      if (d.d_tag == DT_NULL) break;
+      if (d.d_tag == DT_STRTAB) strtab = d.d_un.d_ptr;
+      if (d.d_tag == DT_SONAME) {
+        name = d.d_un.d_val;
+        has_name = true;
+      }
+    }
+    if (!has_name) break;
+    // DT_STRTAB is an address: find the file offset through the segment that maps it.
+    for (const auto &p : ph) {
+      if (p.p_type != PT_LOAD || strtab < p.p_vaddr || strtab >= p.p_vaddr + p.p_filesz) continue;
+      char buf[256] = {};
+      const off_t off = static_cast<off_t>(strtab - p.p_vaddr + p.p_offset + name);
+      const ssize_t n = pread(fd, buf, sizeof buf - 1, off);
+      if (n > 0) soname.assign(buf, strnlen(buf, static_cast<size_t>(n)));
+      break;
+    }
+  } while (false);
+  close(fd);
+  return soname;
+}
+
+std::vector<SearchPlace> search_places(const SearchInputs &in) {
+  using Kind = SearchPlace::Kind;
+  std::vector<SearchPlace> places;
+  std::set<std::string> seen;
+  auto add = [&](Kind kind, const std::string &path, const std::string &why) {
+    if (path.empty()) return;
+    const std::string p = kind == Kind::LoaderName ? path : clean_path(path);
+    if (seen.insert(std::to_string(static_cast<int>(kind)) + p).second)
+      places.push_back({kind, p, why});
+  };
+  auto add_toolkit = [&](const std::string &root, const std::string &why) {
+    add(Kind::Directory, root + "/extras/CUPTI/lib64", why);
+    for (const std::string &t : target_lib_dirs()) add(Kind::Directory, root + "/" + t, why);
+    add(Kind::Directory, root + "/lib64", why);
+    add(Kind::Directory, root + "/lib", why);
+  };
+
+  if (!in.explicit_path.empty()) {
+    add(Kind::File, in.explicit_path, "PARCAGPU_CUPTI_PATH");
+    return places;
+  }
+  // A profiler in the application (Kineto, say) may have loaded one already: share that copy.
+  for (const std::string &p : in.loaded_cupti) add(Kind::Loaded, p, "already in the process");
+  for (const std::string &d : in.cudart_dirs) {
+    // The toolkit's lib64, a conda prefix's lib and the CUDA 13 wheel (nvidia/cu13/lib) keep
+    // libcupti beside libcudart.
+    add(Kind::Directory, d, "next to libcudart");
+    // CUDA 12 wheels: nvidia/cuda_runtime/lib/libcudart.so.12, nvidia/cuda_cupti/lib.
+    const std::string nvidia = parent_of(parent_of(d));
+    if (basename_of(nvidia) == "nvidia") {
+      add(Kind::Directory, nvidia + "/cuda_cupti/lib", "pip wheel beside libcudart");
+      add(Kind::Directory, nvidia + "/cu13/lib", "pip wheel beside libcudart");
+    }
+    const std::string root = toolkit_root_of(d);
+    if (!root.empty()) add_toolkit(root, "toolkit of libcudart");
+  }
+  for (const std::string &sp : in.python_dirs) {
+    add(Kind::Directory, sp + "/nvidia/cuda_cupti/lib", "pip wheel in " + sp);
+    add(Kind::Directory, sp + "/nvidia/cu13/lib", "pip wheel in " + sp);
+    add(Kind::Directory, sp + "/triton/backends/nvidia/lib/cupti", "bundled with Triton");
+  }
+  if (!in.cuda_home.empty()) add_toolkit(in.cuda_home, "$CUDA_HOME");
+  if (!in.cuda_path.empty()) add_toolkit(in.cuda_path, "$CUDA_PATH");
+  if (!in.conda_prefix.empty()) {
+    add(Kind::Directory, in.conda_prefix + "/lib", "$CONDA_PREFIX");
+    for (const std::string &t : target_lib_dirs())
+      add(Kind::Directory, in.conda_prefix + "/" + t, "$CONDA_PREFIX");
+  }
+  // LD_LIBRARY_PATH, ld.so.cache and the system directories, the wanted major first.
+  if (in.wanted_major > 0)
+    add(Kind::LoaderName, "libcupti.so." + std::to_string(in.wanted_major), "loader path");
+  for (int m : kKnownMajors)
+    add(Kind::LoaderName, "libcupti.so." + std::to_string(m), "loader path");
+  add(Kind::LoaderName, "libcupti.so", "loader path");
+  for (const std::string &root : in.toolkit_roots) add_toolkit(root, "toolkit prefix");
+  return places;
+}
+
+namespace {
+
+struct Scan {
+  std::vector<std::string> cupti, cudart, python;
+};
+
+int collect_object(dl_phdr_info *info, size_t, void *arg) {
+  auto *scan = static_cast<Scan *>(arg);
+  if (!info->dlpi_name || !*info->dlpi_name) return 0;  // the executable, the vDSO
+  const std::string path = info->dlpi_name;
+  const std::string base = basename_of(path);
+  if (starts_with(base, "libcupti.so")) push_unique(&scan->cupti, path);
+  if (starts_with(base, "libcudart.so")) push_unique(&scan->cudart, path);
+  push_unique(&scan->python, python_dir_of(path));
+  return 0;
+}
+
+// The runtime's major: its SONAME (libcudart.so.12), else its own cudaRuntimeGetVersion.
+int cudart_major(const std::string &path, std::string *soname) {
+  *soname = read_elf_soname(path);
+  if (int m = soname_major(*soname, "libcudart.so")) return m;
+  void *h = dlopen(path.c_str(), RTLD_NOW | RTLD_NOLOAD);
+  if (!h) return 0;
+  int version = 0;
+  using GetVersion = int (*)(int *);
+  if (auto fn = reinterpret_cast<GetVersion>(dlsym(h, "cudaRuntimeGetVersion")))
+    if (fn(&version) != 0) version = 0;
+  dlclose(h);
+  return version / 1000;
+}
+
+int driver_major(int *version) {
+  void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  if (!h) h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);  // kept: load_cuda uses it too
+  if (!h) return 0;
+  using GetVersion = int (*)(int *);
+  auto fn = reinterpret_cast<GetVersion>(dlsym(h, "cuDriverGetVersion"));
+  if (!fn || fn(version) != 0) *version = 0;
+  return *version / 1000;
+}
+
+}  // namespace
+
+SearchInputs gather_search_inputs(const std::string &explicit_path, CudaInUse *cuda) {
+  SearchInputs in;
+  in.explicit_path = explicit_path;
+  Scan scan;
+  dl_iterate_phdr(&collect_object, &scan);
+  in.loaded_cupti = scan.cupti;
+  in.python_dirs = scan.python;
+  for (const std::string &rt : scan.cudart) {
+    const std::string dir = parent_of(rt);
+    // As loaded (a link such as lib64 names the toolkit layout) and as it really is
+    // (lib64 -> targets/<arch>/lib); a relative name only as it really is.
+    if (!dir.empty() && dir[0] == '/') push_unique(&in.cudart_dirs, dir);
+    push_unique(&in.cudart_dirs, real_path(dir));
+    std::string soname;
+    const int major = cudart_major(rt, &soname);
+    if (major == 0) continue;
+    if (cuda->major == 0) {
+      cuda->major = major;
+      cuda->from = (soname.empty() ? basename_of(rt) : soname) + " in " + dir;
+    } else if (major != cuda->major) {
+      debug_log("cupti search: CUDA %d runtime %s is loaded too; going by the first, CUDA %d",
+                major, rt.c_str(), cuda->major);
+    }
+  }
+  if (cuda->major == 0) {
+    int version = 0;
+    cuda->major = driver_major(&version);
+    if (cuda->major) cuda->from = "the driver, cuDriverGetVersion " + std::to_string(version);
+  }
+  in.wanted_major = cuda->major;
+  auto env = [](const char *name) {
+    const char *v = std::getenv(name);
+    return std::string(v ? v : "");
+  };
+  in.cuda_home = env("CUDA_HOME");
+  in.cuda_path = env("CUDA_PATH");
+  in.conda_prefix = env("CONDA_PREFIX");
+  std::vector<std::string> roots;
+  if (DIR *d = opendir("/usr/local")) {
+    while (dirent *e = readdir(d))
+      if (starts_with(e->d_name, "cuda-")) roots.push_back(std::string("/usr/local/") + e->d_name);
+    closedir(d);
+  }
+  std::sort(roots.begin(), roots.end(), newer_toolkit_first);
+  roots.insert(roots.begin(), "/usr/local/cuda");
+  roots.push_back("/opt/cuda");
+  for (const std::string &r : roots)
+    if (is_directory(r)) in.toolkit_roots.push_back(r);
+  return in;
+}
+
+namespace {
+
+struct Candidate {
+  std::string path;  // file, or a bare name for the loader
+  const SearchPlace *place;
+  int major;  // from the SONAME or the name; 0: unknown until loaded
+};
+
+// The libcupti files of a directory, one per real file (libcupti.so -> .so.12 -> .so.12.8.90),
+// those of the wanted major first.
+std::vector<Candidate> cupti_files_in(const SearchPlace &place, int wanted, bool *exists) {
+  std::vector<Candidate> out;
+  DIR *d = opendir(place.path.c_str());
+  *exists = d != nullptr;
+  if (!d) return out;
+  std::vector<std::string> names;
+  while (dirent *e = readdir(d))
+    if (starts_with(e->d_name, "libcupti.so")) names.push_back(e->d_name);
+  closedir(d);
+  std::sort(names.begin(), names.end());
+  std::set<std::string> files;
+  for (const std::string &n : names) {
+    const std::string path = place.path + "/" + n;
+    const std::string real = real_path(path);
+    if (real.empty() || !files.insert(real).second) continue;
+    out.push_back({path, &place, soname_major(read_elf_soname(path), "libcupti.so")});
+  }
+  std::stable_partition(out.begin(), out.end(),
+                        [wanted](const Candidate &c) { return c.major == wanted; });
+  return out;
+}
+
+std::string loaded_path(void *handle, const std::string &fallback) {
+  link_map *lm = nullptr;
+  if (dlinfo(handle, RTLD_DI_LINKMAP, &lm) == 0 && lm && lm->l_name && *lm->l_name)
+    return lm->l_name;
+  return fallback;
+}
+
+// The one error line: where it looked, by kind of place (PARCAGPU_DEBUG has every path).
+std::string not_found_message(const SearchInputs &in, const CudaInUse &cuda,
+                              const std::string &first_rejection) {
+  std::string m = "no usable libcupti";
+  if (cuda.major) m += " for CUDA " + std::to_string(cuda.major) + " (" + cuda.from + ")";
+  if (!first_rejection.empty()) m += " (" + first_rejection + ")";
+  m += ": looked in the process, ";
+  m += in.cudart_dirs.empty() ? "beside libcudart (none loaded)"
+                              : "beside libcudart " + in.cudart_dirs[0];
+  if (!in.python_dirs.empty()) m += ", " + in.python_dirs[0];
+  std::string unset;
+  const std::pair<const char *, const std::string *> vars[] = {{"CUDA_HOME", &in.cuda_home},
+                                                               {"CUDA_PATH", &in.cuda_path},
+                                                               {"CONDA_PREFIX", &in.conda_prefix}};
+  for (const auto &[name, value] : vars) {
+    if (value->empty())
+      unset += std::string(unset.empty() ? "" : "/") + "$" + name;
+    else
+      m += std::string(", $") + name + "=" + *value;
+  }
+  if (!unset.empty()) m += ", " + unset + " (unset)";
+  m += ", the loader path";
+  for (const std::string &r : in.toolkit_roots) m += ", " + r;
+  if (in.toolkit_roots.empty()) m += ", /usr/local/cuda* (none)";
+  const std::string want =
+      cuda.major ? "libcupti.so." + std::to_string(cuda.major) : std::string("libcupti.so");
+  m += "; set PARCAGPU_CUPTI_PATH to your CUDA's " + want + " (PARCAGPU_DEBUG=1 lists each path)";
+  return m;
+}
+
+}  // namespace
+
+bool locate_cupti(const std::string &explicit_path, const CuptiUsable &usable, LocatedCupti *out,
+                  std::string *error) {
+  CudaInUse cuda;
+  const SearchInputs in = gather_search_inputs(explicit_path, &cuda);
+  const int wanted = cuda.major;
+  if (wanted)
+    debug_log("cupti search: CUDA %d in use (%s)", wanted, cuda.from.c_str());
+  else
+    debug_log("cupti search: CUDA in use unknown (no libcudart loaded, no driver answered)");
+  const std::vector<SearchPlace> places = search_places(in);
+  const bool explicit_only = !explicit_path.empty();
+
+  std::set<std::string> tried;  // real paths already loaded and rejected
+  std::vector<Candidate> deferred;
+  std::string first_rejection, first_rejection_why;
+  auto reject = [&](const Candidate &c, const std::string &why) {
+    debug_log("cupti search: %s: %s: %s", c.place->why.c_str(), c.path.c_str(), why.c_str());
+    if (first_rejection.empty()) {
+      first_rejection = c.path + ": " + why;
+      first_rejection_why = why;
+    }
+  };
+
+  // Loads one candidate; true if it is the one.
+  auto try_load = [&](const Candidate &c, bool accept_mismatch) {
+    const bool bare = c.place->kind == SearchPlace::Kind::LoaderName;
+    if (!bare) {
+      const std::string real = real_path(c.path);
+      if (real.empty()) {
+        reject(c, "no such file");
+        return false;
+      }
+      if (tried.count(real)) return false;
+    }
+    const int mode =
+        RTLD_NOW | (c.place->kind == SearchPlace::Kind::Loaded ? RTLD_NOLOAD : RTLD_LOCAL);
+    void *h = dlopen(c.path.c_str(), mode);
+    if (!h) {
+      const char *e = dlerror();
+      if (bare)
+        debug_log("cupti search: loader path: %s: not found", c.path.c_str());
+      else
+        reject(c, std::string("cannot load: ") + (e ? e : "unknown"));
+      return false;
+    }
+    const std::string file = loaded_path(h, c.path);
+    const std::string real = real_path(file);
+    auto give_up = [&](const std::string &why) {
+      reject(bare ? Candidate{c.path + " = " + file, c.place, c.major} : c, why);
+      if (!real.empty()) tried.insert(real);
+      dlclose(h);
+      return false;
+    };
+    if (bare && tried.count(real)) return give_up("tried already");
+    using GetVersion = int (*)(uint32_t *);
+    auto get_version = reinterpret_cast<GetVersion>(dlsym(h, "cuptiGetVersion"));
+    uint32_t version = 0;
+    if (!get_version) return give_up("no cuptiGetVersion: not CUPTI");
+    if (const int r = get_version(&version); r != 0)
+      return give_up("cuptiGetVersion failed (CUptiResult " + std::to_string(r) + ")");
+    const int major = cupti_api_major(version);
+    if (major < kOldestMajor)
+      return give_up("API version " + std::to_string(version) + " is older than CUDA " +
+                     std::to_string(kOldestMajor));
+    if (!accept_mismatch && !explicit_only && wanted && major != wanted) {
+      // Its name said nothing (libcupti.so) or disagreed with its version: keep it for later.
+      debug_log("cupti search: %s: %s: CUPTI %d (API version %u), skipped: CUDA %d in use",
+                c.place->why.c_str(), file.c_str(), major, version, wanted);
+      deferred.push_back({file, c.place, major});
+      dlclose(h);
+      return false;
+    }
+    std::string why_not;
+    if (!usable(h, &why_not)) return give_up(why_not);
+    out->handle = h;
+    out->path = file;
+    out->why = c.place->why;
+    out->api_version = version;
+    out->major = major;
+    out->mismatched = wanted && major != wanted;
+    debug_log("cupti search: using %s (%s), API version %u, CUDA %d", file.c_str(),
+              c.place->why.c_str(), version, major);
+    return true;
+  };
+
+  for (const SearchPlace &place : places) {
+    std::vector<Candidate> candidates;
+    switch (place.kind) {
+      case SearchPlace::Kind::File:
+      case SearchPlace::Kind::Loaded:
+        candidates.push_back(
+            {place.path, &place, soname_major(read_elf_soname(place.path), "libcupti.so")});
+        break;
+      case SearchPlace::Kind::LoaderName:
+        candidates.push_back({place.path, &place, soname_major(place.path, "libcupti.so")});
+        break;
+      case SearchPlace::Kind::Directory: {
+        bool exists = false;
+        candidates = cupti_files_in(place, wanted, &exists);
+        if (candidates.empty())
+          debug_log("cupti search: %s: %s: %s", place.why.c_str(), place.path.c_str(),
+                    exists ? "no libcupti" : "no such directory");
+        break;
+      }
+    }
+    for (const Candidate &c : candidates) {
+      if (!explicit_only && wanted && c.major && c.major != wanted) {
+        debug_log("cupti search: %s: %s: CUPTI %d, skipped: CUDA %d in use", place.why.c_str(),
+                  c.path.c_str(), c.major, wanted);
+        deferred.push_back(c);
+        continue;
+      }
+      if (try_load(c, explicit_only)) return true;
+    }
+  }
+  if (explicit_only) {
+    *error = "cannot use PARCAGPU_CUPTI_PATH=" + explicit_path + ": " +
+             (first_rejection_why.empty() ? "not found" : first_rejection_why);
+    return false;
+  }
+  // No CUPTI of the CUDA in use anywhere: one of another major still sees the driver API.
+  for (const Candidate &c : deferred)
+    if (try_load(c, true)) return true;
+  *error = not_found_message(in, cuda, first_rejection);
+  return false;
+}
+
+}  // namespace parcagpu
