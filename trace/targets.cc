@@ -85,6 +85,10 @@ bool parcagpu_probes(const std::string &path, std::vector<std::string> *probes, 
 }
 
 bool Targets::attach(Library lib, std::string *error, int *err) {
+  if (before_attach && !before_attach(lib, error)) {
+    *err = EINVAL;
+    return false;
+  }
   const int n = bpf_.attach(lib.path, opt_.pid, lib.probes, error, err);
   if (n < 0) {
     if (std::string hint = privilege_hint(Step::AttachUprobe, *err); !hint.empty()) *error += "; " + hint;
