@@ -152,7 +152,7 @@ struct Summary {
 class Joiner {
  public:
   struct Limits {
-    size_t max_entries = 1 << 20;             // launches + pending kernels held, at most
+    size_t max_entries = 1 << 18;             // launches + pending kernels held, at most
     uint64_t max_age_ns = 30'000'000'000ull;  // nothing waits longer without activity
     // How many matched eager launches are remembered after their kernel, so that an unexpected
     // second kernel with the same ID still counts as matched rather than as an orphan.

@@ -77,7 +77,7 @@ const argp_option kOptions[] = {
                                        "launches (default 2s; 0 = do not wait)", 0},
     {"max-age", kMaxAge, "DURATION", 0, "Forget launches and kernels that waited this long for "
                                         "each other, counted (default 30s)", 0},
-    {"max-pending", kMaxPending, "N", 0, "Launches and kernels waiting at most (default 1048576)", 0},
+    {"max-pending", kMaxPending, "N", 0, "Launches and kernels waiting at most (default 262144)", 0},
     {"ringbuf-mb", kRingbuf, "N", 0, "Ring buffer MiB, a power of two (default 32; 64 with "
                                      "--capture-sites)", 0},
     {"verbose", 'v', nullptr, 0, "libbpf output, one line per event and every counter, on stderr", 0},

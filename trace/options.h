@@ -25,7 +25,7 @@ struct Options {
   size_t top = 10;           // -n: stacks in the tables
   double linger_s = 2;       // --linger
   double max_age_s = 30;     // --max-age: the joiner forgets what waited this long
-  size_t max_pending = 1 << 20;  // --max-pending: launches + kernels the joiner holds
+  size_t max_pending = 1 << 18;  // --max-pending: launches + kernels the joiner holds
   uint32_t ringbuf_mb = 0;   // 0 = default: 16, or 64 with stacks and --capture-sites
 };
 
