@@ -286,6 +286,17 @@ extern "C" __attribute__((noinline, used)) uint64_t parcagpu_symbolizer_test_out
   return pc;
 }
 
+extern "C" __attribute__((noinline, used)) uint64_t parcagpu_symbolizer_test_lambda_outer() {
+  auto here = []() __attribute__((always_inline)) {
+    uint64_t pc;
+    asm volatile("1: lea 1b(%%rip), %0" : "=r"(pc));
+    return pc;
+  };
+  const uint64_t pc = here();
+  asm volatile("" ::: "memory");
+  return pc;
+}
+
 int line_of(const char *marker) {
   FILE *f = std::fopen(__FILE__, "r");
   if (!f) return -1;
@@ -328,6 +339,11 @@ TEST(SymbolizerTest, FunctionsInlinesAndLinesOfThisProcess) {
   EXPECT_EQ(f[1].line, line_of("SYMBOLIZER_TEST_CALL_LINE"));
   EXPECT_EQ(f[0].text(), "parcagpu::trace::(anonymous namespace)::inlined_here (capture_sites_test.cc:" +
                              std::to_string(f[0].line) + ") [inlined]");
+  // An inlined lambda: its closure type has no name.
+  f = sym.symbolize(self, parcagpu_symbolizer_test_lambda_outer(), false);
+  ASSERT_EQ(f.size(), 2u);
+  EXPECT_EQ(f[0].name(), "{lambda}::operator()");
+  EXPECT_EQ(f[1].function, "parcagpu_symbolizer_test_lambda_outer");
   // Unmapped addresses say so.
   f = sym.symbolize(self, 8, false);
   EXPECT_EQ(f[0].module, "[unmapped]");

@@ -125,7 +125,8 @@ std::string die_scope_prefix(Dwarf_Die *die) {
         tag != DW_TAG_union_type)
       continue;
     const char *name = dwarf_diename(&scopes[i]);
-    prefix += name ? name : "(anonymous namespace)";
+    // Nameless: an anonymous namespace, or a lambda's closure type (what holds its operator()).
+    prefix += name ? name : tag == DW_TAG_namespace ? "(anonymous namespace)" : "{lambda}";
     prefix += "::";
   }
   std::free(scopes);
