@@ -35,7 +35,8 @@ std::mutex g_mutex;     // creation of contexts and interning of kernels; never 
 int g_num_devices = 0;  // 0: not decided yet (environment or mock_cuda_set_num_devices)
 std::atomic<CUctx_st *> g_contexts[MOCK_CUDA_MAX_DEVICES];
 std::atomic<uint32_t> g_next_context_id{1};
-// Real CUPTI numbers streams from small values upwards (the ground truth's default stream was 13).
+// Real CUPTI numbers streams from small values upwards (the H100's default stream was 13,
+// docs/cupti-facts.md).
 std::atomic<uint32_t> g_next_stream_id{13};
 std::atomic<uint32_t> g_next_graph_id{1};
 

@@ -1,5 +1,6 @@
 // Graphs on the mock driver: explicit construction, WHILE conditional nodes, stream capture and
-// instantiation, with the RESOURCE callbacks real CUPTI fires for each (ground truth facts 5-8),
+// instantiation, with the RESOURCE callbacks real CUPTI fires for each (docs/cupti-facts.md,
+// facts 5-8),
 // and the graph handles' CUPTI IDs.
 #include <optional>
 
@@ -64,8 +65,8 @@ void node_created(CUctx_st *ctx, CUgraph_st *graph, CUgraphNode_st *node) {
 }
 
 // Clones `from`'s nodes into `to` the way instantiation does: GRAPHNODE_CREATED then
-// GRAPHNODE_CLONED per node (ground truth fact 6). Conditional bodies become graphs of their own
-// with their own IDs; their nodes are numbered from 1, as the ground truth's were.
+// GRAPHNODE_CLONED per node (docs/cupti-facts.md, fact 6). Conditional bodies become graphs of
+// their own with their own IDs; their nodes are numbered from 1, as the H100's were.
 uint32_t clone_nodes(CUctx_st *ctx, CUgraphExec_st *exec, CUgraph_st *from, CUgraph_st *to,
                      uint32_t index_base, uint32_t repeat) {
   uint32_t kernels = 0;

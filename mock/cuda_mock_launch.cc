@@ -1,6 +1,6 @@
 // Launches on the mock driver: every launch cbid of CUDA 13 (eager and graph), with the callback
-// nesting, parameter structs and kernel executions real CUDA produces (ground truth:
-// shared/reference/cupti-ground-truth.md), and the per-cbid launch statistics.
+// nesting, parameter structs and kernel executions real CUDA produces (docs/cupti-facts.md), and
+// the per-cbid launch statistics.
 #include <algorithm>
 #include <cstring>
 #include <new>
@@ -100,7 +100,8 @@ constexpr uint8_t kCoop = CUPTI_ACTIVITY_LAUNCH_TYPE_COOPERATIVE_SINGLE_DEVICE;
 constexpr uint8_t kCoopMulti = CUPTI_ACTIVITY_LAUNCH_TYPE_COOPERATIVE_MULTI_DEVICE;
 
 // Every launch API of CUDA 13 that the CUPTI callback API reports; the driver cbid under each
-// runtime one is what real CUDA nests (ground truth facts 1 and 2; the rest by analogy).
+// runtime one is what real CUDA nests (docs/cupti-facts.md, facts 1 and 2; the rest by
+// analogy).
 constexpr LaunchApi kLaunchApis[] = {
     {kDrv, CUPTI_DRIVER_TRACE_CBID_cuLaunch, "cuLaunch", MOCK_LAUNCH_EAGER, 0, kRegular,
      Params::CuLaunch},
@@ -416,7 +417,7 @@ void module_loaded_once(CUctx_st *ctx) {
   domain_event(CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_MODULE_LOADED, &data);
 }
 
-// A deterministic, plausible kernel duration: ~0.8 to 2.5 us, like the ground truth's.
+// A deterministic, plausible kernel duration: ~0.8 to 2.5 us, like those seen on the H100.
 uint64_t duration_ns(uint32_t correlation_id, uint64_t graph_node_id, uint32_t function_id) {
   uint64_t x = correlation_id * 0x9e3779b97f4a7c15ull + graph_node_id * 0xbf58476d1ce4e5b9ull +
                function_id * 0x94d049bb133111ebull;
@@ -474,8 +475,8 @@ uint64_t run_exec(const mockbridge::CuptiHooks *h, CUctx_st *ctx, CUstream_st *s
                  shape, collect_kind);
       ++kernels;
     } else if (node->type == CU_GRAPH_NODE_TYPE_CONDITIONAL && node->body) {
-      // Ground truth fact 7: a conditional body runs as its own graph, on its own stream, and
-      // its kernels lose the launch's correlation ID.
+      // docs/cupti-facts.md, fact 7: a conditional body runs as its own graph, on its own
+      // stream, and its kernels lose the launch's correlation ID.
       for (uint32_t it = 0; it < node->iterations; ++it)
         for (CUgraphNode_st *b : node->body->nodes)
           if (b->type == CU_GRAPH_NODE_TYPE_KERNEL) {
@@ -538,7 +539,7 @@ CUresult mock_cuda_launch(uint32_t domain, uint32_t cbid, CUfunction f, CUstream
       inner.emplace(drv.domain, drv.cbid, drv.name, f->name,
                     build_params(drv, &args, &inner_params), ctx, &inner_rc);
     }
-    // Inside the driver call: lazy module load, and stream capture (ground truth fact 5).
+    // Inside the driver call: lazy module load, and stream capture (docs/cupti-facts.md, fact 5).
     module_loaded_once(ctx);
     if (st->capture_graph.load(std::memory_order_relaxed)) {
       capture_node(st, CU_GRAPH_NODE_TYPE_KERNEL, f);
@@ -579,7 +580,7 @@ CUresult mock_cuda_graph_launch(uint32_t domain, uint32_t cbid, CUgraphExec exec
   bool captured = false;
   {
     int outer_rc = 0, inner_rc = 0;
-    // Graph launches carry no symbol name (ground truth: sym=-).
+    // Graph launches carry no symbol name (docs/cupti-facts.md, fact 2: no symbol).
     ApiScope outer(api.domain, api.cbid, api.name, nullptr, build_params(api, &args, &outer_params),
                    ctx, &outer_rc);
     std::optional<ApiScope> inner;

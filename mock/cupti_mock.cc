@@ -41,7 +41,8 @@ std::atomic<uint64_t> g_ever_enabled[kNumDomains][kWords];
 std::atomic<CUpti_Subscriber_st *> g_subscriber{nullptr};
 std::mutex g_subscribe_mutex;  // subscribe / unsubscribe / finalize; never held in a callback
 
-// One process-wide counter, starting high like real CUPTI's (the ground truth's began at 122).
+// One process-wide counter, starting high like real CUPTI's (122 and 125 seen on the H100,
+// docs/cupti-facts.md).
 std::atomic<uint32_t> g_next_correlation_id{100};
 thread_local mockbridge::ApiFrame *t_frame = nullptr;
 
@@ -96,7 +97,7 @@ void dispatch(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void *da
 void api_enter(mockbridge::ApiFrame *frame) {
   frame->outer = t_frame;
   t_frame = frame;
-  // A driver call made by a runtime call shares its correlation ID (ground truth fact 1).
+  // A driver call made by a runtime call shares its correlation ID (docs/cupti-facts.md, fact 1).
   frame->data.correlationId = frame->outer
                                   ? frame->outer->data.correlationId
                                   : g_next_correlation_id.fetch_add(1, std::memory_order_relaxed);
@@ -271,7 +272,8 @@ CUptiResult cuptiFinalize(void) {
 CUptiResult cuptiGetVersion(uint32_t *version) {
   MOCK_CUPTI_FAULT_POINT(cuptiGetVersion);
   if (!version) return error(CUPTI_ERROR_INVALID_PARAMETER);
-  *version = api_version();  // 130001 as the ground truth's CUPTI, or 19 (CUDA 12.0)
+  // 130001 as the H100's CUPTI 13.0 (docs/cupti-facts.md), or 19 (CUDA 12.0).
+  *version = api_version();
   return CUPTI_SUCCESS;
 }
 

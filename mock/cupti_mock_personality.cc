@@ -5,7 +5,7 @@
 //     CUpti_ActivityKernel9 (208 bytes, as every CUDA 12 CUPTI writes them), runtime callback ids
 //     from 445 on (the first of a CUDA 12.2 API) are unknown to it, and the entry points CUDA 12.0
 //     did not have yet are absent (cuptiGetGraphExecId came with 12.3).
-//     13: CUDA 13.0 Update 1 (130001, CUpti_ActivityKernel10), as the ground truth's H100.
+//     13: CUDA 13.0 Update 1 (130001, CUpti_ActivityKernel10), as the H100 of docs/cupti-facts.md.
 //     Default: the major of the library file's SONAME (libcupti.so.12 / libcupti.so.13 builds).
 //   MOCK_CUPTI_HIDE=cuptiGetGraphExecId,cuptiGetTimestamp,...
 //     any exported names: dlsym() does not find them, as in a libcupti that never had them.

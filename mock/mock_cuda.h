@@ -2,7 +2,7 @@
  *
  * The mock driver stands in for the CUDA runtime and driver of a fake application: each call
  * below fires, through the mock CUPTI, exactly the callback sequence that real CUDA 13 fires for
- * the API it names (see shared/reference/cupti-ground-truth.md), then "runs" the kernels on a mock
+ * the API it names (see docs/cupti-facts.md), then "runs" the kernels on a mock
  * GPU that reports them to CUPTI as kernel activity. Domains and cbids are CUPTI's numbers
  * (CUpti_CallbackDomain: 1 = driver API, 2 = runtime API; CUPTI_*_TRACE_CBID_*).
  *

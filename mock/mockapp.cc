@@ -49,7 +49,7 @@ void usage(FILE *out) {
                "  --stress             no sleeps: launch as fast as possible\n"
                "  --kernel-names=FILE  kernel names, one per line, cycled through\n"
                "  --status-interval=MS print MOCKAPP_STATUS {json} every MS ms\n"
-               "  --scenario=LIST      replay ground-truth sequences instead of the timed "
+               "  --scenario=LIST      replay observed launch sequences instead of the timed "
                "workload:\n                       ");
   for (const std::string &s : scenario_names()) std::fprintf(out, "%s ", s.c_str());
   std::fprintf(out, "\n");
@@ -349,7 +349,7 @@ int run_process(const Options &o) {
   const auto start = std::chrono::steady_clock::now();
   if (!check(cuInit(0), "cuInit")) return 1;
   // Like cudaSetDevice(0) + cudaFree(0) at the start of a CUDA program: the context exists
-  // before the first launch (RESOURCE CONTEXT_CREATED, as in the ground truth's init phase).
+  // before the first launch (RESOURCE CONTEXT_CREATED, as seen on the H100).
   if (!check(mock_cuda_set_device(0), "cudaSetDevice")) return 1;
   Kernels kernels(o.kernel_names);
   {

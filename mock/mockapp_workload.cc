@@ -1,5 +1,5 @@
-// What parcagpu-mockapp launches: the ground-truth scenarios (each replays one phase of
-// shared/reference/cupti-h100-cuda13-*.log, deterministically) and the timed workload.
+// What parcagpu-mockapp launches: the scenarios (each replays one launch path observed on
+// the H100, docs/cupti-facts.md, deterministically) and the timed workload.
 #include <cupti_driver_cbid.h>
 #include <cupti_runtime_cbid.h>
 #include <time.h>
@@ -43,9 +43,9 @@ namespace {
 
 constexpr uint32_t kDrv = MOCK_CUDA_DOMAIN_DRIVER;
 constexpr uint32_t kRt = MOCK_CUDA_DOMAIN_RUNTIME;
-constexpr int kLaunchesPerScenario = 4;  // as in the ground truth's phases
+constexpr int kLaunchesPerScenario = 4;  // as in the H100 program's phases
 
-// The ground truth's kernels.
+// The H100 program's kernels.
 constexpr const char kAdd[] = "_Z5k_addPfi";
 constexpr const char kMul[] = "_Z5k_mulPfi";
 constexpr const char kCoop[] = "_Z6k_coopPf";
@@ -85,7 +85,7 @@ CUstream new_stream() {
   return s;
 }
 
-// Capture of three launches (ground truth phase capture_instantiate), then the captured graph
+// Capture of three launches (docs/cupti-facts.md, fact 5), then the captured graph
 // launched like the cudaGraphLaunch phase.
 void scenario_capture(Kernels &k) {
   CUstream s = new_stream();
@@ -101,7 +101,7 @@ void scenario_capture(Kernels &k) {
   graph_launch_n(kRt, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000, exec, s);
 }
 
-// A WHILE conditional whose two-kernel body runs 5 times (ground truth conditional_while_5).
+// A WHILE conditional whose two-kernel body runs 5 times (docs/cupti-facts.md, fact 7).
 void scenario_conditional(Kernels &k) {
   CUstream s = new_stream();
   CUgraph graph = nullptr, body = nullptr;
@@ -120,7 +120,7 @@ void scenario_conditional(Kernels &k) {
   check(mock_cuda_graph_exec_destroy(exec), "cudaGraphExecDestroy");
 }
 
-// A captured cudaLaunchHostFunc only (ground truth hostonly_graph).
+// A captured cudaLaunchHostFunc only (docs/cupti-facts.md, fact 8).
 void scenario_hostonly_graph() {
   CUstream s = new_stream();
   check(mock_cuda_stream_begin_capture(s), "cudaStreamBeginCapture");

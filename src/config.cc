@@ -22,6 +22,15 @@ constexpr const char *kBufferKib = "PARCAGPU_BUFFER_KIB";
 constexpr const char *kMaxBuffers = "PARCAGPU_MAX_BUFFERS";
 constexpr const char *kDisableCbids = "PARCAGPU_DISABLE_CBIDS";
 constexpr const char *kActivityMode = "PARCAGPU_ACTIVITY_MODE";
+// The upstream library's (parca-dev/parcagpu) names, with upstream's meaning, so that its
+// deployments can switch libraries without touching their settings. PARCAGPU_DEBUG,
+// PARCAGPU_RATE_LIMIT and PARCAGPU_GRAPH_RATE_LIMIT are shared above; the PC sampling ones
+// belong with PC sampling. PARCAGPU_LIMITER_DISABLE is from upstream releases before its
+// April 2026 rewrite: set (to anything), no launch is rate limited.
+constexpr const char *kLimiterDisable = "PARCAGPU_LIMITER_DISABLE";
+
+// The highest rate limit: no thread launches a billion times a second, so nothing is limited.
+constexpr double kUnlimitedRate = 1e9;
 
 struct Parser {
   const EnvLookup &getenv;
@@ -60,11 +69,13 @@ struct Parser {
     *out = static_cast<uint32_t>(d);
   }
 
-  void boolean(const char *name, bool *out) {
+  // empty_value: what an empty value means (upstream's PARCAGPU_DEBUG is on whenever set).
+  void boolean(const char *name, bool *out, bool empty_value = false) {
     const char *v = getenv(name);
     if (!v) return;
+    if (*v == '\0') return void(*out = empty_value);
     static const char *const kTrue[] = {"1", "true", "yes", "on"};
-    static const char *const kFalse[] = {"0", "false", "no", "off", ""};
+    static const char *const kFalse[] = {"0", "false", "no", "off"};
     for (const char *t : kTrue)
       if (strcasecmp(v, t) == 0) return void(*out = true);
     for (const char *f : kFalse)
@@ -120,7 +131,8 @@ struct Parser {
 const std::vector<const char *> &known_config_names() {
   static const std::vector<const char *> names = {
       kDebug,     kRate,           kGraphRate,    kCuptiPath, kMaxOutstanding, kMaxAge,
-      kFlushThreshold, kFlushInterval, kBufferKib, kMaxBuffers, kDisableCbids, kActivityMode};
+      kFlushThreshold, kFlushInterval, kBufferKib, kMaxBuffers, kDisableCbids, kActivityMode,
+      kLimiterDisable};
   return names;
 }
 
@@ -128,9 +140,10 @@ Config parse_config(const EnvLookup &getenv, const std::vector<std::string> &all
                     std::vector<ConfigWarning> *warnings) {
   Config c;
   Parser p{getenv, warnings};
-  p.boolean(kDebug, &c.debug);
-  p.number(kRate, 0, 1e9, &c.eager_rate_limit);
-  p.number(kGraphRate, 0, 1e9, &c.graph_rate_limit);
+  p.boolean(kDebug, &c.debug, /*empty_value=*/true);
+  p.number(kRate, 0, kUnlimitedRate, &c.eager_rate_limit);
+  p.number(kGraphRate, 0, kUnlimitedRate, &c.graph_rate_limit);
+  if (getenv(kLimiterDisable)) c.eager_rate_limit = c.graph_rate_limit = kUnlimitedRate;
   if (const char *v = getenv(kCuptiPath)) {
     if (*v)
       c.cupti_path = v;

@@ -1,5 +1,5 @@
 // What CUPTI's graph resource callbacks tell about executable graphs, kept so launches and
-// kernel records can be told right (ground truth, facts 6 to 8):
+// kernel records can be told right (docs/cupti-facts.md, facts 6 to 8):
 //  - how many kernels a launch of an exec produces (its entry completes exactly, and an exec
 //    with no kernels at all, host functions only, is not announced: nothing could match it);
 //  - which exec owns a conditional node's body graph: body kernels arrive with correlation ID 0

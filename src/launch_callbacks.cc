@@ -163,7 +163,7 @@ void LaunchCallbacks::on_launch(CbDomain domain, uint32_t cbid, const CUpti_Call
       const void *exec = *static_cast<void *const *>(cb->functionParams);
       const GraphTracker::ExecFacts f = graphs_.facts(exec);
       if (f.known && f.kernel_nodes == 0 && !f.has_conditional) {
-        // Host functions only: no kernel will ever carry this ID (ground truth, fact 8).
+        // Host functions only: no kernel will ever carry this ID (docs/cupti-facts.md, fact 8).
         t.announce = false;
         graphs_.count_hostonly_launch();
         return;
@@ -208,7 +208,7 @@ void LaunchCallbacks::on_resource(CUpti_CallbackId cbid, const CUpti_ResourceDat
   switch (cbid) {
     case CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED: {
       // A node created inside a launch call on this thread: the stream is being captured and
-      // the launch is recorded into a graph instead of running (ground truth, fact 5).
+      // the launch is recorded into a graph instead of running (docs/cupti-facts.md, fact 5).
       ThreadLaunch &t = t_launch;
       if (!t.active) {
         graphs_.on_node_created(gd);  // graph building or instantiation

@@ -1,5 +1,5 @@
 /* USDT probes of provider "parcagpu". The argument types are the production consumer's contract
- * (see include/parcagpu/abi.h and the probe ABI document): their sizes and signedness end up in
+ * (see include/parcagpu/abi.h and docs/probe-abi.md): their sizes and signedness end up in
  * the .note.stapsdt argument specs, which the consumer's BPF reads. Never change one silently. */
 provider parcagpu {
   probe cuda_correlation(uint32_t correlationId, int32_t signedCbid, const char *name);

@@ -1,10 +1,12 @@
 /* parcagpu probe ABI: what a consumer of the USDT probes of provider "parcagpu" may rely on.
  *
  * This header is plain C (no libc includes), so a BPF program can include it as well as C++.
- * Every number here is the production consumer's contract (the Parca agent's BPF program):
+ * Every number here is the production consumer's contract (the Parca agent's BPF program,
+ * docs/probe-abi.md):
  * probe names, argument order and types, the kernel activity record offsets and the batch limits.
- * Changing one breaks GPU profiling in production; tests/abi_test.cc and tests/test_probe_notes.py
- * pin them against the CUPTI headers and against the library's .note.stapsdt.
+ * Changing one breaks GPU profiling in production; tests/unit/abi_test.cc and
+ * tests/integration/test_probe_notes.py pin them against the CUPTI headers and against the
+ * library's .note.stapsdt.
  */
 #ifndef PARCAGPU_ABI_H
 #define PARCAGPU_ABI_H

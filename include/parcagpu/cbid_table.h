@@ -60,7 +60,7 @@ inline constexpr SubscribedCallback kSubscribedCallbacks[] = {
     {CbDomain::Runtime, 311, CbRole::GraphLaunch, "cudaGraphLaunch"},
     {CbDomain::Runtime, 312, CbRole::GraphLaunch, "cudaGraphLaunch_ptsz"},
     // Graph resources (not API calls). A node created inside a launch call means the stream is
-    // being captured: the launch is recorded, not run (ground truth, fact 5).
+    // being captured: the launch is recorded, not run (docs/cupti-facts.md, fact 5).
     {CbDomain::Resource, 13, CbRole::GraphResource, "GRAPHNODE_CREATED"},
     // A node cloned into an executable graph at instantiation: maps a running kernel's
     // graphNodeId back to the node recorded at capture (graph_node_clone probe).

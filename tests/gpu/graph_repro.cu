@@ -22,7 +22,7 @@
 //          launched during stream capture never run as such, conditional bodies run many times.
 // launches: API calls of the phase (graph launches for graph phases, the launches recorded during
 //          capture for the capture phase).
-// cbids:   the callback ids CUPTI fires for the call (ground truth, fact 2): rtN = runtime,
+// cbids:   the callback ids CUPTI fires for the call (docs/cupti-facts.md, fact 2): rtN = runtime,
 //          drvN = driver; the consumer sees drivers negated (-514).
 // Exit: 0 all counts as expected, 1 a kernel ran a different number of times than expected,
 //       2 a CUDA error.
@@ -287,8 +287,8 @@ void phase_cu_launch_kernel_ex() {
 }
 
 // Stream capture: every <<<>>> below fires its launch callbacks with a fresh correlation ID but
-// never runs under it (ground truth, fact 5). The two graphs are replayed by the next phases;
-// their kernels belong to those phases' rows.
+// never runs under it (docs/cupti-facts.md, fact 5). The two graphs are replayed by the next
+// phases; their kernels belong to those phases' rows.
 void phase_capture() {
   cudaGraph_t ga = nullptr, gb = nullptr;
   CHECK(cudaStreamBeginCapture(g_capture, cudaStreamCaptureModeGlobal));
@@ -363,8 +363,8 @@ void phase_explicit_graph() {
 }
 
 // A graph whose top level is one conditional WHILE node; its body (two kernels) runs kCondIters
-// times per launch. Ground truth, fact 7: these kernels arrive with correlation ID 0, the body
-// graph's id and another stream.
+// times per launch. docs/cupti-facts.md, fact 7: these kernels arrive with correlation ID 0, the
+// body graph's id and another stream.
 void phase_conditional() {
   cudaGraph_t g = nullptr;
   CHECK(cudaGraphCreate(&g, 0));
@@ -416,7 +416,7 @@ void phase_conditional() {
 void CUDART_CB host_fn(void *) { g_host_runs.fetch_add(1); }
 
 // A graph holding only a host function (captured cudaLaunchHostFunc): its launches fire 311/514
-// and no kernel record ever comes (ground truth, fact 8).
+// and no kernel record ever comes (docs/cupti-facts.md, fact 8).
 void phase_hostonly() {
   cudaGraph_t g = nullptr;
   CHECK(cudaStreamBeginCapture(g_capture, cudaStreamCaptureModeGlobal));
@@ -435,7 +435,7 @@ void phase_hostonly() {
   CHECK(cudaGraphDestroy(g));
 }
 
-// Four threads, each on its own stream: correlation IDs interleave (ground truth, fact 9).
+// Four threads, each on its own stream: correlation IDs interleave (docs/cupti-facts.md, fact 9).
 void phase_threads() {
   std::vector<std::thread> ts;
   std::atomic<int> failed{0};

@@ -7,8 +7,8 @@
 # Per phase: every kernel the program ran reached the consumer matched
 # (kernels_by_name[k].matched == kernels_run). Orphans are attributed to the phases that can
 # explain them: orphan eager correlations to "capture" phases (launches recorded during capture
-# announce IDs that never run, ground truth fact 5), orphan graph correlations to "conditional"
-# (body kernels come with ID 0, fact 7) and "hostonly" phases (no kernel at all, fact 8), orphan
+# announce IDs that never run, docs/cupti-facts.md, fact 5), orphan graph correlations to
+# "conditional" (body kernels come with ID 0, fact 7) and "hostonly" phases (no kernel at all, fact 8), orphan
 # kernels to "conditional" phases. The program makes each phase's share distinct (subset sums
 # differ), so a count that equals the sum of exactly one set of phases is attributed exactly;
 # otherwise known failures absorb first and the note says "ambiguous". What no phase explains is a

@@ -1,9 +1,13 @@
 """Shared helpers of the integration tests: run the mock application under the library, with
-real eBPF consumers (bpftrace and parcagpu-trace) attached to the library's USDT probes.
+real eBPF consumers (bpftrace, parcagpu-trace and the agent-faithful agent-consumer) attached to
+the library's USDT probes.
 
 Paths come from the environment that ctest sets (PARCAGPU_BUILD_DIR, PARCAGPU_SOURCE_DIR), so
-the tests run against the build they belong to.
+the tests run against the build they belong to. PARCAGPU_TEST_LIB runs them against another
+build of the library (for example an old one, to show a test red), with this build's mock
+application and consumers.
 """
+import functools
 import glob
 import json
 import os
@@ -25,6 +29,9 @@ LIB = os.environ.get("PARCAGPU_TEST_LIB") or os.path.join(BUILD, "lib", "libparc
 MOCKAPP = os.path.join(BUILD, "bin", "parcagpu-mockapp")
 MOCK_DIR = os.path.join(BUILD, "mock")
 TRACE = os.path.join(BUILD, "bin", "parcagpu-trace")
+AGENT_CONSUMER = os.path.join(BUILD, "bin", "agent-consumer")
+AGENT_FAKE_PRODUCER = os.path.join(BUILD, "bin", "agent-fake-producer")
+CBIDS_TOOL = os.path.join(BUILD, "bin", "parcagpu-cbids")
 BT_SCRIPT = os.path.join(SOURCE, "scripts", "parcagpu.bt")
 
 # Which CUPTI the mock presents to the whole suite (ctest registers the integration tests twice:
@@ -203,29 +210,34 @@ class Bpftrace(_Consumer):
 
         bpftrace formats its output in user space from per-CPU perf buffers and lags behind the
         probes; stopped right after the app exits it loses what it has not read yet (seen: 142
-        of 202 kernels). So a marker goes through the same path: a process that loads the library
-        with an unknown PARCAGPU_ variable fires the `error` probe, whose message names it. Once
-        the marker is printed, everything fired before it has been read too, give or take the
-        order of the per-CPU buffers, which a short quiet period covers."""
+        of 202 kernels). So a marker goes through the same path on every CPU: a process pinned
+        to that CPU loads the library with an unknown PARCAGPU_ variable, which fires the `error`
+        probe with the variable's value in its message. Each CPU's buffer is read in order, so
+        once every CPU's marker is printed, everything fired before on any CPU was read too."""
         if self.out.closed or self.proc.poll() is not None:
             return
-        token = "drain%d_%d" % (os.getpid(), int(time.time() * 1e6))
+        stamp = "drain%d_%d" % (os.getpid(), int(time.time() * 1e6))
         env = {k: v for k, v in os.environ.items()
                if not k.startswith(("PARCAGPU_", "CUDA_INJECTION64"))}
         # PARCAGPU_CUPTI_PATH: no CUPTI search (nor a real CUPTI loaded) in /bin/true.
-        env.update({"LD_PRELOAD": self.lib, "PARCAGPU_HARNESS_DRAIN_MARK": token,
-                    "LD_LIBRARY_PATH": "/nonexistent", "PARCAGPU_CUPTI_PATH": "/nonexistent"})
+        env.update({"LD_PRELOAD": self.lib, "LD_LIBRARY_PATH": "/nonexistent",
+                    "PARCAGPU_CUPTI_PATH": "/nonexistent"})
+        tokens = []
+        for cpu in sorted(os.sched_getaffinity(0)):
+            token = "%s_cpu%d" % (stamp, cpu)
+            tokens.append(token)
+            subprocess.run(["/bin/true"], env=dict(env, PARCAGPU_HARNESS_DRAIN_MARK=token),
+                           check=False, stderr=subprocess.DEVNULL,
+                           preexec_fn=lambda c=cpu: os.sched_setaffinity(0, {c}))
         deadline = time.time() + timeout
-        subprocess.run(["/bin/true"], env=env, check=False, stderr=subprocess.DEVNULL)
-        while token not in self._read(self.out):
+        while True:
+            out = self._read(self.out)
+            missing = [t for t in tokens if t not in out]
+            if not missing:
+                return
             if time.time() > deadline or self.proc.poll() is not None:
-                raise AssertionError("bpftrace did not print the drain marker within %d s" % timeout)
-            time.sleep(0.05)
-        size, quiet_since = -1, time.time()
-        while time.time() - quiet_since < 0.3 and time.time() < deadline:
-            now = len(self._read(self.out))
-            if now != size:
-                size, quiet_since = now, time.time()
+                raise AssertionError("bpftrace did not print the drain markers %s within %d s"
+                                     % (missing, timeout))
             time.sleep(0.05)
 
     def stop(self, timeout=60):
@@ -292,6 +304,101 @@ class Trace(_Consumer):
             raise AssertionError("parcagpu-trace printed no JSON:\n%s\n%s" % (
                 self.stdout[-2000:], self.stderr[-2000:]))
         return self
+
+
+class AgentConsumer(_Consumer):
+    """build/bin/agent-consumer: sees a library's probes exactly as the production agent does
+    (tests/agent/README.md, docs/probe-abi.md). After stop(), `result` is its JSON summary and
+    process(pid) the part about one process."""
+    ready_pattern = r"agent-consumer: attached \d+ probes"
+
+    def __init__(self, lib=LIB, pid=None):
+        cmd = [AGENT_CONSUMER, "-l", os.path.abspath(lib)]
+        if pid:
+            cmd += ["-p", str(pid)]
+        super().__init__(cmd)
+
+    def stop(self, timeout=60):
+        if self.out.closed:
+            return self
+        super().stop(timeout)
+        try:
+            self.result = json.loads(self.stdout.strip().splitlines()[-1])
+        except (ValueError, IndexError):
+            raise AssertionError("agent-consumer printed no JSON:\n%s\n%s" % (
+                self.stdout[-2000:], self.stderr[-2000:]))
+        return self
+
+    def process(self, pid):
+        """The summary of one process; a process the consumer never heard from has none."""
+        p = self.result["pids"].get(str(pid))
+        assert p is not None, "agent-consumer saw nothing of pid %d (saw %s)" % (
+            pid, sorted(self.result["pids"]))
+        return p
+
+
+def pc_sampling_problems(process):
+    """What keeps the agent from using a process's PC samples, from AgentConsumer.process(pid):
+    a list of sentences, empty when the stall-reason map, the cubins (by CRC, readable from
+    /proc/PID/mem and parsable as ELF), PC samples with stall reasons, and a gpu_config with a
+    sampling factor all arrived, and no read failed."""
+    problems = []
+    pc = process["pc_samples"]
+    stall_map = process["stall_reason_map"]
+    if not stall_map["seen"] or stall_map["count"] == 0 or not any(stall_map["names"]):
+        problems.append("no stall-reason map (%s)" % stall_map)
+    if not process["gpu_configs"]:
+        problems.append("no gpu_config")
+    for g in process["gpu_configs"]:
+        if g["sampling_factor"] == 0 or g["clock_khz"] == 0:
+            problems.append("gpu_config of device %d fixes a time scale of zero: %s"
+                            % (g["device"], g))
+    if pc["records"] == 0 or pc["stall_samples"] == 0:
+        problems.append("no PC samples with stall reasons (%d records, %d stall samples)"
+                        % (pc["records"], pc["stall_samples"]))
+    unnamed = sorted(k for k in pc["by_stall_reason"] if k.startswith("#"))
+    if unnamed:
+        problems.append("stall reasons missing from the map: %s" % ", ".join(unnamed))
+    cubins = {c["crc"]: c for c in process["cubins"]}
+    for crc, n in sorted(pc["records_by_crc"].items()):
+        c = cubins.get(crc)
+        if c is None:
+            problems.append("%d PC records of cubin %s, which was never announced" % (n, crc))
+        elif not (c["readable"] and c["elf"]):
+            problems.append("%d PC records of cubin %s, which is not a readable ELF image"
+                            % (n, crc))
+    if process["read_failures"]:
+        problems.append("failed reads: %s" % {k: v for k, v in
+                                              process["read_failures_by_kind"].items() if v})
+    if pc["over_cap"] or pc["abandoned"]:
+        problems.append("PC records the agent never reads: %d over the cap of 1024 per firing, "
+                        "%d given up after a failed read" % (pc["over_cap"], pc["abandoned"]))
+    return problems
+
+
+@functools.lru_cache(maxsize=None)
+def callbacks():
+    """The subscribed-callback table (include/parcagpu/cbid_table.h), from build/bin/parcagpu-cbids:
+    dicts with domain, cbid, signed_cbid (None for resources), role, name."""
+    out = subprocess.run([CBIDS_TOOL], capture_output=True, text=True, check=True).stdout
+    return tuple(json.loads(out)["callbacks"])
+
+
+def graph_launch_cbids():
+    """Signed cbids of the launches that fan out into a graph's kernels."""
+    return {c["signed_cbid"] for c in callbacks() if c["role"] == "graph_launch"}
+
+
+def is_graph_launch(signed_cbid):
+    return signed_cbid in graph_launch_cbids()
+
+
+def signed_cbid(name):
+    """The signed cbid a probe carries for a launch API, by its name in the table."""
+    for c in callbacks():
+        if c["name"] == name and c["signed_cbid"] is not None:
+            return c["signed_cbid"]
+    raise KeyError("no launch API %r in the cbid table" % name)
 
 
 def cbid_key(d):

@@ -19,16 +19,18 @@ class WithBpftrace(unittest.TestCase):
 
     def test_runtime_launch_announced_once_with_positive_cbid(self):
         r, corrs, kernels, _ = self.run_scenario("eager-runtime")
-        self.assertEqual({c[2] for c in corrs}, {211}, corrs)  # never -307 a second time
-        self.assertEqual(len(corrs), r.summary["launches_by_cbid"]["211"])
+        rt = harness.signed_cbid("cudaLaunchKernel")
+        self.assertEqual({c[2] for c in corrs}, {rt}, corrs)  # never cuLaunchKernel a second time
+        self.assertEqual(len(corrs), harness.cbid_key(r.summary["launches_by_cbid"])[rt])
         self.assertEqual(len({c[1] for c in corrs}), len(corrs))
         self.assertTrue(all(c[3] for c in corrs), "every launch names its kernel")
         self.assertEqual(sorted(k[1] for k in kernels), sorted(c[1] for c in corrs))
 
     def test_driver_launch_announced_with_negative_cbid(self):
         r, corrs, kernels, _ = self.run_scenario("eager-driver")
-        self.assertEqual({c[2] for c in corrs}, {-307})
-        self.assertEqual(len(corrs), r.summary["launches_by_cbid"]["-307"])
+        drv = harness.signed_cbid("cuLaunchKernel")
+        self.assertEqual({c[2] for c in corrs}, {drv})
+        self.assertEqual(len(corrs), harness.cbid_key(r.summary["launches_by_cbid"])[drv])
         self.assertEqual(sorted(k[1] for k in kernels), sorted(c[1] for c in corrs))
 
     def test_every_launch_path_is_announced_with_its_outermost_cbid(self):
@@ -41,7 +43,8 @@ class WithBpftrace(unittest.TestCase):
     def test_graph_launch_kernels_all_carry_the_launch_id(self):
         r, corrs, kernels, _ = self.run_scenario("graph-runtime,graph-driver,graph-driver-ptsz")
         cb = {c[2] for c in corrs}
-        self.assertEqual(cb, {311, -514, -515})
+        self.assertEqual(cb, {harness.signed_cbid(n) for n in
+                              ("cudaGraphLaunch", "cuGraphLaunch", "cuGraphLaunch_ptsz")})
         announced = {c[1] for c in corrs}
         self.assertEqual(len(kernels), r.summary["graph_kernels_run"])
         self.assertTrue(all(k[1] in announced and k[2] != 0 for k in kernels))
@@ -93,7 +96,7 @@ class WithBpftrace(unittest.TestCase):
         captured_ids = {int(l.split("corr=")[1].split()[0]) for l in captures}
         self.assertFalse(captured_ids & {c[1] for c in corrs}, "a captured launch was announced")
         # The replayed graph's launches are announced and matched, nothing else.
-        self.assertEqual({c[2] for c in corrs}, {311})
+        self.assertEqual({c[2] for c in corrs}, {harness.signed_cbid("cudaGraphLaunch")})
         self.assertEqual({k[1] for k in kernels}, {c[1] for c in corrs})
         self.assertTrue(all("node=" in l and "node=0" not in l for l in captures), captures)
 

@@ -37,7 +37,7 @@ class TraceEndToEnd(unittest.TestCase):
         self.assertEqual(j["kernel_records"], kernels)
         # Every graph launch's kernels, all of them, arrived under its ID.
         self.assertEqual(j["graph_kernels_matched"], graph_kernels)
-        graph_launches = sum(n for c, n in launched.items() if abs(c) in (311, 312, 514, 515))
+        graph_launches = sum(n for c, n in launched.items() if harness.is_graph_launch(c))
         self.assertEqual(j["graph_launches_with_kernels"], graph_launches)
 
     def test_default_rate_limits_one_thread(self):
@@ -51,7 +51,7 @@ class TraceEndToEnd(unittest.TestCase):
         for cbid, n in harness.cbid_key(j["correlations_by_cbid"]).items():
             self.assertLessEqual(n, harness.cbid_key(s["launches_by_cbid"])[cbid])
         graph = sum(n for c, n in harness.cbid_key(j["correlations_by_cbid"]).items()
-                    if abs(c) in (311, 514, 515))
+                    if harness.is_graph_launch(c))
         self.assertGreater(graph, 0, "graph launches have their own bucket")
         self.assertEqual(j["pids"], 1)
         self.assertGreaterEqual(j["gpu_config"], 1)
@@ -80,8 +80,8 @@ class TraceEndToEnd(unittest.TestCase):
         self.assert_clean(j)
         self.assert_everything_announced(r.summaries, j)
         c = harness.cbid_key(j["correlations_by_cbid"])
-        self.assertGreater(c.get(-514, 0), 0)
-        self.assertGreater(c.get(-515, 0), 0)
+        self.assertGreater(c.get(harness.signed_cbid("cuGraphLaunch"), 0), 0)
+        self.assertGreater(c.get(harness.signed_cbid("cuGraphLaunch_ptsz"), 0), 0)
 
     def test_two_processes(self):
         r, j = self.traced(["--duration=2s", "--launch-rate=1000", "--graph-rate=200",

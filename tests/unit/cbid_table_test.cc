@@ -28,7 +28,8 @@ TEST(CbidTable, RuntimeGraphLaunchesAreGraph) {
 }
 
 TEST(CbidTable, EveryEagerPathOfTheGroundTruthIsSubscribed) {
-  // Runtime / driver cbids real CUPTI fired per launch path on the H100 (ground truth, fact 2).
+  // Runtime / driver cbids real CUPTI fired per launch path on the H100 (docs/cupti-facts.md,
+  // fact 2).
   const std::pair<CbDomain, uint32_t> seen[] = {
       {CbDomain::Runtime, 211}, {CbDomain::Driver, 307}, {CbDomain::Runtime, 430},
       {CbDomain::Driver, 652},  {CbDomain::Runtime, 269}, {CbDomain::Driver, 477},

@@ -99,6 +99,38 @@ INSTANTIATE_TEST_SUITE_P(
                       BadCase{"PARCAGPU_ACTIVITY_MODE", "sometimes", "must be"},
                       BadCase{"PARCAGPU_RATELIMIT", "100", "unknown variable"}));
 
+// Deployments of the upstream library (parca-dev/parcagpu) keep their settings: its names are
+// known, with its meaning. (The PC sampling ones come with PC sampling.)
+TEST(Config, UpstreamLibraryVariables) {
+  std::vector<ConfigWarning> w;
+  Config c = Env{{{"PARCAGPU_DEBUG", ""},  // upstream: on whenever set
+                  {"PARCAGPU_RATE_LIMIT", "250"},
+                  {"PARCAGPU_GRAPH_RATE_LIMIT", "30"}}}
+                 .parse(&w);
+  EXPECT_TRUE(w.empty()) << w[0].variable << " " << w[0].reason;
+  EXPECT_TRUE(c.debug);
+  EXPECT_EQ(c.eager_rate_limit, 250.0);
+  EXPECT_EQ(c.graph_rate_limit, 30.0);
+  // Upstream before its April 2026 rewrite: set to anything, the rate limiter is off.
+  for (const char *v : {"1", "", "0"}) {
+    w.clear();
+    c = Env{{{"PARCAGPU_LIMITER_DISABLE", v}, {"PARCAGPU_RATE_LIMIT", "5"}}}.parse(&w);
+    EXPECT_TRUE(w.empty()) << v;
+    EXPECT_GE(c.eager_rate_limit, 1e9) << v;
+    EXPECT_GE(c.graph_rate_limit, 1e9) << v;
+  }
+}
+
+TEST(Config, DebugValues) {
+  for (const auto &[value, on] : std::vector<std::pair<const char *, bool>>{
+           {"1", true}, {"yes", true}, {"", true}, {"0", false}, {"off", false}}) {
+    std::vector<ConfigWarning> w;
+    const Config c = Env{{{"PARCAGPU_DEBUG", value}}}.parse(&w);
+    EXPECT_EQ(c.debug, on) << value;
+    EXPECT_TRUE(w.empty()) << value;
+  }
+}
+
 TEST(Config, SeveralProblemsAllReported) {
   std::vector<ConfigWarning> w;
   Config c = Env{{{"PARCAGPU_RATE_LIMIT", "x"},

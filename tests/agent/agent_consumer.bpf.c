@@ -1,0 +1,420 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* The agent-faithful test consumer, BPF side (see agent_consumer.h and docs/probe-abi.md).
+ *
+ * One program per probe the production agent handles, attached by userland as a plain uprobe at
+ * the probe's last note, with the note's semaphore as reference counter and the probe's index as
+ * cookie. Arguments are evaluated from the note's specs (map "specs"), as the agent's own USDT
+ * code does: a register, 8 bytes at register + offset, or a constant, then cut to the argument's
+ * size and sign.
+ *
+ * What is copied from user memory, and what a failed copy costs, is the agent's:
+ *   activity_batch   at most 128 records, in two chunks of 64; record pointers are read 16 at a
+ *                    time (128 bytes, even where fewer remain); a failed pointer read gives up the
+ *                    rest of its chunk, a failed 160-byte record read skips that record.
+ *   pc_sample_batch  at most 1024 records (the agent chains 8 chunks of 128); per record 60 bytes,
+ *                    functionName up to 128 bytes and 64 x 8 bytes at stallReason; any failed read
+ *                    (a NULL functionName included) gives up the rest of the firing.
+ *   stall_reason_map one blob of 64 x 64 bytes.
+ *   cubin_loaded     first firing per (pid, crc) only; userland reads the bytes from /proc/PID/mem.
+ *   gpu_config       first firing per (pid, device) only.
+ * Every failed read is counted per pid (map "pid_stats"), as are repeats, caps and drops. */
+/* The UAPI headers before libbpf's. */
+/* clang-format off */
+#include <stdbool.h>
+#include <linux/bpf.h>
+#include <linux/ptrace.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+
+#include "agent_consumer.h"
+#include "parcagpu/abi.h"
+/* clang-format on */
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+struct {
+  __uint(type, BPF_MAP_TYPE_RINGBUF);
+  __uint(max_entries, 64 << 20);
+} events SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_ARRAY);
+  __uint(max_entries, AC_PROBE_MAX);
+  __type(key, __u32);
+  __type(value, struct ac_probe_spec);
+} specs SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, 16384);
+  __type(key, struct ac_stat_key);
+  __type(value, __u64);
+} pid_stats SEC(".maps");
+
+struct cubin_seen_key {
+  __u64 crc;
+  __u32 pid;
+  __u32 pad;
+};
+struct {
+  __uint(type, BPF_MAP_TYPE_LRU_HASH);
+  __uint(max_entries, 1 << 14);
+  __type(key, struct cubin_seen_key);
+  __type(value, __u8);
+} cubin_seen SEC(".maps");
+
+struct gpu_config_seen_key {
+  __u32 pid;
+  __u32 device_id;
+};
+struct {
+  __uint(type, BPF_MAP_TYPE_LRU_HASH);
+  __uint(max_entries, 256);
+  __type(key, struct gpu_config_seen_key);
+  __type(value, __u8);
+} gpu_config_seen SEC(".maps");
+
+static __always_inline __u32 current_pid(void) { return bpf_get_current_pid_tgid() >> 32; }
+
+static __always_inline void count(__u32 pid, __u32 stat, __u64 n) {
+  struct ac_stat_key key = {.pid = pid, .stat = stat};
+  __u64 *v = bpf_map_lookup_elem(&pid_stats, &key);
+  if (!v) {
+    __u64 zero = 0;
+    bpf_map_update_elem(&pid_stats, &key, &zero, BPF_NOEXIST);
+    v = bpf_map_lookup_elem(&pid_stats, &key);
+  }
+  if (v) __sync_fetch_and_add(v, n);
+}
+
+static __always_inline void *reserve(__u32 pid, __u64 size) {
+  void *e = bpf_ringbuf_reserve(&events, size, 0);
+  if (!e) count(pid, AC_STAT_RINGBUF_DROPS, 1);
+  return e;
+}
+
+/* Argument n of the firing probe, from its note's spec. 0 and a counted failure when it cannot be
+ * evaluated (the agent then goes on with 0 too). */
+static __always_inline long arg(struct pt_regs *ctx, __u32 pid, __u32 n) {
+  __u32 id = (__u32)bpf_get_attach_cookie(ctx);
+  struct ac_probe_spec *spec = bpf_map_lookup_elem(&specs, &id);
+  if (!spec || n >= AC_MAX_ARGS || n >= spec->nargs) goto fail;
+  struct ac_arg_spec *a = &spec->args[n];
+  __u64 val = 0;
+  const __u32 reg_off = a->reg_off;
+  switch (a->type) {
+    case AC_ARG_CONST:
+      val = a->val_off;
+      break;
+    case AC_ARG_REG:
+    case AC_ARG_REG_DEREF:
+      if (reg_off > sizeof(struct pt_regs) - sizeof(__u64)) goto fail;
+      if (bpf_probe_read_kernel(&val, sizeof(val), (void *)ctx + reg_off) != 0) goto fail;
+      if (a->type == AC_ARG_REG_DEREF &&
+          bpf_probe_read_user(&val, sizeof(val), (void *)(val + a->val_off)) != 0)
+        goto fail;
+      break;
+    default:
+      goto fail;
+  }
+  const __u32 shift = a->bitshift & 63;
+  val <<= shift;
+  return a->is_signed ? ((long)val) >> shift : (long)(val >> shift);
+fail:
+  count(pid, AC_STAT_READ_FAIL_ARG, 1);
+  return 0;
+}
+
+SEC("uprobe")
+int ac_cuda_correlation(struct pt_regs *ctx) {
+  const __u64 id = bpf_get_current_pid_tgid();
+  const __u32 pid = id >> 32;
+  count(pid, AC_STAT_FIRINGS + AC_PROBE_CUDA_CORRELATION, 1);
+  /* The agent reads the first two arguments only; the name is not read. */
+  const __u32 corr = arg(ctx, pid, 0);
+  const __s32 cbid = arg(ctx, pid, 1);
+  struct ac_correlation_event *e = reserve(pid, sizeof(*e));
+  if (!e) return 0;
+  e->type = AC_EV_CORRELATION;
+  e->pid = pid;
+  e->tid = (__u32)id;
+  e->correlation_id = corr;
+  e->signed_cbid = cbid;
+  e->pad = 0;
+  bpf_ringbuf_submit(e, 0);
+  return 0;
+}
+
+/* The kernel name as the agent reads it: "err" when it cannot be read. */
+static __always_inline void read_kernel_name(__u32 pid, struct ac_kernel_event *e,
+                                             const void *name) {
+  e->name_fault = 0;
+  if (bpf_probe_read_user_str(e->name, sizeof(e->name), name) <= 0) {
+    e->name[0] = 'e';
+    e->name[1] = 'r';
+    e->name[2] = 'r';
+    e->name[3] = 0;
+    e->name_fault = 1;
+    count(pid, AC_STAT_READ_FAIL_KERNEL_NAME, 1);
+  }
+}
+
+#define FIELD(T, rec, off) (*(T *)((__u8 *)(rec) + (off)))
+
+struct batch_walk {
+  __u64 base;
+  __u32 n;
+  __u32 pid;
+  __u32 skip_chunk; /* a chunk whose pointer read failed: its remaining groups are skipped */
+  __u32 other;      /* records of other kinds */
+};
+
+/* One group of 16 records of an activity_batch firing (bpf_loop callback). */
+static long batch_group(__u32 g, void *data) {
+  struct batch_walk *w = data;
+  const __u32 first = g * AC_PTR_GROUP;
+  if (first >= w->n) return 1;
+  const __u32 chunk = first / AC_ACTIVITY_CHUNK + 1;
+  if (w->skip_chunk == chunk) return 0;
+  const __u32 chunk_end = chunk * AC_ACTIVITY_CHUNK < w->n ? chunk * AC_ACTIVITY_CHUNK : w->n;
+  __u64 ptrs[AC_PTR_GROUP];
+  if (bpf_probe_read_user(ptrs, sizeof(ptrs), (void *)(w->base + first * 8ull)) != 0) {
+    /* The agent gives up the rest of this chunk of 64; the next chunk is still read. */
+    count(w->pid, AC_STAT_READ_FAIL_RECORD_PTRS, 1);
+    count(w->pid, AC_STAT_BATCH_ABANDONED, chunk_end - first);
+    w->skip_chunk = chunk;
+    return 0;
+  }
+  __u64 rec[PARCAGPU_KREC_SIZE / 8];
+  for (__u32 j = 0; j < AC_PTR_GROUP; j++) {
+    if (first + j >= w->n) break;
+    if (bpf_probe_read_user(rec, sizeof(rec), (void *)ptrs[j]) != 0) {
+      count(w->pid, AC_STAT_READ_FAIL_RECORD, 1); /* that record only */
+      continue;
+    }
+    const __u32 kind = FIELD(__u32, rec, PARCAGPU_KREC_OFF_KIND);
+    if (kind != PARCAGPU_KIND_KERNEL && kind != PARCAGPU_KIND_CONCURRENT_KERNEL) {
+      w->other++;
+      continue;
+    }
+    struct ac_kernel_event *e = reserve(w->pid, sizeof(*e));
+    if (!e) continue;
+    e->type = AC_EV_KERNEL;
+    e->pid = w->pid;
+    e->kind = kind;
+    e->start = FIELD(__u64, rec, PARCAGPU_KREC_OFF_START);
+    e->end = FIELD(__u64, rec, PARCAGPU_KREC_OFF_END);
+    e->device_id = FIELD(__u32, rec, PARCAGPU_KREC_OFF_DEVICE_ID);
+    e->stream_id = FIELD(__u32, rec, PARCAGPU_KREC_OFF_STREAM_ID);
+    e->correlation_id = FIELD(__u32, rec, PARCAGPU_KREC_OFF_CORRELATION_ID);
+    e->graph_node_id = FIELD(__u64, rec, PARCAGPU_KREC_OFF_GRAPH_NODE_ID);
+    e->graph_id = FIELD(__u32, rec, PARCAGPU_KREC_OFF_GRAPH_ID);
+    read_kernel_name(w->pid, e, (const void *)FIELD(__u64, rec, PARCAGPU_KREC_OFF_NAME));
+    bpf_ringbuf_submit(e, 0);
+  }
+  return 0;
+}
+
+SEC("uprobe")
+int ac_activity_batch(struct pt_regs *ctx) {
+  const __u32 pid = current_pid();
+  count(pid, AC_STAT_FIRINGS + AC_PROBE_ACTIVITY_BATCH, 1);
+  struct batch_walk w = {.base = arg(ctx, pid, 0), .n = (__u32)arg(ctx, pid, 1), .pid = pid};
+  count(pid, AC_STAT_BATCH_RECORDS, w.n);
+  if (w.n > AC_ACTIVITY_CAP) {
+    count(pid, AC_STAT_BATCH_OVER_CAP, w.n - AC_ACTIVITY_CAP);
+    w.n = AC_ACTIVITY_CAP;
+  }
+  bpf_loop((w.n + AC_PTR_GROUP - 1) / AC_PTR_GROUP, batch_group, &w, 0);
+  if (w.other) count(pid, AC_STAT_BATCH_OTHER_KIND, w.other);
+  return 0;
+}
+
+SEC("uprobe")
+int ac_kernel_executed(struct pt_regs *ctx) {
+  const __u32 pid = current_pid();
+  count(pid, AC_STAT_FIRINGS + AC_PROBE_KERNEL_EXECUTED, 1);
+  const __u64 start = arg(ctx, pid, 0), end = arg(ctx, pid, 1);
+  const __u32 corr = arg(ctx, pid, 2), dev = arg(ctx, pid, 3), stream = arg(ctx, pid, 4);
+  const __u32 graph = arg(ctx, pid, 5);
+  const __u64 node = arg(ctx, pid, 6), name = arg(ctx, pid, 7);
+  struct ac_kernel_event *e = reserve(pid, sizeof(*e));
+  if (!e) return 0;
+  e->type = AC_EV_KERNEL;
+  e->pid = pid;
+  e->kind = 0;
+  e->start = start;
+  e->end = end;
+  e->correlation_id = corr;
+  e->device_id = dev;
+  e->stream_id = stream;
+  e->graph_id = graph;
+  e->graph_node_id = node;
+  read_kernel_name(pid, e, (const void *)name);
+  bpf_ringbuf_submit(e, 0);
+  return 0;
+}
+
+SEC("uprobe")
+int ac_cubin_loaded(struct pt_regs *ctx) {
+  const __u32 pid = current_pid();
+  count(pid, AC_STAT_FIRINGS + AC_PROBE_CUBIN_LOADED, 1);
+  const __u64 crc = arg(ctx, pid, 0), ptr = arg(ctx, pid, 1), size = arg(ctx, pid, 2);
+  struct cubin_seen_key key = {.crc = crc, .pid = pid, .pad = 0};
+  if (bpf_map_lookup_elem(&cubin_seen, &key)) {
+    count(pid, AC_STAT_CUBIN_REPEATS, 1);
+    return 0;
+  }
+  struct ac_cubin_event *e = reserve(pid, sizeof(*e));
+  if (!e) return 0; /* not marked seen: a later firing gets another chance */
+  e->type = AC_EV_CUBIN;
+  e->pid = pid;
+  e->crc = crc;
+  e->ptr = ptr;
+  e->size = size;
+  bpf_ringbuf_submit(e, 0);
+  __u8 one = 1;
+  bpf_map_update_elem(&cubin_seen, &key, &one, BPF_ANY);
+  return 0;
+}
+
+SEC("uprobe")
+int ac_gpu_config(struct pt_regs *ctx) {
+  const __u32 pid = current_pid();
+  count(pid, AC_STAT_FIRINGS + AC_PROBE_GPU_CONFIG, 1);
+  const __u32 dev = arg(ctx, pid, 0), factor = arg(ctx, pid, 1);
+  const __u32 clock = arg(ctx, pid, 2), sms = arg(ctx, pid, 3);
+  struct gpu_config_seen_key key = {.pid = pid, .device_id = dev};
+  if (bpf_map_lookup_elem(&gpu_config_seen, &key)) {
+    count(pid, AC_STAT_GPU_CONFIG_REPEATS, 1);
+    return 0;
+  }
+  struct ac_gpu_config_event *e = reserve(pid, sizeof(*e));
+  if (!e) return 0;
+  e->type = AC_EV_GPU_CONFIG;
+  e->pid = pid;
+  e->device_id = dev;
+  e->sampling_factor = factor;
+  e->clock_khz = clock;
+  e->sm_count = sms;
+  bpf_ringbuf_submit(e, 0);
+  __u8 one = 1;
+  bpf_map_update_elem(&gpu_config_seen, &key, &one, BPF_ANY);
+  return 0;
+}
+
+SEC("uprobe")
+int ac_stall_reason_map(struct pt_regs *ctx) {
+  const __u32 pid = current_pid();
+  count(pid, AC_STAT_FIRINGS + AC_PROBE_STALL_REASON_MAP, 1);
+  const __u64 names = arg(ctx, pid, 0);
+  __u32 n = (__u32)arg(ctx, pid, 1);
+  if (n > AC_STALL_REASONS) n = AC_STALL_REASONS;
+  struct ac_stall_map_event *e = reserve(pid, sizeof(*e));
+  if (!e) return 0;
+  if (bpf_probe_read_user(e->names, sizeof(e->names), (const void *)names) != 0) {
+    bpf_ringbuf_discard(e, 0);
+    count(pid, AC_STAT_READ_FAIL_STALL_MAP, 1);
+    return 0;
+  }
+  e->type = AC_EV_STALL_MAP;
+  e->pid = pid;
+  e->count = n;
+  e->pad = 0;
+  bpf_ringbuf_submit(e, 0);
+  return 0;
+}
+
+struct pc_walk {
+  __u64 base;
+  __u32 n;
+  __u32 pid;
+};
+
+/* Gives up the rest of the firing from record `from` on (the failed record included). */
+static __always_inline long pc_abandon(struct pc_walk *w, __u32 stat, __u32 from) {
+  if (stat) count(w->pid, stat, 1);
+  count(w->pid, AC_STAT_PC_ABANDONED, w->n - from);
+  return 1; /* stops bpf_loop */
+}
+
+/* One group of 16 records (bpf_loop callback). */
+static long pc_group(__u32 g, void *data) {
+  struct pc_walk *w = data;
+  const __u32 first = g * AC_PTR_GROUP;
+  if (first >= w->n) return 1;
+  __u64 ptrs[AC_PTR_GROUP];
+  if (bpf_probe_read_user(ptrs, sizeof(ptrs), (void *)(w->base + first * 8ull)) != 0)
+    return pc_abandon(w, AC_STAT_READ_FAIL_PC_PTRS, first);
+  for (__u32 j = 0; j < AC_PTR_GROUP; j++) {
+    const __u32 i = first + j;
+    if (i >= w->n) break;
+    struct ac_pc_sample_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+    if (!e) {
+      count(w->pid, AC_STAT_RINGBUF_DROPS, 1);
+      return pc_abandon(w, 0, i);
+    }
+    if (bpf_probe_read_user(e->record, AC_PC_RECORD_SIZE, (void *)ptrs[j]) != 0) {
+      bpf_ringbuf_discard(e, 0);
+      return pc_abandon(w, AC_STAT_READ_FAIL_PC_RECORD, i);
+    }
+    e->function_name[0] = 0;
+    if (bpf_probe_read_user_str(e->function_name, sizeof(e->function_name),
+                                (void *)FIELD(__u64, e->record, AC_PC_OFF_FUNCTION_NAME)) < 0) {
+      bpf_ringbuf_discard(e, 0);
+      return pc_abandon(w, AC_STAT_READ_FAIL_PC_FUNCTION, i);
+    }
+    if (bpf_probe_read_user(e->stall, sizeof(e->stall),
+                            (void *)FIELD(__u64, e->record, AC_PC_OFF_STALL_REASON)) != 0) {
+      bpf_ringbuf_discard(e, 0);
+      return pc_abandon(w, AC_STAT_READ_FAIL_PC_STALLS, i);
+    }
+    e->type = AC_EV_PC_SAMPLE;
+    e->pid = w->pid;
+    bpf_ringbuf_submit(e, 0);
+  }
+  return 0;
+}
+
+SEC("uprobe")
+int ac_pc_sample_batch(struct pt_regs *ctx) {
+  const __u32 pid = current_pid();
+  count(pid, AC_STAT_FIRINGS + AC_PROBE_PC_SAMPLE_BATCH, 1);
+  struct pc_walk w = {.base = arg(ctx, pid, 0), .n = (__u32)arg(ctx, pid, 1), .pid = pid};
+  count(pid, AC_STAT_PC_RECORDS, w.n);
+  if (w.n > AC_PC_CAP) {
+    count(pid, AC_STAT_PC_OVER_CAP, w.n - AC_PC_CAP);
+    w.n = AC_PC_CAP;
+  }
+  /* The agent walks 8 tail-called chunks of 128; any failure ends the whole walk, so one loop
+   * over the 16-pointer groups reads exactly the same bytes. */
+  bpf_loop((w.n + AC_PTR_GROUP - 1) / AC_PTR_GROUP, pc_group, &w, 0);
+  return 0;
+}
+
+/* A string of the error probe; NULL is allowed (left empty), a fault is counted. */
+static __always_inline void read_error_string(__u32 pid, char *dst, __u32 size, __u64 src) {
+  dst[0] = 0;
+  if (src && bpf_probe_read_user_str(dst, size, (const void *)src) < 0) {
+    dst[0] = 0;
+    count(pid, AC_STAT_READ_FAIL_ERROR_STRING, 1);
+  }
+}
+
+SEC("uprobe")
+int ac_error(struct pt_regs *ctx) {
+  const __u32 pid = current_pid();
+  count(pid, AC_STAT_FIRINGS + AC_PROBE_ERROR, 1);
+  const __s32 code = arg(ctx, pid, 0);
+  const __u64 msg = arg(ctx, pid, 1), component = arg(ctx, pid, 2);
+  struct ac_error_event *e = reserve(pid, sizeof(*e));
+  if (!e) return 0;
+  e->type = AC_EV_ERROR;
+  e->pid = pid;
+  e->code = code;
+  e->pad = 0;
+  read_error_string(pid, e->message, sizeof(e->message), msg);
+  read_error_string(pid, e->component, sizeof(e->component), component);
+  bpf_ringbuf_submit(e, 0);
+  return 0;
+}

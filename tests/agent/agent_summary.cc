@@ -1,0 +1,342 @@
+#include "agent_summary.h"
+
+#include <libelf.h>
+
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+
+#include "agent_notes.h"
+#include "parcagpu/cbid_table.h"
+
+namespace parcagpu::agent {
+namespace {
+
+template <typename T>
+T field(const uint8_t *p, size_t off) {
+  T v;
+  std::memcpy(&v, p + off, sizeof v);
+  return v;
+}
+
+std::string cstr(const char *s, size_t cap) { return std::string(s, strnlen(s, cap)); }
+
+std::string quote(const std::string &s) {
+  std::string o = "\"";
+  for (unsigned char c : s) {
+    if (c == '"' || c == '\\') {
+      o += '\\';
+      o += static_cast<char>(c);
+    } else if (c < 0x20 || c >= 0x7f) {
+      char b[8];
+      std::snprintf(b, sizeof b, "\\u%04x", c);
+      o += b;
+    } else {
+      o += static_cast<char>(c);
+    }
+  }
+  return o + "\"";
+}
+
+std::string hex(uint64_t v) {
+  char b[24];
+  std::snprintf(b, sizeof b, "\"0x%016" PRIx64 "\"", v);
+  return b;
+}
+
+// A JSON object written field by field.
+struct Obj {
+  std::string s = "{";
+  Obj &raw(const std::string &k, const std::string &v) {
+    if (s.size() > 1) s += ",";
+    s += quote(k) + ":" + v;
+    return *this;
+  }
+  Obj &num(const std::string &k, uint64_t v) { return raw(k, std::to_string(v)); }
+  Obj &boolean(const std::string &k, bool v) { return raw(k, v ? "true" : "false"); }
+  std::string str() const { return s + "}"; }
+};
+
+std::string list(const std::vector<std::string> &items) {
+  std::string o = "[";
+  for (size_t i = 0; i < items.size(); i++) o += (i ? "," : "") + items[i];
+  return o + "]";
+}
+
+const char *const kReadFailureNames[] = {
+    "arg",       "record_ptrs",      "record",           "kernel_name",      "pc_ptrs",
+    "pc_record", "pc_function_name", "pc_stall_reasons", "stall_reason_map", "error_string"};
+static_assert(sizeof(kReadFailureNames) / sizeof(kReadFailureNames[0]) ==
+              AC_STAT_READ_FAIL_LAST - AC_STAT_READ_FAIL_ARG + 1);
+
+std::string process_json(const ProcessView &v) {
+  const uint64_t *st = v.stats;
+  uint64_t matched = 0, graph_matched = 0, graph_launches_with_kernels = 0;
+  uint64_t orphan_eager = 0, orphan_graph = 0;
+  for (const auto &[corr, cbid] : v.announced) {
+    auto it = v.kernels_by_correlation.find(corr);
+    const uint64_t k = it == v.kernels_by_correlation.end() ? 0 : it->second;
+    matched += k;
+    if (is_graph_launch(cbid)) {
+      graph_matched += k;
+      graph_launches_with_kernels += k > 0;
+      orphan_graph += k == 0;
+    } else {
+      orphan_eager += k == 0;
+    }
+  }
+  Obj by_cbid;
+  for (const auto &[cbid, n] : v.correlations_by_cbid) by_cbid.num(std::to_string(cbid), n);
+  Obj failures;
+  for (uint32_t s = AC_STAT_READ_FAIL_ARG; s <= AC_STAT_READ_FAIL_LAST; s++)
+    failures.num(kReadFailureNames[s - AC_STAT_READ_FAIL_ARG], st[s]);
+  Obj firings;
+  for (int p = 0; p < AC_PROBE_MAX; p++)
+    firings.num(probe_name(static_cast<ac_probe>(p)), st[static_cast<int>(AC_STAT_FIRINGS) + p]);
+  std::vector<std::string> configs;
+  for (const auto &c : v.gpu_configs)
+    configs.push_back(Obj()
+                          .num("device", c.device_id)
+                          .num("sampling_factor", c.sampling_factor)
+                          .num("clock_khz", c.clock_khz)
+                          .num("sm_count", c.sm_count)
+                          .str());
+  std::vector<std::string> names;
+  for (const std::string &n : v.stall_names) names.push_back(quote(n));
+  std::vector<std::string> cubins;
+  for (const auto &[crc, c] : v.cubins)
+    cubins.push_back(Obj()
+                         .raw("crc", hex(crc))
+                         .num("size", c.size)
+                         .boolean("readable", c.readable)
+                         .boolean("elf", c.elf)
+                         .str());
+  // PC samples.
+  Obj by_reason;
+  for (const auto &[index, n] : v.pc_samples_by_stall_index) {
+    const bool named = index < v.stall_names.size() && !v.stall_names[index].empty();
+    by_reason.num(named ? v.stall_names[index] : "#" + std::to_string(index), n);
+  }
+  Obj by_crc;
+  uint64_t without_cubin = 0;
+  for (const auto &[crc, n] : v.pc_records_by_crc) {
+    by_crc.num(hex(crc).substr(1, 18), n);
+    if (!v.cubins.count(crc)) without_cubin += n;
+  }
+  uint64_t corr_announced = 0, corr_unannounced = 0;
+  for (uint32_t c : v.pc_correlation_ids)
+    (v.announced.count(c) ? corr_announced : corr_unannounced)++;
+  const std::string pc = Obj()
+                             .num("records", v.pc_records)
+                             .num("records_fired", st[AC_STAT_PC_RECORDS])
+                             .num("over_cap", st[AC_STAT_PC_OVER_CAP])
+                             .num("abandoned", st[AC_STAT_PC_ABANDONED])
+                             .num("stall_samples", v.pc_stall_samples)
+                             .raw("by_stall_reason", by_reason.str())
+                             .raw("correlation_ids", Obj()
+                                                         .num("announced", corr_announced)
+                                                         .num("unannounced", corr_unannounced)
+                                                         .num("zero", v.pc_correlation_zero)
+                                                         .str())
+                             .raw("records_by_crc", by_crc.str())
+                             .num("records_without_cubin", without_cubin)
+                             .num("function_names", v.pc_function_names.size())
+                             .str();
+  std::vector<std::string> errors;
+  for (const auto &e : v.errors)
+    errors.push_back(Obj()
+                         .raw("code", std::to_string(e.code))
+                         .raw("component", quote(e.component))
+                         .raw("message", quote(e.message))
+                         .str());
+  return Obj()
+      .num("correlations", v.correlations)
+      .num("correlation_repeats", v.correlation_repeats)
+      .raw("correlations_by_cbid", by_cbid.str())
+      .num("kernel_records", v.kernel_records)
+      .num("matched", matched)
+      .num("orphan_kernels", v.kernel_records - matched)
+      .num("orphan_correlations_eager", orphan_eager)
+      .num("orphan_correlations_graph", orphan_graph)
+      .num("graph_kernels_matched", graph_matched)
+      .num("graph_launches_with_kernels", graph_launches_with_kernels)
+      .num("read_failures", v.read_failures())
+      .raw("read_failures_by_kind", failures.str())
+      .raw("firings", firings.str())
+      .num("batches", st[static_cast<int>(AC_STAT_FIRINGS) + AC_PROBE_ACTIVITY_BATCH])
+      .num("batch_records", st[AC_STAT_BATCH_RECORDS])
+      .num("batch_over_cap", st[AC_STAT_BATCH_OVER_CAP])
+      .num("batch_abandoned", st[AC_STAT_BATCH_ABANDONED])
+      .num("batch_other_kinds", st[AC_STAT_BATCH_OTHER_KIND])
+      .raw("gpu_configs", list(configs))
+      .num("gpu_config_repeats", st[AC_STAT_GPU_CONFIG_REPEATS])
+      .raw("stall_reason_map", Obj()
+                                   .boolean("seen", v.stall_maps > 0)
+                                   .num("firings_read", v.stall_maps)
+                                   .num("count", v.stall_count)
+                                   .raw("names", list(names))
+                                   .str())
+      .raw("cubins", list(cubins))
+      .num("cubin_repeats", st[AC_STAT_CUBIN_REPEATS])
+      .raw("pc_samples", pc)
+      .num("errors", v.error_count)
+      .raw("error_list", list(errors))
+      .num("ringbuf_drops", st[AC_STAT_RINGBUF_DROPS])
+      .str();
+}
+
+}  // namespace
+
+bool is_elf_image(const std::vector<uint8_t> &bytes) {
+  if (bytes.empty() || elf_version(EV_CURRENT) == EV_NONE) return false;
+  Elf *elf =
+      elf_memory(reinterpret_cast<char *>(const_cast<uint8_t *>(bytes.data())), bytes.size());
+  size_t shnum = 0;
+  const bool ok = elf && elf_kind(elf) == ELF_K_ELF && elf_getshdrnum(elf, &shnum) == 0 &&
+                  shnum > 0 && elf_nextscn(elf, nullptr) != nullptr;
+  if (elf) elf_end(elf);
+  return ok;
+}
+
+PcRecord decode_pc_record(const uint8_t r[AC_PC_RECORD_SIZE]) {
+  PcRecord p;
+  p.size = field<uint64_t>(r, AC_PC_OFF_SIZE);
+  p.cubin_crc = field<uint64_t>(r, AC_PC_OFF_CUBIN_CRC);
+  p.pc_offset = field<uint64_t>(r, AC_PC_OFF_PC_OFFSET);
+  p.function_index = field<uint32_t>(r, AC_PC_OFF_FUNCTION_INDEX);
+  p.function_name = field<uint64_t>(r, AC_PC_OFF_FUNCTION_NAME);
+  p.stall_reason_count = field<uint64_t>(r, AC_PC_OFF_STALL_REASON_COUNT);
+  p.stall_reason = field<uint64_t>(r, AC_PC_OFF_STALL_REASON);
+  p.correlation_id = field<uint32_t>(r, AC_PC_OFF_CORRELATION_ID);
+  return p;
+}
+
+uint64_t ProcessView::read_failures() const {
+  uint64_t n = 0;
+  for (uint32_t s = AC_STAT_READ_FAIL_ARG; s <= AC_STAT_READ_FAIL_LAST; s++) n += stats[s];
+  return n;
+}
+
+bool Summary::on_event(const void *data, size_t size) {
+  uint32_t type, pid;
+  if (size < 8) return ++bad_events_, false;
+  std::memcpy(&type, data, 4);
+  std::memcpy(&pid, static_cast<const char *>(data) + 4, 4);
+  auto fits = [&](size_t need) { return size >= need || (++bad_events_, false); };
+  ProcessView &v = pids_[pid];
+  switch (type) {
+    case AC_EV_CORRELATION: {
+      if (!fits(sizeof(ac_correlation_event))) return false;
+      const auto *e = static_cast<const ac_correlation_event *>(data);
+      v.correlations++;
+      v.correlations_by_cbid[e->signed_cbid]++;
+      if (!v.announced.emplace(e->correlation_id, e->signed_cbid).second) v.correlation_repeats++;
+      return true;
+    }
+    case AC_EV_KERNEL: {
+      if (!fits(sizeof(ac_kernel_event))) return false;
+      const auto *e = static_cast<const ac_kernel_event *>(data);
+      v.kernel_records++;
+      v.kernels_by_correlation[e->correlation_id]++;
+      return true;
+    }
+    case AC_EV_CUBIN: {
+      if (!fits(sizeof(ac_cubin_event))) return false;
+      const auto *e = static_cast<const ac_cubin_event *>(data);
+      ProcessView::Cubin &c = v.cubins[e->crc];
+      c.size = e->size;
+      std::vector<uint8_t> bytes;
+      c.readable = read_memory_ && read_memory_(pid, e->ptr, e->size, &bytes);
+      c.elf = c.readable && is_elf_image(bytes);
+      return true;
+    }
+    case AC_EV_PC_SAMPLE: {
+      if (!fits(sizeof(ac_pc_sample_event))) return false;
+      const auto *e = static_cast<const ac_pc_sample_event *>(data);
+      const PcRecord r = decode_pc_record(e->record);
+      v.pc_records++;
+      v.pc_records_by_crc[r.cubin_crc]++;
+      v.pc_function_names.insert(cstr(e->function_name, sizeof e->function_name));
+      if (r.correlation_id == 0)
+        v.pc_correlation_zero++;
+      else
+        v.pc_correlation_ids.push_back(r.correlation_id);
+      // The agent uses the first stallReasonCount of the 64 entries it copied.
+      const uint64_t n =
+          r.stall_reason_count < AC_STALL_REASONS ? r.stall_reason_count : AC_STALL_REASONS;
+      for (uint64_t i = 0; i < n; i++) {
+        v.pc_samples_by_stall_index[e->stall[i].index] += e->stall[i].samples;
+        v.pc_stall_samples += e->stall[i].samples;
+      }
+      return true;
+    }
+    case AC_EV_STALL_MAP: {
+      if (!fits(sizeof(ac_stall_map_event))) return false;
+      const auto *e = static_cast<const ac_stall_map_event *>(data);
+      v.stall_maps++;
+      v.stall_count = e->count;
+      v.stall_names.clear();
+      for (uint32_t i = 0; i < AC_STALL_REASONS; i++)
+        v.stall_names.push_back(cstr(e->names[i], AC_STALL_NAME_LEN));
+      while (!v.stall_names.empty() && v.stall_names.back().empty()) v.stall_names.pop_back();
+      return true;
+    }
+    case AC_EV_ERROR: {
+      if (!fits(sizeof(ac_error_event))) return false;
+      const auto *e = static_cast<const ac_error_event *>(data);
+      v.error_count++;
+      if (v.errors.size() < 100)
+        v.errors.push_back({e->code, cstr(e->component, sizeof e->component),
+                            cstr(e->message, sizeof e->message)});
+      return true;
+    }
+    case AC_EV_GPU_CONFIG: {
+      if (!fits(sizeof(ac_gpu_config_event))) return false;
+      const auto *e = static_cast<const ac_gpu_config_event *>(data);
+      v.gpu_configs.push_back({e->device_id, e->sampling_factor, e->clock_khz, e->sm_count});
+      return true;
+    }
+  }
+  ++bad_events_;
+  return false;
+}
+
+void Summary::add_stat(uint32_t pid, uint32_t stat, uint64_t value) {
+  if (stat < AC_STAT_MAX) pids_[pid].stats[stat] += value;
+}
+
+void Summary::set_attached(std::vector<std::string> attached, std::vector<std::string> ignored,
+                           std::map<std::string, int> sites) {
+  attached_ = std::move(attached);
+  ignored_ = std::move(ignored);
+  sites_ = std::move(sites);
+}
+
+std::string Summary::json() const {
+  std::vector<std::string> attached, ignored;
+  for (const auto &a : attached_) attached.push_back(quote(a));
+  for (const auto &i : ignored_) ignored.push_back(quote(i));
+  Obj sites;
+  for (const auto &[name, n] : sites_) sites.num(name, n);
+  Obj pids;
+  uint64_t kernels = 0, correlations = 0, failures = 0;
+  for (const auto &[pid, v] : pids_) {
+    pids.raw(std::to_string(pid), process_json(v));
+    kernels += v.kernel_records;
+    correlations += v.correlations;
+    failures += v.read_failures();
+  }
+  return Obj()
+      .raw("attached", list(attached))
+      .raw("ignored", list(ignored))
+      .raw("sites", sites.str())
+      .num("processes", pids_.size())
+      .num("correlations", correlations)
+      .num("kernel_records", kernels)
+      .num("read_failures", failures)
+      .num("bad_events", bad_events_)
+      .raw("pids", pids.str())
+      .str();
+}
+
+}  // namespace parcagpu::agent

@@ -1,0 +1,97 @@
+// What the agent-faithful consumer received, per process, and its JSON summary. Fed with the
+// ring-buffer events of agent_consumer.bpf.c and its per-pid counters; no BPF here, unit-tested
+// in agent_summary_test.cc.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "agent_consumer.h"
+
+namespace parcagpu::agent {
+
+// Reads `size` bytes at `addr` in process `pid` into *bytes (the agent reads cubins through
+// /proc/PID/mem); false when they cannot all be read.
+using MemoryReader =
+    std::function<bool(uint32_t pid, uint64_t addr, uint64_t size, std::vector<uint8_t> *bytes)>;
+
+// Whether `bytes` is an ELF image whose section headers can be read: the agent parses each cubin
+// it reads as an ELF file and drops those it cannot parse.
+bool is_elf_image(const std::vector<uint8_t> &bytes);
+
+// A PC record's fields, decoded from the bytes the agent copies.
+struct PcRecord {
+  uint64_t size, cubin_crc, pc_offset, function_name, stall_reason_count, stall_reason;
+  uint32_t function_index, correlation_id;
+};
+PcRecord decode_pc_record(const uint8_t record[AC_PC_RECORD_SIZE]);
+
+struct ProcessView {
+  // Launches and kernels.
+  std::unordered_map<uint32_t, int32_t> announced;  // correlation ID -> signed cbid
+  uint64_t correlations = 0, correlation_repeats = 0;
+  std::map<int32_t, uint64_t> correlations_by_cbid;
+  std::unordered_map<uint32_t, uint64_t> kernels_by_correlation;
+  uint64_t kernel_records = 0;
+  // Metadata.
+  struct GpuConfig {
+    uint32_t device_id, sampling_factor, clock_khz, sm_count;
+  };
+  std::vector<GpuConfig> gpu_configs;    // first firing per device only (the agent's dedup)
+  uint64_t stall_maps = 0;               // stall_reason_map firings read in full
+  std::vector<std::string> stall_names;  // of the last one: index -> name ("" = none)
+  uint32_t stall_count = 0;
+  struct Cubin {
+    uint64_t size = 0;
+    bool readable = false;  // /proc/PID/mem read of all `size` bytes succeeded
+    bool elf = false;       // ... and they parse as an ELF image
+  };
+  std::map<uint64_t, Cubin> cubins;  // by CRC
+  // PC samples.
+  uint64_t pc_records = 0, pc_stall_samples = 0;
+  std::map<uint32_t, uint64_t> pc_samples_by_stall_index;
+  std::map<uint64_t, uint64_t> pc_records_by_crc;
+  std::set<std::string> pc_function_names;
+  uint64_t pc_correlation_zero = 0;
+  std::vector<uint32_t> pc_correlation_ids;  // non-zero, checked against `announced` at the end
+  // Errors.
+  struct Error {
+    int32_t code;
+    std::string component, message;
+  };
+  std::vector<Error> errors;  // the first 100
+  uint64_t error_count = 0;
+  // Counters from BPF (enum ac_stat).
+  uint64_t stats[AC_STAT_MAX] = {};
+
+  uint64_t read_failures() const;
+};
+
+class Summary {
+ public:
+  explicit Summary(MemoryReader read_memory) : read_memory_(std::move(read_memory)) {}
+
+  // One ring-buffer event. Returns false for an event it does not understand (counted).
+  bool on_event(const void *data, size_t size);
+  void add_stat(uint32_t pid, uint32_t stat, uint64_t value);
+
+  void set_attached(std::vector<std::string> attached, std::vector<std::string> ignored,
+                    std::map<std::string, int> sites);
+
+  const std::map<uint32_t, ProcessView> &processes() const { return pids_; }
+  std::string json() const;
+
+ private:
+  MemoryReader read_memory_;
+  std::map<uint32_t, ProcessView> pids_;
+  uint64_t bad_events_ = 0;
+  std::vector<std::string> attached_, ignored_;
+  std::map<std::string, int> sites_;
+};
+
+}  // namespace parcagpu::agent
