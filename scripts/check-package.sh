@@ -38,6 +38,28 @@ check "bpftrace script" '[ -f "$root/usr/share/parcagpu/parcagpu.bt" ]'
 check "README, parcagpu-trace.md, LICENSE (Apache-2.0)" \
   '[ -f "$root/usr/share/doc/parcagpu/README.md" ] && [ -f "$root/usr/share/doc/parcagpu/parcagpu-trace.md" ] &&
    grep -q "Apache License" "$root/usr/share/doc/parcagpu/LICENSE"'
+check "depends on libdw (parcagpu-trace's symbols and the PC view's cubin line tables)" \
+  'dpkg-deb -f "$deb" Depends | grep -q "libdw1"'
+# parcagpu-trace --pc from the unpacked files on the demo's app: its PC view works from the
+# package (BPF object in the binary, libdw, the demo's mock cubin with line information).
+pc_json=$root/pc.json
+"$root/usr/bin/parcagpu-trace" -l "$lib" --pc --json >"$pc_json" 2>"$root/pc.err" &
+pc_tool=$!
+for _ in $(seq 600); do grep -q "parcagpu-trace: attached" "$root/pc.err" && break; kill -0 "$pc_tool" 2>/dev/null || break; sleep 0.1; done
+"$root/usr/lib/parcagpu/demo/bin/parcagpu-mockapp" "$lib" --duration=2s --launch-rate=300 --graph-rate=60 \
+  >"$root/pc-app.out" 2>&1 || { cat "$root/pc-app.out"; fail=1; }
+kill -TERM "$pc_tool" 2>/dev/null; wait "$pc_tool" || true
+check "parcagpu-trace --pc: PC samples with named stall reasons, the demo's cubin read and mapped to source lines" \
+  'python3 - "$pc_json" <<"PY"
+import json, sys
+pc = json.loads(open(sys.argv[1]).read().splitlines()[-1])["pc"]
+lines = [h for k in pc["kernels"] for h in k["hot_pcs"] if h.get("file", "").endswith("pc_kernels.cu")]
+ok = (pc["samples"] > 0 and pc["stall_reasons_named"] and pc["cubins"] and lines and
+      all(c["read"] and c["bytes_crc32"] == c["crc"] and c["has_lines"] for c in pc["cubins"]))
+print("        %d samples, %d kernels, cubins %s, %d hot PCs with a source line" % (
+    pc["samples"], len(pc["kernels"]), [(c["crc"], c["read"], c["has_lines"]) for c in pc["cubins"]], len(lines)))
+sys.exit(0 if ok else 1)
+PY'
 [ "$fail" = 0 ] || { echo "check-package: FAIL" >&2; exit 1; }
 echo "check-package: the demo from the unpacked files ($root/usr/lib/parcagpu/demo/demo.sh):"
 OUT=$root/demo-out "$root/usr/lib/parcagpu/demo/demo.sh"
