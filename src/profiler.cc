@@ -8,6 +8,7 @@
 
 #include "log.h"
 #include "usdt.h"
+#include "version.h"
 
 namespace parcagpu {
 namespace {
@@ -163,8 +164,8 @@ bool start_profiler(const char *how) noexcept {
     for (const auto &w : warnings)
       report_error(kErrConfig, "config", "%s=\"%s\": %s; using the default", w.variable.c_str(),
                    w.value.c_str(), w.reason.c_str());
-    debug_log("starting (%s): rate limits eager=%g/s graph=%g/s per process", how,
-              config.eager_rate_limit, config.graph_rate_limit);
+    debug_log("parcagpu %s starting (%s): rate limits eager=%g/s graph=%g/s per process",
+              version(), how, config.eager_rate_limit, config.graph_rate_limit);
     auto *p = new Profiler(config);
     if (!p->start()) return false;  // p stays: CUPTI may still hold pointers into it
     std::atexit(&shutdown_at_exit);
