@@ -4,7 +4,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps configure test test-sanitize demo test-pc-mock-graph format clean
+.PHONY: all deps configure test test-sanitize demo package install test-pc-mock-graph format clean
 
 all: configure
 	cmake --build $(BUILD) -j$(JOBS)
@@ -26,6 +26,16 @@ test-sanitize: all
 # The mock application under the library, with our consumer attached, printing what it sees.
 demo: all
 	scripts/demo.sh
+
+# The Debian package (build/parcagpu_VERSION_ARCH.deb) and its check: unpacked into an empty
+# prefix, contents checked, the demo run from the unpacked files.
+package: all
+	cd $(BUILD) && cpack -G DEB
+	scripts/check-package.sh
+
+# Into CMAKE_INSTALL_PREFIX (default /usr/local; DESTDIR works).
+install: all
+	cmake --install $(BUILD)
 
 test-pc-mock-graph: all
 	PARCAGPU_BUILD_DIR=$(abspath $(BUILD)) python3 scripts/test-pc-mock-graph.py

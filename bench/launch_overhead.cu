@@ -1,6 +1,6 @@
 // Launch overhead of an empty kernel, in nanoseconds per launch (issue 4's benchmark).
 //
-//   launch_overhead --mode eager|graph [-n N] [--warmup W]
+//   launch_overhead --mode eager|graph [-n N] [--warmup W] [--fake-consumer PROBES]
 //
 // eager: N launches of an empty kernel with <<<1,1,0,stream>>>.
 // graph: N cudaGraphLaunch of a captured graph of 4 empty kernels (one launch = 4 kernels).
@@ -8,6 +8,11 @@
 // and a synchronize, the timed part is the host launch loop plus the final synchronize; the result
 // is that time divided by N. scripts/bench-gpu-overhead.sh runs it with and without the library
 // and the consumer, interleaved.
+//
+// --fake-consumer PROBES ("all" or "cuda_correlation,kernel_executed,..."): once CUDA is up, raise
+// those USDT semaphores of the library named by CUDA_INJECTION64_PATH, as an attaching eBPF
+// consumer would (bench/sdt_semaphores.h), and give the library 0.5 s to notice: the library's
+// attached cost without the uprobe traps of a real consumer.
 //
 // Prints one machine-readable line on stdout:
 //   LAUNCH_OVERHEAD mode=eager n=300000 warmup=30000 kernels_per_launch=1 total_ns=1234567890 ns_per_launch=4115.2
@@ -18,9 +23,13 @@
 #include <cuda_runtime.h>
 
 #include <chrono>
+#include <string>
+#include <thread>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+
+#include "sdt_semaphores.h"
 
 #define CHECK(call)                                                                      \
   do {                                                                                   \
@@ -39,7 +48,8 @@ namespace {
 constexpr int kGraphKernels = 4;
 
 void usage() {
-  fprintf(stderr, "usage: launch_overhead --mode eager|graph [-n N] [--warmup W]\n");
+  fprintf(stderr,
+          "usage: launch_overhead --mode eager|graph [-n N] [--warmup W] [--fake-consumer P]\n");
   exit(2);
 }
 
@@ -55,10 +65,12 @@ long parse_count(const char *s) {
 int main(int argc, char **argv) {
   const char *mode = "eager";
   long n = 300000, warmup = -1;
+  const char *fake_consumer = nullptr;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--mode") && i + 1 < argc) mode = argv[++i];
     else if (!strcmp(argv[i], "-n") && i + 1 < argc) n = parse_count(argv[++i]);
     else if (!strcmp(argv[i], "--warmup") && i + 1 < argc) warmup = parse_count(argv[++i]);
+    else if (!strcmp(argv[i], "--fake-consumer") && i + 1 < argc) fake_consumer = argv[++i];
     else usage();
   }
   const bool graph = !strcmp(mode, "graph");
@@ -68,6 +80,18 @@ int main(int argc, char **argv) {
 
   CHECK(cudaSetDevice(0));
   CHECK(cudaFree(nullptr));
+  if (fake_consumer) {
+    const char *lib = getenv("CUDA_INJECTION64_PATH");
+    std::string err;
+    const auto sems = sdtsem::find(lib ? lib : "", "parcagpu", &err);
+    const int raised = sems.empty() ? 0 : sdtsem::raise(sems, fake_consumer, +1);
+    if (raised == 0) {
+      fprintf(stderr, "launch_overhead: --fake-consumer %s: nothing raised (%s)\n", fake_consumer,
+              err.c_str());
+      return 2;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }
   cudaStream_t s = nullptr;
   CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
 

@@ -2,6 +2,7 @@
 // nesting, parameter structs and kernel executions real CUDA produces (docs/cupti-facts.md), and
 // the per-cbid launch statistics.
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -404,6 +405,14 @@ const void *build_params(const LaunchApi &api, LaunchArgs *a, ParamStorage *stor
   return nullptr;
 }
 
+std::atomic<MockLaunchHook> g_launch_hook{nullptr};
+std::atomic<void *> g_launch_hook_arg{nullptr};
+
+void launch_point(MockLaunchPoint point, const LaunchApi &api, uint32_t correlation_id) {
+  if (MockLaunchHook hook = g_launch_hook.load(std::memory_order_acquire))
+    hook(point, api.domain, api.cbid, correlation_id, g_launch_hook_arg.load());
+}
+
 // MODULE_LOADED at a context's first launch, with the real cubin of mock/pc_kernels.cu. Like the
 // H100's driver (docs/pc-sampling.md), the pointer is the driver's own heap copy, not inside any
 // loaded object, and it is freed when the module is unloaded: whoever needs the bytes later
@@ -504,6 +513,11 @@ using namespace mockcuda;
 
 extern "C" {
 
+void mock_cuda_set_launch_hook(MockLaunchHook hook, void *arg) {
+  g_launch_hook_arg.store(arg);
+  g_launch_hook.store(hook, std::memory_order_release);
+}
+
 MockLaunchKind mock_cuda_launch_kind(uint32_t domain, uint32_t cbid) {
   const int i = find_launch_api(domain, cbid);
   return i < 0 ? MOCK_LAUNCH_NONE : kLaunchApis[i].kind;
@@ -539,11 +553,13 @@ CUresult mock_cuda_launch(uint32_t domain, uint32_t cbid, CUfunction f, CUstream
     int outer_rc = 0, inner_rc = 0;
     ApiScope outer(api.domain, api.cbid, api.name, f->name, build_params(api, &args, &outer_params),
                    ctx, &outer_rc);
+    launch_point(MOCK_LAUNCH_POINT_AFTER_OUTER_ENTER, api, outer.correlation_id());
     std::optional<ApiScope> inner;
     if (api.nested_driver_cbid) {
       const LaunchApi &drv = kLaunchApis[find_launch_api(kDrv, api.nested_driver_cbid)];
       inner.emplace(drv.domain, drv.cbid, drv.name, f->name,
                     build_params(drv, &args, &inner_params), ctx, &inner_rc);
+      launch_point(MOCK_LAUNCH_POINT_AFTER_DRIVER_ENTER, api, outer.correlation_id());
     }
     // Inside the driver call: lazy module load, and stream capture (docs/cupti-facts.md, fact 5).
     module_loaded_once(ctx);
@@ -554,6 +570,10 @@ CUresult mock_cuda_launch(uint32_t domain, uint32_t cbid, CUfunction f, CUstream
     // Whether its record is collected is decided now, inside the launch call.
     if (const auto *h = hooks()) collect_kind = h->kernel_activity_enabled(ctx->id);
     correlation_id = outer.correlation_id();
+    if (inner) {
+      inner.reset();  // the driver EXIT
+      launch_point(MOCK_LAUNCH_POINT_AFTER_DRIVER_EXIT, api, correlation_id);
+    }
   }
   if (captured) {
     Counters::add(kCapturedLaunches);
@@ -589,11 +609,13 @@ CUresult mock_cuda_graph_launch(uint32_t domain, uint32_t cbid, CUgraphExec exec
     // Graph launches carry no symbol name (docs/cupti-facts.md, fact 2: no symbol).
     ApiScope outer(api.domain, api.cbid, api.name, nullptr, build_params(api, &args, &outer_params),
                    ctx, &outer_rc);
+    launch_point(MOCK_LAUNCH_POINT_AFTER_OUTER_ENTER, api, outer.correlation_id());
     std::optional<ApiScope> inner;
     if (api.nested_driver_cbid) {
       const LaunchApi &drv = kLaunchApis[find_launch_api(kDrv, api.nested_driver_cbid)];
       inner.emplace(drv.domain, drv.cbid, drv.name, nullptr,
                     build_params(drv, &args, &inner_params), ctx, &inner_rc);
+      launch_point(MOCK_LAUNCH_POINT_AFTER_DRIVER_ENTER, api, outer.correlation_id());
     }
     module_loaded_once(ctx);  // a graph's kernels need their module as much as eager ones
     if (st->capture_graph.load(std::memory_order_relaxed)) {  // becomes a child graph node
@@ -602,6 +624,10 @@ CUresult mock_cuda_graph_launch(uint32_t domain, uint32_t cbid, CUgraphExec exec
     }
     if (const auto *h = hooks()) collect_kind = h->kernel_activity_enabled(ctx->id);
     correlation_id = outer.correlation_id();
+    if (inner) {
+      inner.reset();  // the driver EXIT
+      launch_point(MOCK_LAUNCH_POINT_AFTER_DRIVER_EXIT, api, correlation_id);
+    }
   }
   if (captured) {
     Counters::add(kCapturedLaunches);

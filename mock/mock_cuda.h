@@ -89,6 +89,22 @@ CUresult mock_cuda_launch(uint32_t domain, uint32_t cbid, CUfunction f, CUstream
  * no kernel. Returns CUDA_ERROR_INVALID_VALUE if (domain, cbid) is not a graph launch cbid. */
 CUresult mock_cuda_graph_launch(uint32_t domain, uint32_t cbid, CUgraphExec exec, CUstream stream);
 
+/* Points inside a launch call where the application may act (attach or detach a consumer, say)
+ * while the launch is in flight: after the outermost ENTER (for a runtime launch, before its
+ * nested driver ENTER), after the nested driver ENTER, and after the nested driver EXIT (before
+ * the runtime EXIT). Driver-only launches have the first point only. */
+typedef enum MockLaunchPoint {
+  MOCK_LAUNCH_POINT_AFTER_OUTER_ENTER = 0,
+  MOCK_LAUNCH_POINT_AFTER_DRIVER_ENTER = 1,
+  MOCK_LAUNCH_POINT_AFTER_DRIVER_EXIT = 2,
+} MockLaunchPoint;
+/* domain/cbid: the outermost call's; correlation_id: the launch's (0 without a mock CUPTI). */
+typedef void (*MockLaunchHook)(MockLaunchPoint point, uint32_t domain, uint32_t cbid,
+                               uint32_t correlation_id, void *arg);
+/* Called at each point of every launch (eager and graph, captured ones too) on the launching
+ * thread, while set; NULL removes it. */
+void mock_cuda_set_launch_hook(MockLaunchHook hook, void *arg);
+
 /* cudaLaunchHostFunc (runtime 284 over driver 527; 285 / 528 on CU_STREAM_PER_THREAD). No kernel;
  * on a capturing stream it adds a host node (RESOURCE GRAPHNODE_CREATED). */
 CUresult mock_cuda_launch_host_func(CUstream stream);

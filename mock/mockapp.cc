@@ -50,12 +50,15 @@ void usage(FILE *out) {
                "  --procs=N            fork N processes before cuInit, each runs the workload\n"
                "  --duration=T         5, 30s, 2m, 500ms (default 2s)\n"
                "  --stress             no sleeps: launch as fast as possible\n"
+               "  --launches=N         stop after N launches per thread (deterministic counts)\n"
                "  --kernel-names=FILE  kernel names, one per line, cycled through\n"
                "  --status-interval=MS print MOCKAPP_STATUS {json} every MS ms\n"
                "  --fork-children=N    fork N children while the workload runs, spread over\n"
                "                       --duration; each calls exit() at once (fork safety)\n"
                "  --exit=HOW           end with exit (default), quick_exit or _exit\n"
                "  --loop               repeat --scenario until --duration has passed\n"
+               "  --fake-consumer=P    after cuInit raise the library's semaphores of probes P\n"
+               "                       (\"all\" or a list) as an attaching consumer would\n"
                "  --scenario=LIST      replay observed launch sequences instead of the timed "
                "workload:\n                       ");
   for (const std::string &s : scenario_names()) std::fprintf(out, "%s ", s.c_str());
@@ -138,6 +141,8 @@ bool parse_options(int argc, char **argv, Options *o) {
     kForkChildren,
     kExit,
     kLoop,
+    kFakeConsumer,
+    kLaunches,
     kHelp,
   };
   static const option kLong[] = {
@@ -158,6 +163,8 @@ bool parse_options(int argc, char **argv, Options *o) {
       {"fork-children", required_argument, nullptr, kForkChildren},
       {"exit", required_argument, nullptr, kExit},
       {"loop", no_argument, nullptr, kLoop},
+      {"fake-consumer", required_argument, nullptr, kFakeConsumer},
+      {"launches", required_argument, nullptr, kLaunches},
       {"help", no_argument, nullptr, kHelp},
       {nullptr, 0, nullptr, 0},
   };
@@ -238,6 +245,14 @@ bool parse_options(int argc, char **argv, Options *o) {
         break;
       case kLoop:
         o->loop = true;
+        break;
+      case kLaunches:
+        if (!parse_int(arg, 1, 1000000000, &n)) return fail("bad --launches: " + arg);
+        o->launches = static_cast<uint64_t>(n);
+        break;
+      case kFakeConsumer:
+        if (arg.empty()) return fail("--fake-consumer needs probe names or 'all'");
+        o->fake_consumer = arg;
         break;
       case 'h':
       case kHelp:
@@ -468,6 +483,7 @@ int run_process(const Options &o) {
   // Like cudaSetDevice(0) + cudaFree(0) at the start of a CUDA program: the context exists
   // before the first launch (RESOURCE CONTEXT_CREATED, as seen on the H100).
   if (!check(mock_cuda_set_device(0), "cudaSetDevice")) return 1;
+  if (!o.fake_consumer.empty() && !fake_consumer_attach(o.library, o.fake_consumer)) return 1;
   Kernels kernels(o.kernel_names);
   {
     StatusPrinter status(o.status_interval_ms, start);

@@ -23,12 +23,14 @@ struct Options {
   int procs = 1;
   double duration_s = 2;
   bool stress = false;
+  uint64_t launches = 0;  // --launches: stop after this many per thread (0: run for the duration)
   std::vector<std::string> kernel_names;  // from --kernel-names; empty: the defaults
   int status_interval_ms = 0;
   std::vector<std::string> scenarios;
   bool loop = false;       // repeat the scenarios until --duration has passed (soak runs)
   int fork_children = 0;   // children forked while the workload runs; each calls exit() at once
   std::string exit_how = "exit";  // how the process ends: exit, quick_exit, _exit
+  std::string fake_consumer;  // --fake-consumer: probes whose semaphores the app raises itself
 };
 
 // What --fork-children saw: children forked, and those that did not exit within the timeout.
@@ -61,6 +63,10 @@ bool check(CUresult rc, const char *what);
 
 const std::vector<std::string> &scenario_names();
 bool run_scenario(const std::string &name, Kernels &kernels);
+// mockapp_consumer.cc: consumers made by raising the library's semaphores from inside.
+bool fake_consumer_attach(const std::string &library, const std::string &probes);
+void scenario_attach_detach(Kernels &kernels);
+void scenario_clone_refire(Kernels &kernels);
 void run_timed_workload(const Options &options, Kernels &kernels);
 
 // The mock CUPTI's view, if a mock libcupti is loaded (reached through dlopen(RTLD_NOLOAD)).

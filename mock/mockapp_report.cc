@@ -23,6 +23,7 @@ namespace {
 struct CuptiView {
   bool loaded = false;
   decltype(&mock_cupti_enabled_callbacks) enabled_callbacks = nullptr;
+  decltype(&mock_cupti_ever_enabled_callbacks) ever_enabled_callbacks = nullptr;
   decltype(&mock_cupti_whole_domain_enables) whole_domain_enables = nullptr;
   decltype(&mock_cupti_subscribed) subscribed = nullptr;
   decltype(&mock_cupti_kernel_activity_enabled) kernel_activity_enabled = nullptr;
@@ -47,6 +48,7 @@ const CuptiView &cupti() {
 #define MOCKAPP_RESOLVE(field, symbol) \
   v.field = reinterpret_cast<decltype(v.field)>(dlsym(h, #symbol));
   MOCKAPP_RESOLVE(enabled_callbacks, mock_cupti_enabled_callbacks)
+  MOCKAPP_RESOLVE(ever_enabled_callbacks, mock_cupti_ever_enabled_callbacks)
   MOCKAPP_RESOLVE(whole_domain_enables, mock_cupti_whole_domain_enables)
   MOCKAPP_RESOLVE(subscribed, mock_cupti_subscribed)
   MOCKAPP_RESOLVE(kernel_activity_enabled, mock_cupti_kernel_activity_enabled)
@@ -59,7 +61,8 @@ const CuptiView &cupti() {
     if (get_version(&v.api_version) != 0) v.api_version = 0;
   v.cuda_major = v.api_version >= 10000 ? static_cast<int>(v.api_version / 10000)
                                         : (v.api_version >= 19 ? 12 : 0);
-  v.loaded = v.enabled_callbacks && v.whole_domain_enables && v.subscribed &&
+  v.loaded = v.enabled_callbacks && v.ever_enabled_callbacks && v.whole_domain_enables &&
+             v.subscribed &&
              v.kernel_activity_enabled && v.kernel_activity_ever_enabled && v.get_stats &&
              v.domain_name;
   if (v.loaded) view = v;  // else a libcupti that is not the mock: report nothing from it
@@ -129,11 +132,22 @@ void print_status(double t_ms) {
   const bool activity = kernel_activity_enabled_now(&written);
   MockCudaStats d;
   mock_cuda_get_stats(&d);
+  // Launch callbacks the library has enabled now (it enables them only while a consumer listens).
+  size_t launch_cbids = 0;
+  if (const CuptiView &c = cupti(); c.loaded) {
+    std::vector<MockCuptiPair> enabled(c.enabled_callbacks(nullptr, 0));
+    enabled.resize(std::min(enabled.size(), c.enabled_callbacks(enabled.data(), enabled.size())));
+    for (const MockCuptiPair &p : enabled) {
+      const auto *cb = parcagpu::find_subscribed(static_cast<parcagpu::CbDomain>(p.domain), p.cbid);
+      launch_cbids += cb && parcagpu::is_launch_role(cb->role);
+    }
+  }
   std::printf(
       "MOCKAPP_STATUS {\"pid\":%d,\"t_ms\":%.0f,\"activity_enabled\":%s,"
-      "\"records_written\":%" PRIu64 ",\"kernels_run\":%" PRIu64 ",\"launches\":%" PRIu64 "}\n",
+      "\"records_written\":%" PRIu64 ",\"kernels_run\":%" PRIu64 ",\"launches\":%" PRIu64
+      ",\"launch_cbids_enabled\":%zu}\n",
       static_cast<int>(getpid()), t_ms, activity ? "true" : "false", written, d.kernels_run,
-      d.eager_launches + d.graph_launches);
+      d.eager_launches + d.graph_launches, launch_cbids);
 }
 
 void print_summary(const Options &o, double elapsed_s) {
@@ -144,13 +158,18 @@ void print_summary(const Options &o, double elapsed_s) {
 
   const CuptiView &c = cupti();
   MockCuptiStats st{};
-  std::vector<MockCuptiPair> enabled;
+  std::vector<MockCuptiPair> enabled, ever;
   if (c.loaded) {
     c.get_stats(&st);
     enabled.resize(c.enabled_callbacks(nullptr, 0));
     enabled.resize(std::min(enabled.size(), c.enabled_callbacks(enabled.data(), enabled.size())));
+    ever.resize(c.ever_enabled_callbacks(nullptr, 0));
+    ever.resize(std::min(ever.size(), c.ever_enabled_callbacks(ever.data(), ever.size())));
   }
-  std::vector<std::string> enabled_labels, table_missing, table_extra;
+  // Against the table: what is enabled now, what was ever, and the two halves of the table
+  // (entries enabled from process start; launch entries, enabled only while a consumer listens).
+  std::vector<std::string> enabled_labels, table_missing, table_extra, table_never_enabled,
+      from_start_missing, launch_enabled_now;
   for (const MockCuptiPair &p : enabled) {
     enabled_labels.push_back(pair_label(p.domain, p.cbid));
     if ((p.domain == MOCK_CUDA_DOMAIN_DRIVER || p.domain == MOCK_CUDA_DOMAIN_RUNTIME) &&
@@ -162,7 +181,14 @@ void print_summary(const Options &o, double elapsed_s) {
     if (!parcagpu::callback_known_to(cb, c.cuda_major)) continue;  // an older CUPTI lacks it
     bool on = false;
     for (const MockCuptiPair &p : enabled) on |= (p.domain == domain && p.cbid == cb.cbid);
+    bool ever_on = false;
+    for (const MockCuptiPair &p : ever) ever_on |= (p.domain == domain && p.cbid == cb.cbid);
     if (!on) table_missing.push_back(pair_label(domain, cb.cbid));
+    if (!ever_on) table_never_enabled.push_back(pair_label(domain, cb.cbid));
+    if (!on && parcagpu::enabled_from_start(cb.role))
+      from_start_missing.push_back(pair_label(domain, cb.cbid));
+    if (on && parcagpu::is_launch_role(cb.role))
+      launch_enabled_now.push_back(pair_label(domain, cb.cbid));
   }
 
   std::string launches = "{", kernels = "{", captured = "{";
@@ -218,6 +244,9 @@ void print_summary(const Options &o, double elapsed_s) {
   json += ",\"cuda_injected_failures\":" + std::to_string(d.injected_failures);
   json += ",\"table_missing\":" + json_list(table_missing);
   json += ",\"table_extra\":" + json_list(table_extra);
+  json += ",\"table_never_enabled\":" + json_list(table_never_enabled);
+  json += ",\"from_start_missing\":" + json_list(from_start_missing);
+  json += ",\"launch_enabled_now\":" + json_list(launch_enabled_now);
   json += ",\"mock_errors\":" + std::to_string(g_mock_errors.load());
   json += ",\"fork_children\":" + std::to_string(g_fork_report.forked);
   json += ",\"fork_children_hung\":" + std::to_string(g_fork_report.hung);

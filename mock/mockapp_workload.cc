@@ -225,6 +225,8 @@ const Scenario kScenarios[] = {
     {"conditional", scenario_conditional},
     {"hostonly-graph", [](Kernels &) { scenario_hostonly_graph(); }},
     {"all-cbids", scenario_all_cbids},
+    {"attach-detach", scenario_attach_detach},
+    {"clone-refire", scenario_clone_refire},
 };
 
 // ---- Timed workload ----
@@ -294,6 +296,7 @@ void launch_thread(const Options &o, Kernels &kernels, int index,
   double graph_credit = 0;
   uint64_t eager = 0, graphs = 0;
   for (uint64_t i = 0;; ++i) {
+    if (o.launches && i >= o.launches) break;
     if (o.stress) {
       if (i % 256 == 0 && std::chrono::steady_clock::now() >= end) break;
     } else {

@@ -1,35 +1,51 @@
 #!/usr/bin/env bash
-# Launch-overhead benchmark on the GPU (issue 4): ns per launch of an empty kernel, eager and for a
-# captured 4-kernel graph, for four variants run interleaved:
-#   none      no injection
-#   nocons    CUDA_INJECTION64_PATH=libparcagpu.so, no consumer attached
-#   attached  the library, parcagpu-trace attached, default rate limits
-#   all       the library, parcagpu-trace attached, rate limits raised (every launch announced)
+# Launch-overhead benchmark on the GPU (issue 11): ns per launch of an empty kernel, eager and for
+# a captured 4-kernel graph, for these variants run interleaved in one run:
+#   none          no injection
+#   floor-res     empty-callback floor: an injection library that enables only the cbids parcagpu
+#                 keeps on from the start (graph resources) and does nothing in its callback
+#   floor-launch  empty-callback floor: the same library with every launch cbid of the table on
+#                 (what any library called on every launch costs at least)
+#   nocons        CUDA_INJECTION64_PATH=libparcagpu.so, no consumer attached
+#   attached      the library, parcagpu-trace attached, default rate limits
+#   all           the library, parcagpu-trace attached, rate limits raised (every launch announced)
+#   (the library variants run with PARCAGPU_PC_SAMPLING=0: parcagpu-trace also listens to
+#   pc_sample_batch, and the targets are for a consumer of launches and kernels)
+# and, when asked for with --variants (for the cost breakdown):
+#   fake          the library with its semaphores raised by the benchmark itself (the library's
+#                 attached cost without the uprobe traps of a real consumer)
+#   fake-corr     the same, cuda_correlation only (launches announced, no kernel timing)
+#   base-nocons / base-attached   another build (--base-lib), e.g. the previous release
 # Round i runs every variant once (order rotated by i; eager/graph order alternates), each
 # (variant, mode) in its own process; the attached variants start one parcagpu-trace per run,
 # system-wide, wait for its "attached N probes" line, and keep its JSON.
-# Prints per variant and mode: median, min, max ns/launch and the ratio of the median to none's,
-# then the targets: no consumer <= 1.30x eager and <= 1.15x graph; attached at default rates
-# <= 1.35x eager and <= 1.25x graph (MET / NOT MET), then what the consumer saw per variant.
+# Prints per variant and mode: median, min, max ns/launch, the ratio of the median to none's and
+# the spread of the ratio (min/none-median .. max/none-median), then the targets (no consumer
+# <= 1.05 eager and graph; attached at default rates <= 1.25 eager, <= 1.10 graph: MET / NOT
+# MET), then what the consumer saw per variant.
 #
 # Usage: scripts/bench-gpu-overhead.sh [options]
 #   --lib PATH        libparcagpu.so   (env PARCAGPU_LIB, default build/lib/libparcagpu.so)
 #   --trace PATH      parcagpu-trace   (env PARCAGPU_TRACE, default build/bin/parcagpu-trace)
+#   --base-lib PATH   a second libparcagpu.so for the base-* variants (env BASE_LIB)
 #   --out DIR         outputs go to DIR/bench (env OUT, default /tmp/parcagpu-gpu)
 #   --rounds R        rounds (env ROUNDS, default 9)
 #   -n N              launches per run (env N, default 300000); warm-up N/10 (env WARMUP)
-#   --variants "..."  subset of "none nocons attached all" (env VARIANTS)
+#   --variants "..."  default "none floor-res floor-launch nocons attached all" (env VARIANTS)
 #   --strict          exit 1 if a target is NOT MET
 #   -h, --help
 # Quick run: ROUNDS=3 N=50000 scripts/bench-gpu-overhead.sh
-# Env: NVCC, CUDA_ARCH (sm_90), BENCH_BIN (prebuilt launch_overhead: skip nvcc), DRAIN_S (1),
+# Self-contained: builds bench/launch_overhead.cu with nvcc and the floor library
+# (bench/cupti_floor.cc) with the host C++ compiler, unless given prebuilt.
+# Env: NVCC, CUDA_ARCH (sm_90), BENCH_BIN (prebuilt launch_overhead: skip nvcc), FLOOR_LIB
+#      (prebuilt libcupti-floor.so), CXX (c++), CUDA_HOME (/usr/local/cuda), DRAIN_S (1),
 #      ATTACH_TIMEOUT_S (60), BENCH_PREFIX (command put before the program, e.g. "taskset -c 2"),
 #      KEEP_GOING (1: go on after runs failed in round 1; default: stop after round 1).
 # Exit: 0 every run measured (targets reported), 1 --strict and a target not met, 2 runs failed or
 #       the benchmark could not start.
 # Outputs in $OUT/bench: summary.txt (the printed report), runs.tsv (one line per run, with the
 #   consumer's counters), json/rNN-VARIANT-MODE.json and .err (the consumer's JSON and stderr),
-#   programs.log, build.log, launch_overhead.
+#   programs.log, build.log, launch_overhead, libcupti-floor.so.
 
 set -uo pipefail
 
@@ -40,7 +56,9 @@ OUT="${OUT:-/tmp/parcagpu-gpu}"
 ROUNDS="${ROUNDS:-9}"
 N="${N:-300000}"
 WARMUP="${WARMUP:-}"
-VARIANTS="${VARIANTS:-none nocons attached all}"
+VARIANTS="${VARIANTS:-none floor-res floor-launch nocons attached all}"
+BASE_LIB="${BASE_LIB:-}"
+CUDA_HOME="${CUDA_HOME:-/usr/local/cuda}"
 CUDA_ARCH="${CUDA_ARCH:-sm_90}"
 DRAIN_S="${DRAIN_S:-1}"
 ATTACH_TIMEOUT_S="${ATTACH_TIMEOUT_S:-60}"
@@ -52,6 +70,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --lib) LIB="$2"; shift 2 ;;
     --trace) TRACE="$2"; shift 2 ;;
+    --base-lib) BASE_LIB="$2"; shift 2 ;;
     --out) OUT="$2"; shift 2 ;;
     --rounds) ROUNDS="$2"; shift 2 ;;
     -n) N="$2"; shift 2 ;;
@@ -68,13 +87,16 @@ die() { log "$*"; exit 2; }
 case "$ROUNDS" in ''|*[!0-9]*) die "--rounds must be a number" ;; esac
 case "$N" in ''|*[!0-9]*) die "-n must be a number" ;; esac
 read -r -a VLIST <<<"$VARIANTS"
-needs_lib=0; needs_trace=0
+needs_lib=0; needs_trace=0; needs_floor=0; needs_base=0
 for v in "${VLIST[@]}"; do
   case "$v" in
     none) ;;
-    nocons) needs_lib=1 ;;
+    floor-res|floor-launch) needs_floor=1 ;;
+    nocons|fake|fake-corr) needs_lib=1 ;;
     attached|all) needs_lib=1; needs_trace=1 ;;
-    *) die "unknown variant: $v (none nocons attached all)" ;;
+    base-nocons) needs_base=1 ;;
+    base-attached) needs_base=1; needs_trace=1 ;;
+    *) die "unknown variant: $v (none floor-res floor-launch nocons attached all fake fake-corr base-nocons base-attached)" ;;
   esac
 done
 [ "${#VLIST[@]}" -gt 0 ] || die "no variants"
@@ -85,6 +107,10 @@ rm -f "$B"/json/*.json "$B"/json/*.err "$B/runs.tsv" "$B/summary.txt" "$B/progra
 if [ "$needs_lib" = 1 ]; then
   [ -f "$LIB" ] || die "library not found: $LIB (--lib or PARCAGPU_LIB)"
   LIB=$(cd "$(dirname "$LIB")" && pwd)/$(basename "$LIB")
+fi
+if [ "$needs_base" = 1 ]; then
+  [ -f "$BASE_LIB" ] || die "base library not found: ${BASE_LIB:-(none)} (--base-lib or BASE_LIB)"
+  BASE_LIB=$(cd "$(dirname "$BASE_LIB")" && pwd)/$(basename "$BASE_LIB")
 fi
 if [ "$needs_trace" = 1 ]; then
   [ -x "$TRACE" ] || die "parcagpu-trace not found or not executable: $TRACE (--trace or PARCAGPU_TRACE)"
@@ -106,6 +132,20 @@ if [ -z "$BIN" ]; then
   BIN="$B/launch_overhead"
 fi
 
+FLOOR="${FLOOR_LIB:-}"
+if [ "$needs_floor" = 1 ] && [ -z "$FLOOR" ]; then
+  CXX="${CXX:-c++}"
+  log "building bench/cupti_floor.cc with $CXX"
+  "$CXX" -std=c++17 -O2 -shared -fPIC -I"$ROOT/include" -I"$CUDA_HOME/include" \
+      -I"$CUDA_HOME/extras/CUPTI/include" -o "$B/libcupti-floor.so" "$ROOT/bench/cupti_floor.cc" \
+      -ldl -lpthread >>"$B/build.log" 2>&1 || { cat "$B/build.log" >&2; die "floor build failed"; }
+  FLOOR="$B/libcupti-floor.so"
+fi
+if [ "$needs_floor" = 1 ]; then
+  [ -f "$FLOOR" ] || die "floor library not found: $FLOOR"
+  FLOOR=$(cd "$(dirname "$FLOOR")" && pwd)/$(basename "$FLOOR")
+fi
+
 # ---- one run -----------------------------------------------------------------------------------
 TPID=""
 stop_consumer() {  # SIGTERM (SIGINT is ignored by background jobs of a non-interactive shell)
@@ -121,8 +161,8 @@ stop_consumer() {  # SIGTERM (SIGINT is ignored by background jobs of a non-inte
 trap 'stop_consumer' EXIT
 trap 'stop_consumer; exit 2' INT TERM
 
-start_consumer() {  # start_consumer JSON ERR
-  "$TRACE" -l "$LIB" --json >"$1" 2>"$2" &
+start_consumer() {  # start_consumer JSON ERR LIB
+  "$TRACE" -l "$3" --json >"$1" 2>"$2" &
   TPID=$!
   for _ in $(seq 1 $((ATTACH_TIMEOUT_S * 10))); do
     grep -Eq 'attached [0-9]+ probes' "$2" 2>/dev/null && return 0
@@ -149,27 +189,38 @@ consumer_fields() {
 }
 
 base_env=(env -u CUDA_INJECTION64_PATH -u PARCAGPU_LIB -u PARCAGPU_TRACE -u PARCAGPU_RATE_LIMIT
-          -u PARCAGPU_GRAPH_RATE_LIMIT -u PARCAGPU_DISABLE_CBIDS -u PARCAGPU_DEBUG)
+          -u PARCAGPU_GRAPH_RATE_LIMIT -u PARCAGPU_DISABLE_CBIDS -u PARCAGPU_DEBUG -u CUPTI_FLOOR
+          -u PARCAGPU_PC_SAMPLING)
 prog_args=(-n "$N")
 [ -n "$WARMUP" ] && prog_args+=(--warmup "$WARMUP")
 FAILED_RUNS=0
 
 run_one() {  # run_one ROUND VARIANT MODE
-  local r="$1" v="$2" m="$3" tag json err line ns rc envs
+  local r="$1" v="$2" m="$3" tag json err line ns rc envs extra=()
   tag=$(printf 'r%02d-%s-%s' "$r" "$v" "$m")
   json="$B/json/$tag.json"; err="$B/json/$tag.err"
   envs=("${base_env[@]}")
   case "$v" in
-    nocons|attached) envs+=("CUDA_INJECTION64_PATH=$LIB") ;;
-    all) envs+=("CUDA_INJECTION64_PATH=$LIB" PARCAGPU_RATE_LIMIT=100000000 PARCAGPU_GRAPH_RATE_LIMIT=100000000) ;;
+    floor-res) envs+=("CUDA_INJECTION64_PATH=$FLOOR" CUPTI_FLOOR=resource) ;;
+    floor-launch) envs+=("CUDA_INJECTION64_PATH=$FLOOR" CUPTI_FLOOR=launch) ;;
+    # parcagpu-trace also listens to pc_sample_batch; the targets are for a consumer of launches
+    # and kernels, so PC sampling stays off (scripts/pc-sampling-real.sh measures it).
+    nocons|attached) envs+=("CUDA_INJECTION64_PATH=$LIB" PARCAGPU_PC_SAMPLING=0) ;;
+    all) envs+=("CUDA_INJECTION64_PATH=$LIB" PARCAGPU_PC_SAMPLING=0 PARCAGPU_RATE_LIMIT=100000000 PARCAGPU_GRAPH_RATE_LIMIT=100000000) ;;
+    fake) envs+=("CUDA_INJECTION64_PATH=$LIB" PARCAGPU_PC_SAMPLING=0); extra=(--fake-consumer all) ;;
+    fake-corr) envs+=("CUDA_INJECTION64_PATH=$LIB" PARCAGPU_PC_SAMPLING=0); extra=(--fake-consumer cuda_correlation) ;;
+    base-nocons|base-attached) envs+=("CUDA_INJECTION64_PATH=$BASE_LIB") ;;
   esac
-  case "$v" in attached|all) start_consumer "$json" "$err" ;; esac
+  case "$v" in
+    attached|all) start_consumer "$json" "$err" "$LIB" ;;
+    base-attached) start_consumer "$json" "$err" "$BASE_LIB" ;;
+  esac
   echo "=== $tag ===" >>"$B/programs.log"
   # shellcheck disable=SC2086  # BENCH_PREFIX is a command line by design
-  line=$("${envs[@]}" $BENCH_PREFIX timeout 600 "$BIN" --mode "$m" "${prog_args[@]}" 2>>"$B/programs.log")
+  line=$("${envs[@]}" $BENCH_PREFIX timeout 600 "$BIN" --mode "$m" "${prog_args[@]}" "${extra[@]}" 2>>"$B/programs.log")
   rc=$?
   echo "$line" >>"$B/programs.log"
-  case "$v" in attached|all) sleep "$DRAIN_S"; stop_consumer ;; esac
+  case "$v" in attached|all|base-attached) sleep "$DRAIN_S"; stop_consumer ;; esac
   ns=$(echo "$line" | awk '/^LAUNCH_OVERHEAD/ { for (i = 1; i <= NF; i++) if ($i ~ /^ns_per_launch=/) { sub(/^ns_per_launch=/, "", $i); print $i } }')
   if [ "$rc" != 0 ] || [ -z "$ns" ]; then
     log "$tag: failed (exit $rc); see $B/programs.log"
@@ -177,9 +228,9 @@ run_one() {  # run_one ROUND VARIANT MODE
     ns=NA
   fi
   local cf="NA	NA	NA	NA	NA	NA	NA	NA	NA"
-  case "$v" in attached|all) cf=$(consumer_fields "$json") ;; esac
+  case "$v" in attached|all|base-attached) cf=$(consumer_fields "$json") ;; esac
   printf '%s\t%s\t%s\t%s\t%s\n' "$r" "$v" "$m" "$ns" "$cf" >>"$B/runs.tsv"
-  printf '  %-9s %-5s %10s ns/launch\n' "$v" "$m" "$ns" >&2
+  printf '  %-13s %-5s %10s ns/launch\n' "$v" "$m" "$ns" >&2
 }
 
 # ---- summary -----------------------------------------------------------------------------------
@@ -203,20 +254,21 @@ summarize() {
       nv = split(variants, VL, " ")
       split("eager graph", ML, " ")
       for (a = 1; a <= nv; a++) for (b = 1; b <= 2; b++) { key = VL[a] SUBSEP ML[b]; if (CNT[key] > 0) MED[key] = median(key) }
-      printf "%-9s %-6s %6s %10s %10s %10s %8s\n", "variant", "mode", "rounds", "median_ns", "min_ns", "max_ns", "x_none"
-      for (a = 1; a <= nv; a++) for (b = 1; b <= 2; b++) {
+      printf "%-13s %-6s %6s %10s %10s %10s %8s  %s\n", "variant", "mode", "rounds", "median_ns", "min_ns", "max_ns", "x_none", "spread"
+      for (b = 1; b <= 2; b++) for (a = 1; a <= nv; a++) {
         key = VL[a] SUBSEP ML[b]; nkey = "none" SUBSEP ML[b]
-        if (CNT[key] == 0) { printf "%-9s %-6s %6d %10s %10s %10s %8s\n", VL[a], ML[b], 0, "NA", "NA", "NA", "NA"; continue }
+        if (CNT[key] == 0) { printf "%-13s %-6s %6d %10s %10s %10s %8s\n", VL[a], ML[b], 0, "NA", "NA", "NA", "NA"; continue }
         ratio = (nkey in MED && MED[nkey] > 0) ? sprintf("%.3f", MED[key] / MED[nkey]) : "NA"
+        spread = (nkey in MED && MED[nkey] > 0) ? sprintf("%.3f..%.3f", MIN[key] / MED[nkey], MAX[key] / MED[nkey]) : "NA"
         R[key] = ratio
-        printf "%-9s %-6s %6d %10.1f %10.1f %10.1f %8s\n", VL[a], ML[b], CNT[key], MED[key], MIN[key], MAX[key], ratio
+        printf "%-13s %-6s %6d %10.1f %10.1f %10.1f %8s  %s\n", VL[a], ML[b], CNT[key], MED[key], MIN[key], MAX[key], ratio, spread
       }
       print ""
       print "targets (ratio of medians to none):"
-      T[1] = "nocons eager 1.30 no consumer, eager"
-      T[2] = "nocons graph 1.15 no consumer, graph"
-      T[3] = "attached eager 1.35 attached, eager (default rates)"
-      T[4] = "attached graph 1.25 attached, graph (default rates)"
+      T[1] = "nocons eager 1.05 no consumer, eager"
+      T[2] = "nocons graph 1.05 no consumer, graph"
+      T[3] = "attached eager 1.25 attached, eager (default rates)"
+      T[4] = "attached graph 1.10 attached, graph (default rates)"
       notmet = 0
       for (t = 1; t <= 4; t++) {
         split(T[t], f, " "); label = T[t]; sub(/^[^ ]+ [^ ]+ [^ ]+ /, "", label)
@@ -228,13 +280,13 @@ summarize() {
       }
       print ""
       print "consumer per variant (sums over rounds; correlations and k_matched: mean per run):"
-      printf "  %-9s %-6s %5s %12s %12s %9s %9s %9s %7s %7s\n", "variant", "mode", "runs", "correlations", "k_matched", "orph_kern", "orph_eag", "orph_gr", "drops", "rd_err"
+      printf "  %-13s %-6s %5s %12s %12s %9s %9s %9s %7s %7s\n", "variant", "mode", "runs", "correlations", "k_matched", "orph_kern", "orph_eag", "orph_gr", "drops", "rd_err"
       for (a = 1; a <= nv; a++) {
-        if (VL[a] != "attached" && VL[a] != "all") continue
+        if (VL[a] != "attached" && VL[a] != "all" && VL[a] != "base-attached") continue
         for (b = 1; b <= 2; b++) {
           key = VL[a] SUBSEP ML[b]
           if (!(key in RUNS)) continue
-          printf "  %-9s %-6s %5d %12s %12s %9s %9s %9s %7s %7s\n", VL[a], ML[b], RUNS[key], \
+          printf "  %-13s %-6s %5d %12s %12s %9s %9s %9s %7s %7s\n", VL[a], ML[b], RUNS[key], \
             avg(key, 5), avg(key, 7), sm(key, 8), sm(key, 9), sm(key, 10), sm(key, 11), sm(key, 12)
         }
       }
@@ -257,6 +309,8 @@ summarize() {
   fi
   echo "# cpu: $(grep -m1 'model name' /proc/cpuinfo 2>/dev/null | sed 's/.*: //') ($(nproc) cpus)"
   [ "$needs_lib" = 1 ] && echo "# lib: $LIB ($(wc -c <"$LIB") bytes)"
+  [ "$needs_base" = 1 ] && echo "# base lib: $BASE_LIB"
+  [ "$needs_floor" = 1 ] && echo "# floor: $FLOOR"
   [ "$needs_trace" = 1 ] && echo "# trace: $TRACE"
   echo "# rounds=$ROUNDS n=$N warmup=${WARMUP:-n/10} variants=\"$VARIANTS\"${BENCH_PREFIX:+ prefix=\"$BENCH_PREFIX\"}"
 } >"$B/summary.txt"

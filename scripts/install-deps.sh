@@ -3,8 +3,15 @@
 # CUDA headers come from the toolkit at /usr/local/cuda (or $CUDA_HOME); they are not installed here.
 set -euo pipefail
 PKGS=(build-essential cmake pkg-config systemtap-sdt-dev libbpf-dev bpftool clang llvm
-      libelf-dev libdw-dev zlib1g-dev libgtest-dev bpftrace python3 clang-format
-      util-linux mount)  # unshare, mount: the CUPTI search tests run in a private mount namespace
+      libelf-dev zlib1g-dev libgtest-dev bpftrace python3 clang-format
+      # parcagpu-trace: symbols, inlines and file:line (elfutils), JSON; the static archives
+      # that libdw.a / libelf.a need for -DPARCAGPU_STATIC_TRACE=ON
+      libdw-dev nlohmann-json3-dev liblzma-dev libbz2-dev libzstd-dev
+      # the package (cpack -G DEB: dpkg-shlibdeps)
+      dpkg-dev
+      # unshare, mount: the CUPTI search tests run in a private mount namespace; setpriv: the
+      # capability test of parcagpu-trace
+      util-linux mount)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -66,7 +66,7 @@ run_one() {
   local -a env=(CUDA_INJECTION64_PATH="$LIB")
   [ "$variant" = pc_off ] && env+=(PARCAGPU_PC_SAMPLING=0)
   if [ -n "$json" ]; then
-    "$TRACE" -l "$LIB" --pc --json --linger 3000 > "$json" 2> "$json.err" &
+    "$TRACE" -l "$LIB" --pc --json --linger 3s > "$json" 2> "$json.err" &
     tpid=$!
     for _ in $(seq 600); do
       grep -q "attached" "$json.err" 2>/dev/null && break

@@ -155,6 +155,7 @@ void ActivityCollector::set_enabled(bool on) {
     // Per-launch mode switches CUPTI on only around announced launches (launch_begin/end).
     if (config_.activity_mode == ActivityMode::WhileConsumer && !cupti_enable_locked()) return;
     enabled_.store(true, std::memory_order_release);
+    armed_once_.store(true, std::memory_order_relaxed);
     debug_log("kernel collection armed (a consumer attached, mode %s)",
               config_.activity_mode == ActivityMode::WhileConsumer ? "consumer" : "launch");
     std::lock_guard<std::mutex> f(flusher_mu_);
@@ -185,11 +186,11 @@ void ActivityCollector::set_enabled(bool on) {
 constexpr uint64_t kStickyIntervalNs = 1000000ull;  // 1 ms
 constexpr uint64_t kQuietNs = 10000000ull;          // 10 ms
 
-void ActivityCollector::launch_begin() {
-  if (config_.activity_mode != ActivityMode::AroundLaunch || !enabled()) return;
+bool ActivityCollector::launch_begin() {
+  if (config_.activity_mode != ActivityMode::AroundLaunch || !enabled()) return false;
   const uint64_t now = monotonic_ns();
   std::lock_guard<std::mutex> lock(toggle_mu_);
-  if (!enabled()) return;
+  if (!enabled()) return false;
   if (last_begin_ns_ != 0 && now - last_begin_ns_ > kQuietNs) {
     enable_interval_avg_ns_ = kQuietNs;  // a pause: forget the earlier rate
     if (sticky_) {
@@ -211,6 +212,7 @@ void ActivityCollector::launch_begin() {
     last_enable_ns_ = now;
     cupti_enable_locked();
   }
+  return true;
 }
 
 void ActivityCollector::launch_end() {
@@ -266,7 +268,6 @@ void ActivityCollector::flusher_main() {
       retry_stuck_disable();
       tracker_.expire(coarse_ns());
       account_losses(false);
-      if (housekeeping_) housekeeping_();
     } catch (...) {
       g_flusher_exception.report(kErrInternal, "unexpected exception in the flusher thread");
     }
@@ -281,10 +282,10 @@ void ActivityCollector::shutdown() {
     flusher_cv_.notify_all();
   }
   if (flusher_.joinable()) flusher_.join();
-  if (enabled()) {
-    flush(true);
-    set_enabled(false);
-  }
+  // Also when disarmed: kernels of launches announced just before the last consumer left may
+  // have been recorded after that flush.
+  if (armed_once_.load(std::memory_order_relaxed)) flush(true);
+  set_enabled(false);
   {
     // A disable that failed before gets one more try, whatever the back-off says: activity
     // left on would go on recording the exiting process's kernels.

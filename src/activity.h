@@ -59,11 +59,15 @@ class ActivityCollector {
   // Registers the buffer callbacks. Activity stays disabled.
   bool init();
   // Arms kernel collection (a consumer wants kernels) or disarms it; disarming flushes what was
-  // collected. In WhileConsumer mode CUPTI activity is on exactly while armed.
+  // collected. In WhileConsumer mode CUPTI activity is on exactly while armed. Called by the
+  // consumer watcher, never on the launch path.
   void set_enabled(bool on);
   // AroundLaunch mode: CUPTI activity is on only while an announced launch is in its API call,
-  // so unannounced launches don't pay for activity collection. No-ops in the other mode.
-  void launch_begin();
+  // so unannounced launches don't pay for activity collection. No-ops in the other mode. Called
+  // by the launch path, at the ENTER and EXIT of each announced launch.
+  // launch_begin says whether it counted the launch in (false: not armed, or the other mode);
+  // launch_end is for counted launches only.
+  bool launch_begin();
   void launch_end();
   bool enabled() const { return enabled_.load(std::memory_order_relaxed); }
   // Asks the flusher thread to flush soon (from the launch path: never flush there).
@@ -72,8 +76,6 @@ class ActivityCollector {
   void shutdown();
   ActivityStats stats() const;
 
-  // Called by the flusher between flushes so consumer attach/detach is noticed without launches.
-  void set_housekeeping(void (*fn)()) { housekeeping_ = fn; }
   // Launches announced and not (rate-limited) so far: activity stays on for every kernel
   // (sticky) only while announced launches are at least half of all (see launch_begin).
   struct LaunchCounts {
@@ -97,6 +99,7 @@ class ActivityCollector {
   GraphTracker &graphs_;
   BufferPool pool_;
   std::atomic<bool> enabled_{false};
+  std::atomic<bool> armed_once_{false};
   void end_sticky_if_quiet();
   bool cupti_enable_locked();
   // `force`: try even within the back-off after a failed disable (at exit).
@@ -132,7 +135,6 @@ class ActivityCollector {
   std::thread flusher_;
   bool flush_requested_ = false;
   bool stopping_ = false;
-  void (*housekeeping_)() = nullptr;
 
   mutable std::mutex stats_mu_;
   ActivityStats stats_;

@@ -22,6 +22,7 @@ constexpr const char *kBufferKib = "PARCAGPU_BUFFER_KIB";
 constexpr const char *kMaxBuffers = "PARCAGPU_MAX_BUFFERS";
 constexpr const char *kDisableCbids = "PARCAGPU_DISABLE_CBIDS";
 constexpr const char *kActivityMode = "PARCAGPU_ACTIVITY_MODE";
+constexpr const char *kWatchInterval = "PARCAGPU_WATCH_INTERVAL_MS";
 // The upstream library's (parca-dev/parcagpu) names, with upstream's meaning, so that its
 // deployments can switch libraries without touching their settings. PARCAGPU_DEBUG,
 // PARCAGPU_RATE_LIMIT and PARCAGPU_GRAPH_RATE_LIMIT are shared above; the PC sampling ones
@@ -138,7 +139,7 @@ const std::vector<const char *> &known_config_names() {
   static const std::vector<const char *> names = {
       kDebug,     kRate,           kGraphRate,    kCuptiPath, kMaxOutstanding, kMaxAge,
       kFlushThreshold, kFlushInterval, kBufferKib, kMaxBuffers, kDisableCbids, kActivityMode,
-      kLimiterDisable, kPcSampling, kPcRate, kSamplingFactor, kPcHwBufferMb};
+      kLimiterDisable, kPcSampling, kPcRate, kSamplingFactor, kPcHwBufferMb, kWatchInterval};
   return names;
 }
 
@@ -163,6 +164,7 @@ Config parse_config(const EnvLookup &getenv, const std::vector<std::string> &all
   p.integer(kBufferKib, 16, 65536, &c.buffer_kib);
   p.integer(kMaxBuffers, 2, 4096, &c.max_buffers);
   p.cbid_list(kDisableCbids, &c.disabled_cbids);
+  p.integer(kWatchInterval, 1, 10000, &c.watch_interval_ms);
   if (const char *v = getenv(kActivityMode)) {
     if (strcasecmp(v, "consumer") == 0)
       c.activity_mode = ActivityMode::WhileConsumer;

@@ -25,8 +25,8 @@ enum class ActivityMode : uint8_t {
 
 struct Config {
   bool debug = false;
-  double eager_rate_limit = 100.0;   // announced eager launches per second per thread
-  double graph_rate_limit = 20.0;    // announced graph launches per second per thread
+  double eager_rate_limit = 100.0;   // announced eager launches per second (per process)
+  double graph_rate_limit = 20.0;    // announced graph launches per second (per process)
   std::string cupti_path;            // explicit libcupti path; empty = search
   uint32_t max_outstanding = 16384;  // correlation tracker cap (entries)
   uint32_t max_age_ms = 30000;       // a tracked launch older than this is given up
@@ -35,6 +35,7 @@ struct Config {
   uint32_t buffer_kib = 1024;        // size of one activity buffer
   uint32_t max_buffers = 32;         // activity buffers alive at once (memory cap)
   std::vector<CbidRef> disabled_cbids;  // operator knob: launch paths not to subscribe
+  uint32_t watch_interval_ms = 100;  // how often the watcher reads the semaphores (consumers.h)
   // Measured on an H100 (bench/): per-launch collection keeps a consumer's cost near the
   // no-consumer cost at default rates; WhileConsumer costs ~1.65x per eager launch.
   ActivityMode activity_mode = ActivityMode::AroundLaunch;

@@ -108,7 +108,10 @@ void GraphTracker::on_node_cloned(const CUpti_GraphData *gd) {
   if (!cupti_.available(cupti_.cuptiGetGraphNodeId)) return;
   usdt::graph_node_clone(original, cloned, graph_id);
   std::lock_guard<std::mutex> lock(mu_);
-  if (clones_.size() >= kMaxClones) clones_.erase(clones_.begin(), clones_.begin() + kMaxClones / 2);
+  if (clones_.size() >= kMaxClones) {
+    clones_.erase(clones_.begin(), clones_.begin() + kMaxClones / 2);
+    clone_seq_base_ += kMaxClones / 2;
+  }
   clones_.push_back({original, cloned, graph_id});
   ++stats_.clones;
 }
@@ -207,13 +210,32 @@ void GraphTracker::count_hostonly_launch() {
   ++stats_.hostonly_launches;
 }
 
-void GraphTracker::refire_clones() {
-  std::vector<Clone> copy;
+void GraphTracker::begin_refire() {
+  std::lock_guard<std::mutex> lock(mu_);
+  refire_next_ = clone_seq_base_;
+  refire_end_ = clone_seq_base_ + clones_.size();
+  debug_log("a graph_node_clone consumer attached: re-firing %llu stored mappings",
+            static_cast<unsigned long long>(refire_end_ - refire_next_));
+}
+
+size_t GraphTracker::clones_stored() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return clones_.size();
+}
+
+size_t GraphTracker::refire_some(size_t max) {
+  std::vector<Clone> chunk;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    copy = clones_;
+    if (refire_next_ < clone_seq_base_) refire_next_ = clone_seq_base_;  // the oldest went
+    if (refire_next_ >= refire_end_) return 0;
+    const uint64_t n = std::min<uint64_t>(max, refire_end_ - refire_next_);
+    const auto first = clones_.begin() + static_cast<std::ptrdiff_t>(refire_next_ - clone_seq_base_);
+    chunk.assign(first, first + static_cast<std::ptrdiff_t>(n));
+    refire_next_ += n;
   }
-  for (const Clone &c : copy) usdt::graph_node_clone(c.original_node, c.cloned_node, c.exec_graph);
+  for (const Clone &c : chunk) usdt::graph_node_clone(c.original_node, c.cloned_node, c.exec_graph);
+  return chunk.size();
 }
 
 GraphStats GraphTracker::stats() const {

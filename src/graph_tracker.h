@@ -61,8 +61,14 @@ class GraphTracker {
   template <typename Alive>
   uint32_t conditional_owner(uint32_t graph_id, uint64_t start, uint64_t end, Alive alive,
                              bool *unknown_graph = nullptr);
-  // Fires graph_node_clone for every clone remembered (a consumer attached late).
-  void refire_clones();
+  // Re-firing graph_node_clone for a consumer that attached late, off the launch path: the
+  // watcher calls begin_refire() when the clone consumers grew, then refire_some() each cycle
+  // until it returns 0. Each call fires at most `max` stored mappings (those stored before
+  // begin_refire; later ones were fired live), holds the lock only to copy them, and returns
+  // how many it fired.
+  void begin_refire();
+  size_t refire_some(size_t max);
+  size_t clones_stored() const;
   GraphStats stats() const;
 
  private:
@@ -96,7 +102,11 @@ class GraphTracker {
   std::deque<uint64_t> retired_;                             // destroyed serials, oldest first
   std::unordered_map<uint32_t, uint64_t> graph_to_exec_;     // exec and body graph ids -> serial
   uint64_t next_serial_ = 1;
-  std::vector<Clone> clones_;  // bounded: the oldest half goes at the cap
+  // Bounded: the oldest half goes at the cap. clone_seq_base_ numbers clones_.front(), so the
+  // re-firing cursor survives that.
+  std::deque<Clone> clones_;
+  uint64_t clone_seq_base_ = 0;
+  uint64_t refire_next_ = 0, refire_end_ = 0;  // sequence numbers; next == end: nothing to do
   GraphStats stats_;
 };
 

@@ -1,19 +1,22 @@
 #include "launch_callbacks.h"
 
+#include <ctime>
+
 #include "activity.h"
 
 #include <string>
 #include "log.h"
+#include "pc_sampling.h"
 #include "process_guard.h"
-#include "token_bucket.h"
 #include "usdt.h"
 
 namespace parcagpu {
 namespace {
 
-// Role of each cbid, indexed directly: the launch path must not search the table.
+// Role of each launch cbid, indexed directly: the launch path must not search the table.
+// 0 = not a launch callback, 1 + index into roles_ otherwise.
 constexpr uint32_t kMaxCbid = 1024;
-enum : uint8_t { kNotLaunch = 0, kEager = 1, kGraph = 2 };
+constexpr uint8_t kEagerRole = 0, kGraphRole = 1;
 struct RoleIndex {
   uint8_t driver[kMaxCbid] = {};
   uint8_t runtime[kMaxCbid] = {};
@@ -21,34 +24,59 @@ struct RoleIndex {
 constexpr RoleIndex make_role_index() {
   RoleIndex idx;
   for (const auto &cb : kSubscribedCallbacks) {
-    if (cb.domain == CbDomain::Resource) continue;
-    uint8_t role = cb.role == CbRole::GraphLaunch ? kGraph : kEager;
-    if (cb.domain == CbDomain::Driver) idx.driver[cb.cbid] = role;
-    if (cb.domain == CbDomain::Runtime) idx.runtime[cb.cbid] = role;
+    if (!is_launch_role(cb.role)) continue;
+    const uint8_t v = 1 + (cb.role == CbRole::GraphLaunch ? kGraphRole : kEagerRole);
+    if (cb.domain == CbDomain::Driver) idx.driver[cb.cbid] = v;
+    if (cb.domain == CbDomain::Runtime) idx.runtime[cb.cbid] = v;
   }
   return idx;
 }
 constexpr RoleIndex kRoles = make_role_index();
-static_assert(kRoles.driver[514] == kGraph && kRoles.driver[515] == kGraph);
+static_assert(kRoles.driver[514] == 1 + kGraphRole && kRoles.runtime[211] == 1 + kEagerRole);
 
-// The outermost launch API call in flight on this thread. A runtime launch nests the driver
-// launch under it with the same correlation ID: only the outermost one is announced.
-// Trivially constructible and initial-exec TLS: no guard, no __tls_get_addr on the launch path.
+inline uint8_t role_of(CbDomain domain, uint32_t cbid) {
+  if (cbid >= kMaxCbid) return 0;
+  return domain == CbDomain::Driver ? kRoles.driver[cbid] : kRoles.runtime[cbid];
+}
+
+// What this thread is doing, as far as the callbacks it received tell. Trivially constructible
+// and initial-exec TLS: no guard, no __tls_get_addr on the launch path.
 struct ThreadLaunch {
+  // The outermost launch API call in flight on this thread whose ENTER we saw (announced or
+  // not): its nested driver call carries the same correlation ID and is not a launch of its own.
   uint32_t correlation_id;
   uint32_t cbid;
+  uint64_t epoch;  // of its role, when it entered; a later epoch makes it stale
   CbDomain domain;
+  uint8_t role;
   bool active;
   bool announce;
+  bool windowed;  // announced through a sampling window (else a continuous subscription)
   bool captured;  // a graph node was created inside it: recorded by stream capture, not run
+  bool counted;   // announced and counted in by ActivityCollector::launch_begin
   uint32_t capture_graph_id;
   uint64_t capture_node_id;
-  TokenBucket eager_bucket;
-  TokenBucket graph_bucket;
+  // Nesting knowledge per role. clean_epoch: the epoch in which this thread was last seen outside
+  // any runtime launch call of the role (every runtime call since then was seen). suspect: a
+  // driver ENTER seen while that was not known; if the next callback of the role is a driver
+  // ENTER with another ID rather than the runtime EXIT of that ID, it was not nested.
+  uint64_t clean_epoch[2];
+  uint64_t suspect_epoch[2];
+  uint32_t suspect_corr[2];
 };
 __attribute__((tls_model("initial-exec"))) thread_local ThreadLaunch t_launch;
 
-LaunchCallbacks *g_callbacks = nullptr;
+// The callback's `this`. CUPTI passes back the userdata given to cuptiSubscribe, but a CUPTI
+// (or a harness standing in for one) may pass NULL: the callback never relies on it.
+LaunchCallbacks *g_self = nullptr;
+
+RepeatedError g_enable_error("callbacks", "enabling or disabling launch callbacks failed");
+
+uint64_t coarse_resolution_ns() {
+  timespec res{};
+  if (clock_getres(CLOCK_MONOTONIC_COARSE, &res) != 0) return 10000000;
+  return static_cast<uint64_t>(res.tv_sec) * 1000000000ull + static_cast<uint64_t>(res.tv_nsec);
+}
 
 RepeatedError g_callback_exception("callbacks", "exceptions caught in the CUPTI callback");
 RepeatedError g_timestamp_failed("callbacks", "cuptiGetTimestamp failed");
@@ -85,11 +113,25 @@ const char *subscribe_failure_meaning(CUptiResult r) {
 }  // namespace
 
 LaunchCallbacks::LaunchCallbacks(const CuptiApi &cupti, const Config &config,
-                                 CorrelationTracker &tracker, GraphTracker &graphs, Hooks hooks)
-    : cupti_(cupti), config_(config), tracker_(tracker), graphs_(graphs), hooks_(hooks) {}
+                                 CorrelationTracker &tracker, GraphTracker &graphs,
+                                 ActivityCollector &activity, PcSampler *pc)
+    : cupti_(cupti),
+      config_(config),
+      tracker_(tracker),
+      graphs_(graphs),
+      activity_(activity),
+      pc_(pc),
+      roles_{{config.eager_rate_limit, coarse_resolution_ns()},
+             {config.graph_rate_limit, coarse_resolution_ns()}} {
+  const double rates[2] = {config.eager_rate_limit, config.graph_rate_limit};
+  for (uint8_t i = 0; i < 2; ++i) {
+    roles_[i].windowed = rates[i] <= kMaxWindowRate;
+    roles_[i].interval_ns = rates[i] > 0 ? static_cast<uint64_t>(1e9 / rates[i]) : 0;
+  }
+}
 
 bool LaunchCallbacks::subscribe() {
-  g_callbacks = this;
+  g_self = this;
   CUptiResult r = cupti_.cuptiSubscribe(&subscriber_, &on_callback, this);
   if (r != CUPTI_SUCCESS) {
     report_error(r, "callbacks", "cuptiSubscribe failed: %s: %s; parcagpu stays inert",
@@ -97,23 +139,41 @@ bool LaunchCallbacks::subscribe() {
     subscriber_ = nullptr;
     return false;
   }
+  // An older CUPTI refuses cbids newer than itself; its runtime has no such API either.
+  auto known = [this](const SubscribedCallback &cb) {
+    if (callback_known_to(cb, cupti_.major)) return true;
+    debug_log("not subscribing %s: new in CUDA %u, CUPTI is CUDA %d's", cb.name, cb.since_cuda,
+              cupti_.major);
+    return false;
+  };
+  auto disabled = [this](const SubscribedCallback &cb) {
+    for (const auto &d : config_.disabled_cbids)
+      if (d.domain == cb.domain && d.cbid == cb.cbid) return true;
+    return false;
+  };
+  // Driver launch cbids first in each role, then the runtime ones: every runtime ENTER seen then
+  // nests a driver call that is seen too. On the H100 a prototype that enabled runtime cbids
+  // first and matched a claimed launch's EXIT by thread, cbid and correlation ID had windows that
+  // stayed claimed for good (a runtime ENTER seen while its driver cbid was still off, whose EXIT
+  // never matched); the library also abandons such a claim (see on_enter and on_exit).
+  for (CbDomain d : {CbDomain::Driver, CbDomain::Runtime})
+    for (const auto &cb : kSubscribedCallbacks) {
+      if (cb.domain != d || !is_launch_role(cb.role)) continue;
+      if (disabled(cb)) {
+        debug_log("not subscribing %s (PARCAGPU_DISABLE_CBIDS)", cb.name);
+        continue;
+      }
+      if (!known(cb)) continue;
+      roles_[cb.role == CbRole::GraphLaunch ? kGraphRole : kEagerRole].cbids.push_back(cb);
+    }
   // A failing cuptiEnableCallback fails for most cbids alike: the first failure is reported,
   // the rest go into one summary line.
   size_t attempted = 0, failed = 0;
   CUptiResult last_failure = CUPTI_SUCCESS;
   std::string failed_names;
   for (const auto &cb : kSubscribedCallbacks) {
-    bool disabled = false;
-    for (const auto &d : config_.disabled_cbids) disabled |= d.domain == cb.domain && d.cbid == cb.cbid;
-    if (disabled) {
-      debug_log("not subscribing %s (PARCAGPU_DISABLE_CBIDS)", cb.name);
-      continue;
-    }
-    if (!callback_known_to(cb, cupti_.major)) {
-      debug_log("not subscribing %s: new in CUDA %u, CUPTI is CUDA %d's", cb.name, cb.since_cuda,
-                cupti_.major);
-      continue;
-    }
+    if (!enabled_from_start(cb.role)) continue;
+    if (disabled(cb) || !known(cb)) continue;
     ++attempted;
     r = cupti_.cuptiEnableCallback(1, subscriber_, static_cast<CUpti_CallbackDomain>(cb.domain),
                                    cb.cbid);
@@ -125,9 +185,9 @@ bool LaunchCallbacks::subscribe() {
       failed_names += (failed_names.empty() ? "" : " ") + std::string(cb.name);
       continue;
     }
-    enabled_.push_back(cb);
+    from_start_.push_back(cb);
   }
-  if (attempted > 0 && enabled_.empty()) {
+  if (attempted > 0 && from_start_.empty()) {
     report_error(last_failure, "callbacks",
                  "none of the %zu callbacks could be enabled; parcagpu stays inert", attempted);
     unsubscribe();  // leave CUPTI's one subscription to someone who can use it
@@ -135,149 +195,401 @@ bool LaunchCallbacks::subscribe() {
   }
   if (failed > 0)
     report_error(last_failure, "callbacks",
-                 "cuptiEnableCallback failed for %zu of %zu callbacks; not profiled: %s", failed,
+                 "cuptiEnableCallback failed for %zu of %zu callbacks; not collected: %s", failed,
                  attempted, failed_names.c_str());
-  debug_log("subscribed %zu of %zu callbacks", enabled_.size(), kNumSubscribedCallbacks);
+  debug_log("subscribed: %zu callbacks from the start; launch callbacks (%zu eager, %zu graph) "
+            "while a consumer listens: eager %s at %g/s, graph %s at %g/s",
+            from_start_.size(), roles_[kEagerRole].cbids.size(), roles_[kGraphRole].cbids.size(),
+            roles_[kEagerRole].windowed ? "in sampling windows" : "continuously",
+            config_.eager_rate_limit,
+            roles_[kGraphRole].windowed ? "in sampling windows" : "continuously",
+            config_.graph_rate_limit);
   return true;
 }
 
 void LaunchCallbacks::unsubscribe() {
   if (!subscriber_) return;
+  for (Role &r : roles_) {
+    std::lock_guard<std::mutex> lock(r.toggle_mu);
+    r.state.store(pack(r.state.load() >> 8, kOff));
+    set_cbids_locked(r, false);
+  }
   size_t failed = 0;
   CUptiResult first_failure = CUPTI_SUCCESS;
   const char *first_name = "";
-  for (const auto &cb : enabled_) {
-    CUptiResult r = cupti_.cuptiEnableCallback(
+  for (const auto &cb : from_start_) {
+    CUptiResult res = cupti_.cuptiEnableCallback(
         0, subscriber_, static_cast<CUpti_CallbackDomain>(cb.domain), cb.cbid);
-    if (r != CUPTI_SUCCESS && failed++ == 0) {
-      first_failure = r;
+    if (res != CUPTI_SUCCESS && failed++ == 0) {
+      first_failure = res;
       first_name = cb.name;
     }
   }
   if (failed > 0)
     report_error(first_failure, "callbacks",
-                 "disabling %zu of %zu callbacks failed (first: %s: %s)", failed, enabled_.size(),
-                 first_name, cupti_result_string(cupti_, first_failure));
-  enabled_.clear();
-  CUptiResult r = cupti_.cuptiUnsubscribe(subscriber_);
-  if (r != CUPTI_SUCCESS)
-    report_error(r, "callbacks", "cuptiUnsubscribe failed: %s", cupti_result_string(cupti_, r));
+                 "disabling %zu of %zu callbacks failed (first: %s: %s)", failed,
+                 from_start_.size(), first_name, cupti_result_string(cupti_, first_failure));
+  from_start_.clear();
+  CUptiResult res = cupti_.cuptiUnsubscribe(subscriber_);
+  if (res != CUPTI_SUCCESS)
+    report_error(res, "callbacks", "cuptiUnsubscribe failed: %s", cupti_result_string(cupti_, res));
   subscriber_ = nullptr;
 }
 
-void CUPTIAPI LaunchCallbacks::on_callback(void * /*userdata*/, CUpti_CallbackDomain domain,
-                                           CUpti_CallbackId cbid, const void *data) {
-  // Not userdata: some CUPTI harnesses call back with NULL there.
-  LaunchCallbacks *self = g_callbacks;
-  if (__builtin_expect(!self, 0)) return;
-  if (domain == CUPTI_CB_DOMAIN_RESOURCE) {
-    if (process_guard::forked_child()) return;  // inert after fork (process_guard.h)
-    try {
-      self->on_resource(cbid, static_cast<const CUpti_ResourceData *>(data));
-    } catch (...) {
-      self->stats_.callback_errors.fetch_add(1, std::memory_order_relaxed);
-      g_callback_exception.report(kErrInternal, "exception in a resource callback (cbid %u)",
-                                  static_cast<unsigned>(cbid));
-    }
-    return;
-  }
-  // The no-consumer path: one semaphore read. The consumer_changed check notices a detach,
-  // so kernel activity is switched off again even while nobody listens.
-  if (__builtin_expect(usdt::correlation_consumers() == 0, 1)) {
-    if (__builtin_expect(self->hooks_.consumer_changed(), 0)) {
-      self->hooks_.sync_consumers();
-      // PC sampling left on by consumers that went away is turned off here, on an application
-      // thread, at a launch (its API calls must not come from threads of ours).
-      const auto *cb = static_cast<const CUpti_CallbackData *>(data);
-      if (cb->callbackSite == CUPTI_API_ENTER)
-        self->hooks_.pc_launch_enter(cb->context, coarse_ns());
-      else
-        self->hooks_.pc_launch_exit();
-    }
-    return;
-  }
-  if (process_guard::forked_child()) return;
-  try {
-    self->on_launch(static_cast<CbDomain>(domain), cbid,
-                    static_cast<const CUpti_CallbackData *>(data));
-  } catch (...) {
-    // No exception may reach CUPTI: the caller has no C++ unwinding.
-    self->stats_.callback_errors.fetch_add(1, std::memory_order_relaxed);
-    g_callback_exception.report(kErrInternal, "exception in a launch callback (cbid %u)",
-                                static_cast<unsigned>(cbid));
+// ---- Toggling (watcher thread, and a claimant closing its window) ----
+
+void LaunchCallbacks::set_cbids_locked(Role &r, bool on) {
+  for (const auto &cb : r.cbids) {
+    const CUptiResult res = cupti_.cuptiEnableCallback(
+        on ? 1 : 0, subscriber_, static_cast<CUpti_CallbackDomain>(cb.domain), cb.cbid);
+    if (res != CUPTI_SUCCESS)
+      g_enable_error.report(res, "cuptiEnableCallback(%d, %s) failed: %s; launches of that path "
+                                 "may go unannounced",
+                            on ? 1 : 0, cb.name, cupti_result_string(cupti_, res));
   }
 }
 
-void LaunchCallbacks::on_launch(CbDomain domain, uint32_t cbid, const CUpti_CallbackData *cb) {
-  ThreadLaunch &t = t_launch;
-  if (cb->callbackSite == CUPTI_API_ENTER) {
-    // The driver call nested under a runtime launch: same ID, already handled.
-    if (t.active && t.correlation_id == cb->correlationId) return;
-    if (hooks_.consumer_changed()) hooks_.sync_consumers();
-    const uint8_t role = cbid < kMaxCbid ? (domain == CbDomain::Driver ? kRoles.driver[cbid]
-                                                                       : kRoles.runtime[cbid])
-                                         : static_cast<uint8_t>(kNotLaunch);
-    if (role == kNotLaunch) return;  // only whole-domain subscribers see others
-    t.active = true;
-    t.correlation_id = cb->correlationId;
-    t.domain = domain;
-    t.cbid = cbid;
-    t.captured = false;
-    const uint64_t now = coarse_ns();
-    // PC sampling windows open and close at launch entries, announced or not.
-    hooks_.pc_launch_enter(cb->context, now);
-    const bool graph = role == kGraph;
-    t.announce = graph ? t.graph_bucket.try_take(config_.graph_rate_limit, now)
-                       : t.eager_bucket.try_take(config_.eager_rate_limit, now);
-    if (!t.announce) {
-      stats_.rate_limited.fetch_add(1, std::memory_order_relaxed);
+void LaunchCallbacks::open_window(Role &r) {
+  {
+    std::lock_guard<std::mutex> lock(r.toggle_mu);
+    const uint64_t s = r.state.load();
+    if ((s & 0xff) != kOff) return;
+    // Still kOff while the cbids go on: what threads see meanwhile is judged against the old
+    // epoch and is stale once the new one starts, with every cbid of the role on.
+    set_cbids_locked(r, true);
+    if (starting_) r.all_clean_epoch.store((s >> 8) + 1);
+    r.state.store(pack((s >> 8) + 1, kOpen));
+    stats_.windows.fetch_add(1, std::memory_order_relaxed);
+  }
+  close_if_requested(r);
+}
+
+// The claimant marks the window kClosing and closes it here, unless the watcher holds the lock
+// (enabling another role's... or this one's cbids): then the watcher closes it when it lets go.
+// Both sides mark first and try the lock after, so one of them always sees the mark with the
+// lock free.
+void LaunchCallbacks::close_if_requested(Role &r) {
+  while ((r.state.load() & 0xff) == kClosing && r.toggle_mu.try_lock()) {
+    const uint64_t s = r.state.load();
+    if ((s & 0xff) == kClosing) {
+      set_cbids_locked(r, false);
+      r.state.store(pack(s >> 8, kOff));
+    }
+    r.toggle_mu.unlock();
+  }
+}
+
+LaunchCallbacks::Want LaunchCallbacks::want(const Role &r) const {
+  if (!subscriber_ || r.cbids.empty()) return Want::kNone;
+  if (pc_on_.load(std::memory_order_relaxed)) return Want::kContinuous;
+  if (!launch_consumers_) return Want::kNone;
+  return r.windowed ? Want::kWindows : Want::kContinuous;
+}
+
+void LaunchCallbacks::on_consumers(const Consumers &now, const Consumers &) {
+  const bool attach = now.wants_launches() && !launch_consumers_;
+  launch_consumers_ = now.wants_launches();
+  pc_on_.store(pc_ && pc_->usable() && (PcSampler::wanted() || pc_->needs_launch_path()));
+  const uint64_t t = monotonic_ns();
+  for (Role &r : roles_) {
+    if (attach) r.next_open_ns = 0;  // the first window at once
+    reconcile(r, t);
+  }
+}
+
+uint64_t LaunchCallbacks::on_tick(uint64_t now) {
+  // PC sampling's needs change without a semaphore changing (torn down at some launch).
+  pc_on_.store(pc_ && pc_->usable() && (PcSampler::wanted() || pc_->needs_launch_path()));
+  uint64_t next = now + (1ull << 62);
+  for (Role &r : roles_) next = std::min(next, reconcile(r, now));
+  return next;
+}
+
+uint64_t LaunchCallbacks::reconcile(Role &r, uint64_t now) {
+  constexpr uint64_t kSoon = 1000000;  // 1 ms
+  constexpr uint64_t kNever = 1ull << 62;
+  const Want w = want(r);
+  uint64_t s = r.state.load();
+  if ((s & 0xff) == kDraining) {
+    std::lock_guard<std::mutex> lock(r.toggle_mu);
+    s = r.state.load();
+    if ((s & 0xff) == kDraining) {
+      if (w == Want::kContinuous) {
+        r.state.store(pack(s >> 8, kContinuous));  // never went off: same epoch
+        return kNever + now;
+      }
+      // seq_cst pairs with admit(): a launch counted in flight after the kDraining mark backs
+      // off, and one counted before it is seen here. One that never comes back is given up.
+      const bool stuck = now - r.draining_since_ns > kAbandonAfterNs;
+      if (r.inflight.load() > 0 && !stuck) return now + kSoon;
+      if (r.state.compare_exchange_strong(s, pack(s >> 8, kOff))) {
+        set_cbids_locked(r, false);
+        if (stuck) stats_.abandoned.fetch_add(1, std::memory_order_relaxed);
+      }
+    }
+    s = r.state.load();
+  }
+  if ((s & 0xff) == kClaimed &&
+      coarse_ns() - r.claimed_at_ns.load(std::memory_order_relaxed) > kAbandonAfterNs) {
+    abandon(r, s >> 8, r.claim_corr.load(), true, r.claim_counted.load());  // its thread never came back
+  }
+  if ((r.state.load() & 0xff) == kClosing) close_if_requested(r);
+  s = r.state.load();
+  const uint8_t phase = s & 0xff;
+  if (phase == kClosing || phase == kClaimed) return now + kSoon;  // its claimant closes it
+  switch (w) {
+    case Want::kContinuous:
+      if (phase == kOff) {
+        std::lock_guard<std::mutex> lock(r.toggle_mu);
+        s = r.state.load();
+        if ((s & 0xff) == kOff) {
+          set_cbids_locked(r, true);
+          r.inflight.store(0);  // late EXITs of an abandoned epoch don't count against this one
+          if (starting_) r.all_clean_epoch.store((s >> 8) + 1);
+          r.state.store(pack((s >> 8) + 1, kContinuous));
+        }
+      } else if (phase == kOpen) {
+        // Windows to continuous: the cbids are all on already, the epoch goes on.
+        r.state.compare_exchange_strong(s, pack(s >> 8, kContinuous));
+      }
+      return now + kNever;
+    case Want::kWindows:
+      if (phase == kContinuous) {
+        r.draining_since_ns = now;
+        r.state.store(pack(s >> 8, kDraining));  // then off, then windows
+        return now + kSoon;
+      }
+      if (r.interval_ns == 0) return now + kNever;
+      if (phase == kOff && now >= r.next_open_ns) {
+        open_window(r);
+        r.next_open_ns = now + r.interval_ns;
+      }
+      // Closed: open the next one on time. Open: look again an interval later (a window nobody
+      // claims costs nothing; one claimed and closed meanwhile reopens then).
+      return (r.state.load() & 0xff) == kOff ? std::max(r.next_open_ns, now)
+                                              : now + r.interval_ns;
+    case Want::kNone:
+      if (phase == kOpen) {
+        // An open window goes; a claimed one is closed by its claimant, who sees the consumer
+        // gone.
+        std::lock_guard<std::mutex> lock(r.toggle_mu);
+        uint64_t open = r.state.load();
+        if ((open & 0xff) == kOpen && r.state.compare_exchange_strong(open, pack(open >> 8, kOff)))
+          set_cbids_locked(r, false);
+      } else if (phase == kContinuous) {
+        r.draining_since_ns = now;
+        r.state.store(pack(s >> 8, kDraining));
+        return now + kSoon;
+      }
+      return now + kNever;
+  }
+  return now + kNever;
+}
+
+// ---- The launch path ----
+
+void CUPTIAPI LaunchCallbacks::on_callback(void * /*userdata*/, CUpti_CallbackDomain domain,
+                                           CUpti_CallbackId cbid, const void *data) {
+  LaunchCallbacks *self = g_self;
+  if (__builtin_expect(!self || !data, 0)) return;
+  // Inert in a forked child (process_guard.h): nothing of the parent's threads is there.
+  if (__builtin_expect(process_guard::forked_child(), 0)) return;
+  try {
+    if (domain == CUPTI_CB_DOMAIN_RESOURCE) {
+      self->on_resource(cbid, static_cast<const CUpti_ResourceData *>(data));
       return;
     }
-    uint32_t expected_kernels = graph ? 0 : 1;
-    if (graph && cb->functionParams) {
-      // Every graph launch's parameters start with the exec handle (cuGraphLaunch_params,
-      // cudaGraphLaunch_v10000_params and their _ptsz twins).
-      const void *exec = *static_cast<void *const *>(cb->functionParams);
-      const GraphTracker::ExecFacts f = graphs_.facts(exec);
-      if (f.known && f.kernel_nodes == 0 && !f.has_conditional) {
-        // Host functions only: no kernel will ever carry this ID (docs/cupti-facts.md, fact 8).
-        t.announce = false;
-        graphs_.count_hostonly_launch();
-        return;
-      }
-      if (f.known && !f.has_conditional) expected_kernels = f.kernel_nodes;
-      if (f.has_conditional) {
-        uint64_t ts = 0;
-        if (const CUptiResult tr = cupti_.cuptiGetTimestamp(&ts);
-            tr != CUPTI_SUCCESS && cupti_.available(cupti_.cuptiGetTimestamp))
-          g_timestamp_failed.report(tr,
-                                    "cuptiGetTimestamp failed: %s; conditional body kernels of "
-                                    "queued launches are attributed by launch order alone",
-                                    cupti_result_string(cupti_, tr));
-        graphs_.on_conditional_launch(exec, cb->correlationId, ts);
-      }
+    const auto *cb = static_cast<const CUpti_CallbackData *>(data);
+    if (cb->callbackSite == CUPTI_API_ENTER)
+      self->on_enter(static_cast<CbDomain>(domain), cbid, cb);
+    else
+      self->on_exit(static_cast<CbDomain>(domain), cbid, cb);
+  } catch (...) {
+    // No exception may reach CUPTI: the caller has no C++ unwinding.
+    self->stats_.callback_errors.fetch_add(1, std::memory_order_relaxed);
+    g_callback_exception.report(kErrInternal, "exception in a CUPTI callback (domain %d, cbid %u)",
+                                static_cast<int>(domain), static_cast<unsigned>(cbid));
+  }
+}
+
+void LaunchCallbacks::on_enter(CbDomain domain, uint32_t cbid, const CUpti_CallbackData *cb) {
+  const uint8_t v = role_of(domain, cbid);
+  if (v == 0) return;  // only whole-domain subscribers see others
+  const uint8_t ri = v - 1;
+  Role &r = roles_[ri];
+  ThreadLaunch &t = t_launch;
+  const uint64_t state = r.state.load(std::memory_order_acquire);
+  const uint64_t epoch = state >> 8;
+  if (t.active && t.epoch == epoch && t.role == ri) {
+    // The driver call nested in the outermost launch we are in: same ID, not a launch of its own.
+    if (t.correlation_id == cb->correlationId) return;
+    // A launch with another ID although the one we saw enter never left: its EXIT did not come
+    // as expected. Give it up; this call is new, but a driver call is not known to be outermost.
+    t.active = false;
+    if (pc_) pc_->on_launch_exit();
+    if (t.announce) abandon(r, epoch, t.correlation_id, t.windowed, t.counted);
+    if (domain == CbDomain::Driver) {
+      t.suspect_epoch[ri] = epoch;
+      t.suspect_corr[ri] = cb->correlationId;
+      return;
     }
-    // Tracked from ENTER: the kernel may complete and be flushed before our EXIT runs. A full
-    // tracker refuses it: not announced, as no kernel of it could be matched (counted there).
-    // Not tracked while no consumer wants kernels (one that attached cuda_correlation first,
-    // say): no record would come to match it.
-    if (hooks_.kernels_armed()) {
-      if (!tracker_.insert(cb->correlationId, graph ? LaunchKind::Graph : LaunchKind::Eager, now,
-                           expected_kernels)) {
-        t.announce = false;
-        return;
-      }
-      hooks_.launch_begin();
+  } else if (domain == CbDomain::Driver && t.clean_epoch[ri] != epoch &&
+             r.all_clean_epoch.load(std::memory_order_relaxed) != epoch) {
+    // Callbacks were off until this epoch began: this may be the nested driver call of a
+    // runtime launch that entered before, whose ENTER we never saw. Not announced; the next
+    // callback of the role on this thread settles it.
+    if (t.suspect_epoch[ri] != epoch || t.suspect_corr[ri] == cb->correlationId) {
+      t.suspect_epoch[ri] = epoch;
+      t.suspect_corr[ri] = cb->correlationId;
+      return;
     }
+    // The suspect's call ended without a runtime EXIT of its ID: it was outermost, as is this.
+  }
+  t.clean_epoch[ri] = epoch;
+  t.active = true;
+  t.epoch = epoch;
+  t.role = ri;
+  t.correlation_id = cb->correlationId;
+  t.cbid = cbid;
+  t.domain = domain;
+  t.captured = false;
+  t.counted = false;
+  // PC sampling's windows open and close at launch entries, announced or not.
+  if (pc_on_.load(std::memory_order_relaxed)) pc_->on_launch_enter(cb->context, coarse_ns());
+  t.windowed = (state & 0xff) == kOpen;
+  t.announce = admit(r, state, cb->correlationId);
+  if (t.announce) begin_announced(r, state, cb);
+}
+
+bool LaunchCallbacks::admit(Role &r, uint64_t state, uint32_t correlation_id) {
+  const uint8_t phase = state & 0xff;
+  if (phase != kOpen && phase != kContinuous) return false;
+  if (usdt::correlation_consumers() == 0) return false;  // left; the watcher follows
+  if (phase == kOpen) {
+    // The time goes first: the watcher must never read an older claim's time for this one.
+    r.claimed_at_ns.store(coarse_ns(), std::memory_order_relaxed);
+    uint64_t expected = state;  // the epoch too: a window of a later epoch is not ours
+    if (!r.state.compare_exchange_strong(expected, pack(state >> 8, kClaimed))) return false;
+    r.claim_corr.store(correlation_id, std::memory_order_relaxed);
+    return true;
+  }
+  if (!r.gate.try_take(coarse_ns())) {
+    stats_.rate_limited.fetch_add(1, std::memory_order_relaxed);
+    return false;
+  }
+  // Counted in flight before the phase is checked again, so the watcher (which marks
+  // kDraining before it reads the count) never turns the cbids off under an admitted launch.
+  r.inflight.fetch_add(1);
+  if (r.state.load() != state) {
+    r.inflight.fetch_sub(1);
+    return false;
+  }
+  return true;
+}
+
+// An admitted launch that must not be announced (host functions only) gives its turn back.
+void LaunchCallbacks::release(Role &r, uint64_t state) {
+  if ((state & 0xff) == kOpen) {
+    uint64_t claimed = pack(state >> 8, kClaimed);
+    r.state.compare_exchange_strong(claimed, pack(state >> 8, kOpen));  // the next launch may take it
+  } else {
+    r.inflight.fetch_sub(1);
+  }
+}
+
+// The end of an admitted launch, whichever way it ends. A windowed one hands its window over
+// for closing; false if the watcher abandoned it already (and did the cleaning up). A continuous
+// one leaves the in-flight count.
+bool LaunchCallbacks::finish_admission(Role &r, uint64_t epoch, bool windowed) {
+  if (!windowed) {
+    r.inflight.fetch_sub(1);
+    return true;
+  }
+  uint64_t claimed = pack(epoch, kClaimed);
+  return r.state.compare_exchange_strong(claimed, pack(epoch, kClosing));
+}
+
+void LaunchCallbacks::abandon(Role &r, uint64_t epoch, uint32_t correlation_id, bool windowed,
+                              bool counted) {
+  if (!finish_admission(r, epoch, windowed)) return;
+  tracker_.remove(correlation_id);
+  if (counted) activity_.launch_end();
+  stats_.abandoned.fetch_add(1, std::memory_order_relaxed);
+  close_if_requested(r);
+}
+
+void LaunchCallbacks::begin_announced(Role &r, uint64_t state, const CUpti_CallbackData *cb) {
+  ThreadLaunch &t = t_launch;
+  const bool graph = &r == &roles_[kGraphRole];
+  uint32_t expected_kernels = graph ? 0 : 1;
+  if (graph && cb->functionParams) {
+    // Every graph launch's parameters start with the exec handle (cuGraphLaunch_params,
+    // cudaGraphLaunch_v10000_params and their _ptsz twins).
+    const void *exec = *static_cast<void *const *>(cb->functionParams);
+    const GraphTracker::ExecFacts f = graphs_.facts(exec);
+    if (f.known && f.kernel_nodes == 0 && !f.has_conditional) {
+      // Host functions only: no kernel will ever carry this ID (docs/cupti-facts.md, fact 8).
+      t.announce = false;
+      release(r, state);
+      graphs_.count_hostonly_launch();
+      return;
+    }
+    if (f.known && !f.has_conditional) expected_kernels = f.kernel_nodes;
+    if (f.has_conditional) {
+      uint64_t ts = 0;
+      if (const CUptiResult tr = cupti_.cuptiGetTimestamp(&ts);
+          tr != CUPTI_SUCCESS && cupti_.available(cupti_.cuptiGetTimestamp))
+        g_timestamp_failed.report(tr,
+                                  "cuptiGetTimestamp failed: %s; conditional body kernels of "
+                                  "queued launches are attributed by launch order alone",
+                                  cupti_result_string(cupti_, tr));
+      graphs_.on_conditional_launch(exec, cb->correlationId, ts);
+    }
+  }
+  // Tracked from ENTER: the kernel may complete and be flushed before our EXIT runs. A full
+  // tracker refuses it: not announced, as no kernel of it could be matched (counted there).
+  // Not tracked while no consumer wants kernels (one that attached cuda_correlation alone, say):
+  // no record would come to match it.
+  if (!activity_.enabled()) return;
+  if (!tracker_.insert(cb->correlationId, graph ? LaunchKind::Graph : LaunchKind::Eager,
+                       coarse_ns(), expected_kernels)) {
+    t.announce = false;
+    release(r, state);
     return;
   }
-  // EXIT: only the outermost call's.
-  if (!t.active || t.correlation_id != cb->correlationId || t.domain != domain || t.cbid != cbid)
+  t.counted = activity_.launch_begin();
+  if ((state & 0xff) == kOpen) r.claim_counted.store(t.counted, std::memory_order_relaxed);
+}
+
+void LaunchCallbacks::on_exit(CbDomain domain, uint32_t cbid, const CUpti_CallbackData *cb) {
+  const uint8_t v = role_of(domain, cbid);
+  if (v == 0) return;
+  const uint8_t ri = v - 1;
+  Role &r = roles_[ri];
+  ThreadLaunch &t = t_launch;
+  const uint64_t epoch = r.state.load(std::memory_order_acquire) >> 8;
+  if (!t.active || t.cbid != cbid || t.domain != domain || t.role != ri || t.epoch != epoch) {
+    // Not the end of the outermost call we saw begin. A runtime launch call ending leaves this
+    // thread outside any launch call of the role: its nesting is known from here on.
+    if (domain == CbDomain::Runtime) t.clean_epoch[ri] = epoch;
     return;
+  }
   t.active = false;
-  hooks_.pc_launch_exit();
+  if (pc_) pc_->on_launch_exit();  // counted only if its ENTER was
   if (!t.announce) return;
-  hooks_.launch_end();
+  if (t.correlation_id != cb->correlationId) {
+    // Its EXIT carries another ID than its ENTER: which one its kernels carry is unknown.
+    abandon(r, epoch, t.correlation_id, t.windowed, t.counted);
+    return;
+  }
+  end_announced(r, epoch, domain, cbid, cb);
+}
+
+void LaunchCallbacks::end_announced(Role &r, uint64_t epoch, CbDomain domain, uint32_t cbid,
+                                    const CUpti_CallbackData *cb) {
+  ThreadLaunch &t = t_launch;
+  if (!finish_admission(r, epoch, t.windowed)) return;  // abandoned by the watcher meanwhile
+  if (t.counted) activity_.launch_end();
   const int32_t scbid = signed_cbid(domain, cbid);
   const char *name = cb->symbolName ? cb->symbolName : cb->functionName;
   if (t.captured) {
@@ -286,12 +598,17 @@ void LaunchCallbacks::on_launch(CbDomain domain, uint32_t cbid, const CUpti_Call
     stats_.captured.fetch_add(1, std::memory_order_relaxed);
     usdt::graph_capture_launch(cb->correlationId, scbid, name, t.capture_graph_id,
                                t.capture_node_id);
-    return;
+  } else if (usdt::correlation_consumers() != 0) {
+    (&r == &roles_[kGraphRole] ? stats_.announced_graph : stats_.announced_eager)
+        .fetch_add(1, std::memory_order_relaxed);
+    usdt::cuda_correlation(cb->correlationId, scbid, name);
+  } else {
+    // The consumer left during the call: nobody will look for its kernels.
+    tracker_.remove(cb->correlationId);
+    stats_.left_unannounced.fetch_add(1, std::memory_order_relaxed);
   }
-  const bool graph = (domain == CbDomain::Driver ? kRoles.driver[cbid] : kRoles.runtime[cbid]) == kGraph;
-  (graph ? stats_.announced_graph : stats_.announced_eager).fetch_add(1, std::memory_order_relaxed);
-  usdt::cuda_correlation(cb->correlationId, scbid, name);
-  if (tracker_.pending() >= config_.flush_threshold) hooks_.request_flush();
+  if (tracker_.pending() >= config_.flush_threshold) activity_.request_flush();
+  close_if_requested(r);  // windowed: disables the role's cbids here, unless the watcher holds them
 }
 
 void LaunchCallbacks::on_resource(CUpti_CallbackId cbid, const CUpti_ResourceData *rd) {
@@ -301,10 +618,11 @@ void LaunchCallbacks::on_resource(CUpti_CallbackId cbid, const CUpti_ResourceDat
       // A node created inside a launch call on this thread: the stream is being captured and
       // the launch is recorded into a graph instead of running (docs/cupti-facts.md, fact 5).
       ThreadLaunch &t = t_launch;
-      if (!t.active) {
+      if (!t.active || t.epoch != roles_[t.role].state.load() >> 8) {
         graphs_.on_node_created(gd);  // graph building or instantiation
         break;
       }
+      if (!t.announce) break;  // somebody else's sample: nothing to record
       t.captured = true;
       t.capture_graph_id = 0;
       t.capture_node_id = 0;
@@ -326,8 +644,19 @@ void LaunchCallbacks::on_resource(CUpti_CallbackId cbid, const CUpti_ResourceDat
     case CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED: graphs_.on_exec_created(gd); break;
     case CUPTI_CBID_RESOURCE_GRAPHEXEC_DESTROY_STARTING: graphs_.on_exec_destroyed(gd); break;
     case CUPTI_CBID_RESOURCE_MODULE_LOADED:
-    case CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING:
-    case CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING: hooks_.module_resource(cbid, rd); break;
+    case CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING: {
+      if (!pc_ || !rd) break;
+      const auto *module = static_cast<const CUpti_ModuleResourceData *>(rd->resourceDescriptor);
+      if (!module) break;
+      if (cbid == CUPTI_CBID_RESOURCE_MODULE_LOADED)
+        pc_->cubins().on_module_loaded(module->pCubin, module->cubinSize);
+      else
+        pc_->cubins().on_module_unload(module->pCubin, module->cubinSize);
+      break;
+    }
+    case CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING:
+      if (pc_ && rd) pc_->on_context_destroy(rd->context);
+      break;
     default: break;
   }
 }

@@ -1,71 +1,168 @@
-// CUPTI's callback API: the launch callbacks of kSubscribedCallbacks. This runs on the
-// application's launch path, so with no consumer attached it does nothing but read a semaphore.
+// CUPTI's callback API: which callbacks are enabled when, and what the library does inside them.
+//
+// From process start only the non-launch entries of kSubscribedCallbacks are enabled (graph
+// resources: what must be seen before any consumer comes). The launch callbacks are enabled
+// only while a consumer listens to cuda_correlation, so with nobody listening the library is
+// never called on a launch; and even then not on every launch. Per role (eager, graph):
+//
+//  - Windowed (the role's rate limit is at most kMaxWindowRate per second; the defaults are):
+//    the role's launch cbids are enabled for one announced launch at a time. The watcher thread
+//    opens a window at the rate limit; the first launch of that role to enter (on any thread)
+//    claims it, is announced, and its own EXIT closes the window. Launches between windows cost
+//    what no subscriber costs; the rate limit is a per-process sampling rate.
+//  - Continuous (above kMaxWindowRate, e.g. "announce everything"): the role's cbids stay on
+//    while a consumer listens and a process-wide RateGate picks the launches. Also while PC
+//    sampling wants every launch (its windows open and close at launch entries, on application
+//    threads) or still has to be torn down at one (PcSampler::needs_launch_path()).
+//
+// Enabling callbacks while launches are in flight means the first callback a thread sees may be
+// the driver call nested in a runtime launch whose ENTER came before the enable: announcing it
+// would report the driver cbid for a runtime launch. Each enabling starts a new epoch once every
+// cbid of the role is on; a driver ENTER is trusted as outermost only when this thread's nesting
+// is known within the current epoch (runtime ENTERs always are). An announced launch keeps the
+// callbacks on until its EXIT: a window is closed by its claimant, and a continuous subscription
+// is drained of announced launches before its cbids go off. If the EXIT does not come as
+// expected (an ID that differs from the ENTER's, or a thread that never returns), the launch is
+// abandoned, not announced: its tracker entry and its share of kernel activity are released by
+// whoever notices first (its thread's next callback of the role, or the watcher after
+// kAbandonAfterNs).
 #pragma once
 
 #include <cupti.h>
 
 #include <atomic>
 #include <cstdint>
+#include <mutex>
 #include <vector>
 
-#include "parcagpu/cbid_table.h"
 #include "config.h"
+#include "consumers.h"
 #include "correlation_tracker.h"
 #include "cupti_api.h"
 #include "graph_tracker.h"
+#include "parcagpu/cbid_table.h"
+#include "rate_gate.h"
 
 namespace parcagpu {
+
+class ActivityCollector;
+class PcSampler;
 
 struct LaunchStats {
   std::atomic<uint64_t> announced_eager{0};
   std::atomic<uint64_t> announced_graph{0};
-  std::atomic<uint64_t> rate_limited{0};
-  std::atomic<uint64_t> captured{0};  // launches recorded into a graph: not executions
+  std::atomic<uint64_t> rate_limited{0};  // continuous mode: seen, not picked
+  std::atomic<uint64_t> captured{0};      // launches recorded into a graph: not executions
+  std::atomic<uint64_t> windows{0};       // sampling windows opened
+  std::atomic<uint64_t> left_unannounced{0};  // admitted, but the consumer left before EXIT
+  std::atomic<uint64_t> abandoned{0};  // admitted, EXIT not as expected: not announced
   std::atomic<uint64_t> callback_errors{0};
 };
 
-class LaunchCallbacks {
+// Sampling windows serve rate limits up to this many announced launches per second per role;
+// above it the role's callbacks stay on (toggling would cost more than leaving them on).
+// Measured on an H100: see README, "Where the attached cost goes".
+inline constexpr double kMaxWindowRate = 1000;
+// An announced launch still inside its API call after this long is abandoned by the watcher, so
+// one stuck thread cannot hold a window (or a detach) forever.
+inline constexpr uint64_t kAbandonAfterNs = 1000000000ull;
+
+class LaunchCallbacks : public ConsumerWatcher::Client {
  public:
-  // Hooks into the rest of the profiler, called from the launch path.
-  struct Hooks {
-    void (*sync_consumers)();    // consumer state changed: enable/disable activity etc.
-    bool (*consumer_changed)();  // cheap check whether sync_consumers is needed
-    void (*request_flush)();     // enough launches outstanding
-    void (*launch_begin)();      // an announced launch enters its API call
-    void (*launch_end)();        // ... and leaves it
-    // PC sampling (src/pc_sampling.h): every outermost launch enters / leaves its API call, on
-    // the application's thread; and the module / context resource callbacks.
-    void (*pc_launch_enter)(CUcontext ctx, uint64_t now_ns);
-    void (*pc_launch_exit)();
-    void (*module_resource)(CUpti_CallbackId cbid, const CUpti_ResourceData *rd);
-    bool (*kernels_armed)();     // a consumer wants kernels: announced launches are tracked
-  };
-
+  // pc may be null (no PC sampling).
   LaunchCallbacks(const CuptiApi &cupti, const Config &config, CorrelationTracker &tracker,
-                  GraphTracker &graphs, Hooks hooks);
+                  GraphTracker &graphs, ActivityCollector &activity, PcSampler *pc);
 
-  // Subscribes and enables every table entry (less the operator's PARCAGPU_DISABLE_CBIDS).
-  // False if CUPTI refused the subscription: the library then stays inert.
+  // Subscribes and enables the callbacks needed from process start (less the operator's
+  // PARCAGPU_DISABLE_CBIDS). False if CUPTI refused the subscription: the library stays inert.
   bool subscribe();
-  // Disables exactly what subscribe() enabled, then unsubscribes.
+  // Disables every callback the library may have enabled, then unsubscribes.
   void unsubscribe();
 
-  const std::vector<SubscribedCallback> &enabled() const { return enabled_; }
+  // ConsumerWatcher::Client: launch callbacks follow the cuda_correlation consumers and PC
+  // sampling's needs.
+  void on_consumers(const Consumers &now, const Consumers &before) override;
+  uint64_t on_tick(uint64_t now_ns) override;
+
+  // Between these, the library is starting inside InitializeInjection (or the LD_PRELOAD
+  // constructor): no thread can be inside a launch call yet, so callbacks enabled now start an
+  // epoch in which every thread's nesting is known from its first callback.
+  void set_starting(bool starting) { starting_ = starting; }
+
+  const std::vector<SubscribedCallback> &from_start() const { return from_start_; }
   const LaunchStats &stats() const { return stats_; }
 
  private:
+  // How a role's launch cbids are enabled now. Packed with the epoch in Role::state.
+  enum Phase : uint8_t {
+    kOff,         // disabled
+    kOpen,        // windowed: enabled, waiting for a launch to claim the window
+    kClaimed,     // windowed: a launch claimed it; its EXIT closes the window
+    kClosing,     // windowed: the claimant finished while the watcher held the toggle lock
+    kContinuous,  // enabled while a consumer listens
+    kDraining,    // continuous, consumer gone: off once the announced launches in flight ended
+  };
+  struct Role {
+    std::vector<SubscribedCallback> cbids;  // runtime ones first: see open_window
+    bool windowed = true;
+    uint64_t interval_ns = 0;  // windowed: between window openings
+    // epoch << 8 | phase. The epoch grows each time the cbids are all enabled.
+    alignas(64) std::atomic<uint64_t> state{0};
+    std::atomic<int32_t> inflight{0};  // continuous: announced launches inside their API call
+    std::atomic<uint64_t> all_clean_epoch{0};  // begun while starting (see set_starting)
+    // Windowed: the claimant's launch, for whoever has to abandon it.
+    std::atomic<uint32_t> claim_corr{0};
+    std::atomic<bool> claim_counted{false};  // counted in by ActivityCollector::launch_begin
+    std::atomic<uint64_t> claimed_at_ns{0};  // coarse clock
+    uint64_t draining_since_ns = 0;          // watcher thread only
+    RateGate gate;                      // continuous
+    std::mutex toggle_mu;               // enabling and disabling never interleave
+    uint64_t next_open_ns = 0;          // watcher thread only
+    Role(double rate, uint64_t tolerance_ns) : gate(rate, tolerance_ns) {}
+  };
+  static uint64_t pack(uint64_t epoch, Phase p) { return epoch << 8 | p; }
+  enum class Want : uint8_t { kNone, kWindows, kContinuous };
+  Want want(const Role &r) const;
+  // Moves a role towards what is wanted now (watcher thread); returns when to look again.
+  uint64_t reconcile(Role &r, uint64_t now_ns);
+
   static void CUPTIAPI on_callback(void *userdata, CUpti_CallbackDomain domain,
                                    CUpti_CallbackId cbid, const void *data);
-  void on_launch(CbDomain domain, uint32_t cbid, const CUpti_CallbackData *cb);
-  void on_resource(CUpti_CallbackId cbid, const CUpti_ResourceData *rd);
+  void on_enter(CbDomain domain, uint32_t cbid, const CUpti_CallbackData *cb);
+  void on_exit(CbDomain domain, uint32_t cbid, const CUpti_CallbackData *cb);
+  // Out of line and cold: the announced launches' work is one launch in thousands at the default
+  // rates (scripts/callgrind-launch-cost.sh also tells it from the rest of the launch path by
+  // these functions).
+  bool admit(Role &r, uint64_t state, uint32_t correlation_id);
+  __attribute__((noinline, cold)) void begin_announced(Role &r, uint64_t state,
+                                                       const CUpti_CallbackData *cb);
+  __attribute__((noinline, cold)) void end_announced(Role &r, uint64_t epoch, CbDomain domain,
+                                                     uint32_t cbid, const CUpti_CallbackData *cb);
+  __attribute__((noinline, cold)) void abandon(Role &r, uint64_t epoch, uint32_t correlation_id,
+                                               bool windowed, bool counted);
+  bool finish_admission(Role &r, uint64_t epoch, bool windowed);
+  void release(Role &r, uint64_t state);
+  __attribute__((noinline, cold)) void on_resource(CUpti_CallbackId cbid,
+                                                   const CUpti_ResourceData *rd);
+
+  // Toggling, with toggle_mu held.
+  void set_cbids_locked(Role &r, bool on);
+  void open_window(Role &r);
+  void close_if_requested(Role &r);
 
   const CuptiApi &cupti_;
   const Config &config_;
   CorrelationTracker &tracker_;
   GraphTracker &graphs_;
-  Hooks hooks_;
+  ActivityCollector &activity_;
+  PcSampler *const pc_;
+  // PC sampling wants or needs every launch (watcher sets it, the launch path reads it).
+  std::atomic<bool> pc_on_{false};
+  bool launch_consumers_ = false;  // watcher thread only
   CUpti_SubscriberHandle subscriber_ = nullptr;
-  std::vector<SubscribedCallback> enabled_;
+  std::vector<SubscribedCallback> from_start_;
+  bool starting_ = false;
+  Role roles_[2];  // eager, graph
   LaunchStats stats_;
 };
 

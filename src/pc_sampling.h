@@ -5,7 +5,7 @@
 // enables and configures PC sampling on that launch's context (kernel-serialized mode, start/stop
 // control, the stall reasons of StallReasonTable, PARCAGPU_SAMPLING_FACTOR,
 // PARCAGPU_PC_HW_BUFFER_MB); the first launch after the last one leaves stops, drains and
-// disables it. With no consumer nothing of it runs, and the launch path pays one semaphore read.
+// disables it. With no consumer nothing of it runs (the launch callbacks are not even enabled).
 //
 // Windows. While started, CUPTI serializes kernels and every launch waits about 1 ms for CUPTI
 // (H100 measurements in docs/pc-sampling.md), so sampling happens in short windows of whole
@@ -89,8 +89,9 @@ class PcSampler {
 
   // The outermost launch API call of this thread enters / leaves (launch callbacks, context
   // current). Does the PC Sampling API work that is due, then counts the launch in flight.
-  // Also called from the launch path's no-consumer branch while consumer_changed(): then it
-  // tears PC sampling down. A nested call while counted is not counted again.
+  // Also called after the last consumer left, while needs_launch_path() keeps the launch
+  // callbacks on: then it tears PC sampling down. A nested call while counted is not counted
+  // again.
   void on_launch_enter(CUcontext ctx, uint64_t now_ns);
   void on_launch_exit();
 

@@ -9,25 +9,19 @@
 #include "log.h"
 #include "process_guard.h"
 #include "usdt.h"
+#include "version.h"
 
 namespace parcagpu {
 namespace {
 
 Profiler *g_profiler = nullptr;  // leaked on purpose: CUPTI may call in during static destruction
 
-bool wants_kernels() {
-  return usdt::activity_batch_consumers() != 0 || usdt::kernel_executed_consumers() != 0;
-}
+// Graph clone mappings fired per watcher cycle while re-firing for a late consumer: each firing
+// traps into the kernel (a few us with a consumer attached), so a chunk is a few ms of the
+// watcher's time, and the graph tracker's lock is held only to copy one chunk.
+constexpr size_t kRefireChunk = 1024;
 
-bool hook_consumer_changed() { return g_profiler && g_profiler->consumer_changed(); }
-void hook_sync_consumers() {
-  if (g_profiler) g_profiler->sync_consumers();
-}
-void hook_request_flush() {
-  if (g_profiler && g_profiler->activity()) g_profiler->activity()->request_flush();
-}
-
-ActivityCollector::LaunchCounts hook_launch_counts() {
+ActivityCollector::LaunchCounts launch_counts() {
   ActivityCollector::LaunchCounts c;
   if (!g_profiler) return c;
   const LaunchStats &l = g_profiler->launch_stats();
@@ -35,39 +29,6 @@ ActivityCollector::LaunchCounts hook_launch_counts() {
                 l.announced_graph.load(std::memory_order_relaxed);
   c.unannounced = l.rate_limited.load(std::memory_order_relaxed);
   return c;
-}
-
-bool hook_kernels_armed() {
-  return g_profiler && g_profiler->activity() && g_profiler->activity()->enabled();
-}
-
-void hook_launch_begin() {
-  if (g_profiler && g_profiler->activity()) g_profiler->activity()->launch_begin();
-}
-void hook_launch_end() {
-  if (g_profiler && g_profiler->activity()) g_profiler->activity()->launch_end();
-}
-
-void hook_pc_launch_enter(CUcontext ctx, uint64_t now_ns) {
-  if (g_profiler && g_profiler->pc()) g_profiler->pc()->on_launch_enter(ctx, now_ns);
-}
-void hook_pc_launch_exit() {
-  if (g_profiler && g_profiler->pc()) g_profiler->pc()->on_launch_exit();
-}
-void hook_module_resource(CUpti_CallbackId cbid, const CUpti_ResourceData *rd) {
-  PcSampler *pc = g_profiler ? g_profiler->pc() : nullptr;
-  if (!pc || !rd) return;
-  const auto *module = static_cast<const CUpti_ModuleResourceData *>(rd->resourceDescriptor);
-  switch (cbid) {
-    case CUPTI_CBID_RESOURCE_MODULE_LOADED:
-      if (module) pc->cubins().on_module_loaded(module->pCubin, module->cubinSize);
-      break;
-    case CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING:
-      if (module) pc->cubins().on_module_unload(module->pCubin, module->cubinSize);
-      break;
-    case CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING: pc->on_context_destroy(rd->context); break;
-    default: break;
-  }
 }
 
 void shutdown_at_exit() {
@@ -100,45 +61,47 @@ bool Profiler::start() {
       config_.max_outstanding, static_cast<uint64_t>(config_.max_age_ms) * 1000000ull);
   graphs_ = std::make_unique<GraphTracker>(cupti_, have_cuda_ ? &cuda_ : nullptr);
   activity_ = std::make_unique<ActivityCollector>(cupti_, config_, *tracker_, *graphs_);
-  activity_->set_housekeeping(&hook_sync_consumers);
-  activity_->set_launch_counts(&hook_launch_counts);
-  callbacks_ = std::make_unique<LaunchCallbacks>(
-      cupti_, config_, *tracker_, *graphs_,
-      LaunchCallbacks::Hooks{&hook_sync_consumers, &hook_consumer_changed, &hook_request_flush,
-                             &hook_launch_begin, &hook_launch_end, &hook_pc_launch_enter,
-                             &hook_pc_launch_exit, &hook_module_resource, &hook_kernels_armed});
-  g_profiler = this;
+  activity_->set_launch_counts(&launch_counts);
+  callbacks_ = std::make_unique<LaunchCallbacks>(cupti_, config_, *tracker_, *graphs_,
+                                                 *activity_, pc_.get());
   // The subscription first: CUPTI takes one subscriber, so a refusal (another CUPTI client in
   // the process) leaves the buffer callbacks to whoever registered them.
-  if (!callbacks_->subscribe()) {
-    g_profiler = nullptr;
-    return false;
-  }
+  if (!callbacks_->subscribe()) return false;
   activity_usable_ = activity_->init();
-  // A consumer attached system-wide before the process started already raised the semaphores.
-  sync_consumers();
+  g_profiler = this;
+  watcher_ = std::make_unique<ConsumerWatcher>(config_.watch_interval_ms);
+  watcher_->add(this);
+  // A consumer attached system-wide before the process started already raised the semaphores:
+  // it is served before this returns, so the first launch is already sampled.
+  callbacks_->set_starting(true);
+  watcher_->poll_now();
+  callbacks_->set_starting(false);
+  watcher_->start_thread();
   return true;
 }
 
-bool Profiler::consumer_changed() const {
-  if (shut_down_.load(std::memory_order_relaxed) || process_guard::forked_child()) return false;
-  const bool want = activity_usable_.load(std::memory_order_relaxed) && wants_kernels();
-  return want != activity_->enabled() || pc_->consumer_changed() ||
-         usdt::graph_node_clone_consumers() != last_clone_consumers_.load(std::memory_order_relaxed);
-}
-
-void Profiler::sync_consumers() {
+void Profiler::on_consumers(const Consumers &now, const Consumers &before) {
   if (shut_down_.load(std::memory_order_relaxed) || process_guard::forked_child()) return;
-  activity_->set_enabled(activity_usable_.load(std::memory_order_relaxed) && wants_kernels());
+  const bool kernels = activity_usable_ && now.wants_kernels();
+  if (kernels) activity_->set_enabled(true);
+  callbacks_->on_consumers(now, before);
+  if (!kernels) activity_->set_enabled(false);
   // Metadata probes fire again whenever another consumer attaches: it missed the first firing.
   // gpu_config is PC sampling's: fired once the sampling factor it reports is in force.
+  if (now.graph_node_clone > before.graph_node_clone) graphs_->begin_refire();
   pc_->on_consumers();
-  const unsigned clones = usdt::graph_node_clone_consumers();
-  if (clones > last_clone_consumers_.exchange(clones)) graphs_->refire_clones();
+}
+
+uint64_t Profiler::on_tick(uint64_t now_ns) {
+  const uint64_t next = callbacks_->on_tick(now_ns);
+  // More to re-fire: come back at once (window pacing is served in between).
+  if (graphs_->refire_some(kRefireChunk) > 0) return now_ns;
+  return next;
 }
 
 void Profiler::shutdown() {
   if (shut_down_.exchange(true)) return;
+  watcher_->stop();  // nothing is enabled or disabled behind our back from here on
   // Everything collected so far is delivered before the process goes.
   pc_->shutdown();
   activity_->shutdown();
@@ -152,11 +115,13 @@ void Profiler::log_stats() const {
   const LaunchStats &l = callbacks_->stats();
   const ActivityStats a = activity_->stats();
   const TrackerStats t = tracker_->stats();
-  debug_log("launches: announced eager=%llu graph=%llu, rate-limited=%llu, captured=%llu, "
-            "callback errors=%llu",
+  debug_log("launches: announced eager=%llu graph=%llu, sampling windows=%llu, "
+            "rate-limited=%llu, captured=%llu, consumer left during the call=%llu, "
+            "abandoned=%llu, callback errors=%llu",
             (unsigned long long)l.announced_eager.load(), (unsigned long long)l.announced_graph.load(),
-            (unsigned long long)l.rate_limited.load(), (unsigned long long)l.captured.load(),
-            (unsigned long long)l.callback_errors.load());
+            (unsigned long long)l.windows.load(), (unsigned long long)l.rate_limited.load(),
+            (unsigned long long)l.captured.load(), (unsigned long long)l.left_unannounced.load(),
+            (unsigned long long)l.abandoned.load(), (unsigned long long)l.callback_errors.load());
   debug_log("activity: buffers=%llu refused=%llu kernel records=%llu delivered=%llu batches=%llu "
             "dropped=%llu flushes=%llu enables=%llu disables=%llu",
             (unsigned long long)a.buffers_completed, (unsigned long long)a.buffers_refused,
@@ -224,8 +189,8 @@ bool start_profiler(const char *how) noexcept {
     for (const auto &w : warnings)
       report_error(kErrConfig, "config", "%s=\"%s\": %s; using the default", w.variable.c_str(),
                    w.value.c_str(), w.reason.c_str());
-    debug_log("starting (%s): rate limits eager=%g/s graph=%g/s per thread", how,
-              config.eager_rate_limit, config.graph_rate_limit);
+    debug_log("parcagpu %s starting (%s): rate limits eager=%g/s graph=%g/s per process",
+              version(), how, config.eager_rate_limit, config.graph_rate_limit);
     // Never freed, even when start fails: CUPTI may still hold pointers into it. Kept reachable.
     // (volatile: a store nothing reads would be optimized away, and LeakSanitizer would see a
     // leak).

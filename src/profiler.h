@@ -1,6 +1,7 @@
 // The profiler: one per process, started once by InitializeInjection (CUDA_INJECTION64_PATH)
 // or by the library's constructor (LD_PRELOAD), torn down at exit. It owns one object per CUPTI
-// subsystem and decides, from the probe semaphores, whether anybody is listening.
+// subsystem and the consumer watcher that tells them who is listening; it is itself the
+// watcher's client and tells its subsystems in a fixed order (see on_consumers).
 #pragma once
 
 #include <atomic>
@@ -12,26 +13,30 @@
 #include "correlation_tracker.h"
 #include "cupti_api.h"
 #include "graph_tracker.h"
+#include "consumers.h"
 #include "launch_callbacks.h"
 #include "pc_sampling.h"
 
 namespace parcagpu {
 
-class Profiler {
+class Profiler : public ConsumerWatcher::Client {
  public:
   explicit Profiler(const Config &config);
   // False: inert (no CUPTI, or CUPTI refused the subscription). Already reported.
   bool start();
   void shutdown();
 
-  // Consumers attach and detach at any time; these keep activity collection and the metadata
-  // probes in step with the semaphores.
-  bool consumer_changed() const;
-  void sync_consumers();
+  // ConsumerWatcher::Client, in this order: kernel activity is armed (before any launch is
+  // announced), the launch callbacks follow cuda_correlation, kernel activity is disarmed (after
+  // no more launches are announced), then gpu_config and the stored graph_node_clone mappings
+  // are fired again for a consumer that attached late (the mappings in bounded chunks, on the
+  // watcher thread: there may be a million of them), and PC sampling's metadata (stall reasons,
+  // cubins, gpu_config) likewise. PC sampling itself runs on application threads, at launches:
+  // the launch callbacks stay on for it while it wants them (LaunchCallbacks).
+  void on_consumers(const Consumers &now, const Consumers &before) override;
+  uint64_t on_tick(uint64_t now_ns) override;
 
-  ActivityCollector *activity() { return activity_.get(); }
   const LaunchStats &launch_stats() const { return callbacks_->stats(); }
-  PcSampler *pc() { return pc_.get(); }
 
  private:
   void log_stats() const;
@@ -40,13 +45,13 @@ class Profiler {
   CuptiApi cupti_;
   CudaApi cuda_;
   bool have_cuda_ = false;
+  std::unique_ptr<PcSampler> pc_;
   std::unique_ptr<CorrelationTracker> tracker_;
   std::unique_ptr<GraphTracker> graphs_;
   std::unique_ptr<ActivityCollector> activity_;
   std::unique_ptr<LaunchCallbacks> callbacks_;
-  std::unique_ptr<PcSampler> pc_;
-  std::atomic<unsigned> last_clone_consumers_{0};
-  std::atomic<bool> activity_usable_{false};
+  std::unique_ptr<ConsumerWatcher> watcher_;
+  bool activity_usable_ = false;
   std::atomic<bool> shut_down_{false};
 };
 

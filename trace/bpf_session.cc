@@ -30,16 +30,32 @@ int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list args) {
   return 0;
 }
 
+// Probe name -> its program in the skeleton, typed: a probe without a program does not compile.
+using Progs = decltype(parcagpu_trace_bpf::progs);
+struct ProbeProgram {
+  const char *probe;
+  bpf_program *Progs::*prog;
+};
+#define PARCAGPU_PROBE(name) ProbeProgram{#name, &Progs::name}
+constexpr ProbeProgram kProbes[] = {
+    PARCAGPU_PROBE(cuda_correlation), PARCAGPU_PROBE(activity_batch),
+    PARCAGPU_PROBE(kernel_executed),  PARCAGPU_PROBE(error),
+    PARCAGPU_PROBE(gpu_config),       PARCAGPU_PROBE(cubin_loaded),
+    PARCAGPU_PROBE(cubin_unloaded),   PARCAGPU_PROBE(stall_reason_map),
+    PARCAGPU_PROBE(pc_sample_batch),
+    // Capture-site attribution: optional, a library without them is still traced.
+    PARCAGPU_PROBE(graph_capture_launch), PARCAGPU_PROBE(graph_node_clone),
+};
+#undef PARCAGPU_PROBE
+
 }  // namespace
 
 const std::vector<const char *> &handled_probes() {
-  static const std::vector<const char *> probes = {
-      "cuda_correlation", "activity_batch", "kernel_executed",
-      "error",            "gpu_config",     "cubin_loaded",
-      "cubin_unloaded",   "stall_reason_map", "pc_sample_batch",
-      // Capture-site attribution: optional, a library without them is still traced.
-      "graph_capture_launch", "graph_node_clone",
-  };
+  static const std::vector<const char *> probes = [] {
+    std::vector<const char *> v;
+    for (const ProbeProgram &p : kProbes) v.push_back(p.probe);
+    return v;
+  }();
   return probes;
 }
 
@@ -56,56 +72,65 @@ BpfSession::~BpfSession() {
   if (skel_) parcagpu_trace_bpf__destroy(skel_);
 }
 
-bool BpfSession::load(bool verbose_events, bool capture_stacks, uint32_t ringbuf_bytes,
-                      std::string *error, int *err) {
+bool BpfSession::load(const LoadOptions &o, std::string *error, int *err) {
   skel_ = parcagpu_trace_bpf__open();
   if (!skel_) {
     *err = errno;
     *error = std::string("cannot open the BPF object: ") + std::strerror(*err);
     return false;
   }
-  skel_->rodata->verbose_events = verbose_events;
-  skel_->rodata->capture_stacks = capture_stacks;
-  int e = bpf_map__set_max_entries(skel_->maps.events, ringbuf_bytes);
+  skel_->rodata->verbose_events = o.verbose_events;
+  skel_->rodata->launch_stacks = o.launch_stacks;
+  skel_->rodata->capture_stacks = o.capture_stacks;
+  skel_->rodata->filter_cgroup = o.cgroup_fd >= 0;
+  int e = bpf_map__set_max_entries(skel_->maps.events, o.ringbuf_bytes);
   if (e == 0) e = parcagpu_trace_bpf__load(skel_);
   if (e != 0) {
     *err = -e;
     *error = std::string("cannot load the BPF programs: ") + std::strerror(*err);
     return false;
   }
+  if (o.cgroup_fd >= 0) {
+    const uint32_t zero = 0;
+    if (bpf_map_update_elem(bpf_map__fd(skel_->maps.cgroup_map), &zero, &o.cgroup_fd, BPF_ANY) != 0) {
+      *err = errno;
+      *error = std::string("cannot set the cgroup filter: ") + std::strerror(*err);
+      return false;
+    }
+  }
   return true;
 }
 
-int BpfSession::attach(const std::string &lib, int pid, const std::vector<std::string> &present,
+int BpfSession::attach(const std::string &path, int pid, const std::vector<std::string> &present,
                        std::string *error, int *err) {
-  for (const char *probe : handled_probes()) {
-    if (std::find(present.begin(), present.end(), probe) == present.end()) continue;
-    bpf_program *prog = bpf_object__find_program_by_name(skel_->obj, probe);
-    if (!prog) {
-      *err = ENOENT;
-      *error = std::string("internal: no BPF program for probe ") + probe;
-      return -1;
-    }
-    bpf_link *link = bpf_program__attach_usdt(prog, pid, lib.c_str(), PARCAGPU_PROVIDER, probe,
-                                              nullptr);
+  int n = 0;
+  for (const ProbeProgram &p : kProbes) {
+    if (std::find(present.begin(), present.end(), p.probe) == present.end()) continue;
+    bpf_link *link = bpf_program__attach_usdt(skel_->progs.*p.prog, pid, path.c_str(),
+                                              PARCAGPU_PROVIDER, p.probe, nullptr);
     if (!link) {
       *err = errno;
-      *error = std::string("cannot attach to ") + PARCAGPU_PROVIDER + ":" + probe + " in " + lib +
+      *error = std::string("cannot attach to ") + PARCAGPU_PROVIDER + ":" + p.probe + " in " + path +
                ": " + std::strerror(*err);
+      std::erase_if(links_, [&path](const Attached &a) {
+        if (a.path != path) return false;
+        bpf_link__destroy(a.link);
+        return true;
+      });
       return -1;
     }
-    links_.push_back({probe, link});
+    links_.push_back({p.probe, path, link});
+    ++n;
   }
-  return static_cast<int>(links_.size());
+  return n;
 }
 
 void BpfSession::detach(const char *probe) {
-  for (auto it = links_.begin(); it != links_.end(); ++it) {
-    if (std::strcmp(it->probe, probe) != 0) continue;
-    bpf_link__destroy(it->link);
-    links_.erase(it);
-    return;
-  }
+  std::erase_if(links_, [probe](const Attached &a) {
+    if (std::strcmp(a.probe, probe) != 0) return false;
+    bpf_link__destroy(a.link);
+    return true;
+  });
 }
 
 void BpfSession::detach_all() {
@@ -125,6 +150,10 @@ bool BpfSession::open_ringbuf(Handler handler, void *ctx, std::string *error) {
 int BpfSession::poll(int timeout_ms) { return ring_buffer__poll(rb_, timeout_ms); }
 
 int BpfSession::consume() { return ring_buffer__consume(rb_); }
+
+int BpfSession::events_fd() const { return bpf_map__fd(skel_->maps.events); }
+
+int BpfSession::cgroup_map_fd() const { return bpf_map__fd(skel_->maps.cgroup_map); }
 
 void BpfSession::read_stats(uint64_t out[PT_STAT_MAX]) const {
   std::fill(out, out + PT_STAT_MAX, 0);

@@ -1,5 +1,6 @@
 // The BPF side of parcagpu-trace seen from userland: load the skeleton, attach one USDT program
-// per probe of provider "parcagpu", read the ring buffer and the per-CPU counters, detach.
+// per probe of provider "parcagpu" to each library file found, read the ring buffer and the
+// per-CPU counters, detach.
 #pragma once
 
 #include <cstddef>
@@ -18,8 +19,17 @@ namespace parcagpu::trace {
 // The probes this tool handles, in attach order. cuda_correlation comes first so that detaching
 // it first at exit (see BpfSession::detach) makes the library flush its last kernels.
 // Adding a probe: a SEC("usdt") program of the same name in parcagpu_trace.bpf.c, its event in
-// parcagpu_trace.h, a row here. Handled probes that LIB lacks are skipped (an older library).
+// parcagpu_trace.h, a row in the table of bpf_session.cc. Handled probes that a library lacks
+// are skipped (an older library).
 const std::vector<const char *> &handled_probes();
+
+struct LoadOptions {
+  bool verbose_events = false;   // also send kernel_executed and per-batch events
+  bool launch_stacks = true;     // user stack at cuda_correlation
+  bool capture_stacks = false;   // user stack at graph_capture_launch
+  uint32_t ringbuf_bytes = 32u << 20;
+  int cgroup_fd = -1;            // >= 0: only tasks in this cgroup
+};
 
 class BpfSession {
  public:
@@ -35,20 +45,20 @@ class BpfSession {
   static void setup_libbpf_logging(bool verbose);
   static const std::string &last_libbpf_warning();
 
-  // Opens and loads the programs. verbose_events: also send kernel_executed and per-batch
-  // events. capture_stacks: graph_capture_launch events carry the user stack. On failure:
-  // false, a one-line reason in *error, the errno in *err.
-  bool load(bool verbose_events, bool capture_stacks, uint32_t ringbuf_bytes, std::string *error,
-            int *err);
+  // Opens and loads the programs. On failure: false, a one-line reason in *error, the errno
+  // in *err.
+  bool load(const LoadOptions &o, std::string *error, int *err);
 
-  // Attaches every handled probe named in `present` to `lib` (absolute path) for `pid`
-  // (-1 = system-wide). Returns the number attached, or -1 with *error / *err set.
-  int attach(const std::string &lib, int pid, const std::vector<std::string> &present,
+  // Attaches every handled probe named in `present` to the library file `path` for `pid`
+  // (-1 = every process). Returns the number attached, or -1 with *error / *err set (what was
+  // attached to this file before the failure is detached again).
+  int attach(const std::string &path, int pid, const std::vector<std::string> &present,
              std::string *error, int *err);
 
-  // Detaches one probe (no-op when not attached), or all of them.
+  // Detaches one probe from every file (no-op when not attached), or everything.
   void detach(const char *probe);
   void detach_all();
+  size_t links() const { return links_.size(); }
 
   bool open_ringbuf(Handler handler, void *ctx, std::string *error);
   int poll(int timeout_ms);  // events handled, or a negative errno
@@ -57,11 +67,17 @@ class BpfSession {
   // The per-CPU counters summed over CPUs.
   void read_stats(uint64_t out[PT_STAT_MAX]) const;
 
+  // The ring buffer and the cgroup filter, for a view's BPF object that writes into the same
+  // ring buffer (trace/pc_session.h). After load().
+  int events_fd() const;
+  int cgroup_map_fd() const;
+
  private:
   parcagpu_trace_bpf *skel_ = nullptr;
   ring_buffer *rb_ = nullptr;
   struct Attached {
     const char *probe;
+    std::string path;
     bpf_link *link;
   };
   std::vector<Attached> links_;

@@ -1,13 +1,16 @@
-// Capture-site attribution (issue 5, item 3), without BPF: which code recorded each graph kernel
-// into its graph during stream capture.
+// Capture-site attribution, without BPF: which code recorded each graph kernel into its graph
+// during stream capture.
 //
 //   graph_capture_launch(corr, cbid, name, graphId, nodeId) -> capture site of node nodeId:
-//       the launch name and the user stack at the probe (mechanism frames dropped)
+//       the launch name and the user stack at the probe (a StackTable id)
 //   graph_node_clone(original, cloned, execGraphId)         -> cloned came from original
 //   kernel record (graphId != 0, graphNodeId)               -> follow the clones back to a
 //       captured node; its capture site, or none (explicitly built graphs, conditional bodies)
 //
-// Node IDs are per process; everything is keyed by (pid, node ID).
+// Node IDs are per process; everything is keyed by (pid, node ID). Bounded like the joiner, by
+// count only (an instantiated graph may be replayed for hours): two generations of at most
+// max_entries/2 each; an entry that is used moves to the current one, the old one is dropped
+// when the current one is full (counted). A process's entries go when it is gone (forget()).
 #pragma once
 
 #include <cstdint>
@@ -18,13 +21,9 @@
 #include <vector>
 
 #include "joiner.h"
-#include "symbolizer.h"
+#include "stacks.h"
 
 namespace parcagpu::trace {
-
-// The mechanism, not the user's code: frames in the library itself (libparcagpu*, or the file
-// given as `lib`), in libcupti* and in libcuda.so* (not libcudart).
-bool is_mechanism_frame(const Frame &f, const std::string &lib_path);
 
 // The frame a capture is attributed to ("captured at"): the first frame that is not CUDA runtime
 // plumbing (libcudart*, cuda* / cu[A-Z]* / __cuda* / cudart:: functions, __device_stub__*, the
@@ -34,58 +33,68 @@ int captured_at_index(const std::vector<Frame> &stack, std::string_view launch_n
 
 class CaptureSites {
  public:
-  // `lib_path`: the traced library's resolved path (its frames are dropped as mechanism).
-  explicit CaptureSites(std::string lib_path = "") : lib_path_(std::move(lib_path)) {}
+  CaptureSites(const StackTable &stacks, const NameTable &names, size_t max_entries = 1 << 20)
+      : stacks_(stacks), names_(names), max_entries_(max_entries < 2 ? 2 : max_entries) {}
 
   struct Site {
     std::string launch_name;  // the probe's name argument (kernel symbol or API name)
     int32_t signed_cbid = 0;
     uint32_t graph_id = 0;    // the graph being captured into
-    uint32_t stack_id = 0;    // into stacks(); 0 = no stack (taken without --capture-sites)
-  };
-  struct Stack {
-    std::vector<Frame> frames;  // innermost first, mechanism frames dropped
-    int captured_at = -1;       // index into frames, -1 if none
-    std::string captured_at_function() const;  // "" if none
+    uint32_t stack_id = 0;    // StackTable id; kNone without --capture-sites
+    int captured_at = -1;     // index into the stack's frames
   };
 
-  // graph_capture_launch. `stack`: the symbolized user stack, innermost first (empty without
-  // --capture-sites); mechanism frames are dropped here.
+  // graph_capture_launch, with the StackTable id of the user stack (kNone without one).
   void on_capture(uint32_t pid, uint32_t correlation_id, int32_t signed_cbid,
-                  std::string_view name, uint32_t graph_id, uint64_t node_id,
-                  std::vector<Frame> stack = {});
+                  std::string_view name, uint32_t graph_id, uint64_t node_id, uint32_t stack_id);
   // graph_node_clone.
   void on_clone(uint32_t pid, uint64_t original_node_id, uint64_t cloned_node_id,
                 uint32_t exec_graph_id);
   // A graph kernel record (graphId != 0): its capture site, or nullptr (counted either way).
-  // Aggregated per (kernel name, capture stack) with its GPU time.
-  const Site *on_graph_kernel(uint32_t pid, uint64_t node_id, std::string_view kernel_name,
-                              uint64_t start_ns, uint64_t end_ns);
+  // Aggregated per (kernel name id, capture stack) with its GPU time.
+  const Site *on_graph_kernel(uint32_t pid, uint64_t node_id, uint32_t kernel_name_id,
+                              uint64_t gpu_ns);
   // The capture site of a node (following clones), or nullptr. No counting.
-  const Site *resolve(uint32_t pid, uint64_t node_id) const;
-
-  const Stack &stack(uint32_t id) const { return stacks_[id]; }
+  const Site *resolve(uint32_t pid, uint64_t node_id);
+  // "captured at" function of a site ("" without a stack).
+  std::string captured_at_function(const Site &s) const;
+  // A process that is gone: its clone map and sites.
+  void forget(uint32_t pid);
+  size_t entries() const;
 
   // Counters and (with_sites) the per (kernel, stack) table, sorted by GPU time.
   void fill(Summary *s, bool with_sites) const;
 
  private:
-  struct Process {
-    std::unordered_map<uint64_t, uint64_t> cloned_from;  // cloned node -> original node
-    std::unordered_map<uint64_t, Site> sites;            // captured node -> site
+  struct Key {
+    uint32_t pid;
+    uint64_t node;
+    bool operator==(const Key &o) const { return pid == o.pid && node == o.node; }
   };
-  uint32_t intern(std::vector<Frame> frames, std::string_view launch_name);
+  struct KeyHash {
+    size_t operator()(const Key &k) const { return std::hash<uint64_t>{}(k.node * 0x9e3779b97f4a7c15ull ^ k.pid); }
+  };
+  struct Generation {
+    std::unordered_map<Key, uint64_t, KeyHash> cloned_from;  // cloned node -> original node
+    std::unordered_map<Key, Site, KeyHash> sites;            // captured node -> site
+    size_t size() const { return cloned_from.size() + sites.size(); }
+  };
+  template <typename Map>
+  typename Map::mapped_type *find(Map Generation::*which, const Key &k);
+  void maybe_rotate();
 
-  std::string lib_path_;
-  std::unordered_map<uint32_t, Process> procs_;
-  std::vector<Stack> stacks_{Stack{}};       // [0]: no stack
-  std::map<std::string, uint32_t> stack_ids_;  // joined frame texts -> id
+  const StackTable &stacks_;
+  const NameTable &names_;
+  size_t max_entries_;
+  Generation cur_, old_;
   struct Agg {
     uint64_t records = 0, total_ns = 0;
+    std::string launch_name;
+    int captured_at = -1;
   };
-  std::map<std::pair<std::string, uint32_t>, Agg> by_kernel_stack_;
+  std::map<std::pair<uint32_t, uint32_t>, Agg> by_kernel_stack_;  // (kernel name id, stack id)
   uint64_t captures_ = 0, clones_ = 0, with_site_ = 0, without_site_ = 0;
-  uint64_t clone_cycles_ = 0;
+  uint64_t processes_forgotten_ = 0, entries_forgotten_ = 0;
 };
 
 }  // namespace parcagpu::trace

@@ -1,15 +1,14 @@
-// Unit tests of parcagpu-trace's capture-site attribution (no BPF): trace/capture_sites.h,
-// trace/stack_unwind.h, trace/symbolizer.h, and their part of trace/report.h.
+// Unit tests of parcagpu-trace's stacks and capture-site attribution (no BPF):
+// trace/capture_sites.h, trace/stacks.h, trace/symbolizer.h.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <cstring>
-#include <map>
 #include <string>
 
 #include "capture_sites.h"
 #include "report.h"
-#include "stack_unwind.h"
+#include "stacks.h"
 #include "symbolizer.h"
 
 extern "C" __attribute__((noinline, used)) int parcagpu_capture_sites_test_marker(int x) {
@@ -20,88 +19,103 @@ extern "C" __attribute__((noinline, used)) int parcagpu_capture_sites_test_marke
 namespace parcagpu::trace {
 namespace {
 
-Frame frame(const char *function, const char *module, bool scanned = false) {
+Frame frame(const char *function, const char *module, bool inlined = false) {
   Frame f;
   f.function = function;
   f.module = module;
   f.path = std::string("/opt/") + module;
   f.offset = 0x10;
-  f.scanned = scanned;
+  f.inlined = inlined;
   return f;
 }
 
 // The stack of a launch captured in `capture_phase`, as a dynamic libcudart program shows it.
 std::vector<Frame> captured_stack() {
   return {frame("parcagpu::LaunchCallbacks::on_launch()", "libparcagpu.so"),
-          frame("", "libcupti.so.13", true),
-          frame("cuLaunchKernel", "libcuda.so.1", true),
-          frame("cudaLaunchKernel", "libcudart.so.13", true),
+          frame("", "libcupti.so.13"),
+          frame("cuLaunchKernel", "libcuda.so.1"),
+          frame("cudaLaunchKernel", "libcudart.so.13"),
           frame("__device_stub__Z5k_addPfi(float*, int)", "app"),
           frame("k_add(float*, int)", "app"),
           frame("capture_phase(CUstream_st*)", "app"),
           frame("main", "app")};
 }
 
+// What StackResolver does with a stack: mechanism frames dropped, interned.
+uint32_t intern(StackTable &t, std::vector<Frame> frames) {
+  std::erase_if(frames, [](const Frame &f) { return is_mechanism_frame(f, {}); });
+  return t.intern(std::move(frames));
+}
+
+struct Fixture {
+  StackTable stacks;
+  NameTable names;
+  CaptureSites cs{stacks, names};
+};
+
 TEST(CaptureSitesTest, CloneChainLeadsToTheCaptureSite) {
-  CaptureSites cs;
-  cs.on_capture(10, 1, 211, "_Z5k_addPfi", 7, 100, captured_stack());
-  cs.on_clone(10, 100, 200, 8);  // cudaGraphClone of the captured graph
-  cs.on_clone(10, 200, 300, 9);  // that clone instantiated
-  const CaptureSites::Site *s = cs.on_graph_kernel(10, 300, "_Z5k_addPfi", 1000, 1500);
+  Fixture x;
+  const uint32_t st = intern(x.stacks, captured_stack());
+  x.cs.on_capture(10, 1, 211, "_Z5k_addPfi", 7, 100, st);
+  x.cs.on_clone(10, 100, 200, 8);  // cudaGraphClone of the captured graph
+  x.cs.on_clone(10, 200, 300, 9);  // that clone instantiated
+  const CaptureSites::Site *s = x.cs.on_graph_kernel(10, 300, x.names.id("_Z5k_addPfi"), 500);
   ASSERT_NE(s, nullptr);
   EXPECT_EQ(s->launch_name, "_Z5k_addPfi");
   EXPECT_EQ(s->signed_cbid, 211);
   EXPECT_EQ(s->graph_id, 7u);
-  ASSERT_NE(s->stack_id, 0u);
-  const CaptureSites::Stack &st = cs.stack(s->stack_id);
+  EXPECT_EQ(s->stack_id, st);
+  const std::vector<Frame> &frames = x.stacks.frames(st);
   // Mechanism frames (libparcagpu, libcupti, libcuda) are dropped, libcudart is kept.
-  ASSERT_EQ(st.frames.size(), 5u);
-  EXPECT_EQ(st.frames[0].function, "cudaLaunchKernel");
+  ASSERT_EQ(frames.size(), 5u);
+  EXPECT_EQ(frames[0].function, "cudaLaunchKernel");
   // "captured at": past the runtime, the device stub and the kernel's host stub.
-  EXPECT_EQ(st.captured_at, 3);
-  EXPECT_EQ(st.captured_at_function(), "capture_phase(CUstream_st*)");
-  EXPECT_EQ(cs.resolve(10, 200), s);
-  EXPECT_EQ(cs.resolve(10, 100), s);  // the captured node itself
+  EXPECT_EQ(s->captured_at, 3);
+  EXPECT_EQ(x.cs.captured_at_function(*s), "capture_phase");
+  EXPECT_EQ(x.cs.resolve(10, 200), s);
+  EXPECT_EQ(x.cs.resolve(10, 100), s);  // the captured node itself
 }
 
 TEST(CaptureSitesTest, KernelOfAClonedNodeIsAttributed) {
-  CaptureSites cs;
-  cs.on_capture(10, 1, 211, "_Z5k_addPfi", 7, 100, captured_stack());
-  cs.on_capture(10, 2, 211, "_Z5k_mulPfi", 7, 101, captured_stack());
-  cs.on_clone(10, 100, 500, 9);
-  cs.on_clone(10, 101, 501, 9);
+  Fixture x;
+  const uint32_t st = intern(x.stacks, captured_stack());
+  x.cs.on_capture(10, 1, 211, "_Z5k_addPfi", 7, 100, st);
+  x.cs.on_capture(10, 2, 211, "_Z5k_mulPfi", 7, 101, st);
+  x.cs.on_clone(10, 100, 500, 9);
+  x.cs.on_clone(10, 101, 501, 9);
   for (int replay = 0; replay < 4; ++replay) {
-    EXPECT_NE(cs.on_graph_kernel(10, 500, "_Z5k_addPfi", 0, 100), nullptr);
-    EXPECT_NE(cs.on_graph_kernel(10, 501, "_Z5k_mulPfi", 0, 50), nullptr);
+    EXPECT_NE(x.cs.on_graph_kernel(10, 500, x.names.id("_Z5k_addPfi"), 100), nullptr);
+    EXPECT_NE(x.cs.on_graph_kernel(10, 501, x.names.id("_Z5k_mulPfi"), 50), nullptr);
   }
   Summary sum;
-  cs.fill(&sum, true);
+  x.cs.fill(&sum, true);
   EXPECT_EQ(sum.graph_capture_launches, 2u);
   EXPECT_EQ(sum.graph_node_clones, 2u);
   EXPECT_EQ(sum.graph_kernels_with_capture_site, 8u);
   EXPECT_EQ(sum.graph_kernels_without_capture_site, 0u);
   ASSERT_EQ(sum.capture_sites.size(), 2u);  // per (kernel, stack): the stacks are the same
   EXPECT_EQ(sum.capture_sites[0].kernel, "_Z5k_addPfi");  // most GPU time first
+  EXPECT_EQ(sum.capture_sites[0].kernel_demangled, "k_add(float*, int)");
   EXPECT_EQ(sum.capture_sites[0].records, 4u);
   EXPECT_EQ(sum.capture_sites[0].total_ns, 400u);
-  EXPECT_EQ(sum.capture_sites[0].captured_at, "capture_phase(CUstream_st*)");
+  EXPECT_EQ(sum.capture_sites[0].captured_at, "capture_phase");
   EXPECT_EQ(sum.capture_sites[0].captured_at_index, 3);
-  EXPECT_EQ(sum.capture_sites[0].stack.front(), "?cudaLaunchKernel+0x10 (libcudart.so.13)");
+  EXPECT_EQ(sum.capture_sites[0].stack.front(), "cudaLaunchKernel (libcudart.so.13)");
   EXPECT_EQ(sum.capture_sites[1].kernel, "_Z5k_mulPfi");
   EXPECT_EQ(sum.capture_sites[1].total_ns, 200u);
 }
 
 TEST(CaptureSitesTest, UnknownNodesAreCountedNotErrors) {
-  CaptureSites cs;
-  cs.on_capture(10, 1, 211, "_Z5k_addPfi", 7, 100, captured_stack());
-  cs.on_clone(10, 100, 500, 9);
-  cs.on_clone(10, 600, 601, 9);  // an explicitly built graph: its original was never captured
-  EXPECT_EQ(cs.on_graph_kernel(10, 601, "k_built", 0, 1), nullptr);
-  EXPECT_EQ(cs.on_graph_kernel(10, 999, "k_cond_body", 0, 1), nullptr);  // no clone known
-  EXPECT_EQ(cs.on_graph_kernel(11, 500, "_Z5k_addPfi", 0, 1), nullptr);  // other process
-  EXPECT_NE(cs.on_graph_kernel(10, 500, "_Z5k_addPfi", 0, 1), nullptr);
+  Fixture x;
+  x.cs.on_capture(10, 1, 211, "_Z5k_addPfi", 7, 100, intern(x.stacks, captured_stack()));
+  x.cs.on_clone(10, 100, 500, 9);
+  x.cs.on_clone(10, 600, 601, 9);  // an explicitly built graph: its original was never captured
+  EXPECT_EQ(x.cs.on_graph_kernel(10, 601, x.names.id("k_built"), 1), nullptr);
+  EXPECT_EQ(x.cs.on_graph_kernel(10, 999, x.names.id("k_cond_body"), 1), nullptr);  // no clone
+  EXPECT_EQ(x.cs.on_graph_kernel(11, 500, x.names.id("_Z5k_addPfi"), 1), nullptr);  // other pid
+  EXPECT_NE(x.cs.on_graph_kernel(10, 500, x.names.id("_Z5k_addPfi"), 1), nullptr);
   Summary sum;
-  cs.fill(&sum, false);
+  x.cs.fill(&sum, false);
   EXPECT_EQ(sum.graph_kernels_with_capture_site, 1u);
   EXPECT_EQ(sum.graph_kernels_without_capture_site, 3u);
   EXPECT_FALSE(sum.capture_sites_enabled);
@@ -109,35 +123,61 @@ TEST(CaptureSitesTest, UnknownNodesAreCountedNotErrors) {
 }
 
 TEST(CaptureSitesTest, CloneLoopsEnd) {
-  CaptureSites cs;
-  cs.on_clone(10, 1, 2, 9);
-  cs.on_clone(10, 2, 1, 9);
-  cs.on_clone(10, 3, 3, 9);
-  EXPECT_EQ(cs.on_graph_kernel(10, 1, "k", 0, 1), nullptr);
-  EXPECT_EQ(cs.on_graph_kernel(10, 3, "k", 0, 1), nullptr);
+  Fixture x;
+  x.cs.on_clone(10, 1, 2, 9);
+  x.cs.on_clone(10, 2, 1, 9);
+  x.cs.on_clone(10, 3, 3, 9);
+  EXPECT_EQ(x.cs.on_graph_kernel(10, 1, x.names.id("k"), 1), nullptr);
+  EXPECT_EQ(x.cs.on_graph_kernel(10, 3, x.names.id("k"), 1), nullptr);
 }
 
 TEST(CaptureSitesTest, CaptureWithoutStack) {
-  CaptureSites cs;
-  cs.on_capture(10, 1, -307, "_Z5k_addPfi", 7, 100);
-  cs.on_clone(10, 100, 500, 9);
-  const CaptureSites::Site *s = cs.on_graph_kernel(10, 500, "", 0, 10);
+  Fixture x;
+  x.cs.on_capture(10, 1, -307, "_Z5k_addPfi", 7, 100, StackTable::kNone);
+  x.cs.on_clone(10, 100, 500, 9);
+  const CaptureSites::Site *s = x.cs.on_graph_kernel(10, 500, x.names.id(""), 10);
   ASSERT_NE(s, nullptr);
-  EXPECT_EQ(s->stack_id, 0u);
+  EXPECT_EQ(s->stack_id, StackTable::kNone);
   Summary sum;
-  cs.fill(&sum, true);
+  x.cs.fill(&sum, true);
   ASSERT_EQ(sum.capture_sites.size(), 1u);
   EXPECT_EQ(sum.capture_sites[0].kernel, "_Z5k_addPfi");  // the launch name when the record has none
   EXPECT_EQ(sum.capture_sites[0].captured_at, "");
   EXPECT_TRUE(sum.capture_sites[0].stack.empty());
 }
 
+// Bounded by count (an exec may be replayed for hours, so not by age): what is used survives,
+// what is not is forgotten, counted; a process that is gone leaves nothing behind.
+TEST(CaptureSitesTest, BoundedAndForgetsProcesses) {
+  StackTable stacks;
+  NameTable names;
+  CaptureSites cs(stacks, names, /*max_entries=*/100);
+  cs.on_capture(10, 1, 211, "k", 7, 1, StackTable::kNone);
+  cs.on_clone(10, 1, 2, 9);
+  const uint32_t k = names.id("k");
+  size_t peak = 0;
+  for (uint64_t n = 1000; n < 11000; ++n) {
+    cs.on_clone(10, n, n + 100000, 9);  // instantiations nothing runs
+    ASSERT_NE(cs.on_graph_kernel(10, 2, k, 1), nullptr) << n;  // the replayed exec
+    peak = std::max(peak, cs.entries());
+  }
+  EXPECT_LE(peak, 100u);
+  Summary sum;
+  cs.fill(&sum, false);
+  EXPECT_GT(sum.capture_entries_forgotten, 9000u);
+  cs.forget(10);
+  EXPECT_EQ(cs.entries(), 0u);
+  EXPECT_EQ(cs.on_graph_kernel(10, 2, k, 1), nullptr);
+  cs.fill(&sum, false);
+  EXPECT_EQ(sum.capture_processes_forgotten, 1u);
+}
+
 TEST(CaptureSitesTest, MechanismAndRuntimeFrames) {
-  EXPECT_TRUE(is_mechanism_frame(frame("f", "libparcagpu.so"), ""));
-  EXPECT_TRUE(is_mechanism_frame(frame("f", "libcupti.so.2025.1.0"), ""));
-  EXPECT_TRUE(is_mechanism_frame(frame("f", "libcuda.so.580.65.06"), ""));
-  EXPECT_FALSE(is_mechanism_frame(frame("f", "libcudart.so.13"), ""));
-  EXPECT_TRUE(is_mechanism_frame(frame("f", "renamed.so"), "/opt/renamed.so"));
+  EXPECT_TRUE(is_mechanism_frame(frame("f", "libparcagpu.so"), {}));
+  EXPECT_TRUE(is_mechanism_frame(frame("f", "libcupti.so.2025.1.0"), {}));
+  EXPECT_TRUE(is_mechanism_frame(frame("f", "libcuda.so.580.65.06"), {}));
+  EXPECT_FALSE(is_mechanism_frame(frame("f", "libcudart.so.13"), {}));
+  EXPECT_TRUE(is_mechanism_frame(frame("f", "renamed.so"), {"/x", "/opt/renamed.so"}));
   // A statically linked runtime: the template wrapper has a return type in its demangled name.
   std::vector<Frame> st = {frame("cudart::cudaApiLaunchKernel(void const*)", "app"),
                            frame("cudaError cudaLaunchKernel<char>(char const*, dim3)", "app"),
@@ -149,168 +189,69 @@ TEST(CaptureSitesTest, MechanismAndRuntimeFrames) {
 }
 
 TEST(CaptureSitesTest, JsonKeys) {
-  CaptureSites cs;
-  cs.on_capture(10, 1, 211, "_Z5k_addPfi", 7, 100, captured_stack());
-  cs.on_clone(10, 100, 500, 9);
-  cs.on_graph_kernel(10, 500, "_Z5k_addPfi", 0, 100);
+  Fixture x;
+  x.cs.on_capture(10, 1, 211, "_Z5k_addPfi", 7, 100, intern(x.stacks, captured_stack()));
+  x.cs.on_clone(10, 100, 500, 9);
+  x.cs.on_graph_kernel(10, 500, x.names.id("_Z5k_addPfi"), 100);
   Summary sum;
-  cs.fill(&sum, false);
-  std::string js = summary_json(sum);
+  x.cs.fill(&sum, false);
+  Json j = summary_json(sum);
   for (const char *key : {"graph_capture_launches", "graph_node_clones",
                           "graph_kernels_with_capture_site", "graph_kernels_without_capture_site"})
-    EXPECT_NE(js.find(std::string("\"") + key + "\": "), std::string::npos) << key;
-  EXPECT_EQ(js.find("capture_sites\": ["), std::string::npos);  // only with --capture-sites
-  cs.fill(&sum, true);
-  js = summary_json(sum);
-  EXPECT_NE(js.find("\"capture_sites\": [{\"kernel\": \"_Z5k_addPfi\", \"records\": 1, "
-                    "\"total_ns\": 100, \"captured_at\": \"capture_phase(CUstream_st*)\", "
-                    "\"stack\": [\"?cudaLaunchKernel+0x10 (libcudart.so.13)\", "),
-            std::string::npos) << js;
-  EXPECT_EQ(js.back(), '}');
+    EXPECT_TRUE(j.contains(key)) << key;
+  EXPECT_FALSE(j.contains("capture_sites"));  // only with --capture-sites
+  x.cs.fill(&sum, true);
+  j = summary_json(sum);
+  ASSERT_EQ(j["capture_sites"].size(), 1u);
+  EXPECT_EQ(json_line(j["capture_sites"][0]),
+            "{\"kernel\":\"_Z5k_addPfi\",\"demangled\":\"k_add(float*, int)\",\"records\":1,"
+            "\"total_ns\":100,\"captured_at\":\"capture_phase\",\"stack\":[\"cudaLaunchKernel "
+            "(libcudart.so.13)\",\"__device_stub__Z5k_addPfi (app)\",\"k_add (app)\","
+            "\"capture_phase (app)\",\"main (app)\"]}");
 }
 
-// ---- unwinding ----
+// ---- names and stacks ----
 
-// Code in [0x400000, 0x500000): functions of 0x1000 bytes at 0x401000, 0x402000, ...; `calls`
-// are the return addresses that follow a call instruction; fp[i] whether function i keeps rbp.
-class FakeCode : public CodeView {
- public:
-  std::map<uint64_t, bool> calls;
-  std::map<uint64_t, Tri> fp;  // by function start
-  bool executable(uint64_t a) override { return a >= 0x400000 && a < 0x500000; }
-  bool starts_function(uint64_t a) override { return (a & 0xfff) == 0; }
-  size_t code_before(uint64_t a, uint8_t *out, size_t n) override {
-    if (!executable(a) || n < 8) return 0;
-    std::memset(out, 0x90, 8);  // nops
-#if defined(__aarch64__)
-    if (calls.count(a)) { const uint32_t bl = 0x94000010u; std::memcpy(out + 4, &bl, 4); }
-#else
-    if (calls.count(a)) out[3] = 0xe8;  // call rel32
-#endif
-    return 8;
-  }
-  Tri keeps_frame_pointer(uint64_t a) override {
-    auto it = fp.find(a & ~0xfffull);
-    return it == fp.end() ? Tri::Unknown : it->second;
-  }
-};
-
-struct FakeStack {
-  uint8_t mem[0x100] = {};
-  RawUserStack s;
-  FakeStack() {
-    s.sp = 0x7000;
-    s.raw_base = 0x7000;
-    s.raw = mem;
-    s.raw_len = sizeof mem;
-  }
-  void put(uint64_t addr, uint64_t v) { std::memcpy(mem + (addr - 0x7000), &v, 8); }
-};
-
-// ip in F0 (keeps rbp) -> F1, F2 (no frame pointer: rbp untouched) -> F3 (user, keeps rbp) ->
-// F4 (keeps rbp) -> F5 (libc, no frame pointer) -> F6. The walk skips F2 and F3's return
-// addresses; the scan finds them.
-TEST(UnwindTest, ScanFillsWhatTheFramePointerWalkSkips) {
-  FakeCode code;
-  const uint64_t ip = 0x401050, r1 = 0x402010, r2 = 0x403010, r3 = 0x404010, r4 = 0x405010,
-                 r5 = 0x406010, r6 = 0x407010, stale = 0x402055;
-  for (uint64_t r : {r1, r2, r3, r4, r5, r6}) code.calls[r] = true;
-  code.fp[0x401000] = CodeView::Tri::Yes;
-  code.fp[0x402000] = CodeView::Tri::No;
-  code.fp[0x403000] = CodeView::Tri::No;
-  code.fp[0x404000] = CodeView::Tri::Yes;
-  code.fp[0x405000] = CodeView::Tri::Yes;
-  code.fp[0x406000] = CodeView::Tri::No;
-  FakeStack f;
-  f.s.ip = ip;
-  f.s.fp = 0x7010;
-  f.put(0x7008, r6);     // in F0's frame, below its record: not scanned (F0 keeps rbp)
-  f.put(0x7010, 0x7080); // F0's record: F1/F2 left rbp alone, so it links to F4's record
-  f.put(0x7018, r1);
-  f.put(0x7028, stale);  // points into code, but not after a call
-  code.calls[0x403000] = true;
-  f.put(0x7040, 0x403000);  // after a call, but a function's first instruction: a pointer
-  f.put(0x7030, r2);
-  f.put(0x7050, r3);
-  f.put(0x7080, 0x70a0);
-  f.put(0x7088, r4);
-  f.put(0x7090, r2);     // between two trusted records: not scanned
-  f.put(0x70a0, 0);
-  f.put(0x70a8, r5);
-  f.put(0x70c0, r6);
-  f.s.fp_frames = {ip, r1, r4, r5};  // what bpf_get_stack's walk gives
-  const std::vector<UnwoundFrame> out = unwind(f.s, code);
-  std::vector<std::pair<uint64_t, bool>> got;
-  for (const auto &u : out) got.emplace_back(u.addr, u.scanned);
-  const std::vector<std::pair<uint64_t, bool>> want = {
-      {ip, false}, {r1, false}, {r2, true}, {r3, true}, {r4, false}, {r5, false}, {r6, true}};
-  EXPECT_EQ(got, want);
-  EXPECT_FALSE(out[0].is_return);
-  EXPECT_TRUE(out[1].is_return);
+TEST(StacksTest, ShortFunctionNames) {
+  EXPECT_EQ(short_function_name("mockapp::(anonymous namespace)::launch_thread(mockapp::Options const&, int)"),
+            "mockapp::(anonymous namespace)::launch_thread");
+  EXPECT_EQ(short_function_name("void std::__invoke_impl<void, void (*)(int), int>(std::__invoke_other, void (*&&)(int), int&&)"),
+            "std::__invoke_impl<void, void (*)(int), int>");
+  EXPECT_EQ(short_function_name("main::{lambda(int)#1}::operator()(int) const"),
+            "main::{lambda(int)#1}::operator()");
+  EXPECT_EQ(short_function_name("bool ns::operator<<(ns::A const&, int)"), "ns::operator<<");
+  EXPECT_EQ(short_function_name("operator new(unsigned long)"), "operator new");
+  EXPECT_EQ(short_function_name("main"), "main");
+  EXPECT_EQ(short_function_name("foo(int) [clone .isra.0]"), "foo");
+  EXPECT_EQ(demangle("_Z5k_addPfi"), "k_add(float*, int)");
+  EXPECT_EQ(demangle("k_caf\xc3\xa9"), "k_caf\xc3\xa9");  // not mangled: unchanged
+  NameTable names;
+  const uint32_t id = names.id("_ZN2ns6kernelILi4EEEvPf");
+  EXPECT_EQ(names.id("_ZN2ns6kernelILi4EEEvPf"), id);
+  EXPECT_EQ(names.demangled(id), "void ns::kernel<4>(float*)");
+  EXPECT_EQ(names.display(id), "ns::kernel<4>");
 }
 
-TEST(UnwindTest, GarbageEndsTheWalkAndTheScanTakesOver) {
-  FakeCode code;
-  const uint64_t ip = 0x401050, r1 = 0x402010, r2 = 0x403010, r3 = 0x404010;
-  for (uint64_t r : {r1, r2, r3}) code.calls[r] = true;
-  code.fp[0x401000] = CodeView::Tri::Yes;
-  code.fp[0x402000] = CodeView::Tri::Yes;  // claims a frame pointer, but its record is garbage
-  FakeStack f;
-  f.s.ip = ip;
-  f.s.fp = 0x7010;
-  f.put(0x7010, 0x7040);
-  f.put(0x7018, r1);
-  f.put(0x7040, 0x1234);
-  f.put(0x7048, 0x99999999);  // not in an executable mapping
-  f.put(0x7060, r2);
-  f.put(0x7070, r3);
-  f.s.fp_frames = {ip, r1, 0x99999999};
-  std::vector<uint64_t> got;
-  for (const auto &u : unwind(f.s, code)) got.push_back(u.addr);
-  EXPECT_EQ(got, (std::vector<uint64_t>{ip, r1, r2, r3}));
+TEST(StacksTest, InternsAndBoundsStacks) {
+  StackTable t(/*max_stacks=*/StackTable::kFirstReal + 2);
+  const uint32_t a = t.intern({frame("a(int)", "app"), frame("main", "app")});
+  EXPECT_GE(a, StackTable::kFirstReal);
+  EXPECT_EQ(t.intern({frame("a(int)", "app"), frame("main", "app")}), a);
+  Frame at_line = frame("a(int)", "app");
+  at_line.file = "/src/a.cc";
+  at_line.line = 12;
+  const uint32_t b = t.intern({at_line, frame("main", "app")});  // another call site
+  EXPECT_NE(b, a);
+  EXPECT_EQ(t.intern({frame("c", "app")}), StackTable::kOverflow);
+  EXPECT_EQ(t.overflowed(), 1u);
+  EXPECT_EQ(t.intern({}), StackTable::kNone);
+  EXPECT_EQ(at_line.text(), "a (a.cc:12)");
+  at_line.inlined = true;
+  EXPECT_EQ(at_line.text(), "a (a.cc:12) [inlined]");
+  EXPECT_EQ(frame("", "libx.so").name(), "libx.so+0x10");
 }
 
-TEST(UnwindTest, NoFramePointerAtAll) {
-  FakeCode code;  // nothing known about any function
-  const uint64_t ip = 0x401050, r1 = 0x402010, r2 = 0x403010;
-  code.calls[r1] = code.calls[r2] = true;
-  FakeStack f;
-  f.s.ip = ip;
-  f.s.fp = 0xdeadbeef;  // rbp used as a general register
-  f.put(0x7000, r1);    // at SP itself
-  f.put(0x7020, r2);
-  f.s.fp_frames = {ip};
-  std::vector<std::pair<uint64_t, bool>> got;
-  for (const auto &u : unwind(f.s, code)) got.emplace_back(u.addr, u.scanned);
-  EXPECT_EQ(got, (std::vector<std::pair<uint64_t, bool>>{{ip, false}, {r1, true}, {r2, true}}));
-}
-
-#if defined(__x86_64__)
-TEST(UnwindTest, X86CallInstructions) {
-  auto is_call = [](std::initializer_list<uint8_t> b) {
-    std::vector<uint8_t> v(8, 0x90);
-    v.insert(v.end(), b);
-    return ends_with_call(v.data(), v.size()) == CodeView::Tri::Yes;
-  };
-  EXPECT_TRUE(is_call({0xe8, 1, 2, 3, 4}));                    // call rel32
-  EXPECT_TRUE(is_call({0xff, 0xd0}));                          // call *%rax
-  EXPECT_TRUE(is_call({0x41, 0xff, 0xd3}));                    // call *%r11
-  EXPECT_TRUE(is_call({0xff, 0x15, 1, 2, 3, 4}));              // call *disp32(%rip)
-  EXPECT_TRUE(is_call({0xff, 0x50, 0x08}));                    // call *0x8(%rax)
-  EXPECT_TRUE(is_call({0xff, 0x54, 0x24, 0x08}));              // call *0x8(%rsp)
-  EXPECT_TRUE(is_call({0xff, 0x94, 0xc8, 1, 2, 3, 4}));        // call *disp32(%rax,%rcx,8)
-  EXPECT_TRUE(is_call({0xff, 0x10}));                          // call *(%rax)
-  EXPECT_FALSE(is_call({0x48, 0x89, 0xe5}));                   // mov %rsp,%rbp
-  EXPECT_FALSE(is_call({0xff, 0xe0}));                         // jmp *%rax
-  EXPECT_FALSE(is_call({0xc3}));                               // ret
-  const uint8_t prologue[] = {0xf3, 0x0f, 0x1e, 0xfa, 0x55, 0x48, 0x89, 0xe5, 0x53};
-  EXPECT_TRUE(sets_up_frame_pointer(prologue, sizeof prologue));
-  const uint8_t leaf[] = {0xf3, 0x0f, 0x1e, 0xfa, 0x53, 0x48, 0x83, 0xec, 0x10};
-  EXPECT_FALSE(sets_up_frame_pointer(leaf, sizeof leaf));
-}
-#endif
-
-// ---- symbolizing ----
+// ---- symbolizing (libdwfl on this test binary: built with -g) ----
 
 TEST(SymbolizerTest, ParsesProcMaps) {
   const auto maps = parse_proc_maps(
@@ -329,27 +270,83 @@ TEST(SymbolizerTest, ParsesProcMaps) {
   EXPECT_EQ(maps[2].path, "");
   EXPECT_EQ(maps[4].path, "[vdso]");  // sorted by address
   EXPECT_EQ(maps[3].path, "/tmp/lib x.so (deleted)");
+  EXPECT_EQ(live_path(maps[3].path), "/tmp/lib x.so");
 }
 
-TEST(SymbolizerTest, SymbolizesThisProcess) {
+// The address of the instruction that follows, in code the compiler must inline here.
+static inline __attribute__((always_inline)) uint64_t inlined_here() {
+  uint64_t pc;
+  asm volatile("1: lea 1b(%%rip), %0" : "=r"(pc));  // SYMBOLIZER_TEST_INLINED_LINE
+  return pc;
+}
+
+extern "C" __attribute__((noinline, used)) uint64_t parcagpu_symbolizer_test_outer() {
+  const uint64_t pc = inlined_here();  // SYMBOLIZER_TEST_CALL_LINE
+  asm volatile("" ::: "memory");
+  return pc;
+}
+
+extern "C" __attribute__((noinline, used)) uint64_t parcagpu_symbolizer_test_lambda_outer() {
+  auto here = []() __attribute__((always_inline)) {
+    uint64_t pc;
+    asm volatile("1: lea 1b(%%rip), %0" : "=r"(pc));
+    return pc;
+  };
+  const uint64_t pc = here();
+  asm volatile("" ::: "memory");
+  return pc;
+}
+
+int line_of(const char *marker) {
+  FILE *f = std::fopen(__FILE__, "r");
+  if (!f) return -1;
+  char buf[512];
+  int n = 0, found = -1;
+  while (std::fgets(buf, sizeof buf, f)) {
+    ++n;
+    if (std::strstr(buf, marker) && !std::strstr(buf, "line_of(")) found = n;
+  }
+  std::fclose(f);
+  return found;
+}
+
+TEST(SymbolizerTest, FunctionsInlinesAndLinesOfThisProcess) {
   Symbolizer sym;
-  const auto addr = reinterpret_cast<uint64_t>(&parcagpu_capture_sites_test_marker);
-  Frame f = sym.symbolize(static_cast<uint32_t>(getpid()), addr + 2, false);
-  EXPECT_EQ(f.function, "parcagpu_capture_sites_test_marker");
-  EXPECT_EQ(f.offset, 2u);
-  EXPECT_FALSE(f.module.empty());
+  const uint32_t self = static_cast<uint32_t>(getpid());
+  const auto marker = reinterpret_cast<uint64_t>(&parcagpu_capture_sites_test_marker);
+  std::vector<Frame> f = sym.symbolize(self, marker + 2, false);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].function, "parcagpu_capture_sites_test_marker");
+  EXPECT_EQ(f[0].offset, 2u);
+  EXPECT_FALSE(f[0].module.empty());
+  EXPECT_EQ(f[0].file.substr(f[0].file.rfind('/') + 1), "capture_sites_test.cc");
   // A return address at the very end of the function still belongs to it (looked up at - 1).
-  f = sym.symbolize(static_cast<uint32_t>(getpid()),
-                    reinterpret_cast<uint64_t>(&parcagpu_capture_sites_test_marker) + 1, true);
-  EXPECT_EQ(f.function, "parcagpu_capture_sites_test_marker");
+  f = sym.symbolize(self, marker + 1, true);
+  EXPECT_EQ(f.back().function, "parcagpu_capture_sites_test_marker");
   // A C++ function, demangled.
-  f = sym.symbolize(static_cast<uint32_t>(getpid()),
-                    reinterpret_cast<uint64_t>(&captured_at_index), false);
-  EXPECT_EQ(f.function.rfind("parcagpu::trace::captured_at_index(", 0), 0u) << f.function;
-  EXPECT_EQ(sym.files_loaded(), 1u);  // cached
-  EXPECT_EQ(f.text().rfind("parcagpu::trace::captured_at_index(", 0), 0u);
-  f.scanned = true;
-  EXPECT_EQ(f.text()[0], '?');
+  f = sym.symbolize(self, reinterpret_cast<uint64_t>(&captured_at_index), false);
+  EXPECT_EQ(f.back().function.rfind("parcagpu::trace::captured_at_index(", 0), 0u) << f.back().function;
+  EXPECT_EQ(f.back().name(), "parcagpu::trace::captured_at_index");
+  EXPECT_EQ(sym.files_loaded(), 1u);  // one file, cached
+  // Inlined code: the inlined function first (at its own line), then its caller at the call.
+  f = sym.symbolize(self, parcagpu_symbolizer_test_outer(), false);
+  ASSERT_EQ(f.size(), 2u);
+  EXPECT_TRUE(f[0].inlined);
+  EXPECT_EQ(f[0].name(), "parcagpu::trace::(anonymous namespace)::inlined_here");
+  EXPECT_EQ(f[0].line, line_of("SYMBOLIZER_TEST_INLINED_LINE"));
+  EXPECT_FALSE(f[1].inlined);
+  EXPECT_EQ(f[1].function, "parcagpu_symbolizer_test_outer");
+  EXPECT_EQ(f[1].line, line_of("SYMBOLIZER_TEST_CALL_LINE"));
+  EXPECT_EQ(f[0].text(), "parcagpu::trace::(anonymous namespace)::inlined_here (capture_sites_test.cc:" +
+                             std::to_string(f[0].line) + ") [inlined]");
+  // An inlined lambda: its closure type has no name.
+  f = sym.symbolize(self, parcagpu_symbolizer_test_lambda_outer(), false);
+  ASSERT_EQ(f.size(), 2u);
+  EXPECT_EQ(f[0].name(), "{lambda}::operator()");
+  EXPECT_EQ(f[1].function, "parcagpu_symbolizer_test_lambda_outer");
+  // Unmapped addresses say so.
+  f = sym.symbolize(self, 8, false);
+  EXPECT_EQ(f[0].module, "[unmapped]");
 }
 
 }  // namespace

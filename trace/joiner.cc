@@ -1,10 +1,16 @@
 #include "joiner.h"
 
+#include <algorithm>
+
 #include "parcagpu/cbid_table.h"
 
 namespace parcagpu::trace {
 
 bool is_graph_cbid(int32_t c) { return parcagpu::is_graph_launch(c); }
+
+Joiner::Joiner(Limits limits, MatchSink *sink) : limits_(limits), sink_(sink) {
+  if (limits_.max_entries < 2) limits_.max_entries = 2;
+}
 
 void Joiner::see_pid(uint32_t pid) {
   ++events_;
@@ -14,102 +20,161 @@ void Joiner::see_pid(uint32_t pid) {
   have_pid_ = true;
 }
 
-uint32_t Joiner::name_id(std::string_view name) {
-  auto it = name_ids_.find(name);
-  if (it != name_ids_.end()) return it->second;
-  const uint32_t id = static_cast<uint32_t>(names_.size());
-  names_.emplace_back(std::string(name), NameCounts{});
-  name_ids_.emplace(std::string(name), id);
-  return id;
+void Joiner::see_time(uint64_t now_ns) {
+  if (now_ns <= now_ns_) return;
+  now_ns_ = now_ns;
+  if (rotated_at_ns_ == 0) rotated_at_ns_ = now_ns;
+  const uint64_t half = std::max<uint64_t>(limits_.max_age_ns / 2, 1);
+  if (now_ns_ - rotated_at_ns_ < half) return;
+  rotate();
+  if (now_ns_ - rotated_at_ns_ >= 2 * half) rotate();  // quiet for max_age: the rest goes too
+  rotated_at_ns_ = now_ns_;
+}
+
+void Joiner::tick(uint64_t now_ns) { see_time(now_ns); }
+
+size_t Joiner::entries() const { return cur_.size() + old_.size(); }
+
+void Joiner::forget(Generation &g) {
+  for (auto &[k, c] : g.live) {
+    if (c.kernels == 0) {
+      --awaiting_;
+      (is_graph_cbid(c.launch.signed_cbid) ? forgotten_graph_ : forgotten_eager_)++;
+    } else {
+      ++retired_graphs_;  // later kernels of it still match, within the retired window
+      retire(k, c.launch);
+    }
+  }
+  for (auto &[k, v] : g.pending)
+    for (const PendingKernel &p : v) (p.while_closing ? forgotten_kernels_closing_ : forgotten_kernels_)++;
+  g = Generation{};
+}
+
+void Joiner::rotate() {
+  forget(old_);
+  old_ = std::move(cur_);
+  cur_ = Generation{};
+}
+
+Joiner::Correlation *Joiner::find_live(uint64_t k) {
+  if (auto it = cur_.live.find(k); it != cur_.live.end()) return &it->second;
+  auto it = old_.live.find(k);
+  if (it == old_.live.end()) return nullptr;
+  Correlation &moved = cur_.live[k] = it->second;  // active again: keep it a full max_age
+  old_.live.erase(it);
+  return &moved;
 }
 
 void Joiner::count_match(int32_t cbid, bool graph_record, uint32_t name, uint64_t n) {
   matched_ += n;
   matched_by_cbid_[cbid] += n;
   if (graph_record) graph_matched_ += n;
-  names_[name].second.matched += n;
+  name_counts_[name].matched += n;
 }
 
-void Joiner::retire(uint64_t k, int32_t cbid) {
-  if (retired_window_ == 0) return;
-  while (retired_order_.size() >= retired_window_) {
+void Joiner::retire(uint64_t k, const Launch &l) {
+  if (limits_.retired_window == 0) return;
+  while (retired_order_.size() >= limits_.retired_window) {
     retired_.erase(retired_order_.front());
     retired_order_.pop_front();
   }
-  if (retired_.emplace(k, cbid).second) retired_order_.push_back(k);
+  if (retired_.insert_or_assign(k, l).second) retired_order_.push_back(k);
 }
 
-void Joiner::on_correlation(uint32_t pid, uint32_t corr, int32_t cbid) {
+void Joiner::on_correlation(uint32_t pid, uint32_t corr, int32_t cbid, uint32_t stack_id,
+                            uint64_t now_ns) {
   see_pid(pid);
+  see_time(now_ns);
   ++correlations_;
   ++correlations_by_cbid_[cbid];
   const uint64_t k = key(pid, corr);
   const bool graph = is_graph_cbid(cbid);
+  const Launch launch{pid, corr, cbid, stack_id};
 
   // A (pid, ID) announced again: the earlier announcement ends here.
-  if (auto it = live_.find(k); it != live_.end()) {
+  for (Generation *g : {&cur_, &old_}) {
+    auto it = g->live.find(k);
+    if (it == g->live.end()) continue;
     ++duplicates_;
     if (it->second.kernels == 0) {
       --awaiting_;
-      (is_graph_cbid(it->second.signed_cbid) ? replaced_orphans_graph_ : replaced_orphans_eager_)++;
+      (is_graph_cbid(it->second.launch.signed_cbid) ? replaced_orphans_graph_ : replaced_orphans_eager_)++;
     }
-    live_.erase(it);
+    g->live.erase(it);
   }
   retired_.erase(k);  // its deque entry stays; erase() of a missing key later is harmless
 
   uint32_t kernels = 0;
-  if (auto p = pending_.find(k); p != pending_.end()) {
-    // Kernels arrived first and waited: they match now.
-    Pending &pk = p->second;
-    kernels = static_cast<uint32_t>(pk.names.size());
-    matched_ += kernels;
-    matched_by_cbid_[cbid] += kernels;
-    graph_matched_ += pk.graph_records;
-    for (uint32_t n : pk.names) names_[n].second.matched++;
-    pending_.erase(p);
+  for (Generation *g : {&old_, &cur_}) {  // kernels arrived first and waited: they match now
+    auto p = g->pending.find(k);
+    if (p == g->pending.end()) continue;
+    for (PendingKernel &pk : p->second) {
+      count_match(cbid, pk.rec.graph_id != 0, pk.name_id);
+      if (sink_) {
+        pk.rec.name = names_.raw(pk.name_id);
+        sink_->on_match(launch, pk.rec, pk.name_id, pk.tag);
+      }
+    }
+    kernels += static_cast<uint32_t>(p->second.size());
+    g->pending_kernels -= p->second.size();
+    g->pending.erase(p);
   }
   if (kernels == 0) {
-    live_.emplace(k, Correlation{cbid, 0});
+    cur_.live.emplace(k, Correlation{launch, 0});
     ++awaiting_;
   } else if (graph) {
     ++graph_launches_with_kernels_;
-    live_.emplace(k, Correlation{cbid, kernels});
+    cur_.live.emplace(k, Correlation{launch, kernels});
   } else {
-    retire(k, cbid);
+    retire(k, launch);
   }
+  if (cur_.size() >= limits_.max_entries / 2) rotate();
+  peak_entries_ = std::max(peak_entries_, entries());
 }
 
-Joiner::Match Joiner::on_kernel(const KernelRecord &r) {
+Joiner::Match Joiner::on_kernel(const KernelRecord &r, uint32_t tag) {
   see_pid(r.pid);
+  see_time(r.seen_ns);
   const uint64_t k = key(r.pid, r.correlation_id);
   ++kernel_records_;
   const bool graph_record = r.graph_id != 0;
   if (graph_record) ++graph_kernel_records_;
-  const uint32_t name = name_id(r.name);
-  names_[name].second.records++;
+  const uint32_t name = names_.id(r.name);
+  if (name_counts_.size() <= name) name_counts_.resize(name + 1);
+  name_counts_[name].records++;
 
-  if (auto it = live_.find(k); it != live_.end()) {
-    const int32_t cbid = it->second.signed_cbid;
-    count_match(cbid, graph_record, name);
-    if (it->second.kernels++ == 0) {
+  if (Correlation *c = find_live(k)) {
+    const Launch launch = c->launch;
+    count_match(launch.signed_cbid, graph_record, name);
+    if (c->kernels++ == 0) {
       --awaiting_;
-      if (is_graph_cbid(cbid)) {
+      if (is_graph_cbid(launch.signed_cbid)) {
         ++graph_launches_with_kernels_;
       } else {
-        live_.erase(it);  // an eager launch has its kernel: keep memory flat
-        retire(k, cbid);
+        cur_.live.erase(k);  // an eager launch has its kernel: keep memory flat
+        retire(k, launch);
       }
     }
-    return {true, cbid};
+    if (sink_) sink_->on_match(launch, r, name, tag);
+    if (cur_.size() >= limits_.max_entries / 2) rotate();
+    peak_entries_ = std::max(peak_entries_, entries());
+    return {true, launch.signed_cbid};
   }
   if (auto it = retired_.find(k); it != retired_.end()) {
-    count_match(it->second, graph_record, name);
-    return {true, it->second};
+    count_match(it->second.signed_cbid, graph_record, name);
+    if (sink_) sink_->on_match(it->second, r, name, tag);
+    return {true, it->second.signed_cbid};
   }
-  Pending &p = pending_[k];
-  p.names.push_back(name);
-  if (graph_record) ++p.graph_records;
-  if (closing_) ++p.while_closing;
+  PendingKernel p;
+  p.rec = r;
+  p.rec.name = {};
+  p.name_id = name;
+  p.tag = tag;
+  p.while_closing = closing_;
+  cur_.pending[k].push_back(p);
+  ++cur_.pending_kernels;
+  if (cur_.size() >= limits_.max_entries / 2) rotate();
+  peak_entries_ = std::max(peak_entries_, entries());
   return {};
 }
 
@@ -127,8 +192,9 @@ void Joiner::on_other(uint32_t pid) { see_pid(pid); }
 
 std::vector<uint32_t> Joiner::awaiting_pids() const {
   std::unordered_set<uint32_t> pids;
-  for (const auto &[k, c] : live_)
-    if (c.kernels == 0) pids.insert(static_cast<uint32_t>(k >> 32));
+  for (const Generation *g : {&cur_, &old_})
+    for (const auto &[k, c] : g->live)
+      if (c.kernels == 0) pids.insert(static_cast<uint32_t>(k >> 32));
   return {pids.begin(), pids.end()};
 }
 
@@ -141,24 +207,33 @@ void Joiner::fill(Summary *s) const {
   s->graph_kernels_matched = graph_matched_;
   s->graph_launches_with_kernels = graph_launches_with_kernels_;
   s->duplicate_correlations = duplicates_;
-  uint64_t orphan_kernels = 0, ignored = 0;
-  for (const auto &[k, p] : pending_) {
-    orphan_kernels += p.names.size() - p.while_closing;
-    ignored += p.while_closing;
+  uint64_t orphan_kernels = forgotten_kernels_, ignored = forgotten_kernels_closing_;
+  uint64_t eager = replaced_orphans_eager_ + forgotten_eager_;
+  uint64_t graph = replaced_orphans_graph_ + forgotten_graph_;
+  for (const Generation *g : {&cur_, &old_}) {
+    for (const auto &[k, v] : g->pending)
+      for (const PendingKernel &p : v) (p.while_closing ? ignored : orphan_kernels)++;
+    for (const auto &[k, c] : g->live)
+      if (c.kernels == 0) (is_graph_cbid(c.launch.signed_cbid) ? graph : eager)++;
   }
   s->orphan_kernels = orphan_kernels;
   s->kernels_ignored_at_exit = ignored;
-  uint64_t eager = replaced_orphans_eager_, graph = replaced_orphans_graph_;
-  for (const auto &[k, c] : live_)
-    if (c.kernels == 0) (is_graph_cbid(c.signed_cbid) ? graph : eager)++;
   s->orphan_correlations_eager = eager;
   s->orphan_correlations_graph = graph;
+  s->forgotten_correlations_eager = forgotten_eager_;
+  s->forgotten_correlations_graph = forgotten_graph_;
+  s->forgotten_kernels = forgotten_kernels_ + forgotten_kernels_closing_;
+  s->retired_graph_launches = retired_graphs_;
+  s->joiner_peak_entries = peak_entries_;
+  s->joiner_max_entries = limits_.max_entries;
+  s->joiner_max_age_s = static_cast<double>(limits_.max_age_ns) * 1e-9;
   s->events = events_;
   s->pids = pids_.size();
   s->errors = errors_;
   s->gpu_config = gpu_config_;
   s->kernels_by_name.clear();
-  for (const auto &[n, c] : names_) s->kernels_by_name[n] = c;
+  for (size_t i = 0; i < name_counts_.size(); ++i)
+    s->kernels_by_name[names_.raw(static_cast<uint32_t>(i))] = name_counts_[i];
   s->matched_by_cbid = matched_by_cbid_;
 }
 

@@ -2,17 +2,24 @@
 // produces the summary. Joins the two sides by (pid, correlation ID) the way the production
 // agent does: each cuda_correlation waits for its kernels, each kernel waits for its
 // correlation. Graph launches announce once and all their kernels carry the launch's ID.
+//
+// Bounded: what waits (launches for kernels, kernels for launches, graph launches for more
+// kernels) is kept in two generations. The current one takes new and refreshed entries; every
+// max_age/2, or when it holds max_entries/2, it becomes the old one and the old one is
+// forgotten, counted. So at most max_entries are held, and nothing outlives max_age without
+// activity. Forgotten launches without kernels and kernels without launches are orphans.
 #pragma once
 
 #include <cstdint>
 #include <deque>
-#include <functional>
 #include <map>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
+
+#include "stacks.h"
 
 namespace parcagpu::trace {
 
@@ -29,7 +36,26 @@ struct KernelRecord {
   uint64_t graph_node_id = 0;
   uint64_t start = 0;
   uint64_t end = 0;
+  uint64_t seen_ns = 0;  // when the event fired (CLOCK_MONOTONIC): the joiner's clock
   std::string_view name;
+  uint64_t duration_ns() const { return end > start ? end - start : 0; }
+};
+
+// A launch as announced by cuda_correlation.
+struct Launch {
+  uint32_t pid = 0;
+  uint32_t correlation_id = 0;
+  int32_t signed_cbid = 0;
+  uint32_t stack_id = 0;  // StackTable id of the launch site
+};
+
+// Receives every kernel matched to its launch, when it is matched: at once, or when its
+// launch's announcement arrives after it. `tag` is what the caller passed with the kernel.
+class MatchSink {
+ public:
+  virtual ~MatchSink() = default;
+  virtual void on_match(const Launch &launch, const KernelRecord &kernel, uint32_t name_id,
+                        uint32_t tag) = 0;
 };
 
 struct NameCounts {
@@ -40,11 +66,24 @@ struct NameCounts {
 // One row of --capture-sites: graph kernels of one name whose nodes were captured with one stack.
 struct CaptureSiteSummary {
   std::string kernel;
+  std::string kernel_demangled;
   uint64_t records = 0;
   uint64_t total_ns = 0;          // GPU time (end - start) of those records
-  std::string captured_at;        // the first user frame's function ("" if no stack)
+  std::string captured_at;        // the captured-at frame's function ("" if no stack)
   int captured_at_index = -1;     // into stack
-  std::vector<std::string> stack; // innermost first; "?" = recovered by the stack scan
+  std::vector<std::string> stack; // innermost first
+};
+
+// One row of the GPU time by stack table.
+struct StackKernelSummary {
+  std::string kernel, kernel_demangled;
+  uint64_t gpu_ns = 0, kernels = 0;
+};
+struct StackSummary {
+  uint32_t stack_id = 0;
+  uint64_t gpu_ns = 0, kernels = 0;
+  std::vector<std::string> frames;  // innermost first; one "[...]" entry for pseudo stacks
+  std::vector<StackKernelSummary> by_kernel;  // most GPU time first
 };
 
 // Everything the tool reports. The join figures come from the Joiner; the BPF-side counters
@@ -56,8 +95,8 @@ struct Summary {
   uint64_t graph_kernel_records = 0;  // of which graphId != 0
   uint64_t kernels_matched = 0;
   uint64_t graph_kernels_matched = 0;
-  uint64_t orphan_kernels = 0;             // correlation never seen
-  uint64_t orphan_correlations_eager = 0;  // no kernel ever seen
+  uint64_t orphan_kernels = 0;             // correlation never seen (forgotten ones included)
+  uint64_t orphan_correlations_eager = 0;  // no kernel ever seen (forgotten ones included)
   uint64_t orphan_correlations_graph = 0;
   uint64_t graph_launches_with_kernels = 0;
   uint64_t ringbuf_drops = 0;
@@ -87,28 +126,56 @@ struct Summary {
   uint64_t graph_node_clones = 0;       // graph_node_clone events received (re-fires included)
   uint64_t graph_kernels_with_capture_site = 0;
   uint64_t graph_kernels_without_capture_site = 0;  // explicitly built graphs, conditional bodies
-  uint64_t capture_stacks_dropped = 0;  // capture events sent without their stack (ring full)
+  uint64_t capture_processes_forgotten = 0;  // capture state of exited processes dropped
+  uint64_t capture_entries_forgotten = 0;    // capture sites / clones dropped at the cap
+  // The joiner's bounds (see the top of this file).
+  uint64_t forgotten_correlations_eager = 0;  // waited max_age for a kernel (orphans too)
+  uint64_t forgotten_correlations_graph = 0;
+  uint64_t forgotten_kernels = 0;             // waited max_age for their launch (orphans too)
+  uint64_t retired_graph_launches = 0;        // graph launches with kernels, idle for max_age
+  uint64_t joiner_peak_entries = 0;
+  uint64_t joiner_max_entries = 0;
+  double joiner_max_age_s = 0;
+  // Stacks.
+  uint64_t stacks_dropped = 0;     // events sent without their stack (ring buffer full)
+  uint64_t stack_errors = 0;       // bpf_get_stack failed
+  uint64_t distinct_stacks = 0;
+  uint64_t stack_table_overflows = 0;
+  uint64_t gpu_ns_matched = 0;     // GPU time of the matched kernels
+  std::vector<StackSummary> gpu_time_by_stack;  // top N, most GPU time first
+  uint64_t stacks_total = 0;       // rows before the top-N cut
   bool capture_sites_enabled = false;               // --capture-sites: the table below is output
   std::vector<CaptureSiteSummary> capture_sites;    // sorted by total_ns, descending
+  std::vector<std::string> libraries;               // library files attached to
 };
 
 class Joiner {
  public:
-  // How many matched eager launches are remembered after their kernel, so that an unexpected
-  // second kernel with the same ID still counts as matched rather than as an orphan.
-  explicit Joiner(size_t retired_window = 1 << 16) : retired_window_(retired_window) {}
+  struct Limits {
+    size_t max_entries = 1 << 18;             // launches + pending kernels held, at most
+    uint64_t max_age_ns = 30'000'000'000ull;  // nothing waits longer without activity
+    // How many matched eager launches are remembered after their kernel, so that an unexpected
+    // second kernel with the same ID still counts as matched rather than as an orphan.
+    size_t retired_window = 1 << 16;
+  };
+  explicit Joiner(Limits limits, MatchSink *sink = nullptr);
+  Joiner() : Joiner(Limits{}) {}
 
   struct Match {
     bool matched = false;
     int32_t signed_cbid = 0;  // of the correlation, when matched
   };
 
-  void on_correlation(uint32_t pid, uint32_t correlation_id, int32_t signed_cbid);
-  Match on_kernel(const KernelRecord &k);
+  void on_correlation(uint32_t pid, uint32_t correlation_id, int32_t signed_cbid,
+                      uint32_t stack_id = 0, uint64_t now_ns = 0);
+  // `tag` goes to the sink with the kernel (capture stack of a graph kernel, or 0).
+  Match on_kernel(const KernelRecord &k, uint32_t tag = 0);
   // Other events: counted for "events", "pids" and their own figures.
   void on_error(uint32_t pid);
   void on_gpu_config(uint32_t pid);
   void on_other(uint32_t pid);  // metadata events counted elsewhere, verbose-only events
+  // Ages the tables without an event (the tool's loop calls it with CLOCK_MONOTONIC).
+  void tick(uint64_t now_ns);
 
   // At exit, from just before cuda_correlation is detached: a kernel whose launch is unknown
   // may belong to a launch we no longer see announced (detach in progress, or another consumer
@@ -119,45 +186,60 @@ class Joiner {
 
   // Correlations still waiting for their first kernel (for draining at exit).
   uint64_t awaiting_kernels() const { return awaiting_; }
-  // The processes those correlations belong to (walks the table: call it rarely).
+  // The processes those correlations belong to (walks the tables: call it rarely).
   std::vector<uint32_t> awaiting_pids() const;
-  // The join figures at this point (orphans = what is still waiting now).
+  // Launches and pending kernels held now (bounded by Limits::max_entries).
+  size_t entries() const;
+  // The join figures at this point (orphans = what is still waiting now + what was forgotten).
   void fill(Summary *s) const;
+
+  NameTable &names() { return names_; }
+  const NameTable &names() const { return names_; }
 
  private:
   static uint64_t key(uint32_t pid, uint32_t corr) { return (uint64_t)pid << 32 | corr; }
-  uint32_t name_id(std::string_view name);
   void see_pid(uint32_t pid);
+  void see_time(uint64_t now_ns);
   void count_match(int32_t cbid, bool graph_record, uint32_t name, uint64_t n = 1);
-  void retire(uint64_t k, int32_t cbid);
+  void retire(uint64_t k, const Launch &l);
+  void rotate();
 
   struct Correlation {
-    int32_t signed_cbid;
-    uint32_t kernels;
+    Launch launch;
+    uint32_t kernels = 0;
   };
-  struct Pending {  // kernels waiting for their correlation
-    uint64_t graph_records = 0;
-    uint64_t while_closing = 0;  // of which arrived after set_closing()
-    std::vector<uint32_t> names;
+  struct PendingKernel {
+    KernelRecord rec;  // rec.name is not kept (use name_id)
+    uint32_t name_id = 0;
+    uint32_t tag = 0;
+    bool while_closing = false;  // arrived after set_closing()
   };
-  struct SvHash {
-    using is_transparent = void;
-    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  struct Generation {
+    std::unordered_map<uint64_t, Correlation> live;  // announced, graph or still waiting
+    std::unordered_map<uint64_t, std::vector<PendingKernel>> pending;  // kernels waiting
+    size_t pending_kernels = 0;
+    size_t size() const { return live.size() + pending_kernels; }
   };
+  Correlation *find_live(uint64_t k);  // refreshes (moves to the current generation)
+  void forget(Generation &g);
 
-  size_t retired_window_;
-  std::unordered_map<uint64_t, Correlation> live_;   // announced, graph or still waiting
-  std::unordered_map<uint64_t, int32_t> retired_;    // eager launches that got their kernel
+  Limits limits_;
+  MatchSink *sink_;
+  NameTable names_;
+  Generation cur_, old_;
+  uint64_t now_ns_ = 0, rotated_at_ns_ = 0;
+  size_t peak_entries_ = 0;
+  std::unordered_map<uint64_t, Launch> retired_;  // eager launches that got their kernel
   std::deque<uint64_t> retired_order_;
-  std::unordered_map<uint64_t, Pending> pending_;
-  std::unordered_map<std::string, uint32_t, SvHash, std::equal_to<>> name_ids_;
-  std::vector<std::pair<std::string, NameCounts>> names_;
+  std::vector<NameCounts> name_counts_;
   std::unordered_set<uint32_t> pids_;
   uint32_t last_pid_ = 0;
   bool have_pid_ = false;
   bool closing_ = false;
   uint64_t awaiting_ = 0;
   uint64_t replaced_orphans_eager_ = 0, replaced_orphans_graph_ = 0;
+  uint64_t forgotten_eager_ = 0, forgotten_graph_ = 0, forgotten_kernels_ = 0;
+  uint64_t forgotten_kernels_closing_ = 0, retired_graphs_ = 0;
 
   uint64_t events_ = 0, correlations_ = 0, duplicates_ = 0;
   uint64_t kernel_records_ = 0, graph_kernel_records_ = 0;

@@ -90,7 +90,7 @@ bool MmapTracker::open(std::string *error) {
   return true;
 }
 
-void MmapTracker::drain(Symbolizer *sym) {
+void MmapTracker::drain(Symbolizer *sym, const Hooks &hooks) {
   std::vector<Record> recs;
   for (Cpu &c : cpus_) {
     auto *meta = static_cast<perf_event_mmap_page *>(c.base);
@@ -159,6 +159,7 @@ void MmapTracker::drain(Symbolizer *sym) {
         std::snprintf(dev, sizeof dev, "%02x:%02x", maj, min);
         m.dev = dev;
         m.path.assign(name, strnlen(name, body_size - kFixed));
+        if (hooks.mapping && m.exec) hooks.mapping(pid, m);
         sym->on_mmap(pid, std::move(m));
         break;
       }
@@ -186,7 +187,8 @@ void MmapTracker::drain(Symbolizer *sym) {
   }
   const uint64_t now = monotonic_ns();
   if (now - last_prune_ns_ > 1000000000ull) {
-    sym->prune(now, kKeepExitedNs);
+    for (uint32_t pid : sym->prune(now, kKeepExitedNs))
+      if (hooks.gone) hooks.gone(pid);
     last_prune_ns_ = now;
   }
 }

@@ -7,12 +7,13 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
-namespace parcagpu::trace {
+#include "symbolizer.h"
 
-class Symbolizer;
+namespace parcagpu::trace {
 
 class MmapTracker {
  public:
@@ -25,10 +26,17 @@ class MmapTracker {
   bool open(std::string *error);
   bool is_open() const { return !cpus_.empty(); }
 
+  // What else wants the records: every new executable file mapping (target discovery), and
+  // the processes forgotten 30 s after they exited (their caches go).
+  struct Hooks {
+    std::function<void(uint32_t pid, const MapEntry &m)> mapping;
+    std::function<void(uint32_t pid)> gone;
+  };
+
   // Reads every record written so far, applies them to `sym` in time order, and forgets
   // processes that exited more than 30 s ago. Call it before symbolizing a stack (the mappings
-  // made before the capture are then known) and regularly (so the buffers do not overflow).
-  void drain(Symbolizer *sym);
+  // made before the launch are then known) and regularly (so the buffers do not overflow).
+  void drain(Symbolizer *sym, const Hooks &hooks = {});
 
   uint64_t lost() const { return lost_; }        // records the kernel dropped (buffer full)
   uint64_t records() const { return records_; }  // records applied

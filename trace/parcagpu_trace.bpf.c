@@ -21,14 +21,24 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 /* Set by userland before load: send kernel_executed and per-batch events (-v). */
 const volatile bool verbose_events = false;
-/* Set by userland before load (--capture-sites): graph_capture_launch events carry the user
- * stack (pt_capture_stack_event, ~17 KiB) instead of the arguments only. */
+/* Set by userland before load: cuda_correlation events carry the user stack (the launch site;
+ * on by default, off with --no-stacks) and graph_capture_launch events too (--capture-sites). */
+const volatile bool launch_stacks = false;
 const volatile bool capture_stacks = false;
+/* Set by userland before load (-c): only tasks in the cgroup of cgroup_map[0] are traced. */
+const volatile bool filter_cgroup = false;
 
 struct {
   __uint(type, BPF_MAP_TYPE_RINGBUF);
   __uint(max_entries, 16 << 20); /* resized by userland before load */
 } events SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_CGROUP_ARRAY);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, __u32);
+} cgroup_map SEC(".maps");
 
 struct {
   __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -55,6 +65,12 @@ static __always_inline void stat_add(__u32 idx, __u64 n) {
   /* Atomic even though per-CPU: uprobe programs run with migration, not preemption, disabled,
    * so two tasks on one CPU may interleave here. */
   if (v) __sync_fetch_and_add(v, n);
+}
+
+/* -c: the probe fired in a task outside the cgroup (its events are not wanted). The uprobe
+ * itself is per file, so the library's semaphore is up in every process that maps it. */
+static __always_inline bool filtered_out(void) {
+  return filter_cgroup && bpf_current_task_under_cgroup(&cgroup_map, 0) != 1;
 }
 
 static __always_inline void read_error(__u32 kind) {
@@ -100,24 +116,50 @@ static __always_inline __u32 read_str(char *dst, __u32 size, const void *src, __
 
 #define FIELD(T, rec, off) (*(T *)((rec) + (off)))
 
+/* The user stack at the probe: the frame-pointer walk, as libbpf-tools' profile takes it. Code
+ * built without frame pointers ends the walk early or hides its callers' frames. */
+static __always_inline void take_stack(struct pt_regs *ctx, struct pt_stack *s) {
+  s->pad = 0;
+  long n = bpf_get_stack(ctx, s->ips, sizeof(s->ips), BPF_F_USER_STACK);
+  if (n < 0) stat_add(PT_STAT_STACK_ERRORS, 1);
+  s->bytes = n;
+}
+
+static __always_inline void fill_correlation(struct pt_correlation_event *c, struct pt_regs *ctx) {
+  fill_header(&c->h, PT_EV_CORRELATION);
+  c->correlation_id = arg(ctx, 0);
+  c->signed_cbid = arg(ctx, 1);
+  const char *name = (const char *)arg(ctx, 2);
+  c->h.flags = read_str(c->name, sizeof(c->name), name, PT_F_NAME_NULL, PT_F_NAME_FAULT);
+}
+
 SEC("usdt")
 int cuda_correlation(struct pt_regs *ctx) {
+  if (filtered_out()) return 0;
   stat_add(PT_STAT_FIRE_CUDA_CORRELATION, 1);
-  __u32 corr = arg(ctx, 0);
-  __s32 cbid = arg(ctx, 1);
-  const char *name = (const char *)arg(ctx, 2);
-  struct pt_correlation_event *e = reserve(sizeof(*e));
-  if (!e) return 0;
-  fill_header(&e->h, PT_EV_CORRELATION);
-  e->correlation_id = corr;
-  e->signed_cbid = cbid;
-  e->h.flags = read_str(e->name, sizeof(e->name), name, PT_F_NAME_NULL, PT_F_NAME_FAULT);
+  struct pt_correlation_stack_event *e = 0;
+  if (launch_stacks) {
+    e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+    /* No room for the stack: the launch still goes, without it (counted). */
+    if (!e) stat_add(PT_STAT_STACKS_DROPPED, 1);
+  }
+  if (!e) {
+    struct pt_correlation_event *c = reserve(sizeof(*c));
+    if (!c) return 0;
+    fill_correlation(c, ctx);
+    bpf_ringbuf_submit(c, 0);
+    return 0;
+  }
+  fill_correlation(&e->c, ctx);
+  e->c.h.flags |= PT_F_STACK;
+  take_stack(ctx, &e->stack);
   bpf_ringbuf_submit(e, 0);
   return 0;
 }
 
 SEC("usdt")
 int kernel_executed(struct pt_regs *ctx) {
+  if (filtered_out()) return 0;
   stat_add(PT_STAT_FIRE_KERNEL_EXECUTED, 1);
   if (!verbose_events) return 0; /* counted only: activity_batch is the kernel source */
   struct pt_kernel_event *e = reserve(sizeof(*e));
@@ -142,6 +184,7 @@ int kernel_executed(struct pt_regs *ctx) {
 
 SEC("usdt")
 int activity_batch(struct pt_regs *ctx) {
+  if (filtered_out()) return 0;
   stat_add(PT_STAT_FIRE_ACTIVITY_BATCH, 1);
   const void *const *records = (const void *const *)arg(ctx, 0);
   __u32 count = arg(ctx, 1);
@@ -209,6 +252,7 @@ int activity_batch(struct pt_regs *ctx) {
 
 SEC("usdt")
 int error(struct pt_regs *ctx) {
+  if (filtered_out()) return 0;
   stat_add(PT_STAT_FIRE_ERROR, 1);
   __s32 code = arg(ctx, 0);
   const char *msg = (const char *)arg(ctx, 1);
@@ -226,6 +270,7 @@ int error(struct pt_regs *ctx) {
 
 SEC("usdt")
 int gpu_config(struct pt_regs *ctx) {
+  if (filtered_out()) return 0;
   stat_add(PT_STAT_FIRE_GPU_CONFIG, 1);
   struct pt_gpu_config_event *e = reserve(sizeof(*e));
   if (!e) return 0;
@@ -252,18 +297,21 @@ static __always_inline int send_meta(__u32 type, __u64 crc, __u64 ptr, __u64 siz
 
 SEC("usdt")
 int cubin_loaded(struct pt_regs *ctx) {
+  if (filtered_out()) return 0;
   stat_add(PT_STAT_FIRE_CUBIN_LOADED, 1);
   return send_meta(PT_EV_CUBIN_LOADED, arg(ctx, 0), arg(ctx, 1), arg(ctx, 2), 0);
 }
 
 SEC("usdt")
 int cubin_unloaded(struct pt_regs *ctx) {
+  if (filtered_out()) return 0;
   stat_add(PT_STAT_FIRE_CUBIN_UNLOADED, 1);
   return send_meta(PT_EV_CUBIN_UNLOADED, arg(ctx, 0), 0, 0, 0);
 }
 
 SEC("usdt")
 int stall_reason_map(struct pt_regs *ctx) {
+  if (filtered_out()) return 0;
   stat_add(PT_STAT_FIRE_STALL_REASON_MAP, 1);
   __u64 names = arg(ctx, 0);
   __u32 count = arg(ctx, 1);
@@ -279,6 +327,7 @@ int stall_reason_map(struct pt_regs *ctx) {
 
 SEC("usdt")
 int pc_sample_batch(struct pt_regs *ctx) {
+  if (filtered_out()) return 0;
   stat_add(PT_STAT_FIRE_PC_SAMPLE_BATCH, 1);
   __u64 records = arg(ctx, 0);
   __u32 count = arg(ctx, 1);
@@ -287,8 +336,7 @@ int pc_sample_batch(struct pt_regs *ctx) {
 }
 
 /* A launch recorded into a graph during stream capture: no cuda_correlation comes for it. With
- * capture_stacks, the user stack at the probe: the frame-pointer walk, and the raw stack pages
- * from SP's page up, for userland to find the frames of code built without frame pointers. */
+ * capture_stacks, the user stack at the probe: where the graph's kernel was captured. */
 static __always_inline void fill_capture(struct pt_capture_event *c, struct pt_regs *ctx) {
   fill_header(&c->h, PT_EV_GRAPH_CAPTURE);
   c->correlation_id = arg(ctx, 0);
@@ -302,12 +350,12 @@ static __always_inline void fill_capture(struct pt_capture_event *c, struct pt_r
 
 SEC("usdt")
 int graph_capture_launch(struct pt_regs *ctx) {
+  if (filtered_out()) return 0;
   stat_add(PT_STAT_FIRE_GRAPH_CAPTURE_LAUNCH, 1);
   struct pt_capture_stack_event *e = 0;
   if (capture_stacks) {
     e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
-    /* No room for the stack: the attribution still goes, without it (counted). */
-    if (!e) stat_add(PT_STAT_CAPTURE_STACKS_DROPPED, 1);
+    if (!e) stat_add(PT_STAT_STACKS_DROPPED, 1);
   }
   if (!e) {
     struct pt_capture_event *c = reserve(sizeof(*c));
@@ -318,32 +366,14 @@ int graph_capture_launch(struct pt_regs *ctx) {
   }
   fill_capture(&e->c, ctx);
   e->c.h.flags |= PT_F_STACK;
-  /* A uprobe's ctx holds the user registers. */
-  e->ip = PT_REGS_IP(ctx);
-  e->sp = PT_REGS_SP(ctx);
-  e->fp = PT_REGS_FP(ctx);
-  long n = bpf_get_stack(ctx, e->frames, sizeof(e->frames), BPF_F_USER_STACK);
-  if (n < 0) stat_add(PT_STAT_STACK_ERRORS, 1);
-  e->stack_bytes = n;
-  const __u64 base = e->sp & ~(__u64)(PT_RAW_PAGE - 1);
-  e->raw_base = base;
-  __u32 got = 0;
-  /* Page by page: a read that crosses the top of the stack mapping would fail as a whole. */
-#pragma unroll
-  for (int i = 0; i < PT_RAW_STACK_PAGES; i++) {
-    if (bpf_probe_read_user(e->raw + i * PT_RAW_PAGE, PT_RAW_PAGE,
-                            (const void *)(base + (__u64)i * PT_RAW_PAGE)) < 0)
-      break;
-    got += PT_RAW_PAGE;
-  }
-  if (got == 0) read_error(PT_STAT_READ_ERR_STACK);
-  e->raw_bytes = got;
+  take_stack(ctx, &e->stack);
   bpf_ringbuf_submit(e, 0);
   return 0;
 }
 
 SEC("usdt")
 int graph_node_clone(struct pt_regs *ctx) {
+  if (filtered_out()) return 0;
   stat_add(PT_STAT_FIRE_GRAPH_NODE_CLONE, 1);
   __u64 original = arg(ctx, 0);
   __u64 cloned = arg(ctx, 1);

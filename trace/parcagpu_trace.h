@@ -26,6 +26,9 @@ enum pt_event_type {
   PT_EV_PC_SAMPLE_BATCH = 10,
   PT_EV_GRAPH_CAPTURE = 11,   /* graph_capture_launch: pt_capture_event, or pt_capture_stack_event */
   PT_EV_GRAPH_NODE_CLONE = 12,
+  /* Types from here on belong to views with a BPF object of their own that writes into this
+   * ring buffer (trace/view.h; the PC view: trace/pc_view.h). */
+  PT_EV_VIEW_BASE = 64,
 };
 
 /* Flags on string fields. */
@@ -33,17 +36,18 @@ enum pt_event_type {
 #define PT_F_NAME_FAULT 0x2  /* reading the name failed (counted as a read error) */
 #define PT_F_MSG_FAULT 0x4   /* error probe: message/component unreadable */
 #define PT_F_BLOB_FAULT 0x8  /* stall_reason_map: the 64 x 64 blob was unreadable */
-#define PT_F_STACK 0x10      /* graph_capture_launch: a pt_capture_stack_event (--capture-sites) */
+#define PT_F_STACK 0x10      /* the event carries a struct pt_stack after its fixed part */
 
-/* graph_capture_launch with --capture-sites: the frame-pointer stack (bpf_get_stack,
- * BPF_F_USER_STACK) and a copy of the raw user stack, so that userland can recover the frames
- * of code built without frame pointers (libcuda, libcudart) by scanning for return addresses.
- * The copy is PT_RAW_STACK_PAGES whole pages from the page that holds the user SP, so it covers
- * at least (PT_RAW_STACK_PAGES - 1) * 4 KiB above SP; it stops at the first unreadable page. */
-#define PT_STACK_MAX 64
-#define PT_RAW_PAGE 4096
-#define PT_RAW_STACK_PAGES 4
-#define PT_RAW_STACK_BYTES (PT_RAW_STACK_PAGES * PT_RAW_PAGE)
+/* The user stack at a probe: the frame-pointer walk of bpf_get_stack(BPF_F_USER_STACK), as
+ * libbpf-tools' profile takes it. ips[0] is the probe's own address, then return addresses.
+ * PT_STACK_MAX is the kernel's default kernel.perf_event_max_stack. */
+#define PT_STACK_MAX 127
+
+struct pt_stack {
+  __s32 bytes;  /* bpf_get_stack's result: bytes of ips[] filled, or a negative errno */
+  __u32 pad;
+  __u64 ips[PT_STACK_MAX];
+};
 
 struct pt_header {
   __u32 type;  /* enum pt_event_type */
@@ -53,11 +57,18 @@ struct pt_header {
   __u64 ts_ns; /* bpf_ktime_get_ns() at the firing */
 };
 
+/* cuda_correlation. With user stacks on (the default), pt_correlation_stack_event; when the
+ * ring buffer has no room for the stack, this part alone (counted as a dropped stack). */
 struct pt_correlation_event {
   struct pt_header h;
   __u32 correlation_id;
   __s32 signed_cbid;
   char name[PT_NAME_LEN];
+};
+
+struct pt_correlation_stack_event {
+  struct pt_correlation_event c;
+  struct pt_stack stack;
 };
 
 /* PT_EV_KERNEL (from an activity_batch record) and PT_EV_KERNEL_EXECUTED (from the probe's
@@ -113,7 +124,7 @@ struct pt_meta_event {
 };
 
 /* graph_capture_launch(u32 correlationId, s32 signedCbid, ptr name, u32 graphId, u64 graphNodeId).
- * Without --capture-sites only this (flags without PT_F_STACK). */
+ * With --capture-sites, pt_capture_stack_event (PT_F_STACK set). */
 struct pt_capture_event {
   struct pt_header h;
   __u32 correlation_id;
@@ -124,15 +135,9 @@ struct pt_capture_event {
   char name[PT_NAME_LEN];
 };
 
-/* With --capture-sites (PT_F_STACK set). */
 struct pt_capture_stack_event {
   struct pt_capture_event c;
-  __u64 ip, sp, fp;   /* user registers at the probe */
-  __u64 raw_base;     /* user address of raw[0]: SP rounded down to its page */
-  __s32 stack_bytes;  /* bpf_get_stack's result: bytes of frames[] filled, or a negative errno */
-  __u32 raw_bytes;    /* bytes of raw[] copied (whole pages; 0 = even SP's page unreadable) */
-  __u64 frames[PT_STACK_MAX]; /* frames[0] = ip, then return addresses (frame-pointer walk) */
-  __u8 raw[PT_RAW_STACK_BYTES];
+  struct pt_stack stack;
 };
 
 /* graph_node_clone(u64 originalNodeId, u64 clonedNodeId, u32 execGraphId). */
@@ -169,9 +174,8 @@ enum pt_stat {
   PT_STAT_FIRE_ERROR,
   PT_STAT_FIRE_GRAPH_CAPTURE_LAUNCH,
   PT_STAT_FIRE_GRAPH_NODE_CLONE,
-  PT_STAT_READ_ERR_STACK,      /* graph_capture_launch: the page holding the user SP unreadable */
-  PT_STAT_STACK_ERRORS,        /* graph_capture_launch: bpf_get_stack failed (not a read error) */
-  PT_STAT_CAPTURE_STACKS_DROPPED, /* no ring space for a stack: sent as pt_capture_event */
+  PT_STAT_STACK_ERRORS,        /* bpf_get_stack failed (the event goes with an empty stack) */
+  PT_STAT_STACKS_DROPPED,      /* no ring space for an event with its stack: sent without it */
   PT_STAT_MAX,
 };
 

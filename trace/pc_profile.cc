@@ -1,31 +1,19 @@
 #include "pc_profile.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cinttypes>
 #include <cstring>
 
 #include "parcagpu/abi.h"
 #include "parcagpu/cbid_table.h"
+#include "pc_view.h"
+#include "symbolizer.h"
 
 namespace parcagpu::trace {
 namespace {
-
-std::string quote(const std::string &s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += static_cast<char>(c);
-    } else if (c < 0x20) {
-      char b[8];
-      std::snprintf(b, sizeof b, "\\u%04x", c);
-      out += b;
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out + "\"";
-}
 
 template <typename K>
 std::vector<std::pair<K, uint64_t>> top(const std::map<K, uint64_t> &m, size_t n) {
@@ -173,9 +161,9 @@ void PcProfile::print(FILE *out, size_t nkernels, size_t npcs) const {
   const auto v = ranked();
   for (size_t i = 0; i < v.size() && i < nkernels; ++i) {
     const Kernel &k = *v[i];
-    std::fprintf(out, "\n%3zu. %s  (pid %u)\n     %" PRIu64 " samples, %s of all; %zu launches;",
-                 i + 1, k.function.c_str(), k.pid, k.samples, pct(k.samples, samples_).c_str(),
-                 k.by_correlation.size());
+    std::fprintf(out, "\n%3zu. %s  (pid %u)\n     %" PRIu64 " samples, %s of all; %zu launch%s;",
+                 i + 1, demangle(k.function).c_str(), k.pid, k.samples, pct(k.samples, samples_).c_str(),
+                 k.by_correlation.size(), k.by_correlation.size() == 1 ? "" : "es");
     for (const auto &[what, n] : by_launch(k)) {
       const bool api = what != "unannounced" && what != "uncorrelated";
       std::fprintf(out, " %s %s", api ? launch_api_name(std::stoi(what)) : what.c_str(),
@@ -204,123 +192,211 @@ void PcProfile::print(FILE *out, size_t nkernels, size_t npcs) const {
   }
 }
 
-std::string PcProfile::json(size_t nkernels, size_t npcs) const {
-  std::string j = "{";
-  char b[512];
-  std::snprintf(b, sizeof b,
-                "\"records\":%" PRIu64 ",\"samples\":%" PRIu64 ",\"pairs\":%" PRIu64
-                ",\"records_without_stall_samples\":%" PRIu64 ",\"stall_reason_maps\":%" PRIu64
-                ",\"gpu_config_firings\":%" PRIu64 ",\"cubins_unloaded\":%" PRIu64,
-                records_, samples_, pairs_, records_no_stalls_, stall_maps_, gpu_config_firings_,
-                cubins_unloaded_);
-  j += b;
-  std::snprintf(b, sizeof b,
-                ",\"bpf\":{\"batches\":%" PRIu64 ",\"records\":%" PRIu64 ",\"over_cap\":%" PRIu64
-                ",\"read_errors\":%" PRIu64 ",\"ringbuf_drops\":%" PRIu64 "}",
-                bpf_.batches, bpf_.records, bpf_.over_cap, bpf_.read_errors, bpf_.ringbuf_drops);
-  j += b;
-  j += ",\"stall_reasons_named\":[";
-  bool first = true;
+Json PcProfile::json(size_t nkernels, size_t npcs) const {
+  Json j;
+  j["records"] = records_;
+  j["samples"] = samples_;
+  j["pairs"] = pairs_;
+  j["records_without_stall_samples"] = records_no_stalls_;
+  j["stall_reason_maps"] = stall_maps_;
+  j["gpu_config_firings"] = gpu_config_firings_;
+  j["cubins_unloaded"] = cubins_unloaded_;
+  j["bpf"] = {{"batches", bpf_.batches},
+              {"records", bpf_.records},
+              {"over_cap", bpf_.over_cap},
+              {"read_errors", bpf_.read_errors},
+              {"ringbuf_drops", bpf_.ringbuf_drops}};
+  Json named = Json::array();
   for (const auto &[pid, names] : stall_names_)
     for (size_t i = 0; i < names.size(); ++i)
-      if (!names[i].empty()) {
-        std::snprintf(b, sizeof b, "%s{\"pid\":%u,\"index\":%zu,\"name\":%s}", first ? "" : ",",
-                      pid, i, quote(names[i]).c_str());
-        j += b;
-        first = false;
-      }
-  j += "],\"gpu_configs\":[";
-  first = true;
-  for (const auto &[key, c] : configs_) {
-    std::snprintf(b, sizeof b,
-                  "%s{\"pid\":%u,\"device\":%u,\"sampling_factor\":%u,\"clock_khz\":%u,"
-                  "\"sm_count\":%u}",
-                  first ? "" : ",", key.first, c.device, c.factor, c.clock_khz, c.sm_count);
-    j += b;
-    first = false;
-  }
-  j += "],\"cubins\":[";
-  first = true;
-  for (const auto &[key, c] : cubins_) {
-    std::snprintf(b, sizeof b,
-                  "%s{\"pid\":%u,\"crc\":%" PRIu64 ",\"size\":%" PRIu64
-                  ",\"read\":%s,\"bytes_crc32\":%u,\"functions\":%zu,\"has_lines\":%s,"
-                  "\"unloaded\":%s}",
-                  first ? "" : ",", key.first, key.second, c->size, c->read ? "true" : "false",
-                  c->bytes_crc32, c->lines.functions(), c->lines.has_lines() ? "true" : "false",
-                  c->unloaded ? "true" : "false");
-    j += b;
-    first = false;
-  }
-  j += "],\"kernels\":[";
+      if (!names[i].empty()) named.push_back({{"pid", pid}, {"index", i}, {"name", names[i]}});
+  j["stall_reasons_named"] = std::move(named);
+  Json configs = Json::array();
+  for (const auto &[key, c] : configs_)
+    configs.push_back({{"pid", key.first},
+                       {"device", c.device},
+                       {"sampling_factor", c.factor},
+                       {"clock_khz", c.clock_khz},
+                       {"sm_count", c.sm_count}});
+  j["gpu_configs"] = std::move(configs);
+  Json cubins = Json::array();
+  for (const auto &[key, c] : cubins_)
+    cubins.push_back({{"pid", key.first},
+                      {"crc", key.second},
+                      {"size", c->size},
+                      {"read", c->read},
+                      {"bytes_crc32", c->bytes_crc32},
+                      {"functions", c->lines.functions()},
+                      {"has_lines", c->lines.has_lines()},
+                      {"unloaded", c->unloaded}});
+  j["cubins"] = std::move(cubins);
+  Json kernels = Json::array();
   const auto v = ranked();
   for (size_t i = 0; i < v.size() && i < nkernels; ++i) {
     const Kernel &k = *v[i];
-    std::snprintf(b, sizeof b,
-                  "%s{\"pid\":%u,\"function\":%s,\"cubin_crc\":%" PRIu64 ",\"samples\":%" PRIu64
-                  ",\"records\":%" PRIu64 ",\"pairs\":%" PRIu64 ",\"launches\":%zu",
-                  i ? "," : "", k.pid, quote(k.function).c_str(), k.cubin_crc, k.samples, k.records,
-                  k.pairs, k.by_correlation.size());
-    j += b;
-    j += ",\"by_launch\":{";
-    bool f2 = true;
-    for (const auto &[what, n] : by_launch(k)) {
-      std::snprintf(b, sizeof b, "%s%s:%" PRIu64, f2 ? "" : ",", quote(what).c_str(), n);
-      j += b;
-      f2 = false;
-    }
-    j += "},\"correlation_ids\":[";
-    f2 = true;
-    size_t shown = 0;
+    Json jk;
+    jk["pid"] = k.pid;
+    jk["function"] = k.function;
+    if (std::string d = demangle(k.function); d != k.function) jk["demangled"] = std::move(d);
+    jk["cubin_crc"] = k.cubin_crc;
+    jk["samples"] = k.samples;
+    jk["records"] = k.records;
+    jk["pairs"] = k.pairs;
+    jk["launches"] = k.by_correlation.size();
+    Json launches = Json::object();
+    for (const auto &[what, n] : by_launch(k)) launches[what] = n;
+    jk["by_launch"] = std::move(launches);
+    Json ids = Json::array();
     for (const auto &[corr, n] : k.by_correlation) {
-      if (shown++ == 64) break;
-      std::snprintf(b, sizeof b, "%s%u", f2 ? "" : ",", corr);
-      j += b;
-      f2 = false;
+      if (ids.size() == 64) break;
+      ids.push_back(corr);
     }
-    j += "],\"stall_reasons\":[";
-    f2 = true;
-    for (const auto &[index, n] : top(k.stalls, 8)) {
-      std::snprintf(b, sizeof b, "%s{\"index\":%u,\"name\":%s,\"samples\":%" PRIu64 "}", f2 ? "" : ",",
-                    index, quote(stall_name(k.pid, index)).c_str(), n);
-      j += b;
-      f2 = false;
-    }
-    j += "],\"hot_pcs\":[";
+    jk["correlation_ids"] = std::move(ids);
+    Json stalls = Json::array();
+    for (const auto &[index, n] : top(k.stalls, 8))
+      stalls.push_back({{"index", index}, {"name", stall_name(k.pid, index)}, {"samples", n}});
+    jk["stall_reasons"] = std::move(stalls);
     std::map<uint64_t, uint64_t> pcs;
     for (const auto &[pc, st] : k.pcs) pcs[pc] = st.samples;
     const Cubin *c = cubin(k.pid, k.cubin_crc);
-    f2 = true;
     std::map<std::string, uint64_t> by_line;
     for (const auto &[pc, st] : k.pcs) {
       CubinLines::Line line;
       if (c && c->read && c->lines.lookup(k.function, pc, &line))
         by_line[line.file + ":" + std::to_string(line.line)] += st.samples;
     }
+    Json hot = Json::array();
     for (const auto &[pc, n] : top(pcs, npcs)) {
       CubinLines::Line line;
       const bool have = c && c->read && c->lines.lookup(k.function, pc, &line);
       const auto t = top(k.pcs.at(pc).stalls, 1);
-      std::snprintf(b, sizeof b, "%s{\"pc_offset\":%" PRIu64 ",\"samples\":%" PRIu64 ",\"stall\":%s",
-                    f2 ? "" : ",", pc, n,
-                    quote(t.empty() ? "" : stall_name(k.pid, t[0].first)).c_str());
-      j += b;
-      if (have) j += ",\"file\":" + quote(line.file) + ",\"line\":" + std::to_string(line.line);
-      j += "}";
-      f2 = false;
+      Json h = {{"pc_offset", pc}, {"samples", n}, {"stall", t.empty() ? "" : stall_name(k.pid, t[0].first)}};
+      if (have) {
+        h["file"] = line.file;
+        h["line"] = line.line;
+      }
+      hot.push_back(std::move(h));
     }
-    j += "],\"source_lines\":[";
-    f2 = true;
-    for (const auto &[where, n] : top(by_line, npcs)) {
-      std::snprintf(b, sizeof b, "%s{\"where\":%s,\"samples\":%" PRIu64 "}", f2 ? "" : ",",
-                    quote(where).c_str(), n);
-      j += b;
-      f2 = false;
-    }
-    j += "]}";
+    jk["hot_pcs"] = std::move(hot);
+    Json lines = Json::array();
+    for (const auto &[where, n] : top(by_line, npcs)) lines.push_back({{"where", where}, {"samples", n}});
+    jk["source_lines"] = std::move(lines);
+    kernels.push_back(std::move(jk));
   }
-  j += "]}";
+  j["kernels"] = std::move(kernels);
   return j;
+}
+
+// ---- PcView ----
+
+namespace {
+
+// A cubin as the production consumer gets it: from the process's memory, at the address the
+// library published, for as long as the module is loaded.
+std::vector<uint8_t> read_process(uint32_t pid, uint64_t addr, uint64_t size) {
+  std::vector<uint8_t> bytes;
+  if (size == 0 || size > (uint64_t{1} << 30)) return bytes;
+  const std::string path = "/proc/" + std::to_string(pid) + "/mem";
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return bytes;
+  bytes.resize(size);
+  size_t got = 0;
+  while (got < size) {
+    const ssize_t n = pread(fd, bytes.data() + got, size - got, static_cast<off_t>(addr + got));
+    if (n <= 0) break;
+    got += static_cast<size_t>(n);
+  }
+  close(fd);
+  if (got != size) bytes.clear();
+  return bytes;
+}
+
+template <typename T>
+T field(const uint8_t *rec, size_t off) {
+  T v;
+  std::memcpy(&v, rec + off, sizeof v);
+  return v;
+}
+
+}  // namespace
+
+bool PcView::wants(uint32_t type) const {
+  switch (type) {
+    case PV_EV_PC_RECORD:
+    case PV_EV_STALL_REASON_MAP:
+    case PT_EV_CORRELATION:
+    case PT_EV_CUBIN_LOADED:
+    case PT_EV_CUBIN_UNLOADED:
+    case PT_EV_GPU_CONFIG:
+      return true;
+  }
+  return false;
+}
+
+void PcView::on_event(const pt_header &h, const void *data, size_t size) {
+  switch (h.type) {
+    case PV_EV_PC_RECORD: {
+      if (size < sizeof(pv_pc_record_event)) break;
+      const auto *e = static_cast<const pv_pc_record_event *>(data);
+      PcSample s;
+      s.pid = h.pid;
+      s.cubin_crc = field<uint64_t>(e->record, 8);
+      s.pc_offset = field<uint64_t>(e->record, 16);
+      s.function_index = field<uint32_t>(e->record, 24);
+      s.correlation_id = field<uint32_t>(e->record, 56);
+      s.function.assign(e->function_name, strnlen(e->function_name, sizeof e->function_name));
+      uint64_t count = field<uint64_t>(e->record, 40);
+      if (count > PARCAGPU_STALL_REASON_MAX) count = PARCAGPU_STALL_REASON_MAX;
+      for (uint64_t i = 0; i < count; ++i) s.stalls.push_back({e->stall[2 * i], e->stall[2 * i + 1]});
+      profile_.on_sample(s);
+      return;
+    }
+    case PV_EV_STALL_REASON_MAP:
+      if (size < sizeof(pv_stall_map_event)) break;
+      profile_.on_stall_map(h.pid, static_cast<const pv_stall_map_event *>(data)->names,
+                            sizeof(pv_stall_map_event::names));
+      return;
+    case PT_EV_CUBIN_LOADED:
+    case PT_EV_CUBIN_UNLOADED: {
+      if (size < sizeof(pt_meta_event)) break;
+      const auto *e = static_cast<const pt_meta_event *>(data);
+      if (h.type == PT_EV_CUBIN_UNLOADED) {
+        profile_.on_cubin_unloaded(h.pid, e->crc);
+      } else {
+        const auto bytes = read_process(h.pid, e->ptr, e->size);
+        if (verbose_)
+          std::fprintf(stderr, "[%u] pc view: cubin crc=0x%" PRIx64 " size=%" PRIu64 " read=%s\n", h.pid,
+                       static_cast<uint64_t>(e->crc), static_cast<uint64_t>(e->size),
+                       bytes.empty() ? "no" : "yes");
+        profile_.on_cubin(h.pid, e->crc, e->size, bytes);
+      }
+      return;
+    }
+    case PT_EV_GPU_CONFIG: {
+      if (size < sizeof(pt_gpu_config_event)) break;
+      const auto *e = static_cast<const pt_gpu_config_event *>(data);
+      profile_.on_gpu_config(h.pid, e->device_id, e->sampling_factor, e->clock_khz, e->sm_count);
+      return;
+    }
+    case PT_EV_CORRELATION: {
+      if (size < sizeof(pt_correlation_event)) break;
+      const auto *e = static_cast<const pt_correlation_event *>(data);
+      profile_.on_correlation(h.pid, e->correlation_id, e->signed_cbid);
+      return;
+    }
+  }
+  ++malformed_;
+}
+
+void PcView::add_json(Json &summary) const {
+  Json pc = profile_.json();
+  pc["malformed_events"] = malformed_;
+  summary["pc"] = std::move(pc);
+}
+
+void PcView::print(FILE *out) const {
+  profile_.print(out);
+  if (malformed_) std::fprintf(out, "  %" PRIu64 " malformed PC events\n", malformed_);
 }
 
 }  // namespace parcagpu::trace

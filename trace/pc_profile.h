@@ -1,7 +1,10 @@
-// parcagpu-trace's PC sampling view, without BPF: what the PC probes delivered, added up per
-// kernel (function), with its top stall reasons, its hottest PC offsets and the source lines they
-// map to (CubinLines on the cubin the library published), and how the samples tie to announced
-// launches. Unit-tested in trace/pc_profile_test.cc; fed by pc_session.cc.
+// parcagpu-trace's PC sampling view (--pc), without BPF: PcView decodes the events (the PC
+// view's own, pc_view.h, and the tracer's cuda_correlation, cubin and gpu_config events) that
+// the tracer hands it; PcProfile adds up what the PC probes delivered per kernel (function), with
+// its top stall reasons, its hottest PC offsets and the source lines they map to (CubinLines on
+// the cubin the library published, read from the process as the production consumer reads it),
+// and how the samples tie to announced launches. Unit-tested in trace/pc_profile_test.cc; the
+// BPF side is pc_session.cc.
 #pragma once
 
 #include <cstdint>
@@ -14,6 +17,9 @@
 #include <vector>
 
 #include "cubin_lines.h"
+#include "parcagpu_trace.h"
+#include "report.h"
+#include "view.h"
 
 namespace parcagpu::trace {
 
@@ -46,7 +52,7 @@ class PcProfile {
 
   // Hottest kernels by samples with their top stall reasons; per kernel its hottest PCs.
   void print(FILE *out, size_t kernels = 10, size_t pcs = 5) const;
-  std::string json(size_t kernels = 50, size_t pcs = 10) const;
+  Json json(size_t kernels = 50, size_t pcs = 10) const;
 
   // "smsp__pcsamp_warps_issue_stalled_long_scoreboard" -> "long_scoreboard".
   static std::string short_reason(const std::string &name);
@@ -96,6 +102,28 @@ class PcProfile {
   std::map<std::pair<uint32_t, std::string>, Kernel> kernels_;
   uint64_t records_ = 0, samples_ = 0, pairs_ = 0, records_no_stalls_ = 0;
   PcBpfCounters bpf_;
+};
+
+// The view: every event of the types it wants, into a PcProfile. The text and JSON reports get
+// its "PC samples" section and its "pc" key.
+class PcView : public View {
+ public:
+  explicit PcView(bool verbose) : verbose_(verbose) {}
+  const char *name() const override { return "pc"; }
+  bool wants(uint32_t event_type) const override;
+  void on_event(const pt_header &h, const void *data, size_t size) override;
+  void add_json(Json &summary) const override;
+  void print(FILE *out) const override;
+
+  // The BPF side's counters (PcSession::counters()), read once its programs are detached.
+  void set_bpf(const PcBpfCounters &c) { profile_.set_bpf(c); }
+  const PcProfile &profile() const { return profile_; }
+  uint64_t malformed() const { return malformed_; }
+
+ private:
+  bool verbose_;
+  PcProfile profile_;
+  uint64_t malformed_ = 0;
 };
 
 }  // namespace parcagpu::trace

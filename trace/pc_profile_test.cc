@@ -1,6 +1,7 @@
 // The PC sampling view without BPF: source lines from the mock's real cubin (nvcc -lineinfo,
 // mock/pc_kernels.cu), and the per-kernel profile with its JSON.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstring>
 #include <fstream>
@@ -11,6 +12,7 @@
 #include "cubin_lines.h"
 #include "parcagpu/abi.h"
 #include "pc_profile.h"
+#include "pc_view.h"
 
 namespace parcagpu::trace {
 namespace {
@@ -110,7 +112,7 @@ TEST(PcProfile, KernelsStallsLaunchesAndLines) {
   s.correlation_id = 555;  // never announced
   s.stalls = {{14, 3}};
   p.on_sample(s);
-  const std::string j = p.json();
+  const std::string j = json_line(p.json());
   // Hottest first, with its stall reasons named, samples by the launch that announced them.
   EXPECT_LT(j.find("\"function\":\"_Z5k_mulPfi\""), j.find("\"function\":\"_Z5k_addPfi\""));
   EXPECT_NE(j.find("\"by_launch\":{\"-514\":32,\"211\":32}"), std::string::npos) << j;
@@ -122,6 +124,102 @@ TEST(PcProfile, KernelsStallsLaunchesAndLines) {
   EXPECT_NE(j.find("\"has_lines\":true"), std::string::npos) << j;
   EXPECT_NE(j.find("pc_kernels.cu:"), std::string::npos) << "hot PCs map to source lines: " << j;
   EXPECT_NE(j.find("\"records\":3,\"samples\":67,\"pairs\":5"), std::string::npos) << j;
+}
+
+// PcView as the tracer feeds it: its own events (PC records, the stall-reason blob) and the
+// tracer's (cuda_correlation, cubin_loaded with the cubin's address in the process, gpu_config).
+// The cubin lies in this test's own memory, so the view reads it from /proc/self's pid.
+TEST(PcView, DecodesTheTracersAndItsOwnEvents) {
+  const std::vector<uint8_t> bytes = mock_cubin();
+  ASSERT_GT(bytes.size(), 1000u);
+  const uint32_t pid = static_cast<uint32_t>(getpid());
+  const uint64_t crc = PcProfile::crc32(bytes.data(), bytes.size());
+  PcView view(false);
+  EXPECT_TRUE(view.wants(PV_EV_PC_RECORD));
+  EXPECT_TRUE(view.wants(PV_EV_STALL_REASON_MAP));
+  EXPECT_TRUE(view.wants(PT_EV_CORRELATION));
+  EXPECT_TRUE(view.wants(PT_EV_CUBIN_LOADED));
+  EXPECT_TRUE(view.wants(PT_EV_GPU_CONFIG));
+  EXPECT_FALSE(view.wants(PT_EV_KERNEL));
+  EXPECT_FALSE(view.wants(PT_EV_ACTIVITY_BATCH));
+  auto feed = [&view](auto &e, uint32_t type, size_t size = sizeof(e)) {
+    e.h.type = type;
+    e.h.pid = static_cast<uint32_t>(getpid());
+    view.on_event(e.h, &e, size);
+  };
+
+  pt_correlation_event corr{};
+  corr.correlation_id = 42;
+  corr.signed_cbid = 211;  // cudaLaunchKernel
+  feed(corr, PT_EV_CORRELATION);
+  auto stalls = std::make_unique<pv_stall_map_event>();
+  const std::vector<char> blob = stall_blob();
+  std::memcpy(stalls->names, blob.data(), sizeof stalls->names);
+  feed(*stalls, PV_EV_STALL_REASON_MAP);
+  pt_meta_event cubin{};
+  cubin.crc = crc;
+  cubin.ptr = reinterpret_cast<uint64_t>(bytes.data());
+  cubin.size = bytes.size();
+  feed(cubin, PT_EV_CUBIN_LOADED);
+  pt_gpu_config_event config{};
+  config.sampling_factor = 11;
+  config.clock_khz = 1980000;
+  config.sm_count = 132;
+  feed(config, PT_EV_GPU_CONFIG);
+  pv_pc_record_event rec{};
+  const uint64_t pc_offset = 0x40, stall_count = 2;
+  const uint32_t correlation_id = 42;
+  std::memcpy(rec.record + 8, &crc, 8);
+  std::memcpy(rec.record + 16, &pc_offset, 8);
+  std::memcpy(rec.record + 40, &stall_count, 8);
+  std::memcpy(rec.record + 56, &correlation_id, 4);
+  std::strcpy(rec.function_name, "_Z5k_mulPfi");
+  const uint32_t pairs[] = {16, 30, 14, 2, 9, 999};  // the third pair is past stallReasonCount
+  std::memcpy(rec.stall, pairs, sizeof pairs);
+  feed(rec, PV_EV_PC_RECORD);
+  feed(rec, PV_EV_PC_RECORD, sizeof rec - 1);  // cut short: counted, not read
+  EXPECT_EQ(view.malformed(), 1u);
+
+  Json summary;
+  view.add_json(summary);
+  const Json &pc = summary.at("pc");
+  EXPECT_EQ(pc["records"], 1);
+  EXPECT_EQ(pc["samples"], 32);
+  EXPECT_EQ(pc["malformed_events"], 1);
+  ASSERT_EQ(pc["cubins"].size(), 1u);
+  EXPECT_EQ(pc["cubins"][0]["read"], true) << pc["cubins"];
+  EXPECT_EQ(pc["cubins"][0]["bytes_crc32"], crc);
+  EXPECT_EQ(pc["gpu_configs"][0]["sampling_factor"], 11);
+  ASSERT_EQ(pc["kernels"].size(), 1u);
+  const Json &k = pc["kernels"][0];
+  EXPECT_EQ(k["function"], "_Z5k_mulPfi");
+  EXPECT_EQ(k["demangled"], "k_mul(float*, int)");
+  EXPECT_EQ(k["by_launch"], Json({{"211", 32}}));
+  EXPECT_EQ(k["stall_reasons"][0]["name"], "math_pipe_throttle");
+  ASSERT_EQ(k["hot_pcs"].size(), 1u);
+  CubinLines lines;
+  std::string error;
+  ASSERT_TRUE(lines.load(bytes.data(), bytes.size(), &error)) << error;
+  CubinLines::Line want;
+  ASSERT_TRUE(lines.lookup("_Z5k_mulPfi", pc_offset, &want));
+  EXPECT_EQ(k["hot_pcs"][0]["file"], want.file) << k["hot_pcs"];
+  EXPECT_EQ(k["hot_pcs"][0]["line"], want.line) << k["hot_pcs"];
+  EXPECT_GE(want.line, line_of("void k_mul("));
+  EXPECT_LE(want.line, line_of("if (i < n) a[i] = v;") + 1);
+
+  char *text = nullptr;
+  size_t len = 0;
+  FILE *out = open_memstream(&text, &len);
+  view.print(out);
+  std::fclose(out);
+  const std::string printed(text, len);
+  std::free(text);
+  EXPECT_NE(printed.find("1. k_mul(float*, int)  (pid " + std::to_string(pid) + ")"), std::string::npos)
+      << printed;
+  EXPECT_NE(printed.find("cudaLaunchKernel 100.0%"), std::string::npos) << printed;
+  EXPECT_NE(printed.find("math_pipe_throttle"), std::string::npos) << printed;
+  EXPECT_NE(printed.find("pc_kernels.cu:"), std::string::npos) << printed;
+  EXPECT_NE(printed.find("1 malformed PC events"), std::string::npos) << printed;
 }
 
 TEST(PcProfile, ShortReasonDropsTheCommonPrefix) {

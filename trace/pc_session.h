@@ -1,21 +1,18 @@
-// The BPF side of parcagpu-trace's PC sampling view (--pc): loads pc_view.bpf.c, attaches it to
-// the PC sampling probes of LIB (and cuda_correlation), and feeds a PcProfile from its own ring
-// buffer on a thread of its own, so the main loop of parcagpu-trace is untouched. Cubin bytes
-// are read from /proc/PID/mem when cubin_loaded arrives, as the production consumer does.
+// The BPF side of parcagpu-trace's PC sampling view (--pc): loads pc_view.bpf.c into the
+// tracer's ring buffer and cgroup filter, attaches its programs (pc_sample_batch,
+// stall_reason_map) to each library file before the tracer's own (Targets::before_attach), and
+// reads its counters. What is done with the events is PcView's (pc_profile.h), fed by the
+// tracer like any view.
 #pragma once
 
-#include <atomic>
 #include <cstdint>
-#include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "pc_profile.h"
 
 struct pc_view_bpf;
 struct bpf_link;
-struct ring_buffer;
 
 namespace parcagpu::trace {
 
@@ -26,30 +23,30 @@ class PcSession {
   PcSession &operator=(const PcSession &) = delete;
   ~PcSession();
 
-  // Loads, attaches the probes named in `present` and starts polling. False with *error.
-  bool start(const std::string &lib, int pid, const std::vector<std::string> &present,
-             uint32_t ringbuf_bytes, bool verbose, std::string *error);
-  // Detaches, drains what is left and stops the thread.
-  void stop();
-  int attached() const { return static_cast<int>(links_.size()); }
+  // Opens and loads the programs, writing into the ring buffer `events_fd` and filtering by the
+  // cgroup array `cgroup_map_fd` when `filter_cgroup` (both BpfSession's). False with *error /
+  // *err on failure.
+  bool load(int events_fd, int cgroup_map_fd, bool filter_cgroup, std::string *error, int *err);
 
-  // The profile (after stop(), or under its lock).
-  const PcProfile &profile() const { return profile_; }
+  // Attaches the view's programs for the probes named in `present` to the library file `path`
+  // for `pid` (-1 = every process). Must come before the tracer's attach to the same file: the
+  // library fires its metadata when a probe's semaphore rises, which only the first uprobe on a
+  // probe does. Returns the number attached, or -1 with *error / *err (what was attached to
+  // this file is detached again).
+  int attach(const std::string &path, int pid, const std::vector<std::string> &present,
+             std::string *error, int *err);
+  void detach_all();
+  size_t links() const { return links_.size(); }
+
+  PcBpfCounters counters() const;
 
  private:
-  static int handle(void *ctx, void *data, size_t size);
-  void on_event(const void *data, size_t size);
-  void read_counters();
-
   pc_view_bpf *skel_ = nullptr;
-  ring_buffer *rb_ = nullptr;
-  std::vector<bpf_link *> links_;
-  std::thread thread_;
-  std::atomic<bool> stopping_{false};
-  bool verbose_ = false;
-  std::mutex mu_;
-  PcProfile profile_;
-  uint64_t malformed_ = 0;
+  struct Attached {
+    std::string path;
+    bpf_link *link;
+  };
+  std::vector<Attached> links_;
 };
 
 }  // namespace parcagpu::trace

@@ -1,8 +1,8 @@
-// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /* parcagpu-trace's PC sampling view, BPF side (events in pc_view.h). Reads exactly what the
  * production consumer reads (include/parcagpu/abi.h); every failed read is counted. A
  * pc_sample_batch firing is walked with bpf_loop (kernel 5.17+), one ring-buffer event per
- * record. */
+ * record. The ring buffer and the cgroup filter are the tracer's (parcagpu_trace.bpf.c): userland
+ * hands this object their maps before load (bpf_map__reuse_fd). */
 #include <stdbool.h>
 #include <linux/bpf.h>
 #include <linux/ptrace.h>
@@ -15,10 +15,22 @@
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
+/* Set by userland before load (-c): only tasks in the cgroup of cgroup_map[0] are traced. */
+const volatile bool filter_cgroup = false;
+
+/* The tracer's ring buffer (reused: this definition only has to match its type). */
 struct {
   __uint(type, BPF_MAP_TYPE_RINGBUF);
-  __uint(max_entries, 32 << 20); /* resized by userland before load */
-} pc_events SEC(".maps");
+  __uint(max_entries, 16 << 20);
+} events SEC(".maps");
+
+/* The tracer's cgroup filter (reused). */
+struct {
+  __uint(type, BPF_MAP_TYPE_CGROUP_ARRAY);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, __u32);
+} cgroup_map SEC(".maps");
 
 struct {
   __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -32,13 +44,24 @@ static __always_inline void stat_add(__u32 idx, __u64 n) {
   if (v) __sync_fetch_and_add(v, n);
 }
 
+/* -c: the probe fired in a task outside the cgroup (see parcagpu_trace.bpf.c). */
+static __always_inline bool filtered_out(void) {
+  return filter_cgroup && bpf_current_task_under_cgroup(&cgroup_map, 0) != 1;
+}
+
 static __always_inline void *reserve(__u64 size) {
-  void *e = bpf_ringbuf_reserve(&pc_events, size, 0);
+  void *e = bpf_ringbuf_reserve(&events, size, 0);
   if (!e) stat_add(PV_STAT_RINGBUF_DROPS, 1);
   return e;
 }
 
-static __always_inline __u32 tgid(void) { return bpf_get_current_pid_tgid() >> 32; }
+static __always_inline void fill_header(struct pt_header *h, __u32 type, __u64 pid_tgid, __u64 ts) {
+  h->type = type;
+  h->pid = pid_tgid >> 32;
+  h->tid = (__u32)pid_tgid;
+  h->flags = 0;
+  h->ts_ns = ts;
+}
 
 static __always_inline long arg(struct pt_regs *ctx, __u64 n) {
   long v = 0;
@@ -48,8 +71,9 @@ static __always_inline long arg(struct pt_regs *ctx, __u64 n) {
 
 struct batch_ctx {
   const void *const *records;
+  __u64 pid_tgid;
+  __u64 ts;
   __u32 count;
-  __u32 pid;
 };
 
 static long read_one(__u64 i, void *data) {
@@ -61,8 +85,7 @@ static long read_one(__u64 i, void *data) {
   }
   struct pv_pc_record_event *e = reserve(sizeof(*e));
   if (!e) return 0;
-  e->h.type = PV_EV_PC_RECORD;
-  e->h.pid = b->pid;
+  fill_header(&e->h, PV_EV_PC_RECORD, b->pid_tgid, b->ts);
   e->batch_index = i;
   e->batch_count = b->count;
   __builtin_memset(e->record, 0, sizeof(e->record));
@@ -89,11 +112,13 @@ static long read_one(__u64 i, void *data) {
 
 SEC("usdt")
 int pc_sample_batch(struct pt_regs *ctx) {
+  if (filtered_out()) return 0;
   stat_add(PV_STAT_BATCHES, 1);
   struct batch_ctx b = {
       .records = (const void *const *)arg(ctx, 0),
+      .pid_tgid = bpf_get_current_pid_tgid(),
+      .ts = bpf_ktime_get_ns(),
       .count = (__u32)arg(ctx, 1),
-      .pid = tgid(),
   };
   __u32 n = b.count;
   if (n > PARCAGPU_PC_SAMPLE_BATCH_MAX) {
@@ -106,12 +131,12 @@ int pc_sample_batch(struct pt_regs *ctx) {
 
 SEC("usdt")
 int stall_reason_map(struct pt_regs *ctx) {
+  if (filtered_out()) return 0;
   const void *names = (const void *)arg(ctx, 0);
   __u32 count = arg(ctx, 1);
   struct pv_stall_map_event *e = reserve(sizeof(*e));
   if (!e) return 0;
-  e->h.type = PV_EV_STALL_REASON_MAP;
-  e->h.pid = tgid();
+  fill_header(&e->h, PV_EV_STALL_REASON_MAP, bpf_get_current_pid_tgid(), bpf_ktime_get_ns());
   e->count = count;
   e->pad = 0;
   if (bpf_probe_read_user(e->names, sizeof(e->names), names) < 0) {
@@ -119,52 +144,6 @@ int stall_reason_map(struct pt_regs *ctx) {
     bpf_ringbuf_discard(e, 0);
     return 0;
   }
-  bpf_ringbuf_submit(e, 0);
-  return 0;
-}
-
-static __always_inline int send_cubin(__u32 type, __u64 crc, __u64 ptr, __u64 size) {
-  struct pv_cubin_event *e = reserve(sizeof(*e));
-  if (!e) return 0;
-  e->h.type = type;
-  e->h.pid = tgid();
-  e->crc = crc;
-  e->ptr = ptr;
-  e->size = size;
-  bpf_ringbuf_submit(e, 0);
-  return 0;
-}
-
-SEC("usdt")
-int cubin_loaded(struct pt_regs *ctx) {
-  return send_cubin(PV_EV_CUBIN_LOADED, arg(ctx, 0), arg(ctx, 1), arg(ctx, 2));
-}
-
-SEC("usdt")
-int cubin_unloaded(struct pt_regs *ctx) { return send_cubin(PV_EV_CUBIN_UNLOADED, arg(ctx, 0), 0, 0); }
-
-SEC("usdt")
-int gpu_config(struct pt_regs *ctx) {
-  struct pv_gpu_config_event *e = reserve(sizeof(*e));
-  if (!e) return 0;
-  e->h.type = PV_EV_GPU_CONFIG;
-  e->h.pid = tgid();
-  e->device_id = arg(ctx, 0);
-  e->sampling_factor = arg(ctx, 1);
-  e->clock_khz = arg(ctx, 2);
-  e->sm_count = arg(ctx, 3);
-  bpf_ringbuf_submit(e, 0);
-  return 0;
-}
-
-SEC("usdt")
-int cuda_correlation(struct pt_regs *ctx) {
-  struct pv_correlation_event *e = reserve(sizeof(*e));
-  if (!e) return 0;
-  e->h.type = PV_EV_CORRELATION;
-  e->h.pid = tgid();
-  e->correlation_id = arg(ctx, 0);
-  e->signed_cbid = arg(ctx, 1);
   bpf_ringbuf_submit(e, 0);
   return 0;
 }

@@ -1,8 +1,12 @@
-// Output of parcagpu-trace: the live kernel table, the human summary and the --json summary.
+// Output of parcagpu-trace: the human summary (counts, loss, GPU time by stack, capture sites),
+// the live kernel table (-k), the JSON summary (--json) and JSON lines (--json-lines). JSON goes
+// through nlohmann-json: names stay UTF-8 as the program wrote them ("k_café"); bytes that are
+// not UTF-8 (a name cut inside a character at 255 bytes) become U+FFFD.
 #pragma once
 
 #include <cstdint>
 #include <cstdio>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -11,36 +15,40 @@
 
 namespace parcagpu::trace {
 
+using Json = nlohmann::ordered_json;
+
 // The launch API's name for a signed cbid ("unknown" when it is not a launch path we know).
 const char *api_name(int32_t signed_cbid);
 
-// The summary as ONE JSON object (no trailing newline). Keys: see the README / summary_json().
-std::string summary_json(const Summary &s);
+// The summary as one JSON object. Keys: see trace/README.md.
+Json summary_json(const Summary &s);
+// One line of JSON: compact, UTF-8 kept, invalid UTF-8 replaced.
+std::string json_line(const Json &j);
 
-// The same figures, readable (with the capture sites when s.capture_sites_enabled).
-void print_summary(FILE *out, const Summary &s);
+// "1.234 ms" / "567.000 us" / "2.345 s".
+std::string human_ns(uint64_t ns);
+
+// The readable summary: what was traced, what was matched, what was lost, GPU time by stack
+// (top N, with their kernels and stacks) and, when enabled, the capture sites. verbose: every
+// counter.
+void print_summary(FILE *out, const Summary &s, bool verbose);
+// The GPU time by stack table alone (also printed per interval).
+void print_stack_table(FILE *out, const char *title, const std::vector<StackSummary> &rows,
+                       uint64_t total_ns, uint64_t total_kernels, uint64_t total_stacks);
 void print_capture_sites(FILE *out, const Summary &s);
 
-// --capture-sites: what a graph kernel's row adds.
-struct CaptureNote {
-  std::string_view captured_at;             // the capture site's first user frame
-  const std::vector<std::string> *stack;    // the whole stack, or nullptr (already shown)
-};
-
-// The live table of kernels.
+// The live table of kernels (-k): one row per kernel when it is matched to its launch.
 class KernelTable {
  public:
   explicit KernelTable(FILE *out) : out_(out) {}
   void header();
-  void row(const KernelRecord &k, const Joiner::Match &m, const CaptureNote *note = nullptr);
+  // launch_site: the innermost frame of the launch (or capture) stack, "" if none.
+  void row(const KernelRecord &k, const Launch &l, std::string_view kernel, std::string_view launch_site);
 
  private:
   FILE *out_;
   uint64_t base_ns_ = 0;
   bool have_base_ = false;
 };
-
-// JSON string escaping (exposed for the unit test).
-std::string json_escape(std::string_view s);
 
 }  // namespace parcagpu::trace

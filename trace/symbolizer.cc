@@ -1,10 +1,10 @@
 #include "symbolizer.h"
 
 #include <cxxabi.h>
-#include <elf.h>
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <elfutils/libdwfl.h>
 #include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -17,227 +17,281 @@
 
 namespace parcagpu::trace {
 
-// ---- ELF files ----
+// ---- names ----
 
-// A read-only mapping of a whole file.
-class MappedFile {
+std::string demangle(std::string_view name) {
+  if (name.size() < 2 || name[0] != '_' || name[1] != 'Z') return std::string(name);
+  std::string m(name);
+  int status = 0;
+  char *d = abi::__cxa_demangle(m.c_str(), nullptr, nullptr, &status);
+  std::string out = status == 0 && d ? d : m;
+  std::free(d);
+  return out;
+}
+
+std::string short_function_name(std::string_view f) {
+  static constexpr std::string_view kAnon = "(anonymous namespace)";
+  static constexpr std::string_view kOperatorChars = "<>=!+-*/%^&|~,";
+  std::string s;
+  int depth = 0;  // <> () {} [] nesting
+  auto ends_with_operator = [&s] {
+    return s.size() >= 8 && s.compare(s.size() - 8, 8, "operator") == 0 &&
+           (s.size() == 8 || s[s.size() - 9] == ':');
+  };
+  for (size_t i = 0; i < f.size(); ++i) {
+    const char c = f[i];
+    if (depth == 0 && c == '(' && f.substr(i, kAnon.size()) == kAnon) {
+      s += kAnon;
+      i += kAnon.size() - 1;
+      continue;
+    }
+    if (depth == 0 && ends_with_operator()) {  // operator() / operator< / operator new ...
+      if (f.substr(i, 2) == "()" || f.substr(i, 2) == "[]") {
+        s += f.substr(i, 2);
+        ++i;
+        continue;
+      }
+      if (kOperatorChars.find(c) != std::string_view::npos) {
+        while (i < f.size() && kOperatorChars.find(f[i]) != std::string_view::npos) s += f[i++];
+        --i;
+        continue;
+      }
+      if (c == ' ') {
+        s += c;
+        continue;
+      }
+    }
+    if (c == '(' && depth == 0) break;  // the parameter list
+    if (c == '<' || c == '(' || c == '{' || c == '[') {
+      ++depth;
+    } else if (c == '>' || c == ')' || c == '}' || c == ']') {
+      if (depth > 0) --depth;
+    } else if (c == ' ' && depth == 0) {
+      s.clear();  // what came before was a return type
+      continue;
+    }
+    s += c;
+  }
+  return s.empty() ? std::string(f) : s;
+}
+
+std::string Frame::name() const {
+  if (!function.empty()) return short_function_name(function);
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "+0x%" PRIx64, offset);
+  return module + buf;
+}
+
+std::string Frame::text() const {
+  std::string t = name();
+  if (line > 0 && !file.empty()) {
+    const size_t slash = file.rfind('/');
+    t += " (" + (slash == std::string::npos ? file : file.substr(slash + 1)) + ":" +
+         std::to_string(line) + ")";
+  } else if (!function.empty()) {
+    t += " (" + module + ")";
+  }
+  if (inlined) t += " [inlined]";
+  return t;
+}
+
+// ---- one ELF file ----
+
+namespace {
+
+char *g_debuginfo_path = nullptr;  // libdwfl's default: ":.debug:/usr/lib/debug"
+const Dwfl_Callbacks kCallbacks = {
+    dwfl_build_id_find_elf, dwfl_standard_find_debuginfo, dwfl_offline_section_address,
+    &g_debuginfo_path};
+
+// The namespaces and classes around a function's definition: "ns::(anonymous namespace)::C::".
+std::string die_scope_prefix(Dwarf_Die *die) {
+  Dwarf_Die origin, *d = die;
+  Dwarf_Attribute attr;
+  // An inlined instance points to its abstract definition, a member's definition to its
+  // declaration inside the class: the one whose parents are the scopes.
+  for (int i = 0; i < 4; ++i) {
+    Dwarf_Attribute *a = dwarf_attr(d, DW_AT_abstract_origin, &attr);
+    if (!a) a = dwarf_attr(d, DW_AT_specification, &attr);
+    if (!a || !dwarf_formref_die(a, &origin)) break;
+    d = &origin;
+  }
+  Dwarf_Die *scopes = nullptr;
+  const int n = dwarf_getscopes_die(d, &scopes);
+  std::string prefix;
+  for (int i = n - 1; i >= 1; --i) {  // outermost first; [0] is the function itself
+    const int tag = dwarf_tag(&scopes[i]);
+    if (tag != DW_TAG_namespace && tag != DW_TAG_class_type && tag != DW_TAG_structure_type &&
+        tag != DW_TAG_union_type)
+      continue;
+    const char *name = dwarf_diename(&scopes[i]);
+    // Nameless: an anonymous namespace, or a lambda's closure type (what holds its operator()).
+    prefix += name ? name : tag == DW_TAG_namespace ? "(anonymous namespace)" : "{lambda}";
+    prefix += "::";
+  }
+  std::free(scopes);
+  return prefix;
+}
+
+// A DIE's name: the linkage name demangled (qualified), else DW_AT_name with the namespaces
+// and classes around it (static functions have no linkage name); both followed through
+// DW_AT_abstract_origin / DW_AT_specification.
+std::string die_function_name(Dwarf_Die *die) {
+  Dwarf_Attribute attr;
+  const char *linkage = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_linkage_name, &attr));
+  if (!linkage) linkage = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &attr));
+  if (linkage) return demangle(linkage);
+  const char *name = dwarf_diename(die);
+  return name ? die_scope_prefix(die) + name : "";
+}
+
+bool is_function_scope(Dwarf_Die *die) {
+  const int tag = dwarf_tag(die);
+  return tag == DW_TAG_subprogram || tag == DW_TAG_inlined_subroutine || tag == DW_TAG_entry_point;
+}
+
+std::string basename_of(const std::string &path) {
+  const size_t slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+}  // namespace
+
+class DwarfImage {
  public:
-  static std::unique_ptr<MappedFile> open(const std::string &path) {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // `open_path`: where to read the file (through /proc/PID/root); `path`: its name in frames.
+  static std::unique_ptr<DwarfImage> open(const std::string &open_path, const std::string &path) {
+    const int fd = ::open(open_path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) return nullptr;
-    struct stat st {};
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size < static_cast<off_t>(sizeof(Elf64_Ehdr))) {
+    auto img = std::unique_ptr<DwarfImage>(new DwarfImage);
+    img->path_ = path;
+    img->module_ = basename_of(path);
+    img->dwfl_ = dwfl_begin(&kCallbacks);
+    if (!img->dwfl_) {
       ::close(fd);
       return nullptr;
     }
-    void *p = mmap(nullptr, st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-    ::close(fd);
-    if (p == MAP_FAILED) return nullptr;
-    auto f = std::unique_ptr<MappedFile>(new MappedFile);
-    f->data_ = static_cast<const uint8_t *>(p);
-    f->size_ = static_cast<size_t>(st.st_size);
-    return f;
-  }
-  ~MappedFile() {
-    if (data_) munmap(const_cast<uint8_t *>(data_), size_);
-  }
-  const uint8_t *data() const { return data_; }
-  size_t size() const { return size_; }
-  bool has(uint64_t off, uint64_t n) const { return off <= size_ && n <= size_ - off; }
-
- private:
-  MappedFile() = default;
-  const uint8_t *data_ = nullptr;
-  size_t size_ = 0;
-};
-
-class ElfImage {
- public:
-  struct Sym {
-    uint64_t addr;
-    uint64_t size;
-    const char *name;  // in a mapped string table
-  };
-
-  // Loads `path` (as opened; `debug_root` prefixes the separate debug file lookup).
-  static std::unique_ptr<ElfImage> load(const std::string &path, const std::string &debug_root) {
-    auto img = std::unique_ptr<ElfImage>(new ElfImage);
-    img->file_ = MappedFile::open(path);
-    if (!img->file_ || !img->parse_headers()) return nullptr;
-    bool have_symtab = img->read_symbols(*img->file_, SHT_SYMTAB);
-    img->read_symbols(*img->file_, SHT_DYNSYM);
-    if (!have_symtab && img->build_id_.size() > 2) {
-      // A local separate debug file (e.g. from a -dbgsym package): its .symtab has the locals.
-      const std::string rel = "/usr/lib/debug/.build-id/" + img->build_id_.substr(0, 2) + "/" +
-                              img->build_id_.substr(2) + ".debug";
-      for (const std::string &p : {debug_root + rel, rel}) {
-        auto dbg = MappedFile::open(p);
-        if (dbg && img->read_symbols(*dbg, SHT_SYMTAB)) {
-          img->debug_ = std::move(dbg);
-          break;
-        }
-      }
+    dwfl_report_begin(img->dwfl_);
+    // Placed at its link-time addresses (base 0 + p_vaddr): module addresses are file addresses.
+    img->mod_ = dwfl_report_elf(img->dwfl_, img->module_.c_str(), open_path.c_str(), fd, 0, true);
+    dwfl_report_end(img->dwfl_, nullptr, nullptr);
+    if (!img->mod_) {
+      ::close(fd);  // consumed only on success
+      return nullptr;
     }
-    std::sort(img->syms_.begin(), img->syms_.end(), [](const Sym &a, const Sym &b) {
-      return a.addr != b.addr ? a.addr < b.addr : a.size > b.size;
-    });
-    img->syms_.erase(std::unique(img->syms_.begin(), img->syms_.end(),
-                                 [](const Sym &a, const Sym &b) { return a.addr == b.addr; }),
-                     img->syms_.end());
-    img->fp_.assign(img->syms_.size(), 0);
-    img->demangled_.resize(img->syms_.size());
+    GElf_Addr bias = 0;
+    Elf *elf = dwfl_module_getelf(img->mod_, &bias);
+    size_t phnum = 0;
+    if (!elf || elf_getphdrnum(elf, &phnum) != 0) return nullptr;
+    for (size_t i = 0; i < phnum; ++i) {
+      GElf_Phdr ph;
+      if (gelf_getphdr(elf, static_cast<int>(i), &ph) && ph.p_type == PT_LOAD) img->loads_.push_back(ph);
+    }
     return img;
   }
 
-  const std::string &build_id() const { return build_id_; }
+  ~DwarfImage() {
+    if (dwfl_) dwfl_end(dwfl_);
+  }
 
-  // File offset -> link-time virtual address (through the PT_LOAD segments).
-  bool vaddr_of(uint64_t off, uint64_t *vaddr) const {
-    for (const auto &ph : loads_) {
+  // File offset -> file (link-time) address, through the PT_LOAD segments.
+  bool file_address(uint64_t off, uint64_t *addr) const {
+    for (const GElf_Phdr &ph : loads_) {
       if (off >= ph.p_offset && off < ph.p_offset + ph.p_filesz) {
-        *vaddr = off - ph.p_offset + ph.p_vaddr;
-        return true;
-      }
-    }
-    return false;
-  }
-  bool offset_of(uint64_t vaddr, uint64_t *off) const {
-    for (const auto &ph : loads_) {
-      if (vaddr >= ph.p_vaddr && vaddr < ph.p_vaddr + ph.p_filesz) {
-        *off = vaddr - ph.p_vaddr + ph.p_offset;
+        *addr = off - ph.p_offset + ph.p_vaddr;
         return true;
       }
     }
     return false;
   }
 
-  // Index of the function symbol covering vaddr, or -1.
-  long find(uint64_t vaddr) const {
-    auto it = std::upper_bound(syms_.begin(), syms_.end(), vaddr,
-                               [](uint64_t v, const Sym &s) { return v < s.addr; });
-    for (int steps = 0; it != syms_.begin() && steps < 4; ++steps) {
-      --it;
-      if (vaddr < it->addr + std::max<uint64_t>(it->size, 1)) return it - syms_.begin();
-    }
-    return -1;
-  }
-  const Sym &sym(long i) const { return syms_[i]; }
-
-  const std::string &demangled(long i) {
-    std::string &d = demangled_[i];
-    if (d.empty()) {
-      int status = 0;
-      char *s = abi::__cxa_demangle(syms_[i].name, nullptr, nullptr, &status);
-      d = status == 0 && s ? s : syms_[i].name;
-      std::free(s);
-    }
-    return d;
-  }
-
-  // The file's bytes [off, off + n), clipped to the file.
-  size_t bytes(uint64_t off, uint8_t *out, size_t n) const {
-    if (off >= file_->size()) return 0;
-    n = std::min<uint64_t>(n, file_->size() - off);
-    std::memcpy(out, file_->data() + off, n);
-    return n;
-  }
-
-  CodeView::Tri keeps_frame_pointer(long i) {
-    if (fp_[i] == 0) {
-      fp_[i] = 2;  // unknown
-      uint64_t off;
-      uint8_t code[64];
-      if (offset_of(syms_[i].addr, &off)) {
-        size_t want = sizeof code;
-        if (syms_[i].size) want = std::min<uint64_t>(want, syms_[i].size);
-        const size_t n = bytes(off, code, want);
-        if (n > 0) fp_[i] = sets_up_frame_pointer(code, n) ? 1 : 3;
-      }
-    }
-    return fp_[i] == 1 ? CodeView::Tri::Yes
-                       : fp_[i] == 3 ? CodeView::Tri::No : CodeView::Tri::Unknown;
+  // The frames of the code at file address `addr`, innermost first.
+  const std::vector<Frame> &frames(uint64_t addr) {
+    auto it = cache_.find(addr);
+    if (it != cache_.end()) return it->second;
+    if (cache_.size() >= kMaxCached) cache_.clear();
+    return cache_.emplace(addr, lookup(addr)).first->second;
   }
 
  private:
-  ElfImage() = default;
+  static constexpr size_t kMaxCached = 1 << 16;
+  DwarfImage() = default;
 
-  bool parse_headers() {
-    const MappedFile &f = *file_;
-    const auto *eh = reinterpret_cast<const Elf64_Ehdr *>(f.data());
-    if (std::memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 || eh->e_ident[EI_CLASS] != ELFCLASS64 ||
-        eh->e_ident[EI_DATA] != ELFDATA2LSB)
-      return false;
-    if (eh->e_phentsize == sizeof(Elf64_Phdr) &&
-        f.has(eh->e_phoff, uint64_t(eh->e_phnum) * sizeof(Elf64_Phdr))) {
-      const auto *ph = reinterpret_cast<const Elf64_Phdr *>(f.data() + eh->e_phoff);
-      for (int i = 0; i < eh->e_phnum; ++i) {
-        if (ph[i].p_type == PT_LOAD) loads_.push_back(ph[i]);
-        if (ph[i].p_type == PT_NOTE && f.has(ph[i].p_offset, ph[i].p_filesz))
-          read_build_id(f.data() + ph[i].p_offset, ph[i].p_filesz);
-      }
-    }
-    return true;
+  Frame base_frame() const {
+    Frame f;
+    f.module = module_;
+    f.path = path_;
+    return f;
   }
 
-  void read_build_id(const uint8_t *p, uint64_t n) {
-    while (build_id_.empty() && n >= sizeof(Elf64_Nhdr)) {
-      Elf64_Nhdr nh;
-      std::memcpy(&nh, p, sizeof nh);
-      const uint64_t name_sz = (nh.n_namesz + 3) & ~3u, desc_sz = (nh.n_descsz + 3) & ~3u;
-      const uint64_t total = sizeof nh + name_sz + desc_sz;
-      if (total > n) return;
-      if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
-          std::memcmp(p + sizeof nh, "GNU", 4) == 0) {
-        char hex[3];
-        for (uint32_t i = 0; i < nh.n_descsz; ++i) {
-          std::snprintf(hex, sizeof hex, "%02x", p[sizeof nh + name_sz + i]);
-          build_id_ += hex;
+  std::vector<Frame> lookup(uint64_t addr) {
+    std::vector<Frame> out;
+    GElf_Off sym_off = 0;
+    GElf_Sym sym;
+    const char *sym_name = dwfl_module_addrinfo(mod_, addr, &sym_off, &sym, nullptr, nullptr, nullptr);
+    std::string loc_file;
+    int loc_line = 0;
+    if (Dwfl_Line *l = dwfl_module_getsrc(mod_, addr)) {
+      const char *file = dwfl_lineinfo(l, nullptr, &loc_line, nullptr, nullptr, nullptr);
+      if (file) loc_file = file;
+    }
+    Dwarf_Addr bias = 0;
+    Dwarf_Die *cu = dwfl_module_addrdie(mod_, addr, &bias);
+    Dwarf_Die *scopes = nullptr;
+    int n = cu ? dwarf_getscopes(cu, addr - bias, &scopes) : 0;
+    if (n > 0) {
+      // dwarf_getscopes follows an inlined function to where it is defined; the nesting of the
+      // inlined instances at this address comes from the innermost scope's own parents.
+      Dwarf_Die innermost = scopes[0];
+      std::free(scopes);
+      scopes = nullptr;
+      n = dwarf_getscopes_die(&innermost, &scopes);
+      Dwarf_Files *files = nullptr;
+      if (dwarf_getsrcfiles(cu, &files, nullptr) != 0) files = nullptr;
+      for (int i = 0; i < n; ++i) {
+        Dwarf_Die *die = &scopes[i];
+        if (!is_function_scope(die)) continue;
+        Frame f = base_frame();
+        f.function = die_function_name(die);
+        f.file = loc_file;
+        f.line = loc_line;
+        f.inlined = dwarf_tag(die) == DW_TAG_inlined_subroutine;
+        out.push_back(std::move(f));
+        if (!out.back().inlined) break;
+        // The caller's location is the call site of this inlined instance.
+        Dwarf_Attribute attr;
+        Dwarf_Word v = 0;
+        loc_file.clear();
+        loc_line = 0;
+        if (files && dwarf_formudata(dwarf_attr(die, DW_AT_call_file, &attr), &v) == 0) {
+          const char *file = dwarf_filesrc(files, v, nullptr, nullptr);
+          if (file) loc_file = file;
         }
+        if (dwarf_formudata(dwarf_attr(die, DW_AT_call_line, &attr), &v) == 0) loc_line = static_cast<int>(v);
       }
-      p += total;
-      n -= total;
+      std::free(scopes);
     }
+    if (out.empty() || out.back().inlined) {  // no DWARF function for the outermost code
+      Frame f = base_frame();
+      f.file = loc_file;
+      f.line = loc_line;
+      out.push_back(std::move(f));
+    }
+    Frame &outer = out.back();
+    if (sym_name) {
+      outer.function = demangle(sym_name);  // the ELF symbol: always qualified
+      outer.offset = sym_off;
+    } else if (outer.function.empty()) {
+      outer.offset = addr;
+    }
+    return out;
   }
 
-  // Adds the function symbols of f's section of type `type`. True when it had any.
-  bool read_symbols(const MappedFile &f, uint32_t type) {
-    const auto *eh = reinterpret_cast<const Elf64_Ehdr *>(f.data());
-    if (std::memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 || eh->e_ident[EI_CLASS] != ELFCLASS64 ||
-        eh->e_shentsize != sizeof(Elf64_Shdr) ||
-        !f.has(eh->e_shoff, uint64_t(eh->e_shnum) * sizeof(Elf64_Shdr)))
-      return false;
-    const auto *sh = reinterpret_cast<const Elf64_Shdr *>(f.data() + eh->e_shoff);
-    bool any = false;
-    for (int i = 0; i < eh->e_shnum; ++i) {
-      if (sh[i].sh_type != type || sh[i].sh_entsize != sizeof(Elf64_Sym)) continue;
-      if (sh[i].sh_link >= eh->e_shnum) continue;
-      const Elf64_Shdr &str = sh[sh[i].sh_link];
-      if (str.sh_type != SHT_STRTAB || !f.has(sh[i].sh_offset, sh[i].sh_size) ||
-          !f.has(str.sh_offset, str.sh_size) || str.sh_size == 0)
-        continue;
-      const auto *syms = reinterpret_cast<const Elf64_Sym *>(f.data() + sh[i].sh_offset);
-      const char *names = reinterpret_cast<const char *>(f.data() + str.sh_offset);
-      if (names[str.sh_size - 1] != 0) continue;
-      const size_t count = sh[i].sh_size / sizeof(Elf64_Sym);
-      for (size_t j = 0; j < count; ++j) {
-        const Elf64_Sym &s = syms[j];
-        const unsigned t = ELF64_ST_TYPE(s.st_info);
-        if ((t != STT_FUNC && t != STT_GNU_IFUNC) || s.st_shndx == SHN_UNDEF || s.st_value == 0 ||
-            s.st_name >= str.sh_size || names[s.st_name] == 0)
-          continue;
-        syms_.push_back({s.st_value, s.st_size, names + s.st_name});
-        any = true;
-      }
-    }
-    return any;
-  }
-
-  std::unique_ptr<MappedFile> file_, debug_;
-  std::vector<Elf64_Phdr> loads_;
-  std::string build_id_;
-  std::vector<Sym> syms_;
-  std::vector<uint8_t> fp_;  // per symbol: 0 not checked, 1 yes, 2 unknown, 3 no
-  std::vector<std::string> demangled_;
+  Dwfl *dwfl_ = nullptr;
+  Dwfl_Module *mod_ = nullptr;
+  std::string path_, module_;
+  std::vector<GElf_Phdr> loads_;
+  std::unordered_map<uint64_t, std::vector<Frame>> cache_;
 };
 
 // ---- /proc/PID/maps ----
@@ -267,6 +321,13 @@ std::vector<MapEntry> parse_proc_maps(std::string_view text) {
   return out;
 }
 
+std::string live_path(const std::string &p) {
+  static const std::string kDeleted = " (deleted)";
+  if (p.size() > kDeleted.size() && p.compare(p.size() - kDeleted.size(), kDeleted.size(), kDeleted) == 0)
+    return p.substr(0, p.size() - kDeleted.size());
+  return p;
+}
+
 namespace {
 
 bool read_file(const std::string &path, std::string *out) {
@@ -278,37 +339,16 @@ bool read_file(const std::string &path, std::string *out) {
   return true;
 }
 
-std::string basename_of(const std::string &path) {
-  const size_t slash = path.rfind('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
-}
-
 bool file_backed(const MapEntry &m) { return !m.path.empty() && m.path[0] == '/' && m.inode != 0; }
-
-// "/x/y (deleted)" -> "/x/y"
-std::string live_path(const std::string &p) {
-  static const std::string kDeleted = " (deleted)";
-  if (p.size() > kDeleted.size() && p.compare(p.size() - kDeleted.size(), kDeleted.size(), kDeleted) == 0)
-    return p.substr(0, p.size() - kDeleted.size());
-  return p;
-}
 
 }  // namespace
 
-std::string Frame::text() const {
-  char off[32];
-  std::snprintf(off, sizeof off, "0x%" PRIx64, offset);
-  std::string t = scanned ? "?" : "";
-  if (!function.empty())
-    t += function + "+" + off + " (" + module + ")";
-  else
-    t += module + "+" + off;
-  return t;
-}
-
 // ---- Symbolizer ----
 
-Symbolizer::Symbolizer() = default;
+Symbolizer::Symbolizer() {
+  // No network lookups from inside the event loop (libdwfl asks debuginfod when this is set).
+  unsetenv("DEBUGINFOD_URLS");
+}
 Symbolizer::~Symbolizer() = default;
 
 void Symbolizer::set_maps(uint32_t pid, std::vector<MapEntry> maps) {
@@ -356,7 +396,7 @@ void Symbolizer::on_fork(uint32_t parent, uint32_t child) {
   }
   Process copy = it->second;
   copy.exited_at = 0;
-  copy.reread_this_event = false;
+  copy.reread_this_stack = false;
   procs_[child] = std::move(copy);
 }
 
@@ -365,13 +405,17 @@ void Symbolizer::on_exit(uint32_t pid, uint64_t now_ns) {
   if (it != procs_.end()) it->second.exited_at = now_ns ? now_ns : 1;
 }
 
-void Symbolizer::prune(uint64_t now_ns, uint64_t keep_ns) {
+std::vector<uint32_t> Symbolizer::prune(uint64_t now_ns, uint64_t keep_ns) {
+  std::vector<uint32_t> gone;
   for (auto it = procs_.begin(); it != procs_.end();) {
-    if (it->second.exited_at && now_ns - it->second.exited_at > keep_ns)
+    if (it->second.exited_at && now_ns - it->second.exited_at > keep_ns) {
+      gone.push_back(it->first);
       it = procs_.erase(it);
-    else
+    } else {
       ++it;
+    }
   }
+  return gone;
 }
 
 const MapEntry *Symbolizer::find_map(uint32_t pid, uint64_t addr, bool may_reread) {
@@ -384,9 +428,9 @@ const MapEntry *Symbolizer::find_map(uint32_t pid, uint64_t addr, bool may_rerea
     return addr < it->end ? &*it : nullptr;
   };
   const MapEntry *m = lookup();
-  if (!m && may_reread && !p.fixed && !p.reread_this_event) {
+  if (!m && may_reread && !p.fixed && !p.reread_this_stack) {
     // Loaded since the snapshot (dlopen): read the maps again, once per stack.
-    p.reread_this_event = true;
+    p.reread_this_stack = true;
     std::string text;
     if (read_file("/proc/" + std::to_string(pid) + "/maps", &text)) {
       p.maps = parse_proc_maps(text);
@@ -396,109 +440,54 @@ const MapEntry *Symbolizer::find_map(uint32_t pid, uint64_t addr, bool may_rerea
   return m;
 }
 
-ElfImage *Symbolizer::image(uint32_t pid, const MapEntry &m) {
+DwarfImage *Symbolizer::image(uint32_t pid, const MapEntry &m) {
   if (!file_backed(m)) return nullptr;
   const std::string path = live_path(m.path);
   const std::string key = path + "|" + m.dev + "|" + std::to_string(m.inode);
   auto it = images_.find(key);
   if (it != images_.end()) return it->second.get();
   // Through the process's root first: its own view of the file system (containers).
-  const std::string root = "/proc/" + std::to_string(pid) + "/root";
-  std::unique_ptr<ElfImage> img = ElfImage::load(root + path, root);
-  if (!img) img = ElfImage::load(path, "");
+  std::unique_ptr<DwarfImage> img = DwarfImage::open("/proc/" + std::to_string(pid) + "/root" + path, path);
+  if (!img) img = DwarfImage::open(path, path);
   if (img) ++files_loaded_;
-  ElfImage *raw = img.get();
+  DwarfImage *raw = img.get();
   images_.emplace(key, std::move(img));  // a failure is cached too
   return raw;
 }
 
-// The code of one process, as the unwinder sees it.
-class Symbolizer::View : public CodeView {
- public:
-  View(Symbolizer &s, uint32_t pid) : s_(s), pid_(pid) {}
-  bool executable(uint64_t addr) override {
-    const MapEntry *m = s_.find_map(pid_, addr, false);
-    return m && m->exec;
-  }
-  size_t code_before(uint64_t addr, uint8_t *out, size_t n) override {
-    const MapEntry *m = s_.find_map(pid_, addr, false);
-    if (!m || !m->exec || addr <= m->start) return 0;
-    ElfImage *img = s_.image(pid_, *m);
-    if (!img) return 0;
-    n = std::min<uint64_t>(n, addr - m->start);
-    const uint64_t off = addr - m->start + m->offset;
-    if (off < n) return 0;
-    return img->bytes(off - n, out, n) == n ? n : 0;
-  }
-  bool starts_function(uint64_t addr) override {
-    const MapEntry *m = s_.find_map(pid_, addr, false);
-    if (!m || !m->exec) return false;
-    ElfImage *img = s_.image(pid_, *m);
-    uint64_t vaddr;
-    if (!img || !img->vaddr_of(addr - m->start + m->offset, &vaddr)) return false;
-    const long i = img->find(vaddr);
-    return i >= 0 && img->sym(i).addr == vaddr;
-  }
-  Tri keeps_frame_pointer(uint64_t addr) override {
-    const MapEntry *m = s_.find_map(pid_, addr, false);
-    if (!m || !m->exec) return Tri::Unknown;
-    ElfImage *img = s_.image(pid_, *m);
-    uint64_t vaddr;
-    if (!img || !img->vaddr_of(addr - m->start + m->offset, &vaddr)) return Tri::Unknown;
-    const long i = img->find(vaddr);
-    return i < 0 ? Tri::Unknown : img->keeps_frame_pointer(i);
-  }
-
- private:
-  Symbolizer &s_;
-  uint32_t pid_;
-};
-
-}  // namespace parcagpu::trace
-
-namespace parcagpu::trace {
-
-Frame Symbolizer::symbolize(uint32_t pid, uint64_t addr, bool is_return) {
-  Frame f;
+std::vector<Frame> Symbolizer::symbolize(uint32_t pid, uint64_t addr, bool is_return) {
   const MapEntry *m = find_map(pid, addr, true);
+  Frame f;
   if (!m) {
     f.module = "[unmapped]";
     f.offset = addr;
-    return f;
+    return {f};
   }
   if (!file_backed(*m)) {
     f.module = m->path.empty() ? "[anon]" : m->path;
     f.offset = addr - m->start;
-    return f;
+    return {f};
   }
   f.path = live_path(m->path);
-  f.module = basename_of(f.path);
+  f.module = f.path.substr(f.path.rfind('/') + 1);
   const uint64_t off = addr - m->start + m->offset;
   f.offset = off;
-  ElfImage *img = image(pid, *m);
-  uint64_t vaddr;
-  if (!img || !img->vaddr_of(is_return && off > 0 ? off - 1 : off, &vaddr)) return f;
-  if (is_return) ++vaddr;
-  f.offset = vaddr;
-  const long i = img->find(is_return ? vaddr - 1 : vaddr);
-  if (i < 0) return f;
-  f.function = img->demangled(i);
-  f.offset = vaddr - img->sym(i).addr;
-  return f;
+  DwarfImage *img = image(pid, *m);
+  uint64_t faddr;
+  // A return address points after the call: the call itself is one byte before.
+  if (!img || !img->file_address(is_return && off > 0 ? off - 1 : off, &faddr)) return {f};
+  std::vector<Frame> frames = img->frames(faddr);
+  if (is_return && frames.back().function.empty()) frames.back().offset = faddr + 1;
+  if (is_return && !frames.back().function.empty()) ++frames.back().offset;
+  return frames;
 }
 
-std::vector<Frame> Symbolizer::symbolize_stack(uint32_t pid, const RawUserStack &s) {
-  Process &p = process(pid);
-  p.reread_this_event = false;
-  // The walk's frames must be in the snapshot; a miss reads the maps again (once).
-  find_map(pid, s.ip, true);
-  for (uint64_t a : s.fp_frames) find_map(pid, a, true);
-  View view(*this, pid);
+std::vector<Frame> Symbolizer::symbolize_stack(uint32_t pid, const uint64_t *ips, size_t n) {
+  process(pid).reread_this_stack = false;
   std::vector<Frame> out;
-  for (const UnwoundFrame &u : unwind(s, view)) {
-    Frame f = symbolize(pid, u.addr, u.is_return);
-    f.scanned = u.scanned;
-    out.push_back(std::move(f));
+  for (size_t i = 0; i < n; ++i) {
+    if (ips[i] == 0) break;
+    for (Frame &f : symbolize(pid, ips[i], i > 0)) out.push_back(std::move(f));
   }
   return out;
 }

@@ -1,11 +1,11 @@
-// Symbolizing user addresses of traced processes from their own ELF files: /proc/PID/maps says
-// which file (and file offset) an address belongs to, the file's .symtab / .dynsym (or those of
-// its local separate debug file, /usr/lib/debug/.build-id/xx/yyyy.debug) name the function,
-// abi::__cxa_demangle makes it readable. No network, no debuginfod.
+// Symbolizing user addresses of traced processes with elfutils (libdwfl/libdw): function names
+// (ELF symbols, demangled), inlined calls and file:line where the file or its separate debug
+// file (.gnu_debuglink, /usr/lib/debug/.build-id) has DWARF. No network: debuginfod is not
+// consulted (DEBUGINFOD_URLS is cleared), so a lookup never stalls the event loop.
 //
 // Where an address lies: the process's executable mappings as the kernel reported them when
 // they were made (perf MMAP2 records, trace/mmap_tracker.h, fed in through on_exec / on_mmap /
-// on_fork / on_exit), so that a process that captured and exited before its events were read
+// on_fork / on_exit), so that a process that launched and exited before its events were read
 // is still symbolized; processes that were running before the tracer started are snapshotted
 // from /proc/PID/maps on their first event (and again when an address is not in the snapshot).
 // Files are opened through /proc/PID/root while the process lives (containers), and cached per
@@ -20,8 +20,6 @@
 #include <unordered_map>
 #include <vector>
 
-#include "stack_unwind.h"
-
 namespace parcagpu::trace {
 
 struct MapEntry {
@@ -34,34 +32,48 @@ struct MapEntry {
 
 // Parses the text of /proc/PID/maps (exposed for tests).
 std::vector<MapEntry> parse_proc_maps(std::string_view text);
+// "/x/y (deleted)" -> "/x/y"
+std::string live_path(const std::string &path);
 
-class ElfImage;  // one mapped ELF file, its symbols and PT_LOAD segments
-
-// A symbolized frame.
+// A symbolized frame. One address gives several frames when calls were inlined into it: the
+// innermost (inlined) first, the function that holds the code last.
 struct Frame {
-  std::string function;  // demangled; "" when no symbol covers the address
-  std::string module;    // file basename, "[anon]" / "[vdso]" / ...
+  std::string function;  // demangled, full signature; "" when nothing covers the address
+  std::string module;    // file basename, "[anon]" / "[vdso]" / "[unmapped]" ...
   std::string path;      // full path of the module ("" when not file-backed)
-  uint64_t offset = 0;   // from the function's start, or (no function) the file-relative address
-  bool scanned = false;  // recovered by the stack scan, not by the frame-pointer walk
-  // "function+0x1f (module)", "module+0x1234" without a function; "?" first when scanned.
+  std::string file;      // source file, from DWARF ("" without debug info)
+  int line = 0;
+  uint64_t offset = 0;   // from the function's start, or (no function) the file address
+  bool inlined = false;  // code of this function inlined into the next frame's function
+  // The function without return type and parameters ("ns::f<T>", "main"), or "module+0xADDR".
+  std::string name() const;
+  // name(), then " (file.cc:12)" with a line, else " (module)"; " [inlined]" when inlined.
   std::string text() const;
 };
+
+// "ret ns::fn<T>(args) const" -> "ns::fn<T>": no return type, no parameters.
+std::string short_function_name(std::string_view demangled);
+// abi::__cxa_demangle, or the name unchanged when it is not a mangled C++ name.
+std::string demangle(std::string_view name);
+
+class DwarfImage;  // one ELF file through libdwfl
 
 class Symbolizer {
  public:
   Symbolizer();
   ~Symbolizer();
+  Symbolizer(const Symbolizer &) = delete;
+  Symbolizer &operator=(const Symbolizer &) = delete;
 
-  // Unwinds a captured user stack of process `pid` and symbolizes it (innermost first).
-  std::vector<Frame> symbolize_stack(uint32_t pid, const RawUserStack &s);
+  // A user stack of process `pid`: ips[0] is the probe's address, the others return addresses
+  // (looked up at address - 1: the call). Innermost first, inlined frames expanded.
+  std::vector<Frame> symbolize_stack(uint32_t pid, const uint64_t *ips, size_t n);
 
   // One address of process `pid` (is_return: a return address, looked up at addr - 1).
-  Frame symbolize(uint32_t pid, uint64_t addr, bool is_return);
+  std::vector<Frame> symbolize(uint32_t pid, uint64_t addr, bool is_return);
 
   // Snapshots the maps of a process seen for the first time whose mappings were not all
-  // reported (it was running before the tracer started); no-op afterwards. Called on a
-  // process's first event of any kind.
+  // reported (it was running before the tracer started); no-op afterwards.
   void note_process(uint32_t pid) { process(pid); }
 
   // Mapping events, in the order they happened. on_exec: the process exec'd, its mappings are
@@ -71,7 +83,8 @@ class Symbolizer {
   void on_mmap(uint32_t pid, MapEntry m);
   void on_fork(uint32_t parent, uint32_t child);
   void on_exit(uint32_t pid, uint64_t now_ns);
-  void prune(uint64_t now_ns, uint64_t keep_ns);
+  // Forgets processes that exited more than keep_ns ago; returns their pids.
+  std::vector<uint32_t> prune(uint64_t now_ns, uint64_t keep_ns);
   size_t processes() const { return procs_.size(); }
 
   // Test hook: the maps of a process, instead of /proc/PID/maps.
@@ -85,16 +98,15 @@ class Symbolizer {
     bool complete = false;       // every mapping known: exec seen, or /proc/PID/maps read
     bool proc_tried = false;     // /proc/PID/maps read (or tried) for an incomplete process
     bool fixed = false;          // set_maps(): never re-read
-    bool reread_this_event = false;
+    bool reread_this_stack = false;
     uint64_t exited_at = 0;      // on_exit's now_ns, 0 = alive
   };
-  class View;
   Process &process(uint32_t pid);
   const MapEntry *find_map(uint32_t pid, uint64_t addr, bool may_reread);
-  ElfImage *image(uint32_t pid, const MapEntry &m);
+  DwarfImage *image(uint32_t pid, const MapEntry &m);
 
   std::unordered_map<uint32_t, Process> procs_;
-  std::map<std::string, std::unique_ptr<ElfImage>> images_;  // key: path|dev|inode
+  std::map<std::string, std::unique_ptr<DwarfImage>> images_;  // key: path|dev|inode
   uint64_t files_loaded_ = 0;
 };
 

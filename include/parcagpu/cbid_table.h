@@ -23,6 +23,17 @@ enum class CbRole : uint8_t {
   ModuleResource,
 };
 
+// Launch callbacks are enabled lazily: only while a consumer listens to cuda_correlation, and
+// then (at the default rate limits) only in short sampling windows, so a launch nobody samples
+// never reaches the library. Every other role is enabled from process start and stays on,
+// because what it reports cannot be recovered later: graph instantiations (kernel counts,
+// conditional bodies, clone mappings) and, for any role added later (module loads, say),
+// whatever happened before the first consumer came.
+constexpr bool is_launch_role(CbRole role) {
+  return role == CbRole::EagerLaunch || role == CbRole::GraphLaunch;
+}
+constexpr bool enabled_from_start(CbRole role) { return !is_launch_role(role); }
+
 struct SubscribedCallback {
   CbDomain domain;
   uint32_t cbid;  // CUPTI_DRIVER_TRACE_CBID_* / CUPTI_RUNTIME_TRACE_CBID_* / CUPTI_CBID_RESOURCE_*

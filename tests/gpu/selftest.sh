@@ -187,11 +187,16 @@ mode=eager; n=0
 while [ $# -gt 0 ]; do case "$1" in --mode) mode="$2"; shift 2 ;; -n) n="$2"; shift 2 ;; *) shift ;; esac; done
 base=4000; [ "$mode" = graph ] && base=4500
 f=100
-if [ -n "${CUDA_INJECTION64_PATH:-}" ]; then
-  f=120; [ "$mode" = graph ] && f=110
-  if [ -f "$SELFTEST_DIR/attached" ]; then f=$((f + 10)); fi
-  if [ "${PARCAGPU_RATE_LIMIT:-}" = 100000000 ]; then f=$((f + 40)); fi
-fi
+case "${CUPTI_FLOOR:-}" in
+  resource) f=102 ;;
+  launch) f=125 ;;
+  *)
+    if [ -n "${CUDA_INJECTION64_PATH:-}" ]; then
+      f=103
+      if [ -f "$SELFTEST_DIR/attached" ]; then f=$((f + 5)); fi
+      if [ "${PARCAGPU_RATE_LIMIT:-}" = 100000000 ]; then f=$((f + 60)); fi
+    fi ;;
+esac
 ns=$((base * f / 100 + RANDOM % 50))
 echo "LAUNCH_OVERHEAD mode=$mode n=$n warmup=1000 kernels_per_launch=$([ "$mode" = graph ] && echo 4 || echo 1) total_ns=$((ns * n)) ns_per_launch=$ns.0"
 EOF
@@ -204,13 +209,16 @@ echo "parcagpu-trace: attached 9 probes to lib" >&2
 while :; do sleep 0.05; done
 EOF
 chmod +x "$T/bench-trace"
-SELFTEST_DIR="$T" BENCH_BIN="$T/bench-prog" PARCAGPU_TRACE="$T/bench-trace" ROUNDS=3 N=1000 DRAIN_S=0 \
-  OUT="$T/out-bench" "$ROOT/scripts/bench-gpu-overhead.sh" >"$T/bench.txt" 2>&1
+touch "$T/fake-floor.so"
+SELFTEST_DIR="$T" BENCH_BIN="$T/bench-prog" PARCAGPU_TRACE="$T/bench-trace" FLOOR_LIB="$T/fake-floor.so" \
+  ROUNDS=3 N=1000 DRAIN_S=0 OUT="$T/out-bench" "$ROOT/scripts/bench-gpu-overhead.sh" >"$T/bench.txt" 2>&1
 rc=$?
-if [ "$rc" = 0 ] && grep -Eq '^nocons +eager .* 1\.[12][0-9]{2}$' "$T/bench.txt" \
-   && grep -Eq 'no consumer, eager .* <= 1\.30 +MET' "$T/bench.txt" \
-   && grep -Eq 'attached, graph .* <= 1\.25 +MET' "$T/bench.txt" \
-   && grep -Eq '^all +eager .* 1\.[67][0-9]{2}$' "$T/bench.txt" \
+if [ "$rc" = 0 ] && grep -Eq '^nocons +eager .* 1\.0[1-4][0-9] +1\.0[0-9]{2}\.\.1\.0[0-9]{2}$' "$T/bench.txt" \
+   && grep -Eq '^floor-launch +graph .* 1\.2[3-6][0-9] ' "$T/bench.txt" \
+   && grep -Eq '^floor-res +eager .* 1\.0[0-3][0-9] ' "$T/bench.txt" \
+   && grep -Eq 'no consumer, eager .* <= 1\.05 +MET' "$T/bench.txt" \
+   && grep -Eq 'attached, graph .* <= 1\.10 +MET' "$T/bench.txt" \
+   && grep -Eq '^all +eager .* 1\.6[6-9][0-9] ' "$T/bench.txt" \
    && grep -Eq '^attached +graph +3 ' "$T/bench.txt" \
    && [ "$(find "$T/out-bench" -name '*.json' | wc -l)" = 12 ]; then
   ok "bench (exit $rc)"

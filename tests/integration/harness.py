@@ -170,9 +170,17 @@ class _Consumer:
 
     @staticmethod
     def _read(f):
-        f.flush()
-        f.seek(0)
-        return f.read()
+        """All the consumer wrote so far. The file description (and its offset) is shared with the
+        consumer, which writes at that offset: a seek here would move its next write over what it
+        wrote before (seen: the attach line overwritten by the warning after it, and a 60 s wait
+        for a line that was gone). pread leaves the offset alone."""
+        fd, chunks, off = f.fileno(), [], 0
+        while True:
+            chunk = os.pread(fd, 1 << 20, off)
+            if not chunk:
+                return b"".join(chunks).decode("utf-8", errors="replace")
+            chunks.append(chunk)
+            off += len(chunk)
 
     def stop(self, timeout=60):
         """Stops the consumer (SIGINT, as Ctrl-C) and collects its output. Idempotent."""

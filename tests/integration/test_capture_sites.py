@@ -85,21 +85,22 @@ class CaptureSites(unittest.TestCase):
         self.assertEqual(j["orphan_kernels"], 0)
 
     def test_live_table_and_summary(self):
-        with TraceText(extra=["--capture-sites"]) as tr:
+        with TraceText(extra=["--capture-sites", "-k"]) as tr:
             r = harness.run_mockapp(["--scenario=capture"], env=harness.UNLIMITED)
         tr.stop()
         self.assertEqual(r.returncode, 0)
         self.assertEqual(tr.proc.returncode, 0, tr.stderr)
         rows = [l for l in tr.stdout.splitlines() if "cudaGraphLaunch(311)" in l]
         self.assertEqual(len(rows), r.summary["graph_kernels_run"], tr.stdout)
-        self.assertTrue(all(re.search(r"<- captured at .*scenario_capture", l) for l in rows),
+        # -k: each graph kernel row ends with the frame it was captured at.
+        self.assertTrue(all(re.search(r"scenario_capture \(mockapp_workload\.cc:\d+\)$", l) for l in rows),
                         tr.stdout)
-        # The stack is shown once under the first kernel of each capture site, and in the summary.
-        self.assertRegex(tr.stdout, r"\|\s+=> .*scenario_capture")
+        # The summary: GPU time under the capture stack, and the capture sites with their stack.
+        self.assertRegex(tr.stdout, r"GPU time by launch stack \(graph kernels by capture stack\): "
+                         r".* in %d kernels, 1 stack" % r.summary["graph_kernels_run"])
+        self.assertRegex(tr.stdout, r"stack +mockapp::\(anonymous namespace\)::scenario_capture")
         self.assertRegex(tr.stdout, r"captured at .*scenario_capture")
         self.assertRegex(tr.stdout, r"=> #0\s+.*scenario_capture")
-        self.assertRegex(tr.stdout, r"graph kernels with a capture site\s+%d\b"
-                         % r.summary["graph_kernels_run"])
 
     def test_library_without_the_capture_probes(self):
         # An older library: the same file with the two probes renamed in its SDT notes. The

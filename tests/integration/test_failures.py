@@ -81,14 +81,14 @@ class Failures(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(r.stderr.count("starting (LD_PRELOAD)"), 1, r.stderr)
         self.assertIn("already started; CUDA_INJECTION64_PATH ignored", r.stderr)
-        self.assertEqual(r.summary["table_missing"], [])
+        self.assertEqual(r.summary["from_start_missing"], [])  # subscribed
 
     def test_preload_alone_starts_from_the_constructor(self):
         r = harness.run_mockapp(["--preload", "--no-inject", "--scenario=eager-runtime"],
                                 env={"PARCAGPU_DEBUG": "1"})
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("starting (LD_PRELOAD)", r.stderr)
-        self.assertEqual(r.summary["table_missing"], [])
+        self.assertEqual(r.summary["from_start_missing"], [])  # subscribed
 
 
 if __name__ == "__main__":

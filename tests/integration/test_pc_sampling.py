@@ -7,10 +7,15 @@
 - a consumer that attaches late gets the stall-reason map, the cubins and gpu_config again;
 - every PC Sampling API entry point failing (MOCK_CUPTI_FAIL) turns PC sampling off with one
   error, and kernel timing goes on;
-- bad values of the PC variables: a warning, the error probe, the default.
+- bad values of the PC variables: a warning, the error probe, the default;
+- parcagpu-trace --pc as a user runs it: the PC section in the text report, in --json and in
+  --json-lines' summary; the PC view attached to libraries found without -l (by -p, or in a
+  cgroup by a process that starts later) and kept out of processes outside -c's cgroup.
 """
+import json
 import os
 import re
+import shutil
 import subprocess
 import tempfile
 import time
@@ -190,11 +195,171 @@ class BadValues(unittest.TestCase):
         self.assertGreater(trace.result["kernels_matched"], 0)
 
 
+def cgroup2_root():
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            if " - cgroup2 " in line:
+                return line.split()[4]
+    return None
+
+
+class Tool(harness._Consumer):
+    """parcagpu-trace with any arguments; ready when it says it attached (or `ready`)."""
+    ready_pattern = r"parcagpu-trace: attached \d+ probes"
+
+    def __init__(self, args, ready=None):
+        if ready:
+            self.ready_pattern = ready
+        super().__init__([harness.TRACE] + list(args))
+
+    def last_json(self):
+        try:
+            return json.loads(self.stdout.strip().splitlines()[-1])
+        except (ValueError, IndexError):
+            raise AssertionError("parcagpu-trace printed no JSON:\n%s\n%s" % (
+                self.stdout[-2000:], self.stderr[-2000:]))
+
+
+class PcViewInTheTool(unittest.TestCase):
+    """parcagpu-trace --pc through the tool's own structure: reports, discovery, cgroup."""
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="parcagpu-pc-")
+        # A copy at a path no one knows: discovery must find it by its notes, and no other run
+        # maps this file.
+        self.lib = os.path.join(self.tmp, "libgpuhook-%d.so" % os.getpid())
+        shutil.copy(harness.LIB, self.lib)
+
+    def tearDown(self):
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def assert_pc_of(self, pc, pid):
+        """Everything the PC view shows of process `pid`: samples with named stall reasons tied
+        to announced launches, its cubin read with the CRC it was announced with and mapped to
+        source lines, gpu_config with the factor in force, and no read lost."""
+        mine = [k for k in pc["kernels"] if k["pid"] == pid]
+        self.assertTrue(mine and sum(k["samples"] for k in mine) > 0, pc)
+        self.assertTrue([n for n in pc["stall_reasons_named"] if n["pid"] == pid], pc["stall_reasons_named"])
+        for k in mine:
+            self.assertFalse([s for s in k["stall_reasons"] if s["name"].startswith("#")], k)
+        cubins = [c for c in pc["cubins"] if c["pid"] == pid]
+        self.assertTrue(cubins, pc["cubins"])
+        for c in cubins:
+            self.assertTrue(c["read"] and c["bytes_crc32"] == c["crc"] and c["has_lines"], c)
+        self.assertEqual([g["sampling_factor"] for g in pc["gpu_configs"] if g["pid"] == pid], [11])
+        announced = sum(n for k in mine for what, n in k["by_launch"].items()
+                        if what not in ("unannounced", "uncorrelated"))
+        self.assertGreater(announced, 0, [k["by_launch"] for k in mine])
+        self.assertTrue(any(h.get("file", "").endswith("pc_kernels.cu") for k in mine for h in k["hot_pcs"]),
+                        [k["hot_pcs"] for k in mine])
+        self.assertEqual(pc["bpf"]["read_errors"], 0, pc["bpf"])
+        self.assertEqual(pc["bpf"]["ringbuf_drops"], 0, pc["bpf"])
+        self.assertEqual(pc["malformed_events"], 0)
+
+    def test_text_report_has_the_pc_section(self):
+        tool = Tool(["-l", self.lib, "--pc", "-n", "2"])
+        r = harness.run_mockapp(["--duration=1.5s", "--launch-rate=300", "--graph-rate=60"],
+                                env=harness.UNLIMITED, lib=self.lib)
+        tool.stop()
+        self.assertEqual(r.returncode, 0, r.stderr[-2000:])
+        self.assertEqual(tool.proc.returncode, 0, tool.stderr)
+        out = tool.stdout
+        # The tracer's report, then the view's section after it.
+        self.assertIn("GPU time by launch stack", out)
+        self.assertRegex(out, r"\nPC samples: [1-9]\d* samples in \d+ records")
+        self.assertLess(out.index("GPU time by launch stack"), out.index("PC samples:"))
+        pid = r.summary["pid"]
+        self.assertIn("device 0: sampling factor 11", out)
+        # Kernels demangled as everywhere in the tool, with stall reasons and source lines.
+        self.assertRegex(out, r"\n +1\. \w+\([^)]*\)  \(pid %d\)\n" % pid)
+        self.assertRegex(out, r"\n +stalls: [a-z_]+ \d+\.\d%")
+        self.assertRegex(out, r"\n +\+0x[0-9a-f]{4} +\d+ +\d+\.\d% +[a-z_]+ +\S*pc_kernels\.cu:\d+\n")
+
+    def test_json_lines_summary_has_the_pc_section(self):
+        tool = Tool(["-l", self.lib, "--pc", "--json-lines"])
+        r = harness.run_mockapp(["--duration=1.5s", "--launch-rate=300", "--graph-rate=60"],
+                                env=harness.UNLIMITED, lib=self.lib)
+        tool.stop()
+        self.assertEqual(r.returncode, 0, r.stderr[-2000:])
+        j = tool.last_json()
+        self.assertEqual(j["type"], "summary")
+        self.assert_pc_of(j["pc"], r.summary["pid"])
+
+    def test_found_by_pid_without_lib(self):
+        app = harness.start_mockapp(["--duration=5s", "--launch-rate=300", "--graph-rate=60",
+                                     "--status-interval=100"], env=harness.UNLIMITED, lib=self.lib)
+        try:
+            deadline = time.time() + 30
+            while not app.lines and time.time() < deadline:  # the library is loaded by then
+                time.sleep(0.05)
+            tool = Tool(["-p", str(app.pid), "--pc", "--json"])
+            tool.proc.wait(timeout=60)  # ends with the process
+            tool.stop()
+        finally:
+            r = harness.finish_mockapp(app)
+        self.assertEqual(r.returncode, 0)
+        self.assertEqual(tool.proc.returncode, 0, tool.stderr)
+        self.assertIn("attached 11 probes to %s (found in process %d)" % (self.lib, app.pid), tool.stderr)
+        j = tool.last_json()
+        self.assertEqual(j["libraries"], [self.lib])
+        self.assert_pc_of(j["pc"], app.pid)
+
+    def cgroup(self):
+        root = cgroup2_root()
+        if not root:
+            self.skipTest("no cgroup2 file system mounted")
+        cg = os.path.join(root, "parcagpu-pc-test-%d" % os.getpid())
+        os.mkdir(cg)
+        self.addCleanup(os.rmdir, cg)
+        return cg
+
+    def test_found_in_a_cgroup_by_a_process_that_starts_later(self):
+        cg = self.cgroup()
+        tool = Tool(["-c", cg, "--pc", "--json"], ready=r"warning: no process in ")
+        env = harness.base_env(harness.UNLIMITED)
+        p = subprocess.run(["sh", "-c", 'echo $$ > "$0/cgroup.procs" && exec "$@"', cg, harness.MOCKAPP,
+                            self.lib, "--duration=3s", "--launch-rate=300", "--graph-rate=60"],
+                           env=env, capture_output=True, text=True, timeout=120)
+        r = harness.MockRun(p, p.stdout, p.stderr)
+        tool.stop()
+        self.assertEqual(r.returncode, 0, r.stderr[-2000:])
+        pid = r.summary["pid"]
+        self.assertRegex(tool.stderr, r"attached 11 probes to %s \(found in process %d\)" %
+                         (re.escape(self.lib), pid))
+        j = tool.last_json()
+        self.assertEqual(j["libraries"], [self.lib])
+        self.assert_pc_of(j["pc"], pid)
+
+    def test_cgroup_filter_keeps_other_processes_out(self):
+        # The uprobes are per file: the process outside the cgroup has its semaphores raised and
+        # samples, but the view's programs drop what it fires, as the tracer's do.
+        cg = self.cgroup()
+        tool = Tool(["-l", self.lib, "-c", cg, "--pc", "--json"])
+        r = harness.run_mockapp(["--duration=1.5s", "--launch-rate=300", "--graph-rate=60"],
+                                env=harness.UNLIMITED, lib=self.lib)
+        tool.stop()
+        self.assertEqual(r.returncode, 0, r.stderr[-2000:])
+        self.assertGreaterEqual(mock_pc(r)["enables"], 1, "PC sampling ran in the process")
+        j = tool.last_json()
+        self.assertEqual(j["kernels_matched"], 0)
+        pc = j["pc"]
+        self.assertEqual((pc["bpf"]["batches"], pc["records"], pc["stall_reasons_named"], pc["cubins"],
+                          pc["gpu_configs"]), (0, 0, [], [], []), pc)
+
+
+class PcOption(unittest.TestCase):
+    def test_help_documents_pc(self):
+        r = subprocess.run([harness.TRACE, "--pc", "--help"], capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertRegex(r.stdout, r"\n +--pc +Also PC sampling")
+        self.assertIn("parcagpu-trace --pc -p 1234", r.stdout)
+
+
 # CUDA 12.0's CUPTI (the mock's personality 12) predates correlation IDs in PC records (12.4):
 # PC sampling stays off there, and everything else works.
 OLD_CUPTI = harness.PERSONALITY == "12"
 if OLD_CUPTI:
-    for case in (AttachDetach, FaultInjection, BadValues):
+    for case in (AttachDetach, FaultInjection, BadValues, PcViewInTheTool):
         for name in [n for n in dir(case) if n.startswith("test_")]:
             setattr(case, name, unittest.skip("CUPTI older than 12.4: no PC sampling")(getattr(case, name)))
 

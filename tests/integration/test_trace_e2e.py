@@ -111,9 +111,9 @@ class TraceEndToEnd(unittest.TestCase):
         app = harness.start_mockapp(["--duration=3s", "--launch-rate=500", "--graph-rate=50"],
                                     env=harness.UNLIMITED)
         try:
-            with harness.Trace(pid=app.pid) as tr:
-                pass
-            # No -d and no signal: the tool must end by itself when the process does.
+            # No -d and no signal: the tool must end by itself when the process does. (Not a
+            # `with` block: leaving it stops the consumer at once, which this test must not.)
+            tr = harness.Trace(pid=app.pid)
             tr.proc.wait(timeout=60)
             tr.stop()
         finally:
@@ -157,6 +157,12 @@ class AttachDetach(unittest.TestCase):
         self.assertFalse(any(s["activity_enabled"] for s in statuses if s["t_ms"] < 1000))
         self.assertEqual(statuses[0]["records_written"], 0)
         self.assertFalse(r.summary["activity_enabled_now"])
+        # Lazy subscription: no launch callback is enabled before the first consumer, some are
+        # while one listens, none after the last one left.
+        self.assertFalse(any(s["launch_cbids_enabled"] for s in statuses if s["t_ms"] < 1000))
+        self.assertTrue(any(s["launch_cbids_enabled"] for s in statuses))
+        self.assertEqual(statuses[-1]["launch_cbids_enabled"], 0)
+        self.assertEqual(r.summary["launch_enabled_now"], [])
         # The mock's record count grows only while a consumer is attached: it is flat in the
         # last second of every gap between attachments.
         def written_at(ms):

@@ -1,0 +1,91 @@
+// Who is listening, and the one thread that notices when that changes.
+//
+// The kernel raises a probe's semaphore when an eBPF consumer attaches to it and lowers it on
+// detach; nothing tells the process. With lazy subscription the launch path is not even called
+// while nobody listens, so it cannot be what notices an attach: a watcher thread polls the
+// semaphores (a few loads from our own memory) every PARCAGPU_WATCH_INTERVAL_MS and tells the
+// subsystems that must follow the consumers (launch subscription, kernel activity, metadata
+// re-firing, PC sampling). The same thread runs their periodic work (opening sampling windows,
+// re-firing stored metadata in bounded chunks), never the application's threads.
+//
+// Why 100 ms by default: an idle poll costs one wake-up (a few microseconds of CPU) per interval,
+// 10 a second, nothing measurable; the production agent attaches once and stays attached for
+// hours, so at most 0.1 s of launches unsampled after an attach is immaterial. A consumer that is
+// attached before the process starts is seen at once (the semaphores are already raised when the
+// library starts). Tests or short-lived jobs that attach late may lower it (1 ms .. 10 s).
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace parcagpu {
+
+// The probe semaphores that decide what the library does, read as one snapshot.
+struct Consumers {
+  uint16_t correlation = 0;  // cuda_correlation: launches are announced
+  uint16_t kernel_executed = 0;
+  uint16_t activity_batch = 0;
+  uint16_t gpu_config = 0;
+  uint16_t graph_node_clone = 0;
+  uint16_t pc_sample_batch = 0;
+  uint16_t stall_reason_map = 0;
+  uint16_t cubin_loaded = 0;
+
+  static Consumers read();
+  bool wants_launches() const { return correlation != 0; }
+  bool wants_kernels() const { return kernel_executed != 0 || activity_batch != 0; }
+  bool operator==(const Consumers &) const = default;
+};
+
+class ConsumerWatcher {
+ public:
+  // A subsystem that follows the consumers. Both calls run on the watcher thread (the first
+  // on_consumers also on the thread calling start()), never concurrently with each other.
+  class Client {
+   public:
+    virtual ~Client() = default;
+    // The snapshot changed (or, at start, differs from "nobody").
+    virtual void on_consumers(const Consumers &now, const Consumers &before) = 0;
+    // Periodic work. Returns when it next wants to run (monotonic ns); the watcher sleeps until
+    // the earliest such time, or one interval, whichever comes first.
+    virtual uint64_t on_tick(uint64_t now_ns) { return now_ns + (1ull << 62); }
+  };
+
+  explicit ConsumerWatcher(uint32_t interval_ms) : interval_ns_(uint64_t(interval_ms) * 1000000) {}
+  ~ConsumerWatcher() { stop(); }
+
+  // Clients are told in the order they were added: add what must be ready first (kernel
+  // activity before the launch subscription that produces launches needing it).
+  void add(Client *client) { clients_.push_back(client); }
+  // Reads the semaphores and tells the clients on the calling thread: a consumer attached before
+  // the process started is served before the first launch.
+  void poll_now() { cycle(); }
+  // Starts the watcher thread. False if it could not be started (already reported): consumers
+  // are then only noticed at start.
+  bool start_thread();
+  // Stops the thread; the clients are not told anything more. In a child forked after the start
+  // the thread does not exist (only the forking thread survives a fork): nothing to join there.
+  void stop();
+  // Runs a cycle now rather than at the next scheduled time (cheap; never blocks).
+  void wake();
+  const Consumers &last() const { return last_; }
+
+ private:
+  void cycle();
+  void main_loop();
+
+  const uint64_t interval_ns_;
+  std::vector<Client *> clients_;
+  Consumers last_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stopping_ = false;
+  bool woken_ = false;
+  std::thread thread_;
+  int owner_pid_ = 0;  // the process the thread runs in
+};
+
+}  // namespace parcagpu

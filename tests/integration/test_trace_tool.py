@@ -1,0 +1,392 @@
+#!/usr/bin/env python3
+"""parcagpu-trace as a user runs it (issue 12): GPU time by launch stack (table, --folded,
+--svg flame graph), finding the library wherever it is, --json-lines, intervals, names as the
+program wrote them, the capabilities it asks for, and its command line.
+
+Everything stays on this test's own processes: -l names this build's library, or -p / -c narrow
+discovery to a process or cgroup of the test (other test runs on the machine are left alone)."""
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+import unittest
+import xml.etree.ElementTree as ET
+
+import harness
+
+MECHANISM = re.compile(r"libparcagpu|libcupti|libcuda\.so|libgpuhook")
+SVG_NS = "{http://www.w3.org/2000/svg}"
+
+
+def run_trace(args, timeout=60):
+    return subprocess.run([harness.TRACE] + list(args), capture_output=True, text=True, timeout=timeout)
+
+
+class Consumer(harness._Consumer):
+    """parcagpu-trace with any arguments; ready when it says it attached (or `ready`)."""
+    ready_pattern = r"parcagpu-trace: attached \d+ probes"
+
+    def __init__(self, args, ready=None):
+        if ready:
+            self.ready_pattern = ready
+        super().__init__([harness.TRACE] + list(args))
+
+
+def cgroup2_root():
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            if " - cgroup2 " in line:
+                return line.split()[4]
+    return None
+
+
+class FlameGraph(unittest.TestCase):
+    def test_gpu_time_by_stack_of_a_mock_run(self):
+        tmp = tempfile.mkdtemp(prefix="parcagpu-flame-")
+        try:
+            svg, folded = os.path.join(tmp, "gpu.svg"), os.path.join(tmp, "gpu.folded")
+            with harness.Trace(extra=["--svg", svg, "--folded", folded]) as tr:
+                r = harness.run_mockapp(["--duration=1s", "--launch-rate=1000", "--graph-rate=100",
+                                         "--threads=2"], env=harness.UNLIMITED)
+            tr.stop()
+            self.assertEqual(r.returncode, 0)
+            self.assertEqual(tr.proc.returncode, 0, tr.stderr)
+            j = tr.result
+            self.assertEqual(j["kernels_matched"], r.summary["kernels_run"])
+            total = j["gpu_ns_matched"]
+            self.assertGreater(total, 0)
+
+            # The table: every stack is the mock app's launch site, symbolized with file:line,
+            # without the mechanism (the library, CUPTI, the driver).
+            rows = j["gpu_time_by_stack"]
+            self.assertGreaterEqual(len(rows), 1)
+            self.assertEqual(sum(r["gpu_ns"] for r in rows), total)
+            self.assertEqual(sum(r["kernels"] for r in rows), j["kernels_matched"])
+            for row in rows:
+                self.assertRegex(row["frames"][0], r"launch_thread \(mockapp_workload\.cc:\d+\)$", row)
+                for f in row["frames"]:
+                    self.assertIsNone(MECHANISM.search(f), f)
+                self.assertEqual(sum(k["gpu_ns"] for k in row["by_kernel"]), row["gpu_ns"])
+            self.assertTrue(any(k["demangled"] == "k_add(float*, int)"
+                                for row in rows for k in row["by_kernel"]))
+
+            # Folded: "frame;...;[gpu] kernel NS", root first, the same total.
+            with open(folded) as f:
+                lines = f.read().splitlines()
+            self.assertGreater(len(lines), 0)
+            values = 0
+            for line in lines:
+                m = re.fullmatch(r"([^ ].*) (\d+)", line)
+                self.assertIsNotNone(m, line)
+                frames = m[1].split(";")
+                self.assertTrue(frames[-1].startswith("[gpu] "), line)
+                self.assertIn("mockapp::(anonymous namespace)::launch_thread", frames)
+                values += int(m[2])
+            self.assertEqual(values, total)
+
+            # The SVG: valid XML, one frame per tree node, widths proportional to GPU time,
+            # each frame one row above its parent and inside it.
+            root = ET.parse(svg).getroot()
+            self.assertEqual(root.tag, SVG_NS + "svg")
+            self.assertEqual(int(root.get("data-total-ns")), total)
+            frames = []
+            for g in root.iter(SVG_NS + "g"):
+                rect = g.find(SVG_NS + "rect")
+                title = g.find(SVG_NS + "title")
+                self.assertIsNotNone(rect)
+                self.assertTrue(title.text.startswith(g.get("data-name") + " ("), title.text)
+                frames.append(dict(name=g.get("data-name"), kind=g.get("data-kind"),
+                                   value=int(g.get("data-value")), depth=int(g.get("data-depth")),
+                                   x=float(rect.get("x")), y=float(rect.get("y")),
+                                   w=float(rect.get("width")), h=float(rect.get("height"))))
+            all_ = [f for f in frames if f["depth"] == 0]
+            self.assertEqual(len(all_), 1)
+            self.assertEqual(all_[0]["value"], total)
+            scale = all_[0]["w"] / total
+            for f in frames:
+                self.assertAlmostEqual(f["w"], f["value"] * scale, delta=0.02)
+            # Parents: the frame one level down whose x-range holds this one.
+            for f in frames:
+                if f["depth"] == 0:
+                    continue
+                parents = [p for p in frames if p["depth"] == f["depth"] - 1 and
+                           p["x"] - 0.01 <= f["x"] and f["x"] + f["w"] <= p["x"] + p["w"] + 0.02]
+                self.assertEqual(len(parents), 1, f)
+                self.assertAlmostEqual(parents[0]["y"] - f["y"], f["h"] + 1, delta=0.01)
+            gpu = [f for f in frames if f["kind"] == "gpu"]
+            self.assertGreater(len(gpu), 0)
+            self.assertEqual(sum(f["value"] for f in gpu), total)  # every leaf is a kernel
+            self.assertIn("[gpu] k_add", {f["name"] for f in gpu})
+            self.assertIn("mockapp::(anonymous namespace)::launch_thread", {f["name"] for f in frames})
+            for f in frames:
+                self.assertIsNone(MECHANISM.search(f["name"]), f)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+    def test_graph_kernels_under_their_capture_site(self):
+        folded = tempfile.mktemp(prefix="parcagpu-folded-")
+        with harness.Trace(extra=["--capture-sites", "--folded", folded]) as tr:
+            r = harness.run_mockapp(["--scenario=capture"], env=harness.UNLIMITED)
+        tr.stop()
+        self.assertEqual(r.returncode, 0)
+        with open(folded) as f:
+            lines = f.read().splitlines()
+        os.unlink(folded)
+        self.assertTrue(lines)
+        for line in lines:
+            self.assertRegex(line, r";mockapp::\(anonymous namespace\)::scenario_capture;\[gpu\] k_(add|mul) \d+$")
+        j = tr.result
+        rows = j["gpu_time_by_stack"]
+        self.assertEqual(len(rows), 1, rows)
+        self.assertRegex(rows[0]["frames"][0], r"scenario_capture \(mockapp_workload\.cc:\d+\)")
+        self.assertEqual(rows[0]["kernels"], r.summary["graph_kernels_run"])
+        # Without --capture-sites the same kernels are under the replay (cudaGraphLaunch) site.
+        with harness.Trace() as tr2:
+            harness.run_mockapp(["--scenario=capture"], env=harness.UNLIMITED)
+        tr2.stop()
+        rows2 = tr2.result["gpu_time_by_stack"]
+        self.assertEqual(sum(r["kernels"] for r in rows2), r.summary["graph_kernels_run"])
+        self.assertNotEqual(rows2[0]["frames"], rows[0]["frames"])
+
+
+class Names(unittest.TestCase):
+    def test_non_ascii_kernel_name_stays_utf8(self):
+        tmp = tempfile.mkdtemp(prefix="parcagpu-names-")
+        try:
+            names = os.path.join(tmp, "names.txt")
+            with open(names, "w", encoding="utf-8") as f:
+                f.write("k_café\n_Z5k_addPfi\n")
+            with harness.Trace() as tr:
+                r = harness.run_mockapp(["--duration=1s", "--launch-rate=200", "--graph-rate=0",
+                                         "--kernel-names=" + names], env=harness.UNLIMITED)
+            tr.stop()
+            self.assertEqual(r.returncode, 0)
+            raw = tr.stdout.strip().splitlines()[-1]
+            self.assertIn('"k_café":', raw)  # UTF-8 as the program wrote it, no \\u00c3\\u00a9
+            self.assertNotIn("\\u00c3", raw)
+            byname = tr.result["kernels_by_name"]
+            self.assertIn("k_café", byname)
+            self.assertEqual(byname["k_café"]["matched"], byname["k_café"]["records"])
+            self.assertEqual(byname["_Z5k_addPfi"]["demangled"], "k_add(float*, int)")
+            print("\nJSON of the non-ASCII kernel name:",
+                  json.dumps({"k_café": byname["k_café"]}, ensure_ascii=False))
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+class Discovery(unittest.TestCase):
+    def lib_copy(self, tmp):
+        lib = os.path.join(tmp, "libgpuhook-%d.so" % os.getpid())  # a name and path no one knows
+        shutil.copy(harness.LIB, lib)
+        return lib
+
+    def test_pid_finds_the_library_whatever_its_path(self):
+        tmp = tempfile.mkdtemp(prefix="parcagpu-where-")
+        try:
+            lib = self.lib_copy(tmp)
+            app = harness.start_mockapp(["--duration=4s", "--launch-rate=500", "--graph-rate=50",
+                                         "--status-interval=100"], env=harness.UNLIMITED, lib=lib)
+            try:
+                deadline = time.time() + 30
+                while not app.lines and time.time() < deadline:  # loaded before the first status
+                    time.sleep(0.05)
+                tr = Consumer(["-p", str(app.pid), "--json"])
+                tr.proc.wait(timeout=60)  # ends with the process
+                tr.stop()
+            finally:
+                r = harness.finish_mockapp(app)
+            self.assertEqual(r.returncode, 0)
+            self.assertEqual(tr.proc.returncode, 0, tr.stderr)
+            self.assertIn("attached 11 probes to %s (found in process %d)" % (lib, app.pid), tr.stderr)
+            j = json.loads(tr.stdout.strip().splitlines()[-1])
+            self.assertEqual(j["libraries"], [lib])
+            self.assertGreater(j["kernels_matched"], 0)
+            self.assertEqual(j["orphan_kernels"], 0)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+    def test_cgroup_process_started_later_at_an_unknown_path(self):
+        root = cgroup2_root()
+        if not root:
+            self.skipTest("no cgroup2 file system mounted")
+        tmp = tempfile.mkdtemp(prefix="parcagpu-where-")
+        cg = os.path.join(root, "parcagpu-test-%d" % os.getpid())
+        os.mkdir(cg)
+        try:
+            lib = self.lib_copy(tmp)
+            tr = Consumer(["-c", cg, "--json"], ready=r"warning: no process in ")
+            self.assertRegex(tr._read(tr.err), r"warning: no process in %s has loaded a library with "
+                             r"parcagpu probes; waiting for one" % re.escape(cg))
+            # A process that starts after the tool, in the cgroup, loading the copy.
+            env = harness.base_env(harness.UNLIMITED)
+            p = subprocess.run(["sh", "-c", 'echo $$ > "$0/cgroup.procs" && exec "$@"', cg, harness.MOCKAPP,
+                                lib, "--duration=3s", "--launch-rate=500", "--graph-rate=50"],
+                               env=env, capture_output=True, text=True, timeout=120)
+            r = harness.MockRun(p, p.stdout, p.stderr)
+            tr.stop()
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertRegex(tr.stderr, r"attached 11 probes to %s \(found in process %d\)" %
+                             (re.escape(lib), r.summary["pid"]))
+            j = tr.result = json.loads(tr.stdout.strip().splitlines()[-1])
+            self.assertEqual(j["libraries"], [lib])
+            self.assertEqual(j["pids"], 1)
+            # Attached within the first mapping records' drain: most of the 3 s run is traced.
+            self.assertGreater(j["kernels_matched"], r.summary["kernels_run"] // 2, j)
+            self.assertEqual(j["orphan_kernels"], 0)
+            print("\ndiscovery:", [l for l in tr.stderr.splitlines() if "parcagpu-trace:" in l],
+                  "kernels_matched", j["kernels_matched"], "of", r.summary["kernels_run"])
+        finally:
+            os.rmdir(cg)
+            shutil.rmtree(tmp, ignore_errors=True)
+
+    def test_warns_when_nothing_matches(self):
+        tmp = tempfile.mkdtemp(prefix="parcagpu-where-")
+        try:
+            lib = self.lib_copy(tmp)
+            r = run_trace(["-l", lib, "-d", "300ms", "--json"])
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn("warning: no running process has loaded %s" % lib, r.stderr)
+            sleeper = subprocess.Popen(["sleep", "30"])
+            try:
+                r = run_trace(["-p", str(sleeper.pid), "-d", "300ms", "--json"])
+                self.assertIn("warning: process %d has not loaded a library with parcagpu probes "
+                              "(yet)" % sleeper.pid, r.stderr)
+                r = run_trace(["-l", lib, "-p", str(sleeper.pid), "-d", "300ms", "--json"])
+                self.assertIn("warning: process %d has not loaded %s (yet)" % (sleeper.pid, lib), r.stderr)
+            finally:
+                sleeper.kill()
+                sleeper.wait()
+            r = run_trace(["-l", "/nonexistent/libparcagpu.so"])
+            self.assertEqual(r.returncode, 1)
+            self.assertIn("cannot open /nonexistent/libparcagpu.so", r.stderr)
+            r = run_trace(["-l", "/bin/true"])
+            self.assertEqual(r.returncode, 1)
+            self.assertIn("has no USDT probes of provider 'parcagpu'", r.stderr)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+class Streams(unittest.TestCase):
+    def test_json_lines(self):
+        with Consumer(["-l", harness.LIB, "--json-lines"]) as tr:
+            r = harness.run_mockapp(["--duration=1s", "--launch-rate=500", "--graph-rate=50"],
+                                    env=harness.UNLIMITED)
+        tr.stop()
+        self.assertEqual(r.returncode, 0)
+        objs = [json.loads(l) for l in tr.stdout.splitlines()]
+        types = [o["type"] for o in objs]
+        self.assertEqual(types[0], "library")
+        self.assertEqual(types[-1], "summary")
+        stacks = set()
+        kernels = 0
+        for o in objs:
+            if o["type"] == "stack":
+                stacks.add(o["id"])
+                self.assertTrue(o["frames"])
+            elif o["type"] == "kernel":
+                kernels += 1
+                self.assertIn(o["stack_id"], stacks)  # each stack before its first kernel
+                self.assertEqual(o["gpu_ns"], o["end"] - o["start"])
+        summary = objs[-1]
+        self.assertEqual(kernels, summary["kernels_matched"])
+        self.assertEqual(summary["kernels_matched"], r.summary["kernels_run"])
+        with open(os.path.join(harness.BUILD, "generated", "parcagpu_version.h")) as f:
+            self.assertEqual(summary["version"], f.read().split('"')[1])
+
+    def test_intervals_then_exit(self):
+        app = harness.start_mockapp(["--duration=20s", "--launch-rate=300", "--graph-rate=30"])
+        try:
+            t0 = time.time()
+            r = run_trace(["-p", str(app.pid), "--json-lines", "1s", "3"])
+            elapsed = time.time() - t0
+        finally:
+            app.kill()
+            harness.finish_mockapp(app)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        objs = [json.loads(l) for l in r.stdout.splitlines()]
+        intervals = [o for o in objs if o["type"] == "interval"]
+        self.assertEqual(len(intervals), 3)
+        self.assertLess(elapsed, 15)  # COUNT ended it, not the app
+        for o in intervals:
+            self.assertGreaterEqual(o["seconds"], 1.0)
+            self.assertEqual(sum(s["kernels"] for s in o["gpu_time_by_stack"]), o["kernels"])
+        self.assertGreater(sum(o["kernels"] for o in intervals), 0)
+        self.assertEqual(objs[-1]["type"], "summary")
+        # The text form: one table per interval.
+        app = harness.start_mockapp(["--duration=20s", "--launch-rate=300", "--graph-rate=30"])
+        try:
+            r = run_trace(["-p", str(app.pid), "500ms", "2"])
+        finally:
+            app.kill()
+            harness.finish_mockapp(app)
+        self.assertEqual(len(re.findall(r"GPU time by launch stack, last \d", r.stdout)), 2, r.stdout)
+
+
+class CommandLine(unittest.TestCase):
+    def test_version_help_and_bad_arguments(self):
+        r = run_trace(["--version"])
+        self.assertEqual(r.returncode, 0)
+        self.assertRegex(r.stdout, r"^parcagpu-trace \d+\.\d+\.\d+\n")
+        r = run_trace(["--help"])
+        self.assertEqual(r.returncode, 0)
+        self.assertIn("EXAMPLES:", r.stdout)
+        self.assertIn("--svg=FILE", r.stdout)
+        for bad in (["-d", "ten"], ["-d", "5parsecs"], ["-p", "x"], ["--linger", "-1s"], ["1s", "0"],
+                    ["--ringbuf-mb", "3"], ["--json", "--json-lines"], ["--nope"]):
+            r = run_trace(bad)
+            self.assertEqual(r.returncode, 2, (bad, r.stderr))
+        r = run_trace(["-l", harness.LIB, "-d", "700ms", "--json"])  # a duration with a unit
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertAlmostEqual(json.loads(r.stdout)["duration_s"], 0.7, delta=0.5)
+
+
+class Capabilities(unittest.TestCase):
+    """What the tool says when it lacks privileges, checked by dropping capabilities (setpriv
+    bounds what root gets on exec)."""
+
+    def as_caps(self, caps):
+        if not shutil.which("setpriv"):
+            self.skipTest("setpriv (util-linux) not installed")
+        bounding = "-all" + "".join(",+" + c for c in caps)
+        return subprocess.run(["setpriv", "--bounding-set=" + bounding, "--inh-caps=-all", "--",
+                               harness.TRACE, "-l", harness.LIB, "-d", "200ms", "--json"],
+                              capture_output=True, text=True, timeout=60)
+
+    def test_messages_name_what_is_missing(self):
+        results = {}
+        r = self.as_caps([])
+        results["none"] = r
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("loading BPF programs needs CAP_BPF and CAP_PERFMON (or CAP_SYS_ADMIN); "
+                      "missing CAP_BPF, CAP_PERFMON", r.stderr)
+        r = self.as_caps(["bpf"])
+        results["bpf"] = r
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("missing CAP_PERFMON; this process has CAP_BPF", r.stderr)
+        r = self.as_caps(["bpf", "perfmon"])
+        results["bpf,perfmon"] = r
+        if r.returncode == 0:  # a kernel before commit ba677dbe77af: CAP_PERFMON suffices
+            self.assertRegex(r.stderr, r"attached \d+ probes")
+        else:
+            self.assertEqual(r.returncode, 1)
+            self.assertIn("this kernel requires CAP_SYS_ADMIN to attach uprobes", r.stderr)
+            self.assertIn("this process has CAP_BPF, CAP_PERFMON", r.stderr)
+        r = self.as_caps(["sys_admin"])
+        results["sys_admin"] = r
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertRegex(r.stderr, r"attached 11 probes")
+        r = self.as_caps(["bpf", "perfmon", "sys_admin"])
+        results["bpf,perfmon,sys_admin"] = r
+        self.assertEqual(r.returncode, 0, r.stderr)
+        print()
+        for caps, r in results.items():
+            print("caps {%s}: exit %d: %s" % (caps, r.returncode, r.stderr.strip().splitlines()[-1]
+                                               if r.stderr.strip() else ""))
+
+
+if __name__ == "__main__":
+    harness.main()

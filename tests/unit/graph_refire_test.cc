@@ -1,0 +1,57 @@
+// Re-firing stored graph_node_clone mappings for a late consumer: bounded chunks, nothing twice,
+// nothing stored after the attach (those were fired live).
+#include <gtest/gtest.h>
+
+#include "graph_tracker.h"
+
+namespace parcagpu {
+namespace {
+
+// A GraphData with no handles: the tracker stores a mapping without asking CUPTI anything, as
+// long as the CUPTI it was given has node ids at all (else a mapping links nothing to nothing).
+void clone_one(GraphTracker &g) {
+  CUpti_GraphData gd{};
+  g.on_node_cloned(&gd);
+}
+
+CUptiResult CUPTIAPI fake_node_id(CUgraphNode, uint64_t *id) {
+  *id = 1;
+  return CUPTI_SUCCESS;
+}
+
+CuptiApi cupti_with_node_ids() {
+  CuptiApi api;
+  api.cuptiGetGraphNodeId = &fake_node_id;
+  return api;
+}
+
+TEST(GraphRefire, InBoundedChunksUntilDone) {
+  const CuptiApi cupti = cupti_with_node_ids();
+  GraphTracker g(cupti, nullptr);
+  for (int i = 0; i < 5000; ++i) clone_one(g);
+  EXPECT_EQ(g.refire_some(1024), 0u) << "nothing to re-fire before a consumer attached";
+  g.begin_refire();
+  std::vector<size_t> chunks;
+  for (size_t n; (n = g.refire_some(1024)) > 0;) chunks.push_back(n);
+  EXPECT_EQ(chunks, (std::vector<size_t>{1024, 1024, 1024, 1024, 904}));
+}
+
+TEST(GraphRefire, OnlyWhatWasStoredBeforeTheAttach) {
+  const CuptiApi cupti = cupti_with_node_ids();
+  GraphTracker g(cupti, nullptr);
+  for (int i = 0; i < 100; ++i) clone_one(g);
+  g.begin_refire();
+  EXPECT_EQ(g.refire_some(60), 60u);
+  for (int i = 0; i < 50; ++i) clone_one(g);  // fired live to the new consumer already
+  EXPECT_EQ(g.refire_some(60), 40u);
+  EXPECT_EQ(g.refire_some(60), 0u);
+  EXPECT_EQ(g.clones_stored(), 150u);
+  // Another consumer: everything stored again, from the start.
+  g.begin_refire();
+  size_t total = 0;
+  for (size_t n; (n = g.refire_some(64)) > 0;) total += n;
+  EXPECT_EQ(total, 150u);
+}
+
+}  // namespace
+}  // namespace parcagpu

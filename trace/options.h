@@ -1,0 +1,39 @@
+// parcagpu-trace's command line (argp, as libbpf-tools parse theirs).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace parcagpu::trace {
+
+struct Options {
+  std::string lib;           // -l: this library file only ("" = every file with parcagpu notes)
+  int pid = -1;              // -p: this process only; stop when it exits
+  std::string cgroup;        // -c: tasks of this cgroup (v2 directory) only
+  double duration_s = 0;     // -d: 0 = until Ctrl-C / SIGTERM / -p's exit
+  double interval_s = 0;     // INTERVAL: a summary of the last interval every INTERVAL
+  long count = 0;            // COUNT: stop after COUNT intervals (0 = no limit)
+  bool json = false;         // the summary as one JSON object on stdout
+  bool json_lines = false;   // a JSON object per line: kernels, stacks, intervals, summary
+  bool kernels = false;      // -k: one line per matched kernel
+  bool verbose = false;      // -v
+  bool capture_sites = false;
+  bool pc = false;           // --pc: the PC sampling view (trace/pc_profile.h)
+  bool stacks = true;        // --no-stacks: no user stack at cuda_correlation
+  std::string folded_path;   // --folded FILE ("-" = stdout)
+  std::string svg_path;      // --svg FILE
+  size_t top = 10;           // -n: stacks in the tables
+  double linger_s = 2;       // --linger
+  double max_age_s = 30;     // --max-age: the joiner forgets what waited this long
+  size_t max_pending = 1 << 18;  // --max-pending: launches + kernels the joiner holds
+  uint32_t ringbuf_mb = 0;   // 0 = default: 16, or 64 with stacks and --capture-sites
+};
+
+// Parses argv; prints --help / --version and exits 0, or a message and exits 2 on bad input.
+Options parse_options(int argc, char **argv);
+
+// "10s", "500ms", "2m", "1h", "250us"; a bare number is seconds. False on anything else.
+bool parse_duration(const char *text, double *seconds);
+
+}  // namespace parcagpu::trace

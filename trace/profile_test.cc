@@ -1,0 +1,153 @@
+// Unit tests of GPU time by stack (no BPF): trace/profile.h, trace/flamegraph.h, the tables
+// of trace/report.h.
+#include <gtest/gtest.h>
+
+#include <regex>
+#include <string>
+
+#include "flamegraph.h"
+#include "profile.h"
+#include "report.h"
+
+namespace parcagpu::trace {
+namespace {
+
+Frame fr(const char *function, const char *file = "", int line = 0, bool inlined = false) {
+  Frame f;
+  f.function = function;
+  f.module = "app";
+  f.path = "/opt/app";
+  f.file = file;
+  f.line = line;
+  f.inlined = inlined;
+  return f;
+}
+
+struct Fixture {
+  StackTable stacks;
+  NameTable names;
+  GpuProfile p;
+  uint32_t train, eval, add, mul;
+  Fixture() {
+    // innermost first, as symbolized
+    train = stacks.intern({fr("model::step(int)", "/src/model.cc", 40), fr("train_loop()", "/src/main.cc", 10),
+                           fr("main", "/src/main.cc", 3)});
+    eval = stacks.intern({fr("model::eval()", "/src/model.cc", 90, true), fr("main", "/src/main.cc", 5)});
+    add = names.id("_Z5k_addPfi");
+    mul = names.id("_Z5k_mulPfi");
+    for (int i = 0; i < 3; ++i) p.add(train, add, 1000);
+    p.add(train, mul, 500);
+    p.add(eval, mul, 2000);
+    p.add(StackTable::kNone, add, 100);
+  }
+};
+
+TEST(ProfileTest, RowsByGpuTime) {
+  Fixture x;
+  EXPECT_EQ(x.p.total_ns(), 5600u);
+  EXPECT_EQ(x.p.total_kernels(), 6u);
+  EXPECT_EQ(x.p.stacks(), 3u);
+  const auto rows = x.p.rows();
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[0].stack_id, x.train);
+  EXPECT_EQ(rows[0].gpu_ns, 3500u);
+  EXPECT_EQ(rows[0].kernels, 4u);
+  ASSERT_EQ(rows[0].by_kernel.size(), 2u);
+  EXPECT_EQ(rows[0].by_kernel[0].kernel, x.add);
+  EXPECT_EQ(rows[0].by_kernel[0].gpu_ns, 3000u);
+  EXPECT_EQ(rows[1].stack_id, x.eval);
+  EXPECT_EQ(rows[2].stack_id, StackTable::kNone);
+  const auto top = summarize_stacks(x.p, x.stacks, x.names, 2);
+  ASSERT_EQ(top.size(), 2u);
+  EXPECT_EQ(top[0].frames.front(), "model::step (model.cc:40)");
+  EXPECT_EQ(top[0].by_kernel[0].kernel_demangled, "k_add(float*, int)");
+  EXPECT_EQ(top[1].frames.front(), "model::eval (model.cc:90) [inlined]");
+  EXPECT_EQ(summarize_stacks(x.p, x.stacks, x.names, 10)[2].frames,
+            std::vector<std::string>{"[no stack]"});
+}
+
+TEST(ProfileTest, FoldedStacksRootFirst) {
+  Fixture x;
+  const std::string folded = folded_text(folded_stacks(x.p, x.stacks, x.names));
+  EXPECT_EQ(folded,
+            "main;train_loop;model::step;[gpu] k_add 3000\n"
+            "main;train_loop;model::step;[gpu] k_mul 500\n"
+            "main;model::eval;[gpu] k_mul 2000\n"
+            "[no stack];[gpu] k_add 100\n");
+  // Every line: frames separated by ';', a space, an integer (flamegraph.pl's format).
+  const std::regex line("^[^ ;][^;]*(;[^;]+)* [0-9]+$");
+  size_t start = 0;
+  while (start < folded.size()) {
+    const size_t nl = folded.find('\n', start);
+    EXPECT_TRUE(std::regex_match(folded.substr(start, nl - start), line)) << folded.substr(start, nl - start);
+    start = nl + 1;
+  }
+}
+
+TEST(FlameGraphTest, WidthIsGpuTime) {
+  Fixture x;
+  FlameGraphOptions o;
+  o.width = 1020;  // 1000 px of graph between the 10 px margins
+  const std::string svg = flamegraph_svg(folded_stacks(x.p, x.stacks, x.names), o);
+  EXPECT_EQ(svg.rfind("<?xml", 0), 0u);
+  EXPECT_NE(svg.find("data-total-ns=\"5600\""), std::string::npos);
+  // One <g> per node of the merged tree: all, [no stack], main, train_loop, model::eval,
+  // model::step, and the kernels under them: 4 GPU leaves.
+  const std::regex frame_re("<g class=\"frame\" data-name=\"([^\"]*)\" data-kind=\"([a-z]+)\" "
+                            "data-value=\"([0-9]+)\" data-depth=\"([0-9]+)\"><title>[^<]*</title>"
+                            "<rect x=\"([0-9.]+)\" y=\"([0-9]+)\" width=\"([0-9.]+)\"");
+  std::map<std::string, std::tuple<std::string, uint64_t, int, double, int, double>> frames;
+  int gpu = 0;
+  for (auto it = std::sregex_iterator(svg.begin(), svg.end(), frame_re); it != std::sregex_iterator(); ++it) {
+    const auto &m = *it;
+    const std::string key = m[1].str() + "@" + m[4].str();
+    frames[key] = {m[2], std::stoull(m[3]), std::stoi(m[4]), std::stod(m[5]), std::stoi(m[6]), std::stod(m[7])};
+    gpu += m[2] == "gpu";
+  }
+  EXPECT_EQ(frames.size(), 10u) << svg;
+  EXPECT_EQ(gpu, 4);
+  for (const auto &[k, f] : frames) {
+    const auto &[kind, value, depth, xpos, y, w] = f;
+    EXPECT_NEAR(w, value * 1000.0 / 5600.0, 0.01) << k;  // width = GPU time
+    EXPECT_GE(xpos, 10.0);
+    EXPECT_LE(xpos + w, 1010.01);
+  }
+  // The root spans everything, at the bottom; a child sits one row above its parent.
+  const auto &root = frames.at("all@0");
+  EXPECT_EQ(std::get<1>(root), 5600u);
+  EXPECT_NEAR(std::get<5>(root), 1000.0, 0.01);
+  const auto &main = frames.at("main@1");
+  EXPECT_EQ(std::get<1>(main), 5500u);
+  EXPECT_EQ(std::get<4>(main), std::get<4>(root) - o.frame_height);
+  EXPECT_NE(svg.find("<title>[gpu] k_add (3.000 us, 53.57%)</title>"), std::string::npos);
+  // Names are escaped.
+  GpuProfile p;
+  StackTable st;
+  NameTable names;
+  p.add(st.intern({fr("ns::f<a&b>(int)")}), names.id("k\"<>"), 10);
+  const std::string esc = flamegraph_svg(folded_stacks(p, st, names), o);
+  EXPECT_NE(esc.find("data-name=\"ns::f&lt;a&amp;b&gt;\""), std::string::npos) << esc;
+  EXPECT_NE(esc.find("[gpu] k&quot;&lt;&gt;"), std::string::npos);
+  EXPECT_NE(flamegraph_svg({}, o).find("no GPU time recorded"), std::string::npos);
+}
+
+TEST(ReportTest, StackTableText) {
+  Fixture x;
+  char *buf = nullptr;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  print_stack_table(f, "GPU time by launch stack", summarize_stacks(x.p, x.stacks, x.names, 2),
+                    x.p.total_ns(), x.p.total_kernels(), x.p.stacks());
+  std::fclose(f);
+  const std::string out(buf, len);
+  std::free(buf);
+  EXPECT_NE(out.find("GPU time by launch stack: 5.600 us of GPU time in 6 kernels, 3 stacks, top 2 shown"),
+            std::string::npos) << out;
+  EXPECT_NE(out.find("#1      3.500 us   62.5%        4 kernels"), std::string::npos) << out;
+  EXPECT_NE(out.find("kernels       3.000 us        3  k_add(float*, int)"), std::string::npos) << out;
+  EXPECT_NE(out.find("stack     model::step (model.cc:40)"), std::string::npos) << out;
+  EXPECT_NE(out.find("          train_loop (main.cc:10)"), std::string::npos) << out;
+}
+
+}  // namespace
+}  // namespace parcagpu::trace

@@ -1,0 +1,105 @@
+#include "stacks.h"
+
+#include <cstring>
+
+namespace parcagpu::trace {
+
+uint32_t NameTable::id(std::string_view name) {
+  auto it = ids_.find(name);
+  if (it != ids_.end()) return it->second;
+  const uint32_t id = static_cast<uint32_t>(names_.size());
+  names_.push_back(Entry{std::string(name), {}, {}});
+  ids_.emplace(std::string(name), id);
+  return id;
+}
+
+const std::string &NameTable::demangled(uint32_t id) const {
+  const Entry &e = names_[id];
+  if (e.demangled.empty()) e.demangled = demangle(e.raw);
+  return e.demangled;
+}
+
+const std::string &NameTable::display(uint32_t id) const {
+  const Entry &e = names_[id];
+  if (e.display.empty()) e.display = e.raw.empty() ? "(no name)" : short_function_name(demangled(id));
+  return e.display;
+}
+
+namespace {
+bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
+}  // namespace
+
+bool is_mechanism_frame(const Frame &f, const std::vector<std::string> &library_paths) {
+  for (const std::string &lib : library_paths)
+    if (!lib.empty() && f.path == lib) return true;
+  return starts_with(f.module, "libparcagpu") || starts_with(f.module, "libcupti") ||
+         starts_with(f.module, "libcuda.so");
+}
+
+StackTable::StackTable(size_t max_stacks)
+    : max_(max_stacks < kFirstReal ? kFirstReal : max_stacks) {
+  stacks_.resize(kFirstReal);  // the pseudo stacks have no frames
+}
+
+const char *StackTable::pseudo_name(uint32_t id) {
+  if (id == kNone) return "[no stack]";
+  if (id == kOverflow) return "[stack table full]";
+  if (id == kMechanismOnly) return "[no user frames: walk ended in CUDA libraries]";
+  return nullptr;
+}
+
+uint32_t StackTable::intern(std::vector<Frame> frames) {
+  if (frames.empty()) return kNone;
+  std::string key;
+  for (const Frame &f : frames) {
+    key += f.function;
+    key += '|';
+    key += f.module;
+    key += '|';
+    key += f.file;
+    key += ':';
+    // Without a line, the offset tells call sites apart.
+    key += f.line > 0 ? std::to_string(f.line) : "+" + std::to_string(f.offset);
+    key += f.inlined ? "|i\n" : "\n";
+  }
+  auto it = ids_.find(key);
+  if (it != ids_.end()) return it->second;
+  if (stacks_.size() >= max_) {
+    ++overflowed_;
+    return kOverflow;
+  }
+  const uint32_t id = static_cast<uint32_t>(stacks_.size());
+  stacks_.push_back(std::move(frames));
+  ids_.emplace(std::move(key), id);
+  return id;
+}
+
+uint32_t StackResolver::resolve(uint32_t pid, const uint64_t *ips, size_t n) {
+  if (n == 0) return StackTable::kNone;
+  std::string key(sizeof pid + n * sizeof *ips, '\0');
+  std::memcpy(key.data(), &pid, sizeof pid);
+  std::memcpy(key.data() + sizeof pid, ips, n * sizeof *ips);
+  auto it = cache_.find(key);
+  if (it != cache_.end()) return it->second;
+  if (before_symbolize) before_symbolize();
+  std::vector<Frame> frames = sym_.symbolize_stack(pid, ips, n);
+  std::vector<Frame> kept;
+  kept.reserve(frames.size());
+  for (Frame &f : frames)
+    if (!is_mechanism_frame(f, libs_)) kept.push_back(std::move(f));
+  const uint32_t id = kept.empty() && !frames.empty() ? StackTable::kMechanismOnly
+                                                      : table_.intern(std::move(kept));
+  if (cache_.size() >= kMaxCached) cache_.clear();
+  cache_.emplace(std::move(key), id);
+  return id;
+}
+
+void StackResolver::forget(uint32_t pid) {
+  for (auto it = cache_.begin(); it != cache_.end();) {
+    uint32_t p;
+    std::memcpy(&p, it->first.data(), sizeof p);
+    it = p == pid ? cache_.erase(it) : std::next(it);
+  }
+}
+
+}  // namespace parcagpu::trace

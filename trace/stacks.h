@@ -1,0 +1,89 @@
+// Interned names and stacks, shared by the joiner, the GPU profile, capture sites and the
+// outputs: a kernel name or a symbolized stack is stored once and referred to by a small id.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "symbolizer.h"
+
+namespace parcagpu::trace {
+
+// Kernel names as the records carry them (mangled), with their demangled forms.
+class NameTable {
+ public:
+  uint32_t id(std::string_view name);
+  const std::string &raw(uint32_t id) const { return names_[id].raw; }
+  const std::string &demangled(uint32_t id) const;  // full signature
+  const std::string &display(uint32_t id) const;    // short: no parameters ("k_add")
+  size_t size() const { return names_.size(); }
+
+ private:
+  struct Entry {
+    std::string raw;
+    mutable std::string demangled, display;  // filled on first use
+  };
+  struct Hash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  std::vector<Entry> names_;
+  std::unordered_map<std::string, uint32_t, Hash, std::equal_to<>> ids_;
+};
+
+// The mechanism between the user's launch and the probe, not the user's code: frames in the
+// traced library (libparcagpu*, or any file given), in libcupti* and in libcuda.so*.
+bool is_mechanism_frame(const Frame &f, const std::vector<std::string> &library_paths);
+
+// Symbolized stacks (innermost first), interned. Three ids are pseudo stacks: kNone (taken
+// without stacks, or the ring buffer had no room for one), kOverflow (more than `max_stacks`
+// distinct stacks: counted in overflowed()) and kMechanismOnly (the frame-pointer walk ended
+// inside libcupti / libcuda / the library: code built without frame pointers, see README).
+class StackTable {
+ public:
+  static constexpr uint32_t kNone = 0;
+  static constexpr uint32_t kOverflow = 1;
+  static constexpr uint32_t kMechanismOnly = 2;
+  static constexpr uint32_t kFirstReal = 3;
+  explicit StackTable(size_t max_stacks = 1 << 16);
+  uint32_t intern(std::vector<Frame> frames);
+  const std::vector<Frame> &frames(uint32_t id) const { return stacks_[id]; }
+  // What a table shows for a stack: its pseudo name for the two special ids.
+  static const char *pseudo_name(uint32_t id);  // nullptr for real stacks
+  static bool is_pseudo(uint32_t id) { return id < kFirstReal; }
+  size_t size() const { return stacks_.size(); }
+  uint64_t overflowed() const { return overflowed_; }
+
+ private:
+  size_t max_;
+  std::vector<std::vector<Frame>> stacks_;
+  std::unordered_map<std::string, uint32_t> ids_;  // joined frame texts -> id
+  uint64_t overflowed_ = 0;
+};
+
+// Raw user stacks of a process -> stack ids: symbolized once per distinct (pid, addresses),
+// mechanism frames dropped. The cache is bounded and forgets a process when it is gone.
+class StackResolver {
+ public:
+  StackResolver(Symbolizer &sym, StackTable &table) : sym_(sym), table_(table) {}
+  void set_library_paths(std::vector<std::string> paths) { libs_ = std::move(paths); }
+  void add_library_path(const std::string &path) { libs_.push_back(path); }
+  // Called before a stack not seen yet is symbolized (to bring the mappings up to date).
+  std::function<void()> before_symbolize;
+  uint32_t resolve(uint32_t pid, const uint64_t *ips, size_t n);
+  void forget(uint32_t pid);
+  size_t cached() const { return cache_.size(); }
+
+ private:
+  static constexpr size_t kMaxCached = 1 << 16;
+  Symbolizer &sym_;
+  StackTable &table_;
+  std::vector<std::string> libs_;
+  std::unordered_map<std::string, uint32_t> cache_;  // pid + raw addresses -> id
+};
+
+}  // namespace parcagpu::trace

@@ -1,0 +1,398 @@
+#include "tracer.h"
+
+#include <algorithm>
+#include <cinttypes>
+#include <cstring>
+
+#include "parcagpu_version.h"
+
+namespace parcagpu::trace {
+namespace {
+
+std::string_view str(const char *s, size_t max) { return {s, strnlen(s, max)}; }
+
+Json frame_json(const Frame &f) {
+  Json j;
+  j["name"] = f.name();
+  j["function"] = f.function;
+  j["module"] = f.module;
+  if (!f.file.empty()) j["file"] = f.file;
+  if (f.line) j["line"] = f.line;
+  if (f.inlined) j["inlined"] = true;
+  return j;
+}
+
+bool write_file(const std::string &path, const std::string &text) {
+  if (path == "-") {
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    return true;
+  }
+  FILE *f = std::fopen(path.c_str(), "we");
+  if (!f) {
+    std::fprintf(stderr, "parcagpu-trace: cannot write %s: %s\n", path.c_str(), std::strerror(errno));
+    return false;
+  }
+  const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+  return std::fclose(f) == 0 && ok;
+}
+
+}  // namespace
+
+Tracer::Tracer(const Options &o)
+    : opt_(o),
+      resolver_(symbolizer_, stacks_),
+      joiner_(Joiner::Limits{o.max_pending, static_cast<uint64_t>(o.max_age_s * 1e9), 1 << 16}, this),
+      captures_(stacks_, joiner_.names()) {
+  resolver_.before_symbolize = [this] { drain_mapping_records(); };
+}
+
+int Tracer::handle(void *ctx, void *data, size_t size) {
+  static_cast<Tracer *>(ctx)->on_event(data, size);
+  return 0;
+}
+
+void Tracer::use_mapping_records(MmapTracker *m, MmapTracker::Hooks hooks) {
+  mmaps_ = m;
+  MmapTracker::Hooks h = std::move(hooks);
+  auto gone = h.gone;
+  h.gone = [this, gone](uint32_t pid) {
+    forget_process(pid);
+    if (gone) gone(pid);
+  };
+  hooks_ = std::move(h);
+}
+
+void Tracer::drain_mapping_records() {
+  if (mmaps_ && mmaps_->is_open()) mmaps_->drain(&symbolizer_, hooks_);
+}
+
+void Tracer::forget_process(uint32_t pid) {
+  resolver_.forget(pid);
+  captures_.forget(pid);
+  seen_pids_.erase(pid);
+}
+
+void Tracer::on_library(const std::string &path, const std::string &shown, uint32_t pid) {
+  resolver_.add_library_path(path);
+  if (shown != path) resolver_.add_library_path(shown);
+  if (opt_.json_lines) print_line(Json{{"type", "library"}, {"path", shown}, {"found_in_pid", pid}});
+}
+
+template <typename T>
+const T *Tracer::as(const void *data, size_t size) {
+  if (size >= sizeof(T)) return static_cast<const T *>(data);
+  ++malformed_;
+  return nullptr;
+}
+
+void Tracer::print_line(const Json &j) const {
+  const std::string line = json_line(j);
+  std::fwrite(line.data(), 1, line.size(), stdout);
+  std::fputc('\n', stdout);
+}
+
+uint32_t Tracer::resolve_stack(const pt_header &h, const pt_stack &s) {
+  if (s.bytes <= 0) return StackTable::kNone;
+  const size_t n = std::min<size_t>(static_cast<size_t>(s.bytes) / 8, PT_STACK_MAX);
+  return resolver_.resolve(h.pid, reinterpret_cast<const uint64_t *>(s.ips), n);
+}
+
+void Tracer::on_event(const void *data, size_t size) {
+  const auto *h = as<pt_header>(data, size);
+  if (!h) return;
+  if (!have_pid_ || h->pid != last_pid_) {
+    last_pid_ = h->pid;
+    have_pid_ = true;
+    if (seen_pids_.insert(h->pid).second) {
+      // A process already running at attach: its maps now, while it surely lives.
+      drain_mapping_records();
+      symbolizer_.note_process(h->pid);
+    }
+  }
+  switch (h->type) {
+    case PT_EV_CORRELATION:
+      if (const auto *e = as<pt_correlation_event>(data, size)) {
+        uint32_t stack = StackTable::kNone;
+        if (h->flags & PT_F_STACK) {
+          const auto *se = as<pt_correlation_stack_event>(data, size);
+          if (!se) return;
+          stack = resolve_stack(*h, se->stack);
+        }
+        joiner_.on_correlation(h->pid, e->correlation_id, e->signed_cbid, stack, h->ts_ns);
+        if (opt_.verbose)
+          std::fprintf(stderr, "[%u/%u] cuda_correlation corr=%u cbid=%d (%s) name=%s stack=%u\n", h->pid,
+                       h->tid, e->correlation_id, e->signed_cbid, api_name(e->signed_cbid), e->name, stack);
+      }
+      break;
+    case PT_EV_KERNEL:
+    case PT_EV_KERNEL_EXECUTED:
+      if (const auto *e = as<pt_kernel_event>(data, size)) on_kernel(*e);
+      break;
+    case PT_EV_ACTIVITY_BATCH:
+      if (const auto *e = as<pt_batch_event>(data, size)) {
+        joiner_.on_other(h->pid);
+        std::fprintf(stderr, "[%u/%u] activity_batch records=0x%" PRIx64 " count=%u kernels=%u other_kinds=%u unreadable=%u\n",
+                     h->pid, h->tid, static_cast<uint64_t>(e->records), e->count, e->kernels,
+                     e->other_kinds, e->unreadable);
+      }
+      break;
+    case PT_EV_ERROR:
+      if (const auto *e = as<pt_error_event>(data, size)) {
+        joiner_.on_error(h->pid);
+        std::fprintf(stderr, "parcagpu-trace: pid %u: library error %d [%s]: %s%s\n", h->pid, e->code,
+                     e->component, e->message, (h->flags & PT_F_MSG_FAULT) ? " (strings unreadable)" : "");
+        if (opt_.json_lines)
+          print_line(Json{{"type", "error"}, {"pid", h->pid}, {"code", e->code},
+                          {"component", str(e->component, sizeof e->component)},
+                          {"message", str(e->message, sizeof e->message)}});
+      }
+      break;
+    case PT_EV_GPU_CONFIG:
+      if (const auto *e = as<pt_gpu_config_event>(data, size)) {
+        joiner_.on_gpu_config(h->pid);
+        if (opt_.verbose)
+          std::fprintf(stderr, "[%u/%u] gpu_config device=%u sampling_factor=%u clock_khz=%u sm_count=%u\n",
+                       h->pid, h->tid, e->device_id, e->sampling_factor, e->clock_khz, e->sm_count);
+      }
+      break;
+    case PT_EV_GRAPH_CAPTURE:
+      if (const auto *e = as<pt_capture_event>(data, size)) on_capture(*e, data, size);
+      break;
+    case PT_EV_GRAPH_NODE_CLONE:
+      if (const auto *e = as<pt_clone_event>(data, size)) {
+        joiner_.on_other(h->pid);
+        captures_.on_clone(h->pid, e->original_node_id, e->cloned_node_id, e->exec_graph_id);
+        if (opt_.verbose)
+          std::fprintf(stderr, "[%u/%u] graph_node_clone original=%" PRIu64 " cloned=%" PRIu64 " exec_graph=%u\n",
+                       h->pid, h->tid, static_cast<uint64_t>(e->original_node_id),
+                       static_cast<uint64_t>(e->cloned_node_id), e->exec_graph_id);
+      }
+      break;
+    case PT_EV_CUBIN_LOADED:
+    case PT_EV_CUBIN_UNLOADED:
+    case PT_EV_STALL_REASON_MAP:
+    case PT_EV_PC_SAMPLE_BATCH:
+      if (const auto *e = as<pt_meta_event>(data, size)) on_meta(*e);
+      break;
+    default:
+      bool claimed = false;
+      for (const auto &v : views_) claimed |= v->wants(h->type);
+      if (!claimed) ++malformed_;
+  }
+  for (const auto &v : views_)
+    if (v->wants(h->type)) v->on_event(*h, data, size);
+}
+
+void Tracer::on_capture(const pt_capture_event &e, const void *data, size_t size) {
+  joiner_.on_other(e.h.pid);
+  uint32_t stack = StackTable::kNone;
+  if (e.h.flags & PT_F_STACK) {
+    const auto *se = as<pt_capture_stack_event>(data, size);
+    if (!se) return;
+    stack = resolve_stack(e.h, se->stack);
+  }
+  if (opt_.verbose)
+    std::fprintf(stderr, "[%u/%u] graph_capture_launch corr=%u cbid=%d (%s) graph=%u node=%" PRIu64 " name=%s stack=%u\n",
+                 e.h.pid, e.h.tid, e.correlation_id, e.signed_cbid, api_name(e.signed_cbid), e.graph_id,
+                 static_cast<uint64_t>(e.graph_node_id), e.name, stack);
+  captures_.on_capture(e.h.pid, e.correlation_id, e.signed_cbid, str(e.name, sizeof e.name), e.graph_id,
+                       e.graph_node_id, stack);
+}
+
+void Tracer::on_kernel(const pt_kernel_event &e) {
+  KernelRecord k;
+  k.pid = e.h.pid;
+  k.correlation_id = e.correlation_id;
+  k.device_id = e.device_id;
+  k.stream_id = e.stream_id;
+  k.graph_id = e.graph_id;
+  k.graph_node_id = e.graph_node_id;
+  k.start = e.start;
+  k.end = e.end;
+  k.seen_ns = e.h.ts_ns;
+  k.name = str(e.name, sizeof e.name);
+  if (e.h.type == PT_EV_KERNEL_EXECUTED) {  // verbose only: not a kernel source
+    std::fprintf(stderr, "[%u/%u] kernel_executed corr=%u graph=%u node=%" PRIu64 " name=%s\n", e.h.pid,
+                 e.h.tid, e.correlation_id, e.graph_id, static_cast<uint64_t>(e.graph_node_id), e.name);
+    joiner_.on_other(e.h.pid);
+    return;
+  }
+  // A graph kernel's capture site, whatever becomes of its launch: the tag carries its stack.
+  uint32_t tag = 0;
+  if (k.graph_id != 0) {
+    const uint32_t name = joiner_.names().id(k.name);
+    if (const CaptureSites::Site *site = captures_.on_graph_kernel(k.pid, k.graph_node_id, name, k.duration_ns()))
+      tag = site->stack_id + 1;
+  }
+  const Joiner::Match m = joiner_.on_kernel(k, tag);
+  if (opt_.verbose)
+    std::fprintf(stderr, "[%u/%u] kernel corr=%u dev=%u stream=%u graph=%u node=%" PRIu64 " %s name=%s\n",
+                 e.h.pid, e.h.tid, e.correlation_id, e.device_id, e.stream_id, e.graph_id,
+                 static_cast<uint64_t>(e.graph_node_id), m.matched ? "matched" : "waiting", e.name);
+}
+
+void Tracer::on_match(const Launch &l, const KernelRecord &k, uint32_t name_id, uint32_t tag) {
+  // Graph kernels go under their capture stack with --capture-sites (when they have one).
+  const uint32_t stack = opt_.capture_sites && tag > StackTable::kFirstReal ? tag - 1 : l.stack_id;
+  profile_.add(stack, name_id, k.duration_ns());
+  if (opt_.interval_s > 0) interval_profile_.add(stack, name_id, k.duration_ns());
+  if (opt_.kernels) {
+    std::string site;
+    if (const char *p = StackTable::pseudo_name(stack))
+      site = p;
+    else if (!stacks_.frames(stack).empty())
+      site = stacks_.frames(stack).front().text();
+    table_.row(k, l, joiner_.names().display(name_id), site);
+  }
+  if (opt_.json_lines) {
+    emit_stack(stack);
+    Json j;
+    j["type"] = "kernel";
+    j["pid"] = k.pid;
+    j["correlation_id"] = k.correlation_id;
+    j["cbid"] = l.signed_cbid;
+    j["api"] = api_name(l.signed_cbid);
+    j["kernel"] = joiner_.names().raw(name_id);
+    j["demangled"] = joiner_.names().demangled(name_id);
+    j["start"] = k.start;
+    j["end"] = k.end;
+    j["gpu_ns"] = k.duration_ns();
+    j["device"] = k.device_id;
+    j["stream"] = k.stream_id;
+    j["graph_id"] = k.graph_id;
+    j["graph_node_id"] = k.graph_node_id;
+    j["stack_id"] = stack;
+    print_line(j);
+  }
+}
+
+void Tracer::emit_stack(uint32_t id) {
+  if (!emitted_stacks_.insert(id).second) return;
+  Json j;
+  j["type"] = "stack";
+  j["id"] = id;
+  Json frames = Json::array();
+  if (const char *p = StackTable::pseudo_name(id))
+    frames.push_back(Json{{"name", p}});
+  else
+    for (const Frame &f : stacks_.frames(id)) frames.push_back(frame_json(f));
+  j["frames"] = std::move(frames);
+  print_line(j);
+}
+
+void Tracer::on_meta(const pt_meta_event &e) {
+  joiner_.on_other(e.h.pid);
+  const char *what = "";
+  switch (e.h.type) {
+    case PT_EV_CUBIN_LOADED: ++meta_.cubin_loaded; what = "cubin_loaded"; break;
+    case PT_EV_CUBIN_UNLOADED: ++meta_.cubin_unloaded; what = "cubin_unloaded"; break;
+    case PT_EV_STALL_REASON_MAP: ++meta_.stall_reason_maps; what = "stall_reason_map"; break;
+    case PT_EV_PC_SAMPLE_BATCH: ++meta_.pc_sample_batches; what = "pc_sample_batch"; break;
+  }
+  if (opt_.verbose)
+    std::fprintf(stderr, "[%u/%u] %s crc=0x%" PRIx64 " ptr=0x%" PRIx64 " size/count=%" PRIu64 "%s\n",
+                 e.h.pid, e.h.tid, what, static_cast<uint64_t>(e.crc), static_cast<uint64_t>(e.ptr),
+                 static_cast<uint64_t>(e.size), (e.h.flags & PT_F_BLOB_FAULT) ? " (blob unreadable)" : "");
+}
+
+void Tracer::begin_output() {
+  if (opt_.kernels && !opt_.json && !opt_.json_lines) table_.header();
+}
+
+void Tracer::print_interval(double seconds) {
+  const std::vector<StackSummary> rows = summarize_stacks(interval_profile_, stacks_, joiner_.names(), opt_.top);
+  if (opt_.json_lines) {
+    Json j;
+    j["type"] = "interval";
+    j["seconds"] = seconds;
+    j["gpu_ns"] = interval_profile_.total_ns();
+    j["kernels"] = interval_profile_.total_kernels();
+    Json stacks = Json::array();
+    for (const StackSummary &r : rows) {
+      emit_stack(r.stack_id);
+      Json ks = Json::array();
+      for (const StackKernelSummary &k : r.by_kernel)
+        ks.push_back({{"kernel", k.kernel}, {"gpu_ns", k.gpu_ns}, {"kernels", k.kernels}});
+      stacks.push_back({{"stack_id", r.stack_id}, {"gpu_ns", r.gpu_ns}, {"kernels", r.kernels}, {"by_kernel", ks}});
+    }
+    j["gpu_time_by_stack"] = std::move(stacks);
+    print_line(j);
+  } else if (!opt_.json) {
+    char title[96];
+    std::snprintf(title, sizeof title, "\nGPU time by launch stack, last %.1f s", seconds);
+    print_stack_table(stdout, title, rows, interval_profile_.total_ns(), interval_profile_.total_kernels(),
+                      interval_profile_.stacks());
+  }
+  std::fflush(stdout);
+  interval_profile_.clear();
+}
+
+Summary Tracer::summarize(const uint64_t st[PT_STAT_MAX], double duration,
+                          const std::vector<std::string> &libraries) const {
+  Summary sum = meta_;
+  joiner_.fill(&sum);
+  captures_.fill(&sum, opt_.capture_sites);
+  sum.ringbuf_drops = st[PT_STAT_RINGBUF_DROPS];
+  sum.read_errors = st[PT_STAT_READ_ERRORS];
+  sum.kernel_executed_events = st[PT_STAT_FIRE_KERNEL_EXECUTED];
+  sum.activity_batches = st[PT_STAT_FIRE_ACTIVITY_BATCH];
+  sum.batch_records_over_cap = st[PT_STAT_BATCH_OVER_CAP];
+  sum.records_other_kind = st[PT_STAT_RECORDS_OTHER_KIND];
+  sum.pc_sample_records = st[PT_STAT_PC_SAMPLE_RECORDS];
+  sum.stacks_dropped = st[PT_STAT_STACKS_DROPPED];
+  sum.stack_errors = st[PT_STAT_STACK_ERRORS];
+  sum.distinct_stacks = stacks_.size() - StackTable::kFirstReal;
+  sum.stack_table_overflows = stacks_.overflowed();
+  sum.gpu_ns_matched = profile_.total_ns();
+  sum.gpu_time_by_stack = summarize_stacks(profile_, stacks_, joiner_.names(), opt_.top);
+  sum.stacks_total = profile_.stacks();
+  sum.libraries = libraries;
+  sum.duration_s = duration;
+  sum.events_per_s = duration > 0 ? static_cast<double>(sum.events) / duration : 0;
+  if (malformed_) std::fprintf(stderr, "parcagpu-trace: %" PRIu64 " malformed ring-buffer events\n", malformed_);
+  if (opt_.verbose) {
+    std::fprintf(stderr, "parcagpu-trace: read errors: args %" PRIu64 ", record pointers %" PRIu64
+                 ", records %" PRIu64 ", strings %" PRIu64 ", stall blob %" PRIu64 "\n",
+                 st[PT_STAT_READ_ERR_ARG], st[PT_STAT_READ_ERR_RECORD_PTR], st[PT_STAT_READ_ERR_RECORD],
+                 st[PT_STAT_READ_ERR_STRING], st[PT_STAT_READ_ERR_BLOB]);
+    std::fprintf(stderr, "parcagpu-trace: ELF files opened for symbols %" PRIu64 ", stacks cached %zu\n",
+                 symbolizer_.files_loaded(), resolver_.cached());
+    if (mmaps_ && mmaps_->is_open())
+      std::fprintf(stderr, "parcagpu-trace: mapping records %" PRIu64 ", lost %" PRIu64 "\n", mmaps_->records(),
+                   mmaps_->lost());
+  }
+  return sum;
+}
+
+bool Tracer::report(const Summary &s) const {
+  if (opt_.json || opt_.json_lines) {
+    Json j;
+    if (opt_.json_lines) j["type"] = "summary";
+    j["version"] = PARCAGPU_VERSION;
+    j.update(summary_json(s));
+    for (const auto &v : views_) v->add_json(j);
+    print_line(j);
+  } else {
+    print_summary(stdout, s, opt_.verbose);
+    for (const auto &v : views_) v->print(stdout);
+  }
+  std::fflush(stdout);
+  bool ok = true;
+  if (!opt_.folded_path.empty() || !opt_.svg_path.empty()) {
+    const std::vector<FoldedStack> folded = folded_stacks(profile_, stacks_, joiner_.names());
+    if (!opt_.folded_path.empty()) ok &= write_file(opt_.folded_path, folded_text(folded));
+    if (!opt_.svg_path.empty()) {
+      FlameGraphOptions fo;
+      if (opt_.capture_sites) fo.title = "GPU time by launch stack (graph kernels by capture stack)";
+      char sub[256];
+      std::snprintf(sub, sizeof sub, "%s of GPU time in %" PRIu64 " kernels, %zu stack%s; parcagpu-trace %s",
+                    human_ns(s.gpu_ns_matched).c_str(), s.kernels_matched,
+                    static_cast<size_t>(s.stacks_total), s.stacks_total == 1 ? "" : "s", PARCAGPU_VERSION);
+      fo.subtitle = sub;
+      ok &= write_file(opt_.svg_path, flamegraph_svg(folded, fo));
+    }
+  }
+  return ok;
+}
+
+}  // namespace parcagpu::trace

@@ -1,0 +1,88 @@
+// Decodes parcagpu-trace's ring-buffer events and feeds everything that is done with them: the
+// joiner (kernels to launches), the stacks (symbolized once per distinct stack), capture sites,
+// the GPU profile (total and per interval), the live outputs (-k, --json-lines) and the views.
+// No BPF here: main hands it the events and the BPF counters.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include "capture_sites.h"
+#include "joiner.h"
+#include "mmap_tracker.h"
+#include "options.h"
+#include "parcagpu_trace.h"
+#include "profile.h"
+#include "report.h"
+#include "stacks.h"
+#include "symbolizer.h"
+#include "view.h"
+
+namespace parcagpu::trace {
+
+class Tracer : public MatchSink {
+ public:
+  explicit Tracer(const Options &o);
+
+  // BpfSession's ring-buffer callback (ctx = this).
+  static int handle(void *ctx, void *data, size_t size);
+  void on_event(const void *data, size_t size);
+
+  void add_view(std::unique_ptr<View> v) { views_.push_back(std::move(v)); }
+  // A library file was attached: its frames are mechanism, and --json-lines says so.
+  void on_library(const std::string &path, const std::string &shown, uint32_t pid);
+  // Mapping records go to the symbolizer (and `hooks`); drained before a new stack is
+  // symbolized, so that the mappings made before the launch are known.
+  void use_mapping_records(MmapTracker *m, MmapTracker::Hooks hooks);
+  void drain_mapping_records();
+  // A process gone for good: its caches.
+  void forget_process(uint32_t pid);
+
+  void begin_output();              // headers (-k)
+  void tick(uint64_t now_ns) { joiner_.tick(now_ns); }
+  void set_closing() { joiner_.set_closing(); }
+  const Joiner &joiner() const { return joiner_; }
+
+  // The last interval's GPU time by stack (text, or a JSON line), then a new interval.
+  void print_interval(double seconds);
+  // Everything at exit. `stats`: the BPF counters; `libraries`: the files attached to.
+  Summary summarize(const uint64_t stats[PT_STAT_MAX], double duration_s,
+                    const std::vector<std::string> &libraries) const;
+  // The reports: text or JSON on stdout, --folded, --svg. False when a file could not be written.
+  bool report(const Summary &s) const;
+
+  void on_match(const Launch &l, const KernelRecord &k, uint32_t name_id, uint32_t tag) override;
+
+ private:
+  template <typename T>
+  const T *as(const void *data, size_t size);
+  uint32_t resolve_stack(const pt_header &h, const pt_stack &s);
+  void on_kernel(const pt_kernel_event &e);
+  void on_capture(const pt_capture_event &e, const void *data, size_t size);
+  void on_meta(const pt_meta_event &e);
+  void emit_stack(uint32_t id);
+  void print_line(const Json &j) const;
+
+  const Options &opt_;
+  Symbolizer symbolizer_;
+  StackTable stacks_;
+  StackResolver resolver_;
+  Joiner joiner_;
+  CaptureSites captures_;
+  GpuProfile profile_, interval_profile_;
+  KernelTable table_{stdout};
+  MmapTracker *mmaps_ = nullptr;
+  MmapTracker::Hooks hooks_;
+  std::unordered_set<uint32_t> seen_pids_, emitted_stacks_;
+  uint32_t last_pid_ = 0;
+  bool have_pid_ = false;
+  Summary meta_;  // figures counted here rather than in the joiner
+  uint64_t malformed_ = 0;
+  std::vector<std::unique_ptr<View>> views_;
+};
+
+}  // namespace parcagpu::trace
