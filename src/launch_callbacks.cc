@@ -211,8 +211,8 @@ void LaunchCallbacks::unsubscribe() {
   if (!subscriber_) return;
   for (Role &r : roles_) {
     std::lock_guard<std::mutex> lock(r.toggle_mu);
-    r.state.store(pack(r.state.load() >> 8, kOff));
-    set_cbids_locked(r, false);
+    const uint64_t s = r.state.exchange(pack(r.state.load() >> 8, kOff));
+    if ((s & 0xff) != kOff) set_cbids_locked(r, false);  // kOff: they are off already
   }
   size_t failed = 0;
   CUptiResult first_failure = CUPTI_SUCCESS;
