@@ -361,9 +361,13 @@ extern "C" {
 CUptiResult cuptiActivityEnable(CUpti_ActivityKind kind) {
   MOCK_CUPTI_FAULT_POINT(cuptiActivityEnable);
   if (const CUptiResult r = check_kind(kind)) return error(r);
+  Stats::add(kActivityEnableCalls);
+  // As real CUPTI: kernel activity cannot be switched on while PC sampling is enabled.
+  if ((kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL || kind == CUPTI_ACTIVITY_KIND_KERNEL) &&
+      !g_kind_enabled[kind].load(std::memory_order_relaxed) && pc_sampling_enabled_anywhere())
+    return error(CUPTI_ERROR_NOT_COMPATIBLE);
   g_kind_enabled[kind].store(true, std::memory_order_relaxed);
   g_kind_ever_enabled[kind].store(true, std::memory_order_relaxed);
-  Stats::add(kActivityEnableCalls);
   return CUPTI_SUCCESS;
 }
 

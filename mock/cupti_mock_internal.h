@@ -126,6 +126,10 @@ void pc_module_loaded(uint32_t context_id, const void *cubin, size_t size);
 void pc_module_unloaded(uint32_t context_id);
 void pc_kernel_ran(const mockbridge::KernelRun *run);
 std::string pc_report_json();
+// PC sampling is enabled on some context. Real CUPTI (13.0, H100) then refuses to enable kernel
+// activity: cuptiActivityEnable(CONCURRENT_KERNEL) returns CUPTI_ERROR_NOT_COMPATIBLE (kernel
+// activity enabled before cuptiPCSamplingEnable stays on). docs/cupti-facts.md.
+bool pc_sampling_enabled_anywhere();
 
 // Callback side (cupti_mock.cc), for the report.
 std::string report_json();

@@ -336,6 +336,13 @@ std::string pc_report_json() {
   return buf;
 }
 
+bool pc_sampling_enabled_anywhere() {
+  std::lock_guard<std::mutex> lock(g_mu);
+  for (const auto &c : g_contexts)
+    if (c.second.enabled) return true;
+  return false;
+}
+
 }  // namespace mockcupti
 
 using namespace mockcupti;

@@ -129,6 +129,9 @@ bool ActivityCollector::cupti_enable_locked() {
 
 void ActivityCollector::cupti_disable_locked(bool force) {
   if (!cupti_on_) return;
+  // Held for PC sampling: once off, CUPTI would not let it on again (hold_on). At exit (force)
+  // PC sampling has been torn down before.
+  if (held_ && !force) return;
   const uint64_t now = monotonic_ns();
   if (!force && now < disable_retry_after_ns_) return;
   // Records of kernels launched before the disable are still delivered by later flushes.
@@ -146,6 +149,20 @@ void ActivityCollector::cupti_disable_locked(bool force) {
   cupti_on_ = false;
   std::lock_guard<std::mutex> s(stats_mu_);
   ++stats_.disables;
+}
+
+void ActivityCollector::hold_on(bool hold) {
+  std::lock_guard<std::mutex> lock(toggle_mu_);
+  if (hold == held_) return;
+  held_ = hold;
+  if (hold) {
+    if (cupti_enable_locked()) debug_log("kernel activity on while PC sampling is enabled");
+    return;
+  }
+  const bool wanted = enabled_.load(std::memory_order_relaxed) &&
+                      (config_.activity_mode == ActivityMode::WhileConsumer ||
+                       active_launches_ != 0 || sticky_);
+  if (!wanted) cupti_disable_locked();
 }
 
 void ActivityCollector::set_enabled(bool on) {

@@ -70,6 +70,12 @@ class ActivityCollector {
   bool launch_begin();
   void launch_end();
   bool enabled() const { return enabled_.load(std::memory_order_relaxed); }
+  // PC sampling is about to be enabled (true) or is disabled everywhere again (false). While PC
+  // sampling is enabled CUPTI refuses to enable kernel activity (CUPTI_ERROR_NOT_COMPATIBLE on
+  // an H100, docs/cupti-facts.md), but kernel activity enabled before stays on: so it is
+  // switched on here, before, and left on until PC sampling is off again. Called by the PC
+  // sampler, on an application thread at a launch.
+  void hold_on(bool hold);
   // Asks the flusher thread to flush soon (from the launch path: never flush there).
   void request_flush();
   // Flushes everything, forced, on the calling thread; stops the flusher and disables activity.
@@ -112,6 +118,7 @@ class ActivityCollector {
 
   std::mutex toggle_mu_;
   bool cupti_on_ = false;          // CUPTI's CONCURRENT_KERNEL activity is enabled
+  bool held_ = false;              // hold_on: kept on while PC sampling is enabled
   uint32_t active_launches_ = 0;   // AroundLaunch: announced launches inside their API call
   bool sticky_ = false;            // AroundLaunch at a high announced rate: left on
   uint64_t last_begin_ns_ = 0;

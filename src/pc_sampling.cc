@@ -291,6 +291,8 @@ void PcSampler::close_window(uint64_t now) {
 
 bool PcSampler::enable(Context &c) {
   CUpti_PCSamplingEnableParams p{CUpti_PCSamplingEnableParamsSize, nullptr, c.ctx};
+  // Kernel activity first: CUPTI will not enable it while PC sampling is.
+  if (!any_enabled_.load(std::memory_order_relaxed) && activity_hold_) activity_hold_(true);
   const uint64_t t0 = monotonic_ns();
   const CUptiResult r = cupti_.cuptiPCSamplingEnable(&p);
   if (r != CUPTI_SUCCESS) {
@@ -496,6 +498,7 @@ void PcSampler::teardown(Context &c, bool publish) {
   bool any = false;
   for (auto &o : contexts_) any |= o->enabled;
   any_enabled_.store(any, std::memory_order_release);
+  if (!any && activity_hold_) activity_hold_(false);
   if (r != CUPTI_SUCCESS) return fail("cuptiPCSamplingDisable", r);
   stats_.disables++;
   // Disable puts what was left into the configured buffer.
@@ -534,6 +537,7 @@ void PcSampler::fail(const char *call, CUptiResult r) {
   drain_pending_.store(false, std::memory_order_release);
   window_ctx_ = nullptr;
   any_enabled_.store(false, std::memory_order_release);
+  if (activity_hold_) activity_hold_(false);
   g_enabled_gen.fetch_add(1, std::memory_order_acq_rel);
 }
 

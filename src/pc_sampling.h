@@ -35,6 +35,7 @@
 #include <cupti.h>
 
 #include <atomic>
+#include <functional>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -71,6 +72,9 @@ class PcSampler {
   // Whether PC sampling can run here (config, CUPTI entry points and version); says why not,
   // once. Cubins are tracked either way.
   void init();
+  // Called with true before PC sampling is first enabled and with false once it is disabled
+  // everywhere (ActivityCollector::hold_on): kernel activity must be on before.
+  void set_kernel_activity_hold(std::function<void(bool)> hold) { activity_hold_ = std::move(hold); }
   bool usable() const { return usable_.load(std::memory_order_relaxed); }
 
   // PC sampling runs while a consumer is attached to pc_sample_batch and the launch path is
@@ -128,6 +132,7 @@ class PcSampler {
   bool stall_built_ = false;
   bool stall_map_fired_ = false;
 
+  std::function<void(bool)> activity_hold_;
   std::atomic<bool> usable_{false};
   std::atomic<bool> any_enabled_{false};
   std::atomic<bool> window_open_{false};

@@ -62,6 +62,7 @@ bool Profiler::start() {
   graphs_ = std::make_unique<GraphTracker>(cupti_, have_cuda_ ? &cuda_ : nullptr);
   activity_ = std::make_unique<ActivityCollector>(cupti_, config_, *tracker_, *graphs_);
   activity_->set_launch_counts(&launch_counts);
+  pc_->set_kernel_activity_hold([a = activity_.get()](bool on) { a->hold_on(on); });
   callbacks_ = std::make_unique<LaunchCallbacks>(cupti_, config_, *tracker_, *graphs_,
                                                  *activity_, pc_.get());
   // The subscription first: CUPTI takes one subscriber, so a refusal (another CUPTI client in
