@@ -53,7 +53,14 @@ uint32_t PcRateController::should_open(uint64_t now_ns) {
 }
 
 void PcRateController::on_window_closed(uint64_t start_ns, uint64_t end_ns, uint32_t /*launches*/) {
-  const uint64_t spent = end_ns > start_ns ? end_ns - start_ns : 0;
+  // A window is closed at the first launch after max_window_ns; time past that is time no launch
+  // entered (the application was setting up, synchronizing, loading modules: the first window
+  // after an enable also carries CUPTI's first Start), which sampling did not make dearer. On
+  // the H100 an uncapped first window of 318 ms kept the next one 15 s away (one window per
+  // short process). So the duty is charged at most 1.25 max_window_ns per window (the quarter:
+  // a window ordinarily overruns its length by up to one launch).
+  const uint64_t spent = std::min<uint64_t>(end_ns > start_ns ? end_ns - start_ns : 0,
+                                            p_.max_window_ns + p_.max_window_ns / 4);
   // Time budget: a window that took `spent` is followed by at least spent * (1/duty - 1).
   const double duty = std::clamp(p_.max_duty, 1e-6, 1.0);
   const double gap = std::max(static_cast<double>(p_.min_gap_ns), spent * (1.0 / duty - 1.0));

@@ -48,6 +48,19 @@ TEST(PcRateController, WindowTimeStaysUnderTheDutyCap) {
   EXPECT_LE(c.next_open_ns(), 10 * kMs + 1485 * kMs);
 }
 
+TEST(PcRateController, AWindowOverrunningItsLengthIsChargedItsLengthOnly) {
+  // A first window that lasted 318 ms (CUPTI's first Start, lazy loading) must not keep the next
+  // one 15 s away: charged 1.25 max_window_ns (62.5 ms), the gap is 0.5..1.5 * 49 * 62.5 ms.
+  PcRateController::Params p;
+  p.target_rate = 1e6;
+  PcRateController c(p, 0, 7);
+  ASSERT_GT(c.should_open(0), 0u);
+  c.on_window_closed(0, 318 * kMs, 1);
+  c.on_samples(100, 1);
+  EXPECT_LE(c.next_open_ns(), 318 * kMs + 4594 * kMs);
+  EXPECT_GE(c.next_open_ns(), 318 * kMs + 1531 * kMs);
+}
+
 TEST(PcRateController, WindowLengthFollowsSamplesPerLaunch) {
   PcRateController::Params p;
   p.target_rate = 100;
