@@ -455,13 +455,18 @@ void LaunchCallbacks::on_enter(CbDomain domain, uint32_t cbid, const CUpti_Callb
   t.captured = false;
   t.counted = false;
   // PC sampling's windows open and close at launch entries, announced or not.
-  if (pc_on_.load(std::memory_order_relaxed)) pc_->on_launch_enter(cb->context, coarse_ns());
+  bool in_pc_window = false;
+  if (pc_on_.load(std::memory_order_relaxed)) {
+    pc_->on_launch_enter(cb->context, coarse_ns());
+    in_pc_window = pc_->window_open();
+  }
   t.windowed = (state & 0xff) == kOpen;
-  t.announce = admit(r, state, cb->correlationId);
+  t.announce = admit(r, state, cb->correlationId, in_pc_window);
   if (t.announce) begin_announced(r, state, cb);
 }
 
-bool LaunchCallbacks::admit(Role &r, uint64_t state, uint32_t correlation_id) {
+bool LaunchCallbacks::admit(Role &r, uint64_t state, uint32_t correlation_id,
+                            bool in_pc_window) {
   const uint8_t phase = state & 0xff;
   if (phase != kOpen && phase != kContinuous) return false;
   if (usdt::correlation_consumers() == 0) return false;  // left; the watcher follows
@@ -473,7 +478,9 @@ bool LaunchCallbacks::admit(Role &r, uint64_t state, uint32_t correlation_id) {
     r.claim_corr.store(correlation_id, std::memory_order_relaxed);
     return true;
   }
-  if (!r.gate.try_take(coarse_ns())) {
+  // A launch PC sampling samples is announced past the rate gate: samples of an unannounced
+  // launch hang under no stack. Windows are few (PcRateController) and span at most 32 launches.
+  if (!in_pc_window && !r.gate.try_take(coarse_ns())) {
     stats_.rate_limited.fetch_add(1, std::memory_order_relaxed);
     return false;
   }

@@ -133,7 +133,8 @@ class LaunchCallbacks : public ConsumerWatcher::Client {
   // Out of line and cold: the announced launches' work is one launch in thousands at the default
   // rates (scripts/callgrind-launch-cost.sh also tells it from the rest of the launch path by
   // these functions).
-  bool admit(Role &r, uint64_t state, uint32_t correlation_id);
+  // in_pc_window: PC sampling samples this launch; announced whatever the rate limits say.
+  bool admit(Role &r, uint64_t state, uint32_t correlation_id, bool in_pc_window);
   __attribute__((noinline, cold)) void begin_announced(Role &r, uint64_t state,
                                                        const CUpti_CallbackData *cb);
   __attribute__((noinline, cold)) void end_announced(Role &r, uint64_t epoch, CbDomain domain,

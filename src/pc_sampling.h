@@ -89,6 +89,9 @@ class PcSampler {
   // PC sampling is enabled on some context and only a launch callback can turn it off: launch
   // callbacks must keep coming (to on_launch_enter) until this is false, also after every
   // consumer has gone. Lock-free.
+  // A window is open: launches entering now are sampled (LaunchCallbacks announces them whatever
+  // the rate limits say, so their samples hang under a launch stack).
+  bool window_open() const { return window_open_.load(std::memory_order_relaxed); }
   bool needs_launch_path() const { return any_enabled_.load(std::memory_order_relaxed); }
 
   // The outermost launch API call of this thread enters / leaves (launch callbacks, context
@@ -142,6 +145,9 @@ class PcSampler {
   std::atomic<uint32_t> window_launches_{0};
   std::atomic<uint32_t> window_limit_{0};
   uint64_t window_start_ns_ = 0;
+  // Launches still to let pass before the next window opens (-1: not drawn yet), and its dice.
+  int32_t open_skip_ = -1;
+  uint64_t skip_rng_ = 0x9E3779B97F4A7C15ull;
   Context *window_ctx_ = nullptr;
 
   // The gate: threads inside a launch call (counted only while PC sampling is enabled), and

@@ -74,6 +74,24 @@ class NoConsumerNoCost(unittest.TestCase):
         self.assertNotIn("GPU_CONFIG", bt.stdout)
 
 
+class SamplesHangUnderAnnouncedLaunches(unittest.TestCase):
+    def test_launches_in_a_window_are_announced_at_default_rates(self):
+        # Default rate limits: most launches are not announced. The ones PC sampling samples must
+        # be, or the agent has no stack to hang their samples under.
+        with harness.AgentConsumer() as ac:
+            r = harness.run_mockapp(["--duration=4s", "--launch-rate=2000", "--graph-rate=200",
+                                     "--threads=2"])
+        ac.stop()
+        self.assertEqual(r.returncode, 0, r.stderr[-2000:])
+        s = r.summary
+        p = ac.process(s["pid"])
+        ids = p["pc_samples"]["correlation_ids"]
+        self.assertLess(sum(p["correlations_by_cbid"].values()), s["launches"] / 2,
+                        "the rate limits are not in force: nothing to show")
+        self.assertGreater(ids["announced"], 0, p["pc_samples"])
+        self.assertEqual(ids["unannounced"], 0, p["pc_samples"])
+
+
 class AttachDetach(unittest.TestCase):
     def test_detach_tears_down_and_a_later_consumer_gets_the_metadata_again(self):
         env = dict(harness.UNLIMITED, PARCAGPU_DEBUG="1")
