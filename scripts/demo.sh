@@ -72,8 +72,9 @@ secs=$(echo "$DEMO_ARGS" | sed -n 's/.*--duration=\([0-9]*\)s*\( .*\)*$/\1/p'); 
 split=$(echo "$summary" | sed -n 's/.*launches announced [0-9]* (\([^)]*\)).*/\1/p')
 echo "== announced ${announced:-0} of $launches launches ($split)."
 echo "   By design: the library announces at most $EAGER_LIMIT eager and $GRAPH_LIMIT graph launches per"
-echo "   second per thread (PARCAGPU_RATE_LIMIT, PARCAGPU_GRAPH_RATE_LIMIT; a second's burst on top),"
-echo "   and collects GPU timing only for announced launches: a sample of the launches, at low cost."
+echo "   second in the whole process (PARCAGPU_RATE_LIMIT, PARCAGPU_GRAPH_RATE_LIMIT; a second's burst on"
+echo "   top), plus the few launches PC sampling samples, and collects GPU timing only for announced"
+echo "   launches: a sample of the launches, at low cost."
 echo "== matched ${matched:-0} of ${records:-0} kernel records to their launch; $(grep -m1 "  lost:" "$log" | sed 's/^ *//')"
 echo "== GPU time by launch stack, as parcagpu-trace prints it (top 3):"
 sed -n '/^GPU time by launch stack/,$p' "$log" | sed 's/^/   /'
