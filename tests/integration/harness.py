@@ -296,6 +296,20 @@ class Bpftrace(_Consumer):
         return counts
 
 
+def _stop_with_json_result(consumer, base_stop, timeout):
+    """Stops a consumer whose last stdout line is its JSON summary and keeps it as `result`."""
+    if consumer.out.closed:
+        return consumer
+    base_stop(timeout)
+    try:
+        consumer.result = json.loads(consumer.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        raise AssertionError("%s printed no JSON:\n%s\n%s" % (
+            os.path.basename(consumer.proc.args[0]), consumer.stdout[-2000:],
+            consumer.stderr[-2000:]))
+    return consumer
+
+
 class Trace(_Consumer):
     """build/bin/parcagpu-trace --json, system-wide or on one pid."""
     ready_pattern = r"parcagpu-trace: attached \d+ probes"
@@ -307,15 +321,7 @@ class Trace(_Consumer):
         super().__init__(cmd)
 
     def stop(self, timeout=60):
-        if self.out.closed:
-            return self
-        super().stop(timeout)
-        try:
-            self.result = json.loads(self.stdout.strip().splitlines()[-1])
-        except (ValueError, IndexError):
-            raise AssertionError("parcagpu-trace printed no JSON:\n%s\n%s" % (
-                self.stdout[-2000:], self.stderr[-2000:]))
-        return self
+        return _stop_with_json_result(self, super().stop, timeout)
 
 
 class AgentConsumer(_Consumer):
@@ -331,15 +337,7 @@ class AgentConsumer(_Consumer):
         super().__init__(cmd)
 
     def stop(self, timeout=60):
-        if self.out.closed:
-            return self
-        super().stop(timeout)
-        try:
-            self.result = json.loads(self.stdout.strip().splitlines()[-1])
-        except (ValueError, IndexError):
-            raise AssertionError("agent-consumer printed no JSON:\n%s\n%s" % (
-                self.stdout[-2000:], self.stderr[-2000:]))
-        return self
+        return _stop_with_json_result(self, super().stop, timeout)
 
     def process(self, pid):
         """The summary of one process; a process the consumer never heard from has none."""
