@@ -277,16 +277,24 @@ void PcSampler::do_work(CUcontext ctx, bool want, uint64_t /*coarse_now*/) {
     return;
   }
   open_skip_ = -1;
+  // Exclusive, as Stop: a launch of another thread that is inside its call now was told no window
+  // is open (so it is not announced for it), and its kernel must not be sampled either; a launch
+  // entering after this sees the window open. (Start itself needs no idle GPU, P6.)
+  if (!exclusive_begin()) return;
   CUpti_PCSamplingStartParams p{CUpti_PCSamplingStartParamsSize, nullptr, c->ctx};
   const CUptiResult r = cupti_.cuptiPCSamplingStart(&p);
-  if (r != CUPTI_SUCCESS) return fail("cuptiPCSamplingStart", r);
+  if (r != CUPTI_SUCCESS) {
+    exclusive_end();
+    return fail("cuptiPCSamplingStart", r);
+  }
   window_ctx_ = c;
   window_limit_.store(n, std::memory_order_relaxed);
   window_start_ns_ = now;
   window_launches_.store(0, std::memory_order_relaxed);
   window_deadline_ns_.store(coarse_ns() + controller_->params().max_window_ns,
                             std::memory_order_relaxed);
-  window_open_.store(true, std::memory_order_release);
+  window_open_.store(true, std::memory_order_seq_cst);
+  exclusive_end();
   stats_.windows++;
 }
 
