@@ -6,6 +6,8 @@
 #include <map>
 #include <memory>
 
+#include "report.h"  // human_ns
+
 namespace parcagpu::trace {
 namespace {
 
@@ -60,17 +62,6 @@ std::string color(const Node &n) {
   }
   char buf[32];
   std::snprintf(buf, sizeof buf, "rgb(%d,%d,%d)", r, g, b);
-  return buf;
-}
-
-std::string human_ns(uint64_t ns) {
-  char buf[32];
-  if (ns >= 1000000000ull)
-    std::snprintf(buf, sizeof buf, "%.3f s", ns * 1e-9);
-  else if (ns >= 1000000ull)
-    std::snprintf(buf, sizeof buf, "%.3f ms", ns * 1e-6);
-  else
-    std::snprintf(buf, sizeof buf, "%.3f us", ns * 1e-3);
   return buf;
 }
 
