@@ -296,18 +296,46 @@ class Bpftrace(_Consumer):
         return counts
 
 
+def _last_line_json(consumer):
+    """A stopped consumer's last stdout line, its JSON summary."""
+    try:
+        return json.loads(consumer.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        raise AssertionError("%s printed no JSON:\n%s\n%s" % (
+            os.path.basename(consumer.proc.args[0]), consumer.stdout[-2000:],
+            consumer.stderr[-2000:]))
+
+
 def _stop_with_json_result(consumer, base_stop, timeout):
     """Stops a consumer whose last stdout line is its JSON summary and keeps it as `result`."""
     if consumer.out.closed:
         return consumer
     base_stop(timeout)
-    try:
-        consumer.result = json.loads(consumer.stdout.strip().splitlines()[-1])
-    except (ValueError, IndexError):
-        raise AssertionError("%s printed no JSON:\n%s\n%s" % (
-            os.path.basename(consumer.proc.args[0]), consumer.stdout[-2000:],
-            consumer.stderr[-2000:]))
+    consumer.result = _last_line_json(consumer)
     return consumer
+
+
+class TraceTool(_Consumer):
+    """build/bin/parcagpu-trace with any arguments; ready when it says it attached (or `ready`).
+    After stop(), last_json() is its last output line as JSON."""
+    ready_pattern = r"parcagpu-trace: attached \d+ probes"
+
+    def __init__(self, args, ready=None):
+        if ready:
+            self.ready_pattern = ready
+        super().__init__([TRACE] + list(args))
+
+    def last_json(self):
+        return _last_line_json(self)
+
+
+def cgroup2_root():
+    """Where the cgroup v2 file system is mounted, or None."""
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            if " - cgroup2 " in line:
+                return line.split()[4]
+    return None
 
 
 class Trace(_Consumer):

@@ -17,14 +17,6 @@ import harness
 MECHANISM = re.compile(r"\((libparcagpu[^)]*|libcupti[^)]*|libcuda\.so[^)]*)\)$")
 
 
-class TraceText(harness._Consumer):
-    """parcagpu-trace without --json: the live table and the human summary."""
-    ready_pattern = r"parcagpu-trace: attached \d+ probes"
-
-    def __init__(self, extra=(), lib=harness.LIB):
-        super().__init__([harness.TRACE, "-l", os.path.abspath(lib)] + list(extra))
-
-
 class CaptureSites(unittest.TestCase):
     def traced(self, scenarios, trace_args=("--capture-sites",), lib=harness.LIB):
         with harness.Trace(extra=list(trace_args), lib=lib) as tr:
@@ -85,7 +77,7 @@ class CaptureSites(unittest.TestCase):
         self.assertEqual(j["orphan_kernels"], 0)
 
     def test_live_table_and_summary(self):
-        with TraceText(extra=["--capture-sites", "-k"]) as tr:
+        with harness.TraceTool(["-l", os.path.abspath(harness.LIB), "--capture-sites", "-k"]) as tr:
             r = harness.run_mockapp(["--scenario=capture"], env=harness.UNLIMITED)
         tr.stop()
         self.assertEqual(r.returncode, 0)

@@ -12,7 +12,6 @@
   --json-lines' summary; the PC view attached to libraries found without -l (by -p, or in a
   cgroup by a process that starts later) and kept out of processes outside -c's cgroup.
 """
-import json
 import os
 import re
 import shutil
@@ -213,31 +212,6 @@ class BadValues(unittest.TestCase):
         self.assertGreater(trace.result["kernels_matched"], 0)
 
 
-def cgroup2_root():
-    with open("/proc/self/mountinfo") as f:
-        for line in f:
-            if " - cgroup2 " in line:
-                return line.split()[4]
-    return None
-
-
-class Tool(harness._Consumer):
-    """parcagpu-trace with any arguments; ready when it says it attached (or `ready`)."""
-    ready_pattern = r"parcagpu-trace: attached \d+ probes"
-
-    def __init__(self, args, ready=None):
-        if ready:
-            self.ready_pattern = ready
-        super().__init__([harness.TRACE] + list(args))
-
-    def last_json(self):
-        try:
-            return json.loads(self.stdout.strip().splitlines()[-1])
-        except (ValueError, IndexError):
-            raise AssertionError("parcagpu-trace printed no JSON:\n%s\n%s" % (
-                self.stdout[-2000:], self.stderr[-2000:]))
-
-
 class PcViewInTheTool(unittest.TestCase):
     """parcagpu-trace --pc through the tool's own structure: reports, discovery, cgroup."""
 
@@ -275,7 +249,7 @@ class PcViewInTheTool(unittest.TestCase):
         self.assertEqual(pc["malformed_events"], 0)
 
     def test_text_report_has_the_pc_section(self):
-        tool = Tool(["-l", self.lib, "--pc", "-n", "2"])
+        tool = harness.TraceTool(["-l", self.lib, "--pc", "-n", "2"])
         r = harness.run_mockapp(["--duration=1.5s", "--launch-rate=300", "--graph-rate=60"],
                                 env=harness.UNLIMITED, lib=self.lib)
         tool.stop()
@@ -294,7 +268,7 @@ class PcViewInTheTool(unittest.TestCase):
         self.assertRegex(out, r"\n +\+0x[0-9a-f]{4} +\d+ +\d+\.\d% +[a-z_]+ +\S*pc_kernels\.cu:\d+\n")
 
     def test_json_lines_summary_has_the_pc_section(self):
-        tool = Tool(["-l", self.lib, "--pc", "--json-lines"])
+        tool = harness.TraceTool(["-l", self.lib, "--pc", "--json-lines"])
         r = harness.run_mockapp(["--duration=1.5s", "--launch-rate=300", "--graph-rate=60"],
                                 env=harness.UNLIMITED, lib=self.lib)
         tool.stop()
@@ -310,7 +284,7 @@ class PcViewInTheTool(unittest.TestCase):
             deadline = time.time() + 30
             while not app.lines and time.time() < deadline:  # the library is loaded by then
                 time.sleep(0.05)
-            tool = Tool(["-p", str(app.pid), "--pc", "--json"])
+            tool = harness.TraceTool(["-p", str(app.pid), "--pc", "--json"])
             tool.proc.wait(timeout=60)  # ends with the process
             tool.stop()
         finally:
@@ -323,7 +297,7 @@ class PcViewInTheTool(unittest.TestCase):
         self.assert_pc_of(j["pc"], app.pid)
 
     def cgroup(self):
-        root = cgroup2_root()
+        root = harness.cgroup2_root()
         if not root:
             self.skipTest("no cgroup2 file system mounted")
         cg = os.path.join(root, "parcagpu-pc-test-%d" % os.getpid())
@@ -333,7 +307,7 @@ class PcViewInTheTool(unittest.TestCase):
 
     def test_found_in_a_cgroup_by_a_process_that_starts_later(self):
         cg = self.cgroup()
-        tool = Tool(["-c", cg, "--pc", "--json"], ready=r"warning: no process in ")
+        tool = harness.TraceTool(["-c", cg, "--pc", "--json"], ready=r"warning: no process in ")
         env = harness.base_env(harness.UNLIMITED)
         p = subprocess.run(["sh", "-c", 'echo $$ > "$0/cgroup.procs" && exec "$@"', cg, harness.MOCKAPP,
                             self.lib, "--duration=3s", "--launch-rate=300", "--graph-rate=60"],
@@ -352,7 +326,7 @@ class PcViewInTheTool(unittest.TestCase):
         # The uprobes are per file: the process outside the cgroup has its semaphores raised and
         # samples, but the view's programs drop what it fires, as the tracer's do.
         cg = self.cgroup()
-        tool = Tool(["-l", self.lib, "-c", cg, "--pc", "--json"])
+        tool = harness.TraceTool(["-l", self.lib, "-c", cg, "--pc", "--json"])
         r = harness.run_mockapp(["--duration=1.5s", "--launch-rate=300", "--graph-rate=60"],
                                 env=harness.UNLIMITED, lib=self.lib)
         tool.stop()

@@ -26,24 +26,6 @@ def run_trace(args, timeout=60):
     return subprocess.run([harness.TRACE] + list(args), capture_output=True, text=True, timeout=timeout)
 
 
-class Consumer(harness._Consumer):
-    """parcagpu-trace with any arguments; ready when it says it attached (or `ready`)."""
-    ready_pattern = r"parcagpu-trace: attached \d+ probes"
-
-    def __init__(self, args, ready=None):
-        if ready:
-            self.ready_pattern = ready
-        super().__init__([harness.TRACE] + list(args))
-
-
-def cgroup2_root():
-    with open("/proc/self/mountinfo") as f:
-        for line in f:
-            if " - cgroup2 " in line:
-                return line.split()[4]
-    return None
-
-
 class FlameGraph(unittest.TestCase):
     def test_gpu_time_by_stack_of_a_mock_run(self):
         tmp = tempfile.mkdtemp(prefix="parcagpu-flame-")
@@ -194,7 +176,7 @@ class Discovery(unittest.TestCase):
                 deadline = time.time() + 30
                 while not app.lines and time.time() < deadline:  # loaded before the first status
                     time.sleep(0.05)
-                tr = Consumer(["-p", str(app.pid), "--json"])
+                tr = harness.TraceTool(["-p", str(app.pid), "--json"])
                 tr.proc.wait(timeout=60)  # ends with the process
                 tr.stop()
             finally:
@@ -202,7 +184,7 @@ class Discovery(unittest.TestCase):
             self.assertEqual(r.returncode, 0)
             self.assertEqual(tr.proc.returncode, 0, tr.stderr)
             self.assertIn("attached 11 probes to %s (found in process %d)" % (lib, app.pid), tr.stderr)
-            j = json.loads(tr.stdout.strip().splitlines()[-1])
+            j = tr.last_json()
             self.assertEqual(j["libraries"], [lib])
             self.assertGreater(j["kernels_matched"], 0)
             self.assertEqual(j["orphan_kernels"], 0)
@@ -210,7 +192,7 @@ class Discovery(unittest.TestCase):
             shutil.rmtree(tmp, ignore_errors=True)
 
     def test_cgroup_process_started_later_at_an_unknown_path(self):
-        root = cgroup2_root()
+        root = harness.cgroup2_root()
         if not root:
             self.skipTest("no cgroup2 file system mounted")
         tmp = tempfile.mkdtemp(prefix="parcagpu-where-")
@@ -218,7 +200,7 @@ class Discovery(unittest.TestCase):
         os.mkdir(cg)
         try:
             lib = self.lib_copy(tmp)
-            tr = Consumer(["-c", cg, "--json"], ready=r"warning: no process in ")
+            tr = harness.TraceTool(["-c", cg, "--json"], ready=r"warning: no process in ")
             self.assertRegex(tr._read(tr.err), r"warning: no process in %s has loaded a library with "
                              r"parcagpu probes; waiting for one" % re.escape(cg))
             # A process that starts after the tool, in the cgroup, loading the copy.
@@ -231,7 +213,7 @@ class Discovery(unittest.TestCase):
             self.assertEqual(r.returncode, 0, r.stderr)
             self.assertRegex(tr.stderr, r"attached 11 probes to %s \(found in process %d\)" %
                              (re.escape(lib), r.summary["pid"]))
-            j = tr.result = json.loads(tr.stdout.strip().splitlines()[-1])
+            j = tr.result = tr.last_json()
             self.assertEqual(j["libraries"], [lib])
             self.assertEqual(j["pids"], 1)
             # Attached within the first mapping records' drain: most of the 3 s run is traced.
@@ -272,7 +254,7 @@ class Discovery(unittest.TestCase):
 
 class Streams(unittest.TestCase):
     def test_json_lines(self):
-        with Consumer(["-l", harness.LIB, "--json-lines"]) as tr:
+        with harness.TraceTool(["-l", harness.LIB, "--json-lines"]) as tr:
             r = harness.run_mockapp(["--duration=1s", "--launch-rate=500", "--graph-rate=50"],
                                     env=harness.UNLIMITED)
         tr.stop()
