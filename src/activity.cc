@@ -151,6 +151,14 @@ void ActivityCollector::cupti_disable_locked(bool force) {
   ++stats_.disables;
 }
 
+// Whether kernel activity should be on now, PC sampling's hold aside: armed, and in the mode
+// that keeps it on or around an announced launch (or left on: sticky).
+bool ActivityCollector::wanted_on_locked() const {
+  return enabled_.load(std::memory_order_relaxed) &&
+         (config_.activity_mode == ActivityMode::WhileConsumer || active_launches_ != 0 ||
+          sticky_);
+}
+
 void ActivityCollector::hold_on(bool hold) {
   std::lock_guard<std::mutex> lock(toggle_mu_);
   if (hold == held_) return;
@@ -159,10 +167,7 @@ void ActivityCollector::hold_on(bool hold) {
     if (cupti_enable_locked()) debug_log("kernel activity on while PC sampling is enabled");
     return;
   }
-  const bool wanted = enabled_.load(std::memory_order_relaxed) &&
-                      (config_.activity_mode == ActivityMode::WhileConsumer ||
-                       active_launches_ != 0 || sticky_);
-  if (!wanted) cupti_disable_locked();
+  if (!wanted_on_locked()) cupti_disable_locked();
 }
 
 void ActivityCollector::set_enabled(bool on) {
@@ -321,10 +326,7 @@ void ActivityCollector::retry_stuck_disable() {
   if (!cupti_on_) return;
   // Activity is on where nothing wants it: a disable failed. Retried here, where no launch
   // comes by to do it.
-  const bool wanted = enabled_.load(std::memory_order_relaxed) &&
-                      (config_.activity_mode == ActivityMode::WhileConsumer ||
-                       active_launches_ != 0 || sticky_);
-  if (!wanted) cupti_disable_locked();
+  if (!wanted_on_locked()) cupti_disable_locked();
 }
 
 // Sticky collection (AroundLaunch mode at high announced rates) records every kernel. That pays

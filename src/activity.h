@@ -108,6 +108,7 @@ class ActivityCollector {
   std::atomic<bool> armed_once_{false};
   void end_sticky_if_quiet();
   bool cupti_enable_locked();
+  bool wanted_on_locked() const;
   // `force`: try even within the back-off after a failed disable (at exit).
   void cupti_disable_locked(bool force = false);
   // Error paths and loss accounting (flusher thread and shutdown).
