@@ -9,8 +9,10 @@
 #   nocons        CUDA_INJECTION64_PATH=libparcagpu.so, no consumer attached
 #   attached      the library, parcagpu-trace attached, default rate limits
 #   all           the library, parcagpu-trace attached, rate limits raised (every launch announced)
-#   (the library variants run with PARCAGPU_PC_SAMPLING=0: parcagpu-trace also listens to
-#   pc_sample_batch, and the targets are for a consumer of launches and kernels)
+#   (those library variants run with PARCAGPU_PC_SAMPLING=0: a consumer of launches and kernels)
+#   agent         production: the library at its defaults (PC sampling on) with tests/agent's
+#                 consumer attached, the production agent's exact probe set (pc_sample_batch
+#                 included); needs --agent (default build/bin/agent-consumer)
 # and, when asked for with --variants (for the cost breakdown):
 #   fake          the library with its semaphores raised by the benchmark itself (the library's
 #                 attached cost without the uprobe traps of a real consumer)
@@ -27,11 +29,12 @@
 # Usage: scripts/bench-gpu-overhead.sh [options]
 #   --lib PATH        libparcagpu.so   (env PARCAGPU_LIB, default build/lib/libparcagpu.so)
 #   --trace PATH      parcagpu-trace   (env PARCAGPU_TRACE, default build/bin/parcagpu-trace)
+#   --agent PATH      agent-consumer   (env PARCAGPU_AGENT, default build/bin/agent-consumer)
 #   --base-lib PATH   a second libparcagpu.so for the base-* variants (env BASE_LIB)
 #   --out DIR         outputs go to DIR/bench (env OUT, default /tmp/parcagpu-gpu)
 #   --rounds R        rounds (env ROUNDS, default 9)
 #   -n N              launches per run (env N, default 300000); warm-up N/10 (env WARMUP)
-#   --variants "..."  default "none floor-res floor-launch nocons attached all" (env VARIANTS)
+#   --variants "..."  default "none floor-res floor-launch nocons attached all agent" (env VARIANTS)
 #   --strict          exit 1 if a target is NOT MET
 #   -h, --help
 # Quick run: ROUNDS=3 N=50000 scripts/bench-gpu-overhead.sh
@@ -52,11 +55,12 @@ set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 LIB="${PARCAGPU_LIB:-$ROOT/build/lib/libparcagpu.so}"
 TRACE="${PARCAGPU_TRACE:-$ROOT/build/bin/parcagpu-trace}"
+AGENT="${PARCAGPU_AGENT:-$ROOT/build/bin/agent-consumer}"
 OUT="${OUT:-/tmp/parcagpu-gpu}"
 ROUNDS="${ROUNDS:-9}"
 N="${N:-300000}"
 WARMUP="${WARMUP:-}"
-VARIANTS="${VARIANTS:-none floor-res floor-launch nocons attached all}"
+VARIANTS="${VARIANTS:-none floor-res floor-launch nocons attached all agent}"
 BASE_LIB="${BASE_LIB:-}"
 CUDA_HOME="${CUDA_HOME:-/usr/local/cuda}"
 CUDA_ARCH="${CUDA_ARCH:-sm_90}"
@@ -70,6 +74,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --lib) LIB="$2"; shift 2 ;;
     --trace) TRACE="$2"; shift 2 ;;
+    --agent) AGENT="$2"; shift 2 ;;
     --base-lib) BASE_LIB="$2"; shift 2 ;;
     --out) OUT="$2"; shift 2 ;;
     --rounds) ROUNDS="$2"; shift 2 ;;
@@ -87,16 +92,17 @@ die() { log "$*"; exit 2; }
 case "$ROUNDS" in ''|*[!0-9]*) die "--rounds must be a number" ;; esac
 case "$N" in ''|*[!0-9]*) die "-n must be a number" ;; esac
 read -r -a VLIST <<<"$VARIANTS"
-needs_lib=0; needs_trace=0; needs_floor=0; needs_base=0
+needs_lib=0; needs_trace=0; needs_floor=0; needs_base=0; needs_agent=0
 for v in "${VLIST[@]}"; do
   case "$v" in
     none) ;;
     floor-res|floor-launch) needs_floor=1 ;;
     nocons|fake|fake-corr) needs_lib=1 ;;
     attached|all) needs_lib=1; needs_trace=1 ;;
+    agent) needs_lib=1; needs_agent=1 ;;
     base-nocons) needs_base=1 ;;
     base-attached) needs_base=1; needs_trace=1 ;;
-    *) die "unknown variant: $v (none floor-res floor-launch nocons attached all fake fake-corr base-nocons base-attached)" ;;
+    *) die "unknown variant: $v (none floor-res floor-launch nocons attached all agent fake fake-corr base-nocons base-attached)" ;;
   esac
 done
 [ "${#VLIST[@]}" -gt 0 ] || die "no variants"
@@ -115,6 +121,10 @@ fi
 if [ "$needs_trace" = 1 ]; then
   [ -x "$TRACE" ] || die "parcagpu-trace not found or not executable: $TRACE (--trace or PARCAGPU_TRACE)"
   [ "$(id -u)" = 0 ] || log "warning: not root; parcagpu-trace needs root for eBPF"
+fi
+
+if [ "$needs_agent" = 1 ]; then
+  [ -x "$AGENT" ] || die "agent-consumer not found or not executable: $AGENT (--agent or PARCAGPU_AGENT)"
 fi
 
 # ---- build -------------------------------------------------------------------------------------
@@ -161,8 +171,10 @@ stop_consumer() {  # SIGTERM (SIGINT is ignored by background jobs of a non-inte
 trap 'stop_consumer' EXIT
 trap 'stop_consumer; exit 2' INT TERM
 
-start_consumer() {  # start_consumer JSON ERR LIB
-  "$TRACE" -l "$3" --json >"$1" 2>"$2" &
+start_consumer() {  # start_consumer JSON ERR LIB [agent]
+  if [ "${4:-}" = agent ]; then "$AGENT" -l "$3" >"$1" 2>"$2" &
+  else "$TRACE" -l "$3" --json >"$1" 2>"$2" &
+  fi
   TPID=$!
   for _ in $(seq 1 $((ATTACH_TIMEOUT_S * 10))); do
     grep -Eq 'attached [0-9]+ probes' "$2" 2>/dev/null && return 0
@@ -170,7 +182,7 @@ start_consumer() {  # start_consumer JSON ERR LIB
     sleep 0.1
   done
   tail -n 20 "$2" >&2
-  die "parcagpu-trace did not attach (see $2)"
+  die "the consumer did not attach (see $2)"
 }
 
 # Consumer counters of one JSON, tab-separated (NA when there is none).
@@ -183,6 +195,26 @@ consumer_fields() {
             for (i = 1; i <= n; i++) s = s (i > 1 ? "\t" : "") ((F[i] in J) ? J[F[i]] : "NA")
             print s }' "$1.flat"
     rm -f "$1.flat"
+  else
+    echo "NA	NA	NA	NA	NA	NA	NA	NA	NA"
+  fi
+}
+
+# The same counters from agent-consumer's JSON (totals over its processes: correlations,
+# kernel_records, matched, orphan_kernels, orphan_correlations_eager/_graph, ringbuf_drops,
+# read failures; events: PC records).
+agent_fields() {
+  if [ -s "$1" ] && command -v python3 >/dev/null 2>&1; then
+    python3 - "$1" <<'PY' 2>/dev/null || echo "NA	NA	NA	NA	NA	NA	NA	NA	NA"
+import json, sys
+j = json.load(open(sys.argv[1]))
+procs = list(j.get("pids", {}).values())
+def tot(k): return sum(p.get(k, 0) for p in procs)
+pc = sum(p.get("pc_samples", {}).get("records", 0) for p in procs)
+print("\t".join(str(v) for v in (tot("correlations"), tot("kernel_records"), tot("matched"),
+      tot("orphan_kernels"), tot("orphan_correlations_eager"), tot("orphan_correlations_graph"),
+      tot("ringbuf_drops"), tot("read_failures"), pc)))
+PY
   else
     echo "NA	NA	NA	NA	NA	NA	NA	NA	NA"
   fi
@@ -210,9 +242,11 @@ run_one() {  # run_one ROUND VARIANT MODE
     fake) envs+=("CUDA_INJECTION64_PATH=$LIB" PARCAGPU_PC_SAMPLING=0); extra=(--fake-consumer all) ;;
     fake-corr) envs+=("CUDA_INJECTION64_PATH=$LIB" PARCAGPU_PC_SAMPLING=0); extra=(--fake-consumer cuda_correlation) ;;
     base-nocons|base-attached) envs+=("CUDA_INJECTION64_PATH=$BASE_LIB") ;;
+    agent) envs+=("CUDA_INJECTION64_PATH=$LIB") ;;  # defaults: PC sampling on
   esac
   case "$v" in
     attached|all) start_consumer "$json" "$err" "$LIB" ;;
+    agent) start_consumer "$json" "$err" "$LIB" agent ;;
     base-attached) start_consumer "$json" "$err" "$BASE_LIB" ;;
   esac
   echo "=== $tag ===" >>"$B/programs.log"
@@ -220,7 +254,7 @@ run_one() {  # run_one ROUND VARIANT MODE
   line=$("${envs[@]}" $BENCH_PREFIX timeout 600 "$BIN" --mode "$m" "${prog_args[@]}" "${extra[@]}" 2>>"$B/programs.log")
   rc=$?
   echo "$line" >>"$B/programs.log"
-  case "$v" in attached|all|base-attached) sleep "$DRAIN_S"; stop_consumer ;; esac
+  case "$v" in attached|all|base-attached|agent) sleep "$DRAIN_S"; stop_consumer ;; esac
   ns=$(echo "$line" | awk '/^LAUNCH_OVERHEAD/ { for (i = 1; i <= NF; i++) if ($i ~ /^ns_per_launch=/) { sub(/^ns_per_launch=/, "", $i); print $i } }')
   if [ "$rc" != 0 ] || [ -z "$ns" ]; then
     log "$tag: failed (exit $rc); see $B/programs.log"
@@ -228,7 +262,8 @@ run_one() {  # run_one ROUND VARIANT MODE
     ns=NA
   fi
   local cf="NA	NA	NA	NA	NA	NA	NA	NA	NA"
-  case "$v" in attached|all|base-attached) cf=$(consumer_fields "$json") ;; esac
+  case "$v" in attached|all|base-attached) cf=$(consumer_fields "$json") ;;
+    agent) cf=$(agent_fields "$json") ;; esac
   printf '%s\t%s\t%s\t%s\t%s\n' "$r" "$v" "$m" "$ns" "$cf" >>"$B/runs.tsv"
   printf '  %-13s %-5s %10s ns/launch\n' "$v" "$m" "$ns" >&2
 }
@@ -269,8 +304,10 @@ summarize() {
       T[2] = "nocons graph 1.05 no consumer, graph"
       T[3] = "attached eager 1.25 attached, eager (default rates)"
       T[4] = "attached graph 1.10 attached, graph (default rates)"
+      T[5] = "agent eager 1.30 agent probe set, PC on, eager"
+      T[6] = "agent graph 1.15 agent probe set, PC on, graph"
       notmet = 0
-      for (t = 1; t <= 4; t++) {
+      for (t = 1; t <= 6; t++) {
         split(T[t], f, " "); label = T[t]; sub(/^[^ ]+ [^ ]+ [^ ]+ /, "", label)
         key = f[1] SUBSEP f[2]
         if (!(key in R) || R[key] == "NA") { printf "  %-34s %8s  <= %s  %s\n", label, "NA", f[3], "NOT MEASURED"; continue }
@@ -282,7 +319,7 @@ summarize() {
       print "consumer per variant (sums over rounds; correlations and k_matched: mean per run):"
       printf "  %-13s %-6s %5s %12s %12s %9s %9s %9s %7s %7s\n", "variant", "mode", "runs", "correlations", "k_matched", "orph_kern", "orph_eag", "orph_gr", "drops", "rd_err"
       for (a = 1; a <= nv; a++) {
-        if (VL[a] != "attached" && VL[a] != "all" && VL[a] != "base-attached") continue
+        if (VL[a] != "attached" && VL[a] != "all" && VL[a] != "base-attached" && VL[a] != "agent") continue
         for (b = 1; b <= 2; b++) {
           key = VL[a] SUBSEP ML[b]
           if (!(key in RUNS)) continue

@@ -54,6 +54,9 @@ struct ThreadLaunch {
   bool windowed;  // announced through a sampling window (else a continuous subscription)
   bool captured;  // a graph node was created inside it: recorded by stream capture, not run
   bool counted;   // announced and counted in by ActivityCollector::launch_begin
+  // A suspect driver call (see clean_epoch) counted at PC sampling's gate, released at its EXIT.
+  bool gated;
+  uint32_t gated_corr;
   uint32_t capture_graph_id;
   uint64_t capture_node_id;
   // Nesting knowledge per role. clean_epoch: the epoch in which this thread was last seen outside
@@ -65,6 +68,11 @@ struct ThreadLaunch {
   uint32_t suspect_corr[2];
 };
 __attribute__((tls_model("initial-exec"))) thread_local ThreadLaunch t_launch;
+
+void release_pc_gate(ThreadLaunch &t, PcSampler *pc) {
+  t.gated = false;
+  if (pc) pc->on_launch_exit();
+}
 
 // The callback's `this`. CUPTI passes back the userdata given to cuptiSubscribe, but a CUPTI
 // (or a harness standing in for one) may pass NULL: the callback never relies on it.
@@ -289,19 +297,36 @@ LaunchCallbacks::Want LaunchCallbacks::want(const Role &r) const {
 void LaunchCallbacks::on_consumers(const Consumers &now, const Consumers &) {
   const bool attach = now.wants_launches() && !launch_consumers_;
   launch_consumers_ = now.wants_launches();
-  pc_on_.store(pc_ && pc_->usable() && (PcSampler::wanted() || pc_->needs_launch_path()));
   const uint64_t t = monotonic_ns();
+  pc_on_.store(pc_ && pc_->needs_launches(t));
   for (Role &r : roles_) {
     if (attach) r.next_open_ns = 0;  // the first window at once
     reconcile(r, t);
   }
+  tell_pc_whether_observed();
+}
+
+// PC sampling samples every kernel while a window is started: an episode may begin only once
+// every launch of every role reaches the callbacks (each role continuous), or the launches of a
+// role still between windows would be sampled without being announced.
+void LaunchCallbacks::tell_pc_whether_observed() {
+  if (!pc_) return;
+  bool all = true;
+  for (const Role &r : roles_)
+    if (!r.cbids.empty() && (r.state.load() & 0xff) != kContinuous) all = false;
+  pc_->set_launches_observed(all);
 }
 
 uint64_t LaunchCallbacks::on_tick(uint64_t now) {
-  // PC sampling's needs change without a semaphore changing (torn down at some launch).
-  pc_on_.store(pc_ && pc_->usable() && (PcSampler::wanted() || pc_->needs_launch_path()));
+  // PC sampling's needs change without a semaphore changing: an episode falls due, or ends at
+  // some launch.
+  pc_on_.store(pc_ && pc_->needs_launches(now));
   uint64_t next = now + (1ull << 62);
   for (Role &r : roles_) next = std::min(next, reconcile(r, now));
+  tell_pc_whether_observed();
+  // Back when the next episode is due, to turn the launch callbacks on for it.
+  if (pc_ && !pc_on_.load(std::memory_order_relaxed))
+    if (const uint64_t due = pc_->next_episode_ns(); due != 0) next = std::min(next, std::max(due, now + 1000000));
   return next;
 }
 
@@ -420,6 +445,7 @@ void LaunchCallbacks::on_enter(CbDomain domain, uint32_t cbid, const CUpti_Callb
   ThreadLaunch &t = t_launch;
   const uint64_t state = r.state.load(std::memory_order_acquire);
   const uint64_t epoch = state >> 8;
+  bool suspect = false;  // a driver ENTER not known to be outermost
   if (t.active && t.epoch == epoch && t.role == ri) {
     // The driver call nested in the outermost launch we are in: same ID, not a launch of its own.
     if (t.correlation_id == cb->correlationId) return;
@@ -428,22 +454,41 @@ void LaunchCallbacks::on_enter(CbDomain domain, uint32_t cbid, const CUpti_Callb
     t.active = false;
     if (pc_) pc_->on_launch_exit();
     if (t.announce) abandon(r, epoch, t.correlation_id, t.windowed, t.counted);
-    if (domain == CbDomain::Driver) {
-      t.suspect_epoch[ri] = epoch;
-      t.suspect_corr[ri] = cb->correlationId;
-      return;
-    }
+    suspect = domain == CbDomain::Driver;
   } else if (domain == CbDomain::Driver && t.clean_epoch[ri] != epoch &&
              r.all_clean_epoch.load(std::memory_order_relaxed) != epoch) {
     // Callbacks were off until this epoch began: this may be the nested driver call of a
     // runtime launch that entered before, whose ENTER we never saw. Not announced; the next
     // callback of the role on this thread settles it.
-    if (t.suspect_epoch[ri] != epoch || t.suspect_corr[ri] == cb->correlationId) {
-      t.suspect_epoch[ri] = epoch;
-      t.suspect_corr[ri] = cb->correlationId;
+    // (Unless the suspect's call ended without a runtime EXIT of its ID: it was outermost, as
+    // is this.)
+    suspect = t.suspect_epoch[ri] != epoch || t.suspect_corr[ri] == cb->correlationId;
+  }
+  // PC sampling's windows open and close at launch entries, announced or not; a launch that
+  // enters while one is open is sampled, so it must be announced.
+  bool in_pc_window = false;
+  if (pc_on_.load(std::memory_order_relaxed)) {
+    if (t.gated) release_pc_gate(t, pc_);  // a suspect's call that never came back to us
+    pc_->on_launch_enter(cb->context, coarse_ns());
+    in_pc_window = pc_->window_open();
+  }
+  if (suspect) {
+    t.suspect_epoch[ri] = epoch;
+    t.suspect_corr[ri] = cb->correlationId;
+    if (!in_pc_window) {
+      // Counted at PC sampling's gate all the same (no window opens while it is in its call):
+      // released at its EXIT.
+      if (pc_on_.load(std::memory_order_relaxed)) {
+        t.gated = true;
+        t.gated_corr = cb->correlationId;
+      }
       return;
     }
-    // The suspect's call ended without a runtime EXIT of its ID: it was outermost, as is this.
+    // Sampled: announced as the outermost call. If it is the driver call of a runtime launch
+    // whose ENTER came before the callbacks were on, it carries that launch's correlation ID
+    // (its kernels and samples are matched, under the right stack) and only its cbid is the
+    // driver's. Counted.
+    stats_.announced_unsure_nesting.fetch_add(1, std::memory_order_relaxed);
   }
   t.clean_epoch[ri] = epoch;
   t.active = true;
@@ -454,12 +499,6 @@ void LaunchCallbacks::on_enter(CbDomain domain, uint32_t cbid, const CUpti_Callb
   t.domain = domain;
   t.captured = false;
   t.counted = false;
-  // PC sampling's windows open and close at launch entries, announced or not.
-  bool in_pc_window = false;
-  if (pc_on_.load(std::memory_order_relaxed)) {
-    pc_->on_launch_enter(cb->context, coarse_ns());
-    in_pc_window = pc_->window_open();
-  }
   t.windowed = (state & 0xff) == kOpen;
   t.announce = admit(r, state, cb->correlationId, in_pc_window);
   if (t.announce) begin_announced(r, state, cb);
@@ -574,6 +613,7 @@ void LaunchCallbacks::on_exit(CbDomain domain, uint32_t cbid, const CUpti_Callba
   const uint8_t ri = v - 1;
   Role &r = roles_[ri];
   ThreadLaunch &t = t_launch;
+  if (t.gated && t.gated_corr == cb->correlationId) release_pc_gate(t, pc_);
   const uint64_t epoch = r.state.load(std::memory_order_acquire) >> 8;
   if (!t.active || t.cbid != cbid || t.domain != domain || t.role != ri || t.epoch != epoch) {
     // Not the end of the outermost call we saw begin. A runtime launch call ending leaves this

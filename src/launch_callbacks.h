@@ -56,6 +56,10 @@ struct LaunchStats {
   std::atomic<uint64_t> windows{0};       // sampling windows opened
   std::atomic<uint64_t> left_unannounced{0};  // admitted, but the consumer left before EXIT
   std::atomic<uint64_t> abandoned{0};  // admitted, EXIT not as expected: not announced
+  // Announced although not known to be the outermost call (a driver ENTER right after the
+  // callbacks went on, inside a PC sampling window): its cbid may be the driver's of a runtime
+  // launch.
+  std::atomic<uint64_t> announced_unsure_nesting{0};
   std::atomic<uint64_t> callback_errors{0};
 };
 
@@ -125,6 +129,7 @@ class LaunchCallbacks : public ConsumerWatcher::Client {
   Want want(const Role &r) const;
   // Moves a role towards what is wanted now (watcher thread); returns when to look again.
   uint64_t reconcile(Role &r, uint64_t now_ns);
+  void tell_pc_whether_observed();
 
   static void CUPTIAPI on_callback(void *userdata, CUpti_CallbackDomain domain,
                                    CUpti_CallbackId cbid, const void *data);

@@ -19,10 +19,18 @@ namespace {
 constexpr uint32_t kMinCuptiVersion = 22;
 // Records per Get Data: one pc_sample_batch firing each.
 constexpr size_t kBatch = PARCAGPU_PC_SAMPLE_BATCH_MAX;
-// Get Data this long after Stop. On the H100 the records were complete right after Stop, but
-// CUPTI documents worker threads that decode the hardware data every 100 ms (its default
-// WORKER_THREAD_PERIODIC_SLEEP_SPAN), and an early Get Data cannot be repeated: give them time.
-constexpr uint64_t kDrainDelayNs = 120'000'000;
+// CUPTI's worker threads decode the hardware buffer every WORKER_THREAD_PERIODIC_SLEEP_SPAN (100
+// ms by default, P1), and cuptiPCSamplingDisable joins them (70-88 ms at the default, P3): Disable
+// runs once per episode, with every launching thread held at the gate, so the span is short.
+constexpr uint32_t kWorkerSleepSpanMs = 10;
+// Get Data this long after Stop: the workers have decoded what the window sampled by then (an
+// early Get Data cannot be repeated; what it misses comes with Disable).
+constexpr uint64_t kDrainDelayNs = 3ull * kWorkerSleepSpanMs * 1'000'000;
+// Kernel records an episode may leave in the activity buffers at most, as a share of them: every
+// launch of an episode leaves one (kernel activity is on for all, P12), read or not. A kernel
+// record is taken as 256 bytes (CUpti_ActivityKernel is 200-odd).
+constexpr uint64_t kKernelRecordBytes = 256;
+constexpr uint64_t kEpisodeShareOfBuffers = 4;  // a quarter
 // How long Stop / Get Data / Disable wait for other threads to leave their launch calls before
 // putting the work off to a later launch, and how long a launch waits for them at most.
 constexpr uint64_t kExclusiveWaitNs = 200'000'000;
@@ -32,10 +40,6 @@ constexpr uint64_t kMetadataRefreshNs = 30'000'000'000;
 
 // This thread's outermost launch is counted in in_launch_.
 __attribute__((tls_model("initial-exec"))) thread_local bool t_counted = false;
-// The last context this thread saw enabled, and the enable generation it saw it in.
-__attribute__((tls_model("initial-exec"))) thread_local CUcontext t_ctx = nullptr;
-__attribute__((tls_model("initial-exec"))) thread_local uint64_t t_gen = 0;
-std::atomic<uint64_t> g_enabled_gen{1};
 
 void pause_briefly() {
   timespec ts{0, 20'000};  // 20 us
@@ -83,10 +87,17 @@ void PcSampler::init() {
               version, kMinCuptiVersion);
     return;
   }
-  PcRateController::Params p;
-  p.target_rate = config_.pc_sampling_rate;
+  PcRateController::Params windows;
+  windows.target_rate = config_.pc_sampling_rate;
+  PcScheduler::Params episodes;
+  episodes.drain_delay_ns = kDrainDelayNs;
+  episodes.launch_budget = std::max<uint64_t>(
+      1024, uint64_t{config_.max_buffers} * config_.buffer_kib * 1024 / kKernelRecordBytes /
+                kEpisodeShareOfBuffers);
+  launch_budget_ = episodes.launch_budget;
   const uint64_t now = monotonic_ns();
-  controller_ = std::make_unique<PcRateController>(p, now, now ^ static_cast<uint64_t>(getpid()));
+  scheduler_ = std::make_unique<PcScheduler>(episodes, windows, now,
+                                             now ^ static_cast<uint64_t>(getpid()));
   usable_ = true;
   debug_log("PC sampling ready: target %g samples/s, sampling factor %s%u, hardware buffer %s%u MB",
             config_.pc_sampling_rate, config_.sampling_factor ? "" : "CUPTI's default, not ",
@@ -141,25 +152,39 @@ void PcSampler::fire_gpu_configs() {
 
 // ---- The launch path ----
 
-bool PcSampler::work_due(CUcontext ctx, bool want, uint64_t now) const {
+bool PcSampler::needs_launches(uint64_t now) const {
+  if (!usable_.load(std::memory_order_relaxed)) return false;
+  if (any_enabled_.load(std::memory_order_relaxed)) return true;
+  return wanted() && scheduler_->episode_due(now);
+}
+
+uint64_t PcSampler::next_episode_ns() const {
+  if (!usable_.load(std::memory_order_relaxed) || !wanted()) return 0;
+  return scheduler_->next_episode_ns();
+}
+
+bool PcSampler::work_due(bool want, uint64_t now) const {
   if (!want) return any_enabled_.load(std::memory_order_relaxed);
-  if (t_ctx != ctx || t_gen != g_enabled_gen.load(std::memory_order_acquire)) return true;
+  if (!any_enabled_.load(std::memory_order_acquire))
+    return launches_observed_.load(std::memory_order_relaxed) && scheduler_->episode_due(now);
+  if (episode_launches_.load(std::memory_order_relaxed) >= launch_budget_) return true;
   if (window_open_.load(std::memory_order_acquire))
     return window_launches_.load(std::memory_order_relaxed) >=
                window_limit_.load(std::memory_order_relaxed) ||
            now >= window_deadline_ns_.load(std::memory_order_relaxed);
   if (drain_pending_.load(std::memory_order_acquire))
     return now >= drain_due_ns_.load(std::memory_order_relaxed);
-  return now >= controller_->next_open_ns();
+  return true;  // enabled, no window: it opens (dice permitting), or the episode ends
 }
 
 void PcSampler::on_launch_enter(CUcontext ctx, uint64_t now) {
   if (!usable_.load(std::memory_order_relaxed)) return;
   const bool want = wanted();
   if (!want && !any_enabled_.load(std::memory_order_relaxed)) return;
-  if (ctx && work_due(ctx, want, now)) do_work(ctx, want, now);
+  if (ctx && work_due(want, monotonic_ns())) do_work(ctx, want);
   if (want) refresh_metadata(now);
   if (!any_enabled_.load(std::memory_order_relaxed) || t_counted) return;
+  episode_launches_.fetch_add(1, std::memory_order_relaxed);
   if (window_open_.load(std::memory_order_relaxed))
     window_launches_.fetch_add(1, std::memory_order_relaxed);
   // The gate: counted as inside a launch call, unless Stop / Get Data / Disable run right now.
@@ -203,7 +228,14 @@ PcSampler::Context *PcSampler::find(CUcontext ctx) {
   return nullptr;
 }
 
-void PcSampler::do_work(CUcontext ctx, bool want, uint64_t /*coarse_now*/) {
+PcSampler::Context &PcSampler::find_or_add(CUcontext ctx) {
+  if (Context *c = find(ctx)) return *c;
+  contexts_.push_back(std::make_unique<Context>());
+  contexts_.back()->ctx = ctx;
+  return *contexts_.back();
+}
+
+void PcSampler::do_work(CUcontext ctx, bool want) {
   // Inside a launch call already (a nested driver callback): waiting for the launches in flight
   // would wait for this one. The next launch does the work.
   if (t_counted) return;
@@ -211,111 +243,106 @@ void PcSampler::do_work(CUcontext ctx, bool want, uint64_t /*coarse_now*/) {
   if (!lock.owns_lock()) return;  // another thread is at it; this launch goes on
   if (!usable_.load(std::memory_order_relaxed)) return;
   if (!want) {
-    // The last consumer left: stop, drain and disable everything.
-    if (!any_enabled_.load(std::memory_order_relaxed) || !exclusive_begin()) return;
-    for (auto &c : contexts_)
-      if (c->enabled) teardown(*c, /*publish=*/false);
+    // The last consumer left: the episode under way ends now, nothing is drained for nobody.
+    if (!episode_ctx_ || !exclusive_begin()) return;
+    end_episode(*episode_ctx_, /*wait_for_workers=*/false);
     exclusive_end();
     debug_log("PC sampling disabled: no consumer");
     return;
   }
-  Context *c = find(ctx);
-  if (!c) {
-    contexts_.push_back(std::make_unique<Context>());
-    c = contexts_.back().get();
-    c->ctx = ctx;
-  }
-  if (!c->enabled) {
-    if (!exclusive_begin()) return;
-    const bool ok = enable(*c);
-    exclusive_end();
-    if (!ok) return;
-  }
-  t_ctx = ctx;
-  t_gen = g_enabled_gen.load(std::memory_order_acquire);
-
   const uint64_t now = monotonic_ns();
-  if (window_open_.load(std::memory_order_relaxed)) {
-    if (window_launches_.load(std::memory_order_relaxed) <
-            window_limit_.load(std::memory_order_relaxed) &&
-        now < window_deadline_ns_.load(std::memory_order_relaxed))
-      return;
-    if (!exclusive_begin()) return;
-    close_window(now);
-    exclusive_end();
-    return;
-  }
-  if (drain_pending_.load(std::memory_order_relaxed)) {
-    if (!window_ctx_) {  // its context went away (and was drained then)
-      drain_pending_.store(false, std::memory_order_release);
+  using Step = PcScheduler::Step;
+  switch (scheduler_->next_step(now, episode_launches_.load(std::memory_order_relaxed),
+                                window_launches_.load(std::memory_order_relaxed))) {
+    case Step::kNone: return;
+    case Step::kEnable: {
+      if (!launches_observed_.load(std::memory_order_relaxed)) return;
+      Context &c = find_or_add(ctx);
+      if (!exclusive_begin()) return;
+      const bool ok = enable(c);
+      exclusive_end();
+      if (!ok) return;
+      episode_ctx_ = &c;
+      episode_launches_.store(0, std::memory_order_relaxed);
+      scheduler_->on_enabled(monotonic_ns());
+      stats_.episodes++;
       return;
     }
-    if (now < drain_due_ns_.load(std::memory_order_relaxed)) return;
-    if (!exclusive_begin()) return;
-    const uint64_t before = stats_.pairs;
-    const uint32_t launches = window_limit_.load(std::memory_order_relaxed);
-    drain(*window_ctx_);
-    exclusive_end();
-    drain_pending_.store(false, std::memory_order_release);
-    if (usable_) controller_->on_samples(stats_.pairs - before, launches);
-    return;
+    case Step::kStart: {
+      // The launch that first finds a window due is, in a periodic loop, nearly always the same
+      // call site: the one after the loop's synchronize, where the waiting happened (on the
+      // H100 every window of tests/gpu/pc_workload.cu began at its first kernel, never at the
+      // other two). So the window opens 0..7 launches later, by a dice roll.
+      if (open_skip_ < 0) {
+        skip_rng_ ^= skip_rng_ << 13;
+        skip_rng_ ^= skip_rng_ >> 7;
+        skip_rng_ ^= skip_rng_ << 17;
+        open_skip_ = static_cast<int32_t>(skip_rng_ % 8);
+      }
+      if (open_skip_ > 0) {
+        --open_skip_;
+        return;
+      }
+      open_skip_ = -1;
+      // Exclusive, as Stop: a launch of another thread that is inside its call now was told no
+      // window is open (so it is not announced for it), and its kernel must not be sampled
+      // either; a launch entering after this sees the window open. (Start needs no idle GPU, P6.)
+      if (!exclusive_begin()) return;
+      start_window(now);
+      exclusive_end();
+      return;
+    }
+    case Step::kStop:
+      if (!exclusive_begin()) return;
+      close_window(now);
+      exclusive_end();
+      return;
+    case Step::kDrain: {
+      if (!exclusive_begin()) return;
+      const uint64_t before = stats_.pairs;
+      drain(*episode_ctx_);
+      exclusive_end();
+      drain_pending_.store(false, std::memory_order_release);
+      if (usable_) scheduler_->on_drained(stats_.pairs - before, window_limit_.load());
+      return;
+    }
+    case Step::kDisable:
+      if (!exclusive_begin()) return;
+      end_episode(*episode_ctx_, /*wait_for_workers=*/false);
+      exclusive_end();
+      return;
   }
-  const uint32_t n = controller_->should_open(now);
-  if (n == 0) return;
-  // The launch that first finds a window due is, in a periodic loop, nearly always the same call
-  // site: the one after the loop's synchronize, where the waiting happened (on the H100 every
-  // window of tests/gpu/pc_workload.cu began at its first kernel, never at the other two). So
-  // the window opens 0..7 launches later, by a dice roll.
-  if (open_skip_ < 0) {
-    skip_rng_ ^= skip_rng_ << 13;
-    skip_rng_ ^= skip_rng_ >> 7;
-    skip_rng_ ^= skip_rng_ << 17;
-    open_skip_ = static_cast<int32_t>(skip_rng_ % 8);
-  }
-  if (open_skip_ > 0) {
-    --open_skip_;
-    return;
-  }
-  open_skip_ = -1;
-  // Exclusive, as Stop: a launch of another thread that is inside its call now was told no window
-  // is open (so it is not announced for it), and its kernel must not be sampled either; a launch
-  // entering after this sees the window open. (Start itself needs no idle GPU, P6.)
-  if (!exclusive_begin()) return;
-  CUpti_PCSamplingStartParams p{CUpti_PCSamplingStartParamsSize, nullptr, c->ctx};
+}
+
+void PcSampler::start_window(uint64_t now) {
+  CUpti_PCSamplingStartParams p{CUpti_PCSamplingStartParamsSize, nullptr, episode_ctx_->ctx};
   const CUptiResult r = cupti_.cuptiPCSamplingStart(&p);
-  if (r != CUPTI_SUCCESS) {
-    exclusive_end();
-    return fail("cuptiPCSamplingStart", r);
-  }
-  window_ctx_ = c;
-  window_limit_.store(n, std::memory_order_relaxed);
-  window_start_ns_ = now;
+  if (r != CUPTI_SUCCESS) return fail("cuptiPCSamplingStart", r);
+  scheduler_->on_started(now);
+  window_limit_.store(scheduler_->window_limit(), std::memory_order_relaxed);
   window_launches_.store(0, std::memory_order_relaxed);
-  window_deadline_ns_.store(coarse_ns() + controller_->params().max_window_ns,
-                            std::memory_order_relaxed);
+  window_deadline_ns_.store(scheduler_->window_deadline_ns(), std::memory_order_relaxed);
   window_open_.store(true, std::memory_order_seq_cst);
-  exclusive_end();
   stats_.windows++;
 }
 
 void PcSampler::close_window(uint64_t now) {
-  CUpti_PCSamplingStopParams p{CUpti_PCSamplingStopParamsSize, nullptr, window_ctx_->ctx};
+  CUpti_PCSamplingStopParams p{CUpti_PCSamplingStopParamsSize, nullptr, episode_ctx_->ctx};
   const CUptiResult r = cupti_.cuptiPCSamplingStop(&p);
   window_open_.store(false, std::memory_order_release);
   if (r != CUPTI_SUCCESS) return fail("cuptiPCSamplingStop", r);
   const uint32_t launches = window_launches_.load(std::memory_order_relaxed);
   window_limit_.store(launches, std::memory_order_relaxed);  // what the drain's samples came from
   stats_.window_launches += launches;
-  stats_.window_ns += now - window_start_ns_;
-  controller_->on_window_closed(window_start_ns_, now, launches);
-  drain_due_ns_.store(coarse_ns() + kDrainDelayNs, std::memory_order_relaxed);
+  scheduler_->on_stopped(now, launches);
+  drain_due_ns_.store(now + kDrainDelayNs, std::memory_order_relaxed);
   drain_pending_.store(true, std::memory_order_release);
 }
 
 bool PcSampler::enable(Context &c) {
   CUpti_PCSamplingEnableParams p{CUpti_PCSamplingEnableParamsSize, nullptr, c.ctx};
-  // Kernel activity first: CUPTI will not enable it while PC sampling is.
-  if (!any_enabled_.load(std::memory_order_relaxed) && activity_hold_) activity_hold_(true);
+  // Kernel activity first: CUPTI will not enable it while PC sampling is (P12).
+  if (activity_hold_) activity_hold_(true);
   const uint64_t t0 = monotonic_ns();
   const CUptiResult r = cupti_.cuptiPCSamplingEnable(&p);
   if (r != CUPTI_SUCCESS) {
@@ -325,7 +352,6 @@ bool PcSampler::enable(Context &c) {
   c.enabled = true;
   stats_.enables++;
   any_enabled_.store(true, std::memory_order_release);
-  g_enabled_gen.fetch_add(1, std::memory_order_acq_rel);
   if (!configure(c)) return false;  // fail() disabled it
   debug_log("PC sampling enabled on context %p (device %u) in %.1f ms", static_cast<void *>(c.ctx),
             c.device, (monotonic_ns() - t0) / 1e6);
@@ -394,6 +420,8 @@ bool PcSampler::configure(Context &c) {
   if (config_.sampling_factor)
     add(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_PERIOD).samplingPeriodData.samplingPeriod =
         config_.sampling_factor;
+  add(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_WORKER_THREAD_PERIODIC_SLEEP_SPAN)
+      .workerThreadPeriodicSleepSpanData.workerThreadPeriodicSleepSpan = kWorkerSleepSpanMs;
   if (config_.pc_hw_buffer_mb)
     add(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_HARDWARE_BUFFER_SIZE)
         .hardwareBufferSizeData.hardwareBufferSize = size_t{config_.pc_hw_buffer_mb} << 20;
@@ -467,6 +495,21 @@ bool PcSampler::configure(Context &c) {
   return true;
 }
 
+void PcSampler::publish(PcRecordBuffer &buf) {
+  const PcBatchTally t = buf.prepare(names_);
+  if (t.records == 0) return;
+  stats_.records += t.records;
+  stats_.pairs += t.pairs;
+  stats_.samples += t.samples;
+  stats_.uncorrelated += t.uncorrelated;
+  if (usdt::pc_sample_batch_consumers() != 0) {
+    usdt::pc_sample_batch(buf.ptrs(), static_cast<uint32_t>(t.records));
+    stats_.batches++;
+  } else {
+    stats_.unpublished += t.records;
+  }
+}
+
 void PcSampler::drain(Context &c) {
   stats_.drains++;
   for (int guard = 0; guard < 100000; ++guard) {
@@ -479,64 +522,48 @@ void PcSampler::drain(Context &c) {
     stats_.nonuser_samples += d.nonUsrKernelsTotalSamples;
     stats_.dropped_samples += d.droppedSamples;
     if (d.totalNumPcs == 0) break;
-    const PcBatchTally t = buf.prepare(names_);
-    stats_.records += t.records;
-    stats_.pairs += t.pairs;
-    stats_.samples += t.samples;
-    stats_.uncorrelated += t.uncorrelated;
-    if (usdt::pc_sample_batch_consumers() != 0) {
-      usdt::pc_sample_batch(buf.ptrs(), static_cast<uint32_t>(t.records));
-      stats_.batches++;
-    } else {
-      stats_.unpublished += t.records;
-    }
+    publish(buf);
     if (d.remainingNumPcs == 0) break;
   }
 }
 
-void PcSampler::teardown(Context &c, bool publish) {
-  (void)publish;  // drain() publishes whenever a consumer is attached
-  if (window_open_.load(std::memory_order_relaxed) && window_ctx_ == &c) {
+void PcSampler::end_episode(Context &c, bool wait_for_workers) {
+  if (window_open_.load(std::memory_order_relaxed) && episode_ctx_ == &c) {
     close_window(monotonic_ns());
     if (!usable_) return;
   }
-  if (drain_pending_.load(std::memory_order_relaxed) && window_ctx_ == &c) {
-    // Give CUPTI's workers the time they were given on the launch path.
-    const uint64_t due = drain_due_ns_.load(std::memory_order_relaxed);
-    const uint64_t now = coarse_ns();
-    if (due > now) {
-      const uint64_t wait = std::min(due - now, kDrainDelayNs);
-      timespec ts{0, static_cast<long>(wait)};
-      nanosleep(&ts, nullptr);
+  if (drain_pending_.load(std::memory_order_relaxed) && episode_ctx_ == &c) {
+    if (wait_for_workers) {
+      // Give CUPTI's workers the time they are given on the launch path.
+      const uint64_t due = drain_due_ns_.load(std::memory_order_relaxed);
+      const uint64_t now = monotonic_ns();
+      if (due > now) {
+        const uint64_t wait = std::min(due - now, kDrainDelayNs);
+        timespec ts{0, static_cast<long>(wait)};
+        nanosleep(&ts, nullptr);
+      }
     }
     drain_pending_.store(false, std::memory_order_release);
+    drain(c);
+    if (!usable_) return;
   }
-  drain(c);
   if (!c.enabled) return;
   CUpti_PCSamplingDisableParams p{CUpti_PCSamplingDisableParamsSize, nullptr, c.ctx};
   const CUptiResult r = cupti_.cuptiPCSamplingDisable(&p);
   c.enabled = false;
-  g_enabled_gen.fetch_add(1, std::memory_order_acq_rel);
-  if (window_ctx_ == &c) window_ctx_ = nullptr;
+  if (episode_ctx_ == &c) episode_ctx_ = nullptr;
   bool any = false;
   for (auto &o : contexts_) any |= o->enabled;
   any_enabled_.store(any, std::memory_order_release);
   if (!any && activity_hold_) activity_hold_(false);
+  scheduler_->on_disabled(monotonic_ns());
+  debug_log("PC sampling disabled: episode %llu over%s", static_cast<unsigned long long>(stats_.episodes),
+            scheduler_->episodes_cut_by_budget() > stats_.episodes_cut ? " (its launch budget spent)" : "");
+  stats_.episodes_cut = scheduler_->episodes_cut_by_budget();
   if (r != CUPTI_SUCCESS) return fail("cuptiPCSamplingDisable", r);
   stats_.disables++;
   // Disable puts what was left into the configured buffer.
-  const PcBatchTally t = c.config_buf->prepare(names_);
-  if (t.records) {
-    stats_.records += t.records;
-    stats_.pairs += t.pairs;
-    stats_.samples += t.samples;
-    if (usdt::pc_sample_batch_consumers() != 0) {
-      usdt::pc_sample_batch(c.config_buf->ptrs(), static_cast<uint32_t>(t.records));
-      stats_.batches++;
-    } else {
-      stats_.unpublished += t.records;
-    }
-  }
+  publish(*c.config_buf);
   c.config_buf->reset();
 }
 
@@ -548,7 +575,7 @@ void PcSampler::fail(const char *call, CUptiResult r) {
   // Leave nothing started or enabled behind (errors ignored: already off).
   for (auto &c : contexts_) {
     if (!c->enabled) continue;
-    if (window_open_.load(std::memory_order_relaxed) && window_ctx_ == c.get()) {
+    if (window_open_.load(std::memory_order_relaxed) && episode_ctx_ == c.get()) {
       CUpti_PCSamplingStopParams sp{CUpti_PCSamplingStopParamsSize, nullptr, c->ctx};
       cupti_.cuptiPCSamplingStop(&sp);
     }
@@ -558,10 +585,9 @@ void PcSampler::fail(const char *call, CUptiResult r) {
   }
   window_open_.store(false, std::memory_order_release);
   drain_pending_.store(false, std::memory_order_release);
-  window_ctx_ = nullptr;
+  episode_ctx_ = nullptr;
   any_enabled_.store(false, std::memory_order_release);
   if (activity_hold_) activity_hold_(false);
-  g_enabled_gen.fetch_add(1, std::memory_order_acq_rel);
 }
 
 void PcSampler::on_context_destroy(CUcontext ctx) {
@@ -570,14 +596,16 @@ void PcSampler::on_context_destroy(CUcontext ctx) {
   if (!c) return;
   if (c->enabled && usable_) {
     const bool exclusive = exclusive_begin();
-    teardown(*c, true);
+    end_episode(*c, /*wait_for_workers=*/true);
     if (exclusive) exclusive_end();
   }
-  if (window_ctx_ == c) window_ctx_ = nullptr;
+  if (episode_ctx_ == c) {
+    episode_ctx_ = nullptr;
+    if (scheduler_ && scheduler_->in_episode()) scheduler_->on_context_lost(monotonic_ns());
+  }
   contexts_.erase(std::remove_if(contexts_.begin(), contexts_.end(),
                                  [c](const std::unique_ptr<Context> &p) { return p.get() == c; }),
                   contexts_.end());
-  g_enabled_gen.fetch_add(1, std::memory_order_acq_rel);
 }
 
 void PcSampler::shutdown() {
@@ -585,7 +613,7 @@ void PcSampler::shutdown() {
   if (usable_ && any_enabled_.load(std::memory_order_relaxed)) {
     const bool exclusive = exclusive_begin();
     for (auto &c : contexts_)
-      if (c->enabled && usable_) teardown(*c, true);
+      if (c->enabled && usable_) end_episode(*c, /*wait_for_workers=*/true);
     if (exclusive) exclusive_end();
   }
   usable_ = false;

@@ -1,11 +1,16 @@
 // CUPTI's PC Sampling API: where inside a kernel the GPU time goes, attributed to the launch
 // that ran it. One class for the subsystem, as for callbacks and activity.
 //
-// Runs only while a consumer is attached to pc_sample_batch: the first launch after it attaches
-// enables and configures PC sampling on that launch's context (kernel-serialized mode, start/stop
+// Runs only while a consumer is attached to pc_sample_batch, and then only in short episodes
+// (PcScheduler, src/pc_scheduler.h): at the first launch that finds an episode due, PC sampling
+// is enabled and configured on that launch's context (kernel-serialized mode, start/stop
 // control, the stall reasons of StallReasonTable, PARCAGPU_SAMPLING_FACTOR,
-// PARCAGPU_PC_HW_BUFFER_MB); the first launch after the last one leaves stops, drains and
-// disables it. With no consumer nothing of it runs (the launch callbacks are not even enabled).
+// PARCAGPU_PC_HW_BUFFER_MB, a short worker-thread sleep span), one window is sampled, its samples
+// are drained, and PC sampling is disabled again. Between episodes nothing of it is enabled, so
+// the application pays neither PC sampling's configuration nor kernel activity on every launch
+// (which PC sampling forces, P12). The first launch after the last consumer leaves ends an
+// episode under way. With no consumer nothing of it runs (the launch callbacks are not even
+// enabled).
 //
 // Windows. While started, CUPTI serializes kernels and every launch waits about 1 ms for CUPTI
 // (H100 measurements in docs/pc-sampling.md), so sampling happens in short windows of whole
@@ -44,13 +49,14 @@
 #include "config.h"
 #include "cubin_registry.h"
 #include "cupti_api.h"
-#include "pc_rate_controller.h"
+#include "pc_scheduler.h"
 #include "pc_records.h"
 
 namespace parcagpu {
 
 struct PcStats {
   uint64_t enables = 0, disables = 0;       // cuptiPCSamplingEnable/Disable calls that succeeded
+  uint64_t episodes = 0, episodes_cut = 0;  // episodes; ... ended early at their launch budget
   uint64_t windows = 0, window_launches = 0;
   uint64_t window_ns = 0;                   // wall time inside windows
   uint64_t drains = 0, batches = 0;         // drains, pc_sample_batch firings
@@ -93,6 +99,14 @@ class PcSampler {
   // the rate limits say, so their samples hang under a launch stack).
   bool window_open() const { return window_open_.load(std::memory_order_relaxed); }
   bool needs_launch_path() const { return any_enabled_.load(std::memory_order_relaxed); }
+  // Launch callbacks must reach on_launch_enter now: an episode is under way or due (and a
+  // consumer wants samples), or PC sampling is still enabled somewhere. Lock-free.
+  bool needs_launches(uint64_t now_ns) const;
+  // Whether every launch reaches on_launch_enter now (the launch callbacks of every role are
+  // on): an episode begins only then, as everything a started window runs is sampled. Watcher.
+  void set_launches_observed(bool all) { launches_observed_.store(all, std::memory_order_relaxed); }
+  // When the next episode is due (monotonic ns), for the watcher's wake-up; 0 if none is.
+  uint64_t next_episode_ns() const;
 
   // The outermost launch API call of this thread enters / leaves (launch callbacks, context
   // current). Does the PC Sampling API work that is due, then counts the launch in flight.
@@ -113,13 +127,20 @@ class PcSampler {
  private:
   struct Context;
   Context *find(CUcontext ctx);
-  bool work_due(CUcontext ctx, bool want, uint64_t now_ns) const;
-  void do_work(CUcontext ctx, bool want, uint64_t now_ns);
+  Context &find_or_add(CUcontext ctx);
+  bool work_due(bool want, uint64_t now_ns) const;
+  void do_work(CUcontext ctx, bool want);
+  // The steps of an episode (PcScheduler::Step), each with the gate held exclusively.
   bool enable(Context &c);
   bool configure(Context &c);
+  void start_window(uint64_t now_ns);
   void close_window(uint64_t now_ns);
   void drain(Context &c);
-  void teardown(Context &c, bool publish);
+  // Ends the episode on c: the window closed, its samples drained (waiting for CUPTI's workers
+  // if wait_for_workers), PC sampling disabled and what Disable hands back published.
+  void end_episode(Context &c, bool wait_for_workers);
+  // Fires what a buffer holds to pc_sample_batch consumers (or counts it unpublished).
+  void publish(PcRecordBuffer &buf);
   void fail(const char *call, CUptiResult r);
   void fire_gpu_configs();
   void refresh_metadata(uint64_t now_ns);
@@ -138,17 +159,21 @@ class PcSampler {
   std::function<void(bool)> activity_hold_;
   std::atomic<bool> usable_{false};
   std::atomic<bool> any_enabled_{false};
+  std::atomic<bool> launches_observed_{false};
+  // Lock-free copies of the scheduler's state for the launch path's pre-check (work_due).
   std::atomic<bool> window_open_{false};
   std::atomic<bool> drain_pending_{false};
   std::atomic<uint64_t> drain_due_ns_{0};
   std::atomic<uint64_t> window_deadline_ns_{0};
   std::atomic<uint32_t> window_launches_{0};
   std::atomic<uint32_t> window_limit_{0};
-  uint64_t window_start_ns_ = 0;
+  // Launches entered since the episode's enable: each left a kernel record (PcScheduler).
+  std::atomic<uint64_t> episode_launches_{0};
+  uint64_t launch_budget_ = 0;
   // Launches still to let pass before the next window opens (-1: not drawn yet), and its dice.
   int32_t open_skip_ = -1;
   uint64_t skip_rng_ = 0x9E3779B97F4A7C15ull;
-  Context *window_ctx_ = nullptr;
+  Context *episode_ctx_ = nullptr;  // where PC sampling is enabled now
 
   // The gate: threads inside a launch call (counted only while PC sampling is enabled), and
   // the flag that holds new launches while Stop / Get Data / Disable run.
@@ -160,7 +185,7 @@ class PcSampler {
   // waiting for other threads' launches, so firing metadata can't wait on the gate.
   mutable std::mutex meta_mu_;
   std::vector<std::unique_ptr<Context>> contexts_;
-  std::unique_ptr<PcRateController> controller_;
+  std::unique_ptr<PcScheduler> scheduler_;
   struct DeviceConfig {
     uint32_t device, factor, clock_khz, sm_count;
   };

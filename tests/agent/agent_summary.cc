@@ -154,6 +154,7 @@ std::string process_json(const ProcessView &v) {
       .num("correlation_repeats", v.correlation_repeats)
       .raw("correlations_by_cbid", by_cbid.str())
       .num("kernel_records", v.kernel_records)
+      .num("invalid_timestamps", v.invalid_timestamps)
       .num("matched", matched)
       .num("orphan_kernels", v.kernel_records - matched)
       .num("orphan_correlations_eager", orphan_eager)
@@ -237,6 +238,8 @@ bool Summary::on_event(const void *data, size_t size) {
       if (!fits(sizeof(ac_kernel_event))) return false;
       const auto *e = static_cast<const ac_kernel_event *>(data);
       v.kernel_records++;
+      if (e->start == 0 || e->end < e->start || e->end - e->start > 60'000'000'000ull)
+        v.invalid_timestamps++;
       v.kernels_by_correlation[e->correlation_id]++;
       return true;
     }

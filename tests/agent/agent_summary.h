@@ -38,6 +38,9 @@ struct ProcessView {
   std::map<int32_t, uint64_t> correlations_by_cbid;
   std::unordered_map<uint32_t, uint64_t> kernels_by_correlation;
   uint64_t kernel_records = 0;
+  // start 0, end before start, or longer than a minute: what upstream users saw after ~25M
+  // records of sustained graph replay (parcagpu#23).
+  uint64_t invalid_timestamps = 0;
   // Metadata.
   struct GpuConfig {
     uint32_t device_id, sampling_factor, clock_khz, sm_count;

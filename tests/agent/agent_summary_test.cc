@@ -40,6 +40,8 @@ ac_kernel_event kernel(uint32_t pid, uint32_t id) {
   e.type = AC_EV_KERNEL;
   e.pid = pid;
   e.correlation_id = id;
+  e.start = 1'000'000;
+  e.end = 1'002'000;
   return e;
 }
 
@@ -83,16 +85,32 @@ TEST(Summary, MatchesKernelsToAnnouncedLaunchesPerProcess) {
   const std::string j = s.json();
   EXPECT_NE(j.find("\"1\":{\"correlations\":4,\"correlation_repeats\":0,"
                    "\"correlations_by_cbid\":{\"-514\":1,\"-307\":1,\"211\":1,\"311\":1},"
-                   "\"kernel_records\":4,\"matched\":3,\"orphan_kernels\":1,"
+                   "\"kernel_records\":4,\"invalid_timestamps\":0,\"matched\":3,\"orphan_kernels\":1,"
                    "\"orphan_correlations_eager\":1,\"orphan_correlations_graph\":1,"
                    "\"graph_kernels_matched\":2,\"graph_launches_with_kernels\":1"),
             std::string::npos)
       << j;
   EXPECT_NE(
       j.find("\"2\":{\"correlations\":0,\"correlation_repeats\":0,\"correlations_by_cbid\":{},"
-             "\"kernel_records\":1,\"matched\":0,\"orphan_kernels\":1"),
+             "\"kernel_records\":1,\"invalid_timestamps\":0,\"matched\":0,\"orphan_kernels\":1"),
       std::string::npos)
       << j;
+}
+
+TEST(Summary, KernelTimestampsThatCannotBeAreCounted) {
+  Summary s(no_memory);
+  feed(s, corr(1, 10, 211));
+  ac_kernel_event k = kernel(1, 10);
+  feed(s, k);
+  k.start = 0;  // never stamped
+  feed(s, k);
+  k.start = 5'000'000;  // ends before it starts
+  k.end = 4'000'000;
+  feed(s, k);
+  k.end = k.start + 61'000'000'000ull;  // a kernel of over a minute in a profiler's record
+  feed(s, k);
+  EXPECT_EQ(s.processes().at(1).invalid_timestamps, 3u);
+  EXPECT_NE(s.json().find("\"invalid_timestamps\":3"), std::string::npos);
 }
 
 TEST(Summary, ReadFailuresAreSummedFromTheCounters) {

@@ -209,8 +209,17 @@ echo "parcagpu-trace: attached 9 probes to lib" >&2
 while :; do sleep 0.05; done
 EOF
 chmod +x "$T/bench-trace"
+cat >"$T/bench-agent" <<EOF
+#!/usr/bin/env bash
+trap 'rm -f "$T/attached"; echo "{\"pids\": {\"42\": {\"correlations\": 90, \"kernel_records\": 80, \"matched\": 80, \"orphan_kernels\": 0, \"orphan_correlations_eager\": 0, \"orphan_correlations_graph\": 0, \"ringbuf_drops\": 0, \"read_failures\": 0, \"pc_samples\": {\"records\": 7}}}}"; exit 0' TERM INT
+touch "$T/attached"
+echo "agent-consumer: attached 7 probes to lib" >&2
+while :; do sleep 0.05; done
+EOF
+chmod +x "$T/bench-agent"
 touch "$T/fake-floor.so"
-SELFTEST_DIR="$T" BENCH_BIN="$T/bench-prog" PARCAGPU_TRACE="$T/bench-trace" FLOOR_LIB="$T/fake-floor.so" \
+SELFTEST_DIR="$T" BENCH_BIN="$T/bench-prog" PARCAGPU_TRACE="$T/bench-trace" PARCAGPU_AGENT="$T/bench-agent" \
+  FLOOR_LIB="$T/fake-floor.so" \
   ROUNDS=3 N=1000 DRAIN_S=0 OUT="$T/out-bench" "$ROOT/scripts/bench-gpu-overhead.sh" >"$T/bench.txt" 2>&1
 rc=$?
 if [ "$rc" = 0 ] && grep -Eq '^nocons +eager .* 1\.0[1-4][0-9] +1\.0[0-9]{2}\.\.1\.0[0-9]{2}$' "$T/bench.txt" \
@@ -220,7 +229,9 @@ if [ "$rc" = 0 ] && grep -Eq '^nocons +eager .* 1\.0[1-4][0-9] +1\.0[0-9]{2}\.\.
    && grep -Eq 'attached, graph .* <= 1\.10 +MET' "$T/bench.txt" \
    && grep -Eq '^all +eager .* 1\.6[6-9][0-9] ' "$T/bench.txt" \
    && grep -Eq '^attached +graph +3 ' "$T/bench.txt" \
-   && [ "$(find "$T/out-bench" -name '*.json' | wc -l)" = 12 ]; then
+   && grep -Eq '^  agent +graph +3 +90 +80 +0 +0 +0 +0 +0$' "$T/bench.txt" \
+   && grep -Eq 'agent probe set, PC on, eager .* <= 1\.30 ' "$T/bench.txt" \
+   && [ "$(find "$T/out-bench" -name '*.json' | wc -l)" = 18 ]; then
   ok "bench (exit $rc)"
 else
   bad "bench: exit $rc or unexpected output"; sed 's/^/     | /' "$T/bench.txt"

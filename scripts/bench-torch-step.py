@@ -1,0 +1,158 @@
+#!/usr/bin/env python3
+"""PyTorch step benchmark (issue 17): a small launch-bound MLP training step, eager and CUDA-graph
+replay, under three variants run interleaved:
+  none    no injection
+  nocons  CUDA_INJECTION64_PATH=libparcagpu.so, nobody attached
+  agent   the library at its defaults (PC sampling on) with tests/agent's consumer attached: the
+          production agent's exact probe set
+One long-lived worker per variant (bench/torch_step.py --worker), so Python and CUDA start-up is
+paid once; the driver interleaves them (one on the GPU at a time), rotating the order each round.
+Then an overlap check: two streams of ~1 ms kernels per step in each variant.
+
+Prints per variant and mode the median of the per-round medians (us/step), its ratio to none's,
+the p99 over every step and its ratio to none's, the overlap step time, what the agent consumer
+got, and the targets (agent graph-replay step <= 1.05; p99 <= 1.2x none; overlap <= 1.2x none).
+
+Usage: bench-torch-step.py [--python PY] [--lib LIB] [--agent AGENT] [--rounds 7]
+                           [--seconds 4] [--out DIR]
+"""
+import argparse
+import json
+import os
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def pct(v, q):
+    v = sorted(v)
+    return v[min(len(v) - 1, int(len(v) * q))]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--python", default="/opt/torch/.venv/bin/python")
+    ap.add_argument("--lib", default=os.path.join(ROOT, "build/lib/libparcagpu.so"))
+    ap.add_argument("--agent", default=os.path.join(ROOT, "build/bin/agent-consumer"))
+    ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--seconds", type=float, default=4)
+    ap.add_argument("--out", default="/tmp/parcagpu-torch-step")
+    a = ap.parse_args()
+    os.makedirs(a.out, exist_ok=True)
+    tmp = tempfile.mkdtemp(prefix="parcagpu-torch-")
+    # The agent attaches by file: the agent variant maps a copy, so nocons has no consumer.
+    agent_lib = os.path.join(tmp, "libparcagpu-agent.so")
+    shutil.copy(a.lib, agent_lib)
+    base = {k: v for k, v in os.environ.items()
+            if not k.startswith("PARCAGPU_") and k != "CUDA_INJECTION64_PATH"}
+    envs = {"none": dict(base), "nocons": dict(base, CUDA_INJECTION64_PATH=os.path.abspath(a.lib)),
+            "agent": dict(base, CUDA_INJECTION64_PATH=agent_lib)}
+    agent_out = open(os.path.join(a.out, "agent.json"), "w")
+    agent_err = open(os.path.join(a.out, "agent.err"), "w+")
+    agent = subprocess.Popen([a.agent, "-l", agent_lib], stdout=agent_out, stderr=agent_err)
+    deadline = time.time() + 60
+    while True:
+        agent_err.seek(0)
+        if "attached" in agent_err.read():
+            break
+        if agent.poll() is not None or time.time() > deadline:
+            sys.exit("agent-consumer did not attach (see %s/agent.err)" % a.out)
+        time.sleep(0.1)
+    workers = {}
+    for v, env in envs.items():
+        workers[v] = subprocess.Popen([a.python, os.path.join(ROOT, "bench/torch_step.py"),
+                                       "--worker"], env=env, stdin=subprocess.PIPE,
+                                      stdout=subprocess.PIPE, text=True,
+                                      stderr=open(os.path.join(a.out, v + ".err"), "w"))
+    for v, w in workers.items():
+        line = w.stdout.readline()
+        if not line or not json.loads(line).get("ready"):
+            sys.exit("worker %s did not start (see %s/%s.err)" % (v, a.out, v))
+
+    def run(v, mode, seconds):
+        workers[v].stdin.write("%s %g\n" % (mode, seconds))
+        workers[v].stdin.flush()
+        return json.loads(workers[v].stdout.readline())["us"]
+
+    names = list(workers)
+    medians = {(v, m): [] for v in names for m in ("eager", "graph")}
+    steps = {(v, m): [] for v in names for m in ("eager", "graph")}
+    for r in range(a.rounds):
+        order = names[r % len(names):] + names[:r % len(names)]
+        modes = ("eager", "graph") if r % 2 == 0 else ("graph", "eager")
+        for v in order:
+            for m in modes:
+                us = run(v, m, a.seconds)
+                medians[(v, m)].append(statistics.median(us))
+                steps[(v, m)] += us
+        print("round %d/%d done" % (r + 1, a.rounds), file=sys.stderr, flush=True)
+    overlap = {v: statistics.median(run(v, "overlap", 2)) for v in names}
+    for w in workers.values():
+        w.stdin.write("quit\n")
+        w.stdin.flush()
+        w.wait(timeout=60)
+    time.sleep(1)
+    agent.send_signal(signal.SIGINT)
+    agent.wait(timeout=60)
+    agent_out.close()
+    shutil.rmtree(tmp, ignore_errors=True)
+
+    out = []
+    out.append("%-7s %-6s %6s %10s %7s %10s %7s" % ("variant", "mode", "steps", "median_us",
+                                                    "x_none", "p99_us", "x_none"))
+    ratio, p99r = {}, {}
+    for m in ("eager", "graph"):
+        for v in names:
+            med = statistics.median(medians[(v, m)])
+            nmed = statistics.median(medians[("none", m)])
+            p99 = pct(steps[(v, m)], 0.99)
+            np99 = pct(steps[("none", m)], 0.99)
+            ratio[(v, m)], p99r[(v, m)] = med / nmed, p99 / np99
+            out.append("%-7s %-6s %6d %10.1f %7.3f %10.1f %7.3f" % (
+                v, m, len(steps[(v, m)]), med, med / nmed, p99, p99 / np99))
+    out.append("")
+    out.append("overlap (two streams of ~1 ms kernels), median us/step: " +
+               ", ".join("%s %.0f" % (v, overlap[v]) for v in names))
+    try:
+        j = json.load(open(os.path.join(a.out, "agent.json")))
+        procs = list(j.get("pids", {}).values())
+        tot = lambda k: sum(p.get(k, 0) for p in procs)
+        ids = {}
+        for p in procs:
+            for k, n in p.get("pc_samples", {}).get("correlation_ids", {}).items():
+                ids[k] = ids.get(k, 0) + n
+        out.append("agent consumer: correlations %d, kernel records %d, matched %d, orphan kernels "
+                   "%d, orphan launches %d/%d, PC records %d (correlation IDs %s), read failures "
+                   "%d, ring-buffer drops %d" % (
+                       tot("correlations"), tot("kernel_records"), tot("matched"),
+                       tot("orphan_kernels"), tot("orphan_correlations_eager"),
+                       tot("orphan_correlations_graph"),
+                       sum(p.get("pc_samples", {}).get("records", 0) for p in procs), ids,
+                       tot("read_failures"), tot("ringbuf_drops")))
+    except (OSError, ValueError) as e:
+        out.append("agent consumer: no summary (%s)" % e)
+    out.append("")
+    out.append("targets:")
+    checks = [("agent graph-replay step", ratio[("agent", "graph")], 1.05),
+              ("agent eager step (no target; reported)", ratio[("agent", "eager")], None),
+              ("agent p99 graph step / none's", p99r[("agent", "graph")], 1.2),
+              ("agent p99 eager step / none's", p99r[("agent", "eager")], 1.2),
+              ("agent overlap step / none's", overlap["agent"] / overlap["none"], 1.2)]
+    for label, val, limit in checks:
+        verdict = "" if limit is None else ("MET" if val <= limit else "NOT MET")
+        out.append("  %-42s %6.3f %s %s" % (label, val, "" if limit is None else "<= %.2f" % limit,
+                                            verdict))
+    text = "\n".join(out)
+    print(text)
+    with open(os.path.join(a.out, "summary.txt"), "w") as f:
+        f.write(text + "\n")
+
+
+if __name__ == "__main__":
+    main()

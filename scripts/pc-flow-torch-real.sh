@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Do PC samples keep flowing with the episodes (issue 17)? A PyTorch training step (bench/
+# torch_step.py, eager) for DURATION seconds under the library at its defaults with
+# `parcagpu-trace --pc --json` attached. Checks: at least 50 sampled launches; every kernel with at
+# least 10% of the GPU time (of the announced launches' kernels) has PC samples; every sample
+# carries an announced launch's correlation ID (none unannounced, none 0).
+# Usage: scripts/pc-flow-torch-real.sh [DURATION_S]   (default 60)
+# Env: PARCAGPU_LIB, PARCAGPU_TRACE, PYTHON (/opt/torch/.venv/bin/python), OUT (/tmp/parcagpu-pcflow)
+set -uo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+DURATION="${1:-60}"
+LIB="${PARCAGPU_LIB:-$ROOT/build/lib/libparcagpu.so}"
+TRACE="${PARCAGPU_TRACE:-$ROOT/build/bin/parcagpu-trace}"
+PYTHON="${PYTHON:-/opt/torch/.venv/bin/python}"
+OUT="${OUT:-/tmp/parcagpu-pcflow}"
+mkdir -p "$OUT"
+"$TRACE" -l "$LIB" --pc --json >"$OUT/trace.json" 2>"$OUT/trace.err" &
+TPID=$!
+for _ in $(seq 1 600); do grep -q "attached" "$OUT/trace.err" && break; sleep 0.1; done
+env -u PARCAGPU_RATE_LIMIT -u PARCAGPU_GRAPH_RATE_LIMIT -u PARCAGPU_PC_SAMPLING \
+  CUDA_INJECTION64_PATH="$LIB" "$PYTHON" "$ROOT/bench/torch_step.py" --mode eager \
+  --seconds "$DURATION" >"$OUT/app.out" 2>"$OUT/app.err"
+echo "app exit $?: $(cat "$OUT/app.out")"
+sleep 2
+kill -INT "$TPID"; wait "$TPID"
+python3 - "$OUT/trace.json" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+gpu = {}
+for st in j.get("gpu_time_by_stack", []):
+    for k in st.get("by_kernel", []):
+        gpu[k["kernel"]] = gpu.get(k["kernel"], 0) + k["gpu_ns"]
+total = sum(gpu.values()) or 1
+pc = {k["function"]: k for k in j.get("pc", {}).get("kernels", [])}
+launches = sum(k.get("launches", 0) for k in pc.values())
+by = {}
+for k in pc.values():
+    for what, n in k.get("by_launch", {}).items():
+        by[what] = by.get(what, 0) + n
+print("announced launches %d, kernels matched %d; PC: %d records, %d sampled launches, samples by "
+      "launch kind %s" % (j.get("correlations", 0), j.get("kernels_matched", 0),
+                          j.get("pc", {}).get("records", 0), launches, by))
+ok = launches >= 50 and by.get("unannounced", 0) == 0 and by.get("uncorrelated", 0) == 0
+print("%-60s %7s %9s %9s" % ("kernel", "gpu_%", "samples", "launches"))
+for name, ns in sorted(gpu.items(), key=lambda kv: -kv[1]):
+    share = 100.0 * ns / total
+    k = pc.get(name, {})
+    print("%-60s %7.1f %9d %9d" % (name[:60], share, k.get("samples", 0), k.get("launches", 0)))
+    if share >= 10 and k.get("samples", 0) == 0:
+        ok = False
+print("PCFLOW", "PASS" if ok else "FAIL")
+PY

@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# Graph-replay soak on a real GPU with the production agent's probe set (issue 17): a PyTorch
+# training step captured as a CUDA graph and replayed for DURATION under the library at its
+# defaults (PC sampling on) with tests/agent's consumer attached. Every INTERVAL: the process's
+# GPU memory (nvidia-smi), the application's and the consumer's resident memory. At the end, the
+# consumer's counts: launches announced, kernel records, matched, orphans, kernel records with an
+# invalid timestamp (upstream users saw GPU memory growth and invalid timestamps after ~25M
+# records of sustained graph replay, parcagpu#23), PC records and their correlation IDs.
+#
+# Usage: scripts/soak-agent-real.sh [DURATION_S [INTERVAL_S]]   (default 540 30)
+# Env: PARCAGPU_LIB, PARCAGPU_AGENT, PYTHON (/opt/torch/.venv/bin/python), OUT (/tmp/parcagpu-soak)
+# Prints the samples and a verdict line: GPU memory and RSS flat (last within 5% or 64 MiB of the
+# sample after the first minute), no invalid timestamp, no orphan kernel.
+set -uo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+DURATION="${1:-540}"
+INTERVAL="${2:-30}"
+LIB="${PARCAGPU_LIB:-$ROOT/build/lib/libparcagpu.so}"
+AGENT="${PARCAGPU_AGENT:-$ROOT/build/bin/agent-consumer}"
+PYTHON="${PYTHON:-/opt/torch/.venv/bin/python}"
+OUT="${OUT:-/tmp/parcagpu-soak}"
+mkdir -p "$OUT"
+"$AGENT" -l "$LIB" >"$OUT/agent.json" 2>"$OUT/agent.err" &
+APID=$!
+for _ in $(seq 1 600); do grep -q attached "$OUT/agent.err" && break; sleep 0.1; done
+grep -q attached "$OUT/agent.err" || { cat "$OUT/agent.err"; echo "soak: consumer did not attach"; exit 2; }
+env -u PARCAGPU_RATE_LIMIT -u PARCAGPU_GRAPH_RATE_LIMIT -u PARCAGPU_PC_SAMPLING \
+  CUDA_INJECTION64_PATH="$LIB" "$PYTHON" "$ROOT/bench/torch_step.py" --mode graph \
+  --seconds "$DURATION" >"$OUT/app.out" 2>"$OUT/app.err" &
+PID=$!
+rss() { awk '/^VmRSS/ { print int($2 / 1024) }' "/proc/$1/status" 2>/dev/null || echo NA; }
+# The process's GPU memory; where nvidia-smi lists no processes (some VMs), the GPU's in use.
+gpu() {
+  local m
+  m=$(nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader,nounits 2>/dev/null |
+        awk -F', *' -v p="$1" '$1 == p { print $2 }')
+  [ -n "$m" ] || m=$(nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits 2>/dev/null | head -1)
+  echo "${m:-NA}"
+}
+printf '%6s %12s %12s %14s\n' t_s gpu_mib app_rss_mib agent_rss_mib | tee "$OUT/samples.txt"
+t=0
+while kill -0 "$PID" 2>/dev/null; do
+  sleep "$INTERVAL"; t=$((t + INTERVAL))
+  kill -0 "$PID" 2>/dev/null || break
+  printf '%6d %12s %12s %14s\n' "$t" "$(gpu "$PID")" "$(rss "$PID")" "$(rss "$APID")" | tee -a "$OUT/samples.txt"
+done
+wait "$PID"; rc=$?
+sleep 2
+kill -INT "$APID"; wait "$APID"
+echo "app exit $rc: $(cat "$OUT/app.out")"
+python3 - "$OUT/agent.json" "$OUT/samples.txt" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+procs = list(j.get("pids", {}).values())
+tot = lambda k: sum(p.get(k, 0) for p in procs)
+ids = {}
+for p in procs:
+    for k, n in p.get("pc_samples", {}).get("correlation_ids", {}).items():
+        ids[k] = ids.get(k, 0) + n
+print("agent: correlations %d, kernel records %d, matched %d, orphan kernels %d, invalid "
+      "timestamps %d, PC records %d %s, read failures %d, ring-buffer drops %d" % (
+          tot("correlations"), tot("kernel_records"), tot("matched"), tot("orphan_kernels"),
+          tot("invalid_timestamps"), sum(p.get("pc_samples", {}).get("records", 0) for p in procs),
+          ids, tot("read_failures"), tot("ringbuf_drops")))
+rows = [l.split() for l in open(sys.argv[2]).read().splitlines()[1:]]
+rows = [r for r in rows if len(r) == 4 and "NA" not in r and r[1] != ""]
+flat = True
+if len(rows) >= 3:
+    base = rows[1] if int(rows[1][0]) >= 60 else rows[0]
+    for col, name in ((1, "gpu"), (2, "app rss"), (3, "agent rss")):
+        a, b = float(base[col]), float(rows[-1][col])
+        ok = b <= max(a * 1.05, a + 64)
+        flat &= ok
+        print("%s MiB: %s at %ss -> %s at %ss %s" % (name, base[col], base[0], rows[-1][col], rows[-1][0],
+                                                     "flat" if ok else "GREW"))
+ok = flat and tot("invalid_timestamps") == 0 and tot("orphan_kernels") == 0 and tot("matched") > 0
+print("SOAK", "PASS" if ok else "FAIL")
+PY

@@ -1,0 +1,100 @@
+#include "pc_scheduler.h"
+
+#include <algorithm>
+
+namespace parcagpu {
+
+PcScheduler::PcScheduler(const Params &params, const PcRateController::Params &windows,
+                         uint64_t now_ns, uint64_t seed)
+    : p_(params), windows_(windows, now_ns, seed) {
+  // The first episode at the first launch after a consumer attached: a short process is
+  // sampled too.
+  next_episode_ns_.store(now_ns, std::memory_order_relaxed);
+}
+
+bool PcScheduler::over(uint64_t now_ns, uint64_t episode_launches) const {
+  return episode_launches >= p_.launch_budget || now_ns - episode_start_ns_ >= p_.max_episode_ns;
+}
+
+PcScheduler::Step PcScheduler::next_step(uint64_t now_ns, uint64_t episode_launches,
+                                         uint32_t window_launches) {
+  switch (phase_) {
+    case Phase::kIdle: {
+      if (now_ns < next_episode_ns()) return Step::kNone;
+      // An episode only when a window can open in it: the sample credit and the window duty
+      // (PcRateController) decide, so an episode never waits enabled.
+      const uint32_t n = windows_.should_open(now_ns);
+      if (n == 0) {
+        next_episode_ns_.store(std::max(next_episode_ns(), windows_.next_open_ns()),
+                               std::memory_order_relaxed);
+        return Step::kNone;
+      }
+      window_limit_ = n;
+      window_pending_ = true;
+      return Step::kEnable;
+    }
+    case Phase::kEnabled:
+      if (episode_launches >= p_.launch_budget) cut_ = true;
+      if (window_done_ || over(now_ns, episode_launches)) return Step::kDisable;
+      if (window_pending_) return Step::kStart;
+      return Step::kNone;
+    case Phase::kWindow:
+      if (episode_launches >= p_.launch_budget) cut_ = true;
+      if (window_launches >= window_limit_ || now_ns >= window_deadline_ns_ ||
+          over(now_ns, episode_launches))
+        return Step::kStop;
+      return Step::kNone;
+    case Phase::kDrainPending:
+      if (episode_launches >= p_.launch_budget) cut_ = true;
+      // Past the budget the episode ends now: what CUPTI has not decoded yet comes with Disable.
+      if (now_ns >= drain_due_ns_ || over(now_ns, episode_launches)) return Step::kDrain;
+      return Step::kNone;
+  }
+  return Step::kNone;
+}
+
+void PcScheduler::on_enabled(uint64_t now_ns) {
+  phase_ = Phase::kEnabled;
+  episode_start_ns_ = now_ns;
+  window_done_ = false;
+  cut_ = false;
+  ++episodes_;
+  in_episode_.store(true, std::memory_order_relaxed);
+}
+
+void PcScheduler::on_started(uint64_t now_ns) {
+  phase_ = Phase::kWindow;
+  window_pending_ = false;
+  window_start_ns_ = now_ns;
+  window_deadline_ns_ = now_ns + windows_.params().max_window_ns;
+}
+
+void PcScheduler::on_stopped(uint64_t now_ns, uint32_t launches) {
+  windows_.on_window_closed(window_start_ns_, now_ns, launches);
+  phase_ = Phase::kDrainPending;
+  drain_due_ns_ = now_ns + p_.drain_delay_ns;
+}
+
+void PcScheduler::on_drained(uint64_t samples, uint32_t launches) {
+  windows_.on_samples(samples, launches);
+  phase_ = Phase::kEnabled;
+  window_done_ = true;
+}
+
+void PcScheduler::on_disabled(uint64_t now_ns) {
+  if (phase_ == Phase::kIdle) return;
+  const uint64_t spent = now_ns > episode_start_ns_ ? now_ns - episode_start_ns_ : 0;
+  if (cut_) ++cut_by_budget_;
+  phase_ = Phase::kIdle;
+  window_pending_ = false;
+  window_done_ = false;
+  cut_ = false;
+  // Time budget: an episode that took `spent` is followed by at least spent * (1/duty - 1).
+  const double duty = std::clamp(p_.max_duty, 1e-6, 1.0);
+  const uint64_t gap = static_cast<uint64_t>(static_cast<double>(spent) * (1.0 / duty - 1.0));
+  next_episode_ns_.store(std::max(now_ns + gap, windows_.next_open_ns()),
+                         std::memory_order_relaxed);
+  in_episode_.store(false, std::memory_order_relaxed);
+}
+
+}  // namespace parcagpu

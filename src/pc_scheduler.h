@@ -1,0 +1,108 @@
+// When PC sampling is enabled at all, and what the PC sampler does at each launch: the episode
+// and window schedule. Pure: times in ns and counts come in, the next step goes out; the sampler
+// (src/pc_sampling.cc) makes the CUPTI calls and reports back. Unit-tested with a fake clock in
+// tests/unit/pc_scheduler_test.cc.
+//
+// Why episodes. While PC sampling is enabled on a context, whether started or not, CUPTI holds a
+// configuration that every launch pays for (issue 17's floors on an H100: a graph launch costs
+// 1.71x with kernel-serialized PC sampling enabled and 2.65x with kernel activity enabled before
+// it, as P12 requires), and kernel activity records every kernel, not only the announced ones:
+// at high launch rates those records fill the activity buffers and CUPTI drops records of
+// announced launches with the rest. So PC sampling is enabled only for short episodes:
+//
+//   idle --(due)--> enable --> window: Start .. n launches .. Stop --> drain --> disable --> idle
+//
+// One window per episode: the controller keeps windows at least tens of milliseconds apart, far
+// longer than an episode needs to be. An episode ends when its window is drained, after max_episode_ns, or as soon as
+// launch_budget launches entered during it (each left a kernel record to read: the budget keeps
+// one episode's records well inside the activity buffers). Episodes take at most max_duty of the
+// wall time (enable to disable, the drain delay and CUPTI's Disable included), and the next one
+// begins no earlier than the window schedule (PcRateController: sample credit and window duty)
+// allows.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+#include "pc_rate_controller.h"
+
+namespace parcagpu {
+
+class PcScheduler {
+ public:
+  struct Params {
+    // Launches (of any thread) entering during one episode, at most. Every one of them leaves a
+    // kernel record (activity is on for all of them); see pc_sampling.cc for the default.
+    uint64_t launch_budget = 50000;
+    uint64_t max_episode_ns = 1'000'000'000;
+    // Episode time (enable to disable) over wall time.
+    double max_duty = 0.05;
+    // Get Data this long after Stop: CUPTI's worker threads decode the hardware buffer
+    // periodically (their sleep span) and an early Get Data cannot be repeated.
+    uint64_t drain_delay_ns = 120'000'000;
+  };
+
+  enum class Step : uint8_t {
+    kNone,     // nothing to do at this launch
+    kEnable,   // enable and configure PC sampling on this launch's context
+    kStart,    // open a window of window_limit() launches
+    kStop,     // close the window
+    kDrain,    // Get Data, publish, feed the controller (on_drained)
+    kDisable,  // drain what is left, disable: the episode is over (on_disabled)
+  };
+
+  PcScheduler(const Params &params, const PcRateController::Params &windows, uint64_t now_ns,
+              uint64_t seed);
+
+  // At a launch entering at now_ns: what is due. episode_launches: launches entered since the
+  // episode was enabled; window_launches: since the window opened.
+  Step next_step(uint64_t now_ns, uint64_t episode_launches, uint32_t window_launches);
+
+  // What was done (the sampler reports each step it carried out; a step that failed is not
+  // reported and PC sampling is off anyway).
+  void on_enabled(uint64_t now_ns);
+  void on_started(uint64_t now_ns);
+  void on_stopped(uint64_t now_ns, uint32_t launches);
+  void on_drained(uint64_t samples, uint32_t launches);
+  void on_disabled(uint64_t now_ns);
+  // The context the episode ran on went away (its sampling state with it).
+  void on_context_lost(uint64_t now_ns) { on_disabled(now_ns); }
+
+  // Lock-free hints for the launch path and the watcher thread.
+  // Whether an episode is under way or due (launch callbacks must reach the sampler).
+  bool episode_due(uint64_t now_ns) const {
+    return in_episode_.load(std::memory_order_relaxed) ||
+           now_ns >= next_episode_ns_.load(std::memory_order_relaxed);
+  }
+  uint64_t next_episode_ns() const { return next_episode_ns_.load(std::memory_order_relaxed); }
+  bool in_episode() const { return in_episode_.load(std::memory_order_relaxed); }
+  bool window_open() const { return phase_ == Phase::kWindow; }
+  // Launches the window opened by the last kStart spans at most, and its deadline.
+  uint32_t window_limit() const { return window_limit_; }
+  uint64_t window_deadline_ns() const { return window_deadline_ns_; }
+  uint64_t episodes() const { return episodes_; }
+  uint64_t episodes_cut_by_budget() const { return cut_by_budget_; }
+  const PcRateController &windows() const { return windows_; }
+
+ private:
+  enum class Phase : uint8_t { kIdle, kEnabled, kWindow, kDrainPending };
+  bool over(uint64_t now_ns, uint64_t episode_launches) const;
+
+  const Params p_;
+  PcRateController windows_;
+  Phase phase_ = Phase::kIdle;
+  bool window_pending_ = false;  // due when the episode was enabled: opens at once
+  bool window_done_ = false;
+  uint32_t window_limit_ = 0;
+  uint64_t window_deadline_ns_ = 0;
+  uint64_t window_start_ns_ = 0;
+  uint64_t drain_due_ns_ = 0;
+  uint64_t episode_start_ns_ = 0;
+  bool cut_ = false;  // this episode hit its launch budget
+  uint64_t episodes_ = 0;
+  uint64_t cut_by_budget_ = 0;
+  std::atomic<bool> in_episode_{false};
+  std::atomic<uint64_t> next_episode_ns_{0};
+};
+
+}  // namespace parcagpu

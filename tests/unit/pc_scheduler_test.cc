@@ -1,0 +1,150 @@
+// PcScheduler: when PC sampling is enabled at all (episodes) and what each launch does in one,
+// on a fake clock and fake launch counts.
+#include "pc_scheduler.h"
+
+#include <gtest/gtest.h>
+
+namespace parcagpu {
+namespace {
+
+using Step = PcScheduler::Step;
+constexpr uint64_t kMs = 1'000'000, kSec = 1'000'000'000;
+
+PcScheduler::Params episodes() {
+  PcScheduler::Params p;
+  p.launch_budget = 1000;
+  p.max_episode_ns = 500 * kMs;
+  p.max_duty = 0.05;
+  p.drain_delay_ns = 30 * kMs;
+  return p;
+}
+
+// Plays one whole episode from `t`: enable, start, n launches, stop, drain, disable, each step
+// 1 ms after the last. Returns the time it ended.
+uint64_t play_episode(PcScheduler &s, uint64_t t, uint64_t samples) {
+  EXPECT_EQ(s.next_step(t, 0, 0), Step::kEnable);
+  s.on_enabled(t);
+  t += kMs;
+  EXPECT_EQ(s.next_step(t, 1, 0), Step::kStart);
+  s.on_started(t);
+  const uint32_t n = s.window_limit();
+  t += kMs;
+  EXPECT_EQ(s.next_step(t, 2, n - 1), Step::kNone);
+  EXPECT_EQ(s.next_step(t, 2, n), Step::kStop);
+  s.on_stopped(t, n);
+  EXPECT_EQ(s.next_step(t + 10 * kMs, 3, 0), Step::kNone) << "drained too early";
+  t += 30 * kMs;
+  EXPECT_EQ(s.next_step(t, 4, 0), Step::kDrain);
+  s.on_drained(samples, n);
+  t += kMs;
+  EXPECT_EQ(s.next_step(t, 5, 0), Step::kDisable);
+  s.on_disabled(t);
+  EXPECT_FALSE(s.in_episode());
+  return t;
+}
+
+TEST(PcScheduler, TheFirstEpisodeBeginsAtTheFirstLaunch) {
+  PcScheduler s(episodes(), {}, 0, 1);
+  EXPECT_TRUE(s.episode_due(0));
+  EXPECT_EQ(s.next_step(0, 0, 0), Step::kEnable);
+  s.on_enabled(0);
+  EXPECT_TRUE(s.in_episode());
+  EXPECT_EQ(s.next_step(kMs, 1, 0), Step::kStart);
+  EXPECT_EQ(s.window_limit(), 1u) << "nothing measured yet: a one-launch window";
+}
+
+TEST(PcScheduler, OneWindowPerEpisodeThenDisabled) {
+  PcScheduler s(episodes(), {}, 0, 1);
+  const uint64_t end = play_episode(s, 0, 50);
+  EXPECT_EQ(s.episodes(), 1u);
+  // Between episodes nothing is due, nothing is done.
+  EXPECT_FALSE(s.episode_due(end + kMs));
+  EXPECT_EQ(s.next_step(end + kMs, 0, 0), Step::kNone);
+}
+
+TEST(PcScheduler, EpisodesStayUnderTheirDutyCap) {
+  // A rate target the sample budget never binds: only the duties space the episodes.
+  PcRateController::Params w;
+  w.target_rate = 1e9;
+  PcScheduler s(episodes(), w, 0, 7);
+  uint64_t t = 0, busy = 0;
+  for (int i = 0; i < 50; ++i) {
+    while (!s.episode_due(t)) t += kMs;
+    const uint64_t start = t;
+    t = play_episode(s, t, 1000);
+    busy += t - start;
+  }
+  while (!s.episode_due(t)) t += kMs;  // the last one's gap too
+  // 5% duty: an episode of ~34 ms is followed by at least 19 times as long.
+  EXPECT_LE(static_cast<double>(busy) / t, 0.05 + 1e-9);
+  EXPECT_GE(static_cast<double>(busy) / t, 0.03) << "far sparser than the cap asks";
+}
+
+TEST(PcScheduler, TheSampleCreditSpacesEpisodesAtTheTargetRate) {
+  PcRateController::Params w;
+  w.target_rate = 100;  // (PC, stall) pairs per second
+  PcScheduler s(episodes(), w, 0, 3);
+  uint64_t t = 0, samples = 0;
+  while (t < 60 * kSec) {
+    while (!s.episode_due(t) || s.next_step(t, 0, 0) != Step::kEnable) t += kMs;
+    // play_episode asks for kEnable again: the scheduler says it again while idle.
+    t = play_episode(s, t, 400);
+    samples += 400;
+  }
+  // Each episode yields 400 pairs against a credit of 100/s: about one episode per 4 s.
+  EXPECT_NEAR(static_cast<double>(samples) / (t / 1e9), 100.0, 20.0);
+}
+
+TEST(PcScheduler, AnEpisodeEndsAtItsLaunchBudgetWhereverItIs) {
+  PcScheduler s(episodes(), {}, 0, 1);
+  ASSERT_EQ(s.next_step(0, 0, 0), Step::kEnable);
+  s.on_enabled(0);
+  // Enabled, before its window: the launches of other threads spent the budget.
+  EXPECT_EQ(s.next_step(kMs, 1000, 0), Step::kDisable);
+  s.on_disabled(kMs);
+  EXPECT_EQ(s.episodes_cut_by_budget(), 1u);
+
+  // In its window: stopped at once, then drained at once rather than after the delay.
+  uint64_t t = 10 * kSec;
+  while (s.next_step(t, 0, 0) != Step::kEnable) t += kMs;
+  s.on_enabled(t);
+  ASSERT_EQ(s.next_step(t, 1, 0), Step::kStart);
+  s.on_started(t);
+  EXPECT_EQ(s.next_step(t + kMs, 1000, 0), Step::kStop);
+  s.on_stopped(t + kMs, 1);
+  EXPECT_EQ(s.next_step(t + 2 * kMs, 1001, 0), Step::kDrain);
+  s.on_drained(10, 1);
+  EXPECT_EQ(s.next_step(t + 3 * kMs, 1002, 0), Step::kDisable);
+  s.on_disabled(t + 3 * kMs);
+  EXPECT_EQ(s.episodes_cut_by_budget(), 2u);
+}
+
+TEST(PcScheduler, AnEpisodeEndsAfterItsLongestTime) {
+  PcScheduler s(episodes(), {}, 0, 1);
+  ASSERT_EQ(s.next_step(0, 0, 0), Step::kEnable);
+  s.on_enabled(0);
+  ASSERT_EQ(s.next_step(kMs, 1, 0), Step::kStart);
+  s.on_started(kMs);
+  // A window's own deadline (PcRateController's max_window_ns, 50 ms) closes it first.
+  EXPECT_EQ(s.next_step(40 * kMs, 2, 0), Step::kNone);
+  EXPECT_EQ(s.next_step(51 * kMs, 2, 0), Step::kStop);
+  s.on_stopped(51 * kMs, 0);
+  // The application stops launching for a while: the next launch drains and ends it.
+  EXPECT_EQ(s.next_step(600 * kMs, 3, 0), Step::kDrain);
+  s.on_drained(0, 0);
+  EXPECT_EQ(s.next_step(601 * kMs, 3, 0), Step::kDisable);
+}
+
+TEST(PcScheduler, ALostContextEndsTheEpisodeOnlyIfOneIsUnderWay) {
+  PcScheduler s(episodes(), {}, 0, 1);
+  s.on_context_lost(5 * kMs);  // idle: nothing changes
+  EXPECT_TRUE(s.episode_due(5 * kMs));
+  ASSERT_EQ(s.next_step(5 * kMs, 0, 0), Step::kEnable);
+  s.on_enabled(5 * kMs);
+  s.on_context_lost(6 * kMs);
+  EXPECT_FALSE(s.in_episode());
+  EXPECT_EQ(s.next_step(7 * kMs, 0, 0), Step::kNone) << "spaced like any other episode";
+}
+
+}  // namespace
+}  // namespace parcagpu
