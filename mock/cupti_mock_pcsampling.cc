@@ -9,7 +9,9 @@
 //   launched function in the module's real cubin (the symbol of that name, its section size),
 //   each with samples for one to three of the configured stall reasons, and the kernel's
 //   correlation ID (a graph kernel's is its graph launch's). A kernel whose name is not a function
-//   of the cubin counts as non-user samples, without records, as CUPTI does.
+//   of the cubin counts as non-user samples, without records, as CUPTI does; so does a kernel
+//   first run while PC sampling was disabled on its context after having been enabled there
+//   (between episodes), for good, as on the H100 (docs/pc-sampling.md P19, P20).
 // - cuptiPCSamplingGetData hands out at most collectNumPcs records per call, with
 //   remainingNumPcs, totalSamples and nonUsrKernelsTotalSamples; Disable puts what is left into
 //   the buffer given at configuration.
@@ -27,6 +29,7 @@
 #include <map>
 #include <mutex>
 #include <new>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -110,6 +113,13 @@ struct Record {
   std::vector<std::pair<uint32_t, uint32_t>> reasons;  // (index, samples)
 };
 
+// Per context, kept across Enable and Disable: which functions ran first while PC sampling was
+// off between episodes (keyed by the driver's function-name pointer, stable per function).
+struct FirstUse {
+  bool ever_enabled = false;
+  std::set<const void *> seen, tainted;
+};
+
 struct PcContext {
   bool enabled = false;
   bool started = false;
@@ -131,6 +141,7 @@ __attribute__((constructor)) void reset_lock_in_forked_children() {
   pthread_atfork(nullptr, nullptr, [] { new (&g_mu) std::mutex; });
 }
 std::map<uint32_t, PcContext> &g_contexts = *new std::map<uint32_t, PcContext>;  // by context ID
+std::map<uint32_t, FirstUse> &g_first_use = *new std::map<uint32_t, FirstUse>;  // by context ID
 std::map<uint32_t, Module> &g_modules = *new std::map<uint32_t, Module>;  // by context ID
 std::map<std::string, const char *> *g_names = new std::map<std::string, const char *>;
 
@@ -295,7 +306,12 @@ void pc_module_unloaded(uint32_t context_id) {
 
 void pc_kernel_ran(const mockbridge::KernelRun *run) {
   std::lock_guard<std::mutex> lock(g_mu);
+  // Every kernel that runs counts for first use, PC sampling ever touched or not.
+  FirstUse &fu = g_first_use[run->context_id];
   auto it = g_contexts.find(run->context_id);
+  const bool enabled = it != g_contexts.end() && it->second.enabled;
+  if (run->name && fu.seen.insert(run->name).second && fu.ever_enabled && !enabled)
+    fu.tainted.insert(run->name);
   if (it == g_contexts.end()) return;
   PcContext &c = it->second;
   if (!c.enabled || c.mode != CUPTI_PC_SAMPLING_COLLECTION_MODE_KERNEL_SERIALIZED) return;
@@ -305,7 +321,7 @@ void pc_kernel_ran(const mockbridge::KernelRun *run) {
   if (m != g_modules.end())
     for (const Function &fn : m->second.functions)
       if (run->name && fn.name == run->name) f = &fn;
-  if (!f) {
+  if (!f || fu.tainted.count(run->name)) {
     g_pc.nonuser_kernels++;
     c.nonuser_samples += 100;
     c.total_samples += 100;
@@ -322,17 +338,20 @@ std::string pc_report_json() {
     started += c.second.started;
     pending += c.second.pending.size();
   }
-  char buf[640];
+  size_t tainted = 0;
+  for (const auto &f : g_first_use) tainted += f.second.tainted.size();
+  char buf[700];
   std::snprintf(buf, sizeof buf,
                 "{\"enables\":%" PRIu64 ",\"disables\":%" PRIu64 ",\"configures\":%" PRIu64
                 ",\"starts\":%" PRIu64 ",\"stops\":%" PRIu64 ",\"get_data_calls\":%" PRIu64
                 ",\"kernels_sampled\":%" PRIu64 ",\"nonuser_kernels\":%" PRIu64
                 ",\"records_made\":%" PRIu64 ",\"records_delivered\":%" PRIu64
                 ",\"records_discarded\":%" PRIu64
-                ",\"enabled_now\":%zu,\"started_now\":%zu,\"pending_now\":%zu}",
+                ",\"enabled_now\":%zu,\"started_now\":%zu,\"pending_now\":%zu"
+                ",\"functions_first_run_between_episodes\":%zu}",
                 g_pc.enables, g_pc.disables, g_pc.configures, g_pc.starts, g_pc.stops,
                 g_pc.get_data_calls, g_pc.kernels_sampled, g_pc.nonuser_kernels, g_pc.records_made,
-                g_pc.records_delivered, g_pc.records_discarded, enabled, started, pending);
+                g_pc.records_delivered, g_pc.records_discarded, enabled, started, pending, tainted);
   return buf;
 }
 
@@ -387,6 +406,8 @@ CUptiResult cuptiPCSamplingEnable(CUpti_PCSamplingEnableParams *p) {
   if (c->enabled) return error(CUPTI_ERROR_INVALID_OPERATION);
   *c = PcContext{};
   c->enabled = true;
+  bool ok = false;
+  g_first_use[context_id(p->ctx, &ok)].ever_enabled = true;
   g_pc.enables++;
   return CUPTI_SUCCESS;
 }

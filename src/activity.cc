@@ -454,6 +454,7 @@ void ActivityCollector::process_buffer(CUcontext ctx, uint32_t stream_id, uint8_
       continue;
     ++seen;
     auto *r = reinterpret_cast<uint8_t *>(record);
+    if (kernel_observer_) kernel_observer_(field<const char *>(r, PARCAGPU_KREC_OFF_NAME));
     uint32_t corr = field<uint32_t>(r, PARCAGPU_KREC_OFF_CORRELATION_ID);
     if (corr == 0) {
       // A kernel of a conditional node's body: CUPTI drops the launch's correlation ID (ground

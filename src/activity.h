@@ -8,6 +8,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -89,6 +90,9 @@ class ActivityCollector {
     uint64_t unannounced = 0;
   };
   void set_launch_counts(LaunchCounts (*fn)()) { launch_counts_ = fn; }
+  // Told the function name of every kernel record read (CUPTI's buffer thread or a flushing one);
+  // set before activity is first enabled. PC sampling learns from it which kernels are new.
+  void set_kernel_observer(std::function<void(const char *)> fn) { kernel_observer_ = std::move(fn); }
 
  private:
   static void CUPTIAPI on_buffer_requested(uint8_t **buffer, size_t *size,
@@ -129,6 +133,7 @@ class ActivityCollector {
   uint64_t disable_retry_after_ns_ = 0;  // ... nor after a failed disable (activity stays on)
   // Sticky collection records every kernel: worth it only while most launches are announced.
   LaunchCounts (*launch_counts_)() = nullptr;
+  std::function<void(const char *)> kernel_observer_;
   LaunchCounts counts_seen_{};     // launch_counts_() at the last look
   uint64_t sticky_banned_until_ns_ = 0;
   // account_losses(): tracker counts already reported (flusher thread, then shutdown).

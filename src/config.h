@@ -48,7 +48,10 @@ struct Config {
                                     // 0 = no rate control (windows as the duty cap allows)
   uint32_t sampling_factor = 0;     // PARCAGPU_SAMPLING_FACTOR: the hardware samples every
                                     // 2^factor cycles, 5..31; 0 = CUPTI's default for the device
-  uint32_t pc_hw_buffer_mb = 0;     // PARCAGPU_PC_HW_BUFFER_MB: 0 = CUPTI's default size
+  // PARCAGPU_PC_HW_BUFFER_MB: 0 = CUPTI's default (512 MB). Every episode's first sampled launch
+  // and its Disable wait on this buffer: 304 + 67-81 ms at 512 MB, 67-70 + 35-47 ms at 8 MB on an
+  // H100 (docs/pc-sampling.md P13).
+  uint32_t pc_hw_buffer_mb = 8;
 };
 
 struct ConfigWarning {

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <string_view>
 
 #include "activity.h"  // monotonic_ns
 #include "log.h"
@@ -19,18 +20,18 @@ namespace {
 constexpr uint32_t kMinCuptiVersion = 22;
 // Records per Get Data: one pc_sample_batch firing each.
 constexpr size_t kBatch = PARCAGPU_PC_SAMPLE_BATCH_MAX;
-// CUPTI's worker threads decode the hardware buffer every WORKER_THREAD_PERIODIC_SLEEP_SPAN (100
-// ms by default, P1), and cuptiPCSamplingDisable joins them (70-88 ms at the default, P3): Disable
-// runs once per episode, with every launching thread held at the gate, so the span is short.
-constexpr uint32_t kWorkerSleepSpanMs = 10;
-// Get Data this long after Stop: the workers have decoded what the window sampled by then (an
-// early Get Data cannot be repeated; what it misses comes with Disable).
-constexpr uint64_t kDrainDelayNs = 3ull * kWorkerSleepSpanMs * 1'000'000;
+// Get Data right after Stop: a window's samples are all there (P14). (What an episode costs at
+// its first sampled launch and in Disable is set by the hardware buffer, not by CUPTI's worker
+// threads' sleep span (P13): PARCAGPU_PC_HW_BUFFER_MB.)
+constexpr uint64_t kDrainDelayNs = 0;
 // Kernel records an episode may leave in the activity buffers at most, as a share of them: every
-// launch of an episode leaves one (kernel activity is on for all, P12), read or not. A kernel
-// record is taken as 256 bytes (CUpti_ActivityKernel is 200-odd).
+// launch of an episode leaves one per kernel (kernel activity is on for all, P12), read or not.
+// A kernel record is taken as 256 bytes (CUpti_ActivityKernel is 200-odd) and a launch as 4
+// kernels (graph launches carry several): an eighth of the buffers, with room for the records of
+// the launches around the episode and for a flusher that runs late on a busy machine.
 constexpr uint64_t kKernelRecordBytes = 256;
-constexpr uint64_t kEpisodeShareOfBuffers = 4;  // a quarter
+constexpr uint64_t kRecordsPerLaunch = 4;
+constexpr uint64_t kEpisodeShareOfBuffers = 8;
 // How long Stop / Get Data / Disable wait for other threads to leave their launch calls before
 // putting the work off to a later launch, and how long a launch waits for them at most.
 constexpr uint64_t kExclusiveWaitNs = 200'000'000;
@@ -40,6 +41,9 @@ constexpr uint64_t kMetadataRefreshNs = 30'000'000'000;
 
 // This thread's outermost launch is counted in in_launch_.
 __attribute__((tls_model("initial-exec"))) thread_local bool t_counted = false;
+
+RepeatedError g_nonuser_samples("pc_sampling", "PC samples of kernels CUPTI does not attribute",
+                                 "samples");
 
 void pause_briefly() {
   timespec ts{0, 20'000};  // 20 us
@@ -93,7 +97,7 @@ void PcSampler::init() {
   episodes.drain_delay_ns = kDrainDelayNs;
   episodes.launch_budget = std::max<uint64_t>(
       1024, uint64_t{config_.max_buffers} * config_.buffer_kib * 1024 / kKernelRecordBytes /
-                kEpisodeShareOfBuffers);
+                kRecordsPerLaunch / kEpisodeShareOfBuffers);
   launch_budget_ = episodes.launch_budget;
   const uint64_t now = monotonic_ns();
   scheduler_ = std::make_unique<PcScheduler>(episodes, windows, now,
@@ -152,6 +156,20 @@ void PcSampler::fire_gpu_configs() {
 
 // ---- The launch path ----
 
+void PcSampler::note_first_use() {
+  if (!usable_.load(std::memory_order_relaxed)) return;
+  last_first_use_ns_.store(monotonic_ns(), std::memory_order_relaxed);
+}
+
+void PcSampler::on_kernel_record(const char *name) {
+  // Only while enabled: between episodes kernel activity covers announced launches alone, and a
+  // kernel first launched then cannot be helped anyway (P20).
+  if (!name || !any_enabled_.load(std::memory_order_relaxed)) return;
+  const uint64_t h = std::hash<std::string_view>{}(std::string_view(name));
+  std::lock_guard<std::mutex> lock(seen_mu_);
+  if (kernels_seen_.insert(h).second) note_first_use();
+}
+
 bool PcSampler::needs_launches(uint64_t now) const {
   if (!usable_.load(std::memory_order_relaxed)) return false;
   if (any_enabled_.load(std::memory_order_relaxed)) return true;
@@ -184,7 +202,10 @@ void PcSampler::on_launch_enter(CUcontext ctx, uint64_t now) {
   if (ctx && work_due(want, monotonic_ns())) do_work(ctx, want);
   if (want) refresh_metadata(now);
   if (!any_enabled_.load(std::memory_order_relaxed) || t_counted) return;
-  episode_launches_.fetch_add(1, std::memory_order_relaxed);
+  // Half the budget gone: the records so far are read now, not at the next periodic flush.
+  if (episode_launches_.fetch_add(1, std::memory_order_relaxed) == launch_budget_ / 2 &&
+      request_flush_)
+    request_flush_();
   if (window_open_.load(std::memory_order_relaxed))
     window_launches_.fetch_add(1, std::memory_order_relaxed);
   // The gate: counted as inside a launch call, unless Stop / Get Data / Disable run right now.
@@ -253,7 +274,8 @@ void PcSampler::do_work(CUcontext ctx, bool want) {
   const uint64_t now = monotonic_ns();
   using Step = PcScheduler::Step;
   switch (scheduler_->next_step(now, episode_launches_.load(std::memory_order_relaxed),
-                                window_launches_.load(std::memory_order_relaxed))) {
+                                window_launches_.load(std::memory_order_relaxed),
+                                last_first_use_ns_.load(std::memory_order_relaxed))) {
     case Step::kNone: return;
     case Step::kEnable: {
       if (!launches_observed_.load(std::memory_order_relaxed)) return;
@@ -264,6 +286,9 @@ void PcSampler::do_work(CUcontext ctx, bool want) {
       if (!ok) return;
       episode_ctx_ = &c;
       episode_launches_.store(0, std::memory_order_relaxed);
+      // The process's first episode: its kernels are being launched for the first time now, and
+      // their activity records (which tell which are new) come only with the next flush.
+      if (stats_.episodes == 0) note_first_use();
       scheduler_->on_enabled(monotonic_ns());
       stats_.episodes++;
       return;
@@ -303,7 +328,8 @@ void PcSampler::do_work(CUcontext ctx, bool want) {
       drain(*episode_ctx_);
       exclusive_end();
       drain_pending_.store(false, std::memory_order_release);
-      if (usable_) scheduler_->on_drained(stats_.pairs - before, window_limit_.load());
+      if (usable_)
+        scheduler_->on_drained(stats_.pairs - before, window_limit_.load(), monotonic_ns());
       return;
     }
     case Step::kDisable:
@@ -420,8 +446,6 @@ bool PcSampler::configure(Context &c) {
   if (config_.sampling_factor)
     add(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_PERIOD).samplingPeriodData.samplingPeriod =
         config_.sampling_factor;
-  add(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_WORKER_THREAD_PERIODIC_SLEEP_SPAN)
-      .workerThreadPeriodicSleepSpanData.workerThreadPeriodicSleepSpan = kWorkerSleepSpanMs;
   if (config_.pc_hw_buffer_mb)
     add(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_HARDWARE_BUFFER_SIZE)
         .hardwareBufferSizeData.hardwareBufferSize = size_t{config_.pc_hw_buffer_mb} << 20;
@@ -520,6 +544,13 @@ void PcSampler::drain(Context &c) {
     if (r != CUPTI_SUCCESS) return fail("cuptiPCSamplingGetData", r);
     const CUpti_PCSamplingData &d = *buf.data();
     stats_.nonuser_samples += d.nonUsrKernelsTotalSamples;
+    if (d.nonUsrKernelsTotalSamples > 0)
+      g_nonuser_samples.report_n(
+          d.nonUsrKernelsTotalSamples, kErrDataLost,
+          "%llu PC samples of kernels CUPTI does not attribute (non-user kernels: those first "
+          "launched, or in a graph first uploaded, while PC sampling was off between episodes, "
+          "docs/pc-sampling.md P19-P20): counted, not published",
+          static_cast<unsigned long long>(d.nonUsrKernelsTotalSamples));
     stats_.dropped_samples += d.droppedSamples;
     if (d.totalNumPcs == 0) break;
     publish(buf);
@@ -556,6 +587,7 @@ void PcSampler::end_episode(Context &c, bool wait_for_workers) {
   for (auto &o : contexts_) any |= o->enabled;
   any_enabled_.store(any, std::memory_order_release);
   if (!any && activity_hold_) activity_hold_(false);
+  if (request_flush_) request_flush_();  // the episode's records, before they pile up
   scheduler_->on_disabled(monotonic_ns());
   debug_log("PC sampling disabled: episode %llu over%s", static_cast<unsigned long long>(stats_.episodes),
             scheduler_->episodes_cut_by_budget() > stats_.episodes_cut ? " (its launch budget spent)" : "");

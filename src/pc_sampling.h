@@ -44,6 +44,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <unordered_set>
 #include <vector>
 
 #include "config.h"
@@ -81,6 +82,9 @@ class PcSampler {
   // Called with true before PC sampling is first enabled and with false once it is disabled
   // everywhere (ActivityCollector::hold_on): kernel activity must be on before.
   void set_kernel_activity_hold(std::function<void(bool)> hold) { activity_hold_ = std::move(hold); }
+  // Asks for the activity buffers to be read soon (never waits): an episode's records of every
+  // launch are read as it ends, not at the next periodic flush.
+  void set_flush_request(std::function<void()> request) { request_flush_ = std::move(request); }
   bool usable() const { return usable_.load(std::memory_order_relaxed); }
 
   // PC sampling runs while a consumer is attached to pc_sample_batch and the launch path is
@@ -115,6 +119,13 @@ class PcSampler {
   // again.
   void on_launch_enter(CUcontext ctx, uint64_t now_ns);
   void on_launch_exit();
+
+  // A kernel (or graph exec) is new to the process: an episode under way stays enabled a while
+  // (PcScheduler, P19/P20). Any thread.
+  void note_first_use();
+  // Every kernel activity record's function name (the activity collector, on CUPTI's buffer
+  // thread): a name not seen before is a first use.
+  void on_kernel_record(const char *name);
 
   // Resource callbacks.
   void on_context_destroy(CUcontext ctx);
@@ -157,6 +168,7 @@ class PcSampler {
   bool stall_map_fired_ = false;
 
   std::function<void(bool)> activity_hold_;
+  std::function<void()> request_flush_;
   std::atomic<bool> usable_{false};
   std::atomic<bool> any_enabled_{false};
   std::atomic<bool> launches_observed_{false};
@@ -169,6 +181,9 @@ class PcSampler {
   std::atomic<uint32_t> window_limit_{0};
   // Launches entered since the episode's enable: each left a kernel record (PcScheduler).
   std::atomic<uint64_t> episode_launches_{0};
+  std::atomic<uint64_t> last_first_use_ns_{0};
+  std::mutex seen_mu_;
+  std::unordered_set<uint64_t> kernels_seen_;  // hashes of kernel names seen while enabled
   uint64_t launch_budget_ = 0;
   // Launches still to let pass before the next window opens (-1: not drawn yet), and its dice.
   int32_t open_skip_ = -1;

@@ -12,12 +12,20 @@ PcScheduler::PcScheduler(const Params &params, const PcRateController::Params &w
   next_episode_ns_.store(now_ns, std::memory_order_relaxed);
 }
 
+bool PcScheduler::learning(uint64_t now_ns) const {
+  return last_first_use_ns_ != 0 && now_ns - last_first_use_ns_ < p_.first_use_quiet_ns &&
+         now_ns - episode_start_ns_ < p_.max_learning_ns;
+}
+
 bool PcScheduler::over(uint64_t now_ns, uint64_t episode_launches) const {
-  return episode_launches >= p_.launch_budget || now_ns - episode_start_ns_ >= p_.max_episode_ns;
+  if (episode_launches >= p_.launch_budget) return true;
+  return now_ns - episode_start_ns_ >=
+         (learning(now_ns) ? p_.max_learning_ns : p_.max_episode_ns);
 }
 
 PcScheduler::Step PcScheduler::next_step(uint64_t now_ns, uint64_t episode_launches,
-                                         uint32_t window_launches) {
+                                         uint32_t window_launches, uint64_t last_first_use_ns) {
+  if (last_first_use_ns > last_first_use_ns_) last_first_use_ns_ = last_first_use_ns;
   switch (phase_) {
     case Phase::kIdle: {
       if (now_ns < next_episode_ns()) return Step::kNone;
@@ -33,11 +41,20 @@ PcScheduler::Step PcScheduler::next_step(uint64_t now_ns, uint64_t episode_launc
       window_pending_ = true;
       return Step::kEnable;
     }
-    case Phase::kEnabled:
+    case Phase::kEnabled: {
       if (episode_launches >= p_.launch_budget) cut_ = true;
-      if (window_done_ || over(now_ns, episode_launches)) return Step::kDisable;
+      if (over(now_ns, episode_launches)) return Step::kDisable;
       if (window_pending_) return Step::kStart;
-      return Step::kNone;
+      if (!window_done_) return Step::kNone;
+      if (!learning(now_ns)) return Step::kDisable;
+      // Kernels are still being used for the first time: stay enabled, and sample on.
+      learned_ = true;
+      const uint32_t n = windows_.should_open(now_ns);
+      if (n == 0) return Step::kNone;
+      window_limit_ = n;
+      window_pending_ = true;
+      return Step::kStart;
+    }
     case Phase::kWindow:
       if (episode_launches >= p_.launch_budget) cut_ = true;
       if (window_launches >= window_limit_ || now_ns >= window_deadline_ns_ ||
@@ -56,6 +73,7 @@ PcScheduler::Step PcScheduler::next_step(uint64_t now_ns, uint64_t episode_launc
 void PcScheduler::on_enabled(uint64_t now_ns) {
   phase_ = Phase::kEnabled;
   episode_start_ns_ = now_ns;
+  first_window_done_ns_ = 0;
   window_done_ = false;
   cut_ = false;
   ++episodes_;
@@ -75,8 +93,9 @@ void PcScheduler::on_stopped(uint64_t now_ns, uint32_t launches) {
   drain_due_ns_ = now_ns + p_.drain_delay_ns;
 }
 
-void PcScheduler::on_drained(uint64_t samples, uint32_t launches) {
+void PcScheduler::on_drained(uint64_t samples, uint32_t launches, uint64_t now_ns) {
   windows_.on_samples(samples, launches);
+  if (!window_done_) first_window_done_ns_ = now_ns;
   phase_ = Phase::kEnabled;
   window_done_ = true;
 }
@@ -89,9 +108,15 @@ void PcScheduler::on_disabled(uint64_t now_ns) {
   window_pending_ = false;
   window_done_ = false;
   cut_ = false;
-  // Time budget: an episode that took `spent` is followed by at least spent * (1/duty - 1).
+  // Time budget: an episode that took `spent` is followed by at least spent * (1/duty - 1). An
+  // episode kept enabled while kernels were first used is charged its ordinary length only: that
+  // happens while a program starts, and its next episode is not put off by it.
   const double duty = std::clamp(p_.max_duty, 1e-6, 1.0);
-  const uint64_t gap = static_cast<uint64_t>(static_cast<double>(spent) * (1.0 / duty - 1.0));
+  const uint64_t ordinary = learned_ && first_window_done_ns_ > episode_start_ns_
+                              ? first_window_done_ns_ - episode_start_ns_ : spent;
+  const uint64_t charged = std::min({spent, ordinary, p_.max_episode_ns});
+  learned_ = false;
+  const uint64_t gap = static_cast<uint64_t>(static_cast<double>(charged) * (1.0 / duty - 1.0));
   next_episode_ns_.store(std::max(now_ns + gap, windows_.next_open_ns()),
                          std::memory_order_relaxed);
   in_episode_.store(false, std::memory_order_relaxed);

@@ -35,6 +35,13 @@ class PcScheduler {
     // kernel record (activity is on for all of them); see pc_sampling.cc for the default.
     uint64_t launch_budget = 50000;
     uint64_t max_episode_ns = 1'000'000'000;
+    // Kernels first launched, and graphs first uploaded, while PC sampling is disabled between
+    // episodes never give PC records (docs/pc-sampling.md P19, P20): an episode stays enabled,
+    // with more windows as the controller allows, until no kernel has been seen for the first time
+    // for first_use_quiet_ns, at most max_learning_ns from its start. The launch budget still ends
+    // it.
+    uint64_t first_use_quiet_ns = 2'000'000'000;
+    uint64_t max_learning_ns = 30'000'000'000;
     // Episode time (enable to disable) over wall time.
     double max_duty = 0.05;
     // Get Data this long after Stop: CUPTI's worker threads decode the hardware buffer
@@ -55,15 +62,17 @@ class PcScheduler {
               uint64_t seed);
 
   // At a launch entering at now_ns: what is due. episode_launches: launches entered since the
-  // episode was enabled; window_launches: since the window opened.
-  Step next_step(uint64_t now_ns, uint64_t episode_launches, uint32_t window_launches);
+  // episode was enabled; window_launches: since the window opened; last_first_use_ns: when a
+  // kernel (or graph exec) was last seen for the first time (0: never).
+  Step next_step(uint64_t now_ns, uint64_t episode_launches, uint32_t window_launches,
+                 uint64_t last_first_use_ns = 0);
 
   // What was done (the sampler reports each step it carried out; a step that failed is not
   // reported and PC sampling is off anyway).
   void on_enabled(uint64_t now_ns);
   void on_started(uint64_t now_ns);
   void on_stopped(uint64_t now_ns, uint32_t launches);
-  void on_drained(uint64_t samples, uint32_t launches);
+  void on_drained(uint64_t samples, uint32_t launches, uint64_t now_ns);
   void on_disabled(uint64_t now_ns);
   // The context the episode ran on went away (its sampling state with it).
   void on_context_lost(uint64_t now_ns) { on_disabled(now_ns); }
@@ -87,6 +96,7 @@ class PcScheduler {
  private:
   enum class Phase : uint8_t { kIdle, kEnabled, kWindow, kDrainPending };
   bool over(uint64_t now_ns, uint64_t episode_launches) const;
+  bool learning(uint64_t now_ns) const;
 
   const Params p_;
   PcRateController windows_;
@@ -99,6 +109,9 @@ class PcScheduler {
   uint64_t drain_due_ns_ = 0;
   uint64_t episode_start_ns_ = 0;
   bool cut_ = false;  // this episode hit its launch budget
+  uint64_t last_first_use_ns_ = 0;
+  uint64_t first_window_done_ns_ = 0;  // an episode kept for learning is charged up to here
+  bool learned_ = false;               // this episode was kept enabled for first uses
   uint64_t episodes_ = 0;
   uint64_t cut_by_budget_ = 0;
   std::atomic<bool> in_episode_{false};

@@ -63,6 +63,8 @@ bool Profiler::start() {
   activity_ = std::make_unique<ActivityCollector>(cupti_, config_, *tracker_, *graphs_);
   activity_->set_launch_counts(&launch_counts);
   pc_->set_kernel_activity_hold([a = activity_.get()](bool on) { a->hold_on(on); });
+  activity_->set_kernel_observer([p = pc_.get()](const char *name) { p->on_kernel_record(name); });
+  pc_->set_flush_request([a = activity_.get()] { a->request_flush(); });
   callbacks_ = std::make_unique<LaunchCallbacks>(cupti_, config_, *tracker_, *graphs_,
                                                  *activity_, pc_.get());
   // The subscription first: CUPTI takes one subscriber, so a refusal (another CUPTI client in

@@ -91,6 +91,30 @@ class SamplesHangUnderAnnouncedLaunches(unittest.TestCase):
         self.assertEqual(ids["unannounced"], 0, p["pc_samples"])
 
 
+class Episodes(unittest.TestCase):
+    """PC sampling is enabled only in episodes while a consumer listens (docs/pc-sampling.md)."""
+
+    def test_enabled_in_short_episodes_not_for_the_whole_attachment(self):
+        env = {"PARCAGPU_DEBUG": "1"}
+        with harness.AgentConsumer() as ac:
+            r = harness.run_mockapp(["--duration=6s", "--launch-rate=1000", "--graph-rate=100"],
+                                    env=env)
+        ac.stop()
+        self.assertEqual(r.returncode, 0, r.stderr[-2000:])
+        pc = mock_pc(r)
+        # Several episodes, each enabled and disabled again; nothing left enabled.
+        self.assertGreaterEqual(pc["enables"], 2, pc)
+        self.assertEqual(pc["disables"], pc["enables"], pc)
+        self.assertEqual(pc["enabled_now"], 0, pc)
+        p = ac.process(r.summary["pid"])
+        self.assertGreater(p["pc_samples"]["records"], 0)
+        self.assertEqual(p["pc_samples"]["correlation_ids"]["unannounced"], 0, p["pc_samples"])
+        # Kernel activity is on for every launch only during episodes: far fewer kernel records
+        # than kernels run (at the default rates), every one of them matched.
+        self.assertLess(p["kernel_records"], r.summary["kernels_run"] / 2, p)
+        self.assertEqual(p["orphan_kernels"], 0, p)
+
+
 class AttachDetach(unittest.TestCase):
     def test_detach_tears_down_and_a_later_consumer_gets_the_metadata_again(self):
         env = dict(harness.UNLIMITED, PARCAGPU_DEBUG="1")

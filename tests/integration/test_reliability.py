@@ -159,7 +159,13 @@ class Loss(unittest.TestCase):
         self.assertEqual(j["orphan_correlations_graph"], 0, why)
         self.assertEqual(j["kernels_matched"], j["kernel_records"], j)
         self.assertEqual(r.summary["records_dropped"], 0)
-        self.assertEqual(parcagpu_lines(r), [], "nothing lost, nothing to say")
+        # PC samples CUPTI itself cannot attribute (kernels of graphs that threads starting late
+        # first uploaded between two PC sampling episodes, docs/pc-sampling.md P19) are said,
+        # once and in the totals; nothing else is lost.
+        unattributed = [l for l in parcagpu_lines(r) if "CUPTI does not attribute" in l]
+        self.assertLessEqual(len([l for l in unattributed if "counted, not published" in l]), 1)
+        self.assertEqual([l for l in parcagpu_lines(r) if l not in unattributed], [],
+                         "nothing lost, nothing to say")
 
     def test_limits_raised_at_a_small_cap_the_loss_is_counted_and_said(self):
         # Far more launches announced than the tracker holds while their records are pending:

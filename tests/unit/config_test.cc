@@ -118,7 +118,7 @@ TEST(Config, PcSamplingDefaultsAndValues) {
   EXPECT_TRUE(d.pc_sampling);
   EXPECT_EQ(d.pc_sampling_rate, 100.0);
   EXPECT_EQ(d.sampling_factor, 0u);  // CUPTI's default for the device
-  EXPECT_EQ(d.pc_hw_buffer_mb, 0u);  // CUPTI's default size
+  EXPECT_EQ(d.pc_hw_buffer_mb, 8u);  // small: episodes wait on it (P13)
   Config c = Env{{{"PARCAGPU_PC_SAMPLING_RATE", "0"},
                   {"PARCAGPU_SAMPLING_FACTOR", "20"},
                   {"PARCAGPU_PC_HW_BUFFER_MB", "256"},

@@ -35,7 +35,7 @@ uint64_t play_episode(PcScheduler &s, uint64_t t, uint64_t samples) {
   EXPECT_EQ(s.next_step(t + 10 * kMs, 3, 0), Step::kNone) << "drained too early";
   t += 30 * kMs;
   EXPECT_EQ(s.next_step(t, 4, 0), Step::kDrain);
-  s.on_drained(samples, n);
+  s.on_drained(samples, n, t);
   t += kMs;
   EXPECT_EQ(s.next_step(t, 5, 0), Step::kDisable);
   s.on_disabled(t);
@@ -113,7 +113,7 @@ TEST(PcScheduler, AnEpisodeEndsAtItsLaunchBudgetWhereverItIs) {
   EXPECT_EQ(s.next_step(t + kMs, 1000, 0), Step::kStop);
   s.on_stopped(t + kMs, 1);
   EXPECT_EQ(s.next_step(t + 2 * kMs, 1001, 0), Step::kDrain);
-  s.on_drained(10, 1);
+  s.on_drained(10, 1, t);
   EXPECT_EQ(s.next_step(t + 3 * kMs, 1002, 0), Step::kDisable);
   s.on_disabled(t + 3 * kMs);
   EXPECT_EQ(s.episodes_cut_by_budget(), 2u);
@@ -131,7 +131,7 @@ TEST(PcScheduler, AnEpisodeEndsAfterItsLongestTime) {
   s.on_stopped(51 * kMs, 0);
   // The application stops launching for a while: the next launch drains and ends it.
   EXPECT_EQ(s.next_step(600 * kMs, 3, 0), Step::kDrain);
-  s.on_drained(0, 0);
+  s.on_drained(0, 0, 600 * kMs);
   EXPECT_EQ(s.next_step(601 * kMs, 3, 0), Step::kDisable);
 }
 
@@ -144,6 +144,56 @@ TEST(PcScheduler, ALostContextEndsTheEpisodeOnlyIfOneIsUnderWay) {
   s.on_context_lost(6 * kMs);
   EXPECT_FALSE(s.in_episode());
   EXPECT_EQ(s.next_step(7 * kMs, 0, 0), Step::kNone) << "spaced like any other episode";
+}
+
+TEST(PcScheduler, AnEpisodeStaysEnabledWhileKernelsAreFirstUsed) {
+  // Kernels first launched between episodes never give PC records (P19, P20): while new ones
+  // keep appearing, the episode stays enabled and samples on; it ends once none appeared for
+  // first_use_quiet_ns (2 s).
+  PcRateController::Params w;
+  w.target_rate = 1e9;  // windows as often as the window duty lets them
+  PcScheduler s(episodes(), w, 0, 5);
+  ASSERT_EQ(s.next_step(0, 0, 0, /*last_first_use_ns=*/0), Step::kEnable);
+  s.on_enabled(0);
+  uint64_t t = kMs, first_use = kMs;
+  ASSERT_EQ(s.next_step(t, 1, 0, first_use), Step::kStart);
+  s.on_started(t);
+  ASSERT_EQ(s.next_step(t + kMs, 2, 1, first_use), Step::kStop);
+  s.on_stopped(t + kMs, 1);
+  ASSERT_EQ(s.next_step(t + 32 * kMs, 3, 0, first_use), Step::kDrain);
+  s.on_drained(100, 1, t + 32 * kMs);
+  // New kernels at 0.5 s and 1.5 s: still enabled at 3 s, with more windows meanwhile.
+  int windows = 1;
+  for (t = 10 * kMs; t < 3400 * kMs; t += 10 * kMs) {
+    if (t == 500 * kMs || t == 1500 * kMs) first_use = t;
+    const Step st = s.next_step(t, 10, 1, first_use);
+    ASSERT_NE(st, Step::kDisable) << "ended at " << t / kMs << " ms, new kernels 1.5 s before";
+    if (st == Step::kStart) {
+      s.on_started(t);
+      ++windows;
+      ASSERT_EQ(s.next_step(t + kMs, 11, s.window_limit(), first_use), Step::kStop);
+      s.on_stopped(t + kMs, 1);
+      ASSERT_EQ(s.next_step(t + 32 * kMs, 11, 0, first_use), Step::kDrain);
+      s.on_drained(100, 1, t + 32 * kMs);
+    }
+  }
+  EXPECT_GT(windows, 2);
+  // Quiet for 2 s after the last new kernel (1.5 s): over at 3.5 s.
+  EXPECT_EQ(s.next_step(3510 * kMs, 12, 0, first_use), Step::kDisable);
+  s.on_disabled(3510 * kMs);
+  // Charged like an ordinary episode (enable to its first window's drain, 33 ms): the next one
+  // is not put off by the 3.5 s of learning.
+  EXPECT_TRUE(s.episode_due(3510 * kMs + 2 * kSec));
+}
+
+TEST(PcScheduler, LearningEndsAtItsLongestEvenIfKernelsKeepComing) {
+  PcScheduler s(episodes(), {}, 0, 1);
+  ASSERT_EQ(s.next_step(0, 0, 0, 0), Step::kEnable);
+  s.on_enabled(0);
+  uint64_t t = 0;
+  for (; t < 40 * kSec; t += 100 * kMs)
+    if (s.next_step(t, 5, 0, t) == Step::kDisable) break;
+  EXPECT_EQ(t, 30 * kSec) << "max_learning_ns";
 }
 
 }  // namespace
