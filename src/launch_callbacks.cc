@@ -649,6 +649,7 @@ void LaunchCallbacks::end_announced(Role &r, uint64_t epoch, CbDomain domain, ui
     (&r == &roles_[kGraphRole] ? stats_.announced_graph : stats_.announced_eager)
         .fetch_add(1, std::memory_order_relaxed);
     usdt::cuda_correlation(cb->correlationId, scbid, name);
+    if (pc_ && pc_on_.load(std::memory_order_relaxed)) pc_->note_announced(cb->correlationId);
   } else {
     // The consumer left during the call: nobody will look for its kernels.
     tracker_.remove(cb->correlationId);

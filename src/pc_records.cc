@@ -71,9 +71,12 @@ void PcRecordBuffer::reset() {
   }
 }
 
-PcBatchTally PcRecordBuffer::prepare(FunctionNames &names) {
+PcBatchTally PcRecordBuffer::prepare(FunctionNames &names,
+                                     bool (*announced)(const void *ctx, uint32_t),
+                                     const void *ctx) {
   PcBatchTally t;
   const size_t n = std::min(data_.totalNumPcs, records_.size());
+  size_t kept = 0;
   for (size_t i = 0; i < n; ++i) {
     CUpti_PCSamplingPCData &r = records_[i];
     r.functionName = const_cast<char *>(names.intern(r.functionName));
@@ -81,15 +84,23 @@ PcBatchTally PcRecordBuffer::prepare(FunctionNames &names) {
     // a count past it would make the consumer use garbage.
     if (r.stallReasonCount > PARCAGPU_STALL_REASON_MAX) r.stallReasonCount = PARCAGPU_STALL_REASON_MAX;
     r.stallReason = &stall_[i * PARCAGPU_STALL_REASON_MAX];
+    uint64_t pairs = 0, samples = 0;
     for (size_t s = 0; s < r.stallReasonCount; ++s) {
       if (r.stallReason[s].samples == 0) continue;
-      t.pairs++;
-      t.samples += r.stallReason[s].samples;
+      pairs++;
+      samples += r.stallReason[s].samples;
     }
+    if (announced && r.correlationId != 0 && !announced(ctx, r.correlationId)) {
+      t.unannounced++;
+      t.unannounced_samples += samples;
+      continue;
+    }
+    t.pairs += pairs;
+    t.samples += samples;
     if (r.correlationId == 0) t.uncorrelated++;
-    ptrs_[i] = &r;
+    ptrs_[kept++] = &r;
   }
-  t.records = n;
+  t.records = kept;
   return t;
 }
 

@@ -78,6 +78,8 @@ struct PcBatchTally {
   uint64_t samples = 0;       // sum of the stall-reason sample counts
   uint64_t pairs = 0;         // (PC, stall reason) pairs with samples: what a consumer counts
   uint64_t uncorrelated = 0;  // records with correlationId 0
+  size_t unannounced = 0;     // left out: their launch was never announced
+  uint64_t unannounced_samples = 0;
 };
 
 // A CUpti_PCSamplingData with room for `capacity` PC records, each with a stall-reason array
@@ -96,7 +98,10 @@ class PcRecordBuffer {
   // After a drain: points each record's functionName at an interned copy, fills ptrs() with the
   // records (at most capacity, so at most one firing of PARCAGPU_PC_SAMPLE_BATCH_MAX when
   // capacity is that) and adds them up.
-  PcBatchTally prepare(FunctionNames &names);
+  // Records whose correlation ID `announced` says no to are left out (counted): their samples
+  // would hang under no launch stack. ID 0 (no correlation) is kept.
+  PcBatchTally prepare(FunctionNames &names, bool (*announced)(const void *ctx, uint32_t) = nullptr,
+                       const void *ctx = nullptr);
   const void **ptrs() { return ptrs_.data(); }
 
  private:

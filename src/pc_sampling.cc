@@ -42,6 +42,9 @@ constexpr uint64_t kMetadataRefreshNs = 30'000'000'000;
 // This thread's outermost launch is counted in in_launch_.
 __attribute__((tls_model("initial-exec"))) thread_local bool t_counted = false;
 
+RepeatedError g_in_flight_at_start("pc_sampling",
+                                   "PC samples of launches that were not announced, left out",
+                                   "samples");
 RepeatedError g_nonuser_samples("pc_sampling", "PC samples of kernels CUPTI does not attribute",
                                  "samples");
 
@@ -345,6 +348,9 @@ void PcSampler::start_window(uint64_t now) {
   const CUptiResult r = cupti_.cuptiPCSamplingStart(&p);
   if (r != CUPTI_SUCCESS) return fail("cuptiPCSamplingStart", r);
   scheduler_->on_started(now);
+  // Launches announced before this window are not what it samples (their kernels may be: left
+  // out, see note_announced).
+  for (auto &slot : announced_) slot.store(0, std::memory_order_relaxed);
   window_limit_.store(scheduler_->window_limit(), std::memory_order_relaxed);
   window_launches_.store(0, std::memory_order_relaxed);
   window_deadline_ns_.store(scheduler_->window_deadline_ns(), std::memory_order_relaxed);
@@ -519,8 +525,29 @@ bool PcSampler::configure(Context &c) {
   return true;
 }
 
+void PcSampler::note_announced(uint32_t correlation_id) {
+  if (!any_enabled_.load(std::memory_order_relaxed)) return;
+  const uint32_t i = announced_next_.fetch_add(1, std::memory_order_relaxed) % kAnnouncedSlots;
+  announced_[i].store(correlation_id, std::memory_order_relaxed);
+}
+
+bool PcSampler::was_announced(const void *self, uint32_t correlation_id) {
+  const auto *p = static_cast<const PcSampler *>(self);
+  for (const auto &slot : p->announced_)
+    if (slot.load(std::memory_order_relaxed) == correlation_id) return true;
+  return false;
+}
+
 void PcSampler::publish(PcRecordBuffer &buf) {
-  const PcBatchTally t = buf.prepare(names_);
+  const PcBatchTally t = buf.prepare(names_, &PcSampler::was_announced, this);
+  stats_.unannounced += t.unannounced;
+  stats_.unannounced_samples += t.unannounced_samples;
+  if (t.unannounced)
+    g_in_flight_at_start.report_n(
+        t.unannounced_samples, kErrDataLost,
+        "%llu PC samples of launches that were not announced (kernels still running when a "
+        "sampling window started) left out: no launch stack to put them under",
+        static_cast<unsigned long long>(t.unannounced_samples));
   if (t.records == 0) return;
   stats_.records += t.records;
   stats_.pairs += t.pairs;

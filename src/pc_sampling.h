@@ -63,6 +63,7 @@ struct PcStats {
   uint64_t drains = 0, batches = 0;         // drains, pc_sample_batch firings
   uint64_t records = 0, pairs = 0, samples = 0;
   uint64_t uncorrelated = 0;                // records with correlationId 0
+  uint64_t unannounced = 0, unannounced_samples = 0;  // left out: kernels in flight at Start
   uint64_t unpublished = 0;                 // records drained with no consumer attached
   uint64_t nonuser_samples = 0;             // CUPTI's nonUsrKernelsTotalSamples
   uint64_t dropped_samples = 0;             // CUPTI's droppedSamples
@@ -127,6 +128,11 @@ class PcSampler {
   // thread): a name not seen before is a first use.
   void on_kernel_record(const char *name);
 
+  // A launch was announced (its cuda_correlation fired) while PC sampling is enabled: its
+  // samples are published. Samples of other launches are kernels that were still running when a
+  // window started (Start needs no idle GPU, P6): left out, counted. Lock-free, any thread.
+  void note_announced(uint32_t correlation_id);
+
   // Resource callbacks.
   void on_context_destroy(CUcontext ctx);
   CubinRegistry &cubins() { return cubins_; }
@@ -182,6 +188,12 @@ class PcSampler {
   // Launches entered since the episode's enable: each left a kernel record (PcScheduler).
   std::atomic<uint64_t> episode_launches_{0};
   std::atomic<uint64_t> last_first_use_ns_{0};
+  // Correlation IDs announced since the window started (a window spans at most 32 launches,
+  // plus what the rate gates announce meanwhile).
+  static constexpr size_t kAnnouncedSlots = 512;
+  std::atomic<uint32_t> announced_[kAnnouncedSlots] = {};
+  std::atomic<uint32_t> announced_next_{0};
+  static bool was_announced(const void *self, uint32_t correlation_id);
   std::mutex seen_mu_;
   std::unordered_set<uint64_t> kernels_seen_;  // hashes of kernel names seen while enabled
   uint64_t launch_budget_ = 0;

@@ -226,6 +226,32 @@ TEST(PcRecordBuffer, RecordsAreWhatTheConsumerReads) {
   EXPECT_NE(buf.data()->pPcData[0].stallReason, nullptr);
 }
 
+TEST(PcRecordBuffer, RecordsOfLaunchesNotAnnouncedAreLeftOutAndCounted) {
+  // Kernels still running when a window started are sampled too (P6); their launches were not
+  // announced, so their samples would hang under no stack.
+  PcRecordBuffer buf(4);
+  FunctionNames names;
+  CUpti_PCSamplingData *d = buf.data();
+  char name[] = "_Z1kPf";
+  d->totalNumPcs = 3;
+  const uint32_t ids[] = {7, 42, 0};  // 7 announced, 42 not, 0 uncorrelated (kept)
+  for (int i = 0; i < 3; ++i) {
+    CUpti_PCSamplingPCData &r = d->pPcData[i];
+    r.functionName = name;
+    r.stallReasonCount = 1;
+    r.stallReason[0] = {14, static_cast<uint32_t>(10 * (i + 1))};
+    r.correlationId = ids[i];
+  }
+  auto announced = [](const void *, uint32_t id) { return id == 7; };
+  const PcBatchTally t = buf.prepare(names, announced, nullptr);
+  EXPECT_EQ(t.records, 2u);
+  EXPECT_EQ(t.unannounced, 1u);
+  EXPECT_EQ(t.unannounced_samples, 20u);
+  EXPECT_EQ(t.samples, 10u + 30u);
+  EXPECT_EQ(static_cast<const CUpti_PCSamplingPCData *>(buf.ptrs()[0])->correlationId, 7u);
+  EXPECT_EQ(static_cast<const CUpti_PCSamplingPCData *>(buf.ptrs()[1])->correlationId, 0u);
+}
+
 // ---- CubinRegistry ----
 
 uint64_t g_fake_crc_calls = 0;
