@@ -23,8 +23,6 @@ class DeviceProfile {
   // A kernel matched to its launch (Tracer::on_match).
   void on_match(uint32_t device, uint32_t kernel_name_id, uint64_t gpu_ns);
 
-  size_t devices() const { return devices_.size(); }
-
   // One row per device seen, by device ordinal; per device its kernels by GPU time, the top
   // `kernels_per_device` of them.
   std::vector<DeviceSummary> summarize(const NameTable &names, size_t kernels_per_device) const;
