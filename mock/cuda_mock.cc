@@ -494,6 +494,12 @@ void mock_cuda_get_stats(MockCudaStats *out) {
   out->injected_failures = injected_failures();
 }
 
+size_t mock_cuda_kernels_by_device(uint64_t *out, size_t capacity) {
+  const int n = num_devices();
+  for (int d = 0; d < n && static_cast<size_t>(d) < capacity; ++d) out[d] = Counters::sum(device_counter(d));
+  return static_cast<size_t>(n);
+}
+
 int mock_cuda_cupti_attached(void) { return hooks() != nullptr; }
 
 // ---- Bridge to the mock CUPTI (driver_cupti_bridge.h) ----

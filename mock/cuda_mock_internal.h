@@ -139,10 +139,16 @@ enum CbidCounter : size_t { kCbidLaunches, kCbidKernels, kCbidCaptured, kNumCbid
 
 struct CounterTag {};
 using Counters = mockstats::PerThreadCounters<CounterTag, kNumScalarCounters +
-                                                              kMaxLaunchApis * kNumCbidCounters>;
+                                                              kMaxLaunchApis * kNumCbidCounters +
+                                                              MOCK_CUDA_MAX_DEVICES>;
 
 inline size_t cbid_counter(size_t launch_api_index, CbidCounter which) {
   return kNumScalarCounters + launch_api_index * kNumCbidCounters + which;
+}
+
+// Kernels run on a device (mock_cuda_kernels_by_device), after the per-cbid counters.
+inline size_t device_counter(int device) {
+  return kNumScalarCounters + kMaxLaunchApis * kNumCbidCounters + static_cast<size_t>(device);
 }
 
 // The hooks of the mock CUPTI, or null while no libcupti is loaded.

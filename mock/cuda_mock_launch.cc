@@ -447,6 +447,7 @@ void run_kernel(const mockbridge::CuptiHooks *h, CUctx_st *ctx, CUstream_st *str
                 uint32_t correlation_id, uint32_t graph_id, uint64_t graph_node_id,
                 uint8_t launch_type, const Shape &shape, uint32_t collect_kind) {
   Counters::add(kKernelsRun);
+  Counters::add(device_counter(ctx->device));
   if (!h) return;
   mockbridge::KernelRun run;
   run.start = run.end = 0;

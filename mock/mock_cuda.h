@@ -173,6 +173,10 @@ typedef struct MockCbidCount {
  * cbid; returns how many there are (may exceed capacity). */
 size_t mock_cuda_counts_by_cbid(MockCbidCount *out, size_t capacity);
 
+/* Kernels the mock GPU ran on each device (conditional bodies included): out[d] for device d,
+ * up to `capacity` entries; returns the number of devices. */
+size_t mock_cuda_kernels_by_device(uint64_t *out, size_t capacity);
+
 /* Whether a mock libcupti is loaded in the process and registered with the driver. */
 int mock_cuda_cupti_attached(void);
 

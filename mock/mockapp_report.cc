@@ -201,6 +201,14 @@ void print_summary(const Options &o, double elapsed_s) {
   launches += "}";
   kernels += "}";
   captured += "}";
+  // Kernels run per device, device 0 first: the truth a consumer's per-device view is held to.
+  uint64_t by_device[MOCK_CUDA_MAX_DEVICES] = {};
+  const size_t devices = std::min<size_t>(mock_cuda_kernels_by_device(by_device, MOCK_CUDA_MAX_DEVICES),
+                                          MOCK_CUDA_MAX_DEVICES);
+  std::string kernels_by_device = "[";
+  for (size_t d = 0; d < devices; ++d)
+    kernels_by_device += (d ? "," : "") + std::to_string(by_device[d]);
+  kernels_by_device += "]";
 
   const uint64_t total = d.eager_launches + d.graph_launches;
   std::string json = "{\"pid\":" + std::to_string(getpid());
@@ -220,6 +228,7 @@ void print_summary(const Options &o, double elapsed_s) {
   json += ",\"kernels_run\":" + std::to_string(d.kernels_run);
   json += ",\"graph_kernels_run\":" + std::to_string(d.graph_kernels_run);
   json += ",\"conditional_kernels_run\":" + std::to_string(d.conditional_kernels_run);
+  json += ",\"kernels_by_device\":" + kernels_by_device;
   json += ",\"launches_per_s\":" + std::to_string(elapsed_s > 0 ? total / elapsed_s : 0);
   json += ",\"cupti_loaded\":" + std::string(c.loaded ? "true" : "false");
   json += ",\"cupti_api_version\":" + std::to_string(c.api_version);

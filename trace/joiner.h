@@ -86,6 +86,17 @@ struct StackSummary {
   std::vector<StackKernelSummary> by_kernel;  // most GPU time first
 };
 
+// One row of GPU time by device (trace/device_profile.h).
+struct DeviceSummary {
+  uint32_t device = 0;
+  uint64_t kernel_records = 0;  // kernel records of the device read, matched or not
+  uint64_t kernels = 0;         // of which matched to their launch
+  uint64_t gpu_ns = 0;          // GPU time of the matched ones
+  uint64_t pids = 0;            // processes whose records name this device
+  uint64_t kernel_names = 0;    // distinct kernels matched (by_kernel holds the top N)
+  std::vector<StackKernelSummary> by_kernel;  // most GPU time first
+};
+
 // Everything the tool reports. The join figures come from the Joiner; the BPF-side counters
 // (drops, read errors, probe firings) are filled in by the caller.
 struct Summary {
@@ -144,6 +155,7 @@ struct Summary {
   uint64_t gpu_ns_matched = 0;     // GPU time of the matched kernels
   std::vector<StackSummary> gpu_time_by_stack;  // top N, most GPU time first
   uint64_t stacks_total = 0;       // rows before the top-N cut
+  std::vector<DeviceSummary> gpu_time_by_device;  // every device seen, by ordinal
   bool capture_sites_enabled = false;               // --capture-sites: the table below is output
   std::vector<CaptureSiteSummary> capture_sites;    // sorted by total_ns, descending
   std::vector<std::string> libraries;               // library files attached to

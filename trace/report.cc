@@ -36,6 +36,24 @@ double rounded(double v) { return std::round(v * 1000.0) / 1000.0; }
 
 }  // namespace
 
+Json devices_json(const std::vector<DeviceSummary> &devices) {
+  Json out = Json::array();
+  for (const DeviceSummary &d : devices) {
+    Json ks = Json::array();
+    for (const StackKernelSummary &k : d.by_kernel)
+      ks.push_back({{"kernel", k.kernel}, {"demangled", k.kernel_demangled}, {"gpu_ns", k.gpu_ns},
+                    {"kernels", k.kernels}});
+    out.push_back({{"device", d.device},
+                   {"kernels", d.kernels},
+                   {"kernel_records", d.kernel_records},
+                   {"gpu_ns", d.gpu_ns},
+                   {"pids", d.pids},
+                   {"kernel_names", d.kernel_names},
+                   {"by_kernel", std::move(ks)}});
+  }
+  return out;
+}
+
 Json summary_json(const Summary &s) {
   Json o;
   // The keys tests and GPU scripts rely on first, in this order.
@@ -112,6 +130,7 @@ Json summary_json(const Summary &s) {
     rows.push_back(std::move(row));
   }
   o["gpu_time_by_stack"] = std::move(rows);
+  o["gpu_time_by_device"] = devices_json(s.gpu_time_by_device);
   o["libraries"] = s.libraries;
   if (s.capture_sites_enabled) {
     Json sites = Json::array();
@@ -153,6 +172,28 @@ void print_stack_table(FILE *f, const char *title, const std::vector<StackSummar
       std::fprintf(f, "       %-9s %s\n", k == 0 ? "stack" : "", r.frames[k].c_str());
     if (r.frames.size() > kFramesShown)
       std::fprintf(f, "       %-9s ... %zu outer frames\n", "", r.frames.size() - kFramesShown);
+  }
+}
+
+void print_device_table(FILE *f, const std::vector<DeviceSummary> &devices) {
+  uint64_t total_ns = 0, kernels = 0;
+  for (const DeviceSummary &d : devices) {
+    total_ns += d.gpu_ns;
+    kernels += d.kernels;
+  }
+  std::fprintf(f, "GPU time by device: %s of GPU time in %" PRIu64 " kernels, %zu device%s\n",
+               human_ns(total_ns).c_str(), kernels, devices.size(), devices.size() == 1 ? "" : "s");
+  for (const DeviceSummary &d : devices) {
+    std::fprintf(f, "  device %-3u %12s %6.1f%% %8" PRIu64 " kernels", d.device, human_ns(d.gpu_ns).c_str(),
+                 total_ns ? 100.0 * d.gpu_ns / total_ns : 0.0, d.kernels);
+    if (d.kernel_records != d.kernels) std::fprintf(f, " of %" PRIu64 " records", d.kernel_records);
+    if (d.pids > 1) std::fprintf(f, ", %" PRIu64 " processes", d.pids);
+    if (!d.by_kernel.empty()) {
+      const StackKernelSummary &top = d.by_kernel.front();
+      std::fprintf(f, "   top %s %.1f%%", top.kernel.empty() ? "(no name)" : top.kernel_demangled.c_str(),
+                   d.gpu_ns ? 100.0 * top.gpu_ns / d.gpu_ns : 0.0);
+    }
+    std::fprintf(f, "\n");
   }
 }
 
@@ -266,6 +307,10 @@ void print_summary(FILE *f, const Summary &s, bool verbose) {
     std::fprintf(f, "  unmatched kernels of launches announced while detaching: %" PRIu64 "\n",
                  s.kernels_ignored_at_exit);
   std::fprintf(f, "\n");
+  if (s.gpu_time_by_device.size() > 1) {  // one device: the stack table says it all
+    print_device_table(f, s.gpu_time_by_device);
+    std::fprintf(f, "\n");
+  }
   print_stack_table(f, s.capture_sites_enabled ? "GPU time by launch stack (graph kernels by capture stack)"
                                                : "GPU time by launch stack",
                     s.gpu_time_by_stack, s.gpu_ns_matched, s.kernels_matched, s.stacks_total);

@@ -36,6 +36,10 @@ void print_summary(FILE *out, const Summary &s, bool verbose);
 void print_stack_table(FILE *out, const char *title, const std::vector<StackSummary> &rows,
                        uint64_t total_ns, uint64_t total_kernels, uint64_t total_stacks);
 void print_capture_sites(FILE *out, const Summary &s);
+// GPU time by device (print_summary shows it when more than one device was seen).
+void print_device_table(FILE *out, const std::vector<DeviceSummary> &devices);
+// gpu_time_by_device of the JSON summary.
+Json devices_json(const std::vector<DeviceSummary> &devices);
 
 // The live table of kernels (-k): one row per kernel when it is matched to its launch.
 class KernelTable {

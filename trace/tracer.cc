@@ -224,6 +224,7 @@ void Tracer::on_kernel(const pt_kernel_event &e) {
     if (const CaptureSites::Site *site = captures_.on_graph_kernel(k.pid, k.graph_node_id, name, k.duration_ns()))
       tag = site->stack_id + 1;
   }
+  devices_.on_record(k.pid, k.device_id);
   const Joiner::Match m = joiner_.on_kernel(k, tag);
   if (opt_.verbose)
     std::fprintf(stderr, "[%u/%u] kernel corr=%u dev=%u stream=%u graph=%u node=%" PRIu64 " %s name=%s\n",
@@ -235,6 +236,7 @@ void Tracer::on_match(const Launch &l, const KernelRecord &k, uint32_t name_id, 
   // Graph kernels go under their capture stack with --capture-sites (when they have one).
   const uint32_t stack = opt_.capture_sites && tag > StackTable::kFirstReal ? tag - 1 : l.stack_id;
   profile_.add(stack, name_id, k.duration_ns());
+  devices_.on_match(k.device_id, name_id, k.duration_ns());
   if (opt_.interval_s > 0) interval_profile_.add(stack, name_id, k.duration_ns());
   if (opt_.kernels) {
     std::string site;
@@ -346,6 +348,7 @@ Summary Tracer::summarize(const uint64_t st[PT_STAT_MAX], double duration,
   sum.gpu_ns_matched = profile_.total_ns();
   sum.gpu_time_by_stack = summarize_stacks(profile_, stacks_, joiner_.names(), opt_.top);
   sum.stacks_total = profile_.stacks();
+  sum.gpu_time_by_device = devices_.summarize(joiner_.names(), opt_.top);
   sum.libraries = libraries;
   sum.duration_s = duration;
   sum.events_per_s = duration > 0 ? static_cast<double>(sum.events) / duration : 0;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "capture_sites.h"
+#include "device_profile.h"
 #include "joiner.h"
 #include "mmap_tracker.h"
 #include "options.h"
@@ -74,6 +75,7 @@ class Tracer : public MatchSink {
   Joiner joiner_;
   CaptureSites captures_;
   GpuProfile profile_, interval_profile_;
+  DeviceProfile devices_;
   KernelTable table_{stdout};
   MmapTracker *mmaps_ = nullptr;
   MmapTracker::Hooks hooks_;

@@ -1,0 +1,137 @@
+#!/usr/bin/env python3
+"""Several GPUs, on the mock (issue 19, item 1; no multi-GPU machine was run). The mock app with
+--num-gpus=4 gives each device its own context and stream and sends launch i of thread t to
+device (t + i) % 4, eager and graph launches alike; its summary says how many kernels ran on each
+device (kernels_by_device). With every launch announced (harness.UNLIMITED):
+
+- parcagpu-trace's per-device view (gpu_time_by_device in --json, "GPU time by device" in the
+  text report) holds exactly the mock's kernels per device, and the devices add up to the total;
+  one device has no such section in the text report;
+- a PC consumer (parcagpu-trace --pc) gets one gpu_config per device, PC sampling is enabled on
+  each device's context, and the PC samples come from kernels of more than one device (a sample's
+  device is its kernel's: the PC records carry the correlation ID, the kernel records the device).
+"""
+import collections
+import json
+import os
+import re
+import unittest
+
+import harness
+
+GPUS = 4
+# 4 x 500 launches/s (a tenth of them graph launches) for 2 s, from 2 threads.
+ARGS = ["--num-gpus=%d" % GPUS, "--duration=2s", "--launch-rate=500", "--graph-rate=50",
+        "--threads=2"]
+
+
+def mock_pc(run):
+    """The mock CUPTI's PC sampling counters at exit."""
+    assert run.exit_reports, run.stderr[-2000:]
+    return run.exit_reports[-1]["pc_sampling"]
+
+
+class KernelsByDevice(unittest.TestCase):
+    def test_per_device_kernels_are_the_mocks_and_add_up(self):
+        with harness.Trace() as tr:
+            r = harness.run_mockapp(ARGS, env=harness.UNLIMITED)
+        tr.stop()
+        self.assertEqual(r.returncode, 0, r.stderr[-2000:])
+        self.assertEqual(tr.proc.returncode, 0, tr.stderr[-2000:])
+        truth = r.summary["kernels_by_device"]
+        self.assertEqual(len(truth), GPUS, r.summary)
+        self.assertTrue(all(n > 0 for n in truth), truth)
+        self.assertEqual(sum(truth), r.summary["kernels_run"])
+        j = tr.result
+        # Every kernel of every launch arrived and matched: the per-device figures are all of them.
+        self.assertEqual(j["kernel_records"], r.summary["kernels_run"])
+        self.assertEqual(j["kernels_matched"], j["kernel_records"])
+        self.assertEqual(j["orphan_kernels"], 0)
+        self.assertIn("gpu_time_by_device", j, "no per-device view in the JSON summary")
+        rows = j["gpu_time_by_device"]
+        self.assertEqual([d["device"] for d in rows], list(range(GPUS)), rows)
+        for d, n in enumerate(truth):
+            row = rows[d]
+            self.assertEqual(row["kernel_records"], n, row)
+            self.assertEqual(row["kernels"], n, row)
+            self.assertGreater(row["gpu_ns"], 0, row)
+            # The mock's 5 kernel names, each on every device (fewer than the top 10 shown).
+            self.assertEqual(row["kernel_names"], len(row["by_kernel"]), row)
+            self.assertEqual(sum(k["kernels"] for k in row["by_kernel"]), n, row)
+            self.assertEqual(sum(k["gpu_ns"] for k in row["by_kernel"]), row["gpu_ns"], row)
+        self.assertEqual(sum(d["kernels"] for d in rows), j["kernels_matched"])
+        self.assertEqual(sum(d["kernel_records"] for d in rows), j["kernel_records"])
+        self.assertEqual(sum(d["gpu_ns"] for d in rows), j["gpu_ns_matched"])
+
+    def test_text_report_has_a_device_section_with_several_devices_only(self):
+        lib = os.path.abspath(harness.LIB)
+        for gpus in (GPUS, 1):
+            with self.subTest(gpus=gpus):
+                with harness.TraceTool(["-l", lib]) as tr:
+                    r = harness.run_mockapp(["--num-gpus=%d" % gpus, "--duration=1s",
+                                             "--launch-rate=300", "--graph-rate=30"],
+                                            env=harness.UNLIMITED)
+                tr.stop()
+                self.assertEqual(r.returncode, 0, r.stderr[-2000:])
+                self.assertEqual(tr.proc.returncode, 0, tr.stderr[-2000:])
+                truth = r.summary["kernels_by_device"]
+                if gpus == 1:
+                    self.assertNotIn("GPU time by device", tr.stdout)
+                    continue
+                self.assertRegex(tr.stdout, r"\nGPU time by device: .* in %d kernels, %d devices\n"
+                                 % (sum(truth), gpus))
+                for d, n in enumerate(truth):
+                    self.assertRegex(tr.stdout, r"\n  device %d +\S+ \S+ +\S+%% +%d kernels\b"
+                                     % (d, n))
+
+
+class PcSamplingByDevice(unittest.TestCase):
+    def test_pc_consumer_gets_each_devices_gpu_config_and_samples_from_several(self):
+        with harness.TraceTool(["-l", os.path.abspath(harness.LIB), "--json-lines", "--pc"]) as tr:
+            r = harness.run_mockapp(ARGS, env=dict(harness.UNLIMITED, PARCAGPU_DEBUG="1"))
+        tr.stop()
+        self.assertEqual(r.returncode, 0, r.stderr[-2000:])
+        self.assertEqual(tr.proc.returncode, 0, tr.stderr[-2000:])
+        j = tr.last_json()
+        pc = j["pc"]
+        # One gpu_config per device, each its own.
+        self.assertEqual(sorted(g["device"] for g in pc["gpu_configs"]), list(range(GPUS)),
+                         pc["gpu_configs"])
+        self.assertEqual(pc["gpu_config_firings"], GPUS)
+        self.assertEqual(j["gpu_config"], GPUS)
+        # PC sampling per context: enabled on each device's context (the library's debug log),
+        # none left enabled at exit.
+        enabled_on = set(int(d) for d in re.findall(
+            r"PC sampling enabled on context \S+ \(device (\d+)\)", r.stderr))
+        self.assertEqual(sorted(enabled_on), list(range(GPUS)), r.stderr[-3000:])
+        mpc = mock_pc(r)
+        self.assertGreaterEqual(mpc["enables"], GPUS, mpc)
+        self.assertEqual(mpc["enabled_now"], 0, mpc)
+        # A sample's device is its kernel's (correlation ID -> the kernel lines' device).
+        device_of = {}
+        for line in tr.stdout.splitlines():
+            if line.startswith('{"type":"kernel"'):
+                k = json.loads(line)
+                device_of[(k["pid"], k["correlation_id"])] = k["device"]
+        self.assertEqual(sorted(set(device_of.values())), list(range(GPUS)))
+        sampled = collections.Counter()
+        unknown = 0
+        for k in pc["kernels"]:
+            for corr in k["correlation_ids"]:
+                if (k["pid"], corr) in device_of:
+                    sampled[device_of[(k["pid"], corr)]] += 1
+                else:
+                    unknown += 1
+        self.assertEqual(unknown, 0, "PC samples of launches without a kernel record")
+        self.assertGreater(len(sampled), 1,
+                           "PC samples from the kernels of one device only: %s" % dict(sampled))
+
+
+# CUDA 12.0's CUPTI (the mock's personality 12) has no PC sampling for us (correlation IDs in PC
+# records came with 12.4): the per-device kernel view is checked there, PC sampling is not.
+if harness.PERSONALITY == "12":
+    PcSamplingByDevice = unittest.skip("CUPTI older than 12.4: no PC sampling")(PcSamplingByDevice)
+
+
+if __name__ == "__main__":
+    harness.main()

@@ -1,0 +1,44 @@
+#include "device_profile.h"
+
+#include <algorithm>
+
+namespace parcagpu::trace {
+
+void DeviceProfile::on_record(uint32_t pid, uint32_t device) {
+  Device &d = devices_[device];
+  ++d.records;
+  d.pids.insert(pid);
+}
+
+void DeviceProfile::on_match(uint32_t device, uint32_t kernel, uint64_t gpu_ns) {
+  Device &d = devices_[device];
+  ++d.kernels;
+  d.gpu_ns += gpu_ns;
+  Cell &c = d.by_kernel[kernel];
+  ++c.kernels;
+  c.gpu_ns += gpu_ns;
+}
+
+std::vector<DeviceSummary> DeviceProfile::summarize(const NameTable &names, size_t n) const {
+  std::vector<DeviceSummary> out;
+  for (const auto &[device, d] : devices_) {
+    DeviceSummary s;
+    s.device = device;
+    s.kernel_records = d.records;
+    s.kernels = d.kernels;
+    s.gpu_ns = d.gpu_ns;
+    s.pids = d.pids.size();
+    s.kernel_names = d.by_kernel.size();
+    std::vector<std::pair<uint32_t, Cell>> cells(d.by_kernel.begin(), d.by_kernel.end());
+    std::sort(cells.begin(), cells.end(), [](const auto &a, const auto &b) {
+      return a.second.gpu_ns != b.second.gpu_ns ? a.second.gpu_ns > b.second.gpu_ns : a.first < b.first;
+    });
+    for (size_t i = 0; i < cells.size() && i < n; ++i)
+      s.by_kernel.push_back({names.raw(cells[i].first), names.demangled(cells[i].first), cells[i].second.gpu_ns,
+                             cells[i].second.kernels});
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+}  // namespace parcagpu::trace
