@@ -30,6 +30,9 @@ constexpr uint64_t kDrainDelayNs = 0;
 // kernels (graph launches carry several): an eighth of the buffers, with room for the records of
 // the launches around the episode and for a flusher that runs late on a busy machine.
 constexpr uint64_t kKernelRecordBytes = 256;
+// An episode due waits this many launches on contexts sampled before for one on a context never
+// sampled (several GPUs: each gets its windows).
+constexpr uint32_t kUnsampledWaitLaunches = 10000;
 constexpr uint64_t kRecordsPerLaunch = 4;
 constexpr uint64_t kEpisodeShareOfBuffers = 8;
 // How long Stop / Get Data / Disable wait for other threads to leave their launch calls before
@@ -59,6 +62,8 @@ struct PcSampler::Context {
   CUcontext ctx;
   uint32_t device = 0;
   bool enabled = false;
+  bool ever_enabled = false;  // its kernels first launched since then give records (P19, P20)
+  bool ever_sampled = false;  // a window ran on it
   std::unique_ptr<PcRecordBuffer> config_buf;  // CUPTI's, filled at Disable
   std::unique_ptr<PcRecordBuffer> out_buf;     // Get Data's
 };
@@ -269,12 +274,32 @@ void PcSampler::do_work(CUcontext ctx, bool want) {
   if (!want) {
     // The last consumer left: the episode under way ends now, nothing is drained for nobody.
     if (!episode_ctx_ || !exclusive_begin()) return;
-    end_episode(*episode_ctx_, /*wait_for_workers=*/false);
+    end_all_episodes(/*wait_for_workers=*/false);
     exclusive_end();
-    debug_log("PC sampling disabled: no consumer");
+    debug_log("PC sampling: no consumer left, the episode under way ended");
     return;
   }
   const uint64_t now = monotonic_ns();
+  // Several contexts (GPUs). A context never enabled joins an episode under way, enabled but not
+  // started: its kernels first launched from now on give records in later episodes (P19, P20).
+  // And an episode begins on a context never sampled before, while there is one.
+  Context &here = find_or_add(ctx);
+  if (episode_ctx_ && &here != episode_ctx_) {
+    if (!here.ever_enabled && exclusive_begin()) {
+      enable(here);
+      exclusive_end();
+      return;
+    }
+    if (!here.enabled) return;  // (another window may start on it: below)
+  }
+  if (!episode_ctx_ && here.ever_sampled && unsampled_waits_ < kUnsampledWaitLaunches) {
+    for (const auto &o : contexts_)
+      if (!o->ever_sampled) {
+        ++unsampled_waits_;  // wait for a launch on that one (a while: it may launch no more)
+        return;
+      }
+  }
+  unsampled_waits_ = 0;
   using Step = PcScheduler::Step;
   switch (scheduler_->next_step(now, episode_launches_.load(std::memory_order_relaxed),
                                 window_launches_.load(std::memory_order_relaxed),
@@ -282,7 +307,7 @@ void PcSampler::do_work(CUcontext ctx, bool want) {
     case Step::kNone: return;
     case Step::kEnable: {
       if (!launches_observed_.load(std::memory_order_relaxed)) return;
-      Context &c = find_or_add(ctx);
+      Context &c = here;
       if (!exclusive_begin()) return;
       const bool ok = enable(c);
       exclusive_end();
@@ -312,6 +337,8 @@ void PcSampler::do_work(CUcontext ctx, bool want) {
         return;
       }
       open_skip_ = -1;
+      if (!here.enabled) return;
+      episode_ctx_ = &here;  // the windows of an episode go to the contexts that launch
       // Exclusive, as Stop: a launch of another thread that is inside its call now was told no
       // window is open (so it is not announced for it), and its kernel must not be sampled
       // either; a launch entering after this sees the window open. (Start needs no idle GPU, P6.)
@@ -337,7 +364,7 @@ void PcSampler::do_work(CUcontext ctx, bool want) {
     }
     case Step::kDisable:
       if (!exclusive_begin()) return;
-      end_episode(*episode_ctx_, /*wait_for_workers=*/false);
+      end_all_episodes(/*wait_for_workers=*/false);
       exclusive_end();
       return;
   }
@@ -348,6 +375,7 @@ void PcSampler::start_window(uint64_t now) {
   const CUptiResult r = cupti_.cuptiPCSamplingStart(&p);
   if (r != CUPTI_SUCCESS) return fail("cuptiPCSamplingStart", r);
   scheduler_->on_started(now);
+  episode_ctx_->ever_sampled = true;
   // Launches announced before this window are not what it samples (their kernels may be: left
   // out, see note_announced).
   for (auto &slot : announced_) slot.store(0, std::memory_order_relaxed);
@@ -382,6 +410,7 @@ bool PcSampler::enable(Context &c) {
     return false;
   }
   c.enabled = true;
+  c.ever_enabled = true;
   stats_.enables++;
   any_enabled_.store(true, std::memory_order_release);
   if (!configure(c)) return false;  // fail() disabled it
@@ -583,6 +612,13 @@ void PcSampler::drain(Context &c) {
     publish(buf);
     if (d.remainingNumPcs == 0) break;
   }
+}
+
+void PcSampler::end_all_episodes(bool wait_for_workers) {
+  // The sampled context first (its window, its drain), then the ones that only joined.
+  if (episode_ctx_) end_episode(*episode_ctx_, wait_for_workers);
+  for (auto &c : contexts_)
+    if (c->enabled && usable_) end_episode(*c, wait_for_workers);
 }
 
 void PcSampler::end_episode(Context &c, bool wait_for_workers) {

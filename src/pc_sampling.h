@@ -156,6 +156,7 @@ class PcSampler {
   // Ends the episode on c: the window closed, its samples drained (waiting for CUPTI's workers
   // if wait_for_workers), PC sampling disabled and what Disable hands back published.
   void end_episode(Context &c, bool wait_for_workers);
+  void end_all_episodes(bool wait_for_workers);
   // Fires what a buffer holds to pc_sample_batch consumers (or counts it unpublished).
   void publish(PcRecordBuffer &buf);
   void fail(const char *call, CUptiResult r);
@@ -201,6 +202,7 @@ class PcSampler {
   int32_t open_skip_ = -1;
   uint64_t skip_rng_ = 0x9E3779B97F4A7C15ull;
   Context *episode_ctx_ = nullptr;  // where PC sampling is enabled now
+  uint32_t unsampled_waits_ = 0;
 
   // The gate: threads inside a launch call (counted only while PC sampling is enabled), and
   // the flag that holds new launches while Stop / Get Data / Disable run.

@@ -12,6 +12,7 @@
   --json-lines' summary; the PC view attached to libraries found without -l (by -p, or in a
   cgroup by a process that starts later) and kept out of processes outside -c's cgroup.
 """
+import datetime
 import os
 import re
 import shutil
@@ -143,18 +144,24 @@ class AttachDetach(unittest.TestCase):
             wait_for(lambda: count("PC sampling enabled") >= before + 2, "two PC sampling episodes")
             time.sleep(1.0)
             t.stop()
+            detached = datetime.datetime.now()
             traces.append(t)
-            # After the detach the episode under way ends at a launch, and no other begins.
-            wait_for(lambda: count("PC sampling enabled") == count("PC sampling disabled"),
+            # After the detach the episode under way ends at a launch, and no other begins (the
+            # debug lines carry their time of day; they reach us a little later).
+            wait_for(lambda: count("PC sampling enabled") == count("PC sampling disabled: episode"),
                      "the end of the episode under way at detach %d" % (i + 1))
-            enabled = count("PC sampling enabled")
             time.sleep(1.0)
-            self.assertEqual(count("PC sampling enabled"), enabled, "an episode without a consumer")
+            late = [l for l in app.err_lines if "PC sampling enabled" in l and
+                    datetime.datetime.combine(detached.date(), datetime.datetime.strptime(
+                        l.split()[0], "%H:%M:%S.%f").time()) > detached +
+                    datetime.timedelta(seconds=0.2)]
+            self.assertEqual(late, [], ("an episode without a consumer", i, str(detached),
+                                        [l for l in app.err_lines if "PC sampling" in l][-6:]))
         r = harness.finish_mockapp(app, timeout=120)
         self.assertEqual(r.returncode, 0)
         for i, t in enumerate(traces):
             pc = t.result["pc"]
-            self.assertTrue(pc["stall_reasons_named"], i)
+            self.assertTrue(pc["stall_reasons_named"], (i, {k: pc[k] for k in ("records", "stall_reason_maps", "gpu_configs")}))
             self.assertEqual([g["sampling_factor"] for g in pc["gpu_configs"]], [11], i)
             self.assertTrue(pc["cubins"] and all(c["read"] and c["bytes_crc32"] == c["crc"]
                                                  for c in pc["cubins"]), (i, pc["cubins"]))
