@@ -5,11 +5,12 @@
 #     cuGraphLaunch (same exec), in equal numbers, ~1000 rounds/s for 10 s, at the default rates,
 #     once with a classic consumer (parcagpu-trace with the library's PC sampling off: sampling
 #     windows) and once with the production agent's probe set (build/bin/agent-consumer, which
-#     attaches pc_sample_batch: callbacks on continuously). Prints per cbid: launched, announced,
+#     attaches pc_sample_batch: callbacks on continuously; needs its libbpf: if it cannot run, it
+#     is said and skipped), and with parcagpu-trace --pc (the same mode). Prints per cbid: launched, announced,
 #     fraction, and its ratio to the role's fraction (eager: 211, -307; graph: 311, -514);
 #     verdict: every ratio within 0.5x-2x.
 #  b) a GPU-bound PyTorch loop (x.mul(2).add_(1) on 64M floats and a 4096^3 GEMM, synchronized
-#     each step) for 15 s under parcagpu-trace at the default rates (PC sampling on, as
+#     each step) for 12 s under parcagpu-trace at the default rates (PC sampling on, as
 #     parcagpu-trace attaches pc_sample_batch; and off: windows), and once with every launch
 #     announced (limits raised, PC off): the truth. Prints each kernel's share of GPU time in
 #     each run; verdict: every share within 10 points of the truth.
@@ -18,7 +19,7 @@
 #        [--python PATH]
 #   defaults: build/lib/libparcagpu.so, build/bin/parcagpu-trace, build/bin/agent-consumer,
 #   /tmp/parcagpu-unbiased, /opt/torch/.venv/bin/python. Env: NVCC, CUDA_ARCH (sm_90), SECONDS_A
-#   (10), RATE_A (1000), SECONDS_B (15).
+#   (10), RATE_A (1000), SECONDS_B (12).
 # Needs root (eBPF), nvcc, python3 (the torch venv's serves for the JSON too). About 2.5 min.
 # Exit: 0 both verdicts held, 1 a verdict failed, 2 could not run. Outputs under $OUT.
 
@@ -32,7 +33,7 @@ PY="${TORCH_PYTHON:-/opt/torch/.venv/bin/python}"
 CUDA_ARCH="${CUDA_ARCH:-sm_90}"
 SECONDS_A="${SECONDS_A:-10}"
 RATE_A="${RATE_A:-1000}"
-SECONDS_B="${SECONDS_B:-15}"
+SECONDS_B="${SECONDS_B:-12}"
 while [ $# -gt 0 ]; do
   case "$1" in
     --lib) LIB="$2"; shift 2 ;;
@@ -79,6 +80,8 @@ run_a() {  # $1 = classic | agent
   if [ "$kind" = classic ]; then
     env+=(PARCAGPU_PC_SAMPLING=0)
     start_consumer "$json" "$TRACE" -l "$LIB" --json || return 1
+  elif [ "$kind" = pc ]; then
+    start_consumer "$json" "$TRACE" -l "$LIB" --json --pc || return 1
   else
     [ -x "$AGENT" ] || { log "no agent-consumer at $AGENT: agent run skipped"; return 1; }
     start_consumer "$json" "$AGENT" -l "$LIB" || return 1
@@ -94,6 +97,8 @@ run_a classic || die "run a/classic failed"
 log "a) the same with the agent's probe set"
 AGENT_OK=1
 run_a agent || AGENT_OK=0
+log "a) the same with parcagpu-trace --pc (also attaches pc_sample_batch)"
+run_a pc || die "run a/pc failed"
 
 # ---- b) PyTorch ----
 cat > "$OUT/torch_loop.py" <<'EOF'
@@ -143,7 +148,7 @@ for l in open(os.path.join(out, "a-classic.program")):
         launched = {int(k): v for k, v in json.loads(l.split(" ", 1)[1]).items() if k != "rounds"}
 role = {211: "eager", -307: "eager", 311: "graph", -514: "graph"}
 print("a) four launch APIs in equal numbers, default rates (%d of each)" % launched[211])
-kinds = ["classic"] + (["agent"] if agent_ok else [])
+kinds = ["classic", "pc"] + (["agent"] if agent_ok else [])
 for kind in kinds:
     j = last_json(os.path.join(out, "a-%s.json" % kind))
     if kind == "agent":
@@ -167,7 +172,8 @@ for kind in kinds:
         print("    %5d %-6s %6d / %6d  %8.4f  x%.2f %s" % (c, role[c], by.get(c, 0), launched[c], f,
                                                          ratio, "" if good else "  <-- FAIL"))
 if not agent_ok:
-    print("  agent consumer: not run (no agent-consumer binary)")
+    print("  agent consumer: not run (no agent-consumer binary, or it could not start: %s)"
+          % os.path.join(out, "a-agent.json.err"))
 
 def shares(path):
     j = last_json(path)
