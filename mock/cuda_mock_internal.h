@@ -31,6 +31,8 @@ struct CUfunc_st {
   uint32_t magic = kMagic;
   uint32_t id;
   const char *name;  // interned, never freed
+  // GPU time of one run, ns (mock_cuda_set_kernel_duration); 0: a plausible ~1-2.5 us.
+  std::atomic<uint64_t> duration_ns{0};
 };
 
 struct CUstream_st {

@@ -7,6 +7,10 @@
 #include <cstring>
 #include <new>
 #include <optional>
+#include <chrono>
+#include <thread>
+#include <cupti_driver_cbid.h>
+#include <cupti_runtime_cbid.h>
 
 #pragma GCC visibility push(default)
 #include <cuda.h>
@@ -405,6 +409,20 @@ const void *build_params(const LaunchApi &api, LaunchArgs *a, ParamStorage *stor
   return nullptr;
 }
 
+std::atomic<uint64_t> g_queue_limit_ns{0};
+
+// A full queue blocks the launch inside its driver call until the stream has room.
+void wait_for_queue_room(CUstream_st *st) {
+  const uint64_t limit = g_queue_limit_ns.load(std::memory_order_relaxed);
+  if (!limit) return;
+  for (;;) {
+    const uint64_t busy = st->busy_until.load(std::memory_order_relaxed);
+    const uint64_t now = mockbridge::now_ns();
+    if (busy <= now + limit) return;
+    std::this_thread::sleep_for(std::chrono::nanoseconds(busy - now - limit));
+  }
+}
+
 std::atomic<MockLaunchHook> g_launch_hook{nullptr};
 std::atomic<void *> g_launch_hook_arg{nullptr};
 
@@ -453,9 +471,13 @@ void run_kernel(const mockbridge::CuptiHooks *h, CUctx_st *ctx, CUstream_st *str
   run.start = run.end = 0;
   run.grid_id = ctx->next_grid_id.fetch_add(1, std::memory_order_relaxed);
   run.collect_kind = collect_kind;
-  if (collect_kind) {
+  const uint64_t set_duration = f->duration_ns.load(std::memory_order_relaxed);
+  // The timeline is kept for kernels of a set duration even when no record is collected: their
+  // queue can fill and block launches (mock_cuda_set_queue_limit) and be waited for.
+  if (collect_kind || set_duration) {
     // Kernels of one stream run back to back, after a launch latency of about a microsecond.
-    const uint64_t duration = duration_ns(correlation_id, graph_node_id ^ run.grid_id, f->id);
+    const uint64_t duration =
+        set_duration ? set_duration : duration_ns(correlation_id, graph_node_id ^ run.grid_id, f->id);
     const uint64_t ready = mockbridge::now_ns() + 1000;
     uint64_t busy = stream->busy_until.load(std::memory_order_relaxed);
     do {
@@ -514,6 +536,28 @@ using namespace mockcuda;
 
 extern "C" {
 
+void mock_cuda_set_kernel_duration(CUfunction f, uint64_t ns) {
+  if (f && f->magic == CUfunc_st::kMagic) f->duration_ns.store(ns, std::memory_order_relaxed);
+}
+
+void mock_cuda_set_queue_limit(uint64_t ns) { g_queue_limit_ns.store(ns, std::memory_order_relaxed); }
+
+CUresult mock_cuda_stream_synchronize(CUstream stream) {
+  ensure_initialized();
+  CUstream_st *st = resolve_stream(current_context(), stream);
+  if (!st) return CUDA_ERROR_INVALID_HANDLE;
+  int rt_rc = 0, drv_rc = 0;
+  ApiScope rt(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020,
+              "cudaStreamSynchronize", nullptr, nullptr, st->context, &rt_rc);
+  ApiScope drv(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize,
+               "cuStreamSynchronize", nullptr, nullptr, st->context, &drv_rc);
+  // Spins (yielding), as CUDA's default synchronization does: a sleep would wake on the timer
+  // tick that also wakes the library's watcher, a coincidence real programs do not have.
+  while (st->busy_until.load(std::memory_order_relaxed) > mockbridge::now_ns())
+    std::this_thread::yield();
+  return CUDA_SUCCESS;
+}
+
 void mock_cuda_set_launch_hook(MockLaunchHook hook, void *arg) {
   g_launch_hook_arg.store(arg);
   g_launch_hook.store(hook, std::memory_order_release);
@@ -564,6 +608,7 @@ CUresult mock_cuda_launch(uint32_t domain, uint32_t cbid, CUfunction f, CUstream
     }
     // Inside the driver call: lazy module load, and stream capture (docs/cupti-facts.md, fact 5).
     module_loaded_once(ctx);
+    wait_for_queue_room(st);
     if (st->capture_graph.load(std::memory_order_relaxed)) {
       capture_node(st, CU_GRAPH_NODE_TYPE_KERNEL, f);
       captured = true;

@@ -56,6 +56,17 @@ CUresult mock_cuda_device_synchronize(void);
  * freed), as cudart does at exit; the next launch in a context loads it again. */
 CUresult mock_cuda_unload_modules(void);
 
+/* The GPU time each run of f takes from now on, ns (0: the default, a plausible ~0.8-2.5 us varying
+ * by launch). Kernels of one stream run back to back on the mock GPU's timeline. */
+void mock_cuda_set_kernel_duration(CUfunction f, uint64_t ns);
+/* A full launch queue: while a stream's queued GPU work ends more than `ns` from now, a launch
+ * on it blocks inside its driver call (between the driver ENTER and EXIT, as a real launch does
+ * on a full queue) until it does not. 0 (the default): launches never block. */
+void mock_cuda_set_queue_limit(uint64_t ns);
+/* cudaStreamSynchronize (runtime 131 over driver cuStreamSynchronize 126): waits until the
+ * stream's GPU work has ended. */
+CUresult mock_cuda_stream_synchronize(CUstream stream);
+
 /* ---- Launches through any launch cbid ---- */
 
 typedef enum MockLaunchKind {

@@ -7,6 +7,8 @@
 // exits 0 if it ran fine itself: tests rely on a broken or inert library never failing it.
 #include "mockapp.h"
 
+#include "parcagpu/cbid_table.h"
+
 #include <dlfcn.h>
 #include <getopt.h>
 #include <limits.h>
@@ -57,6 +59,17 @@ void usage(FILE *out) {
                "                       --duration; each calls exit() at once (fork safety)\n"
                "  --exit=HOW           end with exit (default), quick_exit or _exit\n"
                "  --loop               repeat --scenario until --duration has passed\n"
+               "  --apis=LIST          the timed workload launches through these APIs only\n"
+               "                       (cbid table names: cudaLaunchKernel,cuGraphLaunch,...),\n"
+               "                       each thread cycling through them\n"
+               "  --api-per-thread     with --apis: thread t launches through API t %% n alone\n"
+               "  --gpu-bound=K:US,... instead of the timed mix, a GPU-bound loop: each step\n"
+               "                       launches kernels K (cudaLaunchKernel) taking US us of\n"
+               "                       GPU time each, then synchronizes the stream; prints\n"
+               "                       MOCKAPP_GPU_TRUTH {kernel: GPU ns} at the end\n"
+               "  --sync-every=N       --gpu-bound: synchronize every N steps (0: never)\n"
+               "  --queue-limit-us=N   a launch blocks while its stream has more than N us of\n"
+               "                       GPU work queued (a full launch queue)\n"
                "  --fake-consumer=P    after cuInit raise the library's semaphores of probes P\n"
                "                       (\"all\" or a list) as an attaching consumer would\n"
                "  --scenario=LIST      replay observed launch sequences instead of the timed "
@@ -143,6 +156,11 @@ bool parse_options(int argc, char **argv, Options *o) {
     kLoop,
     kFakeConsumer,
     kLaunches,
+    kApis,
+    kApiPerThread,
+    kGpuBound,
+    kSyncEvery,
+    kQueueLimit,
     kHelp,
   };
   static const option kLong[] = {
@@ -165,6 +183,11 @@ bool parse_options(int argc, char **argv, Options *o) {
       {"loop", no_argument, nullptr, kLoop},
       {"fake-consumer", required_argument, nullptr, kFakeConsumer},
       {"launches", required_argument, nullptr, kLaunches},
+      {"apis", required_argument, nullptr, kApis},
+      {"api-per-thread", no_argument, nullptr, kApiPerThread},
+      {"gpu-bound", required_argument, nullptr, kGpuBound},
+      {"sync-every", required_argument, nullptr, kSyncEvery},
+      {"queue-limit-us", required_argument, nullptr, kQueueLimit},
       {"help", no_argument, nullptr, kHelp},
       {nullptr, 0, nullptr, 0},
   };
@@ -249,6 +272,36 @@ bool parse_options(int argc, char **argv, Options *o) {
       case kLaunches:
         if (!parse_int(arg, 1, 1000000000, &n)) return fail("bad --launches: " + arg);
         o->launches = static_cast<uint64_t>(n);
+        break;
+      case kApis:
+        for (const std::string &a : split_list(arg)) {
+          bool known = false;
+          for (const auto &cb : parcagpu::kSubscribedCallbacks)
+            known |= is_launch_role(cb.role) && a == cb.name;
+          if (!known) return fail("--apis: no launch API " + a + " in the cbid table");
+          o->apis.push_back(a);
+        }
+        break;
+      case kApiPerThread:
+        o->api_per_thread = true;
+        break;
+      case kGpuBound:
+        for (const std::string &item : split_list(arg)) {
+          const size_t colon = item.rfind(':');
+          double us = 0;
+          if (colon == std::string::npos || colon == 0 ||
+              !parse_double(item.substr(colon + 1), 0.001, &us))
+            return fail("--gpu-bound wants NAME:MICROSECONDS,...: " + item);
+          o->gpu_bound.emplace_back(item.substr(0, colon), static_cast<uint64_t>(us * 1000));
+        }
+        break;
+      case kSyncEvery:
+        if (!parse_int(arg, 0, 1000000, &n)) return fail("bad --sync-every: " + arg);
+        o->sync_every = static_cast<int>(n);
+        break;
+      case kQueueLimit:
+        if (!parse_int(arg, 1, 10000000, &n)) return fail("bad --queue-limit-us: " + arg);
+        o->queue_limit_ns = static_cast<uint64_t>(n) * 1000;
         break;
       case kFakeConsumer:
         if (arg.empty()) return fail("--fake-consumer needs probe names or 'all'");

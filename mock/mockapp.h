@@ -31,6 +31,15 @@ struct Options {
   int fork_children = 0;   // children forked while the workload runs; each calls exit() at once
   std::string exit_how = "exit";  // how the process ends: exit, quick_exit, _exit
   std::string fake_consumer;  // --fake-consumer: probes whose semaphores the app raises itself
+  // --apis: the timed workload launches through these APIs only (names of the cbid table), each
+  // thread cycling through them, or with --api-per-thread thread t through apis[t % n] alone.
+  std::vector<std::string> apis;
+  bool api_per_thread = false;
+  // --gpu-bound: a loop of steps, each launching these kernels (name, GPU time in ns) through
+  // cudaLaunchKernel, then a cudaStreamSynchronize every sync_every steps (0: never).
+  std::vector<std::pair<std::string, uint64_t>> gpu_bound;
+  int sync_every = 1;
+  uint64_t queue_limit_ns = 0;  // --queue-limit-us: launches block on a full queue
 };
 
 // What --fork-children saw: children forked, and those that did not exit within the timeout.

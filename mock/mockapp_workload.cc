@@ -293,6 +293,14 @@ void launch_thread(const Options &o, Kernels &kernels, int index,
   const double graph_share = o.launch_rate > 0 ? o.graph_rate / o.launch_rate : 0;
   const auto end = start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                                std::chrono::duration<double>(o.duration_s));
+  // --apis: the launch paths of this thread.
+  std::vector<Path> apis;
+  for (size_t a = 0; a < o.apis.size(); ++a) {
+    if (o.api_per_thread && a != static_cast<size_t>(index) % o.apis.size()) continue;
+    for (const parcagpu::SubscribedCallback &cb : parcagpu::kSubscribedCallbacks)
+      if (is_launch_role(cb.role) && o.apis[a] == cb.name)
+        apis.push_back({static_cast<uint32_t>(cb.domain), cb.cbid, is_ptsz(cb.name)});
+  }
   double graph_credit = 0;
   uint64_t eager = 0, graphs = 0;
   for (uint64_t i = 0;; ++i) {
@@ -316,6 +324,17 @@ void launch_thread(const Options &o, Kernels &kernels, int index,
     const int device = static_cast<int>((index + i) % o.num_gpus);
     if (o.num_gpus > 1) mock_cuda_set_device(device);
     DeviceResources &res = devices[device];
+    if (!apis.empty()) {
+      const Path &p = apis[i % apis.size()];
+      const CUstream stream = p.per_thread_stream ? CU_STREAM_PER_THREAD : res.stream;
+      if (mock_cuda_launch_kind(p.domain, p.cbid) == MOCK_LAUNCH_GRAPH)
+        check(mock_cuda_graph_launch(p.domain, p.cbid, res.execs[i % res.execs.size()], stream),
+              "graph launch");
+      else
+        check(mock_cuda_launch(p.domain, p.cbid, eager_kernels[i % eager_kernels.size()], stream),
+              "launch");
+      continue;
+    }
     graph_credit += graph_share;
     if (graph_credit >= 1) {
       graph_credit -= 1;
@@ -341,6 +360,55 @@ void launch_thread(const Options &o, Kernels &kernels, int index,
   }
 }
 
+// --gpu-bound: a training step's shape. Each step launches the kernels in order, each taking its
+// GPU time on the mock GPU's timeline, and synchronizes every --sync-every steps: the thread
+// waits for the GPU most of the time, and the launch after the wait follows the idle stretch.
+// With --queue-limit-us launches also block on a full queue.
+void gpu_bound_thread(const Options &o, std::vector<CUfunction> *functions,
+                      std::chrono::steady_clock::time_point end, uint64_t *steps) {
+  check(mock_cuda_set_device(0), "cudaSetDevice");
+  CUstream stream = new_stream();
+  uint64_t step = 0;
+  while (std::chrono::steady_clock::now() < end) {
+    for (CUfunction f : *functions)
+      check(mock_cuda_launch(kRt, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, f, stream),
+            "cudaLaunchKernel");
+    ++step;
+    if (o.sync_every > 0 && step % o.sync_every == 0)
+      check(mock_cuda_stream_synchronize(stream), "cudaStreamSynchronize");
+  }
+  check(mock_cuda_stream_synchronize(stream), "cudaStreamSynchronize");
+  destroy(nullptr, nullptr, stream);
+  *steps = step;
+}
+
+void run_gpu_bound(const Options &o, Kernels &) {
+  std::vector<CUfunction> functions;
+  for (const auto &k : o.gpu_bound) {
+    functions.push_back(mock_cuda_function(k.first.c_str()));
+    mock_cuda_set_kernel_duration(functions.back(), k.second);
+  }
+  const auto end = std::chrono::steady_clock::now() +
+                   std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                       std::chrono::duration<double>(o.duration_s));
+  std::vector<uint64_t> steps(o.threads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < o.threads; ++t)
+    threads.emplace_back(gpu_bound_thread, std::cref(o), &functions, end, &steps[t]);
+  for (std::thread &t : threads) t.join();
+  uint64_t total = 0;
+  for (uint64_t s : steps) total += s;
+  // The whole run's GPU time by kernel: every step ran every kernel once.
+  std::string json = "{";
+  for (size_t i = 0; i < o.gpu_bound.size(); ++i)
+    json += (i ? ", \"" : "\"") + o.gpu_bound[i].first +
+            "\": " + std::to_string(total * o.gpu_bound[i].second);
+  json += "}";
+  std::printf("MOCKAPP_GPU_TRUTH %s\n", json.c_str());
+  std::fprintf(stderr, "parcagpu-mockapp: --gpu-bound: %llu steps\n",
+               static_cast<unsigned long long>(total));
+}
+
 }  // namespace
 
 const std::vector<std::string> &scenario_names() {
@@ -362,6 +430,8 @@ bool run_scenario(const std::string &name, Kernels &kernels) {
 }
 
 void run_timed_workload(const Options &o, Kernels &kernels) {
+  if (o.queue_limit_ns) mock_cuda_set_queue_limit(o.queue_limit_ns);
+  if (!o.gpu_bound.empty()) return run_gpu_bound(o, kernels);
   const auto start = std::chrono::steady_clock::now();
   std::vector<std::thread> threads;
   for (int t = 0; t < o.threads; ++t)

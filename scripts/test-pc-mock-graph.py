@@ -18,6 +18,14 @@
      launches only (every launch of the timed workload a graph launch), every sample's
      correlation ID was announced, by a graph launch.
 
+3. At the DEFAULT rate limits (where the library samples), the timed workload (every launch
+   API; graph launches half cudaGraphLaunch 311, a quarter each cuGraphLaunch 514 and
+   cuGraphLaunch_ptsz 515), with a consumer of launches and kernels (bpftrace) and with one that
+   also takes PC samples (parcagpu-trace --pc): each graph cbid's share of the announced graph
+   launches is within 0.5x-2x of its share of the graph launches. Red when driver graph
+   launches are starved beside runtime ones (before issue 16, e.g. -515 6 of 400 against 311
+   145 of 800; -514 3 of 400 with the PC consumer).
+
 Exits non-zero when any of that fails.
 """
 import os
@@ -127,6 +135,49 @@ def pc_through_agent(agent, pid, failures, what):
     return proc
 
 
+def default_rates(failures):
+    env = {}
+    for k in ("MOCK_CUPTI_REFUSE", "MOCK_CUPTI_FAIL"):
+        if os.environ.get(k):
+            env[k] = os.environ[k]
+    args = ["--launch-rate=400", "--graph-rate=200", "--duration=8s"]
+    cbids = (311, -514, -515)
+    for consumer in ("bpftrace", "parcagpu-trace --pc"):
+        if consumer == "bpftrace":
+            with harness.Bpftrace() as bt:
+                r = harness.run_mockapp(args, env=env)
+            bt.stop()
+            got = {}
+            for c in bt.correlations:
+                if c[0] == r.summary["pid"]:
+                    got[c[2]] = got.get(c[2], 0) + 1
+        else:
+            trace = harness.Trace(extra=["--pc"])
+            r = harness.run_mockapp(args, env=env)
+            trace.stop()
+            got = harness.cbid_key(trace.result["correlations_by_cbid"])
+        if r.returncode != 0:
+            failures.append("default rates (%s): mock app failed: rc=%d" % (consumer, r.returncode))
+            continue
+        launched = harness.cbid_key(r.summary["launches_by_cbid"])
+        total_l = sum(launched.get(c, 0) for c in cbids)
+        total_a = sum(got.get(c, 0) for c in cbids)
+        print("default rates, %s: graph launches %s, announced %s" % (
+            consumer, {c: launched.get(c, 0) for c in cbids}, {c: got.get(c, 0) for c in cbids}))
+        if total_a < 40:
+            failures.append("default rates (%s): only %d graph launches announced" % (
+                consumer, total_a))
+            continue
+        for cbid in cbids:
+            share_l = launched.get(cbid, 0) / total_l
+            share_a = got.get(cbid, 0) / total_a
+            if not 0.5 * share_l <= share_a <= 2 * share_l:
+                failures.append("default rates (%s): cbid %d is %.0f%% of the graph launches but "
+                                "%.0f%% of those announced (%d of %d): not a uniform sample" % (
+                                    consumer, cbid, 100 * share_l, 100 * share_a,
+                                    got.get(cbid, 0), launched.get(cbid, 0)))
+
+
 def main():
     failures = []
     agent_available = hasattr(harness, "AgentConsumer")
@@ -191,6 +242,9 @@ def main():
         if not announced or any(c not in (-514, -515, 311) for c in announced):
             failures.append("graphs: agent-consumer: announcements other than graph launches: %s"
                             % announced)
+
+    # Part 3: the default rates: graph launches of every API announced in their share.
+    default_rates(failures)
 
     if failures:
         for f in failures:

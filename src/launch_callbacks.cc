@@ -42,14 +42,9 @@ inline uint8_t role_of(CbDomain domain, uint32_t cbid) {
 // What this thread is doing, as far as the callbacks it received tell. Trivially constructible
 // and initial-exec TLS: no guard, no __tls_get_addr on the launch path.
 struct ThreadLaunch {
-  // The outermost launch API call in flight on this thread whose ENTER we saw (announced or
-  // not): its nested driver call carries the same correlation ID and is not a launch of its own.
-  uint32_t correlation_id;
-  uint32_t cbid;
-  uint64_t epoch;  // of its role, when it entered; a later epoch makes it stale
-  CbDomain domain;
-  uint8_t role;
-  bool active;
+  // The outermost launch call in flight (announced or not), this thread's nesting knowledge and
+  // its coin (launch_gate.h).
+  GateThread g;
   bool announce;
   bool windowed;  // announced through a sampling window (else a continuous subscription)
   bool captured;  // a graph node was created inside it: recorded by stream capture, not run
@@ -59,13 +54,6 @@ struct ThreadLaunch {
   uint32_t gated_corr;
   uint32_t capture_graph_id;
   uint64_t capture_node_id;
-  // Nesting knowledge per role. clean_epoch: the epoch in which this thread was last seen outside
-  // any runtime launch call of the role (every runtime call since then was seen). suspect: a
-  // driver ENTER seen while that was not known; if the next callback of the role is a driver
-  // ENTER with another ID rather than the runtime EXIT of that ID, it was not nested.
-  uint64_t clean_epoch[2];
-  uint64_t suspect_epoch[2];
-  uint32_t suspect_corr[2];
 };
 __attribute__((tls_model("initial-exec"))) thread_local ThreadLaunch t_launch;
 
@@ -129,12 +117,13 @@ LaunchCallbacks::LaunchCallbacks(const CuptiApi &cupti, const Config &config,
       graphs_(graphs),
       activity_(activity),
       pc_(pc),
-      roles_{{config.eager_rate_limit, coarse_resolution_ns()},
-             {config.graph_rate_limit, coarse_resolution_ns()}} {
+      roles_{{config.eager_rate_limit, std::max(coarse_resolution_ns(), kSafetyCapBurstNs)},
+             {config.graph_rate_limit, std::max(coarse_resolution_ns(), kSafetyCapBurstNs)}} {
   const double rates[2] = {config.eager_rate_limit, config.graph_rate_limit};
   for (uint8_t i = 0; i < 2; ++i) {
     roles_[i].windowed = rates[i] <= kMaxWindowRate;
     roles_[i].interval_ns = rates[i] > 0 ? static_cast<uint64_t>(1e9 / rates[i]) : 0;
+    roles_[i].coin.set_mean(roles_[i].windowed ? kWindowMeanLaunches : 1);
   }
 }
 
@@ -291,7 +280,7 @@ LaunchCallbacks::Want LaunchCallbacks::want(const Role &r) const {
   if (!subscriber_ || r.cbids.empty()) return Want::kNone;
   if (pc_on_.load(std::memory_order_relaxed)) return Want::kContinuous;
   if (!launch_consumers_) return Want::kNone;
-  return r.windowed ? Want::kWindows : Want::kContinuous;
+  return r.windowed && !r.low_rate ? Want::kWindows : Want::kContinuous;
 }
 
 void LaunchCallbacks::on_consumers(const Consumers &now, const Consumers &) {
@@ -328,6 +317,39 @@ uint64_t LaunchCallbacks::on_tick(uint64_t now) {
   if (pc_ && !pc_on_.load(std::memory_order_relaxed))
     if (const uint64_t due = pc_->next_episode_ns(); due != 0) next = std::min(next, std::max(due, now + 1000000));
   return next;
+}
+
+void LaunchCallbacks::start_coin(Role &r) {
+  r.rate_at_ns = 0;
+  if (r.launch_rate >= 0 && r.rate > 0)
+    r.coin.set_mean(r.launch_rate / r.rate);
+  else
+    r.coin.set_mean(r.windowed ? kWindowMeanLaunches : 1);
+}
+
+void LaunchCallbacks::adapt_coin(Role &r, uint64_t now) {
+  if (r.rate_at_ns == 0 || now < r.rate_at_ns) {
+    r.coin.take_counted();
+    r.rate_at_ns = now;
+    return;
+  }
+  const uint64_t dt = now - r.rate_at_ns;
+  if (dt < kCoinTickNs / 2) return;
+  const double seen = static_cast<double>(r.coin.take_counted()) * 1e9 / static_cast<double>(dt);
+  // Up at once (a rise would otherwise be picked at the old mean, up to the safety cap), down
+  // smoothly.
+  if (r.launch_rate < 0 || seen > 2 * r.launch_rate)
+    r.launch_rate = seen;
+  else
+    r.launch_rate += std::min(1.0, static_cast<double>(dt) / kRateSmoothingNs) *
+                     (seen - r.launch_rate);
+  r.rate_at_ns = now;
+  if (r.rate > 0) r.coin.set_mean(r.launch_rate / r.rate);
+  if (r.low_rate && r.launch_rate > kBackToWindowsFactor * kWindowMeanLaunches * r.rate) {
+    r.low_rate = false;
+    debug_log("%s launches at %.0f/s: back to sampling windows",
+              &r == &roles_[kGraphRole] ? "graph" : "eager", r.launch_rate);
+  }
 }
 
 uint64_t LaunchCallbacks::reconcile(Role &r, uint64_t now) {
@@ -370,14 +392,18 @@ uint64_t LaunchCallbacks::reconcile(Role &r, uint64_t now) {
         if ((s & 0xff) == kOff) {
           set_cbids_locked(r, true);
           r.inflight.store(0);  // late EXITs of an abandoned epoch don't count against this one
+          start_coin(r);
           if (starting_) r.all_clean_epoch.store((s >> 8) + 1);
           r.state.store(pack((s >> 8) + 1, kContinuous));
         }
       } else if (phase == kOpen) {
         // Windows to continuous: the cbids are all on already, the epoch goes on.
+        start_coin(r);
         r.state.compare_exchange_strong(s, pack(s >> 8, kContinuous));
+      } else if (phase == kContinuous) {
+        adapt_coin(r, now);
       }
-      return now + kNever;
+      return now + kCoinTickNs;
     case Want::kWindows:
       if (phase == kContinuous) {
         r.draining_since_ns = now;
@@ -385,8 +411,20 @@ uint64_t LaunchCallbacks::reconcile(Role &r, uint64_t now) {
         return now + kSoon;
       }
       if (r.interval_ns == 0) return now + kNever;
-      if (phase == kOff && now >= r.next_open_ns) {
-        open_window(r);
+      if (now >= r.next_open_ns) {
+        if (phase == kOff) {
+          r.saturated = 0;
+          if (r.coin.mean() != kWindowMeanLaunches) r.coin.set_mean(kWindowMeanLaunches);
+          open_window(r);
+        } else if (++r.saturated >= kSaturatedWindows) {
+          // Still open when the next is due, again and again: the role launches too rarely for
+          // windows to save anything, and they would announce fewer launches than the limit.
+          r.low_rate = true;
+          r.saturated = 0;
+          debug_log("%s launches: sampling windows stay open; callbacks on continuously",
+                    &r == &roles_[kGraphRole] ? "graph" : "eager");
+          return now;
+        }
         r.next_open_ns = now + r.interval_ns;
       }
       // Closed: open the next one on time. Open: look again an interval later (a window nobody
@@ -445,71 +483,51 @@ void LaunchCallbacks::on_enter(CbDomain domain, uint32_t cbid, const CUpti_Callb
   ThreadLaunch &t = t_launch;
   const uint64_t state = r.state.load(std::memory_order_acquire);
   const uint64_t epoch = state >> 8;
-  bool suspect = false;  // a driver ENTER not known to be outermost
-  if (t.active && t.epoch == epoch && t.role == ri) {
-    // The driver call nested in the outermost launch we are in: same ID, not a launch of its own.
-    if (t.correlation_id == cb->correlationId) return;
-    // A launch with another ID although the one we saw enter never left: its EXIT did not come
-    // as expected. Give it up; this call is new, but a driver call is not known to be outermost.
-    t.active = false;
+  const GateEnterResult g =
+      gate_enter(t.g, r.coin, ri, epoch, r.all_clean_epoch.load(std::memory_order_relaxed) == epoch,
+                 domain, cbid, cb->correlationId);
+  if (__builtin_expect(g.stale, 0)) {
+    // The launch this thread was in never left as expected: given up.
     if (pc_) pc_->on_launch_exit();
-    if (t.announce) abandon(r, epoch, t.correlation_id, t.windowed, t.counted);
-    suspect = domain == CbDomain::Driver;
-  } else if (domain == CbDomain::Driver && t.clean_epoch[ri] != epoch &&
-             r.all_clean_epoch.load(std::memory_order_relaxed) != epoch) {
-    // Callbacks were off until this epoch began: this may be the nested driver call of a
-    // runtime launch that entered before, whose ENTER we never saw. Not announced; the next
-    // callback of the role on this thread settles it.
-    // (Unless the suspect's call ended without a runtime EXIT of its ID: it was outermost, as
-    // is this.)
-    suspect = t.suspect_epoch[ri] != epoch || t.suspect_corr[ri] == cb->correlationId;
+    if (t.announce) abandon(r, epoch, g.stale_corr, t.windowed, t.counted);
   }
+  if (g.what == GateEnter::kNotLaunch) return;
   // PC sampling's windows open and close at launch entries, announced or not; a launch that
   // enters while one is open is sampled, so it must be announced.
   bool in_pc_window = false;
   if (pc_on_.load(std::memory_order_relaxed)) {
-    if (t.gated) release_pc_gate(t, pc_);  // a suspect's call that never came back to us
+    if (t.gated) release_pc_gate(t, pc_);  // an untracked call that never came back to us
     pc_->on_launch_enter(cb->context, coarse_ns());
     in_pc_window = pc_->window_open();
   }
-  if (suspect) {
-    t.suspect_epoch[ri] = epoch;
-    t.suspect_corr[ri] = cb->correlationId;
-    if (!in_pc_window) {
-      // Counted at PC sampling's gate all the same (no window opens while it is in its call):
-      // released at its EXIT.
-      if (pc_on_.load(std::memory_order_relaxed)) {
-        t.gated = true;
-        t.gated_corr = cb->correlationId;
-      }
-      return;
+  if (g.what == GateEnter::kUntracked) {
+    // Not followed (maybe nested in a runtime launch whose ENTER came before the enabling), so
+    // not announced; if a window is open its samples are left out by PC sampling (counted).
+    // Counted at PC sampling's gate all the same, so no Stop or Disable runs while it is in its
+    // call (P15): released at its EXIT.
+    if (pc_on_.load(std::memory_order_relaxed)) {
+      t.gated = true;
+      t.gated_corr = cb->correlationId;
     }
-    // Sampled: announced as the outermost call. If it is the driver call of a runtime launch
-    // whose ENTER came before the callbacks were on, it carries that launch's correlation ID
-    // (its kernels and samples are matched, under the right stack) and only its cbid is the
-    // driver's. Counted.
-    stats_.announced_unsure_nesting.fetch_add(1, std::memory_order_relaxed);
+    return;
   }
-  t.clean_epoch[ri] = epoch;
-  t.active = true;
-  t.epoch = epoch;
-  t.role = ri;
-  t.correlation_id = cb->correlationId;
-  t.cbid = cbid;
-  t.domain = domain;
   t.captured = false;
   t.counted = false;
   t.windowed = (state & 0xff) == kOpen;
-  t.announce = admit(r, state, cb->correlationId, in_pc_window);
+  t.announce = admit(r, state, cb->correlationId, g.what == GateEnter::kPicked, in_pc_window);
   if (t.announce) begin_announced(r, state, cb);
 }
 
-bool LaunchCallbacks::admit(Role &r, uint64_t state, uint32_t correlation_id,
+bool LaunchCallbacks::admit(Role &r, uint64_t state, uint32_t correlation_id, bool picked,
                             bool in_pc_window) {
+  // A launch PC sampling samples is announced whatever the coin says: samples of an unannounced
+  // launch hang under no stack. Windows are few (PcRateController) and span at most 32 launches.
+  if (!picked && !in_pc_window) return false;
   const uint8_t phase = state & 0xff;
   if (phase != kOpen && phase != kContinuous) return false;
   if (usdt::correlation_consumers() == 0) return false;  // left; the watcher follows
   if (phase == kOpen) {
+    if (!picked) return false;
     // The time goes first: the watcher must never read an older claim's time for this one.
     r.claimed_at_ns.store(coarse_ns(), std::memory_order_relaxed);
     uint64_t expected = state;  // the epoch too: a window of a later epoch is not ours
@@ -517,8 +535,8 @@ bool LaunchCallbacks::admit(Role &r, uint64_t state, uint32_t correlation_id,
     r.claim_corr.store(correlation_id, std::memory_order_relaxed);
     return true;
   }
-  // A launch PC sampling samples is announced past the rate gate: samples of an unannounced
-  // launch hang under no stack. Windows are few (PcRateController) and span at most 32 launches.
+  // The coin meets the rate limit on average; the gate only caps the moment the launch rate
+  // jumps, before the watcher has set the coin's mean for it.
   if (!in_pc_window && !r.gate.try_take(coarse_ns())) {
     stats_.rate_limited.fetch_add(1, std::memory_order_relaxed);
     return false;
@@ -615,18 +633,12 @@ void LaunchCallbacks::on_exit(CbDomain domain, uint32_t cbid, const CUpti_Callba
   ThreadLaunch &t = t_launch;
   if (t.gated && t.gated_corr == cb->correlationId) release_pc_gate(t, pc_);
   const uint64_t epoch = r.state.load(std::memory_order_acquire) >> 8;
-  if (!t.active || t.cbid != cbid || t.domain != domain || t.role != ri || t.epoch != epoch) {
-    // Not the end of the outermost call we saw begin. A runtime launch call ending leaves this
-    // thread outside any launch call of the role: its nesting is known from here on.
-    if (domain == CbDomain::Runtime) t.clean_epoch[ri] = epoch;
-    return;
-  }
-  t.active = false;
+  if (!gate_exit(t.g, ri, epoch, domain, cbid)) return;  // not the end of the call we followed
   if (pc_) pc_->on_launch_exit();  // counted only if its ENTER was
   if (!t.announce) return;
-  if (t.correlation_id != cb->correlationId) {
+  if (t.g.correlation_id != cb->correlationId) {
     // Its EXIT carries another ID than its ENTER: which one its kernels carry is unknown.
-    abandon(r, epoch, t.correlation_id, t.windowed, t.counted);
+    abandon(r, epoch, t.g.correlation_id, t.windowed, t.counted);
     return;
   }
   end_announced(r, epoch, domain, cbid, cb);
@@ -666,7 +678,7 @@ void LaunchCallbacks::on_resource(CUpti_CallbackId cbid, const CUpti_ResourceDat
       // A node created inside a launch call on this thread: the stream is being captured and
       // the launch is recorded into a graph instead of running (docs/cupti-facts.md, fact 5).
       ThreadLaunch &t = t_launch;
-      if (!t.active || t.epoch != roles_[t.role].state.load() >> 8) {
+      if (!t.g.active || t.g.epoch != roles_[t.g.role].state.load() >> 8) {
         graphs_.on_node_created(gd);  // graph building or instantiation
         break;
       }

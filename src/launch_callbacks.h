@@ -1,25 +1,38 @@
 // CUPTI's callback API: which callbacks are enabled when, and what the library does inside them.
+// The launch path reads: subscription (which cbids are on, per role), gate (launch_gate.h: is
+// this callback an outermost launch, and is it picked), path (announce it: tracker, kernel
+// activity, the probe at its EXIT).
 //
 // From process start only the non-launch entries of kSubscribedCallbacks are enabled (graph
 // resources: what must be seen before any consumer comes). The launch callbacks are enabled
 // only while a consumer listens to cuda_correlation, so with nobody listening the library is
-// never called on a launch; and even then not on every launch. Per role (eager, graph):
+// never called on a launch; and even then not on every launch. Which launches are announced is
+// decided by launch count, never by time (launch_gate.h says why): each candidate launch is
+// picked by a coin. Per role (eager, graph):
 //
-//  - Windowed (the role's rate limit is at most kMaxWindowRate per second; the defaults are):
-//    the role's launch cbids are enabled for one announced launch at a time. The watcher thread
-//    opens a window at the rate limit; the first launch of that role to enter (on any thread)
-//    claims it, is announced, and its own EXIT closes the window. Launches between windows cost
-//    what no subscriber costs; the rate limit is a per-process sampling rate.
-//  - Continuous (above kMaxWindowRate, e.g. "announce everything"): the role's cbids stay on
-//    while a consumer listens and a process-wide RateGate picks the launches. Also while PC
-//    sampling wants every launch (its windows open and close at launch entries, on application
-//    threads) or still has to be torn down at one (PcSampler::needs_launch_path()).
+//  - Windowed (the role's rate limit is at most kMaxWindowRate per second; the defaults are),
+//    while the role's launches come fast enough for windows to pay: the watcher enables the
+//    role's cbids at the rate limit; launches inside the window toss a coin of mean
+//    kWindowMeanLaunches (each thread's first launch in the window is not a candidate); the
+//    first one picked claims the window, is announced, and its own EXIT closes the window. So a
+//    window spans ~kWindowMeanLaunches launches and the one it announces is nearly uniform among
+//    them, not the one after the idle stretch the window opened in. Launches between windows
+//    cost what no subscriber costs.
+//  - Continuous: above kMaxWindowRate (e.g. "announce everything"), while PC sampling wants
+//    every launch (its windows open and close at launch entries, on application threads) or
+//    still has to be torn down at one (PcSampler::needs_launch_path()), and while windows would
+//    be open most of the time anyway (the role launches less than about
+//    kWindowMeanLaunches x the rate limit per second: windows still open when the next is due,
+//    kSaturatedWindows times in a row). The role's cbids stay on while a consumer listens; each
+//    launch tosses the coin, whose mean the watcher sets from the launches counted so that the
+//    picks meet the rate limit; a process-wide RateGate at kSafetyCapFactor x the limit is only
+//    a cap for the moment the launch rate jumps.
 //
 // Enabling callbacks while launches are in flight means the first callback a thread sees may be
 // the driver call nested in a runtime launch whose ENTER came before the enable: announcing it
 // would report the driver cbid for a runtime launch. Each enabling starts a new epoch once every
-// cbid of the role is on; a driver ENTER is trusted as outermost only when this thread's nesting
-// is known within the current epoch (runtime ENTERs always are). An announced launch keeps the
+// cbid of the role is on; a thread's first launch ENTER in an epoch is never a candidate,
+// whatever its API (launch_gate.h). An announced launch keeps the
 // callbacks on until its EXIT: a window is closed by its claimant, and a continuous subscription
 // is drained of announced launches before its cbids go off. If the EXIT does not come as
 // expected (an ID that differs from the ENTER's, or a thread that never returns), the launch is
@@ -40,6 +53,7 @@
 #include "correlation_tracker.h"
 #include "cupti_api.h"
 #include "graph_tracker.h"
+#include "launch_gate.h"
 #include "parcagpu/cbid_table.h"
 #include "rate_gate.h"
 
@@ -51,15 +65,11 @@ class PcSampler;
 struct LaunchStats {
   std::atomic<uint64_t> announced_eager{0};
   std::atomic<uint64_t> announced_graph{0};
-  std::atomic<uint64_t> rate_limited{0};  // continuous mode: seen, not picked
+  std::atomic<uint64_t> rate_limited{0};  // continuous mode: picked, over the safety cap
   std::atomic<uint64_t> captured{0};      // launches recorded into a graph: not executions
   std::atomic<uint64_t> windows{0};       // sampling windows opened
   std::atomic<uint64_t> left_unannounced{0};  // admitted, but the consumer left before EXIT
   std::atomic<uint64_t> abandoned{0};  // admitted, EXIT not as expected: not announced
-  // Announced although not known to be the outermost call (a driver ENTER right after the
-  // callbacks went on, inside a PC sampling window): its cbid may be the driver's of a runtime
-  // launch.
-  std::atomic<uint64_t> announced_unsure_nesting{0};
   std::atomic<uint64_t> callback_errors{0};
 };
 
@@ -70,6 +80,24 @@ inline constexpr double kMaxWindowRate = 1000;
 // An announced launch still inside its API call after this long is abandoned by the watcher, so
 // one stuck thread cannot hold a window (or a detach) forever.
 inline constexpr uint64_t kAbandonAfterNs = 1000000000ull;
+// Windowed: launches a window spans on average before one is picked (each thread's first one
+// not counted). The larger, the nearer to uniform the announced launch's position in a periodic
+// loop (a window opened in the idle stretch before launch 0 of a loop of P launches claims
+// launch i with weight (1 - 1/mean)^i: for P = 3 and 8, 38/33/29%) and the more launches pay
+// the callbacks (about 9 per announced launch, against ~1 before).
+inline constexpr double kWindowMeanLaunches = 8;
+// Windows still open when the next is due this many times in a row: the role goes continuous.
+inline constexpr uint32_t kSaturatedWindows = 3;
+// Continuous because windows saturated: back to windows above this many times
+// kWindowMeanLaunches x the rate limit (launches per second).
+inline constexpr double kBackToWindowsFactor = 3;
+// Continuous: the safety cap on picks, times the rate limit, and its burst (ns of it).
+inline constexpr double kSafetyCapFactor = 4;
+inline constexpr uint64_t kSafetyCapBurstNs = 50000000ull;
+// Continuous: how often the watcher sets the coin's mean from the launches counted, and the
+// time constant of its launch-rate estimate.
+inline constexpr uint64_t kCoinTickNs = 100000000ull;
+inline constexpr double kRateSmoothingNs = 500000000.0;
 
 class LaunchCallbacks : public ConsumerWatcher::Client {
  public:
@@ -119,14 +147,27 @@ class LaunchCallbacks : public ConsumerWatcher::Client {
     std::atomic<bool> claim_counted{false};  // counted in by ActivityCollector::launch_begin
     std::atomic<uint64_t> claimed_at_ns{0};  // coarse clock
     uint64_t draining_since_ns = 0;          // watcher thread only
-    RateGate gate;                      // continuous
+    LaunchCoin coin;                    // which launches are picked (launch_gate.h)
+    RateGate gate;                      // continuous: a safety cap on picks
     std::mutex toggle_mu;               // enabling and disabling never interleave
     uint64_t next_open_ns = 0;          // watcher thread only
-    Role(double rate, uint64_t tolerance_ns) : gate(rate, tolerance_ns) {}
+    // Watcher thread only: the rate limit, windows found still open when the next was due (in a
+    // row), continuous because windows saturated, and the launch-rate estimate (per second; < 0:
+    // none yet) with when it was last updated.
+    double rate = 0;
+    uint32_t saturated = 0;
+    bool low_rate = false;
+    double launch_rate = -1;
+    uint64_t rate_at_ns = 0;
+    Role(double rate_limit, uint64_t tolerance_ns)
+        : gate(rate_limit * kSafetyCapFactor, tolerance_ns), rate(rate_limit) {}
   };
   static uint64_t pack(uint64_t epoch, Phase p) { return epoch << 8 | p; }
   enum class Want : uint8_t { kNone, kWindows, kContinuous };
   Want want(const Role &r) const;
+  // Continuous: the coin's mean from the launches counted (watcher thread).
+  void adapt_coin(Role &r, uint64_t now_ns);
+  void start_coin(Role &r);  // entering continuous: the mean from what is known
   // Moves a role towards what is wanted now (watcher thread); returns when to look again.
   uint64_t reconcile(Role &r, uint64_t now_ns);
   void tell_pc_whether_observed();
@@ -139,7 +180,7 @@ class LaunchCallbacks : public ConsumerWatcher::Client {
   // rates (scripts/callgrind-launch-cost.sh also tells it from the rest of the launch path by
   // these functions).
   // in_pc_window: PC sampling samples this launch; announced whatever the rate limits say.
-  bool admit(Role &r, uint64_t state, uint32_t correlation_id, bool in_pc_window);
+  bool admit(Role &r, uint64_t state, uint32_t correlation_id, bool picked, bool in_pc_window);
   __attribute__((noinline, cold)) void begin_announced(Role &r, uint64_t state,
                                                        const CUpti_CallbackData *cb);
   __attribute__((noinline, cold)) void end_announced(Role &r, uint64_t epoch, CbDomain domain,

@@ -120,12 +120,11 @@ void Profiler::log_stats() const {
   const TrackerStats t = tracker_->stats();
   debug_log("launches: announced eager=%llu graph=%llu, sampling windows=%llu, "
             "rate-limited=%llu, captured=%llu, consumer left during the call=%llu, "
-            "abandoned=%llu, announced unsure of nesting=%llu, callback errors=%llu",
+            "abandoned=%llu, callback errors=%llu",
             (unsigned long long)l.announced_eager.load(), (unsigned long long)l.announced_graph.load(),
             (unsigned long long)l.windows.load(), (unsigned long long)l.rate_limited.load(),
             (unsigned long long)l.captured.load(), (unsigned long long)l.left_unannounced.load(),
-            (unsigned long long)l.abandoned.load(), (unsigned long long)l.announced_unsure_nesting.load(),
-            (unsigned long long)l.callback_errors.load());
+            (unsigned long long)l.abandoned.load(), (unsigned long long)l.callback_errors.load());
   debug_log("activity: buffers=%llu refused=%llu kernel records=%llu delivered=%llu batches=%llu "
             "dropped=%llu flushes=%llu enables=%llu disables=%llu",
             (unsigned long long)a.buffers_completed, (unsigned long long)a.buffers_refused,

@@ -1,0 +1,175 @@
+#!/usr/bin/env python3
+"""An unbiased sample at the DEFAULT rate limits (issue 16): the launches the library announces
+are a uniform sample of all launches, whatever their API, thread, or position after a stall.
+
+Every other test that counts announcements raises the limits (harness.UNLIMITED); these run at
+the defaults (100 eager and 20 graph launches a second), where the library samples, with each
+kind of consumer:
+  - classic: a consumer of launches and kernels only (bpftrace with scripts/parcagpu.bt): the
+    library samples in windows;
+  - pc: a consumer that also attaches pc_sample_batch (parcagpu-trace --pc, as the production
+    agent does): the launch callbacks stay on and PC sampling windows announce what they sample.
+
+Checked:
+  - mixed launch APIs (the timed mix, every launch API; a 50/50 runtime/driver graph split; four
+    threads, one API each): each cbid's announced fraction is within 0.5x-2x of its role's
+    (before: 0 of 1200 driver launches announced beside runtime ones);
+  - a GPU-bound loop that synchronizes every step (spinning, as CUDA does), and one whose
+    launches block on a full queue (the mock's GPU timeline, kernels of 60, 60 and 180 us: 20%,
+    20%, 60% of the GPU time): each kernel's share of GPU time from the default-rate sample is
+    within 10 points of the whole run's (before, first-launch-after-a-time-point sampling: the
+    kernel after the synchronize 40-41% and the 60% one 44-45%; behind the full queue the
+    kernel after the blocked launch 29-32%).
+"""
+import re
+import unittest
+
+import harness
+
+DURATION = "6s"
+GRAPH_CBIDS = None
+
+
+def role_of(cbid):
+    global GRAPH_CBIDS
+    if GRAPH_CBIDS is None:
+        GRAPH_CBIDS = harness.graph_launch_cbids()
+    return "graph" if cbid in GRAPH_CBIDS else "eager"
+
+
+def fraction_problems(launched, announced):
+    """Per cbid: announced / launched against the role's overall fraction. Returns (table, list
+    of problems)."""
+    totals = {}
+    for cbid, n in launched.items():
+        t = totals.setdefault(role_of(cbid), [0, 0])
+        t[0] += announced.get(cbid, 0)
+        t[1] += n
+    lines, problems = [], []
+    for cbid in sorted(launched):
+        role = role_of(cbid)
+        a, n = announced.get(cbid, 0), launched[cbid]
+        overall = totals[role][0] / totals[role][1]
+        f = a / n
+        ratio = f / overall if overall else float("nan")
+        lines.append("  %5d %-5s %5d / %5d  %.3f  (%s overall %.3f, x%.2f)" % (
+            cbid, role, a, n, f, role, overall, ratio))
+        if not overall or not 0.5 <= ratio <= 2:
+            problems.append("cbid %d: announced %d of %d (%.3f), %s overall %.3f" % (
+                cbid, a, n, f, role, overall))
+    for role, (a, n) in totals.items():
+        if a < 40:
+            problems.append("%s: only %d of %d announced: too few to judge" % (role, a, n))
+    return "\n".join(lines), problems
+
+
+class UniformAcrossApis(unittest.TestCase):
+    def run_mix(self, consumer, args, env=None):
+        env = dict(env or {})
+        if consumer == "classic":
+            with harness.Bpftrace() as bt:
+                r = harness.run_mockapp(args, env=env)
+            bt.stop()
+            announced = {}
+            for pid, _, cbid, _ in bt.correlations:
+                if pid == r.summary["pid"]:
+                    announced[cbid] = announced.get(cbid, 0) + 1
+        else:
+            with harness.TraceTool(["-l", harness.LIB, "--json", "--pc"]) as tr:
+                r = harness.run_mockapp(args, env=env)
+            tr.stop()
+            announced = harness.cbid_key(tr.last_json()["correlations_by_cbid"])
+        self.assertEqual(r.returncode, 0, r.stderr[-3000:])
+        launched = harness.cbid_key(r.summary["launches_by_cbid"])
+        table, problems = fraction_problems(launched, announced)
+        print("\n%s %s:\n%s" % (consumer, " ".join(args), table))
+        self.assertFalse(problems, "not a uniform sample:\n" + table)
+
+    TIMED_MIX = ["--launch-rate=400", "--graph-rate=200", "--duration=10s"]
+    GRAPH_SPLIT = ["--apis=cudaGraphLaunch,cuGraphLaunch", "--launch-rate=400",
+                   "--duration=" + DURATION]
+    PER_THREAD = ["--apis=cudaLaunchKernel,cuLaunchKernel,cudaGraphLaunch,cuGraphLaunch",
+                  "--api-per-thread", "--threads=4", "--launch-rate=800",
+                  "--duration=" + DURATION]
+
+    def test_timed_mix_classic(self):
+        self.run_mix("classic", self.TIMED_MIX)
+
+    def test_timed_mix_pc_consumer(self):
+        self.run_mix("pc", self.TIMED_MIX)
+
+    def test_graph_split_runtime_driver_classic(self):
+        self.run_mix("classic", self.GRAPH_SPLIT)
+
+    def test_graph_split_runtime_driver_pc_consumer(self):
+        self.run_mix("pc", self.GRAPH_SPLIT)
+
+    def test_one_api_per_thread_classic(self):
+        self.run_mix("classic", self.PER_THREAD)
+
+    def test_one_api_per_thread_pc_consumer(self):
+        self.run_mix("pc", self.PER_THREAD)
+
+
+KERNELS = "mul:60,add:60,gemm:180"
+
+
+class GpuTimeByKernel(unittest.TestCase):
+    def truth(self, r):
+        lines = [l for l in r.stdout.splitlines() if l.startswith("MOCKAPP_GPU_TRUTH ")]
+        self.assertEqual(len(lines), 1, r.stdout[-2000:])
+        return harness.json.loads(lines[0].split(" ", 1)[1])
+
+    def sampled_classic(self, bt, pid):
+        """GPU time by kernel name from parcagpu.bt's CORR (name) and KERNEL (start, end)."""
+        names = {c[1]: c[3] for c in bt.correlations if c[0] == pid}
+        out = {}
+        for m in re.finditer(r"^KERNEL pid=(\d+) corr=(\d+) start=(\d+) end=(\d+)", bt.stdout,
+                             re.M):
+            if int(m[1]) != pid or int(m[2]) not in names:
+                continue
+            name = names[int(m[2])]
+            out[name] = out.get(name, 0) + int(m[4]) - int(m[3])
+        return out
+
+    def check(self, consumer, extra):
+        args = ["--gpu-bound=" + KERNELS, "--duration=4s"] + extra
+        if consumer == "classic":
+            with harness.Bpftrace() as bt:
+                r = harness.run_mockapp(args)
+            bt.stop()
+            sampled = self.sampled_classic(bt, r.summary["pid"])
+        else:
+            with harness.TraceTool(["-l", harness.LIB, "--json", "--pc"]) as tr:
+                r = harness.run_mockapp(args)
+            tr.stop()
+            sampled = {}
+            for s in tr.last_json()["gpu_time_by_stack"]:
+                for k in s["by_kernel"]:
+                    sampled[k["kernel"]] = sampled.get(k["kernel"], 0) + k["gpu_ns"]
+        self.assertEqual(r.returncode, 0, r.stderr[-3000:])
+        truth = self.truth(r)
+        T, S = sum(truth.values()), sum(sampled.values())
+        self.assertGreater(S, 0, "nothing sampled")
+        table = "\n".join("  %-5s truth %5.1f%%  sampled %5.1f%%" % (
+            k, 100 * truth[k] / T, 100 * sampled.get(k, 0) / S) for k in sorted(truth))
+        print("\n%s %s:\n%s" % (consumer, " ".join(args), table))
+        for k in truth:
+            self.assertLess(abs(truth[k] / T - sampled.get(k, 0) / S), 0.10,
+                            "GPU time by kernel off by 10 points or more:\n" + table)
+
+    def test_synchronized_loop_classic(self):
+        self.check("classic", [])
+
+    def test_synchronized_loop_pc_consumer(self):
+        self.check("pc", [])
+
+    def test_full_launch_queue_classic(self):
+        self.check("classic", ["--sync-every=0", "--queue-limit-us=500"])
+
+    def test_full_launch_queue_pc_consumer(self):
+        self.check("pc", ["--sync-every=0", "--queue-limit-us=500"])
+
+
+if __name__ == "__main__":
+    harness.main()

@@ -1,0 +1,213 @@
+#include "launch_gate.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <vector>
+
+namespace parcagpu {
+namespace {
+
+constexpr int kEager = 0, kGraph = 1;
+
+// One launch call as CUPTI delivers it on a thread: a runtime launch fires RT ENTER, DRV ENTER
+// (same correlation ID), DRV EXIT, RT EXIT; a driver launch its ENTER and EXIT alone.
+struct Launch {
+  CbDomain domain;
+  uint32_t cbid;
+  uint32_t nested;  // the driver cbid under a runtime one, 0 for a driver launch
+};
+constexpr Launch kRt211{CbDomain::Runtime, 211, 307};
+constexpr Launch kDrv307{CbDomain::Driver, 307, 0};
+constexpr Launch kRt311{CbDomain::Runtime, 311, 514};
+constexpr Launch kDrv514{CbDomain::Driver, 514, 0};
+
+// Feeds a whole launch through the gate; returns what its outermost ENTER was judged, and
+// checks the nested ENTER and the EXITs are judged consistently.
+GateEnter launch(GateThread &t, LaunchCoin &coin, int role, uint64_t epoch, bool clean,
+                 const Launch &l, uint32_t corr) {
+  const GateEnterResult outer = gate_enter(t, coin, role, epoch, clean, l.domain, l.cbid, corr);
+  EXPECT_FALSE(outer.stale);
+  if (l.nested) {
+    const GateEnterResult inner =
+        gate_enter(t, coin, role, epoch, clean, CbDomain::Driver, l.nested, corr);
+    // Nested in a followed runtime call: not a launch of its own.
+    EXPECT_EQ(inner.what, GateEnter::kNotLaunch);
+    EXPECT_FALSE(gate_exit(t, role, epoch, CbDomain::Driver, l.nested));
+  }
+  const bool ended = gate_exit(t, role, epoch, l.domain, l.cbid);
+  EXPECT_EQ(ended, outer.what != GateEnter::kUntracked);
+  EXPECT_FALSE(t.active);
+  return outer.what;
+}
+
+TEST(LaunchGate, RuntimeLaunchIsOneLaunchWithItsNestedDriverCall) {
+  GateThread t{};
+  LaunchCoin coin(1);  // every candidate picked
+  // Clean epoch (the library starting): the first launch is a candidate.
+  EXPECT_EQ(launch(t, coin, kEager, 1, true, kRt211, 10), GateEnter::kPicked);
+  EXPECT_EQ(launch(t, coin, kEager, 1, true, kDrv307, 11), GateEnter::kPicked);
+  EXPECT_EQ(launch(t, coin, kEager, 1, true, kRt211, 12), GateEnter::kPicked);
+}
+
+TEST(LaunchGate, FirstLaunchOfAThreadInAnEpochIsNeverACandidateWhateverItsApi) {
+  LaunchCoin coin(1);
+  for (const Launch &first : {kRt211, kDrv307}) {
+    GateThread t{};
+    const GateEnter want = first.domain == CbDomain::Driver ? GateEnter::kUntracked
+                                                            : GateEnter::kFirst;
+    EXPECT_EQ(launch(t, coin, kEager, 5, false, first, 100), want);
+    EXPECT_EQ(launch(t, coin, kEager, 5, false, kDrv307, 101), GateEnter::kPicked);
+    EXPECT_EQ(launch(t, coin, kEager, 5, false, kRt211, 102), GateEnter::kPicked);
+    // A new epoch (the callbacks were off and on again): first again.
+    EXPECT_EQ(launch(t, coin, kEager, 6, false, first, 103), want);
+    EXPECT_EQ(launch(t, coin, kEager, 6, false, first, 104), GateEnter::kPicked);
+  }
+}
+
+TEST(LaunchGate, DriverCallNestedInARuntimeLaunchThatEnteredBeforeTheEnablingIsNotALaunch) {
+  // The callbacks go on while the thread is inside cudaLaunchKernel (its RT ENTER unseen): the
+  // first callback is its nested cuLaunchKernel ENTER, with the runtime launch's ID.
+  GateThread t{};
+  LaunchCoin coin(1);
+  const GateEnterResult e = gate_enter(t, coin, kEager, 3, false, CbDomain::Driver, 307, 50);
+  EXPECT_EQ(e.what, GateEnter::kUntracked);  // never announced as a driver launch
+  EXPECT_FALSE(gate_exit(t, kEager, 3, CbDomain::Driver, 307));
+  EXPECT_FALSE(gate_exit(t, kEager, 3, CbDomain::Runtime, 211));  // the unseen launch ends
+  // From here the thread's nesting is known: a driver launch is a launch, a runtime one too.
+  EXPECT_EQ(launch(t, coin, kEager, 3, false, kDrv307, 51), GateEnter::kPicked);
+  EXPECT_EQ(launch(t, coin, kEager, 3, false, kRt211, 52), GateEnter::kPicked);
+}
+
+TEST(LaunchGate, EnabledBetweenTheNestedDriverExitAndTheRuntimeExit) {
+  GateThread t{};
+  LaunchCoin coin(1);
+  EXPECT_FALSE(gate_exit(t, kEager, 2, CbDomain::Runtime, 211));  // the only callback of it seen
+  EXPECT_EQ(launch(t, coin, kEager, 2, false, kRt211, 61), GateEnter::kFirst);
+  EXPECT_EQ(launch(t, coin, kEager, 2, false, kRt211, 62), GateEnter::kPicked);
+}
+
+TEST(LaunchGate, AnExitThatNeverCameIsGivenUpAtTheNextLaunch) {
+  GateThread t{};
+  LaunchCoin coin(1);
+  GateEnterResult e = gate_enter(t, coin, kGraph, 1, true, CbDomain::Runtime, 311, 70);
+  EXPECT_EQ(e.what, GateEnter::kPicked);
+  // Its EXIT never comes; the next launch of the thread has another ID.
+  e = gate_enter(t, coin, kGraph, 1, true, CbDomain::Driver, 514, 71);
+  EXPECT_TRUE(e.stale);
+  EXPECT_EQ(e.stale_corr, 70u);
+  EXPECT_EQ(e.what, GateEnter::kPicked);
+  EXPECT_TRUE(gate_exit(t, kGraph, 1, CbDomain::Driver, 514));
+}
+
+TEST(LaunchGate, RolesKeepTheirOwnEpochs) {
+  GateThread t{};
+  LaunchCoin eager(1), graph(1);
+  EXPECT_EQ(launch(t, eager, kEager, 4, false, kRt211, 1), GateEnter::kFirst);
+  EXPECT_EQ(launch(t, graph, kGraph, 9, false, kDrv514, 2), GateEnter::kUntracked);
+  EXPECT_EQ(launch(t, eager, kEager, 4, false, kDrv307, 3), GateEnter::kPicked);
+  EXPECT_EQ(launch(t, graph, kGraph, 9, false, kRt311, 4), GateEnter::kPicked);
+}
+
+// The coin takes each launch with probability 1/mean whatever the API: a mix of runtime and
+// driver launches of both roles on several threads is sampled in proportion.
+TEST(LaunchGate, MixedApisAndThreadsAreSampledInProportion) {
+  LaunchCoin coin(16);
+  std::vector<GateThread> threads(4, GateThread{});
+  const Launch apis[] = {kRt211, kDrv307, kRt211, kDrv307, kRt211};
+  std::map<uint32_t, int> launched, picked;
+  uint32_t corr = 1;
+  for (int round = 0; round < 40000; ++round)
+    for (size_t i = 0; i < threads.size(); ++i) {
+      const Launch &l = apis[(round + i) % 5];
+      const GateEnter e = launch(threads[i], coin, kEager, 1, false, l, corr++);
+      if (e == GateEnter::kUntracked || e == GateEnter::kFirst) continue;
+      launched[l.cbid]++;
+      picked[l.cbid] += e == GateEnter::kPicked;
+    }
+  for (uint32_t cbid : {211u, 307u}) {
+    const double fraction = static_cast<double>(picked[cbid]) / launched[cbid];
+    EXPECT_NEAR(fraction, 1.0 / 16, 0.1 / 16) << cbid;
+  }
+}
+
+// The launch after a stall is no likelier to be picked than any other: the coin never looks at
+// time. Positions in a periodic loop of three launches are picked equally often.
+TEST(LaunchGate, PositionInAPeriodicLoopDoesNotMatter) {
+  LaunchCoin coin(8);
+  GateThread t{};
+  int picked[3] = {};
+  uint32_t corr = 1;
+  for (int step = 0; step < 60000; ++step)
+    for (int op = 0; op < 3; ++op)
+      picked[op] += launch(t, coin, kEager, 1, true, op == 1 ? kDrv307 : kRt211, corr++) ==
+                    GateEnter::kPicked;
+  for (int op = 0; op < 3; ++op) EXPECT_NEAR(picked[op], 60000 / 8, 60000 / 8 * 0.06) << op;
+}
+
+// A window claimed by the first pick after it opens, each thread's first launch left out: where
+// in a periodic loop the claim lands, for windows opened while the thread was idle (after the
+// step's synchronize, the worst case of time-based claiming: the old gate took op 0 always).
+TEST(LaunchGate, WindowClaimPositionsAreNearlyUniform) {
+  LaunchCoin coin(8);
+  GateThread t{};
+  int claimed[3] = {};
+  uint32_t corr = 1;
+  for (uint64_t epoch = 1; epoch <= 20000; ++epoch) {
+    for (int pos = 0;; ++pos) {
+      const GateEnter e = launch(t, coin, kEager, epoch, false, kRt211, corr++);
+      if (e == GateEnter::kPicked) {
+        claimed[pos % 3]++;
+        break;
+      }
+    }
+  }
+  for (int op = 0; op < 3; ++op) {
+    EXPECT_GT(claimed[op], 20000 / 3 * 0.8) << op;
+    EXPECT_LT(claimed[op], 20000 / 3 * 1.2) << op;
+  }
+}
+
+TEST(LaunchCoin, CountsEveryCandidateOnceAcrossMeanChanges) {
+  LaunchCoin coin(10);
+  GateThread a{}, b{};
+  uint64_t counted = 0, launches = 0, picks = 0;
+  for (int phase = 0; phase < 20; ++phase) {
+    for (int i = 0; i < 5000; ++i) {
+      picks += coin.toss(a, kEager);
+      picks += coin.toss(b, kEager);
+      launches += 2;
+    }
+    counted += coin.take_counted();
+    coin.set_mean(phase % 2 ? 10 : 50);  // each thread flushes its count at its next toss
+  }
+  // The two tosses after the last change flush what came before; they count themselves only
+  // if picked (a countdown drawn as 1).
+  const int final_picks = coin.toss(a, kEager) + coin.toss(b, kEager);
+  counted += coin.take_counted();
+  EXPECT_EQ(counted, launches + final_picks);
+  EXPECT_GT(picks, launches / 50 * 0.8);
+  EXPECT_LT(picks, launches / 10 * 1.2);
+}
+
+TEST(LaunchCoin, MeanOfOnePicksEveryLaunch) {
+  LaunchCoin coin(1);
+  GateThread t{};
+  for (int i = 0; i < 1000; ++i) ASSERT_TRUE(coin.toss(t, kGraph));
+  EXPECT_EQ(coin.take_counted(), 1000u);
+}
+
+TEST(LaunchCoin, PickRateFollowsTheMean) {
+  for (double mean : {2.0, 7.5, 100.0, 5000.0}) {
+    LaunchCoin coin(mean);
+    GateThread t{};
+    const int n = 2000000;
+    int picks = 0;
+    for (int i = 0; i < n; ++i) picks += coin.toss(t, kEager);
+    EXPECT_NEAR(picks, n / mean, 5 * std::sqrt(n / mean) + 1) << mean;
+  }
+}
+
+}  // namespace
+}  // namespace parcagpu
