@@ -67,7 +67,8 @@ const argp_option kOptions[] = {
     {"top", 'n', "N", 0, "Stacks in the GPU time table (default 10)", 0},
     {"kernels", 'k', nullptr, 0, "A line per kernel when it is matched to its launch", 0},
     {"folded", kFolded, "FILE", 0, "Folded stacks at exit, GPU ns as value (- = stdout): "
-                                   "flamegraph.pl, inferno, speedscope read them", 0},
+                                   "flamegraph.pl, inferno, speedscope read them; with -, stdout carries "
+                                   "nothing else and the report goes to stderr", 0},
     {"svg", kSvg, "FILE", 0, "A flame graph of GPU time by launch stack at exit", 0},
     {"capture-sites", kCaptureSites, nullptr, 0,
      "Graph kernels under the stack that captured them (stream capture), not the replay", 0},
@@ -191,6 +192,15 @@ Options parse_options(int argc, char **argv) {
   if (o.ringbuf_mb == 0) o.ringbuf_mb = o.capture_sites ? 64 : 32;
   if (o.json && o.json_lines) {
     std::fprintf(stderr, "parcagpu-trace: --json and --json-lines exclude each other\n");
+    std::exit(2);
+  }
+  if (o.folded_path == "-" && o.svg_path == "-") {
+    std::fprintf(stderr, "parcagpu-trace: --folded and --svg cannot both write to stdout (-)\n");
+    std::exit(2);
+  }
+  if (o.stdout_is_a_file() && (o.json || o.json_lines)) {
+    std::fprintf(stderr, "parcagpu-trace: %s writes to stdout (-), so does %s: give one of them a file\n",
+                 o.folded_path == "-" ? "--folded" : "--svg", o.json ? "--json" : "--json-lines");
     std::exit(2);
   }
   return o;

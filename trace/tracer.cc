@@ -24,8 +24,8 @@ Json frame_json(const Frame &f) {
 
 bool write_file(const std::string &path, const std::string &text) {
   if (path == "-") {
-    std::fwrite(text.data(), 1, text.size(), stdout);
-    return true;
+    const bool ok = std::fwrite(text.data(), 1, text.size(), stdout) == text.size();
+    return std::fflush(stdout) == 0 && ok;
   }
   FILE *f = std::fopen(path.c_str(), "we");
   if (!f) {
@@ -40,6 +40,7 @@ bool write_file(const std::string &path, const std::string &text) {
 
 Tracer::Tracer(const Options &o)
     : opt_(o),
+      report_out_(o.stdout_is_a_file() ? stderr : stdout),
       resolver_(symbolizer_, stacks_),
       joiner_(Joiner::Limits{o.max_pending, static_cast<uint64_t>(o.max_age_s * 1e9), 1 << 16}, this),
       captures_(stacks_, joiner_.names()) {
@@ -320,10 +321,10 @@ void Tracer::print_interval(double seconds) {
   } else if (!opt_.json) {
     char title[96];
     std::snprintf(title, sizeof title, "\nGPU time by launch stack, last %.1f s", seconds);
-    print_stack_table(stdout, title, rows, interval_profile_.total_ns(), interval_profile_.total_kernels(),
+    print_stack_table(report_out_, title, rows, interval_profile_.total_ns(), interval_profile_.total_kernels(),
                       interval_profile_.stacks());
   }
-  std::fflush(stdout);
+  std::fflush(report_out_);
   interval_profile_.clear();
 }
 
@@ -373,10 +374,10 @@ bool Tracer::report(const Summary &s) const {
     for (const auto &v : views_) v->add_json(j);
     print_line(j);
   } else {
-    print_summary(stdout, s, opt_.verbose);
-    for (const auto &v : views_) v->print(stdout);
+    print_summary(report_out_, s, opt_.verbose);
+    for (const auto &v : views_) v->print(report_out_);
   }
-  std::fflush(stdout);
+  std::fflush(report_out_);
   bool ok = true;
   if (!opt_.folded_path.empty() || !opt_.svg_path.empty()) {
     const std::vector<FoldedStack> folded = folded_stacks(profile_, stacks_, joiner_.names());

@@ -52,7 +52,7 @@ class Tracer : public MatchSink {
   // Everything at exit. `stats`: the BPF counters; `libraries`: the files attached to.
   Summary summarize(const uint64_t stats[PT_STAT_MAX], double duration_s,
                     const std::vector<std::string> &libraries) const;
-  // The reports: text or JSON on stdout, --folded, --svg. False when a file could not be written.
+  // The reports: text or JSON on stdout (text on stderr when --folded or --svg is -), --folded, --svg. False when a file could not be written.
   bool report(const Summary &s) const;
 
   void on_match(const Launch &l, const KernelRecord &k, uint32_t name_id, uint32_t tag) override;
@@ -68,13 +68,14 @@ class Tracer : public MatchSink {
   void print_line(const Json &j) const;
 
   const Options &opt_;
+  FILE *const report_out_;  // the text report: stdout, or stderr when stdout carries --folded=-
   Symbolizer symbolizer_;
   StackTable stacks_;
   StackResolver resolver_;
   Joiner joiner_;
   CaptureSites captures_;
   GpuProfile profile_, interval_profile_;
-  KernelTable table_{stdout};
+  KernelTable table_{report_out_};
   MmapTracker *mmaps_ = nullptr;
   MmapTracker::Hooks hooks_;
   std::unordered_set<uint32_t> seen_pids_, emitted_stacks_;

@@ -135,6 +135,35 @@ class FlameGraph(unittest.TestCase):
         self.assertNotEqual(rows2[0]["frames"], rows[0]["frames"])
 
 
+class FoldedOnStdout(unittest.TestCase):
+    """--folded=- is for pipes (`parcagpu-trace --folded=- | flamegraph.pl`): stdout carries the
+    folded lines and nothing else; the report goes to stderr (issue 18)."""
+
+    def test_stdout_holds_only_folded_lines(self):
+        with harness.TraceTool(["-l", harness.LIB, "--folded=-", "-k"]) as tr:
+            r = harness.run_mockapp(["--duration=1s", "--launch-rate=500", "--graph-rate=50"],
+                                    env=harness.UNLIMITED)
+        tr.stop()
+        self.assertEqual(r.returncode, 0)
+        self.assertEqual(tr.proc.returncode, 0, tr.stderr)
+        lines = tr.stdout.splitlines()
+        self.assertGreater(len(lines), 0, tr.stderr)
+        for line in lines:
+            m = re.fullmatch(r"([^ ;][^;]*(?:;[^;]+)*) (\d+)", line)
+            self.assertIsNotNone(m, "not a folded line on stdout: %r" % line)
+            self.assertTrue(m[1].split(";")[-1].startswith("[gpu] "), line)
+        # The report (and -k's kernel lines) went to stderr instead.
+        self.assertIn("GPU time by launch stack", tr.stderr)
+        self.assertIn("kernels matched", tr.stderr)
+
+    def test_stdout_claimed_twice_is_refused(self):
+        for args in (["--folded=-", "--json"], ["--folded=-", "--json-lines"], ["--folded=-", "--svg=-"]):
+            r = run_trace(args)
+            self.assertEqual(r.returncode, 2, args)
+            self.assertIn("stdout (-)", r.stderr, args)
+            self.assertEqual(r.stdout, "", args)
+
+
 class Names(unittest.TestCase):
     def test_non_ascii_kernel_name_stays_utf8(self):
         tmp = tempfile.mkdtemp(prefix="parcagpu-names-")
