@@ -32,6 +32,7 @@ const char kDoc[] =
     "  parcagpu-trace -c /sys/fs/cgroup/kubepods.slice/x    # one cgroup\n"
     "  parcagpu-trace --svg gpu.svg   # and a flame graph at exit\n"
     "  parcagpu-trace --folded gpu.folded   # for flamegraph.pl / speedscope\n"
+    "  parcagpu-trace --pprof gpu.pb.gz     # for pprof, Parca, Pyroscope, speedscope\n"
     "  parcagpu-trace --capture-sites  # graph kernels where they were captured\n"
     "  parcagpu-trace --pc -p 1234     # and PC samples: stall reasons, lines\n"
     "  parcagpu-trace --json -d 10s     # one JSON object at exit\n"
@@ -53,6 +54,7 @@ enum Key {
   kPc,
   kFolded,
   kSvg,
+  kPprof,
   kNoStacks,
   kMaxAge,
   kMaxPending,
@@ -70,6 +72,9 @@ const argp_option kOptions[] = {
                                    "flamegraph.pl, inferno, speedscope read them; with -, stdout carries "
                                    "nothing else and the report goes to stderr", 0},
     {"svg", kSvg, "FILE", 0, "A flame graph of GPU time by launch stack at exit", 0},
+    {"pprof", kPprof, "FILE", 0, "A gzipped pprof profile at exit: GPU ns and kernels by launch "
+                                 "stack, the kernel as label \"kernel\" (pprof, Parca, Pyroscope, "
+                                 "speedscope)", 0},
     {"capture-sites", kCaptureSites, nullptr, 0,
      "Graph kernels under the stack that captured them (stream capture), not the replay", 0},
     {"pc", kPc, nullptr, 0,
@@ -132,6 +137,7 @@ error_t parse_opt(int key, char *arg, argp_state *state) {
     case kNoStacks: o->stacks = false; break;
     case kFolded: o->folded_path = arg; break;
     case kSvg: o->svg_path = arg; break;
+    case kPprof: o->pprof_path = arg; break;
     case kLinger:
       if (!parse_duration(arg, &d) || d < 0 || d > 600) bad(state, std::string("bad linger '") + arg + "'");
       o->linger_s = d;
@@ -194,13 +200,18 @@ Options parse_options(int argc, char **argv) {
     std::fprintf(stderr, "parcagpu-trace: --json and --json-lines exclude each other\n");
     std::exit(2);
   }
-  if (o.folded_path == "-" && o.svg_path == "-") {
-    std::fprintf(stderr, "parcagpu-trace: --folded and --svg cannot both write to stdout (-)\n");
+  std::string on_stdout;  // the file outputs given "-"
+  for (const auto &[flag, path] : {std::pair{"--folded", &o.folded_path}, std::pair{"--svg", &o.svg_path},
+                                   std::pair{"--pprof", &o.pprof_path}})
+    if (*path == "-") on_stdout += (on_stdout.empty() ? "" : " and ") + std::string(flag);
+  if (on_stdout.find(" and ") != std::string::npos) {
+    std::fprintf(stderr, "parcagpu-trace: %s cannot all write to stdout (-): give all but one a file\n",
+                 on_stdout.c_str());
     std::exit(2);
   }
-  if (o.stdout_is_a_file() && (o.json || o.json_lines)) {
+  if (!on_stdout.empty() && (o.json || o.json_lines)) {
     std::fprintf(stderr, "parcagpu-trace: %s writes to stdout (-), so does %s: give one of them a file\n",
-                 o.folded_path == "-" ? "--folded" : "--svg", o.json ? "--json" : "--json-lines");
+                 on_stdout.c_str(), o.json ? "--json" : "--json-lines");
     std::exit(2);
   }
   return o;

@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <cinttypes>
 #include <cstring>
+#include <ctime>
 
 #include "parcagpu_version.h"
+#include "pprof.h"
 
 namespace parcagpu::trace {
 namespace {
@@ -391,6 +393,20 @@ bool Tracer::report(const Summary &s) const {
                     static_cast<size_t>(s.stacks_total), s.stacks_total == 1 ? "" : "s", PARCAGPU_VERSION);
       fo.subtitle = sub;
       ok &= write_file(opt_.svg_path, flamegraph_svg(folded, fo));
+    }
+  }
+  if (!opt_.pprof_path.empty()) {
+    timespec now{};
+    clock_gettime(CLOCK_REALTIME, &now);
+    PprofInfo info;
+    info.duration_nanos = static_cast<int64_t>(s.duration_s * 1e9);
+    info.time_nanos = static_cast<int64_t>(now.tv_sec) * 1000000000 + now.tv_nsec - info.duration_nanos;
+    std::string gz;
+    if (!gzip_compress(pprof_profile(profile_, stacks_, joiner_.names(), info), &gz)) {
+      std::fprintf(stderr, "parcagpu-trace: --pprof %s: zlib could not compress the profile\n", opt_.pprof_path.c_str());
+      ok = false;
+    } else {
+      ok &= write_file(opt_.pprof_path, gz);
     }
   }
   return ok;

@@ -52,7 +52,8 @@ class Tracer : public MatchSink {
   // Everything at exit. `stats`: the BPF counters; `libraries`: the files attached to.
   Summary summarize(const uint64_t stats[PT_STAT_MAX], double duration_s,
                     const std::vector<std::string> &libraries) const;
-  // The reports: text or JSON on stdout (text on stderr when --folded or --svg is -), --folded, --svg. False when a file could not be written.
+  // The reports: text or JSON on stdout (text on stderr when a file output is -), --folded, --svg,
+  // --pprof. False when a file could not be written.
   bool report(const Summary &s) const;
 
   void on_match(const Launch &l, const KernelRecord &k, uint32_t name_id, uint32_t tag) override;
