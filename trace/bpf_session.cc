@@ -82,6 +82,7 @@ bool BpfSession::load(const LoadOptions &o, std::string *error, int *err) {
   skel_->rodata->verbose_events = o.verbose_events;
   skel_->rodata->launch_stacks = o.launch_stacks;
   skel_->rodata->capture_stacks = o.capture_stacks;
+  skel_->rodata->stack_copy_bytes = o.stack_copy_bytes;
   skel_->rodata->filter_cgroup = o.cgroup_fd >= 0;
   int e = bpf_map__set_max_entries(skel_->maps.events, o.ringbuf_bytes);
   if (e == 0) e = parcagpu_trace_bpf__load(skel_);

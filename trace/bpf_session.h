@@ -27,6 +27,7 @@ struct LoadOptions {
   bool verbose_events = false;   // also send kernel_executed and per-batch events
   bool launch_stacks = true;     // user stack at cuda_correlation
   bool capture_stacks = false;   // user stack at graph_capture_launch
+  uint32_t stack_copy_bytes = 0; // with stacks: registers and this much user stack (DWARF unwinding)
   uint32_t ringbuf_bytes = 32u << 20;
   int cgroup_fd = -1;            // >= 0: only tasks in this cgroup
 };

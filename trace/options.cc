@@ -58,6 +58,7 @@ enum Key {
   kNoStacks,
   kMaxAge,
   kMaxPending,
+  kStackBytes,
 };
 
 const argp_option kOptions[] = {
@@ -84,6 +85,9 @@ const argp_option kOptions[] = {
     {"json-lines", kJsonLines, nullptr, 0,
      "JSON objects, one per line: stack, kernel (when matched), interval, summary (last)", 0},
     {"no-stacks", kNoStacks, nullptr, 0, "Take no user stack at the launch probe", 0},
+    {"stack-bytes", kStackBytes, "N", 0, "User stack copied at each launch for unwinding by DWARF CFI "
+                                        "(code without frame pointers), a multiple of 8 up to 65536 "
+                                        "(default 8192; 0 = frame pointers only)", 0},
     {"linger", kLinger, "DURATION", 0, "At exit, wait up to DURATION for the kernels of announced "
                                        "launches (default 2s; 0 = do not wait)", 0},
     {"max-age", kMaxAge, "DURATION", 0, "Forget launches and kernels that waited this long for "
@@ -136,6 +140,11 @@ error_t parse_opt(int key, char *arg, argp_state *state) {
     case kPc: o->pc = true; break;
     case kNoStacks: o->stacks = false; break;
     case kFolded: o->folded_path = arg; break;
+    case kStackBytes:
+      if (!parse_count(arg, 0, 65536, &n) || n % 8)
+        bad(state, std::string("bad --stack-bytes '") + arg + "' (a multiple of 8, 0..65536)");
+      o->stack_bytes = static_cast<uint32_t>(n);
+      break;
     case kSvg: o->svg_path = arg; break;
     case kPprof: o->pprof_path = arg; break;
     case kLinger:

@@ -27,6 +27,11 @@ const volatile bool launch_stacks = false;
 const volatile bool capture_stacks = false;
 /* Set by userland before load (-c): only tasks in the cgroup of cgroup_map[0] are traced. */
 const volatile bool filter_cgroup = false;
+/* Set by userland before load (--stack-bytes; 0 = off): stack events also carry the registers
+ * and this many bytes of the user stack from rsp, for DWARF unwinding in userland. A multiple of
+ * 8, at most PT_STACK_COPY_MAX. Read-only data: the verifier sees it as a constant, which sizes
+ * the ring-buffer reservation. */
+const volatile __u32 stack_copy_bytes = 0;
 
 struct {
   __uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -125,6 +130,44 @@ static __always_inline void take_stack(struct pt_regs *ctx, struct pt_stack *s) 
   s->bytes = n;
 }
 
+/* The registers and the top of the user stack (struct pt_stack_copy, then stack_copy_bytes of
+ * data at `data`). A read that runs past the stack's end fails whole, so the size is halved
+ * until it fits: the main thread's stack may end a few hundred bytes above main's frame. */
+static __always_inline void copy_stack(struct pt_regs *ctx, struct pt_stack_copy *c, __u8 *data) {
+  c->regs[0] = ctx->rax;
+  c->regs[1] = ctx->rdx;
+  c->regs[2] = ctx->rcx;
+  c->regs[3] = ctx->rbx;
+  c->regs[4] = ctx->rsi;
+  c->regs[5] = ctx->rdi;
+  c->regs[6] = ctx->rbp;
+  c->regs[7] = ctx->rsp;
+  c->regs[8] = ctx->r8;
+  c->regs[9] = ctx->r9;
+  c->regs[10] = ctx->r10;
+  c->regs[11] = ctx->r11;
+  c->regs[12] = ctx->r12;
+  c->regs[13] = ctx->r13;
+  c->regs[14] = ctx->r14;
+  c->regs[15] = ctx->r15;
+  c->regs[16] = ctx->rip;
+  c->size = stack_copy_bytes;
+  __u32 n = stack_copy_bytes;
+  long err = -1;
+  for (int i = 0; i < 6 && n >= 64; i++) {
+    err = bpf_probe_read_user(data, n, (const void *)ctx->rsp);
+    if (err == 0) break;
+    n >>= 1;
+  }
+  if (err) {
+    c->bytes = err;
+    stat_add(PT_STAT_STACK_COPY_ERRORS, 1);
+    return;
+  }
+  c->bytes = n;
+  stat_add(PT_STAT_STACK_COPY_BYTES, n);
+}
+
 static __always_inline void fill_correlation(struct pt_correlation_event *c, struct pt_regs *ctx) {
   fill_header(&c->h, PT_EV_CORRELATION);
   c->correlation_id = arg(ctx, 0);
@@ -139,7 +182,7 @@ int cuda_correlation(struct pt_regs *ctx) {
   stat_add(PT_STAT_FIRE_CUDA_CORRELATION, 1);
   struct pt_correlation_stack_event *e = 0;
   if (launch_stacks) {
-    e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+    e = bpf_ringbuf_reserve(&events, sizeof(*e) + stack_copy_bytes, 0);
     /* No room for the stack: the launch still goes, without it (counted). */
     if (!e) stat_add(PT_STAT_STACKS_DROPPED, 1);
   }
@@ -153,6 +196,10 @@ int cuda_correlation(struct pt_regs *ctx) {
   fill_correlation(&e->c, ctx);
   e->c.h.flags |= PT_F_STACK;
   take_stack(ctx, &e->stack);
+  if (stack_copy_bytes) {
+    e->c.h.flags |= PT_F_STACK_COPY;
+    copy_stack(ctx, &e->copy, (__u8 *)(e + 1));
+  }
   bpf_ringbuf_submit(e, 0);
   return 0;
 }
@@ -354,7 +401,7 @@ int graph_capture_launch(struct pt_regs *ctx) {
   stat_add(PT_STAT_FIRE_GRAPH_CAPTURE_LAUNCH, 1);
   struct pt_capture_stack_event *e = 0;
   if (capture_stacks) {
-    e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+    e = bpf_ringbuf_reserve(&events, sizeof(*e) + stack_copy_bytes, 0);
     if (!e) stat_add(PT_STAT_STACKS_DROPPED, 1);
   }
   if (!e) {
@@ -367,6 +414,10 @@ int graph_capture_launch(struct pt_regs *ctx) {
   fill_capture(&e->c, ctx);
   e->c.h.flags |= PT_F_STACK;
   take_stack(ctx, &e->stack);
+  if (stack_copy_bytes) {
+    e->c.h.flags |= PT_F_STACK_COPY;
+    copy_stack(ctx, &e->copy, (__u8 *)(e + 1));
+  }
   bpf_ringbuf_submit(e, 0);
   return 0;
 }

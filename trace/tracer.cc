@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cinttypes>
+#include <cstddef>
 #include <cstring>
 #include <ctime>
 
@@ -71,6 +72,7 @@ void Tracer::drain_mapping_records() {
 
 void Tracer::forget_process(uint32_t pid) {
   resolver_.forget(pid);
+  unwinder_.forget(pid);
   captures_.forget(pid);
   seen_pids_.erase(pid);
 }
@@ -94,7 +96,19 @@ void Tracer::print_line(const Json &j) const {
   std::fputc('\n', stdout);
 }
 
-uint32_t Tracer::resolve_stack(const pt_header &h, const pt_stack &s) {
+uint32_t Tracer::resolve_stack(const pt_header &h, const pt_stack &s, const pt_stack_copy *copy, size_t avail) {
+  if (copy && avail >= sizeof *copy && copy->bytes > 0 &&
+      static_cast<size_t>(copy->bytes) <= std::min<size_t>(copy->size, avail - sizeof *copy)) {
+    drain_mapping_records();  // the modules mapped before the launch
+    const CopiedStack cs{reinterpret_cast<const uint64_t *>(copy->regs), reinterpret_cast<const uint8_t *>(copy + 1), static_cast<size_t>(copy->bytes)};
+    const UnwindResult u = unwinder_.unwind(h.pid, h.tid, symbolizer_.maps(h.pid), cs, PT_STACK_MAX);
+    if (u.ended_outside_code) ++meta_.dwarf_stacks_ended_outside_code;
+    if (u.pcs.size() > 1) {
+      ++meta_.dwarf_stacks;
+      return resolver_.resolve(h.pid, u.pcs.data(), u.pcs.size());
+    }
+    ++meta_.dwarf_stacks_failed;
+  }
   if (s.bytes <= 0) return StackTable::kNone;
   const size_t n = std::min<size_t>(static_cast<size_t>(s.bytes) / 8, PT_STACK_MAX);
   return resolver_.resolve(h.pid, reinterpret_cast<const uint64_t *>(s.ips), n);
@@ -119,7 +133,9 @@ void Tracer::on_event(const void *data, size_t size) {
         if (h->flags & PT_F_STACK) {
           const auto *se = as<pt_correlation_stack_event>(data, size);
           if (!se) return;
-          stack = resolve_stack(*h, se->stack);
+          const bool copied = (h->flags & PT_F_STACK_COPY) != 0;
+          stack = resolve_stack(*h, se->stack, copied ? &se->copy : nullptr,
+                                copied ? size - offsetof(pt_correlation_stack_event, copy) : 0);
         }
         joiner_.on_correlation(h->pid, e->correlation_id, e->signed_cbid, stack, h->ts_ns);
         if (opt_.verbose)
@@ -192,7 +208,9 @@ void Tracer::on_capture(const pt_capture_event &e, const void *data, size_t size
   if (e.h.flags & PT_F_STACK) {
     const auto *se = as<pt_capture_stack_event>(data, size);
     if (!se) return;
-    stack = resolve_stack(e.h, se->stack);
+    const bool copied = (e.h.flags & PT_F_STACK_COPY) != 0;
+    stack = resolve_stack(e.h, se->stack, copied ? &se->copy : nullptr,
+                          copied ? size - offsetof(pt_capture_stack_event, copy) : 0);
   }
   if (opt_.verbose)
     std::fprintf(stderr, "[%u/%u] graph_capture_launch corr=%u cbid=%d (%s) graph=%u node=%" PRIu64 " name=%s stack=%u\n",
@@ -344,6 +362,9 @@ Summary Tracer::summarize(const uint64_t st[PT_STAT_MAX], double duration,
   sum.pc_sample_records = st[PT_STAT_PC_SAMPLE_RECORDS];
   sum.stacks_dropped = st[PT_STAT_STACKS_DROPPED];
   sum.stack_errors = st[PT_STAT_STACK_ERRORS];
+  sum.stack_copy_bytes = st[PT_STAT_STACK_COPY_BYTES];
+  sum.stack_copy_errors = st[PT_STAT_STACK_COPY_ERRORS];
+  sum.stacks_cut_at_non_code = resolver_.cut_at_non_code();
   sum.distinct_stacks = stacks_.size() - StackTable::kFirstReal;
   sum.stack_table_overflows = stacks_.overflowed();
   sum.gpu_ns_matched = profile_.total_ns();

@@ -20,6 +20,7 @@
 #include "report.h"
 #include "stacks.h"
 #include "symbolizer.h"
+#include "unwinder.h"
 #include "view.h"
 
 namespace parcagpu::trace {
@@ -61,7 +62,10 @@ class Tracer : public MatchSink {
  private:
   template <typename T>
   const T *as(const void *data, size_t size);
-  uint32_t resolve_stack(const pt_header &h, const pt_stack &s);
+  // The stack of an event with PT_F_STACK: unwound by DWARF CFI from the copy when the event
+  // has one (`copy`, its data after it, `avail` bytes of event from `copy` on), else (or when
+  // that unwind gets no further than the probe) the frame-pointer walk.
+  uint32_t resolve_stack(const pt_header &h, const pt_stack &s, const pt_stack_copy *copy, size_t avail);
   void on_kernel(const pt_kernel_event &e);
   void on_capture(const pt_capture_event &e, const void *data, size_t size);
   void on_meta(const pt_meta_event &e);
@@ -73,6 +77,7 @@ class Tracer : public MatchSink {
   Symbolizer symbolizer_;
   StackTable stacks_;
   StackResolver resolver_;
+  DwarfUnwinder unwinder_;
   Joiner joiner_;
   CaptureSites captures_;
   GpuProfile profile_, interval_profile_;
