@@ -15,7 +15,11 @@
 #include <bpf/usdt.bpf.h>
 
 #include "parcagpu/abi.h"
-#include "parcagpu_trace.h"
+#include "trace_events.h"
+
+#define TRACE_STATS_MAX PT_STAT_MAX
+#define TRACE_STAT_RINGBUF_DROPS PT_STAT_RINGBUF_DROPS
+#include "trace_common.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -25,32 +29,11 @@ const volatile bool verbose_events = false;
  * on by default, off with --no-stacks) and graph_capture_launch events too (--capture-sites). */
 const volatile bool launch_stacks = false;
 const volatile bool capture_stacks = false;
-/* Set by userland before load (-c): only tasks in the cgroup of cgroup_map[0] are traced. */
-const volatile bool filter_cgroup = false;
 /* Set by userland before load (--stack-bytes; 0 = off): stack events also carry the registers
  * and this many bytes of the user stack from rsp, for DWARF unwinding in userland. A multiple of
  * 8, at most PT_STACK_COPY_MAX. Read-only data: the verifier sees it as a constant, which sizes
  * the ring-buffer reservation. */
 const volatile __u32 stack_copy_bytes = 0;
-
-struct {
-  __uint(type, BPF_MAP_TYPE_RINGBUF);
-  __uint(max_entries, 16 << 20); /* resized by userland before load */
-} events SEC(".maps");
-
-struct {
-  __uint(type, BPF_MAP_TYPE_CGROUP_ARRAY);
-  __uint(max_entries, 1);
-  __type(key, __u32);
-  __type(value, __u32);
-} cgroup_map SEC(".maps");
-
-struct {
-  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-  __uint(max_entries, PT_STAT_MAX);
-  __type(key, __u32);
-  __type(value, __u64);
-} stats SEC(".maps");
 
 /* Where the 64 x 64 stall-reason blob is copied to (too big for the stack). Per-CPU scratch is
  * not private to one firing (uprobe programs are preemptible on PREEMPT kernels): fine here, the
@@ -65,29 +48,9 @@ struct {
   __type(value, struct scratch);
 } scratch_map SEC(".maps");
 
-static __always_inline void stat_add(__u32 idx, __u64 n) {
-  __u64 *v = bpf_map_lookup_elem(&stats, &idx);
-  /* Atomic even though per-CPU: uprobe programs run with migration, not preemption, disabled,
-   * so two tasks on one CPU may interleave here. */
-  if (v) __sync_fetch_and_add(v, n);
-}
-
-/* -c: the probe fired in a task outside the cgroup (its events are not wanted). The uprobe
- * itself is per file, so the library's semaphore is up in every process that maps it. */
-static __always_inline bool filtered_out(void) {
-  return filter_cgroup && bpf_current_task_under_cgroup(&cgroup_map, 0) != 1;
-}
-
 static __always_inline void read_error(__u32 kind) {
   stat_add(PT_STAT_READ_ERRORS, 1);
   stat_add(kind, 1);
-}
-
-/* Reserves an event; counts a drop when the ring buffer is full. */
-static __always_inline void *reserve(__u64 size) {
-  void *e = bpf_ringbuf_reserve(&events, size, 0);
-  if (!e) stat_add(PT_STAT_RINGBUF_DROPS, 1);
-  return e;
 }
 
 static __always_inline void fill_header(struct pt_header *h, __u32 type) {

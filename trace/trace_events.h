@@ -4,8 +4,8 @@
  * Every event starts with struct pt_header; `type` says which struct follows. Adding a probe
  * = a new PT_EV_* type, its struct here, a SEC("usdt") program, and a row in the userland probe
  * table (trace/bpf_session.cc). */
-#ifndef PARCAGPU_TRACE_H
-#define PARCAGPU_TRACE_H
+#ifndef PARCAGPU_TRACE_EVENTS_H
+#define PARCAGPU_TRACE_EVENTS_H
 
 #include <linux/types.h>
 
@@ -199,4 +199,4 @@ enum pt_stat {
   PT_STAT_MAX,
 };
 
-#endif /* PARCAGPU_TRACE_H */
+#endif /* PARCAGPU_TRACE_EVENTS_H */

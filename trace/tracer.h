@@ -15,7 +15,7 @@
 #include "joiner.h"
 #include "mmap_tracker.h"
 #include "options.h"
-#include "parcagpu_trace.h"
+#include "trace_events.h"
 #include "profile.h"
 #include "report.h"
 #include "stacks.h"
