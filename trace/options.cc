@@ -86,7 +86,7 @@ const argp_option kOptions[] = {
      "JSON objects, one per line: stack, kernel (when matched), interval, summary (last)", 0},
     {"no-stacks", kNoStacks, nullptr, 0, "Take no user stack at the launch probe", 0},
     {"stack-bytes", kStackBytes, "N", 0, "User stack copied at each launch for unwinding by DWARF CFI "
-                                        "(code without frame pointers), a multiple of 8 up to 65536 "
+                                        "(code without frame pointers), a multiple of 8 from 64 to 65536 "
                                         "(default 8192; 0 = frame pointers only)", 0},
     {"linger", kLinger, "DURATION", 0, "At exit, wait up to DURATION for the kernels of announced "
                                        "launches (default 2s; 0 = do not wait)", 0},
@@ -141,8 +141,8 @@ error_t parse_opt(int key, char *arg, argp_state *state) {
     case kNoStacks: o->stacks = false; break;
     case kFolded: o->folded_path = arg; break;
     case kStackBytes:
-      if (!parse_count(arg, 0, 65536, &n) || n % 8)
-        bad(state, std::string("bad --stack-bytes '") + arg + "' (a multiple of 8, 0..65536)");
+      if (!parse_count(arg, 0, 65536, &n) || n % 8 || (n > 0 && n < 64))
+        bad(state, std::string("bad --stack-bytes '") + arg + "' (0, or a multiple of 8 from 64 to 65536)");
       o->stack_bytes = static_cast<uint32_t>(n);
       break;
     case kSvg: o->svg_path = arg; break;

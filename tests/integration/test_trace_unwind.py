@@ -19,9 +19,13 @@ LAUNCHES = 200
 
 def run_deep_launch(extra_trace_args):
     folded = tempfile.mktemp(prefix="parcagpu-unwind-")
+    env = harness.base_env(dict(harness.UNLIMITED, CUDA_INJECTION64_PATH=harness.LIB))
+    if env.get("MOCKAPP_CUDART"):
+        # Under the CUDA 12 personality the program "links" the CUDA 12 runtime, as the mock app
+        # does with --cudart: the library then looks for a CUDA 12 CUPTI.
+        env["LD_PRELOAD"] = env["MOCKAPP_CUDART"]
     with harness.Trace(extra=["--folded", folded] + extra_trace_args) as tr:
-        r = subprocess.run([DEEP_LAUNCH, str(LAUNCHES)], capture_output=True, text=True, timeout=120,
-                                   env=harness.base_env(dict(harness.UNLIMITED, CUDA_INJECTION64_PATH=harness.LIB)))
+        r = subprocess.run([DEEP_LAUNCH, str(LAUNCHES)], capture_output=True, text=True, timeout=120, env=env)
     tr.stop()
     with open(folded) as f:
         lines = f.read().splitlines()
