@@ -7,6 +7,9 @@ PKGS=(build-essential cmake pkg-config systemtap-sdt-dev libbpf-dev bpftool clan
       # parcagpu-trace: symbols, inlines and file:line (elfutils), JSON; the static archives
       # that libdw.a / libelf.a need for -DPARCAGPU_STATIC_TRACE=ON
       libdw-dev nlohmann-json3-dev liblzma-dev libbz2-dev libzstd-dev
+      # parcagpu-trace --pprof: pprof's profile.proto compiled by protoc (which also decodes the
+      # profiles in the tests), the C++ runtime (libprotobuf.a too, for the static build)
+      libprotobuf-dev protobuf-compiler
       # the package (cpack -G DEB: dpkg-shlibdeps)
       dpkg-dev
       # unshare, mount: the CUPTI search tests run in a private mount namespace; setpriv: the

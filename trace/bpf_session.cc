@@ -82,6 +82,7 @@ bool BpfSession::load(const LoadOptions &o, std::string *error, int *err) {
   skel_->rodata->verbose_events = o.verbose_events;
   skel_->rodata->launch_stacks = o.launch_stacks;
   skel_->rodata->capture_stacks = o.capture_stacks;
+  skel_->rodata->stack_copy_bytes = o.stack_copy_bytes;
   skel_->rodata->filter_cgroup = o.cgroup_fd >= 0;
   int e = bpf_map__set_max_entries(skel_->maps.events, o.ringbuf_bytes);
   if (e == 0) e = parcagpu_trace_bpf__load(skel_);
@@ -103,40 +104,14 @@ bool BpfSession::load(const LoadOptions &o, std::string *error, int *err) {
 
 int BpfSession::attach(const std::string &path, int pid, const std::vector<std::string> &present,
                        std::string *error, int *err) {
-  int n = 0;
-  for (const ProbeProgram &p : kProbes) {
-    if (std::find(present.begin(), present.end(), p.probe) == present.end()) continue;
-    bpf_link *link = bpf_program__attach_usdt(skel_->progs.*p.prog, pid, path.c_str(),
-                                              PARCAGPU_PROVIDER, p.probe, nullptr);
-    if (!link) {
-      *err = errno;
-      *error = std::string("cannot attach to ") + PARCAGPU_PROVIDER + ":" + p.probe + " in " + path +
-               ": " + std::strerror(*err);
-      std::erase_if(links_, [&path](const Attached &a) {
-        if (a.path != path) return false;
-        bpf_link__destroy(a.link);
-        return true;
-      });
-      return -1;
-    }
-    links_.push_back({p.probe, path, link});
-    ++n;
-  }
-  return n;
+  std::vector<UsdtProgram> programs;
+  for (const ProbeProgram &p : kProbes) programs.push_back({p.probe, skel_->progs.*p.prog});
+  return attach_usdt(programs, path, pid, present, "", &links_, error, err);
 }
 
-void BpfSession::detach(const char *probe) {
-  std::erase_if(links_, [probe](const Attached &a) {
-    if (std::strcmp(a.probe, probe) != 0) return false;
-    bpf_link__destroy(a.link);
-    return true;
-  });
-}
+void BpfSession::detach(const char *probe) { destroy_links(&links_, probe); }
 
-void BpfSession::detach_all() {
-  for (auto &a : links_) bpf_link__destroy(a.link);
-  links_.clear();
-}
+void BpfSession::detach_all() { destroy_links(&links_); }
 
 bool BpfSession::open_ringbuf(Handler handler, void *ctx, std::string *error) {
   rb_ = ring_buffer__new(bpf_map__fd(skel_->maps.events), handler, ctx, nullptr);

@@ -8,7 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "parcagpu_trace.h"
+#include "trace_events.h"
+#include "usdt_attach.h"
 
 struct parcagpu_trace_bpf;
 struct bpf_link;
@@ -19,7 +20,7 @@ namespace parcagpu::trace {
 // The probes this tool handles, in attach order. cuda_correlation comes first so that detaching
 // it first at exit (see BpfSession::detach) makes the library flush its last kernels.
 // Adding a probe: a SEC("usdt") program of the same name in parcagpu_trace.bpf.c, its event in
-// parcagpu_trace.h, a row in the table of bpf_session.cc. Handled probes that a library lacks
+// trace_events.h, a row in the table of bpf_session.cc. Handled probes that a library lacks
 // are skipped (an older library).
 const std::vector<const char *> &handled_probes();
 
@@ -27,6 +28,7 @@ struct LoadOptions {
   bool verbose_events = false;   // also send kernel_executed and per-batch events
   bool launch_stacks = true;     // user stack at cuda_correlation
   bool capture_stacks = false;   // user stack at graph_capture_launch
+  uint32_t stack_copy_bytes = 0; // with stacks: registers and this much user stack (DWARF unwinding)
   uint32_t ringbuf_bytes = 32u << 20;
   int cgroup_fd = -1;            // >= 0: only tasks in this cgroup
 };
@@ -75,12 +77,7 @@ class BpfSession {
  private:
   parcagpu_trace_bpf *skel_ = nullptr;
   ring_buffer *rb_ = nullptr;
-  struct Attached {
-    const char *probe;
-    std::string path;
-    bpf_link *link;
-  };
-  std::vector<Attached> links_;
+  std::vector<UsdtLink> links_;
 };
 
 }  // namespace parcagpu::trace

@@ -150,6 +150,12 @@ struct Summary {
   // Stacks.
   uint64_t stacks_dropped = 0;     // events sent without their stack (ring buffer full)
   uint64_t stack_errors = 0;       // bpf_get_stack failed
+  uint64_t stack_copy_bytes = 0;   // user stack bytes copied for DWARF unwinding (--stack-bytes)
+  uint64_t stack_copy_errors = 0;  // the stack copy failed (frame pointers used)
+  uint64_t dwarf_stacks = 0;       // stacks unwound by DWARF CFI
+  uint64_t dwarf_stacks_failed = 0;  // copies that unwound no further than the probe (frame pointers used)
+  uint64_t dwarf_stacks_ended_outside_code = 0;  // DWARF unwinds that stopped at an address in no module
+  uint64_t stacks_cut_at_non_code = 0;  // distinct frame-pointer stacks cut at a frame in no file's code
   uint64_t distinct_stacks = 0;
   uint64_t stack_table_overflows = 0;
   uint64_t gpu_ns_matched = 0;     // GPU time of the matched kernels

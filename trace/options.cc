@@ -32,6 +32,7 @@ const char kDoc[] =
     "  parcagpu-trace -c /sys/fs/cgroup/kubepods.slice/x    # one cgroup\n"
     "  parcagpu-trace --svg gpu.svg   # and a flame graph at exit\n"
     "  parcagpu-trace --folded gpu.folded   # for flamegraph.pl / speedscope\n"
+    "  parcagpu-trace --pprof gpu.pb.gz     # for pprof, Parca, Pyroscope, speedscope\n"
     "  parcagpu-trace --capture-sites  # graph kernels where they were captured\n"
     "  parcagpu-trace --pc -p 1234     # and PC samples: stall reasons, lines\n"
     "  parcagpu-trace --json -d 10s     # one JSON object at exit\n"
@@ -53,9 +54,11 @@ enum Key {
   kPc,
   kFolded,
   kSvg,
+  kPprof,
   kNoStacks,
   kMaxAge,
   kMaxPending,
+  kStackBytes,
 };
 
 const argp_option kOptions[] = {
@@ -67,8 +70,12 @@ const argp_option kOptions[] = {
     {"top", 'n', "N", 0, "Stacks in the GPU time table (default 10)", 0},
     {"kernels", 'k', nullptr, 0, "A line per kernel when it is matched to its launch", 0},
     {"folded", kFolded, "FILE", 0, "Folded stacks at exit, GPU ns as value (- = stdout): "
-                                   "flamegraph.pl, inferno, speedscope read them", 0},
+                                   "flamegraph.pl, inferno, speedscope read them; with -, stdout carries "
+                                   "nothing else and the report goes to stderr", 0},
     {"svg", kSvg, "FILE", 0, "A flame graph of GPU time by launch stack at exit", 0},
+    {"pprof", kPprof, "FILE", 0, "A gzipped pprof profile at exit: GPU ns and kernels by launch "
+                                 "stack, the kernel as label \"kernel\" (pprof, Parca, Pyroscope, "
+                                 "speedscope)", 0},
     {"capture-sites", kCaptureSites, nullptr, 0,
      "Graph kernels under the stack that captured them (stream capture), not the replay", 0},
     {"pc", kPc, nullptr, 0,
@@ -78,6 +85,9 @@ const argp_option kOptions[] = {
     {"json-lines", kJsonLines, nullptr, 0,
      "JSON objects, one per line: stack, kernel (when matched), interval, summary (last)", 0},
     {"no-stacks", kNoStacks, nullptr, 0, "Take no user stack at the launch probe", 0},
+    {"stack-bytes", kStackBytes, "N", 0, "User stack copied at each launch for unwinding by DWARF CFI "
+                                        "(code without frame pointers), a multiple of 8 from 64 to 65536 "
+                                        "(default 8192; 0 = frame pointers only)", 0},
     {"linger", kLinger, "DURATION", 0, "At exit, wait up to DURATION for the kernels of announced "
                                        "launches (default 2s; 0 = do not wait)", 0},
     {"max-age", kMaxAge, "DURATION", 0, "Forget launches and kernels that waited this long for "
@@ -130,7 +140,13 @@ error_t parse_opt(int key, char *arg, argp_state *state) {
     case kPc: o->pc = true; break;
     case kNoStacks: o->stacks = false; break;
     case kFolded: o->folded_path = arg; break;
+    case kStackBytes:
+      if (!parse_count(arg, 0, 65536, &n) || n % 8 || (n > 0 && n < 64))
+        bad(state, std::string("bad --stack-bytes '") + arg + "' (0, or a multiple of 8 from 64 to 65536)");
+      o->stack_bytes = static_cast<uint32_t>(n);
+      break;
     case kSvg: o->svg_path = arg; break;
+    case kPprof: o->pprof_path = arg; break;
     case kLinger:
       if (!parse_duration(arg, &d) || d < 0 || d > 600) bad(state, std::string("bad linger '") + arg + "'");
       o->linger_s = d;
@@ -191,6 +207,20 @@ Options parse_options(int argc, char **argv) {
   if (o.ringbuf_mb == 0) o.ringbuf_mb = o.capture_sites ? 64 : 32;
   if (o.json && o.json_lines) {
     std::fprintf(stderr, "parcagpu-trace: --json and --json-lines exclude each other\n");
+    std::exit(2);
+  }
+  std::string on_stdout;  // the file outputs given "-"
+  for (const auto &[flag, path] : {std::pair{"--folded", &o.folded_path}, std::pair{"--svg", &o.svg_path},
+                                   std::pair{"--pprof", &o.pprof_path}})
+    if (*path == "-") on_stdout += (on_stdout.empty() ? "" : " and ") + std::string(flag);
+  if (on_stdout.find(" and ") != std::string::npos) {
+    std::fprintf(stderr, "parcagpu-trace: %s cannot all write to stdout (-): give all but one a file\n",
+                 on_stdout.c_str());
+    std::exit(2);
+  }
+  if (!on_stdout.empty() && (o.json || o.json_lines)) {
+    std::fprintf(stderr, "parcagpu-trace: %s writes to stdout (-), so does %s: give one of them a file\n",
+                 on_stdout.c_str(), o.json ? "--json" : "--json-lines");
     std::exit(2);
   }
   return o;

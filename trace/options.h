@@ -21,8 +21,14 @@ struct Options {
   bool capture_sites = false;
   bool pc = false;           // --pc: the PC sampling view (trace/pc_profile.h)
   bool stacks = true;        // --no-stacks: no user stack at cuda_correlation
+  uint32_t stack_bytes = 8192;  // --stack-bytes: user stack copied per stack for DWARF unwinding
   std::string folded_path;   // --folded FILE ("-" = stdout)
-  std::string svg_path;      // --svg FILE
+  std::string svg_path;      // --svg FILE ("-" = stdout)
+  std::string pprof_path;    // --pprof FILE ("-" = stdout): gzipped pprof profile
+
+  // Whether a file output (--folded, --svg, --pprof) is "-": stdout then carries that file alone,
+  // and the text report goes to stderr, so that `--folded=- | flamegraph.pl` reads nothing else.
+  bool stdout_is_a_file() const { return folded_path == "-" || svg_path == "-" || pprof_path == "-"; }
   size_t top = 10;           // -n: stacks in the tables
   double linger_s = 2;       // --linger
   double max_age_s = 30;     // --max-age: the joiner forgets what waited this long

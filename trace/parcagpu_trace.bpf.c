@@ -15,7 +15,11 @@
 #include <bpf/usdt.bpf.h>
 
 #include "parcagpu/abi.h"
-#include "parcagpu_trace.h"
+#include "trace_events.h"
+
+#define TRACE_STATS_MAX PT_STAT_MAX
+#define TRACE_STAT_RINGBUF_DROPS PT_STAT_RINGBUF_DROPS
+#include "trace_common.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -25,27 +29,11 @@ const volatile bool verbose_events = false;
  * on by default, off with --no-stacks) and graph_capture_launch events too (--capture-sites). */
 const volatile bool launch_stacks = false;
 const volatile bool capture_stacks = false;
-/* Set by userland before load (-c): only tasks in the cgroup of cgroup_map[0] are traced. */
-const volatile bool filter_cgroup = false;
-
-struct {
-  __uint(type, BPF_MAP_TYPE_RINGBUF);
-  __uint(max_entries, 16 << 20); /* resized by userland before load */
-} events SEC(".maps");
-
-struct {
-  __uint(type, BPF_MAP_TYPE_CGROUP_ARRAY);
-  __uint(max_entries, 1);
-  __type(key, __u32);
-  __type(value, __u32);
-} cgroup_map SEC(".maps");
-
-struct {
-  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-  __uint(max_entries, PT_STAT_MAX);
-  __type(key, __u32);
-  __type(value, __u64);
-} stats SEC(".maps");
+/* Set by userland before load (--stack-bytes; 0 = off): stack events also carry the registers
+ * and this many bytes of the user stack from rsp, for DWARF unwinding in userland. A multiple of
+ * 8, at most PT_STACK_COPY_MAX. Read-only data: the verifier sees it as a constant, which sizes
+ * the ring-buffer reservation. */
+const volatile __u32 stack_copy_bytes = 0;
 
 /* Where the 64 x 64 stall-reason blob is copied to (too big for the stack). Per-CPU scratch is
  * not private to one firing (uprobe programs are preemptible on PREEMPT kernels): fine here, the
@@ -60,29 +48,9 @@ struct {
   __type(value, struct scratch);
 } scratch_map SEC(".maps");
 
-static __always_inline void stat_add(__u32 idx, __u64 n) {
-  __u64 *v = bpf_map_lookup_elem(&stats, &idx);
-  /* Atomic even though per-CPU: uprobe programs run with migration, not preemption, disabled,
-   * so two tasks on one CPU may interleave here. */
-  if (v) __sync_fetch_and_add(v, n);
-}
-
-/* -c: the probe fired in a task outside the cgroup (its events are not wanted). The uprobe
- * itself is per file, so the library's semaphore is up in every process that maps it. */
-static __always_inline bool filtered_out(void) {
-  return filter_cgroup && bpf_current_task_under_cgroup(&cgroup_map, 0) != 1;
-}
-
 static __always_inline void read_error(__u32 kind) {
   stat_add(PT_STAT_READ_ERRORS, 1);
   stat_add(kind, 1);
-}
-
-/* Reserves an event; counts a drop when the ring buffer is full. */
-static __always_inline void *reserve(__u64 size) {
-  void *e = bpf_ringbuf_reserve(&events, size, 0);
-  if (!e) stat_add(PT_STAT_RINGBUF_DROPS, 1);
-  return e;
 }
 
 static __always_inline void fill_header(struct pt_header *h, __u32 type) {
@@ -125,6 +93,44 @@ static __always_inline void take_stack(struct pt_regs *ctx, struct pt_stack *s) 
   s->bytes = n;
 }
 
+/* The registers and the top of the user stack (struct pt_stack_copy, then stack_copy_bytes of
+ * data at `data`). A read that runs past the stack's end fails whole, so the size is halved
+ * until it fits: the main thread's stack may end a few hundred bytes above main's frame. */
+static __always_inline void copy_stack(struct pt_regs *ctx, struct pt_stack_copy *c, __u8 *data) {
+  c->regs[0] = ctx->rax;
+  c->regs[1] = ctx->rdx;
+  c->regs[2] = ctx->rcx;
+  c->regs[3] = ctx->rbx;
+  c->regs[4] = ctx->rsi;
+  c->regs[5] = ctx->rdi;
+  c->regs[6] = ctx->rbp;
+  c->regs[7] = ctx->rsp;
+  c->regs[8] = ctx->r8;
+  c->regs[9] = ctx->r9;
+  c->regs[10] = ctx->r10;
+  c->regs[11] = ctx->r11;
+  c->regs[12] = ctx->r12;
+  c->regs[13] = ctx->r13;
+  c->regs[14] = ctx->r14;
+  c->regs[15] = ctx->r15;
+  c->regs[16] = ctx->rip;
+  c->size = stack_copy_bytes;
+  __u32 n = stack_copy_bytes;
+  long err = -1;
+  for (int i = 0; i < 6 && n >= 64; i++) {
+    err = bpf_probe_read_user(data, n, (const void *)ctx->rsp);
+    if (err == 0) break;
+    n >>= 1;
+  }
+  if (err) {
+    c->bytes = err;
+    stat_add(PT_STAT_STACK_COPY_ERRORS, 1);
+    return;
+  }
+  c->bytes = n;
+  stat_add(PT_STAT_STACK_COPY_BYTES, n);
+}
+
 static __always_inline void fill_correlation(struct pt_correlation_event *c, struct pt_regs *ctx) {
   fill_header(&c->h, PT_EV_CORRELATION);
   c->correlation_id = arg(ctx, 0);
@@ -139,7 +145,7 @@ int cuda_correlation(struct pt_regs *ctx) {
   stat_add(PT_STAT_FIRE_CUDA_CORRELATION, 1);
   struct pt_correlation_stack_event *e = 0;
   if (launch_stacks) {
-    e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+    e = bpf_ringbuf_reserve(&events, sizeof(*e) + stack_copy_bytes, 0);
     /* No room for the stack: the launch still goes, without it (counted). */
     if (!e) stat_add(PT_STAT_STACKS_DROPPED, 1);
   }
@@ -153,6 +159,10 @@ int cuda_correlation(struct pt_regs *ctx) {
   fill_correlation(&e->c, ctx);
   e->c.h.flags |= PT_F_STACK;
   take_stack(ctx, &e->stack);
+  if (stack_copy_bytes) {
+    e->c.h.flags |= PT_F_STACK_COPY;
+    copy_stack(ctx, &e->copy, (__u8 *)(e + 1));
+  }
   bpf_ringbuf_submit(e, 0);
   return 0;
 }
@@ -354,7 +364,7 @@ int graph_capture_launch(struct pt_regs *ctx) {
   stat_add(PT_STAT_FIRE_GRAPH_CAPTURE_LAUNCH, 1);
   struct pt_capture_stack_event *e = 0;
   if (capture_stacks) {
-    e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+    e = bpf_ringbuf_reserve(&events, sizeof(*e) + stack_copy_bytes, 0);
     if (!e) stat_add(PT_STAT_STACKS_DROPPED, 1);
   }
   if (!e) {
@@ -367,6 +377,10 @@ int graph_capture_launch(struct pt_regs *ctx) {
   fill_capture(&e->c, ctx);
   e->c.h.flags |= PT_F_STACK;
   take_stack(ctx, &e->stack);
+  if (stack_copy_bytes) {
+    e->c.h.flags |= PT_F_STACK_COPY;
+    copy_stack(ctx, &e->copy, (__u8 *)(e + 1));
+  }
   bpf_ringbuf_submit(e, 0);
   return 0;
 }

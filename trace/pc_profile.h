@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "cubin_lines.h"
-#include "parcagpu_trace.h"
+#include "trace_events.h"
 #include "report.h"
 #include "view.h"
 

@@ -54,32 +54,12 @@ bool PcSession::load(int events_fd, int cgroup_map_fd, bool filter_cgroup, std::
 
 int PcSession::attach(const std::string &path, int pid, const std::vector<std::string> &present,
                       std::string *error, int *err) {
-  int n = 0;
-  for (const ProbeProgram &p : kProbes) {
-    if (std::find(present.begin(), present.end(), p.probe) == present.end()) continue;
-    bpf_link *link = bpf_program__attach_usdt(skel_->progs.*p.prog, pid, path.c_str(),
-                                              PARCAGPU_PROVIDER, p.probe, nullptr);
-    if (!link) {
-      *err = errno;
-      *error = std::string("cannot attach the PC view to ") + PARCAGPU_PROVIDER + ":" + p.probe +
-               " in " + path + ": " + std::strerror(*err);
-      std::erase_if(links_, [&path](const Attached &a) {
-        if (a.path != path) return false;
-        bpf_link__destroy(a.link);
-        return true;
-      });
-      return -1;
-    }
-    links_.push_back({path, link});
-    ++n;
-  }
-  return n;
+  std::vector<UsdtProgram> programs;
+  for (const ProbeProgram &p : kProbes) programs.push_back({p.probe, skel_->progs.*p.prog});
+  return attach_usdt(programs, path, pid, present, "the PC view", &links_, error, err);
 }
 
-void PcSession::detach_all() {
-  for (auto &a : links_) bpf_link__destroy(a.link);
-  links_.clear();
-}
+void PcSession::detach_all() { destroy_links(&links_); }
 
 PcBpfCounters PcSession::counters() const {
   PcBpfCounters c;
@@ -87,7 +67,7 @@ PcBpfCounters PcSession::counters() const {
   if (ncpu <= 0 || !skel_) return c;
   uint64_t st[PV_STAT_MAX] = {};
   std::vector<uint64_t> values(ncpu);
-  const int fd = bpf_map__fd(skel_->maps.pc_stats);
+  const int fd = bpf_map__fd(skel_->maps.stats);
   for (uint32_t i = 0; i < PV_STAT_MAX; i++) {
     if (bpf_map_lookup_elem(fd, &i, values.data()) != 0) continue;
     for (uint64_t v : values) st[i] += v;

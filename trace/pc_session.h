@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "pc_profile.h"
+#include "usdt_attach.h"
 
 struct pc_view_bpf;
 struct bpf_link;
@@ -42,11 +43,7 @@ class PcSession {
 
  private:
   pc_view_bpf *skel_ = nullptr;
-  struct Attached {
-    std::string path;
-    bpf_link *link;
-  };
-  std::vector<Attached> links_;
+  std::vector<UsdtLink> links_;
 };
 
 }  // namespace parcagpu::trace

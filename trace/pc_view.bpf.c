@@ -13,47 +13,11 @@
 #include "parcagpu/abi.h"
 #include "pc_view.h"
 
+#define TRACE_STATS_MAX PV_STAT_MAX
+#define TRACE_STAT_RINGBUF_DROPS PV_STAT_RINGBUF_DROPS
+#include "trace_common.bpf.h"
+
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
-
-/* Set by userland before load (-c): only tasks in the cgroup of cgroup_map[0] are traced. */
-const volatile bool filter_cgroup = false;
-
-/* The tracer's ring buffer (reused: this definition only has to match its type). */
-struct {
-  __uint(type, BPF_MAP_TYPE_RINGBUF);
-  __uint(max_entries, 16 << 20);
-} events SEC(".maps");
-
-/* The tracer's cgroup filter (reused). */
-struct {
-  __uint(type, BPF_MAP_TYPE_CGROUP_ARRAY);
-  __uint(max_entries, 1);
-  __type(key, __u32);
-  __type(value, __u32);
-} cgroup_map SEC(".maps");
-
-struct {
-  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-  __uint(max_entries, PV_STAT_MAX);
-  __type(key, __u32);
-  __type(value, __u64);
-} pc_stats SEC(".maps");
-
-static __always_inline void stat_add(__u32 idx, __u64 n) {
-  __u64 *v = bpf_map_lookup_elem(&pc_stats, &idx);
-  if (v) __sync_fetch_and_add(v, n);
-}
-
-/* -c: the probe fired in a task outside the cgroup (see parcagpu_trace.bpf.c). */
-static __always_inline bool filtered_out(void) {
-  return filter_cgroup && bpf_current_task_under_cgroup(&cgroup_map, 0) != 1;
-}
-
-static __always_inline void *reserve(__u64 size) {
-  void *e = bpf_ringbuf_reserve(&events, size, 0);
-  if (!e) stat_add(PV_STAT_RINGBUF_DROPS, 1);
-  return e;
-}
 
 static __always_inline void fill_header(struct pt_header *h, __u32 type, __u64 pid_tgid, __u64 ts) {
   h->type = type;

@@ -9,13 +9,13 @@
  * blob, read the way the production consumer reads them (include/parcagpu/abi.h). Its events go
  * into the tracer's ring buffer (the map is shared), start with struct pt_header and have types
  * from PT_EV_VIEW_BASE on; cuda_correlation, cubin_loaded / cubin_unloaded and gpu_config come
- * from the tracer's own events (parcagpu_trace.h), whose bytes the view reads too. */
+ * from the tracer's own events (trace_events.h), whose bytes the view reads too. */
 #ifndef PARCAGPU_PC_VIEW_H
 #define PARCAGPU_PC_VIEW_H
 
 #include <linux/types.h>
 
-#include "parcagpu_trace.h"
+#include "trace_events.h"
 
 #define PV_FUNCTION_NAME_LEN 128
 #define PV_STALL_BYTES 512 /* PARCAGPU_STALL_REASON_MAX * sizeof(u32 index, u32 samples) */

@@ -111,6 +111,12 @@ Json summary_json(const Summary &s) {
   o["joiner_max_age_s"] = rounded(s.joiner_max_age_s);
   o["stacks_dropped"] = s.stacks_dropped;
   o["stack_errors"] = s.stack_errors;
+  o["stack_copy_bytes"] = s.stack_copy_bytes;
+  o["stack_copy_errors"] = s.stack_copy_errors;
+  o["dwarf_stacks"] = s.dwarf_stacks;
+  o["dwarf_stacks_failed"] = s.dwarf_stacks_failed;
+  o["dwarf_stacks_ended_outside_code"] = s.dwarf_stacks_ended_outside_code;
+  o["stacks_cut_at_non_code"] = s.stacks_cut_at_non_code;
   o["distinct_stacks"] = s.distinct_stacks;
   o["stack_table_overflows"] = s.stack_table_overflows;
   o["gpu_ns_matched"] = s.gpu_ns_matched;
@@ -260,6 +266,11 @@ void print_counters(FILE *f, const Summary &s) {
   line("probe read errors", s.read_errors);
   line("stacks dropped (ring full)", s.stacks_dropped);
   line("stack walk errors", s.stack_errors);
+  line("stacks unwound by DWARF CFI", s.dwarf_stacks);
+  line("  stack copies not unwound (frame pointers used)", s.dwarf_stacks_failed + s.stack_copy_errors);
+  line("  ended at an address in no module", s.dwarf_stacks_ended_outside_code);
+  line("  stack bytes copied", s.stack_copy_bytes);
+  line("stacks cut at a frame in no code", s.stacks_cut_at_non_code);
   line("distinct stacks", s.distinct_stacks);
   line("graph_capture_launch events", s.graph_capture_launches);
   line("graph_node_clone events", s.graph_node_clones);

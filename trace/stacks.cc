@@ -83,6 +83,14 @@ uint32_t StackResolver::resolve(uint32_t pid, const uint64_t *ips, size_t n) {
   if (it != cache_.end()) return it->second;
   if (before_symbolize) before_symbolize();
   std::vector<Frame> frames = sym_.symbolize_stack(pid, ips, n);
+  // A frame in no file's code ends the stack: beyond it the walk read garbage. The vDSO is code.
+  for (size_t i = 1; i < frames.size(); ++i) {
+    if (frames[i].path.empty() && frames[i].module != "[vdso]") {
+      frames.resize(i);
+      ++cut_at_non_code_;
+      break;
+    }
+  }
   std::vector<Frame> kept;
   kept.reserve(frames.size());
   for (Frame &f : frames)

@@ -77,6 +77,9 @@ class StackResolver {
   uint32_t resolve(uint32_t pid, const uint64_t *ips, size_t n);
   void forget(uint32_t pid);
   size_t cached() const { return cache_.size(); }
+  // Distinct stacks cut short at a frame in no file's code ([heap], [stack], [anon], unmapped:
+  // what a frame-pointer walk reads through code without frame pointers).
+  uint64_t cut_at_non_code() const { return cut_at_non_code_; }
 
  private:
   static constexpr size_t kMaxCached = 1 << 16;
@@ -84,6 +87,7 @@ class StackResolver {
   StackTable &table_;
   std::vector<std::string> libs_;
   std::unordered_map<std::string, uint32_t> cache_;  // pid + raw addresses -> id
+  uint64_t cut_at_non_code_ = 0;
 };
 
 }  // namespace parcagpu::trace

@@ -76,7 +76,12 @@ std::string short_function_name(std::string_view f) {
 }
 
 std::string Frame::name() const {
-  if (!function.empty()) return short_function_name(function);
+  if (!function.empty()) {
+    std::string n = short_function_name(function);
+    // "__libc_start_main@@GLIBC_2.34": the symbol version is not part of the function's name.
+    if (const size_t at = n.find('@'); at != std::string::npos && at > 0) n.resize(at);
+    return n;
+  }
   char buf[48];
   std::snprintf(buf, sizeof buf, "+0x%" PRIx64, offset);
   return module + buf;

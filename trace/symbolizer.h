@@ -76,6 +76,9 @@ class Symbolizer {
   // reported (it was running before the tracer started); no-op afterwards.
   void note_process(uint32_t pid) { process(pid); }
 
+  // The executable mappings known for `pid` (read from /proc/PID/maps if none are yet).
+  const std::vector<MapEntry> &maps(uint32_t pid) { return process(pid).maps; }
+
   // Mapping events, in the order they happened. on_exec: the process exec'd, its mappings are
   // all reported from now on; on_mmap: an executable mapping; on_fork: a new process, with
   // the parent's mappings; on_exit: forgotten by prune() `keep_ns` after now_ns.

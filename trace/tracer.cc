@@ -2,9 +2,12 @@
 
 #include <algorithm>
 #include <cinttypes>
+#include <cstddef>
 #include <cstring>
+#include <ctime>
 
 #include "parcagpu_version.h"
+#include "pprof.h"
 
 namespace parcagpu::trace {
 namespace {
@@ -24,8 +27,8 @@ Json frame_json(const Frame &f) {
 
 bool write_file(const std::string &path, const std::string &text) {
   if (path == "-") {
-    std::fwrite(text.data(), 1, text.size(), stdout);
-    return true;
+    const bool ok = std::fwrite(text.data(), 1, text.size(), stdout) == text.size();
+    return std::fflush(stdout) == 0 && ok;
   }
   FILE *f = std::fopen(path.c_str(), "we");
   if (!f) {
@@ -40,6 +43,7 @@ bool write_file(const std::string &path, const std::string &text) {
 
 Tracer::Tracer(const Options &o)
     : opt_(o),
+      report_out_(o.stdout_is_a_file() ? stderr : stdout),
       resolver_(symbolizer_, stacks_),
       joiner_(Joiner::Limits{o.max_pending, static_cast<uint64_t>(o.max_age_s * 1e9), 1 << 16}, this),
       captures_(stacks_, joiner_.names()) {
@@ -68,6 +72,7 @@ void Tracer::drain_mapping_records() {
 
 void Tracer::forget_process(uint32_t pid) {
   resolver_.forget(pid);
+  unwinder_.forget(pid);
   captures_.forget(pid);
   seen_pids_.erase(pid);
 }
@@ -91,7 +96,19 @@ void Tracer::print_line(const Json &j) const {
   std::fputc('\n', stdout);
 }
 
-uint32_t Tracer::resolve_stack(const pt_header &h, const pt_stack &s) {
+uint32_t Tracer::resolve_stack(const pt_header &h, const pt_stack &s, const pt_stack_copy *copy, size_t avail) {
+  if (copy && avail >= sizeof *copy && copy->bytes > 0 &&
+      static_cast<size_t>(copy->bytes) <= std::min<size_t>(copy->size, avail - sizeof *copy)) {
+    drain_mapping_records();  // the modules mapped before the launch
+    const CopiedStack cs{reinterpret_cast<const uint64_t *>(copy->regs), reinterpret_cast<const uint8_t *>(copy + 1), static_cast<size_t>(copy->bytes)};
+    const UnwindResult u = unwinder_.unwind(h.pid, h.tid, symbolizer_.maps(h.pid), cs, PT_STACK_MAX);
+    if (u.ended_outside_code) ++meta_.dwarf_stacks_ended_outside_code;
+    if (u.pcs.size() > 1) {
+      ++meta_.dwarf_stacks;
+      return resolver_.resolve(h.pid, u.pcs.data(), u.pcs.size());
+    }
+    ++meta_.dwarf_stacks_failed;
+  }
   if (s.bytes <= 0) return StackTable::kNone;
   const size_t n = std::min<size_t>(static_cast<size_t>(s.bytes) / 8, PT_STACK_MAX);
   return resolver_.resolve(h.pid, reinterpret_cast<const uint64_t *>(s.ips), n);
@@ -116,7 +133,9 @@ void Tracer::on_event(const void *data, size_t size) {
         if (h->flags & PT_F_STACK) {
           const auto *se = as<pt_correlation_stack_event>(data, size);
           if (!se) return;
-          stack = resolve_stack(*h, se->stack);
+          const bool copied = (h->flags & PT_F_STACK_COPY) != 0;
+          stack = resolve_stack(*h, se->stack, copied ? &se->copy : nullptr,
+                                copied ? size - offsetof(pt_correlation_stack_event, copy) : 0);
         }
         joiner_.on_correlation(h->pid, e->correlation_id, e->signed_cbid, stack, h->ts_ns);
         if (opt_.verbose)
@@ -189,7 +208,9 @@ void Tracer::on_capture(const pt_capture_event &e, const void *data, size_t size
   if (e.h.flags & PT_F_STACK) {
     const auto *se = as<pt_capture_stack_event>(data, size);
     if (!se) return;
-    stack = resolve_stack(e.h, se->stack);
+    const bool copied = (e.h.flags & PT_F_STACK_COPY) != 0;
+    stack = resolve_stack(e.h, se->stack, copied ? &se->copy : nullptr,
+                          copied ? size - offsetof(pt_capture_stack_event, copy) : 0);
   }
   if (opt_.verbose)
     std::fprintf(stderr, "[%u/%u] graph_capture_launch corr=%u cbid=%d (%s) graph=%u node=%" PRIu64 " name=%s stack=%u\n",
@@ -322,10 +343,10 @@ void Tracer::print_interval(double seconds) {
   } else if (!opt_.json) {
     char title[96];
     std::snprintf(title, sizeof title, "\nGPU time by launch stack, last %.1f s", seconds);
-    print_stack_table(stdout, title, rows, interval_profile_.total_ns(), interval_profile_.total_kernels(),
+    print_stack_table(report_out_, title, rows, interval_profile_.total_ns(), interval_profile_.total_kernels(),
                       interval_profile_.stacks());
   }
-  std::fflush(stdout);
+  std::fflush(report_out_);
   interval_profile_.clear();
 }
 
@@ -343,6 +364,9 @@ Summary Tracer::summarize(const uint64_t st[PT_STAT_MAX], double duration,
   sum.pc_sample_records = st[PT_STAT_PC_SAMPLE_RECORDS];
   sum.stacks_dropped = st[PT_STAT_STACKS_DROPPED];
   sum.stack_errors = st[PT_STAT_STACK_ERRORS];
+  sum.stack_copy_bytes = st[PT_STAT_STACK_COPY_BYTES];
+  sum.stack_copy_errors = st[PT_STAT_STACK_COPY_ERRORS];
+  sum.stacks_cut_at_non_code = resolver_.cut_at_non_code();
   sum.distinct_stacks = stacks_.size() - StackTable::kFirstReal;
   sum.stack_table_overflows = stacks_.overflowed();
   sum.gpu_ns_matched = profile_.total_ns();
@@ -376,10 +400,10 @@ bool Tracer::report(const Summary &s) const {
     for (const auto &v : views_) v->add_json(j);
     print_line(j);
   } else {
-    print_summary(stdout, s, opt_.verbose);
-    for (const auto &v : views_) v->print(stdout);
+    print_summary(report_out_, s, opt_.verbose);
+    for (const auto &v : views_) v->print(report_out_);
   }
-  std::fflush(stdout);
+  std::fflush(report_out_);
   bool ok = true;
   if (!opt_.folded_path.empty() || !opt_.svg_path.empty()) {
     const std::vector<FoldedStack> folded = folded_stacks(profile_, stacks_, joiner_.names());
@@ -393,6 +417,20 @@ bool Tracer::report(const Summary &s) const {
                     static_cast<size_t>(s.stacks_total), s.stacks_total == 1 ? "" : "s", PARCAGPU_VERSION);
       fo.subtitle = sub;
       ok &= write_file(opt_.svg_path, flamegraph_svg(folded, fo));
+    }
+  }
+  if (!opt_.pprof_path.empty()) {
+    timespec now{};
+    clock_gettime(CLOCK_REALTIME, &now);
+    PprofInfo info;
+    info.duration_nanos = static_cast<int64_t>(s.duration_s * 1e9);
+    info.time_nanos = static_cast<int64_t>(now.tv_sec) * 1000000000 + now.tv_nsec - info.duration_nanos;
+    std::string gz;
+    if (!gzip_compress(pprof_profile(profile_, stacks_, joiner_.names(), info), &gz)) {
+      std::fprintf(stderr, "parcagpu-trace: --pprof %s: zlib could not compress the profile\n", opt_.pprof_path.c_str());
+      ok = false;
+    } else {
+      ok &= write_file(opt_.pprof_path, gz);
     }
   }
   return ok;

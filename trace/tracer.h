@@ -16,11 +16,12 @@
 #include "joiner.h"
 #include "mmap_tracker.h"
 #include "options.h"
-#include "parcagpu_trace.h"
+#include "trace_events.h"
 #include "profile.h"
 #include "report.h"
 #include "stacks.h"
 #include "symbolizer.h"
+#include "unwinder.h"
 #include "view.h"
 
 namespace parcagpu::trace {
@@ -53,7 +54,8 @@ class Tracer : public MatchSink {
   // Everything at exit. `stats`: the BPF counters; `libraries`: the files attached to.
   Summary summarize(const uint64_t stats[PT_STAT_MAX], double duration_s,
                     const std::vector<std::string> &libraries) const;
-  // The reports: text or JSON on stdout, --folded, --svg. False when a file could not be written.
+  // The reports: text or JSON on stdout (text on stderr when a file output is -), --folded, --svg,
+  // --pprof. False when a file could not be written.
   bool report(const Summary &s) const;
 
   void on_match(const Launch &l, const KernelRecord &k, uint32_t name_id, uint32_t tag) override;
@@ -61,7 +63,10 @@ class Tracer : public MatchSink {
  private:
   template <typename T>
   const T *as(const void *data, size_t size);
-  uint32_t resolve_stack(const pt_header &h, const pt_stack &s);
+  // The stack of an event with PT_F_STACK: unwound by DWARF CFI from the copy when the event
+  // has one (`copy`, its data after it, `avail` bytes of event from `copy` on), else (or when
+  // that unwind gets no further than the probe) the frame-pointer walk.
+  uint32_t resolve_stack(const pt_header &h, const pt_stack &s, const pt_stack_copy *copy, size_t avail);
   void on_kernel(const pt_kernel_event &e);
   void on_capture(const pt_capture_event &e, const void *data, size_t size);
   void on_meta(const pt_meta_event &e);
@@ -69,14 +74,16 @@ class Tracer : public MatchSink {
   void print_line(const Json &j) const;
 
   const Options &opt_;
+  FILE *const report_out_;  // the text report: stdout, or stderr when stdout carries --folded=-
   Symbolizer symbolizer_;
   StackTable stacks_;
   StackResolver resolver_;
+  DwarfUnwinder unwinder_;
   Joiner joiner_;
   CaptureSites captures_;
   GpuProfile profile_, interval_profile_;
   DeviceProfile devices_;
-  KernelTable table_{stdout};
+  KernelTable table_{report_out_};
   MmapTracker *mmaps_ = nullptr;
   MmapTracker::Hooks hooks_;
   std::unordered_set<uint32_t> seen_pids_, emitted_stacks_;

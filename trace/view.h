@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <cstdio>
 
-#include "parcagpu_trace.h"
+#include "trace_events.h"
 #include "report.h"
 
 namespace parcagpu::trace {

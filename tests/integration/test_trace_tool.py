@@ -5,6 +5,8 @@ program wrote them, the capabilities it asks for, and its command line.
 
 Everything stays on this test's own processes: -l names this build's library, or -p / -c narrow
 discovery to a process or cgroup of the test (other test runs on the machine are left alone)."""
+import codecs
+import gzip
 import json
 import os
 import re
@@ -133,6 +135,117 @@ class FlameGraph(unittest.TestCase):
         rows2 = tr2.result["gpu_time_by_stack"]
         self.assertEqual(sum(r["kernels"] for r in rows2), r.summary["graph_kernels_run"])
         self.assertNotEqual(rows2[0]["frames"], rows[0]["frames"])
+
+
+class FoldedOnStdout(unittest.TestCase):
+    """--folded=- is for pipes (`parcagpu-trace --folded=- | flamegraph.pl`): stdout carries the
+    folded lines and nothing else; the report goes to stderr (issue 18)."""
+
+    def test_stdout_holds_only_folded_lines(self):
+        with harness.TraceTool(["-l", harness.LIB, "--folded=-", "-k"]) as tr:
+            r = harness.run_mockapp(["--duration=1s", "--launch-rate=500", "--graph-rate=50"],
+                                    env=harness.UNLIMITED)
+        tr.stop()
+        self.assertEqual(r.returncode, 0)
+        self.assertEqual(tr.proc.returncode, 0, tr.stderr)
+        lines = tr.stdout.splitlines()
+        self.assertGreater(len(lines), 0, tr.stderr)
+        for line in lines:
+            m = re.fullmatch(r"([^ ;][^;]*(?:;[^;]+)*) (\d+)", line)
+            self.assertIsNotNone(m, "not a folded line on stdout: %r" % line)
+            self.assertTrue(m[1].split(";")[-1].startswith("[gpu] "), line)
+        # The report (and -k's kernel lines) went to stderr instead.
+        self.assertIn("GPU time by launch stack", tr.stderr)
+        self.assertIn("kernels matched", tr.stderr)
+
+    def test_stdout_claimed_twice_is_refused(self):
+        for args in (["--folded=-", "--json"], ["--folded=-", "--json-lines"], ["--folded=-", "--svg=-"],
+                     ["--pprof=-", "--json"], ["--pprof=-", "--folded=-"]):
+            r = run_trace(args)
+            self.assertEqual(r.returncode, 2, args)
+            self.assertIn("stdout (-)", r.stderr, args)
+            self.assertEqual(r.stdout, "", args)
+
+
+def decode_pprof(raw):
+    """A gzipped perftools.profiles.Profile as nested dicts, decoded by protoc from the tool's own
+    trace/proto/profile.proto (`protoc --decode`, its text format): every field a list."""
+    proto_dir = os.path.join(harness.SOURCE, "trace", "proto")
+    text = subprocess.run(["protoc", "--proto_path=" + proto_dir, "--decode=perftools.profiles.Profile",
+                           os.path.join(proto_dir, "profile.proto")], input=gzip.decompress(raw),
+                          capture_output=True, check=True).stdout.decode()
+    root, stack = {}, []
+    cur = root
+    for line in text.splitlines():
+        line = line.strip()
+        if line.endswith("{"):
+            child = {}
+            cur.setdefault(line[:-1].strip(), []).append(child)
+            stack.append(cur)
+            cur = child
+        elif line == "}":
+            cur = stack.pop()
+        elif line:
+            key, value = line.split(": ", 1)
+            cur.setdefault(key, []).append(codecs.escape_decode(value[1:-1])[0].decode() if value[0] == '"' else
+                                           (value == "true") if value in ("true", "false") else int(value))
+    return root
+
+
+class Pprof(unittest.TestCase):
+    """--pprof FILE: a gzipped perftools.profiles.Profile, read back with protobuf (issue 18)."""
+
+    def test_profile_of_a_mock_run(self):
+        tmp = tempfile.mkdtemp(prefix="parcagpu-pprof-")
+        try:
+            path = os.path.join(tmp, "gpu.pb.gz")
+            with harness.Trace(extra=["--pprof", path]) as tr:
+                r = harness.run_mockapp(["--duration=1s", "--launch-rate=500", "--graph-rate=50",
+                                         "--threads=2"], env=harness.UNLIMITED)
+            tr.stop()
+            self.assertEqual(r.returncode, 0)
+            self.assertEqual(tr.proc.returncode, 0, tr.stderr)
+            j = tr.result
+            self.assertGreater(j["kernels_matched"], 0)
+            with open(path, "rb") as f:
+                raw = f.read()
+            self.assertEqual(raw[:2], b"\x1f\x8b")  # gzip, as pprof wants it on disk
+            p = decode_pprof(raw)
+            s = p["string_table"]
+            one = lambda msg, key: msg.get(key, [0])[0]  # proto3: an absent field is 0
+            self.assertEqual(s[0], "")
+            self.assertEqual([(s[one(t, "type")], s[one(t, "unit")]) for t in p["sample_type"]],
+                             [("kernels", "count"), ("gpu", "nanoseconds")])
+            self.assertEqual(s[one(p, "default_sample_type")], "gpu")
+            self.assertGreater(one(p, "duration_nanos"), 0)
+            # Every matched kernel is in it, with the same GPU time as the JSON summary.
+            self.assertEqual(sum(x["value"][0] for x in p["sample"]), j["kernels_matched"])
+            self.assertEqual(sum(x["value"][1] for x in p["sample"]), j["gpu_ns_matched"])
+            functions = {one(f, "id"): f for f in p["function"]}
+            locations = {one(l, "id"): l for l in p["location"]}
+            kernels = set()
+            launch_sites = 0
+            for x in p["sample"]:
+                labels = {s[one(l, "key")]: s[one(l, "str")] for l in x.get("label", [])}
+                self.assertIn("kernel", labels)
+                kernels.add(labels["kernel"])
+                self.assertTrue(x.get("location_id"))
+                lines = []
+                for lid in x["location_id"]:
+                    for ln in locations[lid]["line"]:
+                        f = functions[one(ln, "function_id")]
+                        lines.append((s[one(f, "name")], s[one(f, "filename")], one(ln, "line")))
+                for name, _, _ in lines:
+                    self.assertIsNone(MECHANISM.search(name), name)
+                if any(name == "mockapp::(anonymous namespace)::launch_thread" and
+                       file.endswith("mockapp_workload.cc") and line > 0 for name, file, line in lines):
+                    launch_sites += 1
+            self.assertIn("k_add(float*, int)", kernels)
+            self.assertGreater(launch_sites, 0)
+            for m in p.get("mapping", []):
+                self.assertTrue(s[one(m, "filename")])
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
 
 
 class Names(unittest.TestCase):
@@ -318,7 +431,8 @@ class CommandLine(unittest.TestCase):
         self.assertIn("EXAMPLES:", r.stdout)
         self.assertIn("--svg=FILE", r.stdout)
         for bad in (["-d", "ten"], ["-d", "5parsecs"], ["-p", "x"], ["--linger", "-1s"], ["1s", "0"],
-                    ["--ringbuf-mb", "3"], ["--json", "--json-lines"], ["--nope"]):
+                    ["--ringbuf-mb", "3"], ["--json", "--json-lines"], ["--nope"], ["--stack-bytes", "7"],
+                    ["--stack-bytes", "32"], ["--stack-bytes", "65544"]):
             r = run_trace(bad)
             self.assertEqual(r.returncode, 2, (bad, r.stderr))
         r = run_trace(["-l", harness.LIB, "-d", "700ms", "--json"])  # a duration with a unit

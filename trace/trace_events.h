@@ -4,8 +4,8 @@
  * Every event starts with struct pt_header; `type` says which struct follows. Adding a probe
  * = a new PT_EV_* type, its struct here, a SEC("usdt") program, and a row in the userland probe
  * table (trace/bpf_session.cc). */
-#ifndef PARCAGPU_TRACE_H
-#define PARCAGPU_TRACE_H
+#ifndef PARCAGPU_TRACE_EVENTS_H
+#define PARCAGPU_TRACE_EVENTS_H
 
 #include <linux/types.h>
 
@@ -37,6 +37,7 @@ enum pt_event_type {
 #define PT_F_MSG_FAULT 0x4   /* error probe: message/component unreadable */
 #define PT_F_BLOB_FAULT 0x8  /* stall_reason_map: the 64 x 64 blob was unreadable */
 #define PT_F_STACK 0x10      /* the event carries a struct pt_stack after its fixed part */
+#define PT_F_STACK_COPY 0x20 /* ... and after it a struct pt_stack_copy with the stack bytes */
 
 /* The user stack at a probe: the frame-pointer walk of bpf_get_stack(BPF_F_USER_STACK), as
  * libbpf-tools' profile takes it. ips[0] is the probe's own address, then return addresses.
@@ -47,6 +48,21 @@ struct pt_stack {
   __s32 bytes;  /* bpf_get_stack's result: bytes of ips[] filled, or a negative errno */
   __u32 pad;
   __u64 ips[PT_STACK_MAX];
+};
+
+/* For unwinding by DWARF CFI in userland (as perf --call-graph dwarf): the user registers at the
+ * probe, in DWARF register order for x86-64 (rax rdx rcx rbx rsi rdi rbp rsp r8..r15, then rip
+ * as 16, the return-address column), and the top of the user stack from rsp. `bytes` of the data
+ * were copied: the configured size, or less where the stack ends sooner (halved until the read
+ * succeeds), or a negative errno. The data has the configured size (stack_copy_bytes in the BPF
+ * program, --stack-bytes) and follows this struct, which ends the event. */
+#define PT_DWARF_REGS 17
+#define PT_STACK_COPY_MAX 65536
+
+struct pt_stack_copy {
+  __u64 regs[PT_DWARF_REGS];
+  __s32 bytes;
+  __u32 size; /* bytes of stack data after this struct in the event (the configured size) */
 };
 
 struct pt_header {
@@ -69,6 +85,7 @@ struct pt_correlation_event {
 struct pt_correlation_stack_event {
   struct pt_correlation_event c;
   struct pt_stack stack;
+  struct pt_stack_copy copy; /* with PT_F_STACK_COPY (--stack-bytes > 0) */
 };
 
 /* PT_EV_KERNEL (from an activity_batch record) and PT_EV_KERNEL_EXECUTED (from the probe's
@@ -138,6 +155,7 @@ struct pt_capture_event {
 struct pt_capture_stack_event {
   struct pt_capture_event c;
   struct pt_stack stack;
+  struct pt_stack_copy copy; /* with PT_F_STACK_COPY (--stack-bytes > 0) */
 };
 
 /* graph_node_clone(u64 originalNodeId, u64 clonedNodeId, u32 execGraphId). */
@@ -176,7 +194,9 @@ enum pt_stat {
   PT_STAT_FIRE_GRAPH_NODE_CLONE,
   PT_STAT_STACK_ERRORS,        /* bpf_get_stack failed (the event goes with an empty stack) */
   PT_STAT_STACKS_DROPPED,      /* no ring space for an event with its stack: sent without it */
+  PT_STAT_STACK_COPY_BYTES,    /* user stack bytes copied for DWARF unwinding */
+  PT_STAT_STACK_COPY_ERRORS,   /* the user stack could not be read even at the smallest size */
   PT_STAT_MAX,
 };
 
-#endif /* PARCAGPU_TRACE_H */
+#endif /* PARCAGPU_TRACE_EVENTS_H */

@@ -1,0 +1,154 @@
+#include "pprof.h"
+
+#include <zlib.h>
+
+#include <map>
+#include <tuple>
+#include <unordered_map>
+#include <vector>
+
+#include "profile.pb.h"
+
+namespace parcagpu::trace {
+namespace {
+
+namespace pb = perftools::profiles;
+
+// Interns strings, functions, mappings and locations into one Profile.
+class Builder {
+ public:
+  explicit Builder(pb::Profile *p) : p_(p) { str(""); }
+
+  int64_t str(const std::string &s) {
+    auto [it, fresh] = strings_.try_emplace(s, static_cast<int64_t>(strings_.size()));
+    if (fresh) p_->add_string_table(s);
+    return it->second;
+  }
+
+  uint64_t function(const std::string &name, const std::string &system_name, const std::string &file) {
+    auto [it, fresh] = functions_.try_emplace(std::make_tuple(name, system_name, file), functions_.size() + 1);
+    if (fresh) {
+      pb::Function *f = p_->add_function();
+      f->set_id(it->second);
+      f->set_name(str(name));
+      f->set_system_name(str(system_name));
+      f->set_filename(str(file));
+    }
+    return it->second;
+  }
+
+  // Per module file (or pseudo module such as "[vdso]"): pprof groups and filters by it.
+  // `has_inlines`: the location holds inlined calls (the holder frame itself is not inlined).
+  uint64_t mapping(const Frame &f, bool has_inlines) {
+    const std::string &file = f.path.empty() ? f.module : f.path;
+    if (file.empty()) return 0;
+    auto [it, fresh] = mappings_.try_emplace(file, mappings_.size() + 1);
+    if (fresh) {
+      pb::Mapping *m = p_->add_mapping();
+      m->set_id(it->second);
+      m->set_filename(str(file));
+    }
+    pb::Mapping *m = p_->mutable_mapping(static_cast<int>(it->second - 1));
+    if (!f.function.empty()) m->set_has_functions(true);
+    if (!f.file.empty()) m->set_has_filenames(true);
+    if (f.line > 0) m->set_has_line_numbers(true);
+    if (has_inlines) m->set_has_inline_frames(true);
+    return it->second;
+  }
+
+  // One location per physical frame: `frames` holds its inlined calls innermost first and the
+  // function that holds the code last. Equal frame groups share a location.
+  uint64_t location(const Frame *frames, size_t n) {
+    std::string key;
+    for (size_t i = 0; i < n; ++i) key += frames[i].text() + '\x1f' + frames[i].path + '\x1e';
+    auto [it, fresh] = locations_.try_emplace(key, locations_.size() + 1);
+    if (!fresh) return it->second;
+    pb::Location *l = p_->add_location();
+    l->set_id(it->second);
+    l->set_mapping_id(mapping(frames[n - 1], n > 1));
+    for (size_t i = 0; i < n; ++i) {
+      const Frame &f = frames[i];
+      pb::Line *line = l->add_line();
+      line->set_function_id(function(f.name(), f.function.empty() ? f.name() : f.function, f.file));
+      line->set_line(f.line);
+    }
+    return it->second;
+  }
+
+  uint64_t pseudo_location(const char *name) {
+    Frame f;
+    f.function = name;
+    return location(&f, 1);
+  }
+
+ private:
+  pb::Profile *p_;
+  std::unordered_map<std::string, int64_t> strings_;
+  std::map<std::tuple<std::string, std::string, std::string>, uint64_t> functions_;
+  std::unordered_map<std::string, uint64_t> mappings_, locations_;
+};
+
+}  // namespace
+
+std::string pprof_profile(const GpuProfile &gp, const StackTable &stacks, const NameTable &names,
+                          const PprofInfo &info) {
+  pb::Profile p;
+  Builder b(&p);
+  // The count first and the time last, as pprof's convention has it; the time is the default.
+  pb::ValueType *count = p.add_sample_type();
+  count->set_type(b.str("kernels"));
+  count->set_unit(b.str("count"));
+  pb::ValueType *gpu = p.add_sample_type();
+  gpu->set_type(b.str("gpu"));
+  gpu->set_unit(b.str("nanoseconds"));
+  p.mutable_period_type()->set_type(b.str("gpu"));
+  p.mutable_period_type()->set_unit(b.str("nanoseconds"));
+  p.set_period(1);  // every kernel is counted: nothing is sampled
+  p.set_default_sample_type(b.str("gpu"));
+  p.set_time_nanos(info.time_nanos);
+  p.set_duration_nanos(info.duration_nanos);
+  p.add_comment(b.str("GPU time by CUDA launch stack: parcagpu-trace"));
+  const int64_t kernel_key = b.str("kernel");
+
+  for (const GpuProfile::Row &r : gp.rows()) {
+    std::vector<uint64_t> locations;  // leaf first
+    if (const char *pseudo = StackTable::pseudo_name(r.stack_id)) {
+      locations.push_back(b.pseudo_location(pseudo));
+    } else {
+      const std::vector<Frame> &fs = stacks.frames(r.stack_id);  // innermost first
+      size_t start = 0;
+      for (size_t i = 0; i < fs.size(); ++i) {
+        if (fs[i].inlined && i + 1 < fs.size()) continue;  // inlined into the next frame
+        locations.push_back(b.location(&fs[start], i - start + 1));
+        start = i + 1;
+      }
+    }
+    for (const GpuProfile::KernelCell &k : r.by_kernel) {
+      pb::Sample *s = p.add_sample();
+      for (uint64_t id : locations) s->add_location_id(id);
+      s->add_value(static_cast<int64_t>(k.kernels));
+      s->add_value(static_cast<int64_t>(k.gpu_ns));
+      pb::Label *l = s->add_label();
+      l->set_key(kernel_key);
+      l->set_str(b.str(names.demangled(k.kernel)));
+    }
+  }
+  return p.SerializeAsString();
+}
+
+bool gzip_compress(const std::string &data, std::string *out) {
+  z_stream z{};
+  // windowBits 15 + 16: a gzip header and trailer rather than zlib's.
+  if (deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) return false;
+  out->resize(deflateBound(&z, data.size()) + 32);
+  z.next_in = reinterpret_cast<Bytef *>(const_cast<char *>(data.data()));
+  z.avail_in = static_cast<uInt>(data.size());
+  z.next_out = reinterpret_cast<Bytef *>(out->data());
+  z.avail_out = static_cast<uInt>(out->size());
+  const int rc = deflate(&z, Z_FINISH);
+  out->resize(z.total_out);
+  deflateEnd(&z);
+  return rc == Z_STREAM_END;
+}
+
+}  // namespace parcagpu::trace

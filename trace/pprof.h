@@ -1,0 +1,29 @@
+// --pprof: GPU time by launch stack as a pprof profile (perftools.profiles.Profile from
+// trace/proto/profile.proto, gzip-compressed as pprof wants it on disk), for pprof, Parca,
+// Pyroscope and speedscope. One sample per (launch stack, kernel name): values [kernels,
+// GPU ns], the kernel's name in the label "kernel", the stack as locations (leaf first), one
+// location per physical frame with its inlined calls as extra lines.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "joiner.h"
+#include "profile.h"
+#include "stacks.h"
+
+namespace parcagpu::trace {
+
+struct PprofInfo {
+  int64_t time_nanos = 0;      // when tracing started, ns since the epoch
+  int64_t duration_nanos = 0;  // how long it traced
+};
+
+// The serialized profile, not compressed.
+std::string pprof_profile(const GpuProfile &p, const StackTable &stacks, const NameTable &names,
+                          const PprofInfo &info);
+
+// `data` gzip-compressed (a gzip member, as `gzip` writes). False only when zlib fails.
+bool gzip_compress(const std::string &data, std::string *out);
+
+}  // namespace parcagpu::trace

@@ -1,0 +1,60 @@
+/* What parcagpu-trace's two BPF objects share (parcagpu_trace.bpf.c, the tracer; pc_view.bpf.c,
+ * the PC view): the ring buffer and the cgroup filter (the view reuses the tracer's maps through
+ * bpf_map__reuse_fd, so these definitions must match), the per-CPU counters and the helpers over
+ * them. The including file defines, before including this:
+ *   TRACE_STATS_MAX            how many per-CPU counters its "stats" map has
+ *   TRACE_STAT_RINGBUF_DROPS   the counter of failed ring-buffer reservations */
+#ifndef PARCAGPU_TRACE_COMMON_BPF_H
+#define PARCAGPU_TRACE_COMMON_BPF_H
+
+#include <stdbool.h>
+#include <linux/bpf.h>
+#include <bpf/bpf_helpers.h>
+
+#if !defined(TRACE_STATS_MAX) || !defined(TRACE_STAT_RINGBUF_DROPS)
+#error "define TRACE_STATS_MAX and TRACE_STAT_RINGBUF_DROPS before including trace_common.bpf.h"
+#endif
+
+/* Set by userland before load (-c): only tasks in the cgroup of cgroup_map[0] are traced. */
+const volatile bool filter_cgroup = false;
+
+struct {
+  __uint(type, BPF_MAP_TYPE_RINGBUF);
+  __uint(max_entries, 16 << 20); /* resized by userland before load */
+} events SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_CGROUP_ARRAY);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, __u32);
+} cgroup_map SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __uint(max_entries, TRACE_STATS_MAX);
+  __type(key, __u32);
+  __type(value, __u64);
+} stats SEC(".maps");
+
+static __always_inline void stat_add(__u32 idx, __u64 n) {
+  __u64 *v = bpf_map_lookup_elem(&stats, &idx);
+  /* Atomic even though per-CPU: uprobe programs run with migration, not preemption, disabled,
+   * so two tasks on one CPU may interleave here. */
+  if (v) __sync_fetch_and_add(v, n);
+}
+
+/* -c: the probe fired in a task outside the cgroup (its events are not wanted). The uprobe
+ * itself is per file, so the library's semaphore is up in every process that maps it. */
+static __always_inline bool filtered_out(void) {
+  return filter_cgroup && bpf_current_task_under_cgroup(&cgroup_map, 0) != 1;
+}
+
+/* Reserves an event; counts a drop when the ring buffer is full. */
+static __always_inline void *reserve(__u64 size) {
+  void *e = bpf_ringbuf_reserve(&events, size, 0);
+  if (!e) stat_add(TRACE_STAT_RINGBUF_DROPS, 1);
+  return e;
+}
+
+#endif /* PARCAGPU_TRACE_COMMON_BPF_H */

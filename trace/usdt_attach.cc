@@ -1,0 +1,45 @@
+#include "usdt_attach.h"
+
+#include <bpf/libbpf.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "parcagpu/abi.h"
+
+namespace parcagpu::trace {
+
+int attach_usdt(const std::vector<UsdtProgram> &programs, const std::string &path, int pid,
+                const std::vector<std::string> &present, const char *what, std::vector<UsdtLink> *links,
+                std::string *error, int *err) {
+  int n = 0;
+  for (const UsdtProgram &p : programs) {
+    if (std::find(present.begin(), present.end(), p.probe) == present.end()) continue;
+    bpf_link *link = bpf_program__attach_usdt(p.program, pid, path.c_str(), PARCAGPU_PROVIDER, p.probe, nullptr);
+    if (!link) {
+      *err = errno;
+      *error = std::string("cannot attach ") + (*what ? std::string(what) + " " : "") + "to " + PARCAGPU_PROVIDER + ":" + p.probe + " in " + path +
+               ": " + std::strerror(*err);
+      std::erase_if(*links, [&path](const UsdtLink &l) {
+        if (l.path != path) return false;
+        bpf_link__destroy(l.link);
+        return true;
+      });
+      return -1;
+    }
+    links->push_back({p.probe, path, link});
+    ++n;
+  }
+  return n;
+}
+
+void destroy_links(std::vector<UsdtLink> *links, const char *probe) {
+  std::erase_if(*links, [probe](const UsdtLink &l) {
+    if (probe && std::strcmp(l.probe, probe) != 0) return false;
+    bpf_link__destroy(l.link);
+    return true;
+  });
+}
+
+}  // namespace parcagpu::trace
