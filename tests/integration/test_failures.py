@@ -60,7 +60,9 @@ class Failures(unittest.TestCase):
 
     def test_bad_configuration_warns_names_and_uses_defaults(self):
         with harness.Bpftrace() as bt:
-            r = harness.run_mockapp(["--scenario=eager-runtime"],
+            # A timed mix long enough that the default rates announce some of it (launches are
+            # picked by a coin, so a scenario of a few launches may announce none).
+            r = harness.run_mockapp(["--duration=2s", "--launch-rate=500"],
                                     env={"PARCAGPU_RATE_LIMIT": "fast",
                                          "PARCAGPU_GRAPH_RATE_LIMIT": "-3",
                                          "PARCAGPU_RATELIMIT": "5"})
@@ -72,8 +74,11 @@ class Failures(unittest.TestCase):
         self.assertIn('PARCAGPU_RATELIMIT="5": unknown variable', errs)
         pid = r.summary["pid"]
         self.assertEqual(len([e for e in bt.errors if e[0] == pid and e[2] == "config"]), 3)
-        # Defaults in force: the scenario's launches are announced.
-        self.assertTrue([c for c in bt.correlations if c[0] == pid])
+        # Defaults in force: a sample of the launches is announced, not none and not all.
+        announced = len([c for c in bt.correlations if c[0] == pid])
+        launched = sum(r.summary["launches_by_cbid"].values())
+        self.assertGreater(announced, 0)
+        self.assertLess(announced, launched // 2, (announced, launched))
 
     def test_preload_and_injection_start_once(self):
         r = harness.run_mockapp(["--preload", "--scenario=eager-runtime"],

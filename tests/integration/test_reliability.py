@@ -159,11 +159,15 @@ class Loss(unittest.TestCase):
         self.assertEqual(j["orphan_correlations_graph"], 0, why)
         self.assertEqual(j["kernels_matched"], j["kernel_records"], j)
         self.assertEqual(r.summary["records_dropped"], 0)
-        # PC samples CUPTI itself cannot attribute (kernels of graphs that threads starting late
-        # first uploaded between two PC sampling episodes, docs/pc-sampling.md P19) are said,
-        # once and in the totals; nothing else is lost.
-        unattributed = [l for l in parcagpu_lines(r) if "CUPTI does not attribute" in l]
+        # PC samples that cannot be put under a launch stack are said, once each and in the
+        # totals: those CUPTI itself does not attribute (kernels of graphs that threads starting
+        # late first uploaded between two PC sampling episodes, docs/pc-sampling.md P19), and
+        # those of a thread's first driver call after the callbacks went on (not known to be
+        # outermost, so not announced). Nothing else is lost.
+        unattributed = [l for l in parcagpu_lines(r)
+                        if "CUPTI does not attribute" in l or "that were not announced" in l]
         self.assertLessEqual(len([l for l in unattributed if "counted, not published" in l]), 1)
+        self.assertLessEqual(len([l for l in unattributed if "left out: no launch" in l]), 1)
         self.assertEqual([l for l in parcagpu_lines(r) if l not in unattributed], [],
                          "nothing lost, nothing to say")
 
