@@ -109,7 +109,11 @@ namespace mockcuda {
   X(cuCtxGetDevice)               \
   X(cuGetErrorName)               \
   X(cuGetErrorString)             \
-  X(cuGraphNodeGetType)
+  X(cuGraphNodeGetType)           \
+  X(cuEventCreate)                \
+  X(cuEventRecord)                \
+  X(cuEventQuery)                 \
+  X(cuEventDestroy_v2)
 // clang-format on
 
 enum class DriverEntry : uint32_t {

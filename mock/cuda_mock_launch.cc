@@ -9,6 +9,7 @@
 #include <optional>
 #include <chrono>
 #include <thread>
+#include <vector>
 #include <cupti_driver_cbid.h>
 #include <cupti_runtime_cbid.h>
 
@@ -460,18 +461,25 @@ uint64_t duration_ns(uint32_t correlation_id, uint64_t graph_node_id, uint32_t f
   return 800 + x % 1700;
 }
 
-// The mock GPU runs one kernel: it tells CUPTI, which writes the activity record if asked to.
-void run_kernel(const mockbridge::CuptiHooks *h, CUctx_st *ctx, CUstream_st *stream, CUfunc_st *f,
-                uint32_t correlation_id, uint32_t graph_id, uint64_t graph_node_id,
-                uint8_t launch_type, const Shape &shape, uint32_t collect_kind) {
-  Counters::add(kKernelsRun);
-  Counters::add(device_counter(ctx->device));
-  if (!h) return;
-  mockbridge::KernelRun run;
-  run.start = run.end = 0;
+// Where one kernel lands on its stream's timeline (start = end = 0: not timed).
+struct Planned {
+  int64_t grid_id;
+  uint64_t start, end;
+};
+
+// Puts one kernel on its stream's timeline.
+Planned plan_kernel(CUctx_st *ctx, CUstream_st *stream, CUfunc_st *f, uint32_t correlation_id,
+                    uint64_t graph_node_id, uint32_t collect_kind) {
+  Planned run{};
   run.grid_id = ctx->next_grid_id.fetch_add(1, std::memory_order_relaxed);
-  run.collect_kind = collect_kind;
-  const uint64_t set_duration = f->duration_ns.load(std::memory_order_relaxed);
+  // MOCK_CUDA_KERNEL_NS: every kernel without a duration of its own runs that long (tests that
+  // need kernels still running when their launch call returns).
+  static const uint64_t kEveryKernelNs = [] {
+    const char *v = std::getenv("MOCK_CUDA_KERNEL_NS");
+    return v ? std::strtoull(v, nullptr, 10) : 0ull;
+  }();
+  uint64_t set_duration = f->duration_ns.load(std::memory_order_relaxed);
+  if (set_duration == 0) set_duration = kEveryKernelNs;
   // The timeline is kept for kernels of a set duration even when no record is collected: their
   // queue can fill and block launches (mock_cuda_set_queue_limit) and be waited for.
   if (collect_kind || set_duration) {
@@ -486,6 +494,26 @@ void run_kernel(const mockbridge::CuptiHooks *h, CUctx_st *ctx, CUstream_st *str
                                                        std::memory_order_relaxed));
     run.end = run.start + duration;
   }
+  return run;
+}
+
+// The mock GPU runs one kernel: it tells CUPTI, which writes the activity record if asked to.
+// `planned`: its place on the timeline, taken inside the launch call (graph launches); else
+// taken now.
+void run_kernel(const mockbridge::CuptiHooks *h, CUctx_st *ctx, CUstream_st *stream, CUfunc_st *f,
+                uint32_t correlation_id, uint32_t graph_id, uint64_t graph_node_id,
+                uint8_t launch_type, const Shape &shape, uint32_t collect_kind,
+                const Planned *planned = nullptr) {
+  Counters::add(kKernelsRun);
+  Counters::add(device_counter(ctx->device));
+  if (!h) return;
+  const Planned p = planned ? *planned
+                            : plan_kernel(ctx, stream, f, correlation_id, graph_node_id, collect_kind);
+  mockbridge::KernelRun run;
+  run.grid_id = p.grid_id;
+  run.start = p.start;
+  run.end = p.end;
+  run.collect_kind = collect_kind;
   run.graph_node_id = graph_node_id;
   run.name = f->name;
   run.device_id = static_cast<uint32_t>(ctx->device);
@@ -502,15 +530,29 @@ void run_kernel(const mockbridge::CuptiHooks *h, CUctx_st *ctx, CUstream_st *str
   h->kernel_ran(&run);
 }
 
+// A graph launch's kernels on the launch stream take their place on the timeline inside the
+// launch call, as a real driver queues them there: an event recorded on the stream at the end of
+// the call (the library's, src/graph_completion.h) completes after them.
+std::vector<Planned> plan_exec(CUctx_st *ctx, CUstream_st *stream, CUgraphExec_st *exec,
+                               uint32_t correlation_id, uint32_t collect_kind) {
+  std::vector<Planned> plans;
+  for (CUgraphNode_st *node : exec->nodes)
+    if (node->type == CU_GRAPH_NODE_TYPE_KERNEL)
+      plans.push_back(plan_kernel(ctx, stream, node->function, correlation_id, node->id,
+                                  collect_kind));
+  return plans;
+}
+
 // Runs one launch of exec; returns the kernels run.
 uint64_t run_exec(const mockbridge::CuptiHooks *h, CUctx_st *ctx, CUstream_st *stream,
-                  CUgraphExec_st *exec, uint32_t correlation_id, uint32_t collect_kind) {
+                  CUgraphExec_st *exec, uint32_t correlation_id, uint32_t collect_kind,
+                  const std::vector<Planned> &plans) {
   const Shape shape{{128, 1, 1}, {256, 1, 1}, 0};
   uint64_t kernels = 0, conditional = 0;
   for (CUgraphNode_st *node : exec->nodes) {
     if (node->type == CU_GRAPH_NODE_TYPE_KERNEL) {
       run_kernel(h, ctx, stream, node->function, correlation_id, exec->id, node->id, kRegular,
-                 shape, collect_kind);
+                 shape, collect_kind, kernels < plans.size() ? &plans[kernels] : nullptr);
       ++kernels;
     } else if (node->type == CU_GRAPH_NODE_TYPE_CONDITIONAL && node->body) {
       // docs/cupti-facts.md, fact 7: a conditional body runs as its own graph, on its own
@@ -650,6 +692,7 @@ CUresult mock_cuda_graph_launch(uint32_t domain, uint32_t cbid, CUgraphExec exec
   uint32_t correlation_id = 0;
   uint32_t collect_kind = 0;
   bool captured = false;
+  std::vector<Planned> plans;
   {
     int outer_rc = 0, inner_rc = 0;
     // Graph launches carry no symbol name (docs/cupti-facts.md, fact 2: no symbol).
@@ -670,6 +713,7 @@ CUresult mock_cuda_graph_launch(uint32_t domain, uint32_t cbid, CUgraphExec exec
     }
     if (const auto *h = hooks()) collect_kind = h->kernel_activity_enabled(ctx->id);
     correlation_id = outer.correlation_id();
+    if (!captured && hooks()) plans = plan_exec(ctx, st, exec, correlation_id, collect_kind);
     if (inner) {
       inner.reset();  // the driver EXIT
       launch_point(MOCK_LAUNCH_POINT_AFTER_DRIVER_EXIT, api, correlation_id);
@@ -682,7 +726,7 @@ CUresult mock_cuda_graph_launch(uint32_t domain, uint32_t cbid, CUgraphExec exec
   }
   Counters::add(kGraphLaunches);
   Counters::add(cbid_counter(index, kCbidLaunches));
-  const uint64_t kernels = run_exec(hooks(), ctx, st, exec, correlation_id, collect_kind);
+  const uint64_t kernels = run_exec(hooks(), ctx, st, exec, correlation_id, collect_kind, plans);
   Counters::add(cbid_counter(index, kCbidKernels), kernels);
   return CUDA_SUCCESS;
 }
@@ -704,6 +748,49 @@ size_t mock_cuda_counts_by_cbid(MockCbidCount *out, size_t capacity) {
   });
   for (size_t i = 0; i < n && i < capacity; ++i) out[i] = all[i];
   return n;
+}
+
+
+// Events, as far as the library uses them (the end of a graph launch's work): an event recorded
+// on a stream is complete once the mock GPU has run everything queued there before it.
+struct CUevent_st {
+  static constexpr uint32_t kMagic = 0x45564e54;  // "EVNT"
+  uint32_t magic = kMagic;
+  std::atomic<uint64_t> ready_at{0};
+};
+
+CUresult cuEventCreate(CUevent *event, unsigned int) {
+  MOCK_CUDA_FAULT_POINT(cuEventCreate);
+  ensure_initialized();
+  if (!event) return CUDA_ERROR_INVALID_VALUE;
+  if (!current_context()) return CUDA_ERROR_INVALID_CONTEXT;
+  *event = new CUevent_st;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuEventRecord(CUevent event, CUstream stream) {
+  MOCK_CUDA_FAULT_POINT(cuEventRecord);
+  if (!event || event->magic != CUevent_st::kMagic) return CUDA_ERROR_INVALID_HANDLE;
+  CUstream_st *st = resolve_stream(current_context(), stream);
+  if (!st) return CUDA_ERROR_INVALID_HANDLE;
+  event->ready_at.store(st->busy_until.load(std::memory_order_relaxed), std::memory_order_relaxed);
+  return CUDA_SUCCESS;
+}
+
+CUresult cuEventQuery(CUevent event) {
+  MOCK_CUDA_FAULT_POINT(cuEventQuery);
+  if (!event || event->magic != CUevent_st::kMagic) return CUDA_ERROR_INVALID_HANDLE;
+  return mockbridge::now_ns() >= event->ready_at.load(std::memory_order_relaxed)
+             ? CUDA_SUCCESS
+             : CUDA_ERROR_NOT_READY;
+}
+
+CUresult cuEventDestroy_v2(CUevent event) {
+  MOCK_CUDA_FAULT_POINT(cuEventDestroy_v2);
+  if (!event || event->magic != CUevent_st::kMagic) return CUDA_ERROR_INVALID_HANDLE;
+  event->magic = 0;
+  delete event;
+  return CUDA_SUCCESS;
 }
 
 }  // extern "C"

@@ -15,6 +15,7 @@
 #include <new>
 #include <string>
 #include <thread>
+#include <vector>
 
 #pragma GCC visibility push(default)
 #include <cupti.h>
@@ -300,6 +301,68 @@ uint32_t kernel_activity_enabled(uint32_t context_id) {
   return 0;
 }
 
+// Real CUPTI gives a graph kernel that finishes while kernel activity is disabled an end
+// timestamp of about the next time activity is enabled (docs/cupti-facts.md, measured on an
+// H100). The mock holds each graph kernel's record until its kernel has finished: finished while
+// kernel activity was on, it is written as it is; finished while activity was off everywhere,
+// its end becomes the moment activity is next enabled (or the end of collection at exit).
+struct HeldRecord {
+  CUpti_ActivityKernel10 k10;
+  CUpti_ActivityKernel9 k9;
+  uint64_t end;
+  bool stale;  // kernel activity is off everywhere (since it was held or since its last disable)
+};
+std::mutex g_held_mu;
+std::vector<HeldRecord> *g_held = new std::vector<HeldRecord>;  // never freed: used at exit
+std::atomic<size_t> g_held_count{0};  // g_held->size(), read without the lock
+
+void write_held(HeldRecord &h, uint64_t end) {
+  if (personality() == 12) {
+    h.k9.end = h.k9.completed = end;
+    write_record(&h.k9);
+  } else {
+    h.k10.end = h.k10.completed = end;
+    write_record(&h.k10);
+  }
+}
+
+bool kernel_activity_on_anywhere() {
+  return kind_enabled_anywhere(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) ||
+         kind_enabled_anywhere(CUPTI_ACTIVITY_KIND_KERNEL);
+}
+
+// What happened to kernel activity just now: `on` after an enable, off after a disable, or a
+// look at the held records (a flush, a new record). Writes those that are settled.
+enum class Settle { kLook, kEnabled, kDisabled, kExit };
+void settle_held(Settle why) {
+  if (why == Settle::kLook && g_held_count.load(std::memory_order_relaxed) == 0) return;
+  const uint64_t now = mockbridge::now_ns();
+  const bool on = kernel_activity_on_anywhere();
+  std::vector<std::pair<HeldRecord, uint64_t>> out;
+  {
+    std::lock_guard<std::mutex> lock(g_held_mu);
+    size_t kept = 0;
+    for (HeldRecord &h : *g_held) {
+      if (!h.stale && h.end <= now) {
+        out.emplace_back(h, h.end);  // finished while activity was on
+      } else if (h.stale && h.end <= now && (why == Settle::kEnabled || why == Settle::kExit)) {
+        out.emplace_back(h, std::max(now, h.k10.start));  // finished while off: the enable's time
+      } else if (h.stale && why == Settle::kExit) {
+        out.emplace_back(h, std::max(now, h.k10.start));
+      } else if (why == Settle::kExit) {
+        out.emplace_back(h, h.end);
+      } else {
+        if (why == Settle::kDisabled && !on) h.stale = true;
+        if (why == Settle::kEnabled) h.stale = false;  // on again before its kernel finished
+        (*g_held)[kept++] = h;
+      }
+    }
+    g_held->resize(kept);
+    g_held_count.store(kept, std::memory_order_relaxed);
+  }
+  for (auto &o : out) write_held(o.first, o.second);
+}
+
 void kernel_ran(const mockbridge::KernelRun *run) {
   pc_kernel_ran(run);  // PC sampling sees every kernel, whatever activity collects
   if (run->collect_kind == 0) {
@@ -311,6 +374,21 @@ void kernel_ran(const mockbridge::KernelRun *run) {
     drop_record();
     return;
   }
+  if (run->graph_id != 0 && run->end > mockbridge::now_ns()) {
+    HeldRecord h;
+    fill_kernel_record(&h.k9, kind, run);
+    fill_kernel_record(&h.k10, kind, run);
+    h.end = run->end;
+    h.stale = !kernel_activity_on_anywhere();
+    {
+      std::lock_guard<std::mutex> lock(g_held_mu);
+      g_held->push_back(h);
+      g_held_count.store(g_held->size(), std::memory_order_relaxed);
+    }
+    settle_held(Settle::kLook);
+    return;
+  }
+  settle_held(Settle::kLook);
   if (personality() == 12) {
     CUpti_ActivityKernel9 r;
     fill_kernel_record(&r, kind, run);
@@ -323,6 +401,7 @@ void kernel_ran(const mockbridge::KernelRun *run) {
 }
 
 void finalize_activity() {
+  settle_held(Settle::kExit);
   BufferQueue &q = queue();
   {
     std::lock_guard<std::mutex> lock(q.mutex);
@@ -368,6 +447,8 @@ CUptiResult cuptiActivityEnable(CUpti_ActivityKind kind) {
     return error(CUPTI_ERROR_NOT_COMPATIBLE);
   g_kind_enabled[kind].store(true, std::memory_order_relaxed);
   g_kind_ever_enabled[kind].store(true, std::memory_order_relaxed);
+  if (kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL || kind == CUPTI_ACTIVITY_KIND_KERNEL)
+    settle_held(Settle::kEnabled);
   return CUPTI_SUCCESS;
 }
 
@@ -376,6 +457,8 @@ CUptiResult cuptiActivityDisable(CUpti_ActivityKind kind) {
   if (const CUptiResult r = check_kind(kind)) return error(r);
   g_kind_enabled[kind].store(false, std::memory_order_relaxed);
   Stats::add(kActivityDisableCalls);
+  if (kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL || kind == CUPTI_ACTIVITY_KIND_KERNEL)
+    settle_held(Settle::kDisabled);
   return CUPTI_SUCCESS;
 }
 
@@ -387,6 +470,8 @@ CUptiResult cuptiActivityEnableContext(CUcontext context, CUpti_ActivityKind kin
   g_context_kind_enabled[ctx][kind].store(true, std::memory_order_relaxed);
   g_kind_ever_enabled[kind].store(true, std::memory_order_relaxed);
   Stats::add(kActivityEnableCalls);
+  if (kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL || kind == CUPTI_ACTIVITY_KIND_KERNEL)
+    settle_held(Settle::kEnabled);
   return CUPTI_SUCCESS;
 }
 
@@ -397,6 +482,8 @@ CUptiResult cuptiActivityDisableContext(CUcontext context, CUpti_ActivityKind ki
   if (const CUptiResult r = context_index(context, &ctx)) return error(r);
   g_context_kind_enabled[ctx][kind].store(false, std::memory_order_relaxed);
   Stats::add(kActivityDisableCalls);
+  if (kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL || kind == CUPTI_ACTIVITY_KIND_KERNEL)
+    settle_held(Settle::kDisabled);
   return CUPTI_SUCCESS;
 }
 
@@ -414,6 +501,7 @@ CUptiResult cuptiActivityFlushAll(uint32_t flag) {
   MOCK_CUPTI_FAULT_POINT(cuptiActivityFlushAll);
   Stats::add(kFlushAllCalls);
   if (!g_complete.load(std::memory_order_acquire)) return error(CUPTI_ERROR_INVALID_OPERATION);
+  settle_held(Settle::kLook);
   BufferQueue &q = queue();
   size_t complete = 0;
   {

@@ -54,7 +54,11 @@ namespace parcagpu {
   X(cuDeviceGetCount)              \
   X(cuDeviceGet)                   \
   X(cuDeviceGetAttribute)          \
-  X(cuGraphNodeGetType)
+  X(cuGraphNodeGetType)            \
+  X(cuEventCreate)                 \
+  X(cuEventRecord)                 \
+  X(cuEventQuery)                  \
+  X(cuEventDestroy_v2)
 
 // A missing optional entry point: does nothing, reports CUPTI_ERROR_NOT_SUPPORTED.
 template <typename Fn>

@@ -3,6 +3,7 @@
 #include <ctime>
 
 #include "activity.h"
+#include "graph_completion.h"
 
 #include <string>
 #include "log.h"
@@ -106,17 +107,32 @@ const char *subscribe_failure_meaning(CUptiResult r) {
   }
 }
 
+// The stream a graph launch call was given: every graph launch's parameters are {exec, stream}
+// (cuGraphLaunch_params, cudaGraphLaunch_v10000_params and their _ptsz twins), and the _ptsz
+// calls' NULL stream is the calling thread's per-thread default stream.
+CUstream graph_launch_stream(CbDomain domain, uint32_t cbid, const CUpti_CallbackData *cb) {
+  CUstream stream = nullptr;
+  if (cb->functionParams)
+    stream = static_cast<const CUstream *>(cb->functionParams)[1];
+  const bool per_thread =
+      (domain == CbDomain::Driver && cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz) ||
+      (domain == CbDomain::Runtime && cbid == CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000);
+  return stream == nullptr && per_thread ? CU_STREAM_PER_THREAD : stream;
+}
+
 }  // namespace
 
 LaunchCallbacks::LaunchCallbacks(const CuptiApi &cupti, const Config &config,
                                  CorrelationTracker &tracker, GraphTracker &graphs,
-                                 ActivityCollector &activity, PcSampler *pc)
+                                 ActivityCollector &activity, PcSampler *pc,
+                                 GraphCompletion *completion)
     : cupti_(cupti),
       config_(config),
       tracker_(tracker),
       graphs_(graphs),
       activity_(activity),
       pc_(pc),
+      completion_(completion),
       roles_{{config.eager_rate_limit, std::max(coarse_resolution_ns(), kSafetyCapBurstNs)},
              {config.graph_rate_limit, std::max(coarse_resolution_ns(), kSafetyCapBurstNs)}} {
   const double rates[2] = {config.eager_rate_limit, config.graph_rate_limit};
@@ -648,7 +664,12 @@ void LaunchCallbacks::end_announced(Role &r, uint64_t epoch, CbDomain domain, ui
                                     const CUpti_CallbackData *cb) {
   ThreadLaunch &t = t_launch;
   if (!finish_admission(r, epoch, t.windowed)) return;  // abandoned by the watcher meanwhile
-  if (t.counted) activity_.launch_end();
+  // A graph's kernels run after its call returns, and one that finishes while kernel activity
+  // is off gets a wrong end timestamp (docs/cupti-facts.md): activity stays on until the GPU is
+  // past the launch. Eager kernels' records are right either way.
+  if (t.counted && !(&r == &roles_[kGraphRole] && !t.captured && completion_ &&
+                     completion_->watch(graph_launch_stream(domain, cbid, cb))))
+    activity_.launch_end();
   const int32_t scbid = signed_cbid(domain, cbid);
   const char *name = cb->symbolName ? cb->symbolName : cb->functionName;
   if (t.captured) {

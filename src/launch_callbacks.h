@@ -60,6 +60,7 @@
 namespace parcagpu {
 
 class ActivityCollector;
+class GraphCompletion;
 class PcSampler;
 
 struct LaunchStats {
@@ -101,9 +102,11 @@ inline constexpr double kRateSmoothingNs = 500000000.0;
 
 class LaunchCallbacks : public ConsumerWatcher::Client {
  public:
-  // pc may be null (no PC sampling).
+  // pc may be null (no PC sampling); completion too (no libcuda: kernel activity then goes off
+  // at the end of every announced launch call, graph ones included).
   LaunchCallbacks(const CuptiApi &cupti, const Config &config, CorrelationTracker &tracker,
-                  GraphTracker &graphs, ActivityCollector &activity, PcSampler *pc);
+                  GraphTracker &graphs, ActivityCollector &activity, PcSampler *pc,
+                  GraphCompletion *completion);
 
   // Subscribes and enables the callbacks needed from process start (less the operator's
   // PARCAGPU_DISABLE_CBIDS). False if CUPTI refused the subscription: the library stays inert.
@@ -203,6 +206,7 @@ class LaunchCallbacks : public ConsumerWatcher::Client {
   GraphTracker &graphs_;
   ActivityCollector &activity_;
   PcSampler *const pc_;
+  GraphCompletion *const completion_;
   // PC sampling wants or needs every launch (watcher sets it, the launch path reads it).
   std::atomic<bool> pc_on_{false};
   bool launch_consumers_ = false;  // watcher thread only

@@ -65,8 +65,11 @@ bool Profiler::start() {
   pc_->set_kernel_activity_hold([a = activity_.get()](bool on) { a->hold_on(on); });
   activity_->set_kernel_observer([p = pc_.get()](const char *name) { p->on_kernel_record(name); });
   pc_->set_flush_request([a = activity_.get()] { a->request_flush(); });
+  if (have_cuda_)
+    completion_ = std::make_unique<GraphCompletion>(
+        &cuda_, [a = activity_.get()] { a->launch_end(); }, &monotonic_ns);
   callbacks_ = std::make_unique<LaunchCallbacks>(cupti_, config_, *tracker_, *graphs_,
-                                                 *activity_, pc_.get());
+                                                 *activity_, pc_.get(), completion_.get());
   // The subscription first: CUPTI takes one subscriber, so a refusal (another CUPTI client in
   // the process) leaves the buffer callbacks to whoever registered them.
   if (!callbacks_->subscribe()) return false;
@@ -86,7 +89,10 @@ bool Profiler::start() {
 void Profiler::on_consumers(const Consumers &now, const Consumers &before) {
   if (shut_down_.load(std::memory_order_relaxed) || process_guard::forked_child()) return;
   const bool kernels = activity_usable_ && now.wants_kernels();
-  if (kernels) activity_->set_enabled(true);
+  if (kernels) {
+    activity_->set_enabled(true);
+    if (completion_) completion_->start_thread();
+  }
   callbacks_->on_consumers(now, before);
   if (!kernels) activity_->set_enabled(false);
   // Metadata probes fire again whenever another consumer attaches: it missed the first firing.
@@ -107,6 +113,7 @@ void Profiler::shutdown() {
   watcher_->stop();  // nothing is enabled or disabled behind our back from here on
   // Everything collected so far is delivered before the process goes.
   pc_->shutdown();
+  if (completion_) completion_->shutdown();  // its launches end before activity goes off
   activity_->shutdown();
   callbacks_->unsubscribe();
   tracker_->expire(coarse_ns());

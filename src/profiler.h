@@ -12,6 +12,7 @@
 #include "config.h"
 #include "correlation_tracker.h"
 #include "cupti_api.h"
+#include "graph_completion.h"
 #include "graph_tracker.h"
 #include "consumers.h"
 #include "launch_callbacks.h"
@@ -49,6 +50,7 @@ class Profiler : public ConsumerWatcher::Client {
   std::unique_ptr<CorrelationTracker> tracker_;
   std::unique_ptr<GraphTracker> graphs_;
   std::unique_ptr<ActivityCollector> activity_;
+  std::unique_ptr<GraphCompletion> completion_;
   std::unique_ptr<LaunchCallbacks> callbacks_;
   std::unique_ptr<ConsumerWatcher> watcher_;
   bool activity_usable_ = false;

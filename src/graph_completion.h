@@ -1,0 +1,84 @@
+// Keeps kernel activity on until an announced graph launch's kernels have finished.
+//
+// Why. On real CUPTI a graph kernel that finishes while CONCURRENT_KERNEL activity is disabled
+// still gets its record, with a true start, but its end is about the moment activity is next
+// enabled (H100: a PyTorch graph replay's kernels "took" 49 ms in a 178 us step;
+// docs/cupti-facts.md). Eager kernels are not affected. So for an announced graph launch the
+// activity collector's launch_end() waits until the GPU is past the launch: an event is recorded
+// on the launch's stream at the end of its API call, and a waiter thread polls it.
+//
+// Uses the driver's event calls only (CudaApi), never a host function or a synchronize on the
+// application's stream; the event adds no dependency to the stream.
+#pragma once
+
+#include <cuda.h>
+
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "cupti_api.h"
+
+namespace parcagpu {
+
+class GraphCompletion {
+ public:
+  // `done` ends one watched launch (the activity collector's launch_end); called once per
+  // launch that watch() accepted, on the waiter thread or in shutdown(). `now_ns` is the clock
+  // the timeout is measured on (monotonic_ns; a fake one in unit tests).
+  GraphCompletion(const CudaApi *cuda, std::function<void()> done,
+                  std::function<uint64_t()> now_ns);
+  ~GraphCompletion();
+  GraphCompletion(const GraphCompletion &) = delete;
+  GraphCompletion &operator=(const GraphCompletion &) = delete;
+
+  // At the end of an announced graph launch's API call, on the launching thread (its context is
+  // current): watches the work queued on `stream` so far. False if it cannot (no libcuda, an
+  // event call failed, said once): the caller ends the launch at once.
+  bool watch(CUstream stream);
+  // One look at every watched launch: those finished (or failed, or older than the timeout) are
+  // ended. The waiter thread calls it; public for unit tests, which run no thread.
+  void poll();
+  // Ends every watched launch and stops the waiter (at exit: no driver call any more).
+  void shutdown();
+
+  struct Stats {
+    uint64_t watched = 0;
+    uint64_t finished = 0;
+    uint64_t timed_out = 0;  // still running kTimeoutNs after the launch: ended anyway
+    uint64_t failed = 0;     // cuEventCreate / cuEventRecord / cuEventQuery failed
+  };
+  Stats stats() const;
+  size_t pending() const;
+
+  // A graph whose kernels run longer than this after its launch call has its activity switched
+  // off before they end (their end timestamps are then wrong, said once).
+  static constexpr uint64_t kTimeoutNs = 2000000000ull;  // 2 s
+  static constexpr uint64_t kPollNs = 200000;            // 200 us between looks while waiting
+
+  // Starts the waiter thread (not in unit tests).
+  void start_thread();
+
+ private:
+  struct Watched {
+    CUevent event;
+    uint64_t since_ns;
+  };
+  void waiter_main();
+
+  const CudaApi *cuda_;
+  const std::function<void()> done_;
+  const std::function<uint64_t()> now_ns_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<Watched> watched_;
+  Stats stats_;
+  bool stopping_ = false;
+  bool thread_failed_ = false;
+  std::thread waiter_;
+};
+
+}  // namespace parcagpu

@@ -1,0 +1,162 @@
+// GraphCompletion on a fake driver table and a fake clock: a watched graph launch ends (the
+// activity collector's launch_end) only once its event says the GPU is past it, or when it
+// cannot be watched, or at the timeout, or at shutdown.
+#include "graph_completion.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <map>
+
+namespace parcagpu {
+namespace {
+
+struct FakeDriver {
+  // Recorded events: finished? (atomic: the waiter thread reads them; never erased, so the
+  // map's shape changes only on the test's thread, before the waiter looks.)
+  std::map<CUevent, std::atomic<bool>> ready;
+  CUresult create_result = CUDA_SUCCESS;
+  CUresult record_result = CUDA_SUCCESS;
+  CUresult query_error = CUDA_SUCCESS;  // returned for every query when not CUDA_SUCCESS
+  int created = 0;
+  std::atomic<int> destroyed{0};
+  CUstream last_stream = nullptr;
+};
+FakeDriver *g_fake = nullptr;
+
+CUresult fake_create(CUevent *e, unsigned int) {
+  if (g_fake->create_result != CUDA_SUCCESS) return g_fake->create_result;
+  *e = reinterpret_cast<CUevent>(static_cast<uintptr_t>(0x1000 + 16 * ++g_fake->created));
+  return CUDA_SUCCESS;
+}
+CUresult fake_record(CUevent e, CUstream s) {
+  if (g_fake->record_result != CUDA_SUCCESS) return g_fake->record_result;
+  g_fake->ready[e] = false;
+  g_fake->last_stream = s;
+  return CUDA_SUCCESS;
+}
+CUresult fake_query(CUevent e) {
+  if (g_fake->query_error != CUDA_SUCCESS) return g_fake->query_error;
+  return g_fake->ready.at(e) ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+}
+CUresult fake_destroy(CUevent e) {
+  (void)e;
+  ++g_fake->destroyed;
+  return CUDA_SUCCESS;
+}
+
+class GraphCompletionTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    g_fake = &fake_;
+    api_.cuEventCreate = &fake_create;
+    api_.cuEventRecord = &fake_record;
+    api_.cuEventQuery = &fake_query;
+    api_.cuEventDestroy_v2 = &fake_destroy;
+  }
+  void TearDown() override { g_fake = nullptr; }
+  void finish_all() {
+    for (auto &e : fake_.ready) e.second = true;
+  }
+
+  FakeDriver fake_;
+  CudaApi api_;
+  int ended_ = 0;
+  uint64_t now_ = 1000;
+};
+
+TEST_F(GraphCompletionTest, EndsALaunchOnlyOnceTheGpuIsPastIt) {
+  GraphCompletion c(&api_, [this] { ++ended_; }, [this] { return now_; });
+  const CUstream stream = reinterpret_cast<CUstream>(0x42);
+  ASSERT_TRUE(c.watch(stream));
+  EXPECT_EQ(fake_.last_stream, stream);
+  EXPECT_EQ(c.pending(), 1u);
+  c.poll();
+  c.poll();
+  EXPECT_EQ(ended_, 0) << "ended while its kernels still run";
+  finish_all();
+  c.poll();
+  EXPECT_EQ(ended_, 1);
+  EXPECT_EQ(fake_.destroyed, 1);
+  EXPECT_EQ(c.pending(), 0u);
+  c.poll();
+  EXPECT_EQ(ended_, 1) << "ended twice";
+  EXPECT_EQ(c.stats().finished, 1u);
+}
+
+TEST_F(GraphCompletionTest, LaunchesEndInAnyOrder) {
+  GraphCompletion c(&api_, [this] { ++ended_; }, [this] { return now_; });
+  ASSERT_TRUE(c.watch(nullptr));
+  ASSERT_TRUE(c.watch(nullptr));
+  fake_.ready.rbegin()->second = true;  // the second one first (another stream)
+  c.poll();
+  EXPECT_EQ(ended_, 1);
+  EXPECT_EQ(c.pending(), 1u);
+  finish_all();
+  c.poll();
+  EXPECT_EQ(ended_, 2);
+}
+
+TEST_F(GraphCompletionTest, AFailedCreateOrRecordIsNotWatched) {
+  GraphCompletion c(&api_, [this] { ++ended_; }, [this] { return now_; });
+  fake_.create_result = CUDA_ERROR_OUT_OF_MEMORY;
+  EXPECT_FALSE(c.watch(nullptr));
+  fake_.create_result = CUDA_SUCCESS;
+  fake_.record_result = CUDA_ERROR_INVALID_HANDLE;
+  EXPECT_FALSE(c.watch(nullptr));
+  EXPECT_EQ(fake_.destroyed, 1) << "the event of the failed record is given back";
+  EXPECT_EQ(c.pending(), 0u);
+  EXPECT_EQ(c.stats().failed, 2u);
+  EXPECT_EQ(ended_, 0) << "the caller ends what was not watched";
+}
+
+TEST_F(GraphCompletionTest, AFailedQueryEndsTheLaunch) {
+  GraphCompletion c(&api_, [this] { ++ended_; }, [this] { return now_; });
+  ASSERT_TRUE(c.watch(nullptr));
+  fake_.query_error = CUDA_ERROR_LAUNCH_FAILED;
+  c.poll();
+  EXPECT_EQ(ended_, 1);
+  EXPECT_EQ(c.stats().failed, 1u);
+}
+
+TEST_F(GraphCompletionTest, ALaunchStillRunningAtTheTimeoutEnds) {
+  GraphCompletion c(&api_, [this] { ++ended_; }, [this] { return now_; });
+  ASSERT_TRUE(c.watch(nullptr));
+  now_ += GraphCompletion::kTimeoutNs - 1;
+  c.poll();
+  EXPECT_EQ(ended_, 0);
+  now_ += 1;
+  c.poll();
+  EXPECT_EQ(ended_, 1);
+  EXPECT_EQ(c.stats().timed_out, 1u);
+}
+
+TEST_F(GraphCompletionTest, ShutdownEndsWhatIsWatchedAndWatchesNoMore) {
+  GraphCompletion c(&api_, [this] { ++ended_; }, [this] { return now_; });
+  ASSERT_TRUE(c.watch(nullptr));
+  ASSERT_TRUE(c.watch(nullptr));
+  c.shutdown();
+  EXPECT_EQ(ended_, 2);
+  EXPECT_FALSE(c.watch(nullptr));
+  EXPECT_EQ(ended_, 2);
+}
+
+TEST_F(GraphCompletionTest, WithoutTheDriverNothingIsWatched) {
+  GraphCompletion c(nullptr, [this] { ++ended_; }, [this] { return now_; });
+  EXPECT_FALSE(c.watch(nullptr));
+}
+
+TEST_F(GraphCompletionTest, TheWaiterThreadEndsFinishedLaunches) {
+  GraphCompletion c(&api_, [this] { ++ended_; }, [this] { return now_; });
+  c.start_thread();
+  ASSERT_TRUE(c.watch(nullptr));
+  finish_all();
+  for (int i = 0; i < 5000 && c.pending() != 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_EQ(c.pending(), 0u);
+  c.shutdown();
+  EXPECT_EQ(ended_, 1);
+}
+
+}  // namespace
+}  // namespace parcagpu
