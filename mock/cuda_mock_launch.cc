@@ -533,13 +533,29 @@ void run_kernel(const mockbridge::CuptiHooks *h, CUctx_st *ctx, CUstream_st *str
 // A graph launch's kernels on the launch stream take their place on the timeline inside the
 // launch call, as a real driver queues them there: an event recorded on the stream at the end of
 // the call (the library's, src/graph_completion.h) completes after them.
+// A conditional node's body runs on its own stream, yet the launch is done only when the body
+// is: the launch stream waits for it.
 std::vector<Planned> plan_exec(CUctx_st *ctx, CUstream_st *stream, CUgraphExec_st *exec,
                                uint32_t correlation_id, uint32_t collect_kind) {
   std::vector<Planned> plans;
-  for (CUgraphNode_st *node : exec->nodes)
-    if (node->type == CU_GRAPH_NODE_TYPE_KERNEL)
+  for (CUgraphNode_st *node : exec->nodes) {
+    if (node->type == CU_GRAPH_NODE_TYPE_KERNEL) {
       plans.push_back(plan_kernel(ctx, stream, node->function, correlation_id, node->id,
                                   collect_kind));
+    } else if (node->type == CU_GRAPH_NODE_TYPE_CONDITIONAL && node->body) {
+      for (uint32_t it = 0; it < node->iterations; ++it)
+        for (CUgraphNode_st *b : node->body->nodes)
+          if (b->type == CU_GRAPH_NODE_TYPE_KERNEL) {
+            plans.push_back(plan_kernel(ctx, exec->body_stream, b->function, 0, b->id,
+                                        collect_kind));
+            uint64_t busy = stream->busy_until.load(std::memory_order_relaxed);
+            while (busy < plans.back().end &&
+                   !stream->busy_until.compare_exchange_weak(busy, plans.back().end,
+                                                             std::memory_order_relaxed)) {
+            }
+          }
+    }
+  }
   return plans;
 }
 
@@ -549,10 +565,12 @@ uint64_t run_exec(const mockbridge::CuptiHooks *h, CUctx_st *ctx, CUstream_st *s
                   const std::vector<Planned> &plans) {
   const Shape shape{{128, 1, 1}, {256, 1, 1}, 0};
   uint64_t kernels = 0, conditional = 0;
+  size_t planned = 0;  // plans are in node order, bodies' kernels included
+  auto plan = [&]() { return planned < plans.size() ? &plans[planned++] : nullptr; };
   for (CUgraphNode_st *node : exec->nodes) {
     if (node->type == CU_GRAPH_NODE_TYPE_KERNEL) {
       run_kernel(h, ctx, stream, node->function, correlation_id, exec->id, node->id, kRegular,
-                 shape, collect_kind, kernels < plans.size() ? &plans[kernels] : nullptr);
+                 shape, collect_kind, plan());
       ++kernels;
     } else if (node->type == CU_GRAPH_NODE_TYPE_CONDITIONAL && node->body) {
       // docs/cupti-facts.md, fact 7: a conditional body runs as its own graph, on its own
@@ -561,7 +579,7 @@ uint64_t run_exec(const mockbridge::CuptiHooks *h, CUctx_st *ctx, CUstream_st *s
         for (CUgraphNode_st *b : node->body->nodes)
           if (b->type == CU_GRAPH_NODE_TYPE_KERNEL) {
             run_kernel(h, ctx, exec->body_stream, b->function, 0, node->body->id, b->id, kRegular,
-                       shape, collect_kind);
+                       shape, collect_kind, plan());
             ++conditional;
           }
     }  // host nodes run host code, no kernel
