@@ -59,6 +59,13 @@ void Tracer::use_mapping_records(MmapTracker *m, MmapTracker::Hooks hooks) {
   mmaps_ = m;
   MmapTracker::Hooks h = std::move(hooks);
   auto gone = h.gone;
+  auto mapping = h.mapping;
+  h.mapping = [this, mapping](uint32_t pid, const MapEntry &m) {
+    const size_t slash = m.path.rfind('/');
+    const std::string base = slash == std::string::npos ? m.path : m.path.substr(slash + 1);
+    if (base.compare(0, 6, "python") == 0 || base.compare(0, 10, "libpython3") == 0) check_python(pid, {m});
+    if (mapping) mapping(pid, m);
+  };
   h.gone = [this, gone](uint32_t pid) {
     forget_process(pid);
     if (gone) gone(pid);
@@ -70,7 +77,31 @@ void Tracer::drain_mapping_records() {
   if (mmaps_ && mmaps_->is_open()) mmaps_->drain(&symbolizer_, hooks_);
 }
 
+void Tracer::check_python(uint32_t pid, const std::vector<MapEntry> &maps) {
+  if (!opt_.python || !python_map || python_.knows(pid)) return;
+  pt_py_proc p{};
+  std::string version;
+  const PyLayout *layout = nullptr;
+  if (!detect_python(pid, maps, &p, &version, &layout)) {
+    if (opt_.verbose && !version.empty())
+      std::fprintf(stderr, "parcagpu-trace: pid %u runs Python %s: no Python frames (3.11-3.13 are read)\n", pid,
+                   version.c_str());
+    return;
+  }
+  if (!python_map(pid, &p)) {
+    std::fprintf(stderr, "parcagpu-trace: pid %u: Python %s not registered (BPF map full?)\n", pid, version.c_str());
+    return;
+  }
+  python_.add_process(pid, layout);
+  ++meta_.python_processes;
+  if (opt_.verbose)
+    std::fprintf(stderr, "parcagpu-trace: pid %u runs Python %s (interpreters.head at 0x%" PRIx64 ")\n", pid,
+                 version.c_str(), static_cast<uint64_t>(p.interp_head));
+}
+
 void Tracer::forget_process(uint32_t pid) {
+  if (python_.knows(pid) && python_map) python_map(pid, nullptr);
+  python_.forget(pid);
   resolver_.forget(pid);
   unwinder_.forget(pid);
   captures_.forget(pid);
@@ -96,7 +127,27 @@ void Tracer::print_line(const Json &j) const {
   std::fputc('\n', stdout);
 }
 
-uint32_t Tracer::resolve_stack(const pt_header &h, const pt_stack &s, const pt_stack_copy *copy, size_t avail) {
+uint32_t Tracer::resolve_stack(const pt_header &h, const pt_stack &s, const pt_py_stack *py, const pt_stack_copy *copy,
+                               size_t avail) {
+  // The Python chain is part of the stack's key; its frames go in on a cache miss only.
+  std::string py_key;
+  std::function<void(std::vector<Frame> *)> edit;
+  if (py && py->count > 0 && python_.knows(h.pid)) {
+    const uint32_t n = std::min<uint32_t>(py->count, PT_PY_FRAMES_MAX);
+    ++py_counters_.stacks;
+    for (uint32_t i = 0; i < n; ++i) {
+      const uint64_t rec[2] = {py->code[i], py->instr[i]};
+      py_key.append(reinterpret_cast<const char *>(rec), sizeof rec);
+      py_key += static_cast<char>(py->entry[i]);
+    }
+    const pt_py_stack *chain = py;
+    const uint32_t pid = h.pid;
+    edit = [this, chain, pid](std::vector<Frame> *frames) {
+      bool mismatch = false;
+      *frames = merge_python_frames(*frames, python_.groups(pid, *chain, &py_counters_), &mismatch);
+      if (mismatch) ++py_counters_.merge_mismatches;
+    };
+  }
   if (copy && avail >= sizeof *copy && copy->bytes > 0 &&
       static_cast<size_t>(copy->bytes) <= std::min<size_t>(copy->size, avail - sizeof *copy)) {
     drain_mapping_records();  // the modules mapped before the launch
@@ -105,13 +156,13 @@ uint32_t Tracer::resolve_stack(const pt_header &h, const pt_stack &s, const pt_s
     if (u.ended_outside_code) ++meta_.dwarf_stacks_ended_outside_code;
     if (u.pcs.size() > 1) {
       ++meta_.dwarf_stacks;
-      return resolver_.resolve(h.pid, u.pcs.data(), u.pcs.size());
+      return resolver_.resolve(h.pid, u.pcs.data(), u.pcs.size(), py_key, edit);
     }
     ++meta_.dwarf_stacks_failed;
   }
   if (s.bytes <= 0) return StackTable::kNone;
   const size_t n = std::min<size_t>(static_cast<size_t>(s.bytes) / 8, PT_STACK_MAX);
-  return resolver_.resolve(h.pid, reinterpret_cast<const uint64_t *>(s.ips), n);
+  return resolver_.resolve(h.pid, reinterpret_cast<const uint64_t *>(s.ips), n, py_key, edit);
 }
 
 void Tracer::on_event(const void *data, size_t size) {
@@ -124,6 +175,7 @@ void Tracer::on_event(const void *data, size_t size) {
       // A process already running at attach: its maps now, while it surely lives.
       drain_mapping_records();
       symbolizer_.note_process(h->pid);
+      check_python(h->pid, symbolizer_.maps(h->pid));
     }
   }
   switch (h->type) {
@@ -134,7 +186,8 @@ void Tracer::on_event(const void *data, size_t size) {
           const auto *se = as<pt_correlation_stack_event>(data, size);
           if (!se) return;
           const bool copied = (h->flags & PT_F_STACK_COPY) != 0;
-          stack = resolve_stack(*h, se->stack, copied ? &se->copy : nullptr,
+          stack = resolve_stack(*h, se->stack, (h->flags & PT_F_PY_STACK) ? &se->py : nullptr,
+                                copied ? &se->copy : nullptr,
                                 copied ? size - offsetof(pt_correlation_stack_event, copy) : 0);
         }
         joiner_.on_correlation(h->pid, e->correlation_id, e->signed_cbid, stack, h->ts_ns);
@@ -209,7 +262,8 @@ void Tracer::on_capture(const pt_capture_event &e, const void *data, size_t size
     const auto *se = as<pt_capture_stack_event>(data, size);
     if (!se) return;
     const bool copied = (e.h.flags & PT_F_STACK_COPY) != 0;
-    stack = resolve_stack(e.h, se->stack, copied ? &se->copy : nullptr,
+    stack = resolve_stack(e.h, se->stack, (e.h.flags & PT_F_PY_STACK) ? &se->py : nullptr,
+                          copied ? &se->copy : nullptr,
                           copied ? size - offsetof(pt_capture_stack_event, copy) : 0);
   }
   if (opt_.verbose)
@@ -367,6 +421,13 @@ Summary Tracer::summarize(const uint64_t st[PT_STAT_MAX], double duration,
   sum.stack_copy_bytes = st[PT_STAT_STACK_COPY_BYTES];
   sum.stack_copy_errors = st[PT_STAT_STACK_COPY_ERRORS];
   sum.stacks_cut_at_non_code = resolver_.cut_at_non_code();
+  sum.python_stacks = py_counters_.stacks;
+  sum.python_frames = py_counters_.frames;
+  sum.python_frame_read_errors = py_counters_.frame_read_errors;
+  sum.python_merge_mismatches = py_counters_.merge_mismatches;
+  sum.python_no_thread = st[PT_STAT_PY_NO_THREAD];
+  sum.python_read_errors = st[PT_STAT_PY_READ_ERRORS];
+  sum.python_truncated = st[PT_STAT_PY_TRUNCATED];
   sum.distinct_stacks = stacks_.size() - StackTable::kFirstReal;
   sum.stack_table_overflows = stacks_.overflowed();
   sum.gpu_ns_matched = profile_.total_ns();
