@@ -236,13 +236,17 @@ int py_code_line(const uint8_t *table, size_t size, int firstlineno, int64_t add
         r.varint(), r.varint(), r.varint();               // end line delta, columns
         break;
       case 13: line += r.svarint(); break;                // no column
-      case 12: case 11: case 10:                          // one-line form
+      case 12: case 11: case 10:                          // one-line form: 2 column bytes
         line += code - 10;
+        if (r.end - r.p < 2) return 0;
         r.p += 2;
         break;
-      default: r.p += 1; break;                           // short form: same line
+      default:                                            // short form: same line, 1 byte
+        if (r.end - r.p < 1) return 0;
+        r.p += 1;
+        break;
     }
-    if (r.bad || r.p > r.end) return 0;
+    if (r.bad) return 0;
     if (addr >= start && addr < end) return no_line ? -1 : line;
     start = end;
   }

@@ -1,0 +1,169 @@
+// The pure parts of trace/python.cc: the location-table line decoder (against tables CPython
+// 3.11, 3.12 and 3.13 compiled, with the lines their co_lines() gave) and the merge of Python
+// frames into native stacks.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "python.h"
+
+namespace parcagpu::trace {
+namespace {
+
+struct Range {
+  int start, end, line;  // byte offsets [start, end); line -1: none
+};
+
+/* The function, at line 2 of its file (generated with each version by
+   print(list(sample.__code__.co_linetable)), list(sample.__code__.co_lines())):
+def sample(a, b):
+    x = a + b
+    if x > 10:
+        y = [i * 2
+             for i in range(x)]
+        return len(y)
+
+    z = (a *
+         b)
+    try:
+        return z // b
+    except ZeroDivisionError:
+        return -1
+*/
+// Python 3.11: co_linetable of sample() below, and its co_lines().
+const uint8_t kTable311[] = {0x80, 0x00, 0xd8, 0x08, 0x09, 0x88, 0x41, 0x89, 0x05, 0x80, 0x41, 0xd8, 0x07, 0x08, 0x88, 0x32, 0x82, 0x76, 0x80, 0x76, 0xf0, 0x02, 0x01, 0x0d, 0x20, 0xf0, 0x00, 0x01, 0x0d, 0x20, 0xdd, 0x16, 0x1b, 0x98, 0x41, 0x91, 0x68, 0x94, 0x68, 0xf0, 0x03, 0x01, 0x0d, 0x20, 0xf1, 0x00, 0x01, 0x0d, 0x20, 0xf4, 0x00, 0x01, 0x0d, 0x20, 0x88, 0x01, 0xe5, 0x0f, 0x12, 0x90, 0x31, 0x89, 0x76, 0x8c, 0x76, 0x88, 0x0d, 0xe0, 0x09, 0x0a, 0xd8, 0x09, 0x0a, 0xf1, 0x03, 0x01, 0x0a, 0x0b, 0x80, 0x41, 0xf0, 0x04, 0x03, 0x05, 0x12, 0xd8, 0x0f, 0x10, 0x90, 0x41, 0x89, 0x76, 0x88, 0x0d, 0xf8, 0xdd, 0x0b, 0x1c, 0xf0, 0x00, 0x01, 0x05, 0x12, 0xf0, 0x00, 0x01, 0x05, 0x12, 0xf0, 0x00, 0x01, 0x05, 0x12, 0xd8, 0x0f, 0x11, 0x88, 0x72, 0x88, 0x72, 0xf0, 0x03, 0x01, 0x05, 0x12, 0xf8, 0xf8, 0xf8};
+const Range kLines311[] = {{0, 2, 2}, {2, 4, 3}, {4, 6, 3}, {6, 10, 3}, {10, 12, 3}, {12, 14, 4}, {14, 16, 4}, {16, 22, 4}, {22, 24, 4}, {24, 26, 5}, {26, 28, 5}, {28, 40, 6}, {40, 42, 6}, {42, 46, 6}, {46, 56, 6}, {56, 58, 5}, {58, 62, 5}, {62, 72, 5}, {72, 74, 5}, {74, 86, 7}, {86, 88, 7}, {88, 92, 7}, {92, 102, 7}, {102, 104, 7}, {104, 106, 9}, {106, 108, 10}, {108, 112, 9}, {112, 114, 9}, {114, 116, 11}, {116, 118, 12}, {118, 120, 12}, {120, 124, 12}, {124, 126, 12}, {126, 128, -1}, {128, 140, 13}, {140, 142, 13}, {142, 144, 13}, {144, 146, 13}, {146, 148, 14}, {148, 150, 14}, {150, 152, 14}, {152, 154, 13}, {154, 156, -1}, {156, 158, -1}, {158, 160, -1}};
+// Python 3.12: co_linetable of sample() below, and its co_lines().
+const uint8_t kTable312[] = {0x80, 0x00, 0xd8, 0x08, 0x09, 0x88, 0x41, 0x89, 0x05, 0x80, 0x41, 0xd8, 0x07, 0x08, 0x88, 0x32, 0x82, 0x76, 0xe4, 0x16, 0x1b, 0x98, 0x41, 0x93, 0x68, 0xf6, 0x03, 0x01, 0x0d, 0x20, 0xd8, 0x11, 0x12, 0xf0, 0x03, 0x00, 0x0e, 0x0f, 0x90, 0x11, 0x8b, 0x55, 0xf0, 0x00, 0x01, 0x0d, 0x20, 0x88, 0x01, 0xf0, 0x00, 0x01, 0x0d, 0x20, 0xe4, 0x0f, 0x12, 0x90, 0x31, 0x8b, 0x76, 0x88, 0x0d, 0xe0, 0x09, 0x0a, 0xd8, 0x09, 0x0a, 0xf1, 0x03, 0x01, 0x0a, 0x0b, 0x80, 0x41, 0xf0, 0x04, 0x03, 0x05, 0x12, 0xd8, 0x0f, 0x10, 0x90, 0x41, 0x89, 0x76, 0x88, 0x0d, 0xf9, 0xf2, 0x0f, 0x01, 0x0d, 0x20, 0xf8, 0xf4, 0x10, 0x00, 0x0c, 0x1d, 0xf2, 0x00, 0x01, 0x05, 0x12, 0xd9, 0x0f, 0x11, 0xf0, 0x03, 0x01, 0x05, 0x12, 0xfa};
+const Range kLines312[] = {{0, 2, 2}, {2, 12, 3}, {12, 22, 4}, {22, 42, 6}, {42, 56, 5}, {56, 58, 6}, {58, 76, 5}, {76, 98, 7}, {98, 100, 9}, {100, 102, 10}, {102, 108, 9}, {108, 110, 11}, {110, 120, 12}, {120, 124, -1}, {124, 130, 5}, {130, 132, -1}, {132, 148, 13}, {148, 152, 14}, {152, 154, 13}, {154, 160, -1}};
+// Python 3.13: co_linetable of sample() below, and its co_lines().
+const uint8_t kTable313[] = {0x80, 0x00, 0xd8, 0x08, 0x09, 0x89, 0x05, 0x80, 0x41, 0xd8, 0x07, 0x08, 0x88, 0x32, 0x83, 0x76, 0xe4, 0x16, 0x1b, 0x98, 0x41, 0x94, 0x68, 0xf3, 0x03, 0x01, 0x0d, 0x20, 0xd9, 0x16, 0x1e, 0x90, 0x11, 0xf0, 0x03, 0x00, 0x0e, 0x0f, 0x90, 0x11, 0x8c, 0x55, 0xd9, 0x16, 0x1e, 0xf0, 0x03, 0x00, 0x09, 0x0a, 0xf0, 0x00, 0x01, 0x0d, 0x20, 0xe4, 0x0f, 0x12, 0x90, 0x31, 0x8b, 0x76, 0x88, 0x0d, 0xe0, 0x09, 0x0a, 0xd8, 0x09, 0x0a, 0xf1, 0x03, 0x01, 0x0a, 0x0b, 0x80, 0x41, 0xf0, 0x04, 0x03, 0x05, 0x12, 0xd8, 0x0f, 0x10, 0x89, 0x76, 0x88, 0x0d, 0xf9, 0xf2, 0x0f, 0x01, 0x0d, 0x20, 0xf8, 0xf4, 0x10, 0x00, 0x0c, 0x1d, 0xf3, 0x00, 0x01, 0x05, 0x12, 0xd9, 0x0f, 0x11, 0xf0, 0x03, 0x01, 0x05, 0x12, 0xfa};
+const Range kLines313[] = {{0, 2, 2}, {2, 10, 3}, {10, 22, 4}, {22, 44, 6}, {44, 52, 5}, {52, 58, 6}, {58, 72, 5}, {72, 76, 6}, {76, 80, 5}, {80, 102, 7}, {102, 104, 9}, {104, 106, 10}, {106, 112, 9}, {112, 114, 11}, {114, 122, 12}, {122, 126, -1}, {126, 132, 5}, {132, 134, -1}, {134, 152, 13}, {152, 156, 14}, {156, 158, 13}, {158, 164, -1}};
+
+template <size_t NT, size_t NL>
+void expect_lines(const uint8_t (&table)[NT], const Range (&lines)[NL]) {
+  for (const Range &r : lines)
+    for (int addr = r.start; addr < r.end; addr += 2)
+      EXPECT_EQ(py_code_line(table, NT, 2, addr), r.line) << "offset " << addr;
+  // Past the table's end: unknown.
+  EXPECT_EQ(py_code_line(table, NT, 2, lines[NL - 1].end), 0);
+}
+
+TEST(PythonLines, Cpython311Table) { expect_lines(kTable311, kLines311); }
+TEST(PythonLines, Cpython312Table) { expect_lines(kTable312, kLines312); }
+TEST(PythonLines, Cpython313Table) { expect_lines(kTable313, kLines313); }
+
+TEST(PythonLines, BeforeTheFirstInstructionIsTheFirstLine) {
+  // 3.11's prev_instr points one code unit before the code when nothing ran yet.
+  EXPECT_EQ(py_code_line(kTable311, sizeof kTable311, 2, -2), 2);
+}
+
+TEST(PythonLines, TruncatedAndGarbageTablesGiveZeroNotACrash) {
+  // Cut inside a long-form entry (0xf0 = code 14, its varints missing).
+  const uint8_t cut[] = {0x80, 0x00, 0xf0, 0x43};
+  EXPECT_EQ(py_code_line(cut, sizeof cut, 5, 2), 0);
+  // A continuation byte where an entry should start.
+  const uint8_t bad[] = {0x05, 0x80};
+  EXPECT_EQ(py_code_line(bad, sizeof bad, 5, 0), 0);
+  EXPECT_EQ(py_code_line(nullptr, 0, 5, 0), 0);
+  std::mt19937 rng(18);
+  std::vector<uint8_t> junk(256);
+  for (int round = 0; round < 2000; ++round) {
+    for (uint8_t &b : junk) b = static_cast<uint8_t>(rng());
+    const int line = py_code_line(junk.data(), junk.size(), 1, static_cast<int64_t>(rng() % 1024));
+    (void)line;  // any value: only no crash and no read past the end (ASan builds)
+  }
+}
+
+Frame native(const std::string &function, bool inlined = false) {
+  Frame f;
+  f.function = function;
+  f.module = "python3.12";
+  f.path = "/usr/bin/python3.12";
+  f.inlined = inlined;
+  return f;
+}
+
+std::vector<std::string> names(const std::vector<Frame> &frames) {
+  std::vector<std::string> out;
+  for (const Frame &f : frames) out.push_back(f.name());
+  return out;
+}
+
+TEST(PythonFrame, NameIsBasenameLineFunction) {
+  EXPECT_EQ(python_frame("Model.forward", "/src/pkg/model.py", 10).name(), "model.py:10 Model.forward");
+  EXPECT_EQ(python_frame("Model.forward", "/src/pkg/model.py", 10).text(), "model.py:10 Model.forward");
+  EXPECT_EQ(python_frame("f", "x.py", -1).name(), "x.py:? f");
+  EXPECT_EQ(python_frame("?", "", 0).name(), "[python] ?");
+}
+
+// Innermost first, as stacks are: the launch, ctypes, the inner loop run, a C call back into
+// Python (a second loop run), the outer loop run, main.
+const std::vector<Frame> kNative = {native("cuLaunchKernel"),   native("ffi_call"),
+                                    native("_PyEval_EvalFrameDefault"), native("PyObject_Call"),
+                                    native("_PyEval_EvalFrameDefault"), native("Py_RunMain"),
+                                    native("main")};
+
+PyFrameGroups two_groups() {
+  return {{python_frame("inner", "/a/t.py", 3), python_frame("middle", "/a/t.py", 7)},
+          {python_frame("outer", "/a/t.py", 11), python_frame("<module>", "/a/t.py", 20)}};
+}
+
+TEST(PythonMerge, EachLoopRunReplacesItsInterpreterFrame) {
+  bool mismatch = true;
+  const auto out = merge_python_frames(kNative, two_groups(), &mismatch);
+  EXPECT_FALSE(mismatch);
+  EXPECT_EQ(names(out), (std::vector<std::string>{"cuLaunchKernel", "ffi_call", "t.py:3 inner", "t.py:7 middle",
+                                                  "PyObject_Call", "t.py:11 outer", "t.py:20 <module>",
+                                                  "Py_RunMain", "main"}));
+}
+
+TEST(PythonMerge, NoPythonFramesLeavesTheNativeStack) {
+  bool mismatch = false;
+  EXPECT_EQ(names(merge_python_frames(kNative, {}, &mismatch)), names(kNative));
+  EXPECT_TRUE(mismatch);  // interpreter frames without Python runs
+}
+
+TEST(PythonMerge, MoreRunsThanInterpreterFramesGoToTheOutermost) {
+  // The native unwind ended after the first interpreter frame.
+  const std::vector<Frame> cut(kNative.begin(), kNative.begin() + 4);
+  bool mismatch = false;
+  const auto out = merge_python_frames(cut, two_groups(), &mismatch);
+  EXPECT_TRUE(mismatch);
+  EXPECT_EQ(names(out), (std::vector<std::string>{"cuLaunchKernel", "ffi_call", "t.py:3 inner", "t.py:7 middle",
+                                                  "t.py:11 outer", "t.py:20 <module>", "PyObject_Call"}));
+}
+
+TEST(PythonMerge, NoInterpreterFrameAppendsOutside) {
+  const std::vector<Frame> cut(kNative.begin(), kNative.begin() + 2);
+  bool mismatch = false;
+  const auto out = merge_python_frames(cut, two_groups(), &mismatch);
+  EXPECT_TRUE(mismatch);
+  EXPECT_EQ(names(out), (std::vector<std::string>{"cuLaunchKernel", "ffi_call", "t.py:3 inner", "t.py:7 middle",
+                                                  "t.py:11 outer", "t.py:20 <module>"}));
+}
+
+TEST(PythonMerge, FewerRunsPairFromTheInnermost) {
+  // The Python chain was cut at PT_PY_FRAMES_MAX: the outer interpreter frame stays native.
+  bool mismatch = false;
+  const auto out = merge_python_frames(kNative, {two_groups()[0]}, &mismatch);
+  EXPECT_TRUE(mismatch);
+  EXPECT_EQ(names(out), (std::vector<std::string>{"cuLaunchKernel", "ffi_call", "t.py:3 inner", "t.py:7 middle",
+                                                  "PyObject_Call", "_PyEval_EvalFrameDefault", "Py_RunMain",
+                                                  "main"}));
+}
+
+TEST(PythonMerge, InlinedCopiesOfTheLoopAreNotRuns) {
+  std::vector<Frame> n = kNative;
+  n.insert(n.begin() + 2, native("_PyEval_EvalFrameDefault", /*inlined=*/true));
+  bool mismatch = true;
+  const auto out = merge_python_frames(n, two_groups(), &mismatch);
+  EXPECT_FALSE(mismatch);
+  EXPECT_EQ(out.size(), 10u);
+}
+
+}  // namespace
+}  // namespace parcagpu::trace
