@@ -114,14 +114,14 @@ class PythonFrames(unittest.TestCase):
                 self.assertEqual(tr.proc.returncode, 0, tr.stderr[-4000:])
                 j = tr.result
                 self.assertEqual(j["kernels_matched"], LAUNCHES, tr.stderr[-4000:])
-                self.assertEqual(j["python_processes"], 1)
-                self.assertEqual(j["python_stacks"], LAUNCHES)
-                self.assertEqual(j["python_frame_read_errors"], 0)
-                self.assertEqual(j["python_merge_mismatches"], 0)
                 text = "\n".join(";".join(f) for f, _ in stacks)
                 # Every launch's GPU time is under <module>;outer;middle;inner, at their lines.
                 self.assertEqual(sum(v for frames, v in stacks if holds_chain(frames, want)),
                                  j["gpu_ns_matched"], text)
+                self.assertEqual(j["python_processes"], 1)
+                self.assertEqual(j["python_stacks"], LAUNCHES)
+                self.assertEqual(j["python_frame_read_errors"], 0)
+                self.assertEqual(j["python_merge_mismatches"], 0)
                 for frames, _ in stacks:
                     i = frames.index(want[0])
                     # Native frames around them: CPython's own above (its main), and below
