@@ -18,7 +18,7 @@ namespace {
 // These structs are part of the ABI within a minor version.
 PyLayout make(int minor, uint32_t interp_head, uint16_t threads_head, uint16_t native_tid, uint16_t tstate_frame,
               uint16_t cframe_current, uint16_t f_code, uint16_t f_previous, uint16_t f_instr, uint16_t f_entry,
-              uint32_t firstlineno, uint32_t adaptive, uint32_t ascii_size) {
+              uint32_t firstlineno, uint32_t adaptive, uint32_t ascii_size, uint32_t compact_size) {
   PyLayout l;
   l.major = 3;
   l.minor = minor;
@@ -41,15 +41,15 @@ PyLayout make(int minor, uint32_t interp_head, uint16_t threads_head, uint16_t n
   l.code_adaptive = adaptive;
   l.ascii_size = ascii_size;
   l.compact_utf8 = ascii_size + 8;  // after utf8_length
-  l.compact_size = ascii_size + 16;
+  l.compact_size = compact_size;     // 3.11 still has wstr_length after utf8
   return l;
 }
 
 const PyLayout kLayouts[] = {
-    //   interp_head threads native frame cframe.cur f_code prev instr entry firstline adaptive ascii
-    make(11, 40, 16, 160, 56, 8, 32, 48, 56, 68, 72, 184, 48),
-    make(12, 40, 72, 144, 56, 0, 0, 8, 56, 70, 68, 192, 40),
-    make(13, 632, 7344, 160, 72, PT_PY_NO_FIELD, 0, 8, 56, 70, 68, 200, 40),
+    //   interp_head threads native frame cframe.cur f_code prev instr entry firstline adaptive ascii compact
+    make(11, 40, 16, 160, 56, 8, 32, 48, 56, 68, 72, 184, 48, 72),
+    make(12, 40, 72, 144, 56, 0, 0, 8, 56, 70, 68, 192, 40, 56),
+    make(13, 632, 7344, 160, 72, PT_PY_NO_FIELD, 0, 8, 56, 70, 68, 200, 40, 56),
 };
 
 bool read_mem(uint32_t pid, uint64_t addr, void *dst, size_t n) {

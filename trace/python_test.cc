@@ -3,7 +3,13 @@
 // frames into native stacks.
 #include <gtest/gtest.h>
 
+#include <glob.h>
+#include <unistd.h>
+
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
@@ -163,6 +169,143 @@ TEST(PythonMerge, InlinedCopiesOfTheLoopAreNotRuns) {
   const auto out = merge_python_frames(n, two_groups(), &mismatch);
   EXPECT_FALSE(mismatch);
   EXPECT_EQ(out.size(), 10u);
+}
+
+}  // namespace
+}  // namespace parcagpu::trace
+
+namespace parcagpu::trace {
+namespace {
+
+// The offsets in python.cc, checked against CPython's own headers where a development install
+// has them (pyenv's ~/.pyenv/versions/3.1x.y/include/python3.1x, Debian's
+// /usr/include/python3.1x): a program compiled with Py_BUILD_CORE prints offsetof() of each.
+const char kOffsetsProgram[] = R"(
+#define Py_BUILD_CORE 1
+#include <Python.h>
+#include <internal/pycore_runtime.h>
+#include <internal/pycore_interp.h>
+#include <internal/pycore_frame.h>
+#include <internal/pycore_code.h>
+#include <stddef.h>
+#include <stdio.h>
+#define P(name, expr) printf("%s %zu\n", name, (size_t)(expr))
+int main(void) {
+  P("runtime_interp_head", offsetof(_PyRuntimeState, interpreters.head));
+  P("interp_threads_head", offsetof(PyInterpreterState, threads.head));
+  P("tstate_next", offsetof(PyThreadState, next));
+  P("tstate_native_thread_id", offsetof(PyThreadState, native_thread_id));
+#if PY_VERSION_HEX >= 0x030d0000
+  P("tstate_frame", offsetof(PyThreadState, current_frame));
+  P("frame_code", offsetof(_PyInterpreterFrame, f_executable));
+  P("frame_instr", offsetof(_PyInterpreterFrame, instr_ptr));
+#else
+  P("tstate_frame", offsetof(PyThreadState, cframe));
+  P("cframe_current_frame", offsetof(_PyCFrame, current_frame));
+  P("frame_code", offsetof(_PyInterpreterFrame, f_code));
+  P("frame_instr", offsetof(_PyInterpreterFrame, prev_instr));
+#endif
+  P("frame_previous", offsetof(_PyInterpreterFrame, previous));
+#if PY_VERSION_HEX >= 0x030c0000
+  P("frame_entry", offsetof(_PyInterpreterFrame, owner));
+  P("frame_owned_by_cstack", FRAME_OWNED_BY_CSTACK);
+#else
+  P("frame_entry", offsetof(_PyInterpreterFrame, is_entry));
+#endif
+  P("code_filename", offsetof(PyCodeObject, co_filename));
+  P("code_name", offsetof(PyCodeObject, co_name));
+  P("code_qualname", offsetof(PyCodeObject, co_qualname));
+  P("code_firstlineno", offsetof(PyCodeObject, co_firstlineno));
+  P("code_linetable", offsetof(PyCodeObject, co_linetable));
+  P("code_adaptive", offsetof(PyCodeObject, co_code_adaptive));
+  P("ascii_size", sizeof(PyASCIIObject));
+  P("compact_utf8", offsetof(PyCompactUnicodeObject, utf8));
+  P("compact_size", sizeof(PyCompactUnicodeObject));
+  P("bytes_size", offsetof(PyBytesObject, ob_base.ob_size));
+  P("bytes_sval", offsetof(PyBytesObject, ob_sval));
+  P("ascii_length", offsetof(PyASCIIObject, length));
+  P("ascii_state", offsetof(PyASCIIObject, state));
+  return 0;
+}
+)";
+
+std::map<std::string, uint64_t> layout_fields(const PyLayout &l) {
+  std::map<std::string, uint64_t> m = {
+      {"runtime_interp_head", l.runtime_interp_head},
+      {"interp_threads_head", l.bpf.interp_threads_head},
+      {"tstate_next", l.bpf.tstate_next},
+      {"tstate_native_thread_id", l.bpf.tstate_native_thread_id},
+      {"tstate_frame", l.bpf.tstate_frame},
+      {"frame_code", l.bpf.frame_code},
+      {"frame_instr", l.bpf.frame_instr},
+      {"frame_previous", l.bpf.frame_previous},
+      {"frame_entry", l.bpf.frame_entry},
+      {"code_filename", l.code_filename},
+      {"code_name", l.code_name},
+      {"code_qualname", l.code_qualname},
+      {"code_firstlineno", l.code_firstlineno},
+      {"code_linetable", l.code_linetable},
+      {"code_adaptive", l.code_adaptive},
+      {"ascii_size", l.ascii_size},
+      {"compact_utf8", l.compact_utf8},
+      {"compact_size", l.compact_size},
+      // Fixed in python.cc's readers (PyBytesObject, PyASCIIObject).
+      {"bytes_size", 16},
+      {"bytes_sval", 32},
+      {"ascii_length", 16},
+      {"ascii_state", 32},
+  };
+  if (l.bpf.cframe_current_frame != PT_PY_NO_FIELD) m["cframe_current_frame"] = l.bpf.cframe_current_frame;
+  if (l.owner_field) m["frame_owned_by_cstack"] = kPyFrameOwnedByCStack;
+  return m;
+}
+
+TEST(PythonLayout, MatchesCpythonHeaders) {
+  std::vector<std::string> includes;
+  const char *home = std::getenv("HOME");
+  for (const std::string &pattern : {std::string(home ? home : "/root") + "/.pyenv/versions/3.1*/include/python3.1*",
+                                    std::string("/usr/include/python3.1*")}) {
+    glob_t g{};
+    if (glob(pattern.c_str(), 0, nullptr, &g) == 0)
+      for (size_t i = 0; i < g.gl_pathc; ++i)
+        if (access((std::string(g.gl_pathv[i]) + "/internal/pycore_frame.h").c_str(), R_OK) == 0)
+          includes.push_back(g.gl_pathv[i]);
+    globfree(&g);
+  }
+  char dir[] = "/tmp/parcagpu-pylayout-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string src = std::string(dir) + "/offsets.c", exe = std::string(dir) + "/offsets";
+  FILE *f = std::fopen(src.c_str(), "w");
+  ASSERT_NE(f, nullptr);
+  std::fputs(kOffsetsProgram, f);
+  std::fclose(f);
+  int checked = 0;
+  for (const std::string &inc : includes) {
+    const std::string ver = inc.substr(inc.rfind("python") + 6);  // "3.12"
+    const int minor = std::atoi(ver.c_str() + 2);
+    if (minor < 11) continue;
+    SCOPED_TRACE(inc);
+    const std::string cc = "cc -w -I'" + inc + "' -I'" + inc + "/internal' -o '" + exe + "' '" + src + "' 2>/dev/null";
+    if (std::system(cc.c_str()) != 0) {
+      ADD_FAILURE() << "could not compile against " << inc;
+      continue;
+    }
+    const PyLayout *l = py_layout(3, minor);
+    ASSERT_NE(l, nullptr) << "no layout for 3." << minor;
+    std::map<std::string, uint64_t> got;
+    FILE *p = popen(("'" + exe + "'").c_str(), "r");
+    ASSERT_NE(p, nullptr);
+    char name[64];
+    unsigned long long v = 0;
+    while (std::fscanf(p, "%63s %llu", name, &v) == 2) got[name] = v;
+    pclose(p);
+    EXPECT_EQ(got, layout_fields(*l));
+    ++checked;
+  }
+  std::remove(src.c_str());
+  std::remove(exe.c_str());
+  rmdir(dir);
+  if (checked == 0) GTEST_SKIP() << "no CPython 3.11+ headers with internal/ here";
 }
 
 }  // namespace

@@ -72,6 +72,7 @@ class StackResolver {
   StackResolver(Symbolizer &sym, StackTable &table) : sym_(sym), table_(table) {}
   void set_library_paths(std::vector<std::string> paths) { libs_ = std::move(paths); }
   void add_library_path(const std::string &path) { libs_.push_back(path); }
+  const std::vector<std::string> &library_paths() const { return libs_; }
   // Called before a stack not seen yet is symbolized (to bring the mappings up to date).
   std::function<void()> before_symbolize;
   // `extra_key`: more of what makes the stack (the Python frame chain); `edit` changes the

@@ -60,11 +60,32 @@ void Tracer::use_mapping_records(MmapTracker *m, MmapTracker::Hooks hooks) {
   MmapTracker::Hooks h = std::move(hooks);
   auto gone = h.gone;
   auto mapping = h.mapping;
+  // Python is looked for in the processes that load the traced library (not in every Python
+  // process of the machine), when they load it, and again when such a process maps a python* /
+  // libpython3* file afterwards (a program that embeds CPython).
   h.mapping = [this, mapping](uint32_t pid, const MapEntry &m) {
-    const size_t slash = m.path.rfind('/');
-    const std::string base = slash == std::string::npos ? m.path : m.path.substr(slash + 1);
-    if (base.compare(0, 6, "python") == 0 || base.compare(0, 10, "libpython3") == 0) check_python(pid, {m});
-    if (mapping) mapping(pid, m);
+    if (mapping) mapping(pid, m);  // first: it may attach to a library file found just now
+    const std::string path = live_path(m.path);
+    const size_t slash = path.rfind('/');
+    const std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
+    const auto &libs = resolver_.library_paths();
+    if (base.compare(0, 11, "libparcagpu") == 0 || std::find(libs.begin(), libs.end(), path) != libs.end()) {
+      if (library_pids_.insert(pid).second) check_python(pid, symbolizer_.maps(pid));
+    } else if (library_pids_.count(pid) &&
+               (base.compare(0, 6, "python") == 0 || base.compare(0, 10, "libpython3") == 0)) {
+      check_python(pid, {m});
+    }
+  };
+  // A Python process that execs another program: its old interpreter's addresses mean
+  // nothing now (the new program's mappings, which come next, are checked again).
+  auto exec = h.exec;
+  h.exec = [this, exec](uint32_t pid) {
+    library_pids_.erase(pid);
+    if (python_.knows(pid)) {
+      if (python_map) python_map(pid, nullptr);
+      python_.forget(pid);
+    }
+    if (exec) exec(pid);
   };
   h.gone = [this, gone](uint32_t pid) {
     forget_process(pid);
@@ -100,6 +121,7 @@ void Tracer::check_python(uint32_t pid, const std::vector<MapEntry> &maps) {
 }
 
 void Tracer::forget_process(uint32_t pid) {
+  library_pids_.erase(pid);
   if (python_.knows(pid) && python_map) python_map(pid, nullptr);
   python_.forget(pid);
   resolver_.forget(pid);
