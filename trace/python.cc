@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
 
 namespace parcagpu::trace {
 
@@ -305,10 +306,21 @@ bool detect_python(uint32_t pid, const std::vector<MapEntry> &maps, pt_py_proc *
     if (m.path.empty()) continue;
     const std::string base = basename_of(live_path(m.path));
     if (!starts_with(base, "python") && !starts_with(base, "libpython3")) continue;
-    PyElf e;
-    if (!read_py_elf("/proc/" + std::to_string(pid) + "/root" + live_path(m.path), &e) &&
-        !read_py_elf(live_path(m.path), &e))
-      continue;
+    // Every Python process of the machine comes here (at its exec): each file is read once.
+    static std::map<std::string, std::optional<PyElf>> files;
+    const std::string key = live_path(m.path) + "|" + m.dev + "|" + std::to_string(m.inode);
+    auto it = files.find(key);
+    if (it == files.end()) {
+      if (files.size() >= 256) files.clear();
+      PyElf e;
+      const bool ok = read_py_elf("/proc/" + std::to_string(pid) + "/root" + live_path(m.path), &e) ||
+                      read_py_elf(live_path(m.path), &e);
+      // Not cached when unreadable (the process may be gone already): another may succeed.
+      if (!ok && access(("/proc/" + std::to_string(pid)).c_str(), F_OK) != 0) continue;
+      it = files.emplace(key, ok ? std::optional<PyElf>(std::move(e)) : std::nullopt).first;
+    }
+    if (!it->second) continue;
+    const PyElf &e = *it->second;
     const int major = static_cast<int>((e.version >> 24) & 0xff), minor = static_cast<int>((e.version >> 16) & 0xff);
     const PyLayout *l = py_layout(major, minor);
     if (version) *version = std::to_string(major) + "." + std::to_string(minor);

@@ -60,28 +60,24 @@ void Tracer::use_mapping_records(MmapTracker *m, MmapTracker::Hooks hooks) {
   MmapTracker::Hooks h = std::move(hooks);
   auto gone = h.gone;
   auto mapping = h.mapping;
-  // Python is looked for in the processes that load the traced library (not in every Python
-  // process of the machine), when they load it, and again when such a process maps a python* /
-  // libpython3* file afterwards (a program that embeds CPython).
+  // A python* / libpython3* file mapped: CPython is looked for there and then, long before the
+  // process can load the traced library and launch (doing it at the library's mapping or at the
+  // first event would be too late: the mock and lazy CUDA programs load it at their first launch).
+  // Every Python process of the machine is registered this way; only those that launch are
+  // counted (python_processes).
   h.mapping = [this, mapping](uint32_t pid, const MapEntry &m) {
-    if (mapping) mapping(pid, m);  // first: it may attach to a library file found just now
     const std::string path = live_path(m.path);
     const size_t slash = path.rfind('/');
     const std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
-    const auto &libs = resolver_.library_paths();
-    if (base.compare(0, 11, "libparcagpu") == 0 || std::find(libs.begin(), libs.end(), path) != libs.end()) {
-      if (library_pids_.insert(pid).second) check_python(pid, symbolizer_.maps(pid));
-    } else if (library_pids_.count(pid) &&
-               (base.compare(0, 6, "python") == 0 || base.compare(0, 10, "libpython3") == 0)) {
-      check_python(pid, {m});
-    }
+    if (base.compare(0, 6, "python") == 0 || base.compare(0, 10, "libpython3") == 0) check_python(pid, {m});
+    if (mapping) mapping(pid, m);
   };
   // A Python process that execs another program: its old interpreter's addresses mean
   // nothing now (the new program's mappings, which come next, are checked again).
   auto exec = h.exec;
   h.exec = [this, exec](uint32_t pid) {
-    library_pids_.erase(pid);
     if (python_.knows(pid)) {
+      if (opt_.verbose) std::fprintf(stderr, "parcagpu-trace: pid %u exec'd: no longer Python\n", pid);
       if (python_map) python_map(pid, nullptr);
       python_.forget(pid);
     }
@@ -110,18 +106,18 @@ void Tracer::check_python(uint32_t pid, const std::vector<MapEntry> &maps) {
     return;
   }
   if (!python_map(pid, &p)) {
-    std::fprintf(stderr, "parcagpu-trace: pid %u: Python %s not registered (BPF map full?)\n", pid, version.c_str());
+    if (!python_map_full_++)
+      std::fprintf(stderr, "parcagpu-trace: warning: pid %u (Python %s) and later Python processes not registered "
+                   "(BPF map py_procs full?): their launches show native frames only\n", pid, version.c_str());
     return;
   }
   python_.add_process(pid, layout);
-  ++meta_.python_processes;
   if (opt_.verbose)
     std::fprintf(stderr, "parcagpu-trace: pid %u runs Python %s (interpreters.head at 0x%" PRIx64 ")\n", pid,
                  version.c_str(), static_cast<uint64_t>(p.interp_head));
 }
 
 void Tracer::forget_process(uint32_t pid) {
-  library_pids_.erase(pid);
   if (python_.knows(pid) && python_map) python_map(pid, nullptr);
   python_.forget(pid);
   resolver_.forget(pid);
@@ -198,6 +194,7 @@ void Tracer::on_event(const void *data, size_t size) {
       drain_mapping_records();
       symbolizer_.note_process(h->pid);
       check_python(h->pid, symbolizer_.maps(h->pid));
+      if (python_.knows(h->pid)) ++meta_.python_processes;
     }
   }
   switch (h->type) {
@@ -213,9 +210,15 @@ void Tracer::on_event(const void *data, size_t size) {
                                 copied ? size - offsetof(pt_correlation_stack_event, copy) : 0);
         }
         joiner_.on_correlation(h->pid, e->correlation_id, e->signed_cbid, stack, h->ts_ns);
-        if (opt_.verbose)
-          std::fprintf(stderr, "[%u/%u] cuda_correlation corr=%u cbid=%d (%s) name=%s stack=%u\n", h->pid,
-                       h->tid, e->correlation_id, e->signed_cbid, api_name(e->signed_cbid), e->name, stack);
+        if (opt_.verbose) {
+          char py[48] = "";
+          if (h->flags & PT_F_PY_STACK) {
+            const auto *se = reinterpret_cast<const pt_correlation_stack_event *>(data);
+            std::snprintf(py, sizeof py, " python_frames=%u status=%u", se->py.count, se->py.status);
+          }
+          std::fprintf(stderr, "[%u/%u] cuda_correlation corr=%u cbid=%d (%s) name=%s stack=%u%s\n", h->pid,
+                       h->tid, e->correlation_id, e->signed_cbid, api_name(e->signed_cbid), e->name, stack, py);
+        }
       }
       break;
     case PT_EV_KERNEL:

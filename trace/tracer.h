@@ -49,8 +49,8 @@ class Tracer : public MatchSink {
   // --no-python: Python frames are not taken.
   std::function<bool(uint32_t pid, const pt_py_proc *p)> python_map;
   // Is `pid` CPython 3.11+ (mappings `maps`)? Then it is put in python_map. Checked when a
-  // process maps the traced library, on its first event, and for each python* / libpython3*
-  // file it maps after the library.
+  // process maps a python* / libpython3* file, and on a process's first event (one running
+  // before the tool started).
   void check_python(uint32_t pid, const std::vector<MapEntry> &maps);
 
   void begin_output();              // headers (-k)
@@ -99,7 +99,7 @@ class Tracer : public MatchSink {
   MmapTracker::Hooks hooks_;
   std::unordered_set<uint32_t> seen_pids_, emitted_stacks_;
   PythonFrames python_;
-  std::unordered_set<uint32_t> library_pids_;  // processes that mapped the traced library
+  uint64_t python_map_full_ = 0;  // Python processes the BPF map refused (warned once)
   PyCounters py_counters_;
   uint32_t last_pid_ = 0;
   bool have_pid_ = false;
