@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <random>
 #include <string>
@@ -306,6 +307,77 @@ TEST(PythonLayout, MatchesCpythonHeaders) {
   std::remove(exe.c_str());
   rmdir(dir);
   if (checked == 0) GTEST_SKIP() << "no CPython 3.11+ headers with internal/ here";
+}
+
+}  // namespace
+}  // namespace parcagpu::trace
+
+namespace parcagpu::trace {
+namespace {
+
+// Code objects as CPython 3.12 lays them out, built in this process's memory and read back
+// through process_vm_readv on our own pid: the reader, not CPython, is under test here.
+struct FakeObjects {
+  alignas(8) uint8_t code[256] = {};
+  alignas(8) uint8_t filename[128] = {};
+  alignas(8) uint8_t qualname[128] = {};
+  alignas(8) uint8_t linetable[32 + sizeof kTable312] = {};
+
+  static void put64(uint8_t *obj, size_t off, uint64_t v) { std::memcpy(obj + off, &v, 8); }
+  static void ascii(uint8_t *obj, const char *s) {
+    put64(obj, 16, std::strlen(s));
+    const uint32_t state = (1u << 2) | (1u << 5) | (1u << 6);  // kind 1, compact, ascii
+    std::memcpy(obj + 32, &state, 4);
+    std::memcpy(obj + 40, s, std::strlen(s));  // sizeof(PyASCIIObject) in 3.12
+  }
+  FakeObjects() {
+    const PyLayout &l = *py_layout(3, 12);
+    ascii(filename, "/srv/app/train.py");
+    // "stép": not ASCII, 2-byte kind: code units after PyCompactUnicodeObject.
+    const uint16_t step[] = {'s', 't', 0xe9, 'p'};
+    put64(qualname, 16, 4);
+    const uint32_t state = (2u << 2) | (1u << 5);
+    std::memcpy(qualname + 32, &state, 4);
+    std::memcpy(qualname + l.compact_size, step, sizeof step);
+    put64(linetable, 16, sizeof kTable312);
+    std::memcpy(linetable + 32, kTable312, sizeof kTable312);
+    put64(code, l.code_filename, reinterpret_cast<uint64_t>(filename));
+    put64(code, l.code_qualname, reinterpret_cast<uint64_t>(qualname));
+    put64(code, l.code_linetable, reinterpret_cast<uint64_t>(linetable));
+    const int32_t first = 2;
+    std::memcpy(code + l.code_firstlineno, &first, 4);
+  }
+  uint64_t addr() const { return reinterpret_cast<uint64_t>(code); }
+  uint64_t instr(int offset) const { return addr() + py_layout(3, 12)->code_adaptive + offset; }
+};
+
+TEST(PythonFrames, ReadsCodeObjectsAndSplitsRunsAtShims) {
+  FakeObjects o;
+  PythonFrames pf;
+  const uint32_t pid = static_cast<uint32_t>(getpid());
+  pf.add_process(pid, py_layout(3, 12));
+  pt_py_stack s{};
+  // Innermost first: our frame at offset 12 (line 4), the first loop's shim, an unreadable code
+  // object, our frame at offset 100 (line 10), the second loop's shim.
+  const uint64_t codes[] = {o.addr(), 0, 0x10, o.addr(), 0};
+  const uint64_t instrs[] = {o.instr(12), 0, 0, o.instr(100), 0};
+  const uint8_t entries[] = {0, kPyFrameOwnedByCStack, 0, 0, kPyFrameOwnedByCStack};
+  s.count = 5;
+  for (int i = 0; i < 5; ++i) {
+    s.code[i] = codes[i];
+    s.instr[i] = instrs[i];
+    s.entry[i] = entries[i];
+  }
+  PyCounters c;
+  const PyFrameGroups g = pf.groups(pid, s, &c);
+  ASSERT_EQ(g.size(), 2u);
+  EXPECT_EQ(names(g[0]), (std::vector<std::string>{"train.py:4 st\xc3\xa9p"}));
+  EXPECT_EQ(names(g[1]), (std::vector<std::string>{"[python] ?", "train.py:10 st\xc3\xa9p"}));
+  EXPECT_EQ(g[0][0].file, "/srv/app/train.py");
+  EXPECT_EQ(c.frames, 3u);
+  EXPECT_EQ(c.frame_read_errors, 1u);
+  // A process the reader does not know: nothing, no reads.
+  EXPECT_TRUE(pf.groups(pid + 1, s, &c).empty());
 }
 
 }  // namespace
