@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <memory>
 
 namespace parcagpu::trace {
 
@@ -153,11 +154,54 @@ struct PyElf {
   uint64_t runtime = 0;
   uint64_t version = 0;
   bool has_runtime = false, has_version = false;
+  // 3.13+: the start of _PyRuntime as the file initializes it, _Py_DebugOffsets first.
+  std::vector<uint64_t> debug;
   struct Seg {
     uint64_t vaddr, offset, filesz;
   };
   std::vector<Seg> loads;
 };
+
+constexpr size_t kDebugWords = kPyDebugOffsetsWords;
+
+}  // namespace
+
+const PyLayout *py_layout_from_debug_offsets(const std::vector<uint64_t> &d, int minor) {
+  if (minor != 13 || d.size() < kDebugWords || std::memcmp(d.data(), "xdebugpy", 8) != 0) return nullptr;
+  if (((d[1] >> 16) & 0xff) != 13 || d[2] != 0) return nullptr;
+  PyLayout l = *py_layout(3, 13);
+  auto field = [](uint64_t v, uint16_t *dst) {
+    if (v >= PT_PY_NO_FIELD) return false;
+    *dst = static_cast<uint16_t>(v);
+    return true;
+  };
+  if (d[5] > 0xffff) return nullptr;
+  l.runtime_interp_head = static_cast<uint32_t>(d[5]);
+  if (!field(d[9], &l.bpf.interp_threads_head) || !field(d[21], &l.bpf.tstate_next) ||
+      !field(d[23], &l.bpf.tstate_frame) || !field(d[25], &l.bpf.tstate_native_thread_id) ||
+      !field(d[29], &l.bpf.frame_previous) || !field(d[30], &l.bpf.frame_code) ||
+      !field(d[31], &l.bpf.frame_instr) || !field(d[33], &l.bpf.frame_entry))
+    return nullptr;
+  l.code_filename = static_cast<uint32_t>(d[35]);
+  l.code_name = static_cast<uint32_t>(d[36]);
+  l.code_qualname = static_cast<uint32_t>(d[37]);
+  l.code_linetable = static_cast<uint32_t>(d[38]);
+  l.code_firstlineno = static_cast<uint32_t>(d[39]);
+  l.code_adaptive = static_cast<uint32_t>(d[43]);
+  // Layouts are kept for the life of the tool (PythonFrames points at them); few distinct.
+  static std::vector<std::unique_ptr<PyLayout>> kept;
+  for (const auto &k : kept)
+    if (std::memcmp(&k->bpf, &l.bpf, sizeof l.bpf) == 0 && k->runtime_interp_head == l.runtime_interp_head &&
+        k->code_filename == l.code_filename && k->code_qualname == l.code_qualname &&
+        k->code_linetable == l.code_linetable && k->code_firstlineno == l.code_firstlineno &&
+        k->code_adaptive == l.code_adaptive)
+      return k.get();
+  if (kept.size() >= 64) return nullptr;
+  kept.push_back(std::make_unique<PyLayout>(l));
+  return kept.back().get();
+}
+
+namespace {
 
 bool read_py_elf(const std::string &path, PyElf *out) {
   const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -204,6 +248,16 @@ bool read_py_elf(const std::string &path, PyElf *out) {
           break;
         }
     }
+    // _PyRuntime is initialized data: its _Py_DebugOffsets (3.13+) are in the file too.
+    if (out->has_runtime)
+      for (const PyElf::Seg &s : out->loads)
+        if (out->runtime >= s.vaddr && out->runtime + kDebugWords * 8 <= s.vaddr + s.filesz) {
+          out->debug.resize(kDebugWords);
+          if (pread(fd, out->debug.data(), kDebugWords * 8, static_cast<off_t>(s.offset + out->runtime - s.vaddr)) !=
+              static_cast<ssize_t>(kDebugWords * 8))
+            out->debug.clear();
+          break;
+        }
     ok = out->has_runtime && out->has_version;
   }
   if (elf) elf_end(elf);
@@ -325,6 +379,11 @@ bool detect_python(uint32_t pid, const std::vector<MapEntry> &maps, pt_py_proc *
     const PyLayout *l = py_layout(major, minor);
     if (version) *version = std::to_string(major) + "." + std::to_string(minor);
     if (!l) return false;
+    if (minor >= 13) {
+      l = py_layout_from_debug_offsets(e.debug, minor);
+      if (!l) return false;
+      if (version) *version += " (_Py_DebugOffsets)";
+    }
     // This mapping holds file offsets [m.offset, ...) at m.start; the segment that covers
     // m.offset places the file's link-time addresses.
     for (const PyElf::Seg &s : e.loads) {

@@ -36,8 +36,18 @@ struct PyLayout {
   uint32_t compact_size = 0;  // sizeof(PyCompactUnicodeObject)
   uint32_t compact_utf8 = 0;  // PyCompactUnicodeObject.utf8 (char *, may be NULL)
 };
-// The layout of CPython major.minor, or nullptr when not supported.
+// The layout of CPython major.minor, or nullptr when not supported. For 3.13 this is the
+// headers' table; detect_python uses the process's own _Py_DebugOffsets instead.
 const PyLayout *py_layout(int major, int minor);
+
+// 3.13: the offsets as the interpreter itself publishes them in the _Py_DebugOffsets at the start
+// of _PyRuntime (what debuggers read), rather than the table's, so that a 3.13.x whose internal
+// structs moved is still read right. `words`: the first kPyDebugOffsetsWords 8-byte words of
+// _PyRuntime (cookie "xdebugpy", version, free_threaded, then the runtime, interpreter, thread
+// state, frame and code object sections of 3.13's pycore_runtime.h). nullptr when they are not
+// 3.13's, or a free-threaded build's (not supported). The layout lives as long as the tool.
+constexpr size_t kPyDebugOffsetsWords = 44;
+const PyLayout *py_layout_from_debug_offsets(const std::vector<uint64_t> &words, int minor);
 
 // FRAME_OWNED_BY_CSTACK (3.12+): the shim frame an interpreter loop pushes where it starts.
 constexpr uint8_t kPyFrameOwnedByCStack = 3;

@@ -382,3 +382,55 @@ TEST(PythonFrames, ReadsCodeObjectsAndSplitsRunsAtShims) {
 
 }  // namespace
 }  // namespace parcagpu::trace
+
+namespace parcagpu::trace {
+namespace {
+
+// _Py_DebugOffsets words as 3.13 fills them (the table's values where it has them).
+std::vector<uint64_t> debug_words_313() {
+  const PyLayout &t = *py_layout(3, 13);
+  std::vector<uint64_t> d(kPyDebugOffsetsWords, 0);
+  std::memcpy(d.data(), "xdebugpy", 8);
+  d[1] = 0x030d00f0;  // 3.13.0 final
+  d[2] = 0;           // not free-threaded
+  d[5] = t.runtime_interp_head;
+  d[9] = t.bpf.interp_threads_head;
+  d[21] = t.bpf.tstate_next;
+  d[23] = t.bpf.tstate_frame;
+  d[25] = t.bpf.tstate_native_thread_id;
+  d[29] = t.bpf.frame_previous;
+  d[30] = t.bpf.frame_code;
+  d[31] = t.bpf.frame_instr;
+  d[33] = t.bpf.frame_entry;
+  d[35] = t.code_filename;
+  d[36] = t.code_name;
+  d[37] = t.code_qualname;
+  d[38] = t.code_linetable;
+  d[39] = t.code_firstlineno;
+  d[43] = t.code_adaptive;
+  return d;
+}
+
+TEST(PythonLayout, DebugOffsetsOf313) {
+  const PyLayout &t = *py_layout(3, 13);
+  std::vector<uint64_t> d = debug_words_313();
+  const PyLayout *l = py_layout_from_debug_offsets(d, 13);
+  ASSERT_NE(l, nullptr);
+  EXPECT_EQ(layout_fields(*l), layout_fields(t));
+  EXPECT_EQ(py_layout_from_debug_offsets(d, 13), l);  // the same layout kept once
+  d[9] += 8;  // a 3.13.x whose interpreter state grew: its own offsets are used
+  const PyLayout *moved = py_layout_from_debug_offsets(d, 13);
+  ASSERT_NE(moved, nullptr);
+  EXPECT_EQ(moved->bpf.interp_threads_head, t.bpf.interp_threads_head + 8);
+  d = debug_words_313();
+  d[2] = 1;  // free-threaded
+  EXPECT_EQ(py_layout_from_debug_offsets(d, 13), nullptr);
+  d = debug_words_313();
+  d[0] ^= 1;  // no cookie
+  EXPECT_EQ(py_layout_from_debug_offsets(d, 13), nullptr);
+  EXPECT_EQ(py_layout_from_debug_offsets(debug_words_313(), 12), nullptr);
+  EXPECT_EQ(py_layout_from_debug_offsets({}, 13), nullptr);
+}
+
+}  // namespace
+}  // namespace parcagpu::trace
