@@ -64,7 +64,7 @@ def pythons():
     return found
 
 
-def run_python_launch(python, extra_trace_args):
+def run_python_launch(python, extra_trace_args, threads=False):
     """Runs the program under the library with parcagpu-trace -v attached; returns the tool and
     its folded stacks as (frames, value)."""
     folded = tempfile.mktemp(prefix="parcagpu-python-")
@@ -75,7 +75,8 @@ def run_python_launch(python, extra_trace_args):
         env["LD_PRELOAD"] = env["MOCKAPP_CUDART"]
     libcuda = os.path.join(harness.MOCK_DIR, "libcuda.so.1")
     with harness.Trace(extra=["--folded", folded, "-v"] + extra_trace_args) as tr:
-        p = subprocess.Popen([python, PROGRAM, libcuda, str(LAUNCHES), "--wait"], stdin=subprocess.PIPE,
+        p = subprocess.Popen([python, PROGRAM, libcuda, str(LAUNCHES), "--wait"] + (["--threads"] if threads else []),
+                             stdin=subprocess.PIPE,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
         try:
             # Launches before the tool knows the process runs Python carry no Python frames:
@@ -131,6 +132,26 @@ class PythonFrames(unittest.TestCase):
                     self.assertNotIn("_PyEval_EvalFrameDefault", frames, frames)
                     self.assertEqual(frames[-1], "[gpu] k_add")
                     self.assertFalse([f for f in frames if f.startswith("[python]")], frames)
+
+    def test_python_threads(self):
+        # Launches from the main thread and from a second Python thread while a third idles:
+        # each launching thread's own frames, found among several thread states.
+        want = chain()
+        for label, python in pythons():
+            with self.subTest(python=label):
+                tr, stacks = run_python_launch(python, [], threads=True)
+                self.assertEqual(tr.proc.returncode, 0, tr.stderr[-4000:])
+                j = tr.result
+                self.assertEqual(j["kernels_matched"], 2 * LAUNCHES, tr.stderr[-4000:])
+                text = "\n".join(";".join(f) for f, _ in stacks)
+                main = sum(v for frames, v in stacks if holds_chain(frames, want))
+                worker = sum(v for frames, v in stacks
+                             if holds_chain(frames, want[1:]) and not holds_chain(frames, want)
+                             and any(f.endswith(" Thread.run") for f in frames))
+                self.assertGreater(main, 0, text)
+                self.assertGreater(worker, 0, text)
+                self.assertEqual(main + worker, j["gpu_ns_matched"], text)
+                self.assertEqual(j["python_stacks"], 2 * LAUNCHES)
 
     def test_no_python_shows_native_frames_only(self):
         # The red run: what the tool showed before (and shows with --no-python).

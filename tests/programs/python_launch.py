@@ -3,7 +3,11 @@
 driver's mock_cuda_launch. Each call site carries a `# call:` marker that the test reads to know
 the line every Python frame must show.
 
-    python_launch.py LIBCUDA [LAUNCHES [--wait]]   (the injection library: CUDA_INJECTION64_PATH)
+    python_launch.py LIBCUDA [LAUNCHES [--wait] [--threads]]   (the library: CUDA_INJECTION64_PATH)
+
+With --threads the launches are made twice, from the main thread and from a second Python
+thread (outer as its target), while a third Python thread sits idle: the tool must find each
+launching thread's state among several.
 
 With --wait it reads a line from stdin before its first launch (the test sends it once
 parcagpu-trace has said it knows this process runs Python: launches before that carry no Python
@@ -12,6 +16,7 @@ objects of a launch's Python frames from the live process: the test stops it fir
 """
 import ctypes
 import sys
+import threading
 
 DRIVER = 1  # MOCK_CUDA_DOMAIN_DRIVER
 CBID_cuLaunchKernel = 307
@@ -44,7 +49,19 @@ k_add = cuda.mock_cuda_function(b"k_add")
 wait = "--wait" in sys.argv
 if wait:
     sys.stdin.readline()
+idle = threading.Event()
+threads = "--threads" in sys.argv
+if threads:
+    threading.Thread(target=idle.wait).start()
 failed = outer(cuda, k_add, launches)  # call: <module>
+if threads:
+    results = []
+    worker = threading.Thread(target=lambda: results.append(outer(cuda, k_add, launches)))
+    worker.start()
+    worker.join()
+    failed += results[0] if results else 1
+    launches *= 2
+    idle.set()
 cuda.mock_cuda_device_synchronize()
 print("python_launch: %d launches, %d failed" % (launches, failed), flush=True)
 if wait:
