@@ -330,9 +330,16 @@ Frame python_frame(const std::string &qualname, const std::string &filename, int
 
 std::vector<Frame> merge_python_frames(const std::vector<Frame> &native, const PyFrameGroups &groups,
                                        bool *mismatch) {
-  std::vector<size_t> evals;  // indexes of the interpreter loop's frames, innermost first
-  for (size_t i = 0; i < native.size(); ++i)
-    if (!native[i].inlined && native[i].function == "_PyEval_EvalFrameDefault") evals.push_back(i);
+  // Indexes of the interpreter loop's frames, innermost first. Optimized builds may split off
+  // part of it ("_PyEval_EvalFrameDefault.cold"): a return address there is the same loop run.
+  static const std::string kLoop = "_PyEval_EvalFrameDefault";
+  std::vector<size_t> evals;
+  for (size_t i = 0; i < native.size(); ++i) {
+    const std::string &fn = native[i].function;
+    if (!native[i].inlined && fn.compare(0, kLoop.size(), kLoop) == 0 &&
+        (fn.size() == kLoop.size() || fn[kLoop.size()] == '.'))
+      evals.push_back(i);
+  }
   *mismatch = evals.size() != groups.size();
   std::vector<Frame> out;
   size_t next_group = 0;

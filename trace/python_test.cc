@@ -163,6 +163,18 @@ TEST(PythonMerge, FewerRunsPairFromTheInnermost) {
                                                   "main"}));
 }
 
+TEST(PythonMerge, ColdPartOfTheLoopIsARunButNotOtherNames) {
+  std::vector<Frame> n = kNative;
+  n[2] = native("_PyEval_EvalFrameDefault.cold");
+  n[4] = native("_PyEval_EvalFrameDefaultX");  // not the loop
+  bool mismatch = false;
+  const auto out = merge_python_frames(n, {two_groups()[0]}, &mismatch);
+  EXPECT_FALSE(mismatch);
+  EXPECT_EQ(names(out), (std::vector<std::string>{"cuLaunchKernel", "ffi_call", "t.py:3 inner", "t.py:7 middle",
+                                                  "PyObject_Call", "_PyEval_EvalFrameDefaultX", "Py_RunMain",
+                                                  "main"}));
+}
+
 TEST(PythonMerge, InlinedCopiesOfTheLoopAreNotRuns) {
   std::vector<Frame> n = kNative;
   n.insert(n.begin() + 2, native("_PyEval_EvalFrameDefault", /*inlined=*/true));
