@@ -283,8 +283,8 @@ void print_counters(FILE *f, const Summary &s) {
   line("stacks with Python frames", s.python_stacks);
   line("  Python frames", s.python_frames);
   line("  code objects unreadable", s.python_frame_read_errors);
-  line("  interpreter frames not paired", s.python_merge_mismatches);
-  line("  launches from threads without Python state", s.python_no_thread);
+  line("  stacks with unpaired loop frames", s.python_merge_mismatches);
+  line("  launches, thread not in Python", s.python_no_thread);
   line("  frame chain read errors", s.python_read_errors);
   line("  frame chains cut at 64", s.python_truncated);
   line("distinct stacks", s.distinct_stacks);
