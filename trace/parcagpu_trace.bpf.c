@@ -148,11 +148,19 @@ static __always_inline int read_ptr(__u64 *dst, __u64 addr) {
  * the first interpreter's thread list for native_thread_id == this tid rather than through
  * CPython's thread-local variable: the list is at a fixed place (_PyRuntime), the TLS offset is
  * not; and the GIL holder (_PyRuntime's tstate_current) is not this thread during a ctypes or
- * torch call, which release the GIL. The tid is the kernel's (root pid namespace): a process in
- * another pid namespace finds no thread state (counted as PT_STAT_PY_NO_THREAD). */
+ * torch call, which release the GIL. native_thread_id is the thread id in the process's pid
+ * namespace: for a process in another one (a container) it is asked for there. */
 static __always_inline void take_py_stack(const struct pt_py_proc *p, __u32 tid, struct pt_py_stack *s) {
   s->count = 0;
   s->status = PT_PY_NO_THREAD;
+  if (p->pidns_ino) {
+    struct bpf_pidns_info ns = {};
+    if (bpf_get_ns_current_pid_tgid(p->pidns_dev, p->pidns_ino, &ns, sizeof(ns))) {
+      stat_add(PT_STAT_PY_NO_THREAD, 1);
+      return;
+    }
+    tid = ns.pid;
+  }
   __u64 interp = 0, ts = 0, frame = 0;
   if (read_ptr(&interp, p->interp_head) || !interp ||
       read_ptr(&ts, interp + p->interp_threads_head)) {

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -398,6 +399,13 @@ bool detect_python(uint32_t pid, const std::vector<MapEntry> &maps, pt_py_proc *
       const uint64_t bias = m.start - m.offset - (s.vaddr - s.offset);
       *out = l->bpf;
       out->interp_head = bias + e.runtime + l->runtime_interp_head;
+      // The process knows its threads by their ids in its own pid namespace (a container's,
+      // or the root one): BPF asks for the id there, whatever namespace this tool is in.
+      struct stat ns {};
+      if (stat(("/proc/" + std::to_string(pid) + "/ns/pid").c_str(), &ns) == 0) {
+        out->pidns_dev = ns.st_dev;
+        out->pidns_ino = ns.st_ino;
+      }
       if (layout) *layout = l;
       return true;
     }

@@ -70,7 +70,7 @@ struct pt_stack_copy {
  * BPF hash map "py_procs" (pid -> where _PyRuntime's interpreter list is, and the offsets of
  * the fields walked, for that process's CPython version: trace/python.cc). The BPF program
  * finds the firing thread's PyThreadState in the first interpreter's thread list by
- * native_thread_id and copies its _PyInterpreterFrame chain, innermost first: for each frame
+ * native_thread_id (in the process's pid namespace) and copies its _PyInterpreterFrame chain, innermost first: for each frame
  * the code object pointer, the instruction pointer and the byte that tells where the eval
  * loop was entered (3.11: is_entry; 3.12+: owner, FRAME_OWNED_BY_CSTACK = the loop's shim
  * frame). Userland reads the code objects from /proc/PID/mem. */
@@ -90,6 +90,11 @@ struct pt_py_proc {
   __u16 frame_instr;          /* prev_instr (3.11/3.12), instr_ptr (3.13) */
   __u16 frame_entry;          /* the byte: is_entry (3.11), owner (3.12+) */
   __u16 pad[3];
+  /* The process's pid namespace (st_dev, st_ino of /proc/PID/ns/pid): native_thread_id is the
+   * thread id there (a container's ids differ from the kernel's). 0, 0: unknown, the kernel's
+   * (root namespace) tid is used. */
+  __u64 pidns_dev;
+  __u64 pidns_ino;
 };
 
 /* Where the frame walk ended. */

@@ -64,7 +64,22 @@ def pythons():
     return found
 
 
-def run_python_launch(python, extra_trace_args, threads=False):
+def child_of(pid, timeout=30):
+    """The first child process of `pid` (unshare --fork's), once it exists."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        try:
+            with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
+                kids = f.read().split()
+            if kids:
+                return int(kids[0])
+        except OSError:
+            pass
+        time.sleep(0.02)
+    raise AssertionError("no child of %d" % pid)
+
+
+def run_python_launch(python, extra_trace_args, threads=False, pid_namespace=False):
     """Runs the program under the library with parcagpu-trace -v attached; returns the tool and
     its folded stacks as (frames, value)."""
     folded = tempfile.mktemp(prefix="parcagpu-python-")
@@ -75,13 +90,15 @@ def run_python_launch(python, extra_trace_args, threads=False):
         env["LD_PRELOAD"] = env["MOCKAPP_CUDART"]
     libcuda = os.path.join(harness.MOCK_DIR, "libcuda.so.1")
     with harness.Trace(extra=["--folded", folded, "-v"] + extra_trace_args) as tr:
-        p = subprocess.Popen([python, PROGRAM, libcuda, str(LAUNCHES), "--wait"] + (["--threads"] if threads else []),
-                             stdin=subprocess.PIPE,
+        # pid_namespace: as in a container, the program's thread ids are not the kernel's.
+        prefix = ["unshare", "--pid", "--fork"] if pid_namespace else []
+        p = subprocess.Popen(prefix + [python, PROGRAM, libcuda, str(LAUNCHES), "--wait"] +
+                             (["--threads"] if threads else []), stdin=subprocess.PIPE,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
         try:
             # Launches before the tool knows the process runs Python carry no Python frames:
             # the program waits for this line (with --no-python it never comes: a short wait).
-            known = "pid %d runs Python" % p.pid
+            known = "pid %d runs Python" % (child_of(p.pid) if pid_namespace else p.pid)
             deadline = time.time() + (30 if "--no-python" not in extra_trace_args else 1)
             while time.time() < deadline and known not in tr._read(tr.err):
                 time.sleep(0.05)
@@ -152,6 +169,18 @@ class PythonFrames(unittest.TestCase):
                 self.assertGreater(worker, 0, text)
                 self.assertEqual(main + worker, j["gpu_ns_matched"], text)
                 self.assertEqual(j["python_stacks"], 2 * LAUNCHES)
+
+    def test_pid_namespace(self):
+        # A program in a pid namespace of its own (a container's): CPython knows its threads by
+        # their ids there, not by the kernel's.
+        label, python = pythons()[0]
+        tr, stacks = run_python_launch(python, [], pid_namespace=True)
+        self.assertEqual(tr.proc.returncode, 0, tr.stderr[-4000:])
+        j = tr.result
+        self.assertEqual(j["kernels_matched"], LAUNCHES, tr.stderr[-4000:])
+        self.assertEqual(sum(v for frames, v in stacks if holds_chain(frames, chain())), j["gpu_ns_matched"],
+                         "\n".join(";".join(f) for f, _ in stacks))
+        self.assertEqual(j["python_no_thread"], 0)
 
     def test_no_python_shows_native_frames_only(self):
         # The red run: what the tool showed before (and shows with --no-python).
