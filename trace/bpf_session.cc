@@ -126,6 +126,13 @@ int BpfSession::poll(int timeout_ms) { return ring_buffer__poll(rb_, timeout_ms)
 
 int BpfSession::consume() { return ring_buffer__consume(rb_); }
 
+bool BpfSession::set_python_process(uint32_t pid, const pt_py_proc *p) {
+  if (!skel_) return false;
+  const int fd = bpf_map__fd(skel_->maps.py_procs);
+  if (!p) return bpf_map_delete_elem(fd, &pid) == 0;
+  return bpf_map_update_elem(fd, &pid, p, BPF_ANY) == 0;
+}
+
 int BpfSession::events_fd() const { return bpf_map__fd(skel_->maps.events); }
 
 int BpfSession::cgroup_map_fd() const { return bpf_map__fd(skel_->maps.cgroup_map); }

@@ -66,6 +66,10 @@ class BpfSession {
   int poll(int timeout_ms);  // events handled, or a negative errno
   int consume();             // everything committed now; events handled or negative errno
 
+  // A Python process (trace/python.h) whose launches carry its Python frames, or (nullptr)
+  // one that is gone. False when the map is full or the update refused.
+  bool set_python_process(uint32_t pid, const pt_py_proc *p);
+
   // The per-CPU counters summed over CPUs.
   void read_stats(uint64_t out[PT_STAT_MAX]) const;
 

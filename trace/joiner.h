@@ -156,6 +156,15 @@ struct Summary {
   uint64_t dwarf_stacks_failed = 0;  // copies that unwound no further than the probe (frame pointers used)
   uint64_t dwarf_stacks_ended_outside_code = 0;  // DWARF unwinds that stopped at an address in no module
   uint64_t stacks_cut_at_non_code = 0;  // distinct frame-pointer stacks cut at a frame in no file's code
+  // Python frames (trace/python.h).
+  uint64_t python_processes = 0;        // processes found to run CPython 3.11-3.13
+  uint64_t python_stacks = 0;           // launch stacks that carried Python frames
+  uint64_t python_frames = 0;           // Python frames those launches carried (shim frames not counted)
+  uint64_t python_frame_read_errors = 0;  // code objects unreadable (a "[python] ?" frame), per code object
+  uint64_t python_merge_mismatches = 0;   // distinct stacks whose interpreter frames and Python runs did not pair up
+  uint64_t python_no_thread = 0;        // launches in a Python process from a thread Python does not know
+  uint64_t python_read_errors = 0;      // BPF: a thread-state or frame pointer unreadable
+  uint64_t python_truncated = 0;        // BPF: chains longer than PT_PY_FRAMES_MAX (64)
   uint64_t distinct_stacks = 0;
   uint64_t stack_table_overflows = 0;
   uint64_t gpu_ns_matched = 0;     // GPU time of the matched kernels

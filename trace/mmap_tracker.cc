@@ -167,6 +167,7 @@ void MmapTracker::drain(Symbolizer *sym, const Hooks &hooks) {
         if (!(h.misc & PERF_RECORD_MISC_COMM_EXEC) || body_size < 8) break;
         uint32_t pid;
         std::memcpy(&pid, body, 4);
+        if (hooks.exec) hooks.exec(pid);
         sym->on_exec(pid);
         break;
       }

@@ -31,6 +31,7 @@ class MmapTracker {
   struct Hooks {
     std::function<void(uint32_t pid, const MapEntry &m)> mapping;
     std::function<void(uint32_t pid)> gone;
+    std::function<void(uint32_t pid)> exec;  // the process runs a new program
   };
 
   // Reads every record written so far, applies them to `sym` in time order, and forgets

@@ -56,6 +56,7 @@ enum Key {
   kSvg,
   kPprof,
   kNoStacks,
+  kNoPython,
   kMaxAge,
   kMaxPending,
   kStackBytes,
@@ -85,6 +86,8 @@ const argp_option kOptions[] = {
     {"json-lines", kJsonLines, nullptr, 0,
      "JSON objects, one per line: stack, kernel (when matched), interval, summary (last)", 0},
     {"no-stacks", kNoStacks, nullptr, 0, "Take no user stack at the launch probe", 0},
+    {"no-python", kNoPython, nullptr, 0, "Show no Python frames: a stack through CPython "
+                                         "(3.11-3.13) shows the interpreter's native frames only", 0},
     {"stack-bytes", kStackBytes, "N", 0, "User stack copied at each launch for unwinding by DWARF CFI "
                                         "(code without frame pointers), a multiple of 8 from 64 to 65536 "
                                         "(default 8192; 0 = frame pointers only)", 0},
@@ -139,6 +142,7 @@ error_t parse_opt(int key, char *arg, argp_state *state) {
     case kCaptureSites: o->capture_sites = true; break;
     case kPc: o->pc = true; break;
     case kNoStacks: o->stacks = false; break;
+    case kNoPython: o->python = false; break;
     case kFolded: o->folded_path = arg; break;
     case kStackBytes:
       if (!parse_count(arg, 0, 65536, &n) || n % 8 || (n > 0 && n < 64))

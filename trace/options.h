@@ -21,6 +21,7 @@ struct Options {
   bool capture_sites = false;
   bool pc = false;           // --pc: the PC sampling view (trace/pc_profile.h)
   bool stacks = true;        // --no-stacks: no user stack at cuda_correlation
+  bool python = true;        // --no-python: no CPython frames in launch stacks
   uint32_t stack_bytes = 8192;  // --stack-bytes: user stack copied per stack for DWARF unwinding
   std::string folded_path;   // --folded FILE ("-" = stdout)
   std::string svg_path;      // --svg FILE ("-" = stdout)

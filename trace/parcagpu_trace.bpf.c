@@ -35,6 +35,15 @@ const volatile bool capture_stacks = false;
  * the ring-buffer reservation. */
 const volatile __u32 stack_copy_bytes = 0;
 
+/* Python processes (filled by userland, trace/python.cc): pid -> where CPython's thread list is
+ * and the offsets for its version. Absent = not Python (or --no-python): no frames taken. */
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, 4096);
+  __type(key, __u32);
+  __type(value, struct pt_py_proc);
+} py_procs SEC(".maps");
+
 /* Where the 64 x 64 stall-reason blob is copied to (too big for the stack). Per-CPU scratch is
  * not private to one firing (uprobe programs are preemptible on PREEMPT kernels): fine here, the
  * copy only checks that the blob is readable. Records, whose contents matter, go on the stack. */
@@ -131,6 +140,82 @@ static __always_inline void copy_stack(struct pt_regs *ctx, struct pt_stack_copy
   stat_add(PT_STAT_STACK_COPY_BYTES, n);
 }
 
+static __always_inline int read_ptr(__u64 *dst, __u64 addr) {
+  return bpf_probe_read_user(dst, sizeof(*dst), (const void *)addr);
+}
+
+/* The firing thread's CPython frames (struct pt_py_stack). The thread state is found by walking
+ * the first interpreter's thread list for native_thread_id == this tid rather than through
+ * CPython's thread-local variable: the list is at a fixed place (_PyRuntime), the TLS offset is
+ * not; and the GIL holder (_PyRuntime's tstate_current) is not this thread during a ctypes or
+ * torch call, which release the GIL. native_thread_id is the thread id in the process's pid
+ * namespace: for a process in another one (a container) it is asked for there. */
+static __always_inline void take_py_stack(const struct pt_py_proc *p, __u32 tid, struct pt_py_stack *s) {
+  s->count = 0;
+  s->status = PT_PY_NO_THREAD;
+  if (p->pidns_ino) {
+    struct bpf_pidns_info ns = {};
+    if (bpf_get_ns_current_pid_tgid(p->pidns_dev, p->pidns_ino, &ns, sizeof(ns))) {
+      stat_add(PT_STAT_PY_NO_THREAD, 1);
+      return;
+    }
+    tid = ns.pid;
+  }
+  __u64 interp = 0, ts = 0, frame = 0;
+  if (read_ptr(&interp, p->interp_head) || !interp ||
+      read_ptr(&ts, interp + p->interp_threads_head)) {
+    s->status = PT_PY_READ_ERROR;
+    stat_add(PT_STAT_PY_READ_ERRORS, 1);
+    return;
+  }
+  bool found = false;
+  for (int i = 0; i < PT_PY_THREADS_MAX && ts; i++) {
+    __u64 native = 0;
+    if (read_ptr(&native, ts + p->tstate_native_thread_id)) break;
+    if (native == tid) {
+      found = true;
+      break;
+    }
+    if (read_ptr(&ts, ts + p->tstate_next)) break;
+  }
+  if (!found) {
+    stat_add(PT_STAT_PY_NO_THREAD, 1);
+    return;
+  }
+  stat_add(PT_STAT_PY_STACKS, 1);
+  s->status = PT_PY_OK;
+  if (read_ptr(&frame, ts + p->tstate_frame) ||
+      (p->cframe_current_frame != PT_PY_NO_FIELD && frame &&
+       read_ptr(&frame, frame + p->cframe_current_frame))) {
+    s->status = PT_PY_READ_ERROR;
+    stat_add(PT_STAT_PY_READ_ERRORS, 1);
+    return;
+  }
+  __u32 n = 0;
+  for (__u32 i = 0; i < PT_PY_FRAMES_MAX; i++) {
+    if (!frame) break;
+    __u64 code = 0, instr = 0, prev = 0;
+    __u8 entry = 0;
+    if (read_ptr(&code, frame + p->frame_code) || read_ptr(&instr, frame + p->frame_instr) ||
+        read_ptr(&prev, frame + p->frame_previous) ||
+        bpf_probe_read_user(&entry, 1, (const void *)(frame + p->frame_entry))) {
+      s->status = PT_PY_READ_ERROR;
+      stat_add(PT_STAT_PY_READ_ERRORS, 1);
+      break;
+    }
+    s->code[i] = code;
+    s->instr[i] = instr;
+    s->entry[i] = entry;
+    n = i + 1;
+    frame = prev;
+  }
+  s->count = n;
+  if (frame && s->status == PT_PY_OK) {
+    s->status = PT_PY_TRUNCATED;
+    stat_add(PT_STAT_PY_TRUNCATED, 1);
+  }
+}
+
 static __always_inline void fill_correlation(struct pt_correlation_event *c, struct pt_regs *ctx) {
   fill_header(&c->h, PT_EV_CORRELATION);
   c->correlation_id = arg(ctx, 0);
@@ -159,6 +244,13 @@ int cuda_correlation(struct pt_regs *ctx) {
   fill_correlation(&e->c, ctx);
   e->c.h.flags |= PT_F_STACK;
   take_stack(ctx, &e->stack);
+  e->py.count = 0;
+  e->py.status = PT_PY_OK;
+  const struct pt_py_proc *py = bpf_map_lookup_elem(&py_procs, &e->c.h.pid);
+  if (py) {
+    e->c.h.flags |= PT_F_PY_STACK;
+    take_py_stack(py, e->c.h.tid, &e->py);
+  }
   if (stack_copy_bytes) {
     e->c.h.flags |= PT_F_STACK_COPY;
     copy_stack(ctx, &e->copy, (__u8 *)(e + 1));
@@ -377,6 +469,13 @@ int graph_capture_launch(struct pt_regs *ctx) {
   fill_capture(&e->c, ctx);
   e->c.h.flags |= PT_F_STACK;
   take_stack(ctx, &e->stack);
+  e->py.count = 0;
+  e->py.status = PT_PY_OK;
+  const struct pt_py_proc *py = bpf_map_lookup_elem(&py_procs, &e->c.h.pid);
+  if (py) {
+    e->c.h.flags |= PT_F_PY_STACK;
+    take_py_stack(py, e->c.h.tid, &e->py);
+  }
   if (stack_copy_bytes) {
     e->c.h.flags |= PT_F_STACK_COPY;
     copy_stack(ctx, &e->copy, (__u8 *)(e + 1));

@@ -152,7 +152,8 @@ void setup(Tool &t) {
     std::fprintf(stderr, "parcagpu-trace: warning: %s (%s); stacks of processes that exit quickly may "
                  "stay unsymbolized%s\n", error.c_str(), pt::privilege_hint(pt::Step::MappingRecords, EACCES).c_str(),
                  t.targets.discovering() ? ", new libraries are found by rescanning /proc every 2 s" : "");
-  t.tracer.use_mapping_records(&t.mmaps, {[&t](uint32_t pid, const pt::MapEntry &m) { t.targets.on_mapping(pid, m); }, {}});
+  t.tracer.python_map = [&t](uint32_t pid, const pt_py_proc *p) { return t.bpf.set_python_process(pid, p); };
+  t.tracer.use_mapping_records(&t.mmaps, {[&t](uint32_t pid, const pt::MapEntry &m) { t.targets.on_mapping(pid, m); }, {}, {}});
   t.targets.on_attached = [&t](const pt::Library &l) { t.tracer.on_library(l.path, l.shown, l.pid); };
   if (!t.targets.start(&error, &err)) die(error);
 }

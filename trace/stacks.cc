@@ -74,11 +74,13 @@ uint32_t StackTable::intern(std::vector<Frame> frames) {
   return id;
 }
 
-uint32_t StackResolver::resolve(uint32_t pid, const uint64_t *ips, size_t n) {
+uint32_t StackResolver::resolve(uint32_t pid, const uint64_t *ips, size_t n, std::string_view extra_key,
+                               const std::function<void(std::vector<Frame> *)> &edit) {
   if (n == 0) return StackTable::kNone;
   std::string key(sizeof pid + n * sizeof *ips, '\0');
   std::memcpy(key.data(), &pid, sizeof pid);
   std::memcpy(key.data() + sizeof pid, ips, n * sizeof *ips);
+  key += extra_key;
   auto it = cache_.find(key);
   if (it != cache_.end()) return it->second;
   if (before_symbolize) before_symbolize();
@@ -95,6 +97,7 @@ uint32_t StackResolver::resolve(uint32_t pid, const uint64_t *ips, size_t n) {
   kept.reserve(frames.size());
   for (Frame &f : frames)
     if (!is_mechanism_frame(f, libs_)) kept.push_back(std::move(f));
+  if (edit && !kept.empty()) edit(&kept);
   const uint32_t id = kept.empty() && !frames.empty() ? StackTable::kMechanismOnly
                                                       : table_.intern(std::move(kept));
   if (cache_.size() >= kMaxCached) cache_.clear();

@@ -72,9 +72,13 @@ class StackResolver {
   StackResolver(Symbolizer &sym, StackTable &table) : sym_(sym), table_(table) {}
   void set_library_paths(std::vector<std::string> paths) { libs_ = std::move(paths); }
   void add_library_path(const std::string &path) { libs_.push_back(path); }
+  const std::vector<std::string> &library_paths() const { return libs_; }
   // Called before a stack not seen yet is symbolized (to bring the mappings up to date).
   std::function<void()> before_symbolize;
-  uint32_t resolve(uint32_t pid, const uint64_t *ips, size_t n);
+  // `extra_key`: more of what makes the stack (the Python frame chain); `edit` changes the
+  // symbolized frames (mechanism frames dropped) before they are interned, on a cache miss.
+  uint32_t resolve(uint32_t pid, const uint64_t *ips, size_t n, std::string_view extra_key = {},
+                   const std::function<void(std::vector<Frame> *)> &edit = {});
   void forget(uint32_t pid);
   size_t cached() const { return cache_.size(); }
   // Distinct stacks cut short at a frame in no file's code ([heap], [stack], [anon], unmapped:

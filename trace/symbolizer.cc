@@ -76,6 +76,7 @@ std::string short_function_name(std::string_view f) {
 }
 
 std::string Frame::name() const {
+  if (python) return python_name();
   if (!function.empty()) {
     std::string n = short_function_name(function);
     // "__libc_start_main@@GLIBC_2.34": the symbol version is not part of the function's name.
@@ -89,6 +90,7 @@ std::string Frame::name() const {
 
 std::string Frame::text() const {
   std::string t = name();
+  if (python) return t;
   if (line > 0 && !file.empty()) {
     const size_t slash = file.rfind('/');
     t += " (" + (slash == std::string::npos ? file : file.substr(slash + 1)) + ":" +

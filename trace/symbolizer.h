@@ -45,6 +45,10 @@ struct Frame {
   int line = 0;
   uint64_t offset = 0;   // from the function's start, or (no function) the file address
   bool inlined = false;  // code of this function inlined into the next frame's function
+  // A CPython frame (trace/python.h): function = co_qualname, file = co_filename, line from
+  // the code's location table; name() and text() are "basename.py:LINE qualname".
+  bool python = false;
+  std::string python_name() const;  // defined in python.cc
   // The function without return type and parameters ("ns::f<T>", "main"), or "module+0xADDR".
   std::string name() const;
   // name(), then " (file.cc:12)" with a line, else " (module)"; " [inlined]" when inlined.

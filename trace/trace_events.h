@@ -38,6 +38,7 @@ enum pt_event_type {
 #define PT_F_BLOB_FAULT 0x8  /* stall_reason_map: the 64 x 64 blob was unreadable */
 #define PT_F_STACK 0x10      /* the event carries a struct pt_stack after its fixed part */
 #define PT_F_STACK_COPY 0x20 /* ... and after it a struct pt_stack_copy with the stack bytes */
+#define PT_F_PY_STACK 0x40   /* cuda_correlation: `py` holds the thread's CPython frame chain */
 
 /* The user stack at a probe: the frame-pointer walk of bpf_get_stack(BPF_F_USER_STACK), as
  * libbpf-tools' profile takes it. ips[0] is the probe's own address, then return addresses.
@@ -65,6 +66,53 @@ struct pt_stack_copy {
   __u32 size; /* bytes of stack data after this struct in the event (the configured size) */
 };
 
+/* CPython (3.11+) at a launch. Userland puts one struct pt_py_proc per Python process in the
+ * BPF hash map "py_procs" (pid -> where _PyRuntime's interpreter list is, and the offsets of
+ * the fields walked, for that process's CPython version: trace/python.cc). The BPF program
+ * finds the firing thread's PyThreadState in the first interpreter's thread list by
+ * native_thread_id (in the process's pid namespace) and copies its _PyInterpreterFrame chain, innermost first: for each frame
+ * the code object pointer, the instruction pointer and the byte that tells where the eval
+ * loop was entered (3.11: is_entry; 3.12+: owner, FRAME_OWNED_BY_CSTACK = the loop's shim
+ * frame). Userland reads the code objects from /proc/PID/mem. */
+#define PT_PY_FRAMES_MAX 64
+#define PT_PY_THREADS_MAX 128
+#define PT_PY_NO_FIELD 0xffff /* pt_py_proc.cframe_current_frame: no _PyCFrame (3.13+) */
+
+struct pt_py_proc {
+  __u64 interp_head; /* address of _PyRuntime.interpreters.head in the process */
+  __u16 interp_threads_head; /* PyInterpreterState.threads.head */
+  __u16 tstate_next;
+  __u16 tstate_native_thread_id;
+  __u16 tstate_frame;         /* 3.11/3.12: tstate->cframe; 3.13: tstate->current_frame */
+  __u16 cframe_current_frame; /* 3.11/3.12: _PyCFrame.current_frame; PT_PY_NO_FIELD */
+  __u16 frame_code;           /* f_code (3.11/3.12), f_executable (3.13) */
+  __u16 frame_previous;
+  __u16 frame_instr;          /* prev_instr (3.11/3.12), instr_ptr (3.13) */
+  __u16 frame_entry;          /* the byte: is_entry (3.11), owner (3.12+) */
+  __u16 pad[3];
+  /* The process's pid namespace (st_dev, st_ino of /proc/PID/ns/pid): native_thread_id is the
+   * thread id there (a container's ids differ from the kernel's). 0, 0: unknown, the kernel's
+   * (root namespace) tid is used. */
+  __u64 pidns_dev;
+  __u64 pidns_ino;
+};
+
+/* Where the frame walk ended. */
+enum pt_py_status {
+  PT_PY_OK = 0,         /* the chain was read to its end (count may be 0: no Python frames) */
+  PT_PY_NO_THREAD = 1,  /* no PyThreadState with this thread's id (a thread Python never saw) */
+  PT_PY_TRUNCATED = 2,  /* more than PT_PY_FRAMES_MAX frames: the outermost are missing */
+  PT_PY_READ_ERROR = 3, /* a pointer could not be read: the frames before it are kept */
+};
+
+struct pt_py_stack {
+  __u32 count;  /* frames filled */
+  __u32 status; /* enum pt_py_status */
+  __u64 code[PT_PY_FRAMES_MAX];
+  __u64 instr[PT_PY_FRAMES_MAX];
+  __u8 entry[PT_PY_FRAMES_MAX]; /* is_entry (3.11) or owner (3.12+) */
+};
+
 struct pt_header {
   __u32 type;  /* enum pt_event_type */
   __u32 pid;   /* tgid of the firing thread */
@@ -85,6 +133,7 @@ struct pt_correlation_event {
 struct pt_correlation_stack_event {
   struct pt_correlation_event c;
   struct pt_stack stack;
+  struct pt_py_stack py;     /* with PT_F_PY_STACK (a process in py_procs) */
   struct pt_stack_copy copy; /* with PT_F_STACK_COPY (--stack-bytes > 0) */
 };
 
@@ -155,6 +204,7 @@ struct pt_capture_event {
 struct pt_capture_stack_event {
   struct pt_capture_event c;
   struct pt_stack stack;
+  struct pt_py_stack py;     /* with PT_F_PY_STACK (a process in py_procs) */
   struct pt_stack_copy copy; /* with PT_F_STACK_COPY (--stack-bytes > 0) */
 };
 
@@ -196,6 +246,10 @@ enum pt_stat {
   PT_STAT_STACKS_DROPPED,      /* no ring space for an event with its stack: sent without it */
   PT_STAT_STACK_COPY_BYTES,    /* user stack bytes copied for DWARF unwinding */
   PT_STAT_STACK_COPY_ERRORS,   /* the user stack could not be read even at the smallest size */
+  PT_STAT_PY_STACKS,           /* launches in a Python process whose thread state was found */
+  PT_STAT_PY_NO_THREAD,        /* ... whose thread had no PyThreadState (native stack only) */
+  PT_STAT_PY_READ_ERRORS,      /* a thread-state or frame pointer was unreadable */
+  PT_STAT_PY_TRUNCATED,        /* frame chains longer than PT_PY_FRAMES_MAX */
   PT_STAT_MAX,
 };
 

@@ -59,6 +59,30 @@ void Tracer::use_mapping_records(MmapTracker *m, MmapTracker::Hooks hooks) {
   mmaps_ = m;
   MmapTracker::Hooks h = std::move(hooks);
   auto gone = h.gone;
+  auto mapping = h.mapping;
+  // A python* / libpython3* file mapped: CPython is looked for there and then, long before the
+  // process can load the traced library and launch (doing it at the library's mapping or at the
+  // first event would be too late: the mock and lazy CUDA programs load it at their first launch).
+  // Every Python process of the machine is registered this way; only those that launch are
+  // counted (python_processes).
+  h.mapping = [this, mapping](uint32_t pid, const MapEntry &m) {
+    const std::string path = live_path(m.path);
+    const size_t slash = path.rfind('/');
+    const std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
+    if (base.compare(0, 6, "python") == 0 || base.compare(0, 10, "libpython3") == 0) check_python(pid, {m});
+    if (mapping) mapping(pid, m);
+  };
+  // A Python process that execs another program: its old interpreter's addresses mean
+  // nothing now (the new program's mappings, which come next, are checked again).
+  auto exec = h.exec;
+  h.exec = [this, exec](uint32_t pid) {
+    if (python_.knows(pid)) {
+      if (opt_.verbose) std::fprintf(stderr, "parcagpu-trace: pid %u exec'd: no longer Python\n", pid);
+      if (python_map) python_map(pid, nullptr);
+      python_.forget(pid);
+    }
+    if (exec) exec(pid);
+  };
   h.gone = [this, gone](uint32_t pid) {
     forget_process(pid);
     if (gone) gone(pid);
@@ -70,7 +94,32 @@ void Tracer::drain_mapping_records() {
   if (mmaps_ && mmaps_->is_open()) mmaps_->drain(&symbolizer_, hooks_);
 }
 
+void Tracer::check_python(uint32_t pid, const std::vector<MapEntry> &maps) {
+  if (!opt_.python || !python_map || python_.knows(pid)) return;
+  pt_py_proc p{};
+  std::string version;
+  const PyLayout *layout = nullptr;
+  if (!detect_python(pid, maps, &p, &version, &layout)) {
+    if (opt_.verbose && !version.empty())
+      std::fprintf(stderr, "parcagpu-trace: pid %u runs Python %s: no Python frames (3.11-3.13 are read)\n", pid,
+                   version.c_str());
+    return;
+  }
+  if (!python_map(pid, &p)) {
+    if (!python_map_full_++)
+      std::fprintf(stderr, "parcagpu-trace: warning: pid %u (Python %s) and later Python processes not registered "
+                   "(BPF map py_procs full?): their launches show native frames only\n", pid, version.c_str());
+    return;
+  }
+  python_.add_process(pid, layout);
+  if (opt_.verbose)
+    std::fprintf(stderr, "parcagpu-trace: pid %u runs Python %s (interpreters.head at 0x%" PRIx64 ")\n", pid,
+                 version.c_str(), static_cast<uint64_t>(p.interp_head));
+}
+
 void Tracer::forget_process(uint32_t pid) {
+  if (python_.knows(pid) && python_map) python_map(pid, nullptr);
+  python_.forget(pid);
   resolver_.forget(pid);
   unwinder_.forget(pid);
   captures_.forget(pid);
@@ -96,7 +145,27 @@ void Tracer::print_line(const Json &j) const {
   std::fputc('\n', stdout);
 }
 
-uint32_t Tracer::resolve_stack(const pt_header &h, const pt_stack &s, const pt_stack_copy *copy, size_t avail) {
+uint32_t Tracer::resolve_stack(const pt_header &h, const pt_stack &s, const pt_py_stack *py, const pt_stack_copy *copy,
+                               size_t avail) {
+  // The Python chain is part of the stack's key; its frames go in on a cache miss only.
+  std::string py_key;
+  std::function<void(std::vector<Frame> *)> edit;
+  if (py && py->count > 0 && python_.knows(h.pid)) {
+    const uint32_t n = std::min<uint32_t>(py->count, PT_PY_FRAMES_MAX);
+    ++py_counters_.stacks;
+    for (uint32_t i = 0; i < n; ++i) {
+      const uint64_t rec[2] = {py->code[i], py->instr[i]};
+      py_key.append(reinterpret_cast<const char *>(rec), sizeof rec);
+      py_key += static_cast<char>(py->entry[i]);
+    }
+    const pt_py_stack *chain = py;
+    const uint32_t pid = h.pid;
+    edit = [this, chain, pid](std::vector<Frame> *frames) {
+      bool mismatch = false;
+      *frames = merge_python_frames(*frames, python_.groups(pid, *chain, &py_counters_), &mismatch);
+      if (mismatch) ++py_counters_.merge_mismatches;
+    };
+  }
   if (copy && avail >= sizeof *copy && copy->bytes > 0 &&
       static_cast<size_t>(copy->bytes) <= std::min<size_t>(copy->size, avail - sizeof *copy)) {
     drain_mapping_records();  // the modules mapped before the launch
@@ -105,13 +174,13 @@ uint32_t Tracer::resolve_stack(const pt_header &h, const pt_stack &s, const pt_s
     if (u.ended_outside_code) ++meta_.dwarf_stacks_ended_outside_code;
     if (u.pcs.size() > 1) {
       ++meta_.dwarf_stacks;
-      return resolver_.resolve(h.pid, u.pcs.data(), u.pcs.size());
+      return resolver_.resolve(h.pid, u.pcs.data(), u.pcs.size(), py_key, edit);
     }
     ++meta_.dwarf_stacks_failed;
   }
   if (s.bytes <= 0) return StackTable::kNone;
   const size_t n = std::min<size_t>(static_cast<size_t>(s.bytes) / 8, PT_STACK_MAX);
-  return resolver_.resolve(h.pid, reinterpret_cast<const uint64_t *>(s.ips), n);
+  return resolver_.resolve(h.pid, reinterpret_cast<const uint64_t *>(s.ips), n, py_key, edit);
 }
 
 void Tracer::on_event(const void *data, size_t size) {
@@ -124,6 +193,8 @@ void Tracer::on_event(const void *data, size_t size) {
       // A process already running at attach: its maps now, while it surely lives.
       drain_mapping_records();
       symbolizer_.note_process(h->pid);
+      check_python(h->pid, symbolizer_.maps(h->pid));
+      if (python_.knows(h->pid)) ++meta_.python_processes;
     }
   }
   switch (h->type) {
@@ -134,13 +205,20 @@ void Tracer::on_event(const void *data, size_t size) {
           const auto *se = as<pt_correlation_stack_event>(data, size);
           if (!se) return;
           const bool copied = (h->flags & PT_F_STACK_COPY) != 0;
-          stack = resolve_stack(*h, se->stack, copied ? &se->copy : nullptr,
+          stack = resolve_stack(*h, se->stack, (h->flags & PT_F_PY_STACK) ? &se->py : nullptr,
+                                copied ? &se->copy : nullptr,
                                 copied ? size - offsetof(pt_correlation_stack_event, copy) : 0);
         }
         joiner_.on_correlation(h->pid, e->correlation_id, e->signed_cbid, stack, h->ts_ns);
-        if (opt_.verbose)
-          std::fprintf(stderr, "[%u/%u] cuda_correlation corr=%u cbid=%d (%s) name=%s stack=%u\n", h->pid,
-                       h->tid, e->correlation_id, e->signed_cbid, api_name(e->signed_cbid), e->name, stack);
+        if (opt_.verbose) {
+          char py[48] = "";
+          if (h->flags & PT_F_PY_STACK) {
+            const auto *se = reinterpret_cast<const pt_correlation_stack_event *>(data);
+            std::snprintf(py, sizeof py, " python_frames=%u status=%u", se->py.count, se->py.status);
+          }
+          std::fprintf(stderr, "[%u/%u] cuda_correlation corr=%u cbid=%d (%s) name=%s stack=%u%s\n", h->pid,
+                       h->tid, e->correlation_id, e->signed_cbid, api_name(e->signed_cbid), e->name, stack, py);
+        }
       }
       break;
     case PT_EV_KERNEL:
@@ -209,7 +287,8 @@ void Tracer::on_capture(const pt_capture_event &e, const void *data, size_t size
     const auto *se = as<pt_capture_stack_event>(data, size);
     if (!se) return;
     const bool copied = (e.h.flags & PT_F_STACK_COPY) != 0;
-    stack = resolve_stack(e.h, se->stack, copied ? &se->copy : nullptr,
+    stack = resolve_stack(e.h, se->stack, (e.h.flags & PT_F_PY_STACK) ? &se->py : nullptr,
+                          copied ? &se->copy : nullptr,
                           copied ? size - offsetof(pt_capture_stack_event, copy) : 0);
   }
   if (opt_.verbose)
@@ -367,6 +446,13 @@ Summary Tracer::summarize(const uint64_t st[PT_STAT_MAX], double duration,
   sum.stack_copy_bytes = st[PT_STAT_STACK_COPY_BYTES];
   sum.stack_copy_errors = st[PT_STAT_STACK_COPY_ERRORS];
   sum.stacks_cut_at_non_code = resolver_.cut_at_non_code();
+  sum.python_stacks = py_counters_.stacks;
+  sum.python_frames = py_counters_.frames;
+  sum.python_frame_read_errors = py_counters_.frame_read_errors;
+  sum.python_merge_mismatches = py_counters_.merge_mismatches;
+  sum.python_no_thread = st[PT_STAT_PY_NO_THREAD];
+  sum.python_read_errors = st[PT_STAT_PY_READ_ERRORS];
+  sum.python_truncated = st[PT_STAT_PY_TRUNCATED];
   sum.distinct_stacks = stacks_.size() - StackTable::kFirstReal;
   sum.stack_table_overflows = stacks_.overflowed();
   sum.gpu_ns_matched = profile_.total_ns();

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <string>
 #include <unordered_set>
@@ -18,6 +19,7 @@
 #include "options.h"
 #include "trace_events.h"
 #include "profile.h"
+#include "python.h"
 #include "report.h"
 #include "stacks.h"
 #include "symbolizer.h"
@@ -43,6 +45,13 @@ class Tracer : public MatchSink {
   void drain_mapping_records();
   // A process gone for good: its caches.
   void forget_process(uint32_t pid);
+  // Where a Python process found goes (the BPF map "py_procs"; nullptr = gone); unset or
+  // --no-python: Python frames are not taken.
+  std::function<bool(uint32_t pid, const pt_py_proc *p)> python_map;
+  // Is `pid` CPython 3.11+ (mappings `maps`)? Then it is put in python_map. Checked when a
+  // process maps a python* / libpython3* file, and on a process's first event (one running
+  // before the tool started).
+  void check_python(uint32_t pid, const std::vector<MapEntry> &maps);
 
   void begin_output();              // headers (-k)
   void tick(uint64_t now_ns) { joiner_.tick(now_ns); }
@@ -66,7 +75,9 @@ class Tracer : public MatchSink {
   // The stack of an event with PT_F_STACK: unwound by DWARF CFI from the copy when the event
   // has one (`copy`, its data after it, `avail` bytes of event from `copy` on), else (or when
   // that unwind gets no further than the probe) the frame-pointer walk.
-  uint32_t resolve_stack(const pt_header &h, const pt_stack &s, const pt_stack_copy *copy, size_t avail);
+  // `py`: the event's Python frame chain (PT_F_PY_STACK), or nullptr.
+  uint32_t resolve_stack(const pt_header &h, const pt_stack &s, const pt_py_stack *py, const pt_stack_copy *copy,
+                         size_t avail);
   void on_kernel(const pt_kernel_event &e);
   void on_capture(const pt_capture_event &e, const void *data, size_t size);
   void on_meta(const pt_meta_event &e);
@@ -87,6 +98,9 @@ class Tracer : public MatchSink {
   MmapTracker *mmaps_ = nullptr;
   MmapTracker::Hooks hooks_;
   std::unordered_set<uint32_t> seen_pids_, emitted_stacks_;
+  PythonFrames python_;
+  uint64_t python_map_full_ = 0;  // Python processes the BPF map refused (warned once)
+  PyCounters py_counters_;
   uint32_t last_pid_ = 0;
   bool have_pid_ = false;
   Summary meta_;  // figures counted here rather than in the joiner
