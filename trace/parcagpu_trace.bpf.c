@@ -216,6 +216,17 @@ static __always_inline void take_py_stack(const struct pt_py_proc *p, __u32 tid,
   }
 }
 
+/* The launching thread's Python frames, where its process runs CPython (py_procs). */
+static __always_inline void take_py_stack_if_python(struct pt_header *h, struct pt_py_stack *s) {
+  s->count = 0;
+  s->status = PT_PY_OK;
+  const struct pt_py_proc *py = bpf_map_lookup_elem(&py_procs, &h->pid);
+  if (py) {
+    h->flags |= PT_F_PY_STACK;
+    take_py_stack(py, h->tid, s);
+  }
+}
+
 static __always_inline void fill_correlation(struct pt_correlation_event *c, struct pt_regs *ctx) {
   fill_header(&c->h, PT_EV_CORRELATION);
   c->correlation_id = arg(ctx, 0);
@@ -244,13 +255,7 @@ int cuda_correlation(struct pt_regs *ctx) {
   fill_correlation(&e->c, ctx);
   e->c.h.flags |= PT_F_STACK;
   take_stack(ctx, &e->stack);
-  e->py.count = 0;
-  e->py.status = PT_PY_OK;
-  const struct pt_py_proc *py = bpf_map_lookup_elem(&py_procs, &e->c.h.pid);
-  if (py) {
-    e->c.h.flags |= PT_F_PY_STACK;
-    take_py_stack(py, e->c.h.tid, &e->py);
-  }
+  take_py_stack_if_python(&e->c.h, &e->py);
   if (stack_copy_bytes) {
     e->c.h.flags |= PT_F_STACK_COPY;
     copy_stack(ctx, &e->copy, (__u8 *)(e + 1));
@@ -469,13 +474,7 @@ int graph_capture_launch(struct pt_regs *ctx) {
   fill_capture(&e->c, ctx);
   e->c.h.flags |= PT_F_STACK;
   take_stack(ctx, &e->stack);
-  e->py.count = 0;
-  e->py.status = PT_PY_OK;
-  const struct pt_py_proc *py = bpf_map_lookup_elem(&py_procs, &e->c.h.pid);
-  if (py) {
-    e->c.h.flags |= PT_F_PY_STACK;
-    take_py_stack(py, e->c.h.tid, &e->py);
-  }
+  take_py_stack_if_python(&e->c.h, &e->py);
   if (stack_copy_bytes) {
     e->c.h.flags |= PT_F_STACK_COPY;
     copy_stack(ctx, &e->copy, (__u8 *)(e + 1));
