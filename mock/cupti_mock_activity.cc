@@ -316,6 +316,18 @@ std::mutex g_held_mu;
 std::vector<HeldRecord> *g_held = new std::vector<HeldRecord>;  // never freed: used at exit
 std::atomic<size_t> g_held_count{0};  // g_held->size(), read without the lock
 
+// In a forked child the lock may be held, and the list half-changed, by a thread that is gone:
+// the child starts with none (the held records are the parent's kernels).
+std::vector<HeldRecord> *g_held_of_parent = nullptr;  // kept reachable (LeakSanitizer)
+__attribute__((constructor)) void register_held_fork_handler() {
+  pthread_atfork(nullptr, nullptr, [] {
+    new (&g_held_mu) std::mutex;
+    g_held_of_parent = g_held;
+    g_held = new std::vector<HeldRecord>;
+    g_held_count.store(0, std::memory_order_relaxed);
+  });
+}
+
 void write_held(HeldRecord &h, uint64_t end) {
   if (personality() == 12) {
     h.k9.end = h.k9.completed = end;
