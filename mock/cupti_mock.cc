@@ -5,12 +5,15 @@
 // Like real CUPTI it delivers a callback only for a (domain, cbid) pair its one subscriber has
 // enabled, and it instruments the (mock) driver from the inside: its constructor registers the
 // hooks through which the driver reports every API call, resource event and kernel.
+#include <fcntl.h>
+#include <pthread.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -129,7 +132,35 @@ void domain_event(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, void *data
   if (module_event && cbid == CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING) pc_module_unloaded(context_id);
 }
 
+// A child forked while the parent ran other threads may call only async-signal-safe functions:
+// any lock another thread held at the fork (the allocator's, under a sanitizer) stays held. Such
+// a child (parcagpu-mockapp --fork-children) prints no exit report; one forked from a
+// single-threaded parent (--procs) does. The parent's thread count is read in the prepare
+// handler, without allocating.
+int g_threads_at_fork = 0;
+bool g_child_of_threads = false;
+
+int count_threads() {
+  char buf[1024];
+  const int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  const ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) return 0;
+  buf[n] = 0;
+  const char *p = std::strrchr(buf, ')');  // the command may hold spaces
+  for (int field = 2; p && *p && field < 20; ++p)
+    if (*p == ' ') ++field;
+  return p ? std::atoi(p) : 0;  // field 20: num_threads
+}
+
+__attribute__((constructor)) void register_exit_report_fork_handler() {
+  pthread_atfork([] { g_threads_at_fork = count_threads(); }, nullptr,
+                 [] { g_child_of_threads = g_threads_at_fork > 1; });
+}
+
 void process_exit() {
+  if (g_child_of_threads) return;
   const std::string line = "MOCK_CUPTI_EXIT " + report_json() + "\n";
   // One write: forked processes share stderr and their lines must not interleave.
   ssize_t unused = write(STDERR_FILENO, line.data(), line.size());

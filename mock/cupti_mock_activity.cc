@@ -313,19 +313,19 @@ struct HeldRecord {
   bool stale;  // kernel activity is off everywhere (since it was held or since its last disable)
 };
 std::mutex g_held_mu;
-std::vector<HeldRecord> *g_held = new std::vector<HeldRecord>;  // never freed: used at exit
+std::vector<HeldRecord> *g_held = [] {  // never freed: used at exit
+  auto *v = new std::vector<HeldRecord>;
+  v->reserve(4096);  // no growth (allocation) on the launch path in the usual case
+  return v;
+}();
 std::atomic<size_t> g_held_count{0};  // g_held->size(), read without the lock
 
 // In a forked child the lock may be held, and the list half-changed, by a thread that is gone:
-// the child starts with none (the held records are the parent's kernels).
-std::vector<HeldRecord> *g_held_of_parent = nullptr;  // kept reachable (LeakSanitizer)
+// the child leaves them alone (the held records are the parent's kernels; a child that launches
+// writes its graph kernels' records at once), and allocates nothing at the fork.
+std::atomic<bool> g_held_forked{false};
 __attribute__((constructor)) void register_held_fork_handler() {
-  pthread_atfork(nullptr, nullptr, [] {
-    new (&g_held_mu) std::mutex;
-    g_held_of_parent = g_held;
-    g_held = new std::vector<HeldRecord>;
-    g_held_count.store(0, std::memory_order_relaxed);
-  });
+  pthread_atfork(nullptr, nullptr, [] { g_held_forked.store(true, std::memory_order_relaxed); });
 }
 
 void write_held(HeldRecord &h, uint64_t end) {
@@ -347,32 +347,32 @@ bool kernel_activity_on_anywhere() {
 // look at the held records (a flush, a new record). Writes those that are settled.
 enum class Settle { kLook, kEnabled, kDisabled, kExit };
 void settle_held(Settle why) {
+  if (g_held_forked.load(std::memory_order_relaxed)) return;
   if (why == Settle::kLook && g_held_count.load(std::memory_order_relaxed) == 0) return;
   const uint64_t now = mockbridge::now_ns();
   const bool on = kernel_activity_on_anywhere();
-  std::vector<std::pair<HeldRecord, uint64_t>> out;
-  {
-    std::lock_guard<std::mutex> lock(g_held_mu);
-    size_t kept = 0;
-    for (HeldRecord &h : *g_held) {
-      if (!h.stale && h.end <= now) {
-        out.emplace_back(h, h.end);  // finished while activity was on
-      } else if (h.stale && h.end <= now && (why == Settle::kEnabled || why == Settle::kExit)) {
-        out.emplace_back(h, std::max(now, h.k10.start));  // finished while off: the enable's time
-      } else if (h.stale && why == Settle::kExit) {
-        out.emplace_back(h, std::max(now, h.k10.start));
-      } else if (why == Settle::kExit) {
-        out.emplace_back(h, h.end);
-      } else {
-        if (why == Settle::kDisabled && !on) h.stale = true;
-        if (why == Settle::kEnabled) h.stale = false;  // on again before its kernel finished
-        (*g_held)[kept++] = h;
-      }
+  // Written under the lock, with no allocation of its own: a thread allocating at a fork() can
+  // leave a sanitizer's allocator locked in the child (write_record takes the queue's lock
+  // after this one, and nothing takes them the other way round).
+  std::lock_guard<std::mutex> lock(g_held_mu);
+  size_t kept = 0;
+  for (HeldRecord &h : *g_held) {
+    if (!h.stale && h.end <= now) {
+      write_held(h, h.end);  // finished while activity was on
+    } else if (h.stale && h.end <= now && (why == Settle::kEnabled || why == Settle::kExit)) {
+      write_held(h, std::max(now, h.k10.start));  // finished while off: the enable's time
+    } else if (h.stale && why == Settle::kExit) {
+      write_held(h, std::max(now, h.k10.start));
+    } else if (why == Settle::kExit) {
+      write_held(h, h.end);
+    } else {
+      if (why == Settle::kDisabled && !on) h.stale = true;
+      if (why == Settle::kEnabled) h.stale = false;  // on again before its kernel finished
+      (*g_held)[kept++] = h;
     }
-    g_held->resize(kept);
-    g_held_count.store(kept, std::memory_order_relaxed);
   }
-  for (auto &o : out) write_held(o.first, o.second);
+  g_held->resize(kept);
+  g_held_count.store(kept, std::memory_order_relaxed);
 }
 
 void kernel_ran(const mockbridge::KernelRun *run) {
@@ -386,7 +386,8 @@ void kernel_ran(const mockbridge::KernelRun *run) {
     drop_record();
     return;
   }
-  if (run->graph_id != 0 && run->end > mockbridge::now_ns()) {
+  if (run->graph_id != 0 && run->end > mockbridge::now_ns() &&
+      !g_held_forked.load(std::memory_order_relaxed)) {
     HeldRecord h;
     fill_kernel_record(&h.k9, kind, run);
     fill_kernel_record(&h.k10, kind, run);
