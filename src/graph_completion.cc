@@ -140,9 +140,12 @@ void GraphCompletion::shutdown() {
   }
   cv_.notify_all();
   if (waiter_.joinable()) waiter_.join();
-  // Ended without a look: at exit everything is flushed anyway, and the driver may be gone
-  // (no cuEventDestroy: the process is ending).
-  for (size_t i = 0; i < ended.size(); ++i) done_();
+  // Ended without a look: at exit everything is flushed anyway. The events are given back (a
+  // driver already torn down says so and frees nothing: the process is ending).
+  for (const Watched &w : ended) {
+    if (cuda_) cuda_->cuEventDestroy_v2(w.event);
+    done_();
+  }
 }
 
 GraphCompletion::Stats GraphCompletion::stats() const {

@@ -42,7 +42,7 @@ class GraphCompletion {
   // One look at every watched launch: those finished (or failed, or older than the timeout) are
   // ended. The waiter thread calls it; public for unit tests, which run no thread.
   void poll();
-  // Ends every watched launch and stops the waiter (at exit: no driver call any more).
+  // Ends every watched launch (their events given back) and stops the waiter (at exit).
   void shutdown();
 
   struct Stats {

@@ -137,6 +137,7 @@ TEST_F(GraphCompletionTest, ShutdownEndsWhatIsWatchedAndWatchesNoMore) {
   ASSERT_TRUE(c.watch(nullptr));
   c.shutdown();
   EXPECT_EQ(ended_, 2);
+  EXPECT_EQ(fake_.destroyed, 2) << "their events are given back";
   EXPECT_FALSE(c.watch(nullptr));
   EXPECT_EQ(ended_, 2);
 }
