@@ -5,7 +5,7 @@ torchrun, each step a matmul, an all_reduce and a broadcast.
 
 Phase "eager": the step run eagerly for S1 seconds. Phase "graph": the same step captured once
 into a CUDA graph (torch.cuda.graph, warm-up on a side stream first, as PyTorch requires; the
-capture is thread-local so that the NCCL watchdog thread's event queries cannot invalidate it)
+capture is thread-local by default, --capture-mode global is PyTorch's default: see graph_phase)
 and replayed for S2 seconds. Each step is timed to its end (torch.cuda.synchronize). Every
 CHECK_EVERY steps (outside the timed region) the ranks check the collectives' results (all_reduce
 sum of rank+1 over the ranks; the broadcast equals rank 0's pattern) and agree by a small
@@ -15,7 +15,9 @@ collectives.
 Output: one JSON line per rank on stdout:
   {"rank", "world", "local_rank", "pid", "device", "gpu", "torch", "nccl", "env",
    "phases": {"eager": {"steps", "seconds", "median_us", "p99_us", "mean_us"}, "graph": {...}},
-   "checks", "allreduce_ok", "broadcast_ok", "ok"}
+   "checks", "allreduce_ok", "broadcast_ok", "capture_mode", "ok"}
+plus "error" when the graph phase failed (capture refused, ...): the line still carries the eager
+phase, "graph" has the error, and the rank exits 1 at once (no teardown).
 Progress on stderr. Exit 0 ok, 1 a wrong collective result (or another failure), 3 HANG: a
 step (or init, capture, barrier) took longer than --hang-s (default 30 s; init 120 s); then
 "HANG <what>" and every thread's traceback are printed on stderr and stdout and the process ends
@@ -105,6 +107,9 @@ def main():
     ap.add_argument("--numel", type=int, default=1 << 22,
                     help="all_reduce elements (float32); the broadcast has a quarter")
     ap.add_argument("--hang-s", type=float, default=30.0)
+    ap.add_argument("--capture-mode", default="thread_local",
+                    choices=("thread_local", "global", "relaxed"),
+                    help="torch.cuda.graph's capture_error_mode (PyTorch's own default: global)")
     args = ap.parse_args()
 
     wd = Watchdog()
@@ -197,44 +202,65 @@ def main():
     check("eager warm-up")
     phases["eager"] = run("eager", step, args.eager_seconds)
 
-    # Capture: warm up on a side stream (cuBLAS workspaces, NCCL's first use on this stream),
-    # then capture one step. thread_local: other threads' CUDA calls (the NCCL watchdog's event
-    # queries) neither fail nor invalidate the capture.
-    wd.arm("graph warm-up and capture", max(60.0, args.hang_s))
-    s = torch.cuda.Stream(device=dev)
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        for _ in range(3):
+    def graph_phase():
+        # Capture: warm up on a side stream (cuBLAS workspaces, NCCL's first use on this stream),
+        # then capture one step. thread_local (the default here): other threads' CUDA calls (the
+        # NCCL watchdog's event queries in PyTorch versions that do not switch the watchdog to
+        # thread-local mode themselves) neither fail nor invalidate the capture.
+        wd.arm("graph warm-up and capture", max(60.0, args.hang_s))
+        s = torch.cuda.Stream(device=dev)
+        s.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s):
+            for _ in range(3):
+                step()
+        torch.cuda.current_stream().wait_stream(s)
+        torch.cuda.synchronize()
+        dist.barrier(device_ids=[local_rank])
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph, capture_error_mode=args.capture_mode):
             step()
-    torch.cuda.current_stream().wait_stream(s)
-    torch.cuda.synchronize()
-    dist.barrier(device_ids=[local_rank])
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph, capture_error_mode="thread_local"):
-        step()
-    torch.cuda.synchronize()
-    dist.barrier(device_ids=[local_rank])
-    x.zero_()
-    bc.zero_()
-    graph.replay()
-    torch.cuda.synchronize()
-    check("first replay")
-    wd.disarm()
-    phases["graph"] = run("graph", graph.replay, args.graph_seconds)
-    check("end")
+        torch.cuda.synchronize()
+        dist.barrier(device_ids=[local_rank])
+        x.zero_()
+        bc.zero_()
+        graph.replay()
+        torch.cuda.synchronize()
+        check("first replay")
+        wd.disarm()
+        result = run("graph", graph.replay, args.graph_seconds)
+        check("end")
+        state["graph"] = graph
+        return result
+
+    def report(error=None):
+        try:
+            nccl = ".".join(str(v) for v in torch.cuda.nccl.version())
+        except Exception as e:  # noqa: BLE001
+            nccl = "unknown (%s)" % e
+        ok = state["allreduce_ok"] and state["broadcast_ok"] and error is None
+        out = {"rank": rank, "world": world, "local_rank": local_rank, "pid": os.getpid(),
+               "device": local_rank, "gpu": torch.cuda.get_device_name(dev),
+               "torch": torch.__version__, "nccl": nccl, "env": ENV_REPORT, "phases": phases,
+               "checks": state["checks"], "allreduce_ok": state["allreduce_ok"],
+               "broadcast_ok": state["broadcast_ok"], "capture_mode": args.capture_mode, "ok": ok}
+        if error is not None:
+            out["error"] = error
+        print(json.dumps(out), flush=True)
 
     try:
-        nccl = ".".join(str(v) for v in torch.cuda.nccl.version())
+        phases["graph"] = graph_phase()
     except Exception as e:  # noqa: BLE001
-        nccl = "unknown (%s)" % e
-    ok = state["allreduce_ok"] and state["broadcast_ok"]
-    out = {"rank": rank, "world": world, "local_rank": local_rank, "pid": os.getpid(),
-           "device": local_rank, "gpu": torch.cuda.get_device_name(dev), "torch": torch.__version__,
-           "nccl": nccl, "env": ENV_REPORT, "phases": phases, "checks": state["checks"],
-           "allreduce_ok": state["allreduce_ok"], "broadcast_ok": state["broadcast_ok"], "ok": ok}
-    print(json.dumps(out), flush=True)
+        # A failure every rank sees (capture refused) still reports the eager phase. The
+        # communicator may be unusable now: no teardown, and the watchdog ends a rank that waits.
+        log("graph phase failed: %r" % (e,))
+        phases["graph"] = {"error": repr(e)[:500]}
+        report(error="graph phase: %r" % (e,))
+        sys.stderr.flush()
+        os._exit(1)
+
+    report()
     wd.arm("destroy_process_group", args.hang_s)
-    del graph
+    state.pop("graph", None)
     dist.destroy_process_group()
     wd.disarm()
     assert state["allreduce_ok"], "all_reduce result wrong"

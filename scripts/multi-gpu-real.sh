@@ -26,7 +26,8 @@
 #        build/bin/agent-consumer, build/bin/parcagpu-trace), OUT (/tmp/parcagpu-multigpu),
 #        PYTHON (/opt/torch/.venv/bin/python), TORCHRUN (/opt/torch/.venv/bin/torchrun),
 #        NVCC (nvcc, else /usr/local/cuda/bin/nvcc), TWO_GPU_SECONDS (15), TWO_GPU_ARGS (""; e.g.
-#        --threads), NCCL_EAGER_S / NCCL_GRAPH_S (15 / 15), TORCH_TIMEOUT_S (240), PARTS ("a b"),
+#        --threads), NCCL_EAGER_S / NCCL_GRAPH_S (15 / 15), NCCL_CAPTURE_MODE (thread_local;
+#        global is PyTorch's default), TORCH_TIMEOUT_S (240), PARTS ("a b"),
 #        TWO_GPU_BIN (a prebuilt two_gpu or a stand-in: no nvcc), EXPECT_CBIDS (launch cbids the
 #        agent must have seen announced in part a; default "211 -307 311 -514").
 # Output: a table per part, then "MULTIGPU PASS" or "MULTIGPU FAIL (reasons)"; everything (the
@@ -45,6 +46,7 @@ TWO_GPU_ARGS="${TWO_GPU_ARGS:-}"
 TWO_GPU_BIN="${TWO_GPU_BIN:-}"
 NCCL_EAGER_S="${NCCL_EAGER_S:-15}"
 NCCL_GRAPH_S="${NCCL_GRAPH_S:-15}"
+NCCL_CAPTURE_MODE="${NCCL_CAPTURE_MODE:-thread_local}"
 TORCH_TIMEOUT_S="${TORCH_TIMEOUT_S:-240}"
 PARTS="${PARTS:-a b}"
 EXPECT_CBIDS="${EXPECT_CBIDS:-211 -307 311 -514}"
@@ -304,6 +306,10 @@ def part_a():
         row = bydev.get(d, {})
         check(row.get("kernels", 0) > 0 and row.get("gpu_ns", 0) > 0,
               "device %d: trace's gpu_time_by_device row (%s kernels, %s ns)" % (d, row.get("kernels"), row.get("gpu_ns")))
+        if row.get("pids") == 1:  # only two_gpu there: the row is its kernel lines' sum
+            n = sum(v[0] for v in seen.values())
+            check(row.get("kernels") == n, "device %d: gpu_time_by_device row's kernels = the kernel lines' (%s, %d)"
+                  % (d, row.get("kernels"), n))
         check(not foreign, "device %d: no kernel name two_gpu did not run there %s" % (d, [short(n) for n in foreign]))
         check(not missing, "device %d: every kernel two_gpu ran there matched at least once %s" % (d, [short(n) for n in missing]))
         check(not over, "device %d: no kernel matched more often than it ran %s" % (d, [short(n) for n in over]))
@@ -352,7 +358,8 @@ def part_b():
         check(not hang and not hang2, "%s: no HANG %s" % (tag, (hang + hang2)[:2]))
         check(sorted(rs) == [0, 1], "%s: both ranks reported (%s)" % (tag, sorted(rs)))
         for r, j in sorted(rs.items()):
-            check(j.get("ok") is True, "%s rank %d: all_reduce and broadcast right (%d checks)" % (tag, r, j.get("checks", 0)))
+            check(j.get("ok") is True, "%s rank %d: all_reduce and broadcast right (%d checks), no error%s" % (
+                tag, r, j.get("checks", 0), (": " + j["error"]) if j.get("error") else ""))
             env = j.get("env", {})
             check(all("set to" not in str(v) for v in env.values()),
                   "%s rank %d: the launcher set the no-multicast variables %s" % (tag, r, env))
@@ -456,6 +463,7 @@ torch_run() {  # TAG
   local tag="$1"
   run "b-$tag" timeout -k 15 "$TORCH_TIMEOUT_S" "$TORCHRUN" --standalone --nproc_per_node=2 \
     "$ROOT/bench/nccl_step.py" --eager-seconds "$NCCL_EAGER_S" --graph-seconds "$NCCL_GRAPH_S" \
+    --capture-mode "$NCCL_CAPTURE_MODE" \
     >"$OUT/b.$tag.out" 2>"$OUT/b.$tag.err"
   local rc=$?
   echo "$rc" >"$OUT/b.$tag.rc"
