@@ -453,7 +453,7 @@ part_a() {
   fi
   start_consumers a
   # shellcheck disable=SC2086
-  run a-app env CUDA_INJECTION64_PATH="$LIB" timeout -k 10 $((TWO_GPU_SECONDS + 120)) \
+  run a-app env CUDA_INJECTION64_PATH="$LIB" ${MG_DEBUG:+PARCAGPU_DEBUG=1} timeout -k 10 $((TWO_GPU_SECONDS + 120)) \
     "$bin" "$TWO_GPU_SECONDS" $TWO_GPU_ARGS >"$OUT/a.app.out" 2>"$OUT/a.app.err"
   local rc=$?
   [ "$rc" -eq 0 ] || fail "a: two_gpu exit $rc ($(tail -c 300 "$OUT/a.app.err"))"

@@ -88,7 +88,11 @@ class KernelsByDevice(unittest.TestCase):
 class PcSamplingByDevice(unittest.TestCase):
     def test_pc_consumer_gets_each_devices_gpu_config_and_samples_from_several(self):
         with harness.TraceTool(["-l", os.path.abspath(harness.LIB), "--json-lines", "--pc"]) as tr:
-            r = harness.run_mockapp(ARGS, env=dict(harness.UNLIMITED, PARCAGPU_DEBUG="1"))
+            # Windows as often as the duty caps allow (no sample credit: a window of 32 launches
+            # would otherwise keep the next one seconds away), so that in a short run the
+            # episodes reach several devices, in turn.
+            r = harness.run_mockapp(ARGS, env=dict(harness.UNLIMITED, PARCAGPU_DEBUG="1",
+                                                   PARCAGPU_PC_SAMPLING_RATE="0"))
         tr.stop()
         self.assertEqual(r.returncode, 0, r.stderr[-2000:])
         self.assertEqual(tr.proc.returncode, 0, tr.stderr[-2000:])

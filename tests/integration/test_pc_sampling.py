@@ -116,6 +116,41 @@ class Episodes(unittest.TestCase):
         self.assertEqual(p["orphan_kernels"], 0, p)
 
 
+class GraphUploads(unittest.TestCase):
+    """A graph first launched (uploaded) while PC sampling is enabled is registered with it for
+    good: on an H100 every later launch of it costs ~30% more, episode or not (docs/pc-sampling.md
+    P21). By default no graph is uploaded in an episode; PARCAGPU_PC_GRAPHS=1 samples them."""
+
+    def run_with(self, env):
+        trace = harness.Trace(extra=["--pc"])
+        # Graphs created, first launched and destroyed all the time: many uploads fall in episodes.
+        r = harness.run_mockapp(["--scenario=capture,graph-runtime,graph-driver", "--loop",
+                                 "--duration=2500ms"], env=dict(env, PARCAGPU_DEBUG="1"))
+        trace.stop()
+        self.assertEqual(r.returncode, 0, r.stderr[-2000:])
+        return r, trace.result
+
+    def test_by_default_no_graph_is_uploaded_while_pc_sampling_is_enabled(self):
+        r, j = self.run_with({})
+        pc = mock_pc(r)
+        self.assertGreater(pc["enables"], 0, "episodes ran")
+        self.assertEqual(pc["graphs_uploaded_enabled"], 0, pc)
+        ended = [l for l in r.stderr.splitlines() if "ended before a graph's first launch" in l]
+        self.assertTrue(ended, "an episode under way met a graph's first launch")
+        # Timing is untouched: every kernel of an announced launch matched.
+        self.assertGreater(j["kernels_matched"], 0)
+        self.assertEqual(j["orphan_kernels"], 0, j)
+        # Episodes ended that way are spaced like any other (not one per new graph: 2.5 s at a
+        # 20 ms charge and 5% duty allow about 7).
+        self.assertLess(pc["enables"], 15, pc)
+
+    def test_pc_graphs_on_samples_graph_kernels(self):
+        r, j = self.run_with({"PARCAGPU_PC_GRAPHS": "1"})
+        pc = mock_pc(r)
+        self.assertGreater(pc["graphs_uploaded_enabled"], 0, pc)
+        self.assertGreater(j["pc"]["records"], 0, j["pc"])
+
+
 class AttachDetach(unittest.TestCase):
     def test_detach_tears_down_and_a_later_consumer_gets_the_metadata_again(self):
         env = dict(harness.UNLIMITED, PARCAGPU_DEBUG="1")
@@ -190,7 +225,9 @@ class FaultInjection(unittest.TestCase):
     def run_with(self, fail):
         env = dict(harness.UNLIMITED, MOCK_CUPTI_FAIL=fail)
         trace = harness.Trace(extra=["--pc"])
-        r = harness.run_mockapp(["--duration=1.5s", "--launch-rate=300", "--graph-rate=60"],
+        # Eager launches only: a graph's first launch ends the first episode before its window
+        # (PARCAGPU_PC_GRAPHS=0), and each entry point must fail in the first episode here.
+        r = harness.run_mockapp(["--duration=1.5s", "--launch-rate=300", "--graph-rate=0"],
                                 env=env)
         trace.stop()
         return r, trace.result
