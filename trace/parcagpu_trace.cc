@@ -29,6 +29,7 @@
 #include "pc_profile.h"
 #include "pc_session.h"
 #include "privileges.h"
+#include "report.h"
 #include "targets.h"
 #include "tracer.h"
 
@@ -185,6 +186,10 @@ bool run(Tool &t, const Target &target, Clock::time_point start) {
 
 int main(int argc, char **argv) {
   const pt::Options opt = pt::parse_options(argc, argv);
+  if (opt.list_counters) {
+    pt::print_counter_table(stdout, opt.json);
+    return 0;
+  }
   const Target target(opt.pid);
   pt::BpfSession::setup_libbpf_logging(opt.verbose);
   struct sigaction sa {};

@@ -431,8 +431,9 @@ void Tracer::print_interval(double seconds) {
 
 Summary Tracer::summarize(const uint64_t st[PT_STAT_MAX], double duration,
                           const std::vector<std::string> &libraries) const {
-  Summary sum = meta_;
-  joiner_.fill(&sum);
+  Summary sum;
+  add_counters(&sum, meta_);
+  joiner_.add_to(&sum);
   captures_.fill(&sum, opt_.capture_sites);
   sum.ringbuf_drops = st[PT_STAT_RINGBUF_DROPS];
   sum.read_errors = st[PT_STAT_READ_ERRORS];

@@ -103,7 +103,7 @@ class Tracer : public MatchSink {
   PyCounters py_counters_;
   uint32_t last_pid_ = 0;
   bool have_pid_ = false;
-  Summary meta_;  // figures counted here rather than in the joiner
+  Counters meta_;  // figures counted here rather than in the joiner
   uint64_t malformed_ = 0;
   std::vector<std::unique_ptr<View>> views_;
 };
