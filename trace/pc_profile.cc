@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cinttypes>
 #include <cstring>
+#include <zlib.h>
 
 #include "parcagpu/abi.h"
 #include "parcagpu/cbid_table.h"
@@ -32,19 +33,7 @@ std::string pct(uint64_t part, uint64_t whole) {
 }  // namespace
 
 uint32_t PcProfile::crc32(const uint8_t *data, size_t size) {
-  static uint32_t table[256];
-  static bool init = [] {
-    for (uint32_t i = 0; i < 256; ++i) {
-      uint32_t c = i;
-      for (int k = 0; k < 8; ++k) c = c & 1 ? 0xEDB88320u ^ (c >> 1) : c >> 1;
-      table[i] = c;
-    }
-    return true;
-  }();
-  (void)init;
-  uint32_t c = 0xFFFFFFFFu;
-  for (size_t i = 0; i < size; ++i) c = table[(c ^ data[i]) & 0xFF] ^ (c >> 8);
-  return c ^ 0xFFFFFFFFu;
+  return static_cast<uint32_t>(crc32_z(0, data, size));
 }
 
 std::string PcProfile::short_reason(const std::string &name) {
