@@ -235,32 +235,36 @@ static __always_inline void fill_correlation(struct pt_correlation_event *c, str
   c->h.flags = read_str(c->name, sizeof(c->name), name, PT_F_NAME_NULL, PT_F_NAME_FAULT);
 }
 
+/* A launch or capture event with its stacks after it (pt_stacks, then the stack copy's data), when
+ * `want` and the ring buffer has room; else NULL (no room: counted, the event goes without). */
+static __always_inline void *reserve_with_stacks(bool want, __u64 size) {
+  if (!want) return 0;
+  void *e = bpf_ringbuf_reserve(&events, size + stack_copy_bytes, 0);
+  if (!e) stat_add(PT_STAT_STACKS_DROPPED, 1);
+  return e;
+}
+
+/* The stacks of the event whose header is h, at the probe. */
+static __always_inline void take_stacks(struct pt_regs *ctx, struct pt_header *h, struct pt_stacks *s) {
+  h->flags |= PT_F_STACK;
+  take_stack(ctx, &s->stack);
+  take_py_stack_if_python(h, &s->py);
+  if (stack_copy_bytes) {
+    h->flags |= PT_F_STACK_COPY;
+    copy_stack(ctx, &s->copy, (__u8 *)(s + 1));
+  }
+}
+
 SEC("usdt")
 int cuda_correlation(struct pt_regs *ctx) {
   if (filtered_out()) return 0;
   stat_add(PT_STAT_FIRE_CUDA_CORRELATION, 1);
-  struct pt_correlation_stack_event *e = 0;
-  if (launch_stacks) {
-    e = bpf_ringbuf_reserve(&events, sizeof(*e) + stack_copy_bytes, 0);
-    /* No room for the stack: the launch still goes, without it (counted). */
-    if (!e) stat_add(PT_STAT_STACKS_DROPPED, 1);
-  }
-  if (!e) {
-    struct pt_correlation_event *c = reserve(sizeof(*c));
-    if (!c) return 0;
-    fill_correlation(c, ctx);
-    bpf_ringbuf_submit(c, 0);
-    return 0;
-  }
-  fill_correlation(&e->c, ctx);
-  e->c.h.flags |= PT_F_STACK;
-  take_stack(ctx, &e->stack);
-  take_py_stack_if_python(&e->c.h, &e->py);
-  if (stack_copy_bytes) {
-    e->c.h.flags |= PT_F_STACK_COPY;
-    copy_stack(ctx, &e->copy, (__u8 *)(e + 1));
-  }
-  bpf_ringbuf_submit(e, 0);
+  struct pt_correlation_stack_event *e = reserve_with_stacks(launch_stacks, sizeof(*e));
+  struct pt_correlation_event *c = e ? &e->c : reserve(sizeof(*c));
+  if (!c) return 0;
+  fill_correlation(c, ctx);
+  if (e) take_stacks(ctx, &c->h, &e->stacks);
+  bpf_ringbuf_submit(c, 0);
   return 0;
 }
 
@@ -459,27 +463,12 @@ SEC("usdt")
 int graph_capture_launch(struct pt_regs *ctx) {
   if (filtered_out()) return 0;
   stat_add(PT_STAT_FIRE_GRAPH_CAPTURE_LAUNCH, 1);
-  struct pt_capture_stack_event *e = 0;
-  if (capture_stacks) {
-    e = bpf_ringbuf_reserve(&events, sizeof(*e) + stack_copy_bytes, 0);
-    if (!e) stat_add(PT_STAT_STACKS_DROPPED, 1);
-  }
-  if (!e) {
-    struct pt_capture_event *c = reserve(sizeof(*c));
-    if (!c) return 0;
-    fill_capture(c, ctx);
-    bpf_ringbuf_submit(c, 0);
-    return 0;
-  }
-  fill_capture(&e->c, ctx);
-  e->c.h.flags |= PT_F_STACK;
-  take_stack(ctx, &e->stack);
-  take_py_stack_if_python(&e->c.h, &e->py);
-  if (stack_copy_bytes) {
-    e->c.h.flags |= PT_F_STACK_COPY;
-    copy_stack(ctx, &e->copy, (__u8 *)(e + 1));
-  }
-  bpf_ringbuf_submit(e, 0);
+  struct pt_capture_stack_event *e = reserve_with_stacks(capture_stacks, sizeof(*e));
+  struct pt_capture_event *c = e ? &e->c : reserve(sizeof(*c));
+  if (!c) return 0;
+  fill_capture(c, ctx);
+  if (e) take_stacks(ctx, &c->h, &e->stacks);
+  bpf_ringbuf_submit(c, 0);
   return 0;
 }
 

@@ -145,8 +145,21 @@ void Tracer::print_line(const Json &j) const {
   std::fputc('\n', stdout);
 }
 
-uint32_t Tracer::resolve_stack(const pt_header &h, const pt_stack &s, const pt_py_stack *py, const pt_stack_copy *copy,
-                               size_t avail) {
+template <typename E>
+bool Tracer::stack_of(const pt_header &h, const void *data, size_t size, uint32_t *stack) {
+  *stack = StackTable::kNone;
+  if (!(h.flags & PT_F_STACK)) return true;
+  const E *se = as<E>(data, size);
+  if (!se) return false;
+  *stack = resolve_stack(h, se->stacks, size - offsetof(E, stacks));
+  return true;
+}
+
+uint32_t Tracer::resolve_stack(const pt_header &h, const pt_stacks &stacks, size_t avail) {
+  const pt_stack &s = stacks.stack;
+  const pt_py_stack *py = (h.flags & PT_F_PY_STACK) ? &stacks.py : nullptr;
+  const pt_stack_copy *copy = (h.flags & PT_F_STACK_COPY) ? &stacks.copy : nullptr;
+  avail -= offsetof(pt_stacks, copy);
   // The Python chain is part of the stack's key; its frames go in on a cache miss only.
   std::string py_key;
   std::function<void(std::vector<Frame> *)> edit;
@@ -200,21 +213,15 @@ void Tracer::on_event(const void *data, size_t size) {
   switch (h->type) {
     case PT_EV_CORRELATION:
       if (const auto *e = as<pt_correlation_event>(data, size)) {
-        uint32_t stack = StackTable::kNone;
-        if (h->flags & PT_F_STACK) {
-          const auto *se = as<pt_correlation_stack_event>(data, size);
-          if (!se) return;
-          const bool copied = (h->flags & PT_F_STACK_COPY) != 0;
-          stack = resolve_stack(*h, se->stack, (h->flags & PT_F_PY_STACK) ? &se->py : nullptr,
-                                copied ? &se->copy : nullptr,
-                                copied ? size - offsetof(pt_correlation_stack_event, copy) : 0);
-        }
+        uint32_t stack;
+        if (!stack_of<pt_correlation_stack_event>(*h, data, size, &stack)) return;
         joiner_.on_correlation(h->pid, e->correlation_id, e->signed_cbid, stack, h->ts_ns);
         if (opt_.verbose) {
           char py[48] = "";
           if (h->flags & PT_F_PY_STACK) {
             const auto *se = reinterpret_cast<const pt_correlation_stack_event *>(data);
-            std::snprintf(py, sizeof py, " python_frames=%u status=%u", se->py.count, se->py.status);
+            std::snprintf(py, sizeof py, " python_frames=%u status=%u", se->stacks.py.count,
+                          se->stacks.py.status);
           }
           std::fprintf(stderr, "[%u/%u] cuda_correlation corr=%u cbid=%d (%s) name=%s stack=%u%s\n", h->pid,
                        h->tid, e->correlation_id, e->signed_cbid, api_name(e->signed_cbid), e->name, stack, py);
@@ -282,15 +289,8 @@ void Tracer::on_event(const void *data, size_t size) {
 
 void Tracer::on_capture(const pt_capture_event &e, const void *data, size_t size) {
   joiner_.on_other(e.h.pid);
-  uint32_t stack = StackTable::kNone;
-  if (e.h.flags & PT_F_STACK) {
-    const auto *se = as<pt_capture_stack_event>(data, size);
-    if (!se) return;
-    const bool copied = (e.h.flags & PT_F_STACK_COPY) != 0;
-    stack = resolve_stack(e.h, se->stack, (e.h.flags & PT_F_PY_STACK) ? &se->py : nullptr,
-                          copied ? &se->copy : nullptr,
-                          copied ? size - offsetof(pt_capture_stack_event, copy) : 0);
-  }
+  uint32_t stack;
+  if (!stack_of<pt_capture_stack_event>(e.h, data, size, &stack)) return;
   if (opt_.verbose)
     std::fprintf(stderr, "[%u/%u] graph_capture_launch corr=%u cbid=%d (%s) graph=%u node=%" PRIu64 " name=%s stack=%u\n",
                  e.h.pid, e.h.tid, e.correlation_id, e.signed_cbid, api_name(e.signed_cbid), e.graph_id,

@@ -72,12 +72,15 @@ class Tracer : public MatchSink {
  private:
   template <typename T>
   const T *as(const void *data, size_t size);
-  // The stack of an event with PT_F_STACK: unwound by DWARF CFI from the copy when the event
-  // has one (`copy`, its data after it, `avail` bytes of event from `copy` on), else (or when
-  // that unwind gets no further than the probe) the frame-pointer walk.
-  // `py`: the event's Python frame chain (PT_F_PY_STACK), or nullptr.
-  uint32_t resolve_stack(const pt_header &h, const pt_stack &s, const pt_py_stack *py, const pt_stack_copy *copy,
-                         size_t avail);
+  // The stack of a launch or capture event (E: pt_correlation_stack_event, pt_capture_stack_event):
+  // StackTable::kNone without PT_F_STACK; false when the event is too short for its stacks.
+  template <typename E>
+  bool stack_of(const pt_header &h, const void *data, size_t size, uint32_t *stack);
+  // The stack of an event with PT_F_STACK (`stacks`, `avail` bytes of event from there on): unwound
+  // by DWARF CFI from the copy when the event has one (PT_F_STACK_COPY), else (or when that unwind
+  // gets no further than the probe) the frame-pointer walk, with the Python frames of
+  // PT_F_PY_STACK.
+  uint32_t resolve_stack(const pt_header &h, const pt_stacks &stacks, size_t avail);
   void on_kernel(const pt_kernel_event &e);
   void on_capture(const pt_capture_event &e, const void *data, size_t size);
   void on_meta(const pt_meta_event &e);
