@@ -62,15 +62,6 @@ static __always_inline void read_error(__u32 kind) {
   stat_add(kind, 1);
 }
 
-static __always_inline void fill_header(struct pt_header *h, __u32 type) {
-  __u64 id = bpf_get_current_pid_tgid();
-  h->type = type;
-  h->pid = id >> 32;
-  h->tid = (__u32)id;
-  h->flags = 0;
-  h->ts_ns = bpf_ktime_get_ns();
-}
-
 /* Argument n of the current USDT, as libbpf decoded it (size and sign from the note). */
 static __always_inline long arg(struct pt_regs *ctx, __u64 n) {
   long v = 0;
@@ -255,23 +246,24 @@ static __always_inline void take_stacks(struct pt_regs *ctx, struct pt_header *h
   }
 }
 
-SEC("usdt")
-int cuda_correlation(struct pt_regs *ctx) {
-  if (filtered_out()) return 0;
-  stat_add(PT_STAT_FIRE_CUDA_CORRELATION, 1);
-  struct pt_correlation_stack_event *e = reserve_with_stacks(launch_stacks, sizeof(*e));
-  struct pt_correlation_event *c = e ? &e->c : reserve(sizeof(*c));
-  if (!c) return 0;
-  fill_correlation(c, ctx);
-  if (e) take_stacks(ctx, &c->h, &e->stacks);
-  bpf_ringbuf_submit(c, 0);
-  return 0;
+/* Sends a launch or capture event (struct kind##_event, filled by fill(event, ctx)), with its
+ * stacks (struct kind##_stack_event) when `want` and the ring buffer has room for them. */
+#define SEND_WITH_STACKS(want, kind, fill)                                            \
+  do {                                                                                \
+    struct kind##_stack_event *e = reserve_with_stacks(want, sizeof(*e));              \
+    struct kind##_event *c = e ? &e->c : reserve(sizeof(*c));                          \
+    if (!c) return 0;                                                                 \
+    fill(c, ctx);                                                                     \
+    if (e) take_stacks(ctx, &c->h, &e->stacks);                                        \
+    bpf_ringbuf_submit(c, 0);                                                         \
+    return 0;                                                                         \
+  } while (0)
+
+PROBE(cuda_correlation, PT_STAT_FIRE_CUDA_CORRELATION) {
+  SEND_WITH_STACKS(launch_stacks, pt_correlation, fill_correlation);
 }
 
-SEC("usdt")
-int kernel_executed(struct pt_regs *ctx) {
-  if (filtered_out()) return 0;
-  stat_add(PT_STAT_FIRE_KERNEL_EXECUTED, 1);
+PROBE(kernel_executed, PT_STAT_FIRE_KERNEL_EXECUTED) {
   if (!verbose_events) return 0; /* counted only: activity_batch is the kernel source */
   struct pt_kernel_event *e = reserve(sizeof(*e));
   if (!e) return 0;
@@ -293,10 +285,7 @@ int kernel_executed(struct pt_regs *ctx) {
   return 0;
 }
 
-SEC("usdt")
-int activity_batch(struct pt_regs *ctx) {
-  if (filtered_out()) return 0;
-  stat_add(PT_STAT_FIRE_ACTIVITY_BATCH, 1);
+PROBE(activity_batch, PT_STAT_FIRE_ACTIVITY_BATCH) {
   const void *const *records = (const void *const *)arg(ctx, 0);
   __u32 count = arg(ctx, 1);
   stat_add(PT_STAT_BATCH_RECORDS, count);
@@ -361,10 +350,7 @@ int activity_batch(struct pt_regs *ctx) {
   return 0;
 }
 
-SEC("usdt")
-int error(struct pt_regs *ctx) {
-  if (filtered_out()) return 0;
-  stat_add(PT_STAT_FIRE_ERROR, 1);
+PROBE(error, PT_STAT_FIRE_ERROR) {
   __s32 code = arg(ctx, 0);
   const char *msg = (const char *)arg(ctx, 1);
   const char *component = (const char *)arg(ctx, 2);
@@ -379,10 +365,7 @@ int error(struct pt_regs *ctx) {
   return 0;
 }
 
-SEC("usdt")
-int gpu_config(struct pt_regs *ctx) {
-  if (filtered_out()) return 0;
-  stat_add(PT_STAT_FIRE_GPU_CONFIG, 1);
+PROBE(gpu_config, PT_STAT_FIRE_GPU_CONFIG) {
   struct pt_gpu_config_event *e = reserve(sizeof(*e));
   if (!e) return 0;
   fill_header(&e->h, PT_EV_GPU_CONFIG);
@@ -406,24 +389,15 @@ static __always_inline int send_meta(__u32 type, __u64 crc, __u64 ptr, __u64 siz
   return 0;
 }
 
-SEC("usdt")
-int cubin_loaded(struct pt_regs *ctx) {
-  if (filtered_out()) return 0;
-  stat_add(PT_STAT_FIRE_CUBIN_LOADED, 1);
+PROBE(cubin_loaded, PT_STAT_FIRE_CUBIN_LOADED) {
   return send_meta(PT_EV_CUBIN_LOADED, arg(ctx, 0), arg(ctx, 1), arg(ctx, 2), 0);
 }
 
-SEC("usdt")
-int cubin_unloaded(struct pt_regs *ctx) {
-  if (filtered_out()) return 0;
-  stat_add(PT_STAT_FIRE_CUBIN_UNLOADED, 1);
+PROBE(cubin_unloaded, PT_STAT_FIRE_CUBIN_UNLOADED) {
   return send_meta(PT_EV_CUBIN_UNLOADED, arg(ctx, 0), 0, 0, 0);
 }
 
-SEC("usdt")
-int stall_reason_map(struct pt_regs *ctx) {
-  if (filtered_out()) return 0;
-  stat_add(PT_STAT_FIRE_STALL_REASON_MAP, 1);
+PROBE(stall_reason_map, PT_STAT_FIRE_STALL_REASON_MAP) {
   __u64 names = arg(ctx, 0);
   __u32 count = arg(ctx, 1);
   /* The production consumer copies exactly 64 x 64 bytes: check that this copy works. */
@@ -436,10 +410,7 @@ int stall_reason_map(struct pt_regs *ctx) {
   return send_meta(PT_EV_STALL_REASON_MAP, 0, names, count, flags);
 }
 
-SEC("usdt")
-int pc_sample_batch(struct pt_regs *ctx) {
-  if (filtered_out()) return 0;
-  stat_add(PT_STAT_FIRE_PC_SAMPLE_BATCH, 1);
+PROBE(pc_sample_batch, PT_STAT_FIRE_PC_SAMPLE_BATCH) {
   __u64 records = arg(ctx, 0);
   __u32 count = arg(ctx, 1);
   stat_add(PT_STAT_PC_SAMPLE_RECORDS, count);
@@ -459,23 +430,11 @@ static __always_inline void fill_capture(struct pt_capture_event *c, struct pt_r
   c->h.flags = read_str(c->name, sizeof(c->name), name, PT_F_NAME_NULL, PT_F_NAME_FAULT);
 }
 
-SEC("usdt")
-int graph_capture_launch(struct pt_regs *ctx) {
-  if (filtered_out()) return 0;
-  stat_add(PT_STAT_FIRE_GRAPH_CAPTURE_LAUNCH, 1);
-  struct pt_capture_stack_event *e = reserve_with_stacks(capture_stacks, sizeof(*e));
-  struct pt_capture_event *c = e ? &e->c : reserve(sizeof(*c));
-  if (!c) return 0;
-  fill_capture(c, ctx);
-  if (e) take_stacks(ctx, &c->h, &e->stacks);
-  bpf_ringbuf_submit(c, 0);
-  return 0;
+PROBE(graph_capture_launch, PT_STAT_FIRE_GRAPH_CAPTURE_LAUNCH) {
+  SEND_WITH_STACKS(capture_stacks, pt_capture, fill_capture);
 }
 
-SEC("usdt")
-int graph_node_clone(struct pt_regs *ctx) {
-  if (filtered_out()) return 0;
-  stat_add(PT_STAT_FIRE_GRAPH_NODE_CLONE, 1);
+PROBE(graph_node_clone, PT_STAT_FIRE_GRAPH_NODE_CLONE) {
   __u64 original = arg(ctx, 0);
   __u64 cloned = arg(ctx, 1);
   __u32 exec_graph = arg(ctx, 2);

@@ -19,14 +19,6 @@
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
-static __always_inline void fill_header(struct pt_header *h, __u32 type, __u64 pid_tgid, __u64 ts) {
-  h->type = type;
-  h->pid = pid_tgid >> 32;
-  h->tid = (__u32)pid_tgid;
-  h->flags = 0;
-  h->ts_ns = ts;
-}
-
 static __always_inline long arg(struct pt_regs *ctx, __u64 n) {
   long v = 0;
   if (bpf_usdt_arg(ctx, n, &v) < 0) stat_add(PV_STAT_ERR_ARG, 1);
@@ -49,7 +41,7 @@ static long read_one(__u64 i, void *data) {
   }
   struct pv_pc_record_event *e = reserve(sizeof(*e));
   if (!e) return 0;
-  fill_header(&e->h, PV_EV_PC_RECORD, b->pid_tgid, b->ts);
+  fill_header_at(&e->h, PV_EV_PC_RECORD, b->pid_tgid, b->ts);
   e->batch_index = i;
   e->batch_count = b->count;
   __builtin_memset(e->record, 0, sizeof(e->record));
@@ -74,10 +66,7 @@ static long read_one(__u64 i, void *data) {
   return 0;
 }
 
-SEC("usdt")
-int pc_sample_batch(struct pt_regs *ctx) {
-  if (filtered_out()) return 0;
-  stat_add(PV_STAT_BATCHES, 1);
+PROBE(pc_sample_batch, PV_STAT_BATCHES) {
   struct batch_ctx b = {
       .records = (const void *const *)arg(ctx, 0),
       .pid_tgid = bpf_get_current_pid_tgid(),
@@ -100,7 +89,7 @@ int stall_reason_map(struct pt_regs *ctx) {
   __u32 count = arg(ctx, 1);
   struct pv_stall_map_event *e = reserve(sizeof(*e));
   if (!e) return 0;
-  fill_header(&e->h, PV_EV_STALL_REASON_MAP, bpf_get_current_pid_tgid(), bpf_ktime_get_ns());
+  fill_header(&e->h, PV_EV_STALL_REASON_MAP);
   e->count = count;
   e->pad = 0;
   if (bpf_probe_read_user(e->names, sizeof(e->names), names) < 0) {
