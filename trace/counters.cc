@@ -19,9 +19,9 @@ void add(counter_by_name *to, const counter_by_name &from) {
 }  // namespace
 
 void add_counters(Counters *to, const Counters &from) {
-#define PARCAGPU_COUNTER_ADD(kind, name, text, label, help) add(&to->name, from.name);
-  PARCAGPU_TRACE_COUNTERS(PARCAGPU_COUNTER_ADD)
-#undef PARCAGPU_COUNTER_ADD
+#define COUNTER(kind, name, text, label, help) add(&to->name, from.name);
+#include "counters.def"
+#undef COUNTER
 }
 
 }  // namespace parcagpu::trace
