@@ -17,11 +17,7 @@ namespace {
 // Probe name -> the view's program for it, typed as in bpf_session.cc. Only what the tracer's
 // own events do not carry: the records and the stall-reason names.
 using Progs = decltype(pc_view_bpf::progs);
-struct ProbeProgram {
-  const char *probe;
-  bpf_program *Progs::*prog;
-};
-constexpr ProbeProgram kProbes[] = {
+constexpr ProbeProgram<Progs> kProbes[] = {
     {"stall_reason_map", &Progs::stall_reason_map},
     {"pc_sample_batch", &Progs::pc_sample_batch},
 };
@@ -54,9 +50,8 @@ bool PcSession::load(int events_fd, int cgroup_map_fd, bool filter_cgroup, std::
 
 int PcSession::attach(const std::string &path, int pid, const std::vector<std::string> &present,
                       std::string *error, int *err) {
-  std::vector<UsdtProgram> programs;
-  for (const ProbeProgram &p : kProbes) programs.push_back({p.probe, skel_->progs.*p.prog});
-  return attach_usdt(programs, path, pid, present, "the PC view", &links_, error, err);
+  return attach_usdt(usdt_programs(kProbes, skel_->progs), path, pid, present, "the PC view", &links_, error,
+                     err);
 }
 
 void PcSession::detach_all() { destroy_links(&links_); }
