@@ -2,6 +2,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -29,6 +31,18 @@ Summary summary(const Joiner &j) {
   return s;
 }
 
+// (orphan kernels, eager launches without kernels, graph launches without kernels)
+using Orphans = std::array<uint64_t, 3>;
+Orphans orphans(const Summary &s) {
+  return {s.orphan_kernels, s.orphan_correlations_eager, s.orphan_correlations_graph};
+}
+// (records, matched) of one kernel name
+using Counts = std::pair<uint64_t, uint64_t>;
+Counts counts(const Summary &s, const std::string &name) {
+  const NameCounts &c = s.kernels_by_name.at(name);
+  return {c.records, c.matched};
+}
+
 TEST(JoinerTest, GraphCbids) {
   // Exactly the GraphLaunch entries of the subscription table, with their domain's sign.
   for (int32_t c : {311, 312, -514, -515}) EXPECT_TRUE(is_graph_cbid(c)) << c;
@@ -49,12 +63,9 @@ TEST(JoinerTest, EagerCorrelationThenKernel) {
   EXPECT_EQ(s.kernel_records, 1u);
   EXPECT_EQ(s.kernels_matched, 1u);
   EXPECT_EQ(s.matched_by_cbid.at(211), 1u);
-  EXPECT_EQ(s.orphan_kernels, 0u);
-  EXPECT_EQ(s.orphan_correlations_eager, 0u);
-  EXPECT_EQ(s.orphan_correlations_graph, 0u);
+  EXPECT_EQ(orphans(s), (Orphans{0, 0, 0}));
   EXPECT_EQ(s.graph_launches_with_kernels, 0u);
-  EXPECT_EQ(s.kernels_by_name.at("vecAdd").records, 1u);
-  EXPECT_EQ(s.kernels_by_name.at("vecAdd").matched, 1u);
+  EXPECT_EQ(counts(s, "vecAdd"), (Counts{1, 1}));
   EXPECT_EQ(s.events, 2u);
   EXPECT_EQ(s.pids, 1u);
 }
@@ -103,13 +114,10 @@ TEST(JoinerTest, Orphans) {
   EXPECT_EQ(j.awaiting_kernels(), 3u);
   EXPECT_EQ(j.awaiting_pids(), std::vector<uint32_t>{10});
   Summary s = summary(j);
-  EXPECT_EQ(s.orphan_correlations_eager, 1u);
-  EXPECT_EQ(s.orphan_correlations_graph, 2u);
-  EXPECT_EQ(s.orphan_kernels, 2u);
+  EXPECT_EQ(orphans(s), (Orphans{2, 1, 2}));
   EXPECT_EQ(s.kernels_matched, 0u);
   EXPECT_EQ(s.graph_kernel_records, 1u);
-  EXPECT_EQ(s.kernels_by_name.at("lost").records, 2u);
-  EXPECT_EQ(s.kernels_by_name.at("lost").matched, 0u);
+  EXPECT_EQ(counts(s, "lost"), (Counts{2, 0}));
   EXPECT_TRUE(s.matched_by_cbid.empty());
 }
 
