@@ -265,9 +265,8 @@ PROBE(cuda_correlation, PT_STAT_FIRE_CUDA_CORRELATION) {
 
 PROBE(kernel_executed, PT_STAT_FIRE_KERNEL_EXECUTED) {
   if (!verbose_events) return 0; /* counted only: activity_batch is the kernel source */
-  struct pt_kernel_event *e = reserve(sizeof(*e));
+  struct pt_kernel_event *e = reserve_event(sizeof(*e), PT_EV_KERNEL_EXECUTED);
   if (!e) return 0;
-  fill_header(&e->h, PT_EV_KERNEL_EXECUTED);
   e->start = arg(ctx, 0);
   e->end = arg(ctx, 1);
   e->correlation_id = arg(ctx, 2);
@@ -316,9 +315,8 @@ PROBE(activity_batch, PT_STAT_FIRE_ACTIVITY_BATCH) {
       continue;
     }
     kernels++;
-    struct pt_kernel_event *e = reserve(sizeof(*e));
+    struct pt_kernel_event *e = reserve_event(sizeof(*e), PT_EV_KERNEL);
     if (!e) continue;
-    fill_header(&e->h, PT_EV_KERNEL);
     e->kind = kind;
     e->start = FIELD(__u64, rec, PARCAGPU_KREC_OFF_START);
     e->end = FIELD(__u64, rec, PARCAGPU_KREC_OFF_END);
@@ -336,9 +334,8 @@ PROBE(activity_batch, PT_STAT_FIRE_ACTIVITY_BATCH) {
   }
   stat_add(PT_STAT_RECORDS_OTHER_KIND, other);
   if (verbose_events) {
-    struct pt_batch_event *b = reserve(sizeof(*b));
+    struct pt_batch_event *b = reserve_event(sizeof(*b), PT_EV_ACTIVITY_BATCH);
     if (b) {
-      fill_header(&b->h, PT_EV_ACTIVITY_BATCH);
       b->records = (__u64)records;
       b->count = count;
       b->kernels = kernels;
@@ -354,9 +351,8 @@ PROBE(error, PT_STAT_FIRE_ERROR) {
   __s32 code = arg(ctx, 0);
   const char *msg = (const char *)arg(ctx, 1);
   const char *component = (const char *)arg(ctx, 2);
-  struct pt_error_event *e = reserve(sizeof(*e));
+  struct pt_error_event *e = reserve_event(sizeof(*e), PT_EV_ERROR);
   if (!e) return 0;
-  fill_header(&e->h, PT_EV_ERROR);
   e->code = code;
   e->pad = 0;
   e->h.flags = read_str(e->message, sizeof(e->message), msg, 0, PT_F_MSG_FAULT) |
@@ -366,9 +362,8 @@ PROBE(error, PT_STAT_FIRE_ERROR) {
 }
 
 PROBE(gpu_config, PT_STAT_FIRE_GPU_CONFIG) {
-  struct pt_gpu_config_event *e = reserve(sizeof(*e));
+  struct pt_gpu_config_event *e = reserve_event(sizeof(*e), PT_EV_GPU_CONFIG);
   if (!e) return 0;
-  fill_header(&e->h, PT_EV_GPU_CONFIG);
   e->device_id = arg(ctx, 0);
   e->sampling_factor = arg(ctx, 1);
   e->clock_khz = arg(ctx, 2);
@@ -378,9 +373,8 @@ PROBE(gpu_config, PT_STAT_FIRE_GPU_CONFIG) {
 }
 
 static __always_inline int send_meta(__u32 type, __u64 crc, __u64 ptr, __u64 size, __u32 flags) {
-  struct pt_meta_event *e = reserve(sizeof(*e));
+  struct pt_meta_event *e = reserve_event(sizeof(*e), type);
   if (!e) return 0;
-  fill_header(&e->h, type);
   e->h.flags = flags;
   e->crc = crc;
   e->ptr = ptr;
@@ -438,9 +432,8 @@ PROBE(graph_node_clone, PT_STAT_FIRE_GRAPH_NODE_CLONE) {
   __u64 original = arg(ctx, 0);
   __u64 cloned = arg(ctx, 1);
   __u32 exec_graph = arg(ctx, 2);
-  struct pt_clone_event *e = reserve(sizeof(*e));
+  struct pt_clone_event *e = reserve_event(sizeof(*e), PT_EV_GRAPH_NODE_CLONE);
   if (!e) return 0;
-  fill_header(&e->h, PT_EV_GRAPH_NODE_CLONE);
   e->original_node_id = original;
   e->cloned_node_id = cloned;
   e->exec_graph_id = exec_graph;

@@ -87,9 +87,8 @@ int stall_reason_map(struct pt_regs *ctx) {
   if (filtered_out()) return 0;
   const void *names = (const void *)arg(ctx, 0);
   __u32 count = arg(ctx, 1);
-  struct pv_stall_map_event *e = reserve(sizeof(*e));
+  struct pv_stall_map_event *e = reserve_event(sizeof(*e), PV_EV_STALL_REASON_MAP);
   if (!e) return 0;
-  fill_header(&e->h, PV_EV_STALL_REASON_MAP);
   e->count = count;
   e->pad = 0;
   if (bpf_probe_read_user(e->names, sizeof(e->names), names) < 0) {

@@ -72,6 +72,14 @@ static __always_inline void fill_header(struct pt_header *h, __u32 type) {
   fill_header_at(h, type, bpf_get_current_pid_tgid(), bpf_ktime_get_ns());
 }
 
+/* Reserves an event of `type` and fills its header (the current task, now); NULL when the ring
+ * buffer is full (counted). */
+static __always_inline void *reserve_event(__u64 size, __u32 type) {
+  struct pt_header *h = reserve(size);
+  if (h) fill_header(h, type);
+  return h;
+}
+
 /* The program of USDT probe `name`: tasks the cgroup filter drops end here, the others count a
  * firing in stats[fired] and run the body that follows, which has `ctx`:
  *   PROBE(error, PT_STAT_FIRE_ERROR) { ...; return 0; } */
