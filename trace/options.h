@@ -20,7 +20,7 @@ struct Options {
   bool verbose = false;      // -v
   bool list_counters = false;  // --list-counters: print the counter table (trace/counters.h), exit
   bool capture_sites = false;
-  bool pc = false;           // --pc: the PC sampling view (trace/pc_profile.h)
+  bool pc = false;           // --pc: PC sampling (trace/pc_profile.h)
   bool stacks = true;        // --no-stacks: no user stack at cuda_correlation
   bool python = true;        // --no-python: no CPython frames in launch stacks
   uint32_t stack_bytes = 8192;  // --stack-bytes: user stack copied per stack for DWARF unwinding

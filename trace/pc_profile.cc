@@ -10,7 +10,7 @@
 
 #include "parcagpu/abi.h"
 #include "parcagpu/cbid_table.h"
-#include "pc_view.h"
+#include "pc_events.h"
 #include "symbolizer.h"
 
 namespace parcagpu::trace {
@@ -276,7 +276,7 @@ Json PcProfile::json(size_t nkernels, size_t npcs) const {
   return j;
 }
 
-// ---- PcView ----
+// ---- PcSampling ----
 
 namespace {
 
@@ -309,7 +309,7 @@ T field(const uint8_t *rec, size_t off) {
 
 }  // namespace
 
-bool PcView::wants(uint32_t type) const {
+bool PcSampling::wants(uint32_t type) const {
   switch (type) {
     case PV_EV_PC_RECORD:
     case PV_EV_STALL_REASON_MAP:
@@ -322,7 +322,7 @@ bool PcView::wants(uint32_t type) const {
   return false;
 }
 
-void PcView::on_event(const pt_header &h, const void *data, size_t size) {
+void PcSampling::on_event(const pt_header &h, const void *data, size_t size) {
   switch (h.type) {
     case PV_EV_PC_RECORD: {
       if (size < sizeof(pv_pc_record_event)) break;
@@ -377,13 +377,13 @@ void PcView::on_event(const pt_header &h, const void *data, size_t size) {
   ++malformed_;
 }
 
-void PcView::add_json(Json &summary) const {
+void PcSampling::add_json(Json &summary) const {
   Json pc = profile_.json();
   pc["malformed_events"] = malformed_;
   summary["pc"] = std::move(pc);
 }
 
-void PcView::print(FILE *out) const {
+void PcSampling::print(FILE *out) const {
   profile_.print(out);
   if (malformed_) std::fprintf(out, "  %" PRIu64 " malformed PC events\n", malformed_);
 }

@@ -8,15 +8,15 @@
 #include <cstring>
 
 #include "parcagpu/abi.h"
-#include "pc_view.h"
-#include "pc_view.skel.h"
+#include "pc_events.h"
+#include "pc_sampling.skel.h"
 
 namespace parcagpu::trace {
 namespace {
 
-// Probe name -> the view's program for it, typed as in bpf_session.cc. Only what the tracer's
+// Probe name -> the PC sampling program for it, typed as in bpf_session.cc. Only what the tracer's
 // own events do not carry: the records and the stall-reason names.
-using Progs = decltype(pc_view_bpf::progs);
+using Progs = decltype(pc_sampling_bpf::progs);
 constexpr ProbeProgram<Progs> kProbes[] = {
     {"stall_reason_map", &Progs::stall_reason_map},
     {"pc_sample_batch", &Progs::pc_sample_batch},
@@ -26,11 +26,11 @@ constexpr ProbeProgram<Progs> kProbes[] = {
 
 PcSession::~PcSession() {
   detach_all();
-  if (skel_) pc_view_bpf__destroy(skel_);
+  if (skel_) pc_sampling_bpf__destroy(skel_);
 }
 
 bool PcSession::load(int events_fd, int cgroup_map_fd, bool filter_cgroup, std::string *error, int *err) {
-  skel_ = pc_view_bpf__open();
+  skel_ = pc_sampling_bpf__open();
   if (!skel_) {
     *err = errno;
     *error = std::string("cannot open the PC view's BPF object: ") + std::strerror(*err);
@@ -39,7 +39,7 @@ bool PcSession::load(int events_fd, int cgroup_map_fd, bool filter_cgroup, std::
   skel_->rodata->filter_cgroup = filter_cgroup;
   int e = bpf_map__reuse_fd(skel_->maps.events, events_fd);
   if (e == 0) e = bpf_map__reuse_fd(skel_->maps.cgroup_map, cgroup_map_fd);
-  if (e == 0) e = pc_view_bpf__load(skel_);
+  if (e == 0) e = pc_sampling_bpf__load(skel_);
   if (e != 0) {
     *err = -e;
     *error = std::string("cannot load the PC view's BPF programs: ") + std::strerror(*err);

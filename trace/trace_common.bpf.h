@@ -1,5 +1,5 @@
-/* What parcagpu-trace's two BPF objects share (parcagpu_trace.bpf.c, the tracer; pc_view.bpf.c,
- * the PC view): the ring buffer and the cgroup filter (the view reuses the tracer's maps through
+/* What parcagpu-trace's two BPF objects share (parcagpu_trace.bpf.c, the tracer; pc_sampling.bpf.c,
+ * PC sampling): the ring buffer and the cgroup filter (the latter reuses the tracer's maps through
  * bpf_map__reuse_fd, so these definitions must match), the per-CPU counters and the helpers over
  * them, the event header and the shape of a probe's program. The including file includes
  * trace_events.h (struct pt_header) and defines, before including this:

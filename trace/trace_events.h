@@ -26,9 +26,9 @@ enum pt_event_type {
   PT_EV_PC_SAMPLE_BATCH = 10,
   PT_EV_GRAPH_CAPTURE = 11,   /* graph_capture_launch: pt_capture_event, or pt_capture_stack_event */
   PT_EV_GRAPH_NODE_CLONE = 12,
-  /* Types from here on belong to views with a BPF object of their own that writes into this
-   * ring buffer (trace/view.h; the PC view: trace/pc_view.h). */
-  PT_EV_VIEW_BASE = 64,
+  /* Types from here on belong to extensions with a BPF object of their own that writes into this
+   * ring buffer (trace/extension.h; PC sampling: trace/pc_events.h). */
+  PT_EV_EXTENSION_BASE = 64,
 };
 
 /* Flags on string fields. */

@@ -280,10 +280,10 @@ void Tracer::on_event(const void *data, size_t size) {
       break;
     default:
       bool claimed = false;
-      for (const auto &v : views_) claimed |= v->wants(h->type);
+      for (const auto &v : extensions_) claimed |= v->wants(h->type);
       if (!claimed) ++malformed_;
   }
-  for (const auto &v : views_)
+  for (const auto &v : extensions_)
     if (v->wants(h->type)) v->on_event(*h, data, size);
 }
 
@@ -484,11 +484,11 @@ bool Tracer::report(const Summary &s) const {
     if (opt_.json_lines) j["type"] = "summary";
     j["version"] = PARCAGPU_VERSION;
     j.update(summary_json(s));
-    for (const auto &v : views_) v->add_json(j);
+    for (const auto &v : extensions_) v->add_json(j);
     print_line(j);
   } else {
     print_summary(report_out_, s, opt_.verbose);
-    for (const auto &v : views_) v->print(report_out_);
+    for (const auto &v : extensions_) v->print(report_out_);
   }
   std::fflush(report_out_);
   bool ok = true;

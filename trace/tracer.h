@@ -1,6 +1,6 @@
 // Decodes parcagpu-trace's ring-buffer events and feeds everything that is done with them: the
 // joiner (kernels to launches), the stacks (symbolized once per distinct stack), capture sites,
-// the GPU profile (total and per interval), the live outputs (-k, --json-lines) and the views.
+// the GPU profile (total and per interval), the live outputs (-k, --json-lines) and the extensions.
 // No BPF here: main hands it the events and the BPF counters.
 #pragma once
 
@@ -24,7 +24,7 @@
 #include "stacks.h"
 #include "symbolizer.h"
 #include "unwinder.h"
-#include "view.h"
+#include "extension.h"
 
 namespace parcagpu::trace {
 
@@ -36,7 +36,7 @@ class Tracer : public MatchSink {
   static int handle(void *ctx, void *data, size_t size);
   void on_event(const void *data, size_t size);
 
-  void add_view(std::unique_ptr<View> v) { views_.push_back(std::move(v)); }
+  void add_extension(std::unique_ptr<Extension> v) { extensions_.push_back(std::move(v)); }
   // A library file was attached: its frames are mechanism, and --json-lines says so.
   void on_library(const std::string &path, const std::string &shown, uint32_t pid);
   // Mapping records go to the symbolizer (and `hooks`); drained before a new stack is
@@ -108,7 +108,7 @@ class Tracer : public MatchSink {
   bool have_pid_ = false;
   Counters meta_;  // figures counted here rather than in the joiner
   uint64_t malformed_ = 0;
-  std::vector<std::unique_ptr<View>> views_;
+  std::vector<std::unique_ptr<Extension>> extensions_;
 };
 
 }  // namespace parcagpu::trace

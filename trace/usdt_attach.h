@@ -1,5 +1,5 @@
-// The attach loop both BPF sessions use (bpf_session.cc, the tracer; pc_session.cc, the PC
-// view): one bpf_program__attach_usdt per handled probe that a library file has, all or none.
+// The attach loop both BPF sessions use (bpf_session.cc, the tracer; pc_session.cc, PC
+// sampling): one bpf_program__attach_usdt per handled probe that a library file has, all or none.
 #pragma once
 
 #include <cstddef>

@@ -250,7 +250,7 @@ class BadValues(unittest.TestCase):
         self.assertGreater(trace.result[C.kernels_matched], 0)
 
 
-class PcViewInTheTool(unittest.TestCase):
+class PcSamplingInTheTool(unittest.TestCase):
     """parcagpu-trace --pc through the tool's own structure: reports, discovery, cgroup."""
 
     def setUp(self):
@@ -390,7 +390,7 @@ class PcOption(unittest.TestCase):
 OLD_CUPTI = harness.PERSONALITY == "12"
 if OLD_CUPTI:
     for case in (SamplesHangUnderAnnouncedLaunches, Episodes, AttachDetach, FaultInjection, BadValues,
-                 PcViewInTheTool):
+                 PcSamplingInTheTool):
         for name in [n for n in dir(case) if n.startswith("test_")]:
             setattr(case, name, unittest.skip("CUPTI older than 12.4: no PC sampling")(getattr(case, name)))
 

@@ -1,4 +1,4 @@
-/* parcagpu-trace's PC sampling view, BPF side (events in pc_view.h). Reads exactly what the
+/* parcagpu-trace's PC sampling (--pc), BPF side (events in pc_events.h). Reads exactly what the
  * production consumer reads (include/parcagpu/abi.h); every failed read is counted. A
  * pc_sample_batch firing is walked with bpf_loop (kernel 5.17+), one ring-buffer event per
  * record. The ring buffer and the cgroup filter are the tracer's (parcagpu_trace.bpf.c): userland
@@ -11,7 +11,7 @@
 #include <bpf/usdt.bpf.h>
 
 #include "parcagpu/abi.h"
-#include "pc_view.h"
+#include "pc_events.h"
 
 #define TRACE_STATS_MAX PV_STAT_MAX
 #define TRACE_STAT_RINGBUF_DROPS PV_STAT_RINGBUF_DROPS
