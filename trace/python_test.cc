@@ -380,14 +380,14 @@ TEST(PythonFrames, ReadsCodeObjectsAndSplitsRunsAtShims) {
     s.instr[i] = instrs[i];
     s.entry[i] = entries[i];
   }
-  PyCounters c;
+  Counters c;
   const PyFrameGroups g = pf.groups(pid, s, &c);
   ASSERT_EQ(g.size(), 2u);
   EXPECT_EQ(names(g[0]), (std::vector<std::string>{"train.py:4 st\xc3\xa9p"}));
   EXPECT_EQ(names(g[1]), (std::vector<std::string>{"[python] ?", "train.py:10 st\xc3\xa9p"}));
   EXPECT_EQ(g[0][0].file, "/srv/app/train.py");
-  EXPECT_EQ(c.frames, 3u);
-  EXPECT_EQ(c.frame_read_errors, 1u);
+  EXPECT_EQ(c.python_frames, 3u);
+  EXPECT_EQ(c.python_frame_read_errors, 1u);
   // A process the reader does not know: nothing, no reads.
   EXPECT_TRUE(pf.groups(pid + 1, s, &c).empty());
 }

@@ -165,7 +165,7 @@ uint32_t Tracer::resolve_stack(const pt_header &h, const pt_stacks &stacks, size
   std::function<void(std::vector<Frame> *)> edit;
   if (py && py->count > 0 && python_.knows(h.pid)) {
     const uint32_t n = std::min<uint32_t>(py->count, PT_PY_FRAMES_MAX);
-    ++py_counters_.stacks;
+    ++meta_.python_stacks;
     for (uint32_t i = 0; i < n; ++i) {
       const uint64_t rec[2] = {py->code[i], py->instr[i]};
       py_key.append(reinterpret_cast<const char *>(rec), sizeof rec);
@@ -175,8 +175,8 @@ uint32_t Tracer::resolve_stack(const pt_header &h, const pt_stacks &stacks, size
     const uint32_t pid = h.pid;
     edit = [this, chain, pid](std::vector<Frame> *frames) {
       bool mismatch = false;
-      *frames = merge_python_frames(*frames, python_.groups(pid, *chain, &py_counters_), &mismatch);
-      if (mismatch) ++py_counters_.merge_mismatches;
+      *frames = merge_python_frames(*frames, python_.groups(pid, *chain, &meta_), &mismatch);
+      if (mismatch) ++meta_.python_merge_mismatches;
     };
   }
   if (copy && avail >= sizeof *copy && copy->bytes > 0 &&
@@ -447,10 +447,6 @@ Summary Tracer::summarize(const uint64_t st[PT_STAT_MAX], double duration,
   sum.stack_copy_bytes = st[PT_STAT_STACK_COPY_BYTES];
   sum.stack_copy_errors = st[PT_STAT_STACK_COPY_ERRORS];
   sum.stacks_cut_at_non_code = resolver_.cut_at_non_code();
-  sum.python_stacks = py_counters_.stacks;
-  sum.python_frames = py_counters_.frames;
-  sum.python_frame_read_errors = py_counters_.frame_read_errors;
-  sum.python_merge_mismatches = py_counters_.merge_mismatches;
   sum.python_no_thread = st[PT_STAT_PY_NO_THREAD];
   sum.python_read_errors = st[PT_STAT_PY_READ_ERRORS];
   sum.python_truncated = st[PT_STAT_PY_TRUNCATED];

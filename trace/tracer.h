@@ -103,7 +103,6 @@ class Tracer : public MatchSink {
   std::unordered_set<uint32_t> seen_pids_, emitted_stacks_;
   PythonFrames python_;
   uint64_t python_map_full_ = 0;  // Python processes the BPF map refused (warned once)
-  PyCounters py_counters_;
   uint32_t last_pid_ = 0;
   bool have_pid_ = false;
   Counters meta_;  // figures counted here rather than in the joiner
