@@ -23,6 +23,8 @@ import unittest
 
 import harness
 
+C = harness.COUNTER  # the summary's counters, by name (trace/counters.h)
+
 
 def mock_pc(run):
     """The mock CUPTI's PC sampling counters at exit."""
@@ -245,8 +247,8 @@ class FaultInjection(unittest.TestCase):
                 self.assertEqual(pc["enabled_now"], 0, pc)
                 self.assertLessEqual(pc["enables"], 1, pc)
                 # Kernel timing goes on: every kernel of an announced launch matched.
-                self.assertGreater(j["kernels_matched"], 0)
-                self.assertEqual(j["orphan_kernels"], 0)
+                self.assertGreater(j[C.kernels_matched], 0)
+                self.assertEqual(j[C.orphan_kernels], 0)
                 if fail.startswith("cuptiPCSamplingEnable"):
                     self.assertEqual(j["pc"]["gpu_configs"], [], "factor never in force")
 
@@ -257,7 +259,7 @@ class FaultInjection(unittest.TestCase):
         errors = [l for l in r.parcagpu_errors() if "cuptiGetCubinCrc" in l and " in all" not in l]
         self.assertEqual(len(errors), 1, r.parcagpu_errors())
         self.assertEqual(j["pc"]["cubins"], [])
-        self.assertGreater(j["kernels_matched"], 0)
+        self.assertGreater(j[C.kernels_matched], 0)
 
 
 class BadValues(unittest.TestCase):
@@ -271,7 +273,7 @@ class BadValues(unittest.TestCase):
         for var in ("PARCAGPU_SAMPLING_FACTOR", "PARCAGPU_PC_SAMPLING_RATE",
                     "PARCAGPU_PC_HW_BUFFER_MB"):
             self.assertEqual(len([l for l in errs if var in l]), 1, errs)
-        self.assertGreaterEqual(trace.result["errors"], 3)
+        self.assertGreaterEqual(trace.result[C.errors], 3)
         # The default factor is CUPTI's (11 on the mock, as on the H100), reported as in force.
         self.assertEqual([g["sampling_factor"] for g in trace.result["pc"]["gpu_configs"]], [11])
 
@@ -282,10 +284,10 @@ class BadValues(unittest.TestCase):
         trace.stop()
         self.assertEqual(mock_pc(r)["enables"], 0)
         self.assertEqual(trace.result["pc"]["records"], 0)
-        self.assertGreater(trace.result["kernels_matched"], 0)
+        self.assertGreater(trace.result[C.kernels_matched], 0)
 
 
-class PcViewInTheTool(unittest.TestCase):
+class PcSamplingInTheTool(unittest.TestCase):
     """parcagpu-trace --pc through the tool's own structure: reports, discovery, cgroup."""
 
     def setUp(self):
@@ -406,7 +408,7 @@ class PcViewInTheTool(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr[-2000:])
         self.assertGreaterEqual(mock_pc(r)["enables"], 1, "PC sampling ran in the process")
         j = tool.last_json()
-        self.assertEqual(j["kernels_matched"], 0)
+        self.assertEqual(j[C.kernels_matched], 0)
         pc = j["pc"]
         self.assertEqual((pc["bpf"]["batches"], pc["records"], pc["stall_reasons_named"], pc["cubins"],
                           pc["gpu_configs"]), (0, 0, [], [], []), pc)
@@ -425,7 +427,7 @@ class PcOption(unittest.TestCase):
 OLD_CUPTI = harness.PERSONALITY == "12"
 if OLD_CUPTI:
     for case in (SamplesHangUnderAnnouncedLaunches, Episodes, AttachDetach, FaultInjection, BadValues,
-                 PcViewInTheTool):
+                 PcSamplingInTheTool):
         for name in [n for n in dir(case) if n.startswith("test_")]:
             setattr(case, name, unittest.skip("CUPTI older than 12.4: no PC sampling")(getattr(case, name)))
 
@@ -441,7 +443,7 @@ class OlderCupti(unittest.TestCase):
         self.assertEqual(mock_pc(r)["enables"], 0)
         self.assertIn("PC sampling off: CUPTI API version 19", r.stderr)
         self.assertEqual(trace.result["pc"]["gpu_configs"], [])
-        self.assertGreater(trace.result["kernels_matched"], 0)
+        self.assertGreater(trace.result[C.kernels_matched], 0)
 
 
 if __name__ == "__main__":
