@@ -51,18 +51,6 @@ T field(const uint8_t *record, size_t offset) {
 
 }  // namespace
 
-uint64_t coarse_ns() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
-
-uint64_t monotonic_ns() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
-
 BufferPool::~BufferPool() {
   for (uint8_t *b : free_) std::free(b);
 }

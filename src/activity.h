@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "config.h"
+#include "clock.h"
 #include "correlation_tracker.h"
 #include "cupti_api.h"
 #include "graph_tracker.h"
@@ -152,11 +153,5 @@ class ActivityCollector {
   mutable std::mutex stats_mu_;
   ActivityStats stats_;
 };
-
-uint64_t monotonic_ns();
-// The clock of the launch path (token buckets, tracker ages): CLOCK_MONOTONIC_COARSE is read
-// from the vDSO without touching the clocksource, which on some VMs costs a system call
-// (~1 us) per read; its few-ms resolution is plenty for rates of tens per second.
-uint64_t coarse_ns();
 
 }  // namespace parcagpu

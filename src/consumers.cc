@@ -4,7 +4,7 @@
 
 #include <chrono>
 
-#include "activity.h"  // monotonic_ns
+#include "clock.h"
 #include "log.h"
 #include "usdt.h"
 

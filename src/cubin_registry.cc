@@ -4,7 +4,7 @@
 
 #include <cstring>
 
-#include "activity.h"  // monotonic_ns
+#include "clock.h"
 #include "log.h"
 #include "usdt.h"
 

@@ -8,7 +8,7 @@
 #include <cstring>
 #include <string_view>
 
-#include "activity.h"  // monotonic_ns
+#include "clock.h"
 #include "log.h"
 #include "usdt.h"
 
