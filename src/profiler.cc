@@ -2,8 +2,10 @@
 
 #include <dlfcn.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 #include <string>
 
 #include "log.h"
@@ -120,60 +122,84 @@ void Profiler::shutdown() {
   log_stats();
 }
 
+namespace {
+
+// One debug line of a part's totals, "what: name=value ...", values as integers unless a
+// number of decimals is given (milliseconds).
+struct Total {
+  const char *name;
+  double value;
+  int decimals = 0;
+};
+
+void log_totals(const char *what, std::initializer_list<Total> totals, const char *tail = "") {
+  std::string line = what;
+  line += ":";
+  char buf[96];
+  for (const Total &t : totals) {
+    snprintf(buf, sizeof buf, " %s=%.*f", t.name, t.decimals, t.value);
+    line += buf;
+  }
+  line += tail;
+  debug_log("%s", line.c_str());
+}
+
+double u(uint64_t v) { return static_cast<double>(v); }
+
+}  // namespace
+
 void Profiler::log_stats() const {
   if (!debug_enabled()) return;
   const LaunchStats &l = callbacks_->stats();
+  log_totals("launches", {{"announced eager", u(l.announced_eager.load())},
+                          {"graph", u(l.announced_graph.load())},
+                          {"sampling windows", u(l.windows.load())},
+                          {"rate-limited", u(l.rate_limited.load())},
+                          {"captured", u(l.captured.load())},
+                          {"consumer left during the call", u(l.left_unannounced.load())},
+                          {"abandoned", u(l.abandoned.load())},
+                          {"callback errors", u(l.callback_errors.load())}});
   const ActivityStats a = activity_->stats();
-  const TrackerStats t = tracker_->stats();
-  debug_log("launches: announced eager=%llu graph=%llu, sampling windows=%llu, "
-            "rate-limited=%llu, captured=%llu, consumer left during the call=%llu, "
-            "abandoned=%llu, callback errors=%llu",
-            (unsigned long long)l.announced_eager.load(), (unsigned long long)l.announced_graph.load(),
-            (unsigned long long)l.windows.load(), (unsigned long long)l.rate_limited.load(),
-            (unsigned long long)l.captured.load(), (unsigned long long)l.left_unannounced.load(),
-            (unsigned long long)l.abandoned.load(), (unsigned long long)l.callback_errors.load());
-  debug_log("activity: buffers=%llu refused=%llu kernel records=%llu delivered=%llu batches=%llu "
-            "dropped=%llu flushes=%llu enables=%llu disables=%llu",
-            (unsigned long long)a.buffers_completed, (unsigned long long)a.buffers_refused,
-            (unsigned long long)a.kernel_records, (unsigned long long)a.kernels_delivered,
-            (unsigned long long)a.batches_fired, (unsigned long long)a.records_dropped,
-            (unsigned long long)a.flushes, (unsigned long long)a.enables,
-            (unsigned long long)a.disables);
+  log_totals("activity", {{"buffers", u(a.buffers_completed)}, {"refused", u(a.buffers_refused)},
+                          {"kernel records", u(a.kernel_records)},
+                          {"delivered", u(a.kernels_delivered)}, {"batches", u(a.batches_fired)},
+                          {"dropped", u(a.records_dropped)}, {"flushes", u(a.flushes)},
+                          {"enables", u(a.enables)}, {"disables", u(a.disables)}});
   const PcStats p = pc_->stats();
-  using ull = unsigned long long;
-  debug_log("pc sampling: episodes=%llu (ended before a graph's first launch %llu, graphs first "
-            "launched while enabled %llu) enables=%llu disables=%llu enabled ms=%.1f disable "
-            "ms=%.1f (longest %.1f) windows=%llu window launches=%llu window ms=%.1f",
-            (ull)p.episodes, (ull)p.ended_for_graphs, (ull)p.graphs_uploaded_enabled,
-            (ull)p.enables, (ull)p.disables, p.enabled_ns / 1e6, p.disable_ns / 1e6,
-            p.max_disable_ns / 1e6, (ull)p.windows, (ull)p.window_launches, p.window_ns / 1e6);
-  debug_log("pc sampling: drains=%llu batches=%llu records=%llu samples=%llu pairs=%llu "
-            "uncorrelated=%llu unpublished=%llu non-user samples=%llu dropped samples=%llu "
-            "gate timeouts=%llu factor=%u%s",
-            (ull)p.drains, (ull)p.batches, (ull)p.records, (ull)p.samples, (ull)p.pairs,
-            (ull)p.uncorrelated, (ull)p.unpublished, (ull)p.nonuser_samples,
-            (ull)p.dropped_samples, (ull)p.gate_timeouts, p.sampling_factor,
-            p.failed ? " (failed)" : "");
+  log_totals("pc sampling", {{"episodes", u(p.episodes)},
+                             {"ended before a graph's first launch", u(p.ended_for_graphs)},
+                             {"graphs first launched while enabled", u(p.graphs_uploaded_enabled)},
+                             {"enables", u(p.enables)}, {"disables", u(p.disables)},
+                             {"enabled ms", p.enabled_ns / 1e6, 1},
+                             {"disable ms", p.disable_ns / 1e6, 1},
+                             {"longest disable ms", p.max_disable_ns / 1e6, 1},
+                             {"windows", u(p.windows)}, {"window launches", u(p.window_launches)},
+                             {"window ms", p.window_ns / 1e6, 1}});
+  log_totals("pc sampling", {{"drains", u(p.drains)}, {"batches", u(p.batches)},
+                             {"records", u(p.records)}, {"samples", u(p.samples)},
+                             {"pairs", u(p.pairs)}, {"uncorrelated", u(p.uncorrelated)},
+                             {"unpublished", u(p.unpublished)},
+                             {"non-user samples", u(p.nonuser_samples)},
+                             {"dropped samples", u(p.dropped_samples)},
+                             {"gate timeouts", u(p.gate_timeouts)},
+                             {"factor", u(p.sampling_factor)}},
+             p.failed ? " (failed)" : "");
   const CubinStats cs = pc_->cubins().stats();
-  debug_log("cubins: loaded=%llu unloaded=%llu live=%llu copied=%llu (%llu bytes held) no crc=%llu",
-            (unsigned long long)cs.loaded, (unsigned long long)cs.unloaded,
-            (unsigned long long)cs.live, (unsigned long long)cs.copied,
-            (unsigned long long)cs.copied_bytes, (unsigned long long)cs.no_crc);
+  log_totals("cubins", {{"loaded", u(cs.loaded)}, {"unloaded", u(cs.unloaded)},
+                        {"live", u(cs.live)}, {"copied", u(cs.copied)},
+                        {"bytes held", u(cs.copied_bytes)}, {"no crc", u(cs.no_crc)}});
   const GraphStats g = graphs_->stats();
-  debug_log("graphs: execs=%llu clones=%llu host-only launches=%llu conditional records=%llu "
-            "(ambiguous owner=%llu, no owner=%llu)",
-            (unsigned long long)g.execs, (unsigned long long)g.clones,
-            (unsigned long long)g.hostonly_launches, (unsigned long long)g.conditional_records,
-            (unsigned long long)g.conditional_ambiguous,
-            (unsigned long long)g.conditional_orphans);
-  debug_log("tracker: inserted=%llu completed=%llu matched=%llu unmatched=%llu expired=%llu "
-            "(never seen=%llu) refused=%llu (retired at the cap=%llu) removed=%llu live=%llu",
-            (unsigned long long)t.inserted, (unsigned long long)t.completed,
-            (unsigned long long)t.kernels_matched, (unsigned long long)t.kernels_unmatched,
-            (unsigned long long)t.expired, (unsigned long long)t.expired_unseen,
-            (unsigned long long)t.refused, (unsigned long long)t.retired_at_cap,
-            (unsigned long long)t.removed,
-            (unsigned long long)t.live);
+  log_totals("graphs", {{"execs", u(g.execs)}, {"clones", u(g.clones)},
+                        {"host-only launches", u(g.hostonly_launches)},
+                        {"conditional records", u(g.conditional_records)},
+                        {"ambiguous owner", u(g.conditional_ambiguous)},
+                        {"no owner", u(g.conditional_orphans)}});
+  const TrackerStats t = tracker_->stats();
+  log_totals("tracker", {{"inserted", u(t.inserted)}, {"completed", u(t.completed)},
+                         {"matched", u(t.kernels_matched)}, {"unmatched", u(t.kernels_unmatched)},
+                         {"expired", u(t.expired)}, {"never seen", u(t.expired_unseen)},
+                         {"refused", u(t.refused)}, {"retired at the cap", u(t.retired_at_cap)},
+                         {"removed", u(t.removed)}, {"live", u(t.live)}});
 }
 
 bool start_profiler(const char *how) noexcept {
@@ -206,7 +232,7 @@ bool start_profiler(const char *how) noexcept {
     // Never freed, even when start fails: CUPTI may still hold pointers into it. Kept reachable.
     // (volatile: a store nothing reads would be optimized away, and LeakSanitizer would see a
     // leak).
-    static Profiler *volatile kept = nullptr;
+    [[maybe_unused]] static Profiler *volatile kept = nullptr;
     auto *profiler = new Profiler(config);
     kept = profiler;
     if (!profiler->start()) return false;

@@ -426,8 +426,8 @@ class PcOption(unittest.TestCase):
 # PC sampling stays off there, and everything else works.
 OLD_CUPTI = harness.PERSONALITY == "12"
 if OLD_CUPTI:
-    for case in (SamplesHangUnderAnnouncedLaunches, Episodes, AttachDetach, FaultInjection, BadValues,
-                 PcSamplingInTheTool):
+    for case in (SamplesHangUnderAnnouncedLaunches, Episodes, GraphUploads, AttachDetach,
+                 FaultInjection, BadValues, PcSamplingInTheTool):
         for name in [n for n in dir(case) if n.startswith("test_")]:
             setattr(case, name, unittest.skip("CUPTI older than 12.4: no PC sampling")(getattr(case, name)))
 
