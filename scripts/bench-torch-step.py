@@ -27,6 +27,8 @@ import sys
 import tempfile
 import time
 
+from agent_json import AgentTotals
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -120,20 +122,14 @@ def main():
     out.append("overlap (two streams of ~1 ms kernels), median us/step: " +
                ", ".join("%s %.0f" % (v, overlap[v]) for v in names))
     try:
-        j = json.load(open(os.path.join(a.out, "agent.json")))
-        procs = list(j.get("pids", {}).values())
-        tot = lambda k: sum(p.get(k, 0) for p in procs)
-        ids = {}
-        for p in procs:
-            for k, n in p.get("pc_samples", {}).get("correlation_ids", {}).items():
-                ids[k] = ids.get(k, 0) + n
+        tot = AgentTotals(os.path.join(a.out, "agent.json"))
         out.append("agent consumer: correlations %d, kernel records %d, matched %d, orphan kernels "
                    "%d, orphan launches %d/%d, PC records %d (correlation IDs %s), read failures "
                    "%d, ring-buffer drops %d" % (
                        tot("correlations"), tot("kernel_records"), tot("matched"),
                        tot("orphan_kernels"), tot("orphan_correlations_eager"),
                        tot("orphan_correlations_graph"),
-                       sum(p.get("pc_samples", {}).get("records", 0) for p in procs), ids,
+                       tot.pc_records, tot.ids,
                        tot("read_failures"), tot("ringbuf_drops")))
     except (OSError, ValueError) as e:
         out.append("agent consumer: no summary (%s)" % e)
