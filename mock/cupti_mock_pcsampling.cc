@@ -20,6 +20,7 @@
 // Fault injection (MOCK_CUPTI_FAIL) covers every entry point here.
 #include <elf.h>
 #include <pthread.h>
+#include <zlib.h>
 
 #include <algorithm>
 #include <cinttypes>
@@ -151,26 +152,8 @@ struct PcCounters {
   uint64_t kernels_sampled, records_made, records_delivered, records_discarded, nonuser_kernels;
 } g_pc{};
 
-const uint32_t *crc_table() {
-  static uint32_t table[256];
-  static bool init = [] {
-    for (uint32_t i = 0; i < 256; ++i) {
-      uint32_t c = i;
-      for (int k = 0; k < 8; ++k) c = c & 1 ? 0xEDB88320u ^ (c >> 1) : c >> 1;
-      table[i] = c;
-    }
-    return true;
-  }();
-  (void)init;
-  return table;
-}
-
 uint64_t crc32_of(const void *data, size_t size) {
-  const uint32_t *t = crc_table();
-  uint32_t c = 0xFFFFFFFFu;
-  const auto *p = static_cast<const uint8_t *>(data);
-  for (size_t i = 0; i < size; ++i) c = t[(c ^ p[i]) & 0xFF] ^ (c >> 8);
-  return c ^ 0xFFFFFFFFu;
+  return crc32_z(0, static_cast<const Bytef *>(data), size);
 }
 
 // The kernels of a cubin: FUNC symbols with a size, in their own .text.<name> section.
