@@ -11,7 +11,7 @@
 //
 // --fake-consumer PROBES ("all" or "cuda_correlation,kernel_executed,..."): once CUDA is up, raise
 // those USDT semaphores of the library named by CUDA_INJECTION64_PATH, as an attaching eBPF
-// consumer would (bench/sdt_semaphores.h), and give the library 0.5 s to notice: the library's
+// consumer would (common/sdt_semaphores.h), and give the library 0.5 s to notice: the library's
 // attached cost without the uprobe traps of a real consumer.
 //
 // Prints one machine-readable line on stdout:
@@ -29,7 +29,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "sdt_semaphores.h"
+#include "../common/sdt_semaphores.h"
 
 #define CHECK(call)                                                                      \
   do {                                                                                   \
