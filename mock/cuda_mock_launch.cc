@@ -478,6 +478,24 @@ int launch_api_of_kind(uint32_t domain, uint32_t cbid, MockLaunchKind kind) {
   return index >= 0 && kLaunchApis[index].kind == kind ? index : -1;
 }
 
+// What every launch checks first, in the driver's order: the API is one of `kind` (else
+// CUDA_ERROR_INVALID_VALUE), handle_ok() (else CUDA_ERROR_INVALID_HANDLE), the stream resolves.
+struct LaunchStart {
+  CUresult error;
+  int index;  // into kLaunchApis
+  CUstream_st *stream;
+};
+template <typename HandleOk>
+LaunchStart start_launch(uint32_t domain, uint32_t cbid, MockLaunchKind kind, HandleOk handle_ok,
+                         CUstream stream) {
+  const int index = launch_api_of_kind(domain, cbid, kind);
+  if (index < 0) return {CUDA_ERROR_INVALID_VALUE, index, nullptr};
+  if (!handle_ok()) return {CUDA_ERROR_INVALID_HANDLE, index, nullptr};
+  ensure_initialized();
+  CUstream_st *st = resolve_stream(current_context(), stream);
+  return {st ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE, index, st};
+}
+
 // A launch a stream capture took: counted, nothing runs.
 CUresult count_captured(int index) {
   Counters::add(kCapturedLaunches);
@@ -671,13 +689,12 @@ const char *mock_cuda_api_name(uint32_t domain, uint32_t cbid) {
 }
 
 CUresult mock_cuda_launch(uint32_t domain, uint32_t cbid, CUfunction f, CUstream stream) {
-  const int index = launch_api_of_kind(domain, cbid, MOCK_LAUNCH_EAGER);
-  if (index < 0) return CUDA_ERROR_INVALID_VALUE;
-  if (!f || f->magic != CUfunc_st::kMagic) return CUDA_ERROR_INVALID_HANDLE;
-  ensure_initialized();
+  const LaunchStart start = start_launch(
+      domain, cbid, MOCK_LAUNCH_EAGER, [&] { return f && f->magic == CUfunc_st::kMagic; }, stream);
+  if (start.error) return start.error;
+  const int index = start.index;
   const LaunchApi &api = kLaunchApis[index];
-  CUstream_st *st = resolve_stream(current_context(), stream);
-  if (!st) return CUDA_ERROR_INVALID_HANDLE;
+  CUstream_st *st = start.stream;
   CUctx_st *ctx = st->context;
 
   LaunchArgs args;
@@ -703,13 +720,13 @@ CUresult mock_cuda_launch(uint32_t domain, uint32_t cbid, CUfunction f, CUstream
 }
 
 CUresult mock_cuda_graph_launch(uint32_t domain, uint32_t cbid, CUgraphExec exec, CUstream stream) {
-  const int index = launch_api_of_kind(domain, cbid, MOCK_LAUNCH_GRAPH);
-  if (index < 0) return CUDA_ERROR_INVALID_VALUE;
-  if (!exec || exec->magic != CUgraphExec_st::kMagic) return CUDA_ERROR_INVALID_HANDLE;
-  ensure_initialized();
+  const LaunchStart start = start_launch(
+      domain, cbid, MOCK_LAUNCH_GRAPH,
+      [&] { return exec && exec->magic == CUgraphExec_st::kMagic; }, stream);
+  if (start.error) return start.error;
+  const int index = start.index;
   const LaunchApi &api = kLaunchApis[index];
-  CUstream_st *st = resolve_stream(current_context(), stream);
-  if (!st) return CUDA_ERROR_INVALID_HANDLE;
+  CUstream_st *st = start.stream;
   CUctx_st *ctx = st->context;
 
   LaunchArgs args;
