@@ -210,7 +210,7 @@ TEST(Summary, GpuConfigsErrorsAndBadEvents) {
             std::string::npos)
       << j;
   EXPECT_NE(j.find("\"error_list\":[{\"code\":-3,\"component\":\"config\","
-                   "\"message\":\"say \\\"hi\\\"\\u000a\"}]"),
+                   "\"message\":\"say \\\"hi\\\"\\n\"}]"),
             std::string::npos)
       << j;
   EXPECT_NE(j.find("\"bad_events\":3"), std::string::npos) << j;
