@@ -30,16 +30,9 @@
 #include <cstring>
 
 #include "../common/sdt_semaphores.h"
+#define CHECK_PROGRAM "launch_overhead"
+#include "../tests/gpu/cuda_check.h"
 
-#define CHECK(call)                                                                      \
-  do {                                                                                   \
-    cudaError_t err_ = (call);                                                           \
-    if (err_ != cudaSuccess) {                                                           \
-      fprintf(stderr, "launch_overhead: %s:%d: %s: %s\n", __FILE__, __LINE__, #call,     \
-              cudaGetErrorString(err_));                                                 \
-      exit(2);                                                                           \
-    }                                                                                    \
-  } while (0)
 
 __global__ void empty_kernel() {}
 

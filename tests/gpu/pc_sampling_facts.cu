@@ -32,14 +32,8 @@
 
 #include "pc_facts.h"
 
-#define CHECK(call)                                                                     \
-  do {                                                                                  \
-    cudaError_t e_ = (call);                                                            \
-    if (e_ != cudaSuccess) {                                                            \
-      fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
-      exit(2);                                                                          \
-    }                                                                                   \
-  } while (0)
+#define CHECK_PROGRAM "pc_sampling_facts"
+#include "cuda_check.h"
 
 #define STEP(s) (g_step = (s), printf("STEP %s\n", (s)))
 
