@@ -40,19 +40,7 @@ constexpr ResultName kResults[] = {
 };
 
 bool parse_result(const std::string &text, CUresult *result) {
-  unsigned long n = 0;
-  if (mockfault::parse_uint(text, &n)) {
-    *result = static_cast<CUresult>(n);
-    return true;
-  }
-  for (const ResultName &r : kResults) {
-    const char *short_name = std::strncmp(r.name, "CUDA_ERROR_", 11) == 0 ? r.name + 11 : r.name;
-    if (text == r.name || text == short_name) {
-      *result = r.value;
-      return true;
-    }
-  }
-  return false;
+  return mockfault::parse_named_result(text, kResults, "CUDA_ERROR_", result);
 }
 
 void warn(const std::string &message) {

@@ -212,19 +212,7 @@ const char *result_name(CUptiResult result) {
 }
 
 bool parse_result(const std::string &text, CUptiResult *result) {
-  unsigned long n = 0;
-  if (parse_uint(text, &n)) {
-    *result = static_cast<CUptiResult>(n);
-    return true;
-  }
-  for (const ResultName &r : kResultNames) {
-    const char *short_name = std::strncmp(r.name, "CUPTI_ERROR_", 12) == 0 ? r.name + 12 : r.name;
-    if (text == r.name || text == short_name) {
-      *result = r.value;
-      return true;
-    }
-  }
-  return false;
+  return mockfault::parse_named_result(text, kResultNames, "CUPTI_ERROR_", result);
 }
 
 const char *domain_name(uint32_t domain) {

@@ -9,6 +9,7 @@
 #include <cctype>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,28 @@ inline bool parse_uint(const std::string &text, unsigned long *value) {
   char *end = nullptr;
   *value = std::strtoul(text.c_str(), &end, 10);
   return *end == '\0';
+}
+
+// A result by number, by its name ("CUDA_ERROR_NOT_READY") or by its name without `prefix`
+// ("NOT_READY"), from `table`'s {value, name} rows.
+template <typename Result, typename Table>
+bool parse_named_result(const std::string &text, const Table &table, const char *prefix,
+                        Result *result) {
+  unsigned long n = 0;
+  if (parse_uint(text, &n)) {
+    *result = static_cast<Result>(n);
+    return true;
+  }
+  const size_t prefix_len = std::strlen(prefix);
+  for (const auto &r : table) {
+    const char *short_name =
+        std::strncmp(r.name, prefix, prefix_len) == 0 ? r.name + prefix_len : r.name;
+    if (text == r.name || text == short_name) {
+      *result = r.value;
+      return true;
+    }
+  }
+  return false;
 }
 
 struct Item {
