@@ -97,28 +97,19 @@ void destroy(CUgraphExec exec, CUgraph graph = nullptr, CUstream stream = nullpt
 
 // Capture of three launches (docs/cupti-facts.md, fact 5), then the captured graph
 // launched like the cudaGraphLaunch phase.
-// A stream capture of what capture(stream) does, instantiated and launched once (cudaGraphLaunch).
-template <typename Capture>
-void capture_and_launch(Capture capture) {
+void scenario_capture(Kernels &k) {
   CUstream s = new_stream();
   check(mock_cuda_stream_begin_capture(s), "cudaStreamBeginCapture");
-  capture(s);
+  const char *captured[] = {kAdd, kMul, kAdd};
+  for (const char *kernel : captured)
+    check(mock_cuda_launch(kRt, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, k.next(kernel), s),
+          "cudaLaunchKernel (captured)");
   CUgraph graph = nullptr;
   CUgraphExec exec = nullptr;
   check(mock_cuda_stream_end_capture(s, &graph), "cudaStreamEndCapture");
   check(mock_cuda_graph_instantiate(&exec, graph), "cudaGraphInstantiate");
   graph_launch_n(kRt, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000, exec, s);
   destroy(exec, graph, s);
-}
-
-void scenario_capture(Kernels &k) {
-  capture_and_launch([&](CUstream s) {
-    const char *captured[] = {kAdd, kMul, kAdd};
-    for (const char *kernel : captured)
-      check(mock_cuda_launch(kRt, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, k.next(kernel),
-                             s),
-            "cudaLaunchKernel (captured)");
-  });
 }
 
 // A WHILE conditional whose two-kernel body runs 5 times (docs/cupti-facts.md, fact 7).
@@ -142,8 +133,15 @@ void scenario_conditional(Kernels &k) {
 
 // A captured cudaLaunchHostFunc only (docs/cupti-facts.md, fact 8).
 void scenario_hostonly_graph() {
-  capture_and_launch(
-      [](CUstream s) { check(mock_cuda_launch_host_func(s), "cudaLaunchHostFunc"); });
+  CUstream s = new_stream();
+  check(mock_cuda_stream_begin_capture(s), "cudaStreamBeginCapture");
+  check(mock_cuda_launch_host_func(s), "cudaLaunchHostFunc");
+  CUgraph graph = nullptr;
+  CUgraphExec exec = nullptr;
+  check(mock_cuda_stream_end_capture(s, &graph), "cudaStreamEndCapture");
+  check(mock_cuda_graph_instantiate(&exec, graph), "cudaGraphInstantiate");
+  graph_launch_n(kRt, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000, exec, s);
+  destroy(exec, graph, s);
 }
 
 bool is_ptsz(const char *api_name) {
