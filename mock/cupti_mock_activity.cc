@@ -463,6 +463,15 @@ CUptiResult switch_kind(std::atomic<bool> &flag, CUpti_ActivityKind kind, bool o
   return CUPTI_SUCCESS;
 }
 
+// cuptiActivityEnableContext (on) and DisableContext.
+CUptiResult switch_context_kind(CUcontext context, CUpti_ActivityKind kind, bool on) {
+  if (const CUptiResult r = check_kind(kind)) return error(r);
+  uint32_t ctx = 0;
+  if (const CUptiResult r = context_index(context, &ctx)) return error(r);
+  Stats::add(on ? kActivityEnableCalls : kActivityDisableCalls);
+  return switch_kind(g_context_kind_enabled[ctx][kind], kind, on);
+}
+
 }  // namespace
 
 extern "C" {
@@ -487,20 +496,12 @@ CUptiResult cuptiActivityDisable(CUpti_ActivityKind kind) {
 
 CUptiResult cuptiActivityEnableContext(CUcontext context, CUpti_ActivityKind kind) {
   MOCK_CUPTI_FAULT_POINT(cuptiActivityEnableContext);
-  if (const CUptiResult r = check_kind(kind)) return error(r);
-  uint32_t ctx = 0;
-  if (const CUptiResult r = context_index(context, &ctx)) return error(r);
-  Stats::add(kActivityEnableCalls);
-  return switch_kind(g_context_kind_enabled[ctx][kind], kind, true);
+  return switch_context_kind(context, kind, true);
 }
 
 CUptiResult cuptiActivityDisableContext(CUcontext context, CUpti_ActivityKind kind) {
   MOCK_CUPTI_FAULT_POINT(cuptiActivityDisableContext);
-  if (const CUptiResult r = check_kind(kind)) return error(r);
-  uint32_t ctx = 0;
-  if (const CUptiResult r = context_index(context, &ctx)) return error(r);
-  Stats::add(kActivityDisableCalls);
-  return switch_kind(g_context_kind_enabled[ctx][kind], kind, false);
+  return switch_context_kind(context, kind, false);
 }
 
 CUptiResult cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc request,
