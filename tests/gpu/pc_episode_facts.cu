@@ -493,6 +493,24 @@ static void phase_sleepspan() {
   }
 }
 
+// A watcher thread (no context current): disables PC sampling each time `req` passes what it has
+// seen, its result in *rd and its time in *ds, then acks with `ack`; until quit.
+static std::thread disable_watcher(std::atomic<bool> &quit, std::atomic<int> &req,
+                                   std::atomic<int> &ack, CUptiResult *rd, double *ds) {
+  return std::thread([&quit, &req, &ack, rd, ds] {
+    int seen = 0;
+    while (!quit) {
+      if (req.load() > seen) {
+        seen = req.load();
+        *rd = pc_disable(g_ctx, ds);
+        ack = seen;
+      } else {
+        sleep_ms(0.2);
+      }
+    }
+  });
+}
+
 // ================================================================ phase offthread
 static void phase_offthread(const std::string &variant) {
   std::atomic<bool> done{false};
@@ -567,18 +585,7 @@ static void phase_offthread(const std::string &variant) {
   std::atomic<bool> quit{false};
   double last_ds = 0;
   CUptiResult last_rd = CUPTI_SUCCESS;
-  std::thread watcher([&] {
-    int seen = 0;
-    while (!quit) {
-      if (req.load() > seen) {
-        seen = req.load();
-        last_rd = pc_disable(g_ctx, &last_ds);
-        ack = seen;
-      } else {
-        sleep_ms(0.2);
-      }
-    }
-  });
+  std::thread watcher = disable_watcher(quit, req, ack, &last_rd, &last_ds);
   std::vector<double> winrec;
   for (int w = 1; w <= 10; ++w) {
     double en = 0, cf = 0;
@@ -1058,18 +1065,7 @@ static void phase_disablethreads(const std::string &variant) {
   CUptiResult last_rd = CUPTI_SUCCESS;
   std::thread watcher;
   if (variant != "main_other") {
-    watcher = std::thread([&] {
-      int seen = 0;
-      while (!quit) {
-        if (req.load() > seen) {
-          seen = req.load();
-          last_rd = pc_disable(g_ctx, &last_ds);
-          ack = seen;
-        } else {
-          sleep_ms(0.2);
-        }
-      }
-    });
+    watcher = disable_watcher(quit, req, ack, &last_rd, &last_ds);
   }
   for (int w = 1; w <= 5; ++w) {
     double en = 0, cf = 0, st = 0, sp = 0, ds = 0;
