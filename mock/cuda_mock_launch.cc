@@ -483,17 +483,20 @@ int launch_api_of_kind(uint32_t domain, uint32_t cbid, MockLaunchKind kind) {
 struct LaunchStart {
   CUresult error;
   int index;  // into kLaunchApis
+  const LaunchApi *api;
   CUstream_st *stream;
+  CUctx_st *context;
 };
 template <typename HandleOk>
 LaunchStart start_launch(uint32_t domain, uint32_t cbid, MockLaunchKind kind, HandleOk handle_ok,
                          CUstream stream) {
   const int index = launch_api_of_kind(domain, cbid, kind);
-  if (index < 0) return {CUDA_ERROR_INVALID_VALUE, index, nullptr};
-  if (!handle_ok()) return {CUDA_ERROR_INVALID_HANDLE, index, nullptr};
+  if (index < 0) return {CUDA_ERROR_INVALID_VALUE, index, nullptr, nullptr, nullptr};
+  if (!handle_ok()) return {CUDA_ERROR_INVALID_HANDLE, index, nullptr, nullptr, nullptr};
   ensure_initialized();
   CUstream_st *st = resolve_stream(current_context(), stream);
-  return {st ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE, index, st};
+  if (!st) return {CUDA_ERROR_INVALID_HANDLE, index, nullptr, nullptr, nullptr};
+  return {CUDA_SUCCESS, index, &kLaunchApis[index], st, st->context};
 }
 
 // A launch a stream capture took: counted, nothing runs.
@@ -689,19 +692,14 @@ const char *mock_cuda_api_name(uint32_t domain, uint32_t cbid) {
 }
 
 CUresult mock_cuda_launch(uint32_t domain, uint32_t cbid, CUfunction f, CUstream stream) {
-  const LaunchStart start = start_launch(
+  const auto [error, index, api, st, ctx] = start_launch(
       domain, cbid, MOCK_LAUNCH_EAGER, [&] { return f && f->magic == CUfunc_st::kMagic; }, stream);
-  if (start.error) return start.error;
-  const int index = start.index;
-  const LaunchApi &api = kLaunchApis[index];
-  CUstream_st *st = start.stream;
-  CUctx_st *ctx = st->context;
-
+  if (error) return error;
   LaunchArgs args;
-  init_args(&args, f, nullptr, stream, shape_for(api));
+  init_args(&args, f, nullptr, stream, shape_for(*api));
   // Inside the driver call: a full queue blocks, and stream capture (docs/cupti-facts.md, fact 5).
   const Launched l = launch_call(
-      api, &args, ctx, f->name,
+      *api, &args, ctx, f->name,
       [&] {
         wait_for_queue_room(st);
         if (!st->capture_graph.load(std::memory_order_relaxed)) return false;
@@ -714,27 +712,22 @@ CUresult mock_cuda_launch(uint32_t domain, uint32_t cbid, CUfunction f, CUstream
   Counters::add(cbid_counter(index, kCbidLaunches));
   Counters::add(cbid_counter(index, kCbidKernels));
   // The kernel runs after the launch API has returned, as on a real GPU.
-  run_kernel(hooks(), ctx, st, f, l.correlation_id, 0, 0, api.launch_type, args.shape,
+  run_kernel(hooks(), ctx, st, f, l.correlation_id, 0, 0, api->launch_type, args.shape,
              l.collect_kind);
   return CUDA_SUCCESS;
 }
 
 CUresult mock_cuda_graph_launch(uint32_t domain, uint32_t cbid, CUgraphExec exec, CUstream stream) {
-  const LaunchStart start = start_launch(
+  const auto [error, index, api, st, ctx] = start_launch(
       domain, cbid, MOCK_LAUNCH_GRAPH,
       [&] { return exec && exec->magic == CUgraphExec_st::kMagic; }, stream);
-  if (start.error) return start.error;
-  const int index = start.index;
-  const LaunchApi &api = kLaunchApis[index];
-  CUstream_st *st = start.stream;
-  CUctx_st *ctx = st->context;
-
+  if (error) return error;
   LaunchArgs args;
   init_args(&args, nullptr, exec, stream, Shape{});
   std::vector<Planned> plans;
   // Graph launches carry no symbol name (docs/cupti-facts.md, fact 2: no symbol).
   const Launched l = launch_call(
-      api, &args, ctx, nullptr,
+      *api, &args, ctx, nullptr,
       [&] {
         if (!st->capture_graph.load(std::memory_order_relaxed)) return false;
         capture_node(st, CU_GRAPH_NODE_TYPE_GRAPH, nullptr);  // becomes a child graph node
