@@ -11,6 +11,7 @@ a step takes ~1 ms, when something serializes kernels (kernel-serialized PC samp
 """
 import argparse
 import json
+import random
 import sys
 import time
 
@@ -67,18 +68,32 @@ class Steps:
         with torch.cuda.stream(self.s2):
             torch.cuda._sleep(self.cycles)
 
+    # Step times kept at most: a uniform sample of them beyond (reservoir), so a long soak's
+    # resident memory is not the list's (10 minutes of graph replay kept 3M floats, ~170 MiB,
+    # which read as the process growing; docs/measurements/2026-11-25-h100/soak-*.txt).
+    KEEP = 400_000
+
     def run(self, mode, seconds):
         step = {"eager": self.eager, "graph": self.replay, "overlap": self.overlap}[mode]
         times = []
+        rng = random.Random(1)
+        n = 0
         end = time.perf_counter() + seconds
         while True:
             t0 = time.perf_counter()
             step()
             torch.cuda.synchronize()
             t1 = time.perf_counter()
-            times.append((t1 - t0) * 1e6)
+            n += 1
+            if len(times) < self.KEEP:
+                times.append((t1 - t0) * 1e6)
+            else:
+                i = rng.randrange(n)
+                if i < self.KEEP:
+                    times[i] = (t1 - t0) * 1e6
             if t1 >= end:
                 break
+        self.last_steps = n
         return times
 
 
@@ -91,7 +106,7 @@ def main():
     steps = Steps()
     if not a.worker:
         t = sorted(steps.run(a.mode, a.seconds))
-        print(json.dumps({"mode": a.mode, "steps": len(t), "median_us": t[len(t) // 2],
+        print(json.dumps({"mode": a.mode, "steps": steps.last_steps, "median_us": t[len(t) // 2],
                           "p99_us": t[int(len(t) * 0.99)]}))
         return
     print(json.dumps({"ready": True}), flush=True)

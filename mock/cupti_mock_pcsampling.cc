@@ -119,6 +119,7 @@ struct Record {
 struct FirstUse {
   bool ever_enabled = false;
   std::set<const void *> seen, tainted;
+  std::set<uint32_t> graphs;  // graph IDs whose kernels ran (uploaded at their first launch)
 };
 
 struct PcContext {
@@ -150,6 +151,9 @@ std::map<std::string, const char *> *g_names = new std::map<std::string, const c
 struct PcCounters {
   uint64_t enables, disables, starts, stops, get_data_calls, configures;
   uint64_t kernels_sampled, records_made, records_delivered, records_discarded, nonuser_kernels;
+  // Graphs whose first launch (their upload) came while PC sampling was enabled on the context:
+  // on a real GPU every later launch of them costs ~30% more (docs/pc-sampling.md P21).
+  uint64_t graphs_uploaded_enabled;
 } g_pc{};
 
 uint64_t crc32_of(const void *data, size_t size) {
@@ -295,6 +299,8 @@ void pc_kernel_ran(const mockbridge::KernelRun *run) {
   const bool enabled = it != g_contexts.end() && it->second.enabled;
   if (run->name && fu.seen.insert(run->name).second && fu.ever_enabled && !enabled)
     fu.tainted.insert(run->name);
+  if (run->graph_id != 0 && fu.graphs.insert(run->graph_id).second && enabled)
+    g_pc.graphs_uploaded_enabled++;
   if (it == g_contexts.end()) return;
   PcContext &c = it->second;
   if (!c.enabled || c.mode != CUPTI_PC_SAMPLING_COLLECTION_MODE_KERNEL_SERIALIZED) return;
@@ -323,7 +329,7 @@ std::string pc_report_json() {
   }
   size_t tainted = 0;
   for (const auto &f : g_first_use) tainted += f.second.tainted.size();
-  char buf[700];
+  char buf[800];
   std::snprintf(buf, sizeof buf,
                 "{\"enables\":%" PRIu64 ",\"disables\":%" PRIu64 ",\"configures\":%" PRIu64
                 ",\"starts\":%" PRIu64 ",\"stops\":%" PRIu64 ",\"get_data_calls\":%" PRIu64
@@ -331,10 +337,12 @@ std::string pc_report_json() {
                 ",\"records_made\":%" PRIu64 ",\"records_delivered\":%" PRIu64
                 ",\"records_discarded\":%" PRIu64
                 ",\"enabled_now\":%zu,\"started_now\":%zu,\"pending_now\":%zu"
-                ",\"functions_first_run_between_episodes\":%zu}",
+                ",\"functions_first_run_between_episodes\":%zu"
+                ",\"graphs_uploaded_enabled\":%" PRIu64 "}",
                 g_pc.enables, g_pc.disables, g_pc.configures, g_pc.starts, g_pc.stops,
                 g_pc.get_data_calls, g_pc.kernels_sampled, g_pc.nonuser_kernels, g_pc.records_made,
-                g_pc.records_delivered, g_pc.records_discarded, enabled, started, pending, tainted);
+                g_pc.records_delivered, g_pc.records_discarded, enabled, started, pending, tainted,
+                g_pc.graphs_uploaded_enabled);
   return buf;
 }
 

@@ -13,6 +13,7 @@
 #   agent         production: the library at its defaults (PC sampling on) with tests/agent's
 #                 consumer attached, the production agent's exact probe set (pc_sample_batch
 #                 included); needs --agent (default build/bin/agent-consumer)
+#   agent-nopc    the same consumer with PARCAGPU_PC_SAMPLING=0: what PC sampling adds to the agent
 # and, when asked for with --variants (for the cost breakdown):
 #   fake          the library with its semaphores raised by the benchmark itself (the library's
 #                 attached cost without the uprobe traps of a real consumer)
@@ -43,7 +44,8 @@
 # Env: NVCC, CUDA_ARCH (sm_90), BENCH_BIN (prebuilt launch_overhead: skip nvcc), FLOOR_LIB
 #      (prebuilt libcupti-floor.so), CXX (c++), CUDA_HOME (/usr/local/cuda), DRAIN_S (1),
 #      ATTACH_TIMEOUT_S (60), BENCH_PREFIX (command put before the program, e.g. "taskset -c 2"),
-#      KEEP_GOING (1: go on after runs failed in round 1; default: stop after round 1).
+#      KEEP_GOING (1: go on after runs failed in round 1; default: stop after round 1),
+#      BENCH_DEBUG (1: PARCAGPU_DEBUG=1 for the library's variants, its totals in programs.log).
 # Exit: 0 every run measured (targets reported), 1 --strict and a target not met, 2 runs failed or
 #       the benchmark could not start.
 # Outputs in $OUT/bench: summary.txt (the printed report), runs.tsv (one line per run, with the
@@ -76,10 +78,10 @@ for v in "${VLIST[@]}"; do
     floor-res|floor-launch) needs_floor=1 ;;
     nocons|fake|fake-corr) needs_lib=1 ;;
     attached|all) needs_lib=1; needs_trace=1 ;;
-    agent) needs_lib=1; needs_agent=1 ;;
+    agent|agent-nopc) needs_lib=1; needs_agent=1 ;;
     base-nocons) needs_base=1 ;;
     base-attached) needs_base=1; needs_trace=1 ;;
-    *) die "unknown variant: $v (none floor-res floor-launch nocons attached all agent fake fake-corr base-nocons base-attached)" ;;
+    *) die "unknown variant: $v (none floor-res floor-launch nocons attached all agent agent-nopc fake fake-corr base-nocons base-attached)" ;;
   esac
 done
 [ "${#VLIST[@]}" -gt 0 ] || die "no variants"
@@ -216,10 +218,13 @@ run_one() {  # run_one ROUND VARIANT MODE
     fake-corr) envs+=("CUDA_INJECTION64_PATH=$LIB" PARCAGPU_PC_SAMPLING=0); extra=(--fake-consumer cuda_correlation) ;;
     base-nocons|base-attached) envs+=("CUDA_INJECTION64_PATH=$BASE_LIB") ;;
     agent) envs+=("CUDA_INJECTION64_PATH=$LIB") ;;  # defaults: PC sampling on
+    agent-nopc) envs+=("CUDA_INJECTION64_PATH=$LIB" PARCAGPU_PC_SAMPLING=0) ;;
   esac
+  # BENCH_DEBUG=1: the library's totals at exit (PARCAGPU_DEBUG) land in programs.log.
+  [ -n "${BENCH_DEBUG:-}" ] && [ "$v" != none ] && envs+=(PARCAGPU_DEBUG=1)
   case "$v" in
     attached|all) start_consumer "$json" "$err" "$LIB" ;;
-    agent) start_consumer "$json" "$err" "$LIB" agent ;;
+    agent|agent-nopc) start_consumer "$json" "$err" "$LIB" agent ;;
     base-attached) start_consumer "$json" "$err" "$BASE_LIB" ;;
   esac
   echo "=== $tag ===" >>"$B/programs.log"
@@ -227,7 +232,7 @@ run_one() {  # run_one ROUND VARIANT MODE
   line=$("${envs[@]}" $BENCH_PREFIX timeout 600 "$BIN" --mode "$m" "${prog_args[@]}" "${extra[@]}" 2>>"$B/programs.log")
   rc=$?
   echo "$line" >>"$B/programs.log"
-  case "$v" in attached|all|base-attached|agent) sleep "$DRAIN_S"; stop_consumer ;; esac
+  case "$v" in attached|all|base-attached|agent|agent-nopc) sleep "$DRAIN_S"; stop_consumer ;; esac
   ns=$(echo "$line" | awk '/^LAUNCH_OVERHEAD/ { for (i = 1; i <= NF; i++) if ($i ~ /^ns_per_launch=/) { sub(/^ns_per_launch=/, "", $i); print $i } }')
   if [ "$rc" != 0 ] || [ -z "$ns" ]; then
     log "$tag: failed (exit $rc); see $B/programs.log"
@@ -236,7 +241,7 @@ run_one() {  # run_one ROUND VARIANT MODE
   fi
   local cf="NA	NA	NA	NA	NA	NA	NA	NA	NA"
   case "$v" in attached|all|base-attached) cf=$(consumer_fields "$json") ;;
-    agent) cf=$(agent_fields "$json") ;; esac
+    agent|agent-nopc) cf=$(agent_fields "$json") ;; esac
   printf '%s\t%s\t%s\t%s\t%s\n' "$r" "$v" "$m" "$ns" "$cf" >>"$B/runs.tsv"
   printf '  %-13s %-5s %10s ns/launch\n' "$v" "$m" "$ns" >&2
 }
@@ -292,7 +297,7 @@ summarize() {
       print "consumer per variant (sums over rounds; correlations and k_matched: mean per run):"
       printf "  %-13s %-6s %5s %12s %12s %9s %9s %9s %7s %7s\n", "variant", "mode", "runs", "correlations", "k_matched", "orph_kern", "orph_eag", "orph_gr", "drops", "rd_err"
       for (a = 1; a <= nv; a++) {
-        if (VL[a] != "attached" && VL[a] != "all" && VL[a] != "base-attached" && VL[a] != "agent") continue
+        if (VL[a] != "attached" && VL[a] != "all" && VL[a] != "base-attached" && VL[a] != "agent" && VL[a] != "agent-nopc") continue
         for (b = 1; b <= 2; b++) {
           key = VL[a] SUBSEP ML[b]
           if (!(key in RUNS)) continue

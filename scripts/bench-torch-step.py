@@ -13,8 +13,16 @@ Prints per variant and mode the median of the per-round medians (us/step), its r
 the p99 over every step and its ratio to none's, the overlap step time, what the agent consumer
 got, and the targets (agent graph-replay step <= 1.05; p99 <= 1.2x none; overlap <= 1.2x none).
 
+  agentbase  with --base-lib: the agent variant for another build (before/after in one run)
+
 Usage: bench-torch-step.py [--python PY] [--lib LIB] [--agent AGENT] [--rounds 7]
-                           [--seconds 4] [--out DIR]
+                           [--seconds 4] [--out DIR] [--base-lib LIB] [--debug]
+--warmup S: before round 1 every worker runs S/2 seconds of each mode, unmeasured: the first
+episode (PC sampling kept enabled while kernels are used for the first time, docs/pc-sampling.md
+"First uses") is a start-up cost, reported apart from the steady state (the agent worker's
+PARCAGPU_DEBUG log says how long it lasted).
+--debug sets PARCAGPU_DEBUG=1 in the agent variants: the library's totals at exit (episodes,
+time enabled, Disable, windows) land in OUT/agent.err and OUT/agentbase.err.
 """
 import argparse
 import json
@@ -45,6 +53,9 @@ def main():
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--seconds", type=float, default=4)
     ap.add_argument("--out", default="/tmp/parcagpu-torch-step")
+    ap.add_argument("--base-lib", default=None)
+    ap.add_argument("--debug", action="store_true")
+    ap.add_argument("--warmup", type=float, default=0)
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     tmp = tempfile.mkdtemp(prefix="parcagpu-torch-")
@@ -53,19 +64,27 @@ def main():
     shutil.copy(a.lib, agent_lib)
     base = {k: v for k, v in os.environ.items()
             if not k.startswith("PARCAGPU_") and k != "CUDA_INJECTION64_PATH"}
+    dbg = {"PARCAGPU_DEBUG": "1"} if a.debug else {}
     envs = {"none": dict(base), "nocons": dict(base, CUDA_INJECTION64_PATH=os.path.abspath(a.lib)),
-            "agent": dict(base, CUDA_INJECTION64_PATH=agent_lib)}
-    agent_out = open(os.path.join(a.out, "agent.json"), "w")
-    agent_err = open(os.path.join(a.out, "agent.err"), "w+")
-    agent = subprocess.Popen([a.agent, "-l", agent_lib], stdout=agent_out, stderr=agent_err)
-    deadline = time.time() + 60
-    while True:
-        agent_err.seek(0)
-        if "attached" in agent_err.read():
-            break
-        if agent.poll() is not None or time.time() > deadline:
-            sys.exit("agent-consumer did not attach (see %s/agent.err)" % a.out)
-        time.sleep(0.1)
+            "agent": dict(base, CUDA_INJECTION64_PATH=agent_lib, **dbg)}
+    libs = {"agent": agent_lib}
+    if a.base_lib:
+        libs["agentbase"] = os.path.join(tmp, "libparcagpu-agentbase.so")
+        shutil.copy(a.base_lib, libs["agentbase"])
+        envs["agentbase"] = dict(base, CUDA_INJECTION64_PATH=libs["agentbase"], **dbg)
+    consumers = []
+    for v, lib in libs.items():
+        out_f = open(os.path.join(a.out, v + ".json"), "w")
+        err_f = open(os.path.join(a.out, v + "-consumer.err"), "w+")
+        proc = subprocess.Popen([a.agent, "-l", lib], stdout=out_f, stderr=err_f)
+        consumers.append((v, proc, out_f, err_f))
+        deadline = time.time() + 60
+        while True:
+            if "attached" in os.pread(err_f.fileno(), 1 << 16, 0).decode(errors="replace"):
+                break
+            if proc.poll() is not None or time.time() > deadline:
+                sys.exit("agent-consumer did not attach (see %s/%s-consumer.err)" % (a.out, v))
+            time.sleep(0.1)
     workers = {}
     for v, env in envs.items():
         workers[v] = subprocess.Popen([a.python, os.path.join(ROOT, "bench/torch_step.py"),
@@ -83,6 +102,11 @@ def main():
         return json.loads(workers[v].stdout.readline())["us"]
 
     names = list(workers)
+    if a.warmup > 0:
+        for v in names:
+            for m in ("eager", "graph"):
+                run(v, m, a.warmup / 2)
+        print("warm-up done (%g s per worker)" % a.warmup, file=sys.stderr, flush=True)
     medians = {(v, m): [] for v in names for m in ("eager", "graph")}
     steps = {(v, m): [] for v in names for m in ("eager", "graph")}
     for r in range(a.rounds):
@@ -100,12 +124,14 @@ def main():
         w.stdin.flush()
         w.wait(timeout=60)
     time.sleep(1)
-    agent.send_signal(signal.SIGINT)
-    agent.wait(timeout=60)
-    agent_out.close()
+    for _, proc, out_f, _ in consumers:
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=60)
+        out_f.close()
     shutil.rmtree(tmp, ignore_errors=True)
 
     out = []
+    out.append("rounds %d x %g s per mode, warm-up %g s per worker" % (a.rounds, a.seconds, a.warmup))
     out.append("%-7s %-6s %6s %10s %7s %10s %7s" % ("variant", "mode", "steps", "median_us",
                                                     "x_none", "p99_us", "x_none"))
     ratio, p99r = {}, {}
@@ -119,11 +145,17 @@ def main():
             out.append("%-7s %-6s %6d %10.1f %7.3f %10.1f %7.3f" % (
                 v, m, len(steps[(v, m)]), med, med / nmed, p99, p99 / np99))
     out.append("")
+    out.append("per-round medians (us/step), in round order:")
+    for m in ("eager", "graph"):
+        for v in names:
+            out.append("  %-9s %-5s %s" % (v, m, " ".join("%.1f" % x for x in medians[(v, m)])))
+    out.append("")
     out.append("overlap (two streams of ~1 ms kernels), median us/step: " +
                ", ".join("%s %.0f" % (v, overlap[v]) for v in names))
-    try:
-        tot = AgentTotals(os.path.join(a.out, "agent.json"))
-        out.append("agent consumer: correlations %d, kernel records %d, matched %d, orphan kernels "
+    for v in libs:
+      try:
+        tot = AgentTotals(os.path.join(a.out, v + ".json"))
+        out.append(v + " consumer: correlations %d, kernel records %d, matched %d, orphan kernels "
                    "%d, orphan launches %d/%d, PC records %d (correlation IDs %s), read failures "
                    "%d, ring-buffer drops %d" % (
                        tot("correlations"), tot("kernel_records"), tot("matched"),
@@ -131,8 +163,8 @@ def main():
                        tot("orphan_correlations_graph"),
                        tot.pc_records, tot.ids,
                        tot("read_failures"), tot("ringbuf_drops")))
-    except (OSError, ValueError) as e:
-        out.append("agent consumer: no summary (%s)" % e)
+      except (OSError, ValueError) as e:
+        out.append("%s consumer: no summary (%s)" % (v, e))
     out.append("")
     out.append("targets:")
     checks = [("agent graph-replay step", ratio[("agent", "graph")], 1.05),

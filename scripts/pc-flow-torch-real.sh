@@ -25,9 +25,18 @@ j = json.load(open(sys.argv[1]))
 gpu = {}
 for st in j.get("gpu_time_by_stack", []):
     for k in st.get("by_kernel", []):
-        gpu[k["kernel"]] = gpu.get(k["kernel"], 0) + k["gpu_ns"]
+        gpu[k["kernel"][:127]] = gpu.get(k["kernel"][:127], 0) + k["gpu_ns"]
 total = sum(gpu.values()) or 1
-pc = {k["function"]: k for k in j.get("pc", {}).get("kernels", [])}
+# A consumer reads at most 128 bytes of a PC record's function name (the agent's ABI,
+# docs/probe-abi.md): long C++ names arrive cut, so kernels are matched on that prefix.
+NAME_MAX = 127
+pc = {}
+for k in j.get("pc", {}).get("kernels", []):
+    e = pc.setdefault(k["function"][:NAME_MAX], {"samples": 0, "launches": 0, "by_launch": {}})
+    e["samples"] += k.get("samples", 0)
+    e["launches"] += k.get("launches", 0)
+    for what, n in k.get("by_launch", {}).items():
+        e["by_launch"][what] = e["by_launch"].get(what, 0) + n
 launches = sum(k.get("launches", 0) for k in pc.values())
 by = {}
 for k in pc.values():
@@ -44,5 +53,9 @@ for name, ns in sorted(gpu.items(), key=lambda kv: -kv[1]):
     print("%-60s %7.1f %9d %9d" % (name[:60], share, k.get("samples", 0), k.get("launches", 0)))
     if share >= 10 and k.get("samples", 0) == 0:
         ok = False
+for name, k in sorted(pc.items(), key=lambda kv: -kv[1].get("samples", 0)):
+    if name not in gpu:
+        print("%-60s %7s %9d %9d  (PC samples, no GPU time by that name)" % (
+            name[:60], "-", k.get("samples", 0), k.get("launches", 0)))
 print("PCFLOW", "PASS" if ok else "FAIL")
 PY

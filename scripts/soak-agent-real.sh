@@ -8,7 +8,8 @@
 # records of sustained graph replay, parcagpu#23), PC records and their correlation IDs.
 #
 # Usage: scripts/soak-agent-real.sh [DURATION_S [INTERVAL_S]]   (default 540 30)
-# Env: PARCAGPU_LIB, PARCAGPU_AGENT, PYTHON (/opt/torch/.venv/bin/python), OUT (/tmp/parcagpu-soak)
+# Env: PARCAGPU_LIB, PARCAGPU_AGENT, PYTHON (/opt/torch/.venv/bin/python), OUT (/tmp/parcagpu-soak),
+#      SOAK_PC_OFF (1: the library with PARCAGPU_PC_SAMPLING=0, the control for what PC sampling adds)
 # Prints the samples and a verdict line: GPU memory and RSS flat (last within 5% or 64 MiB of the
 # sample after the first minute), no invalid timestamp, no orphan kernel.
 . "$(dirname "${BASH_SOURCE[0]}")/lib-real.sh"
@@ -21,7 +22,7 @@ APID=$!
 wait_attached 60 "$APID" "$OUT/agent.err" ||
   { cat "$OUT/agent.err"; echo "soak: consumer did not attach"; exit 2; }
 env -u PARCAGPU_RATE_LIMIT -u PARCAGPU_GRAPH_RATE_LIMIT -u PARCAGPU_PC_SAMPLING \
-  CUDA_INJECTION64_PATH="$LIB" "$PYTHON" "$ROOT/bench/torch_step.py" --mode graph \
+  CUDA_INJECTION64_PATH="$LIB" ${SOAK_PC_OFF:+PARCAGPU_PC_SAMPLING=0} "$PYTHON" "$ROOT/bench/torch_step.py" --mode graph \
   --seconds "$DURATION" >"$OUT/app.out" 2>"$OUT/app.err" &
 PID=$!
 rss() { awk '/^VmRSS/ { print int($2 / 1024) }' "/proc/$1/status" 2>/dev/null || echo NA; }

@@ -38,6 +38,7 @@ constexpr const char *kPcSampling = "PARCAGPU_PC_SAMPLING";
 constexpr const char *kPcRate = "PARCAGPU_PC_SAMPLING_RATE";
 constexpr const char *kSamplingFactor = "PARCAGPU_SAMPLING_FACTOR";
 constexpr const char *kPcHwBufferMb = "PARCAGPU_PC_HW_BUFFER_MB";
+constexpr const char *kPcGraphs = "PARCAGPU_PC_GRAPHS";
 
 struct Parser {
   const EnvLookup &getenv;
@@ -139,7 +140,7 @@ const std::vector<const char *> &known_config_names() {
   static const std::vector<const char *> names = {
       kDebug,     kRate,           kGraphRate,    kCuptiPath, kMaxOutstanding, kMaxAge,
       kFlushThreshold, kFlushInterval, kBufferKib, kMaxBuffers, kDisableCbids, kActivityMode,
-      kLimiterDisable, kPcSampling, kPcRate, kSamplingFactor, kPcHwBufferMb, kWatchInterval};
+      kLimiterDisable, kPcSampling, kPcRate, kSamplingFactor, kPcHwBufferMb, kPcGraphs, kWatchInterval};
   return names;
 }
 
@@ -175,6 +176,7 @@ Config parse_config(const EnvLookup &getenv, const std::vector<std::string> &all
   }
 
   p.boolean(kPcSampling, &c.pc_sampling);
+  p.boolean(kPcGraphs, &c.pc_graphs);
   p.number(kPcRate, 0, 1e6, &c.pc_sampling_rate);
   // CUPTI accepts sampling periods of 2^5 .. 2^31 cycles; 0 (as upstream) means its default.
   if (const char *v = getenv(kSamplingFactor)) {

@@ -52,6 +52,14 @@ struct Config {
   // and its Disable wait on this buffer: 304 + 67-81 ms at 512 MB, 67-70 + 35-47 ms at 8 MB on an
   // H100 (docs/pc-sampling.md P13).
   uint32_t pc_hw_buffer_mb = 8;
+  // PARCAGPU_PC_GRAPHS: whether graph kernels are PC-sampled. A graph whose first launch (its
+  // upload) comes while PC sampling is enabled gives PC records in every later episode, and
+  // costs every later launch of it ~30% more for good, episode or not (H100: 5.8 against
+  // 4.7 us for 4 empty kernels, docs/pc-sampling.md P21); one uploaded while PC sampling is
+  // off costs nothing and never gives records (P19). Off (the default): an episode under way
+  // ends before a graph's first launch, so graph replay keeps its cost and its kernels' samples
+  // are counted as not attributed. On: graphs first launched in an episode are sampled.
+  bool pc_graphs = false;
 };
 
 struct ConfigWarning {

@@ -193,6 +193,16 @@ GraphTracker::ExecFacts GraphTracker::facts(const void *exec) const {
   return f;
 }
 
+bool GraphTracker::take_first_launch(const void *exec) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto live = live_execs_.find(exec);
+  if (live == live_execs_.end()) return false;
+  auto it = execs_.find(live->second);
+  if (it == execs_.end() || it->second.launched) return false;
+  it->second.launched = true;
+  return true;
+}
+
 void GraphTracker::on_conditional_launch(const void *exec, uint32_t correlation_id,
                                          uint64_t launch_ts) {
   std::lock_guard<std::mutex> lock(mu_);

@@ -50,6 +50,11 @@ class GraphTracker {
     uint32_t kernel_nodes = 0;
   };
   ExecFacts facts(const void *exec) const;
+  // True the first time it is asked for a live exec (any thread): its launch now is its first,
+  // which uploads it (docs/pc-sampling.md P19, P21). False for an exec not known here.
+  bool take_first_launch(const void *exec);
+  // A launch of it was seen (an announced one): it is uploaded.
+  void note_launched(const void *exec) { take_first_launch(exec); }
   // An announced launch of an exec with conditional nodes: the owner of its body kernels.
   // launch_ts: CUPTI's clock (cuptiGetTimestamp) at the launch, the clock of kernel records.
   void on_conditional_launch(const void *exec, uint32_t correlation_id, uint64_t launch_ts);
@@ -80,6 +85,7 @@ class GraphTracker {
   struct Exec {
     uint32_t kernel_nodes = 0;
     bool has_conditional = false;
+    bool launched = false;  // take_first_launch() said so once
     std::vector<uint32_t> graph_ids;  // every graph seen while it was instantiated
     struct OpenLaunch {
       uint32_t correlation_id;

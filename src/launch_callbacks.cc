@@ -513,7 +513,11 @@ void LaunchCallbacks::on_enter(CbDomain domain, uint32_t cbid, const CUpti_Callb
   bool in_pc_window = false;
   if (pc_on_.load(std::memory_order_relaxed)) {
     if (t.gated) release_pc_gate(t, pc_);  // an untracked call that never came back to us
-    pc_->on_launch_enter(cb->context, coarse_ns());
+    // A graph's first launch uploads it: not while PC sampling is enabled (P21, PcSampler).
+    const bool uploads = ri == kGraphRole && cb->functionParams &&
+                         graphs_.take_first_launch(*static_cast<void *const *>(cb->functionParams));
+    if (uploads) pc_->on_graph_first_launch();
+    pc_->on_launch_enter(cb->context, coarse_ns(), uploads);
     in_pc_window = pc_->window_open();
   }
   if (g.what == GateEnter::kUntracked) {
@@ -607,6 +611,7 @@ void LaunchCallbacks::begin_announced(Role &r, uint64_t state, const CUpti_Callb
     // cudaGraphLaunch_v10000_params and their _ptsz twins).
     const void *exec = *static_cast<void *const *>(cb->functionParams);
     const GraphTracker::ExecFacts f = graphs_.facts(exec);
+    graphs_.note_launched(exec);  // uploaded: a later launch in an episode is not its first
     if (f.known && f.kernel_nodes == 0 && !f.has_conditional) {
       // Host functions only: no kernel will ever carry this ID (docs/cupti-facts.md, fact 8).
       t.announce = false;

@@ -43,13 +43,14 @@ uint32_t PcRateController::should_open(uint64_t now_ns) {
     }
   }
   if (samples_per_launch_ <= 0) {
-    // Nothing measured yet (or windows yield nothing): one launch first; a workload whose
-    // windows keep yielding nothing gets the longest windows the duty cap allows.
-    return samples_per_launch_ < 0 ? 1 : p_.max_launches;
+    // Nothing measured yet (or windows yield nothing): the shortest window first; a workload
+    // whose windows keep yielding nothing gets the longest windows the duty cap allows.
+    return samples_per_launch_ < 0 ? std::max<uint32_t>(1, p_.min_launches) : p_.max_launches;
   }
   const double want = p_.target_rate > 0 ? credit_ : p_.target_rate * p_.burst_s;
   const double n = std::ceil(std::max(want, 1.0) / samples_per_launch_);
-  return static_cast<uint32_t>(std::clamp(n, 1.0, static_cast<double>(p_.max_launches)));
+  const double lo = std::clamp<double>(p_.min_launches, 1.0, p_.max_launches);
+  return static_cast<uint32_t>(std::clamp(n, lo, static_cast<double>(p_.max_launches)));
 }
 
 void PcRateController::on_window_closed(uint64_t start_ns, uint64_t end_ns, uint32_t /*launches*/) {

@@ -30,8 +30,19 @@ class PcRateController {
   struct Params {
     double target_rate = 100;               // samples per second; 0 = no rate control
     double max_duty = 0.02;                 // fraction of wall time spent inside windows
-    uint32_t max_launches = 32;             // launches one window spans at most
-    uint64_t max_window_ns = 50'000'000;    // closed at the first launch after this
+    // Launches one window spans, at least and at most. An episode costs about 110 ms whatever
+    // its window samples (the hardware buffer's setup at the first sampled launch and Disable,
+    // docs/pc-sampling.md P13), against about 1 ms per sampled launch (P5): so a window spans
+    // many launches (a whole training step of a launch-bound loop, so that every kernel of it
+    // is sampled), and the sample credit spaces the windows out instead. One-launch windows
+    // (the length that the credit alone gave at 100 samples/s) sampled 16 launches in 60 s of
+    // a PyTorch step on the H100 and missed kernels with 23% of the GPU time.
+    uint32_t min_launches = 32;
+    uint32_t max_launches = 32;
+    // Closed at the first launch after this. It includes the window's first launch, which waits
+    // for the hardware buffer's setup (57-91 ms at 1-64 MB, P13): at 50 ms every window closed
+    // after that one launch.
+    uint64_t max_window_ns = 250'000'000;
     uint64_t min_gap_ns = 20'000'000;       // between the end of one window and the next
     double burst_s = 1.0;                   // credit is capped at this many seconds of samples
   };

@@ -30,8 +30,10 @@ constexpr uint64_t kDrainDelayNs = 0;
 // kernels (graph launches carry several): an eighth of the buffers, with room for the records of
 // the launches around the episode and for a flusher that runs late on a busy machine.
 constexpr uint64_t kKernelRecordBytes = 256;
-// An episode due waits this many launches on contexts sampled before for one on a context never
-// sampled (several GPUs: each gets its windows).
+// An episode due waits this many launches on a context for one on a context whose last window is
+// older (several GPUs take their windows in turn; on two H100s, with a context preferred only
+// until it had one window, a window that yielded nothing on device 1 left every later one to
+// device 0: 0 samples of device 1 in 40 s).
 constexpr uint32_t kUnsampledWaitLaunches = 10000;
 constexpr uint64_t kRecordsPerLaunch = 4;
 constexpr uint64_t kEpisodeShareOfBuffers = 8;
@@ -63,7 +65,7 @@ struct PcSampler::Context {
   uint32_t device = 0;
   bool enabled = false;
   bool ever_enabled = false;  // its kernels first launched since then give records (P19, P20)
-  bool ever_sampled = false;  // a window ran on it
+  uint64_t last_window = 0;  // the number of the last window that ran on it (0: none yet)
   std::unique_ptr<PcRecordBuffer> config_buf;  // CUPTI's, filled at Disable
   std::unique_ptr<PcRecordBuffer> out_buf;     // Get Data's
 };
@@ -203,11 +205,12 @@ bool PcSampler::work_due(bool want, uint64_t now) const {
   return true;  // enabled, no window: it opens (dice permitting), or the episode ends
 }
 
-void PcSampler::on_launch_enter(CUcontext ctx, uint64_t now) {
+void PcSampler::on_launch_enter(CUcontext ctx, uint64_t now, bool uploads_graph) {
   if (!usable_.load(std::memory_order_relaxed)) return;
   const bool want = wanted();
   if (!want && !any_enabled_.load(std::memory_order_relaxed)) return;
-  if (ctx && work_due(want, monotonic_ns())) do_work(ctx, want);
+  if (ctx && work_due(want, monotonic_ns()))
+    do_work(ctx, want, /*may_enable=*/!uploads_graph || config_.pc_graphs);
   if (want) refresh_metadata(now);
   if (!any_enabled_.load(std::memory_order_relaxed) || t_counted) return;
   // Half the budget gone: the records so far are read now, not at the next periodic flush.
@@ -264,7 +267,7 @@ PcSampler::Context &PcSampler::find_or_add(CUcontext ctx) {
   return *contexts_.back();
 }
 
-void PcSampler::do_work(CUcontext ctx, bool want) {
+void PcSampler::do_work(CUcontext ctx, bool want, bool may_enable) {
   // Inside a launch call already (a nested driver callback): waiting for the launches in flight
   // would wait for this one. The next launch does the work.
   if (t_counted) return;
@@ -285,16 +288,16 @@ void PcSampler::do_work(CUcontext ctx, bool want) {
   // And an episode begins on a context never sampled before, while there is one.
   Context &here = find_or_add(ctx);
   if (episode_ctx_ && &here != episode_ctx_) {
-    if (!here.ever_enabled && exclusive_begin()) {
+    if (!here.ever_enabled && may_enable && exclusive_begin()) {
       enable(here);
       exclusive_end();
       return;
     }
     if (!here.enabled) return;  // (another window may start on it: below)
   }
-  if (!episode_ctx_ && here.ever_sampled && unsampled_waits_ < kUnsampledWaitLaunches) {
+  if (!episode_ctx_ && unsampled_waits_ < kUnsampledWaitLaunches) {
     for (const auto &o : contexts_)
-      if (!o->ever_sampled) {
+      if (o.get() != &here && o->last_window < here.last_window) {
         ++unsampled_waits_;  // wait for a launch on that one (a while: it may launch no more)
         return;
       }
@@ -306,7 +309,7 @@ void PcSampler::do_work(CUcontext ctx, bool want) {
                                 last_first_use_ns_.load(std::memory_order_relaxed))) {
     case Step::kNone: return;
     case Step::kEnable: {
-      if (!launches_observed_.load(std::memory_order_relaxed)) return;
+      if (!launches_observed_.load(std::memory_order_relaxed) || !may_enable) return;
       Context &c = here;
       if (!exclusive_begin()) return;
       const bool ok = enable(c);
@@ -317,7 +320,8 @@ void PcSampler::do_work(CUcontext ctx, bool want) {
       // The process's first episode: its kernels are being launched for the first time now, and
       // their activity records (which tell which are new) come only with the next flush.
       if (stats_.episodes == 0) note_first_use();
-      scheduler_->on_enabled(monotonic_ns());
+      episode_started_ns_ = monotonic_ns();
+      scheduler_->on_enabled(episode_started_ns_);
       stats_.episodes++;
       return;
     }
@@ -375,7 +379,8 @@ void PcSampler::start_window(uint64_t now) {
   const CUptiResult r = cupti_.cuptiPCSamplingStart(&p);
   if (r != CUPTI_SUCCESS) return fail("cuptiPCSamplingStart", r);
   scheduler_->on_started(now);
-  episode_ctx_->ever_sampled = true;
+  window_started_ns_ = now;
+  episode_ctx_->last_window = stats_.windows + 1;  // stats_.windows counts this one below
   // Launches announced before this window are not what it samples (their kernels may be: left
   // out, see note_announced).
   for (auto &slot : announced_) slot.store(0, std::memory_order_relaxed);
@@ -394,6 +399,7 @@ void PcSampler::close_window(uint64_t now) {
   const uint32_t launches = window_launches_.load(std::memory_order_relaxed);
   window_limit_.store(launches, std::memory_order_relaxed);  // what the drain's samples came from
   stats_.window_launches += launches;
+  stats_.window_ns += now > window_started_ns_ ? now - window_started_ns_ : 0;
   scheduler_->on_stopped(now, launches);
   drain_due_ns_.store(now + kDrainDelayNs, std::memory_order_relaxed);
   drain_pending_.store(true, std::memory_order_release);
@@ -643,16 +649,25 @@ void PcSampler::end_episode(Context &c, bool wait_for_workers) {
   }
   if (!c.enabled) return;
   CUpti_PCSamplingDisableParams p{CUpti_PCSamplingDisableParamsSize, nullptr, c.ctx};
+  const uint64_t disable_at = monotonic_ns();
   const CUptiResult r = cupti_.cuptiPCSamplingDisable(&p);
+  const uint64_t disabled_at = monotonic_ns();
+  stats_.disable_ns += disabled_at - disable_at;
+  stats_.max_disable_ns = std::max(stats_.max_disable_ns, disabled_at - disable_at);
   c.enabled = false;
   if (episode_ctx_ == &c) episode_ctx_ = nullptr;
   bool any = false;
   for (auto &o : contexts_) any |= o->enabled;
   any_enabled_.store(any, std::memory_order_release);
+  if (!any && episode_started_ns_ && disabled_at > episode_started_ns_)
+    stats_.enabled_ns += disabled_at - episode_started_ns_;
   if (!any && activity_hold_) activity_hold_(false);
   if (request_flush_) request_flush_();  // the episode's records, before they pile up
   scheduler_->on_disabled(monotonic_ns());
-  debug_log("PC sampling disabled: episode %llu over%s", static_cast<unsigned long long>(stats_.episodes),
+  debug_log("PC sampling disabled: episode %llu over after %.1f ms (Disable %.1f ms)%s",
+            static_cast<unsigned long long>(stats_.episodes),
+            (disabled_at - std::min(disabled_at, episode_started_ns_)) / 1e6,
+            (disabled_at - disable_at) / 1e6,
             scheduler_->episodes_cut_by_budget() > stats_.episodes_cut ? " (its launch budget spent)" : "");
   stats_.episodes_cut = scheduler_->episodes_cut_by_budget();
   if (r != CUPTI_SUCCESS) return fail("cuptiPCSamplingDisable", r);
@@ -683,6 +698,23 @@ void PcSampler::fail(const char *call, CUptiResult r) {
   episode_ctx_ = nullptr;
   any_enabled_.store(false, std::memory_order_release);
   if (activity_hold_) activity_hold_(false);
+}
+
+void PcSampler::on_graph_first_launch() {
+  if (!any_enabled_.load(std::memory_order_acquire)) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!usable_ || !any_enabled_.load(std::memory_order_relaxed)) return;
+  // Inside a launch call already (a graph launched from a nested call), or other threads' launches
+  // did not leave in time: it is uploaded with PC sampling on (counted; sampled from now on).
+  if (config_.pc_graphs || t_counted || !exclusive_begin()) {
+    stats_.graphs_uploaded_enabled++;
+    return;
+  }
+  end_all_episodes(/*wait_for_workers=*/false);
+  exclusive_end();
+  stats_.ended_for_graphs++;
+  debug_log("PC sampling: the episode under way ended before a graph's first launch "
+            "(PARCAGPU_PC_GRAPHS=0: graphs are not registered with PC sampling)");
 }
 
 void PcSampler::on_context_destroy(CUcontext ctx) {

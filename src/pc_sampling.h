@@ -60,6 +60,8 @@ struct PcStats {
   uint64_t episodes = 0, episodes_cut = 0;  // episodes; ... ended early at their launch budget
   uint64_t windows = 0, window_launches = 0;
   uint64_t window_ns = 0;                   // wall time inside windows
+  uint64_t enabled_ns = 0;                  // wall time with PC sampling enabled (episodes)
+  uint64_t disable_ns = 0, max_disable_ns = 0;  // inside cuptiPCSamplingDisable
   uint64_t drains = 0, batches = 0;         // drains, pc_sample_batch firings
   uint64_t records = 0, pairs = 0, samples = 0;
   uint64_t uncorrelated = 0;                // records with correlationId 0
@@ -68,6 +70,8 @@ struct PcStats {
   uint64_t nonuser_samples = 0;             // CUPTI's nonUsrKernelsTotalSamples
   uint64_t dropped_samples = 0;             // CUPTI's droppedSamples
   uint64_t gate_timeouts = 0;               // work put off: other launches did not leave in time
+  uint64_t ended_for_graphs = 0;            // episodes ended before a graph's first launch
+  uint64_t graphs_uploaded_enabled = 0;     // graphs first launched while PC sampling was on
   uint32_t sampling_factor = 0;             // in force (read back), 0 = not configured yet
   bool failed = false;
 };
@@ -118,7 +122,9 @@ class PcSampler {
   // Also called after the last consumer left, while needs_launch_path() keeps the launch
   // callbacks on: then it tears PC sampling down. A nested call while counted is not counted
   // again.
-  void on_launch_enter(CUcontext ctx, uint64_t now_ns);
+  // uploads_graph: the launch is a graph's first (on_graph_first_launch): no episode begins at
+  // it, so the graph is uploaded with PC sampling off.
+  void on_launch_enter(CUcontext ctx, uint64_t now_ns, bool uploads_graph = false);
   void on_launch_exit();
 
   // A kernel (or graph exec) is new to the process: an episode under way stays enabled a while
@@ -133,6 +139,11 @@ class PcSampler {
   // window started (Start needs no idle GPU, P6): left out, counted. Lock-free, any thread.
   void note_announced(uint32_t correlation_id);
 
+  // A graph exec is launched for the first time (uploaded) now, on the launch path before its
+  // call: unless PARCAGPU_PC_GRAPHS, an episode under way ends first, so the graph is not
+  // registered with PC sampling and its launches keep their cost (docs/pc-sampling.md P21).
+  void on_graph_first_launch();
+
   // Resource callbacks.
   void on_context_destroy(CUcontext ctx);
   CubinRegistry &cubins() { return cubins_; }
@@ -146,7 +157,7 @@ class PcSampler {
   Context *find(CUcontext ctx);
   Context &find_or_add(CUcontext ctx);
   bool work_due(bool want, uint64_t now_ns) const;
-  void do_work(CUcontext ctx, bool want);
+  void do_work(CUcontext ctx, bool want, bool may_enable);
   // The steps of an episode (PcScheduler::Step), each with the gate held exclusively.
   bool enable(Context &c);
   bool configure(Context &c);
@@ -202,6 +213,7 @@ class PcSampler {
   int32_t open_skip_ = -1;
   uint64_t skip_rng_ = 0x9E3779B97F4A7C15ull;
   Context *episode_ctx_ = nullptr;  // where PC sampling is enabled now
+  uint64_t window_started_ns_ = 0, episode_started_ns_ = 0;  // for PcStats
   uint32_t unsampled_waits_ = 0;
 
   // The gate: threads inside a launch call (counted only while PC sampling is enabled), and

@@ -114,7 +114,8 @@ void PcScheduler::on_disabled(uint64_t now_ns) {
   const double duty = std::clamp(p_.max_duty, 1e-6, 1.0);
   const uint64_t ordinary = learned_ && first_window_done_ns_ > episode_start_ns_
                               ? first_window_done_ns_ - episode_start_ns_ : spent;
-  const uint64_t charged = std::min({spent, ordinary, p_.max_episode_ns});
+  const uint64_t charged =
+      std::max(p_.min_episode_charge_ns, std::min({spent, ordinary, p_.max_episode_ns}));
   learned_ = false;
   const uint64_t gap = static_cast<uint64_t>(static_cast<double>(charged) * (1.0 / duty - 1.0));
   next_episode_ns_.store(std::max(now_ns + gap, windows_.next_open_ns()),

@@ -44,6 +44,11 @@ class PcScheduler {
     uint64_t max_learning_ns = 30'000'000'000;
     // Episode time (enable to disable) over wall time.
     double max_duty = 0.05;
+    // An episode is charged at least this: one ended before its window (a graph's first launch
+    // under PARCAGPU_PC_GRAPHS=0) took microseconds, and the next must not begin at once (the
+    // mock's graph-creating loop went through 5696 episodes in 3 s). At 5% duty the next comes
+    // 0.38 s later; such an episode costs an Enable and a Disable never started (~0.3 ms, P13).
+    uint64_t min_episode_charge_ns = 20'000'000;
     // Get Data this long after Stop: CUPTI's worker threads decode the hardware buffer
     // periodically (their sleep span) and an early Get Data cannot be repeated.
     uint64_t drain_delay_ns = 120'000'000;

@@ -140,18 +140,20 @@ void Profiler::log_stats() const {
             (unsigned long long)a.flushes, (unsigned long long)a.enables,
             (unsigned long long)a.disables);
   const PcStats p = pc_->stats();
-  debug_log("pc sampling: enables=%llu disables=%llu windows=%llu window launches=%llu "
-            "window ms=%.1f drains=%llu batches=%llu records=%llu samples=%llu pairs=%llu "
+  using ull = unsigned long long;
+  debug_log("pc sampling: episodes=%llu (ended before a graph's first launch %llu, graphs first "
+            "launched while enabled %llu) enables=%llu disables=%llu enabled ms=%.1f disable "
+            "ms=%.1f (longest %.1f) windows=%llu window launches=%llu window ms=%.1f",
+            (ull)p.episodes, (ull)p.ended_for_graphs, (ull)p.graphs_uploaded_enabled,
+            (ull)p.enables, (ull)p.disables, p.enabled_ns / 1e6, p.disable_ns / 1e6,
+            p.max_disable_ns / 1e6, (ull)p.windows, (ull)p.window_launches, p.window_ns / 1e6);
+  debug_log("pc sampling: drains=%llu batches=%llu records=%llu samples=%llu pairs=%llu "
             "uncorrelated=%llu unpublished=%llu non-user samples=%llu dropped samples=%llu "
             "gate timeouts=%llu factor=%u%s",
-            (unsigned long long)p.enables, (unsigned long long)p.disables,
-            (unsigned long long)p.windows, (unsigned long long)p.window_launches,
-            p.window_ns / 1e6, (unsigned long long)p.drains, (unsigned long long)p.batches,
-            (unsigned long long)p.records, (unsigned long long)p.samples,
-            (unsigned long long)p.pairs, (unsigned long long)p.uncorrelated,
-            (unsigned long long)p.unpublished, (unsigned long long)p.nonuser_samples,
-            (unsigned long long)p.dropped_samples, (unsigned long long)p.gate_timeouts,
-            p.sampling_factor, p.failed ? " (failed)" : "");
+            (ull)p.drains, (ull)p.batches, (ull)p.records, (ull)p.samples, (ull)p.pairs,
+            (ull)p.uncorrelated, (ull)p.unpublished, (ull)p.nonuser_samples,
+            (ull)p.dropped_samples, (ull)p.gate_timeouts, p.sampling_factor,
+            p.failed ? " (failed)" : "");
   const CubinStats cs = pc_->cubins().stats();
   debug_log("cubins: loaded=%llu unloaded=%llu live=%llu copied=%llu (%llu bytes held) no crc=%llu",
             (unsigned long long)cs.loaded, (unsigned long long)cs.unloaded,

@@ -32,12 +32,8 @@ int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list args) {
 
 // Probe name -> its program in the skeleton, typed: a probe without a program does not compile.
 using Progs = decltype(parcagpu_trace_bpf::progs);
-struct ProbeProgram {
-  const char *probe;
-  bpf_program *Progs::*prog;
-};
-#define PARCAGPU_PROBE(name) ProbeProgram{#name, &Progs::name}
-constexpr ProbeProgram kProbes[] = {
+#define PARCAGPU_PROBE(name) ProbeProgram<Progs>{#name, &Progs::name}
+constexpr ProbeProgram<Progs> kProbes[] = {
     PARCAGPU_PROBE(cuda_correlation), PARCAGPU_PROBE(activity_batch),
     PARCAGPU_PROBE(kernel_executed),  PARCAGPU_PROBE(error),
     PARCAGPU_PROBE(gpu_config),       PARCAGPU_PROBE(cubin_loaded),
@@ -53,7 +49,7 @@ constexpr ProbeProgram kProbes[] = {
 const std::vector<const char *> &handled_probes() {
   static const std::vector<const char *> probes = [] {
     std::vector<const char *> v;
-    for (const ProbeProgram &p : kProbes) v.push_back(p.probe);
+    for (const ProbeProgram<Progs> &p : kProbes) v.push_back(p.probe);
     return v;
   }();
   return probes;
@@ -104,9 +100,7 @@ bool BpfSession::load(const LoadOptions &o, std::string *error, int *err) {
 
 int BpfSession::attach(const std::string &path, int pid, const std::vector<std::string> &present,
                        std::string *error, int *err) {
-  std::vector<UsdtProgram> programs;
-  for (const ProbeProgram &p : kProbes) programs.push_back({p.probe, skel_->progs.*p.prog});
-  return attach_usdt(programs, path, pid, present, "", &links_, error, err);
+  return attach_usdt(usdt_programs(kProbes, skel_->progs), path, pid, present, "", &links_, error, err);
 }
 
 void BpfSession::detach(const char *probe) { destroy_links(&links_, probe); }

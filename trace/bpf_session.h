@@ -73,7 +73,7 @@ class BpfSession {
   // The per-CPU counters summed over CPUs.
   void read_stats(uint64_t out[PT_STAT_MAX]) const;
 
-  // The ring buffer and the cgroup filter, for a view's BPF object that writes into the same
+  // The ring buffer and the cgroup filter, for an extension's BPF object that writes into the same
   // ring buffer (trace/pc_session.h). After load().
   int events_fd() const;
   int cgroup_map_fd() const;

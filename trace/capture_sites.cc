@@ -59,7 +59,7 @@ typename Map::mapped_type *CaptureSites::find(Map Generation::*which, const Key 
 
 void CaptureSites::maybe_rotate() {
   if (cur_.size() < max_entries_ / 2) return;
-  entries_forgotten_ += old_.size();
+  c_.capture_entries_forgotten += old_.size();
   old_ = std::move(cur_);
   cur_ = Generation{};
 }
@@ -68,7 +68,7 @@ size_t CaptureSites::entries() const { return cur_.size() + old_.size(); }
 
 void CaptureSites::on_capture(uint32_t pid, uint32_t, int32_t signed_cbid, std::string_view name,
                               uint32_t graph_id, uint64_t node_id, uint32_t stack_id) {
-  ++captures_;
+  ++c_.graph_capture_launches;
   Site site;
   site.launch_name = std::string(name);
   site.signed_cbid = signed_cbid;
@@ -81,7 +81,7 @@ void CaptureSites::on_capture(uint32_t pid, uint32_t, int32_t signed_cbid, std::
 }
 
 void CaptureSites::on_clone(uint32_t pid, uint64_t original, uint64_t cloned, uint32_t) {
-  ++clones_;
+  ++c_.graph_node_clones;
   if (original == cloned) return;
   old_.cloned_from.erase({pid, cloned});
   cur_.cloned_from[{pid, cloned}] = original;
@@ -110,10 +110,10 @@ const CaptureSites::Site *CaptureSites::on_graph_kernel(uint32_t pid, uint64_t n
                                                         uint32_t kernel_name_id, uint64_t gpu_ns) {
   const Site *site = resolve(pid, node_id);
   if (!site) {
-    ++without_site_;
+    ++c_.graph_kernels_without_capture_site;
     return nullptr;
   }
-  ++with_site_;
+  ++c_.graph_kernels_with_capture_site;
   Agg &a = by_kernel_stack_[{kernel_name_id, site->stack_id}];
   ++a.records;
   a.total_ns += gpu_ns;
@@ -130,16 +130,11 @@ void CaptureSites::forget(uint32_t pid) {
     any |= std::erase_if(g->cloned_from, [pid](const auto &e) { return e.first.pid == pid; }) > 0;
     any |= std::erase_if(g->sites, [pid](const auto &e) { return e.first.pid == pid; }) > 0;
   }
-  if (any) ++processes_forgotten_;
+  if (any) ++c_.capture_processes_forgotten;
 }
 
 void CaptureSites::fill(Summary *s, bool with_sites) const {
-  s->graph_capture_launches = captures_;
-  s->graph_node_clones = clones_;
-  s->graph_kernels_with_capture_site = with_site_;
-  s->graph_kernels_without_capture_site = without_site_;
-  s->capture_processes_forgotten = processes_forgotten_;
-  s->capture_entries_forgotten = entries_forgotten_;
+  add_counters(s, c_);
   s->capture_sites_enabled = with_sites;
   s->capture_sites.clear();
   if (!with_sites) return;

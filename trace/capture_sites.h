@@ -62,7 +62,7 @@ class CaptureSites {
   void forget(uint32_t pid);
   size_t entries() const;
 
-  // Counters and (with_sites) the per (kernel, stack) table, sorted by GPU time.
+  // Adds the counters to s and sets (with_sites) the per (kernel, stack) table, sorted by GPU time.
   void fill(Summary *s, bool with_sites) const;
 
  private:
@@ -93,8 +93,7 @@ class CaptureSites {
     int captured_at = -1;
   };
   std::map<std::pair<uint32_t, uint32_t>, Agg> by_kernel_stack_;  // (kernel name id, stack id)
-  uint64_t captures_ = 0, clones_ = 0, with_site_ = 0, without_site_ = 0;
-  uint64_t processes_forgotten_ = 0, entries_forgotten_ = 0;
+  Counters c_;  // the capture counters
 };
 
 }  // namespace parcagpu::trace

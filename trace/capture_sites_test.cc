@@ -168,6 +168,7 @@ TEST(CaptureSitesTest, BoundedAndForgetsProcesses) {
   cs.forget(10);
   EXPECT_EQ(cs.entries(), 0u);
   EXPECT_EQ(cs.on_graph_kernel(10, 2, k, 1), nullptr);
+  sum = Summary{};
   cs.fill(&sum, false);
   EXPECT_EQ(sum.capture_processes_forgotten, 1u);
 }
@@ -200,6 +201,7 @@ TEST(CaptureSitesTest, JsonKeys) {
                           "graph_kernels_with_capture_site", "graph_kernels_without_capture_site"})
     EXPECT_TRUE(j.contains(key)) << key;
   EXPECT_FALSE(j.contains("capture_sites"));  // only with --capture-sites
+  sum = Summary{};
   x.cs.fill(&sum, true);
   j = summary_json(sum);
   ASSERT_EQ(j["capture_sites"].size(), 1u);

@@ -41,7 +41,7 @@ struct Feed : MatchSink {
   }
   Summary summary(size_t top = 10) {
     Summary s;
-    joiner.fill(&s);
+    joiner.add_to(&s);
     s.gpu_time_by_device = devices.summarize(joiner.names(), top);
     for (const DeviceSummary &d : s.gpu_time_by_device) s.gpu_ns_matched += d.gpu_ns;
     return s;

@@ -13,7 +13,7 @@ Joiner::Joiner(Limits limits, MatchSink *sink) : limits_(limits), sink_(sink) {
 }
 
 void Joiner::see_pid(uint32_t pid) {
-  ++events_;
+  ++c_.events;
   if (have_pid_ && pid == last_pid_) return;
   pids_.insert(pid);
   last_pid_ = pid;
@@ -39,9 +39,9 @@ void Joiner::forget(Generation &g) {
   for (auto &[k, c] : g.live) {
     if (c.kernels == 0) {
       --awaiting_;
-      (is_graph_cbid(c.launch.signed_cbid) ? forgotten_graph_ : forgotten_eager_)++;
+      (is_graph_cbid(c.launch.signed_cbid) ? c_.forgotten_correlations_graph : c_.forgotten_correlations_eager)++;
     } else {
-      ++retired_graphs_;  // later kernels of it still match, within the retired window
+      ++c_.retired_graph_launches;  // later kernels of it still match, within the retired window
       retire(k, c.launch);
     }
   }
@@ -66,9 +66,9 @@ Joiner::Correlation *Joiner::find_live(uint64_t k) {
 }
 
 void Joiner::count_match(int32_t cbid, bool graph_record, uint32_t name, uint64_t n) {
-  matched_ += n;
-  matched_by_cbid_[cbid] += n;
-  if (graph_record) graph_matched_ += n;
+  c_.kernels_matched += n;
+  c_.matched_by_cbid[cbid] += n;
+  if (graph_record) c_.graph_kernels_matched += n;
   name_counts_[name].matched += n;
 }
 
@@ -85,8 +85,8 @@ void Joiner::on_correlation(uint32_t pid, uint32_t corr, int32_t cbid, uint32_t 
                             uint64_t now_ns) {
   see_pid(pid);
   see_time(now_ns);
-  ++correlations_;
-  ++correlations_by_cbid_[cbid];
+  ++c_.correlations;
+  ++c_.correlations_by_cbid[cbid];
   const uint64_t k = key(pid, corr);
   const bool graph = is_graph_cbid(cbid);
   const Launch launch{pid, corr, cbid, stack_id};
@@ -95,7 +95,7 @@ void Joiner::on_correlation(uint32_t pid, uint32_t corr, int32_t cbid, uint32_t 
   for (Generation *g : {&cur_, &old_}) {
     auto it = g->live.find(k);
     if (it == g->live.end()) continue;
-    ++duplicates_;
+    ++c_.duplicate_correlations;
     if (it->second.kernels == 0) {
       --awaiting_;
       (is_graph_cbid(it->second.launch.signed_cbid) ? replaced_orphans_graph_ : replaced_orphans_eager_)++;
@@ -123,7 +123,7 @@ void Joiner::on_correlation(uint32_t pid, uint32_t corr, int32_t cbid, uint32_t 
     cur_.live.emplace(k, Correlation{launch, 0});
     ++awaiting_;
   } else if (graph) {
-    ++graph_launches_with_kernels_;
+    ++c_.graph_launches_with_kernels;
     cur_.live.emplace(k, Correlation{launch, kernels});
   } else {
     retire(k, launch);
@@ -136,9 +136,9 @@ Joiner::Match Joiner::on_kernel(const KernelRecord &r, uint32_t tag) {
   see_pid(r.pid);
   see_time(r.seen_ns);
   const uint64_t k = key(r.pid, r.correlation_id);
-  ++kernel_records_;
+  ++c_.kernel_records;
   const bool graph_record = r.graph_id != 0;
-  if (graph_record) ++graph_kernel_records_;
+  if (graph_record) ++c_.graph_kernel_records;
   const uint32_t name = names_.id(r.name);
   if (name_counts_.size() <= name) name_counts_.resize(name + 1);
   name_counts_[name].records++;
@@ -149,7 +149,7 @@ Joiner::Match Joiner::on_kernel(const KernelRecord &r, uint32_t tag) {
     if (c->kernels++ == 0) {
       --awaiting_;
       if (is_graph_cbid(launch.signed_cbid)) {
-        ++graph_launches_with_kernels_;
+        ++c_.graph_launches_with_kernels;
       } else {
         cur_.live.erase(k);  // an eager launch has its kernel: keep memory flat
         retire(k, launch);
@@ -180,12 +180,12 @@ Joiner::Match Joiner::on_kernel(const KernelRecord &r, uint32_t tag) {
 
 void Joiner::on_error(uint32_t pid) {
   see_pid(pid);
-  ++errors_;
+  ++c_.errors;
 }
 
 void Joiner::on_gpu_config(uint32_t pid) {
   see_pid(pid);
-  ++gpu_config_;
+  ++c_.gpu_config;
 }
 
 void Joiner::on_other(uint32_t pid) { see_pid(pid); }
@@ -198,43 +198,29 @@ std::vector<uint32_t> Joiner::awaiting_pids() const {
   return {pids.begin(), pids.end()};
 }
 
-void Joiner::fill(Summary *s) const {
-  s->correlations = correlations_;
-  s->correlations_by_cbid = correlations_by_cbid_;
-  s->kernel_records = kernel_records_;
-  s->graph_kernel_records = graph_kernel_records_;
-  s->kernels_matched = matched_;
-  s->graph_kernels_matched = graph_matched_;
-  s->graph_launches_with_kernels = graph_launches_with_kernels_;
-  s->duplicate_correlations = duplicates_;
+void Joiner::add_to(Counters *s) const {
+  Counters c = c_;
   uint64_t orphan_kernels = forgotten_kernels_, ignored = forgotten_kernels_closing_;
-  uint64_t eager = replaced_orphans_eager_ + forgotten_eager_;
-  uint64_t graph = replaced_orphans_graph_ + forgotten_graph_;
+  uint64_t eager = replaced_orphans_eager_ + c_.forgotten_correlations_eager;
+  uint64_t graph = replaced_orphans_graph_ + c_.forgotten_correlations_graph;
   for (const Generation *g : {&cur_, &old_}) {
     for (const auto &[k, v] : g->pending)
       for (const PendingKernel &p : v) (p.while_closing ? ignored : orphan_kernels)++;
-    for (const auto &[k, c] : g->live)
-      if (c.kernels == 0) (is_graph_cbid(c.launch.signed_cbid) ? graph : eager)++;
+    for (const auto &[k, l] : g->live)
+      if (l.kernels == 0) (is_graph_cbid(l.launch.signed_cbid) ? graph : eager)++;
   }
-  s->orphan_kernels = orphan_kernels;
-  s->kernels_ignored_at_exit = ignored;
-  s->orphan_correlations_eager = eager;
-  s->orphan_correlations_graph = graph;
-  s->forgotten_correlations_eager = forgotten_eager_;
-  s->forgotten_correlations_graph = forgotten_graph_;
-  s->forgotten_kernels = forgotten_kernels_ + forgotten_kernels_closing_;
-  s->retired_graph_launches = retired_graphs_;
-  s->joiner_peak_entries = peak_entries_;
-  s->joiner_max_entries = limits_.max_entries;
-  s->joiner_max_age_s = static_cast<double>(limits_.max_age_ns) * 1e-9;
-  s->events = events_;
-  s->pids = pids_.size();
-  s->errors = errors_;
-  s->gpu_config = gpu_config_;
-  s->kernels_by_name.clear();
+  c.orphan_kernels = orphan_kernels;
+  c.kernels_ignored_at_exit = ignored;
+  c.orphan_correlations_eager = eager;
+  c.orphan_correlations_graph = graph;
+  c.forgotten_kernels = forgotten_kernels_ + forgotten_kernels_closing_;
+  c.joiner_peak_entries = peak_entries_;
+  c.joiner_max_entries = limits_.max_entries;
+  c.joiner_max_age_s = static_cast<double>(limits_.max_age_ns) * 1e-9;
+  c.pids = pids_.size();
   for (size_t i = 0; i < name_counts_.size(); ++i)
-    s->kernels_by_name[names_.raw(static_cast<uint32_t>(i))] = name_counts_[i];
-  s->matched_by_cbid = matched_by_cbid_;
+    c.kernels_by_name[names_.raw(static_cast<uint32_t>(i))] = name_counts_[i];
+  add_counters(s, c);
 }
 
 }  // namespace parcagpu::trace

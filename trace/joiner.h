@@ -19,6 +19,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "counters.h"
 #include "stacks.h"
 
 namespace parcagpu::trace {
@@ -58,11 +59,6 @@ class MatchSink {
                         uint32_t tag) = 0;
 };
 
-struct NameCounts {
-  uint64_t records = 0;
-  uint64_t matched = 0;
-};
-
 // One row of --capture-sites: graph kernels of one name whose nodes were captured with one stack.
 struct CaptureSiteSummary {
   std::string kernel;
@@ -97,79 +93,10 @@ struct DeviceSummary {
   std::vector<StackKernelSummary> by_kernel;  // most GPU time first
 };
 
-// Everything the tool reports. The join figures come from the Joiner; the BPF-side counters
-// (drops, read errors, probe firings) are filled in by the caller.
-struct Summary {
-  uint64_t correlations = 0;
-  std::map<int32_t, uint64_t> correlations_by_cbid;
-  uint64_t kernel_records = 0;        // every kernel record read (activity_batch)
-  uint64_t graph_kernel_records = 0;  // of which graphId != 0
-  uint64_t kernels_matched = 0;
-  uint64_t graph_kernels_matched = 0;
-  uint64_t orphan_kernels = 0;             // correlation never seen (forgotten ones included)
-  uint64_t orphan_correlations_eager = 0;  // no kernel ever seen (forgotten ones included)
-  uint64_t orphan_correlations_graph = 0;
-  uint64_t graph_launches_with_kernels = 0;
-  uint64_t ringbuf_drops = 0;
-  uint64_t read_errors = 0;
-  uint64_t errors = 0;  // error probe firings received
-  uint64_t events = 0;  // ring-buffer events received
-  double duration_s = 0;
-  double events_per_s = 0;
-  uint64_t pids = 0;
-  uint64_t gpu_config = 0;
-  std::map<std::string, NameCounts> kernels_by_name;
-  std::map<int32_t, uint64_t> matched_by_cbid;
-  // Beyond the required keys.
-  uint64_t kernel_executed_events = 0;  // kernel_executed firings (not a kernel source)
-  uint64_t activity_batches = 0;        // activity_batch firings
-  uint64_t batch_records_over_cap = 0;  // records beyond 128 in one firing, not read
-  uint64_t records_other_kind = 0;      // records of other kinds, skipped
-  uint64_t duplicate_correlations = 0;  // a (pid, ID) announced again while still waiting
-  uint64_t kernels_ignored_at_exit = 0;  // unmatched kernels after cuda_correlation detached
-  uint64_t cubin_loaded = 0;
-  uint64_t cubin_unloaded = 0;
-  uint64_t stall_reason_maps = 0;
-  uint64_t pc_sample_batches = 0;
-  uint64_t pc_sample_records = 0;
-  // Capture-site attribution (trace/capture_sites.h), counters always.
-  uint64_t graph_capture_launches = 0;  // graph_capture_launch events received
-  uint64_t graph_node_clones = 0;       // graph_node_clone events received (re-fires included)
-  uint64_t graph_kernels_with_capture_site = 0;
-  uint64_t graph_kernels_without_capture_site = 0;  // explicitly built graphs, conditional bodies
-  uint64_t capture_processes_forgotten = 0;  // capture state of exited processes dropped
-  uint64_t capture_entries_forgotten = 0;    // capture sites / clones dropped at the cap
-  // The joiner's bounds (see the top of this file).
-  uint64_t forgotten_correlations_eager = 0;  // waited max_age for a kernel (orphans too)
-  uint64_t forgotten_correlations_graph = 0;
-  uint64_t forgotten_kernels = 0;             // waited max_age for their launch (orphans too)
-  uint64_t retired_graph_launches = 0;        // graph launches with kernels, idle for max_age
-  uint64_t joiner_peak_entries = 0;
-  uint64_t joiner_max_entries = 0;
-  double joiner_max_age_s = 0;
-  // Stacks.
-  uint64_t stacks_dropped = 0;     // events sent without their stack (ring buffer full)
-  uint64_t stack_errors = 0;       // bpf_get_stack failed
-  uint64_t stack_copy_bytes = 0;   // user stack bytes copied for DWARF unwinding (--stack-bytes)
-  uint64_t stack_copy_errors = 0;  // the stack copy failed (frame pointers used)
-  uint64_t dwarf_stacks = 0;       // stacks unwound by DWARF CFI
-  uint64_t dwarf_stacks_failed = 0;  // copies that unwound no further than the probe (frame pointers used)
-  uint64_t dwarf_stacks_ended_outside_code = 0;  // DWARF unwinds that stopped at an address in no module
-  uint64_t stacks_cut_at_non_code = 0;  // distinct frame-pointer stacks cut at a frame in no file's code
-  // Python frames (trace/python.h).
-  uint64_t python_processes = 0;        // processes found to run CPython 3.11-3.13
-  uint64_t python_stacks = 0;           // launch stacks that carried Python frames
-  uint64_t python_frames = 0;           // Python frames those launches carried (shim frames not counted)
-  uint64_t python_frame_read_errors = 0;  // code objects unreadable (a "[python] ?" frame), per code object
-  uint64_t python_merge_mismatches = 0;   // distinct stacks whose interpreter frames and Python runs did not pair up
-  uint64_t python_no_thread = 0;        // launches in a Python process from a thread Python does not know
-  uint64_t python_read_errors = 0;      // BPF: a thread-state or frame pointer unreadable
-  uint64_t python_truncated = 0;        // BPF: chains longer than PT_PY_FRAMES_MAX (64)
-  uint64_t distinct_stacks = 0;
-  uint64_t stack_table_overflows = 0;
-  uint64_t gpu_ns_matched = 0;     // GPU time of the matched kernels
+// Everything the tool reports: the counters (trace/counters.h: the joiner's, the capture sites',
+// the tracer's and the BPF side's, added up) and the tables.
+struct Summary : Counters {
   std::vector<StackSummary> gpu_time_by_stack;  // top N, most GPU time first
-  uint64_t stacks_total = 0;       // rows before the top-N cut
   std::vector<DeviceSummary> gpu_time_by_device;  // every device seen, by ordinal
   bool capture_sites_enabled = false;               // --capture-sites: the table below is output
   std::vector<CaptureSiteSummary> capture_sites;    // sorted by total_ns, descending
@@ -217,8 +144,9 @@ class Joiner {
   std::vector<uint32_t> awaiting_pids() const;
   // Launches and pending kernels held now (bounded by Limits::max_entries).
   size_t entries() const;
-  // The join figures at this point (orphans = what is still waiting now + what was forgotten).
-  void fill(Summary *s) const;
+  // Adds the join figures at this point to s (orphans = what is still waiting now + what was
+  // forgotten).
+  void add_to(Counters *s) const;
 
   NameTable &names() { return names_; }
   const NameTable &names() const { return names_; }
@@ -265,14 +193,10 @@ class Joiner {
   bool closing_ = false;
   uint64_t awaiting_ = 0;
   uint64_t replaced_orphans_eager_ = 0, replaced_orphans_graph_ = 0;
-  uint64_t forgotten_eager_ = 0, forgotten_graph_ = 0, forgotten_kernels_ = 0;
-  uint64_t forgotten_kernels_closing_ = 0, retired_graphs_ = 0;
-
-  uint64_t events_ = 0, correlations_ = 0, duplicates_ = 0;
-  uint64_t kernel_records_ = 0, graph_kernel_records_ = 0;
-  uint64_t matched_ = 0, graph_matched_ = 0, graph_launches_with_kernels_ = 0;
-  uint64_t errors_ = 0, gpu_config_ = 0;
-  std::map<int32_t, uint64_t> correlations_by_cbid_, matched_by_cbid_;
+  uint64_t forgotten_kernels_ = 0, forgotten_kernels_closing_ = 0;
+  // What the joiner counts as it goes; fill() adds what it works out at the end (orphans, pids,
+  // kernels by name, bounds).
+  Counters c_;
 };
 
 }  // namespace parcagpu::trace

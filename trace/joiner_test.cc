@@ -2,6 +2,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -25,8 +27,20 @@ KernelRecord kernel(uint32_t pid, uint32_t corr, const char *name = "k", uint32_
 
 Summary summary(const Joiner &j) {
   Summary s;
-  j.fill(&s);
+  j.add_to(&s);
   return s;
+}
+
+// (orphan kernels, eager launches without kernels, graph launches without kernels)
+using Orphans = std::array<uint64_t, 3>;
+Orphans orphans(const Summary &s) {
+  return {s.orphan_kernels, s.orphan_correlations_eager, s.orphan_correlations_graph};
+}
+// (records, matched) of one kernel name
+using Counts = std::pair<uint64_t, uint64_t>;
+Counts counts(const Summary &s, const std::string &name) {
+  const NameCounts &c = s.kernels_by_name.at(name);
+  return {c.records, c.matched};
 }
 
 TEST(JoinerTest, GraphCbids) {
@@ -49,12 +63,9 @@ TEST(JoinerTest, EagerCorrelationThenKernel) {
   EXPECT_EQ(s.kernel_records, 1u);
   EXPECT_EQ(s.kernels_matched, 1u);
   EXPECT_EQ(s.matched_by_cbid.at(211), 1u);
-  EXPECT_EQ(s.orphan_kernels, 0u);
-  EXPECT_EQ(s.orphan_correlations_eager, 0u);
-  EXPECT_EQ(s.orphan_correlations_graph, 0u);
+  EXPECT_EQ(orphans(s), (Orphans{0, 0, 0}));
   EXPECT_EQ(s.graph_launches_with_kernels, 0u);
-  EXPECT_EQ(s.kernels_by_name.at("vecAdd").records, 1u);
-  EXPECT_EQ(s.kernels_by_name.at("vecAdd").matched, 1u);
+  EXPECT_EQ(counts(s, "vecAdd"), (Counts{1, 1}));
   EXPECT_EQ(s.events, 2u);
   EXPECT_EQ(s.pids, 1u);
 }
@@ -103,13 +114,10 @@ TEST(JoinerTest, Orphans) {
   EXPECT_EQ(j.awaiting_kernels(), 3u);
   EXPECT_EQ(j.awaiting_pids(), std::vector<uint32_t>{10});
   Summary s = summary(j);
-  EXPECT_EQ(s.orphan_correlations_eager, 1u);
-  EXPECT_EQ(s.orphan_correlations_graph, 2u);
-  EXPECT_EQ(s.orphan_kernels, 2u);
+  EXPECT_EQ(orphans(s), (Orphans{2, 1, 2}));
   EXPECT_EQ(s.kernels_matched, 0u);
   EXPECT_EQ(s.graph_kernel_records, 1u);
-  EXPECT_EQ(s.kernels_by_name.at("lost").records, 2u);
-  EXPECT_EQ(s.kernels_by_name.at("lost").matched, 0u);
+  EXPECT_EQ(counts(s, "lost"), (Counts{2, 0}));
   EXPECT_TRUE(s.matched_by_cbid.empty());
 }
 
@@ -232,7 +240,7 @@ TEST(JoinerBoundTest, NeverHoldsMoreThanMaxEntries) {
   }
   EXPECT_LE(peak, 1000u);
   Summary s;
-  j.fill(&s);
+  j.add_to(&s);
   EXPECT_LE(s.joiner_peak_entries, 1000u);
   EXPECT_EQ(s.forgotten_correlations_eager + s.forgotten_correlations_graph + s.forgotten_kernels +
                 j.entries(),
@@ -260,7 +268,7 @@ TEST(JoinerBoundTest, ForgetsByAgeButKeepsWhatIsActive) {
   j.on_correlation(10, 3, 311, 0, 1 * kSecond);   // a graph launch whose kernels keep coming
   for (uint64_t t = 2; t <= 30; t += 3) EXPECT_TRUE(j.on_kernel(at(kernel(10, 3, "g", 5), t * kSecond)).matched);
   Summary s;
-  j.fill(&s);
+  j.add_to(&s);
   EXPECT_EQ(s.forgotten_correlations_eager, 1u);
   EXPECT_EQ(s.forgotten_kernels, 1u);
   EXPECT_EQ(s.retired_graph_launches, 0u);  // active: kept
@@ -269,7 +277,7 @@ TEST(JoinerBoundTest, ForgetsByAgeButKeepsWhatIsActive) {
   // Idle for max_age: the graph launch goes too (counted, not a loss) ...
   j.tick(45 * kSecond);
   EXPECT_EQ(j.entries(), 0u);
-  j.fill(&s);
+  s = summary(j);
   EXPECT_EQ(s.retired_graph_launches, 1u);
   EXPECT_EQ(s.orphan_correlations_eager, 1u);
   EXPECT_EQ(s.orphan_correlations_graph, 0u);
@@ -301,7 +309,7 @@ TEST(ReportTest, JsonKeepsUtf8Names) {
   j.on_correlation(10, 2, 211);
   j.on_kernel(kernel(10, 2, "k_cut\xc3"));
   Summary s;
-  j.fill(&s);
+  j.add_to(&s);
   const std::string line = json_line(summary_json(s));
   EXPECT_NE(line.find("\"k_caf\xc3\xa9\""), std::string::npos) << line;
   EXPECT_EQ(line.find("\\u00c3"), std::string::npos) << line;
@@ -316,7 +324,7 @@ TEST(ReportTest, JsonHasTheKeysScriptsUse) {
   j.on_kernel(kernel(10, 1, "k\"q", 2));
   j.on_correlation(10, 2, 211);
   Summary s;
-  j.fill(&s);
+  j.add_to(&s);
   s.duration_s = 2;
   s.events_per_s = 1.5;
   const std::string js = json_line(summary_json(s));
@@ -338,6 +346,26 @@ TEST(ReportTest, JsonHasTheKeysScriptsUse) {
   EXPECT_EQ(o["matched_by_cbid"].dump(), "{\"-514\":1}");
   EXPECT_EQ(o["orphan_correlations_eager"], 1);
   EXPECT_EQ(o["duration_s"], 2.0);
+}
+
+TEST(ReportTest, CounterTableIsWellFormed) {
+  // Every counter is a JSON key, in the table's order, before the tables; the -v lines are
+  // numbered 1..N without a gap or a repeat, and each has a label.
+  const std::string js = json_line(summary_json(Summary{}));
+  const nlohmann::ordered_json o = nlohmann::ordered_json::parse(js);
+  auto it = o.items().begin();
+  std::vector<int> text;
+  for (const CounterInfo &c : kCounters) {
+    ASSERT_NE(it, o.items().end());
+    EXPECT_EQ(it.key(), c.name);
+    ++it;
+    EXPECT_TRUE(*c.help) << c.name;
+    EXPECT_EQ(c.text > 0, *c.label != 0) << c.name;
+    if (c.text > 0) text.push_back(c.text);
+  }
+  EXPECT_EQ(it.key(), "gpu_time_by_stack");
+  std::sort(text.begin(), text.end());
+  for (size_t i = 0; i < text.size(); ++i) EXPECT_EQ(text[i], static_cast<int>(i + 1));
 }
 
 }  // namespace

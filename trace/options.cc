@@ -60,6 +60,7 @@ enum Key {
   kMaxAge,
   kMaxPending,
   kStackBytes,
+  kListCounters,
 };
 
 const argp_option kOptions[] = {
@@ -98,6 +99,8 @@ const argp_option kOptions[] = {
     {"max-pending", kMaxPending, "N", 0, "Launches and kernels waiting at most (default 262144)", 0},
     {"ringbuf-mb", kRingbuf, "N", 0, "Ring buffer MiB, a power of two (default 32; 64 with "
                                      "--capture-sites)", 0},
+    {"list-counters", kListCounters, nullptr, 0, "List the summary's counters (JSON keys, -v lines, "
+                                                 "what each counts) and exit; with --json as JSON", 0},
     {"verbose", 'v', nullptr, 0, "libbpf output, one line per event and every counter, on stderr", 0},
     {},
 };
@@ -141,6 +144,7 @@ error_t parse_opt(int key, char *arg, argp_state *state) {
     case kJsonLines: o->json_lines = true; break;
     case kCaptureSites: o->capture_sites = true; break;
     case kPc: o->pc = true; break;
+    case kListCounters: o->list_counters = true; break;
     case kNoStacks: o->stacks = false; break;
     case kNoPython: o->python = false; break;
     case kFolded: o->folded_path = arg; break;

@@ -18,8 +18,9 @@ struct Options {
   bool json_lines = false;   // a JSON object per line: kernels, stacks, intervals, summary
   bool kernels = false;      // -k: one line per matched kernel
   bool verbose = false;      // -v
+  bool list_counters = false;  // --list-counters: print the counter table (trace/counters.h), exit
   bool capture_sites = false;
-  bool pc = false;           // --pc: the PC sampling view (trace/pc_profile.h)
+  bool pc = false;           // --pc: PC sampling (trace/pc_profile.h)
   bool stacks = true;        // --no-stacks: no user stack at cuda_correlation
   bool python = true;        // --no-python: no CPython frames in launch stacks
   uint32_t stack_bytes = 8192;  // --stack-bytes: user stack copied per stack for DWARF unwinding

@@ -62,15 +62,6 @@ static __always_inline void read_error(__u32 kind) {
   stat_add(kind, 1);
 }
 
-static __always_inline void fill_header(struct pt_header *h, __u32 type) {
-  __u64 id = bpf_get_current_pid_tgid();
-  h->type = type;
-  h->pid = id >> 32;
-  h->tid = (__u32)id;
-  h->flags = 0;
-  h->ts_ns = bpf_ktime_get_ns();
-}
-
 /* Argument n of the current USDT, as libbpf decoded it (size and sign from the note). */
 static __always_inline long arg(struct pt_regs *ctx, __u64 n) {
   long v = 0;
@@ -235,43 +226,47 @@ static __always_inline void fill_correlation(struct pt_correlation_event *c, str
   c->h.flags = read_str(c->name, sizeof(c->name), name, PT_F_NAME_NULL, PT_F_NAME_FAULT);
 }
 
-SEC("usdt")
-int cuda_correlation(struct pt_regs *ctx) {
-  if (filtered_out()) return 0;
-  stat_add(PT_STAT_FIRE_CUDA_CORRELATION, 1);
-  struct pt_correlation_stack_event *e = 0;
-  if (launch_stacks) {
-    e = bpf_ringbuf_reserve(&events, sizeof(*e) + stack_copy_bytes, 0);
-    /* No room for the stack: the launch still goes, without it (counted). */
-    if (!e) stat_add(PT_STAT_STACKS_DROPPED, 1);
-  }
-  if (!e) {
-    struct pt_correlation_event *c = reserve(sizeof(*c));
-    if (!c) return 0;
-    fill_correlation(c, ctx);
-    bpf_ringbuf_submit(c, 0);
-    return 0;
-  }
-  fill_correlation(&e->c, ctx);
-  e->c.h.flags |= PT_F_STACK;
-  take_stack(ctx, &e->stack);
-  take_py_stack_if_python(&e->c.h, &e->py);
-  if (stack_copy_bytes) {
-    e->c.h.flags |= PT_F_STACK_COPY;
-    copy_stack(ctx, &e->copy, (__u8 *)(e + 1));
-  }
-  bpf_ringbuf_submit(e, 0);
-  return 0;
+/* A launch or capture event with its stacks after it (pt_stacks, then the stack copy's data), when
+ * `want` and the ring buffer has room; else NULL (no room: counted, the event goes without). */
+static __always_inline void *reserve_with_stacks(bool want, __u64 size) {
+  if (!want) return 0;
+  void *e = bpf_ringbuf_reserve(&events, size + stack_copy_bytes, 0);
+  if (!e) stat_add(PT_STAT_STACKS_DROPPED, 1);
+  return e;
 }
 
-SEC("usdt")
-int kernel_executed(struct pt_regs *ctx) {
-  if (filtered_out()) return 0;
-  stat_add(PT_STAT_FIRE_KERNEL_EXECUTED, 1);
+/* The stacks of the event whose header is h, at the probe. */
+static __always_inline void take_stacks(struct pt_regs *ctx, struct pt_header *h, struct pt_stacks *s) {
+  h->flags |= PT_F_STACK;
+  take_stack(ctx, &s->stack);
+  take_py_stack_if_python(h, &s->py);
+  if (stack_copy_bytes) {
+    h->flags |= PT_F_STACK_COPY;
+    copy_stack(ctx, &s->copy, (__u8 *)(s + 1));
+  }
+}
+
+/* Sends a launch or capture event (struct kind##_event, filled by fill(event, ctx)), with its
+ * stacks (struct kind##_stack_event) when `want` and the ring buffer has room for them. */
+#define SEND_WITH_STACKS(want, kind, fill)                                            \
+  do {                                                                                \
+    struct kind##_stack_event *e = reserve_with_stacks(want, sizeof(*e));              \
+    struct kind##_event *c = e ? &e->c : reserve(sizeof(*c));                          \
+    if (!c) return 0;                                                                 \
+    fill(c, ctx);                                                                     \
+    if (e) take_stacks(ctx, &c->h, &e->stacks);                                        \
+    bpf_ringbuf_submit(c, 0);                                                         \
+    return 0;                                                                         \
+  } while (0)
+
+PROBE(cuda_correlation, PT_STAT_FIRE_CUDA_CORRELATION) {
+  SEND_WITH_STACKS(launch_stacks, pt_correlation, fill_correlation);
+}
+
+PROBE(kernel_executed, PT_STAT_FIRE_KERNEL_EXECUTED) {
   if (!verbose_events) return 0; /* counted only: activity_batch is the kernel source */
-  struct pt_kernel_event *e = reserve(sizeof(*e));
+  struct pt_kernel_event *e = reserve_event(sizeof(*e), PT_EV_KERNEL_EXECUTED);
   if (!e) return 0;
-  fill_header(&e->h, PT_EV_KERNEL_EXECUTED);
   e->start = arg(ctx, 0);
   e->end = arg(ctx, 1);
   e->correlation_id = arg(ctx, 2);
@@ -289,10 +284,7 @@ int kernel_executed(struct pt_regs *ctx) {
   return 0;
 }
 
-SEC("usdt")
-int activity_batch(struct pt_regs *ctx) {
-  if (filtered_out()) return 0;
-  stat_add(PT_STAT_FIRE_ACTIVITY_BATCH, 1);
+PROBE(activity_batch, PT_STAT_FIRE_ACTIVITY_BATCH) {
   const void *const *records = (const void *const *)arg(ctx, 0);
   __u32 count = arg(ctx, 1);
   stat_add(PT_STAT_BATCH_RECORDS, count);
@@ -323,9 +315,8 @@ int activity_batch(struct pt_regs *ctx) {
       continue;
     }
     kernels++;
-    struct pt_kernel_event *e = reserve(sizeof(*e));
+    struct pt_kernel_event *e = reserve_event(sizeof(*e), PT_EV_KERNEL);
     if (!e) continue;
-    fill_header(&e->h, PT_EV_KERNEL);
     e->kind = kind;
     e->start = FIELD(__u64, rec, PARCAGPU_KREC_OFF_START);
     e->end = FIELD(__u64, rec, PARCAGPU_KREC_OFF_END);
@@ -343,9 +334,8 @@ int activity_batch(struct pt_regs *ctx) {
   }
   stat_add(PT_STAT_RECORDS_OTHER_KIND, other);
   if (verbose_events) {
-    struct pt_batch_event *b = reserve(sizeof(*b));
+    struct pt_batch_event *b = reserve_event(sizeof(*b), PT_EV_ACTIVITY_BATCH);
     if (b) {
-      fill_header(&b->h, PT_EV_ACTIVITY_BATCH);
       b->records = (__u64)records;
       b->count = count;
       b->kernels = kernels;
@@ -357,16 +347,12 @@ int activity_batch(struct pt_regs *ctx) {
   return 0;
 }
 
-SEC("usdt")
-int error(struct pt_regs *ctx) {
-  if (filtered_out()) return 0;
-  stat_add(PT_STAT_FIRE_ERROR, 1);
+PROBE(error, PT_STAT_FIRE_ERROR) {
   __s32 code = arg(ctx, 0);
   const char *msg = (const char *)arg(ctx, 1);
   const char *component = (const char *)arg(ctx, 2);
-  struct pt_error_event *e = reserve(sizeof(*e));
+  struct pt_error_event *e = reserve_event(sizeof(*e), PT_EV_ERROR);
   if (!e) return 0;
-  fill_header(&e->h, PT_EV_ERROR);
   e->code = code;
   e->pad = 0;
   e->h.flags = read_str(e->message, sizeof(e->message), msg, 0, PT_F_MSG_FAULT) |
@@ -375,13 +361,9 @@ int error(struct pt_regs *ctx) {
   return 0;
 }
 
-SEC("usdt")
-int gpu_config(struct pt_regs *ctx) {
-  if (filtered_out()) return 0;
-  stat_add(PT_STAT_FIRE_GPU_CONFIG, 1);
-  struct pt_gpu_config_event *e = reserve(sizeof(*e));
+PROBE(gpu_config, PT_STAT_FIRE_GPU_CONFIG) {
+  struct pt_gpu_config_event *e = reserve_event(sizeof(*e), PT_EV_GPU_CONFIG);
   if (!e) return 0;
-  fill_header(&e->h, PT_EV_GPU_CONFIG);
   e->device_id = arg(ctx, 0);
   e->sampling_factor = arg(ctx, 1);
   e->clock_khz = arg(ctx, 2);
@@ -391,9 +373,8 @@ int gpu_config(struct pt_regs *ctx) {
 }
 
 static __always_inline int send_meta(__u32 type, __u64 crc, __u64 ptr, __u64 size, __u32 flags) {
-  struct pt_meta_event *e = reserve(sizeof(*e));
+  struct pt_meta_event *e = reserve_event(sizeof(*e), type);
   if (!e) return 0;
-  fill_header(&e->h, type);
   e->h.flags = flags;
   e->crc = crc;
   e->ptr = ptr;
@@ -402,24 +383,15 @@ static __always_inline int send_meta(__u32 type, __u64 crc, __u64 ptr, __u64 siz
   return 0;
 }
 
-SEC("usdt")
-int cubin_loaded(struct pt_regs *ctx) {
-  if (filtered_out()) return 0;
-  stat_add(PT_STAT_FIRE_CUBIN_LOADED, 1);
+PROBE(cubin_loaded, PT_STAT_FIRE_CUBIN_LOADED) {
   return send_meta(PT_EV_CUBIN_LOADED, arg(ctx, 0), arg(ctx, 1), arg(ctx, 2), 0);
 }
 
-SEC("usdt")
-int cubin_unloaded(struct pt_regs *ctx) {
-  if (filtered_out()) return 0;
-  stat_add(PT_STAT_FIRE_CUBIN_UNLOADED, 1);
+PROBE(cubin_unloaded, PT_STAT_FIRE_CUBIN_UNLOADED) {
   return send_meta(PT_EV_CUBIN_UNLOADED, arg(ctx, 0), 0, 0, 0);
 }
 
-SEC("usdt")
-int stall_reason_map(struct pt_regs *ctx) {
-  if (filtered_out()) return 0;
-  stat_add(PT_STAT_FIRE_STALL_REASON_MAP, 1);
+PROBE(stall_reason_map, PT_STAT_FIRE_STALL_REASON_MAP) {
   __u64 names = arg(ctx, 0);
   __u32 count = arg(ctx, 1);
   /* The production consumer copies exactly 64 x 64 bytes: check that this copy works. */
@@ -432,10 +404,7 @@ int stall_reason_map(struct pt_regs *ctx) {
   return send_meta(PT_EV_STALL_REASON_MAP, 0, names, count, flags);
 }
 
-SEC("usdt")
-int pc_sample_batch(struct pt_regs *ctx) {
-  if (filtered_out()) return 0;
-  stat_add(PT_STAT_FIRE_PC_SAMPLE_BATCH, 1);
+PROBE(pc_sample_batch, PT_STAT_FIRE_PC_SAMPLE_BATCH) {
   __u64 records = arg(ctx, 0);
   __u32 count = arg(ctx, 1);
   stat_add(PT_STAT_PC_SAMPLE_RECORDS, count);
@@ -455,44 +424,16 @@ static __always_inline void fill_capture(struct pt_capture_event *c, struct pt_r
   c->h.flags = read_str(c->name, sizeof(c->name), name, PT_F_NAME_NULL, PT_F_NAME_FAULT);
 }
 
-SEC("usdt")
-int graph_capture_launch(struct pt_regs *ctx) {
-  if (filtered_out()) return 0;
-  stat_add(PT_STAT_FIRE_GRAPH_CAPTURE_LAUNCH, 1);
-  struct pt_capture_stack_event *e = 0;
-  if (capture_stacks) {
-    e = bpf_ringbuf_reserve(&events, sizeof(*e) + stack_copy_bytes, 0);
-    if (!e) stat_add(PT_STAT_STACKS_DROPPED, 1);
-  }
-  if (!e) {
-    struct pt_capture_event *c = reserve(sizeof(*c));
-    if (!c) return 0;
-    fill_capture(c, ctx);
-    bpf_ringbuf_submit(c, 0);
-    return 0;
-  }
-  fill_capture(&e->c, ctx);
-  e->c.h.flags |= PT_F_STACK;
-  take_stack(ctx, &e->stack);
-  take_py_stack_if_python(&e->c.h, &e->py);
-  if (stack_copy_bytes) {
-    e->c.h.flags |= PT_F_STACK_COPY;
-    copy_stack(ctx, &e->copy, (__u8 *)(e + 1));
-  }
-  bpf_ringbuf_submit(e, 0);
-  return 0;
+PROBE(graph_capture_launch, PT_STAT_FIRE_GRAPH_CAPTURE_LAUNCH) {
+  SEND_WITH_STACKS(capture_stacks, pt_capture, fill_capture);
 }
 
-SEC("usdt")
-int graph_node_clone(struct pt_regs *ctx) {
-  if (filtered_out()) return 0;
-  stat_add(PT_STAT_FIRE_GRAPH_NODE_CLONE, 1);
+PROBE(graph_node_clone, PT_STAT_FIRE_GRAPH_NODE_CLONE) {
   __u64 original = arg(ctx, 0);
   __u64 cloned = arg(ctx, 1);
   __u32 exec_graph = arg(ctx, 2);
-  struct pt_clone_event *e = reserve(sizeof(*e));
+  struct pt_clone_event *e = reserve_event(sizeof(*e), PT_EV_GRAPH_NODE_CLONE);
   if (!e) return 0;
-  fill_header(&e->h, PT_EV_GRAPH_NODE_CLONE);
   e->original_node_id = original;
   e->cloned_node_id = cloned;
   e->exec_graph_id = exec_graph;

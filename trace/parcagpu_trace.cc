@@ -5,8 +5,8 @@
 //
 // The pieces: options.cc (argp), targets.cc (which files, discovery), bpf_session.cc (the
 // skeleton), mmap_tracker.cc (mappings as they are made), tracer.cc (decoding, joining,
-// outputs), and with --pc the PC sampling view: pc_session.cc (its BPF object, attached to each
-// library before the tracer's) and pc_profile.cc (the view the tracer feeds). This file is the
+// outputs), and with --pc the PC sampling extension: pc_session.cc (its BPF object, attached to
+// each library before the tracer's) and pc_profile.cc (what the tracer feeds). This file is the
 // loop and the exit sequence.
 #include <signal.h>
 #include <sys/select.h>
@@ -29,6 +29,7 @@
 #include "pc_profile.h"
 #include "pc_session.h"
 #include "privileges.h"
+#include "report.h"
 #include "targets.h"
 #include "tracer.h"
 
@@ -101,25 +102,25 @@ struct Tool {
   const pt::Options &opt;
   pt::Tracer tracer;
   pt::BpfSession bpf;
-  pt::PcSession pc;               // --pc: the PC view's BPF object
-  pt::PcView *pc_view = nullptr;  // --pc: owned by the tracer
+  pt::PcSession pc;                       // --pc: its BPF object
+  pt::PcSampling *pc_sampling = nullptr;  // --pc: the extension, owned by the tracer
   pt::MmapTracker mmaps;
   pt::Targets targets;
   explicit Tool(const pt::Options &o) : opt(o), tracer(o), targets(o, bpf) {}
 };
 
-// --pc: the PC view's programs write into the tracer's ring buffer and attach to each library
+// --pc: the PC sampling programs write into the tracer's ring buffer and attach to each library
 // file just before the tracer's (Targets::before_attach), -l's or found, now or later.
-void setup_pc_view(Tool &t, int cgroup_fd) {
+void setup_pc_sampling(Tool &t, int cgroup_fd) {
   std::string error;
   int err = 0;
   if (!t.pc.load(t.bpf.events_fd(), t.bpf.cgroup_map_fd(), cgroup_fd >= 0, &error, &err)) {
     const std::string hint = pt::privilege_hint(pt::Step::LoadBpf, err);
     die(error + (hint.empty() ? "" : "; " + hint));
   }
-  auto view = std::make_unique<pt::PcView>(t.opt.verbose);
-  t.pc_view = view.get();
-  t.tracer.add_view(std::move(view));
+  auto pc = std::make_unique<pt::PcSampling>(t.opt.verbose);
+  t.pc_sampling = pc.get();
+  t.tracer.add_extension(std::move(pc));
   t.targets.before_attach = [&t](const pt::Library &l, std::string *error) {
     int err = 0;
     const int n = t.pc.attach(l.path, t.opt.pid, l.probes, error, &err);
@@ -146,7 +147,7 @@ void setup(Tool &t) {
     const std::string hint = pt::privilege_hint(pt::Step::LoadBpf, err);
     die(error + (hint.empty() ? "" : "; " + hint));
   }
-  if (opt.pc) setup_pc_view(t, cgroup_fd);
+  if (opt.pc) setup_pc_sampling(t, cgroup_fd);
   if (!t.bpf.open_ringbuf(&pt::Tracer::handle, &t.tracer, &error)) die(error);
   if (!t.mmaps.open(&error))
     std::fprintf(stderr, "parcagpu-trace: warning: %s (%s); stacks of processes that exit quickly may "
@@ -185,6 +186,10 @@ bool run(Tool &t, const Target &target, Clock::time_point start) {
 
 int main(int argc, char **argv) {
   const pt::Options opt = pt::parse_options(argc, argv);
+  if (opt.list_counters) {
+    pt::print_counter_table(stdout, opt.json);
+    return 0;
+  }
   const Target target(opt.pid);
   pt::BpfSession::setup_libbpf_logging(opt.verbose);
   struct sigaction sa {};
@@ -205,7 +210,7 @@ int main(int argc, char **argv) {
   t.pc.detach_all();
   while (t.bpf.consume() > 0) {
   }
-  if (t.pc_view) t.pc_view->set_bpf(t.pc.counters());
+  if (t.pc_sampling) t.pc_sampling->set_bpf(t.pc.counters());
   uint64_t stats[PT_STAT_MAX];
   t.bpf.read_stats(stats);
   std::vector<std::string> libs;

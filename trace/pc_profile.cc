@@ -6,10 +6,11 @@
 #include <algorithm>
 #include <cinttypes>
 #include <cstring>
+#include <zlib.h>
 
 #include "parcagpu/abi.h"
 #include "parcagpu/cbid_table.h"
-#include "pc_view.h"
+#include "pc_events.h"
 #include "symbolizer.h"
 
 namespace parcagpu::trace {
@@ -32,19 +33,7 @@ std::string pct(uint64_t part, uint64_t whole) {
 }  // namespace
 
 uint32_t PcProfile::crc32(const uint8_t *data, size_t size) {
-  static uint32_t table[256];
-  static bool init = [] {
-    for (uint32_t i = 0; i < 256; ++i) {
-      uint32_t c = i;
-      for (int k = 0; k < 8; ++k) c = c & 1 ? 0xEDB88320u ^ (c >> 1) : c >> 1;
-      table[i] = c;
-    }
-    return true;
-  }();
-  (void)init;
-  uint32_t c = 0xFFFFFFFFu;
-  for (size_t i = 0; i < size; ++i) c = table[(c ^ data[i]) & 0xFF] ^ (c >> 8);
-  return c ^ 0xFFFFFFFFu;
+  return static_cast<uint32_t>(crc32_z(0, data, size));
 }
 
 std::string PcProfile::short_reason(const std::string &name) {
@@ -287,7 +276,7 @@ Json PcProfile::json(size_t nkernels, size_t npcs) const {
   return j;
 }
 
-// ---- PcView ----
+// ---- PcSampling ----
 
 namespace {
 
@@ -320,7 +309,7 @@ T field(const uint8_t *rec, size_t off) {
 
 }  // namespace
 
-bool PcView::wants(uint32_t type) const {
+bool PcSampling::wants(uint32_t type) const {
   switch (type) {
     case PV_EV_PC_RECORD:
     case PV_EV_STALL_REASON_MAP:
@@ -333,7 +322,7 @@ bool PcView::wants(uint32_t type) const {
   return false;
 }
 
-void PcView::on_event(const pt_header &h, const void *data, size_t size) {
+void PcSampling::on_event(const pt_header &h, const void *data, size_t size) {
   switch (h.type) {
     case PV_EV_PC_RECORD: {
       if (size < sizeof(pv_pc_record_event)) break;
@@ -388,13 +377,13 @@ void PcView::on_event(const pt_header &h, const void *data, size_t size) {
   ++malformed_;
 }
 
-void PcView::add_json(Json &summary) const {
+void PcSampling::add_json(Json &summary) const {
   Json pc = profile_.json();
   pc["malformed_events"] = malformed_;
   summary["pc"] = std::move(pc);
 }
 
-void PcView::print(FILE *out) const {
+void PcSampling::print(FILE *out) const {
   profile_.print(out);
   if (malformed_) std::fprintf(out, "  %" PRIu64 " malformed PC events\n", malformed_);
 }

@@ -1,5 +1,5 @@
-// parcagpu-trace's PC sampling view (--pc), without BPF: PcView decodes the events (the PC
-// view's own, pc_view.h, and the tracer's cuda_correlation, cubin and gpu_config events) that
+// parcagpu-trace's PC sampling (--pc), without BPF: PcSampling decodes the events (its own,
+// pc_events.h, and the tracer's cuda_correlation, cubin and gpu_config events) that
 // the tracer hands it; PcProfile adds up what the PC probes delivered per kernel (function), with
 // its top stall reasons, its hottest PC offsets and the source lines they map to (CubinLines on
 // the cubin the library published, read from the process as the production consumer reads it),
@@ -19,7 +19,7 @@
 #include "cubin_lines.h"
 #include "trace_events.h"
 #include "report.h"
-#include "view.h"
+#include "extension.h"
 
 namespace parcagpu::trace {
 
@@ -104,11 +104,11 @@ class PcProfile {
   PcBpfCounters bpf_;
 };
 
-// The view: every event of the types it wants, into a PcProfile. The text and JSON reports get
+// The extension: every event of the types it wants, into a PcProfile. The text and JSON reports get
 // its "PC samples" section and its "pc" key.
-class PcView : public View {
+class PcSampling : public Extension {
  public:
-  explicit PcView(bool verbose) : verbose_(verbose) {}
+  explicit PcSampling(bool verbose) : verbose_(verbose) {}
   const char *name() const override { return "pc"; }
   bool wants(uint32_t event_type) const override;
   void on_event(const pt_header &h, const void *data, size_t size) override;

@@ -1,4 +1,4 @@
-// The PC sampling view without BPF: source lines from the mock's real cubin (nvcc -lineinfo,
+// PC sampling (--pc) without BPF: source lines from the mock's real cubin (nvcc -lineinfo,
 // mock/pc_kernels.cu), and the per-kernel profile with its JSON.
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -12,7 +12,7 @@
 #include "cubin_lines.h"
 #include "parcagpu/abi.h"
 #include "pc_profile.h"
-#include "pc_view.h"
+#include "pc_events.h"
 
 namespace parcagpu::trace {
 namespace {
@@ -126,26 +126,26 @@ TEST(PcProfile, KernelsStallsLaunchesAndLines) {
   EXPECT_NE(j.find("\"records\":3,\"samples\":67,\"pairs\":5"), std::string::npos) << j;
 }
 
-// PcView as the tracer feeds it: its own events (PC records, the stall-reason blob) and the
+// PcSampling as the tracer feeds it: its own events (PC records, the stall-reason blob) and the
 // tracer's (cuda_correlation, cubin_loaded with the cubin's address in the process, gpu_config).
-// The cubin lies in this test's own memory, so the view reads it from /proc/self's pid.
-TEST(PcView, DecodesTheTracersAndItsOwnEvents) {
+// The cubin lies in this test's own memory, so the extension reads it from /proc/self's pid.
+TEST(PcSampling, DecodesTheTracersAndItsOwnEvents) {
   const std::vector<uint8_t> bytes = mock_cubin();
   ASSERT_GT(bytes.size(), 1000u);
   const uint32_t pid = static_cast<uint32_t>(getpid());
   const uint64_t crc = PcProfile::crc32(bytes.data(), bytes.size());
-  PcView view(false);
-  EXPECT_TRUE(view.wants(PV_EV_PC_RECORD));
-  EXPECT_TRUE(view.wants(PV_EV_STALL_REASON_MAP));
-  EXPECT_TRUE(view.wants(PT_EV_CORRELATION));
-  EXPECT_TRUE(view.wants(PT_EV_CUBIN_LOADED));
-  EXPECT_TRUE(view.wants(PT_EV_GPU_CONFIG));
-  EXPECT_FALSE(view.wants(PT_EV_KERNEL));
-  EXPECT_FALSE(view.wants(PT_EV_ACTIVITY_BATCH));
-  auto feed = [&view](auto &e, uint32_t type, size_t size = sizeof(e)) {
+  PcSampling pcs(false);
+  EXPECT_TRUE(pcs.wants(PV_EV_PC_RECORD));
+  EXPECT_TRUE(pcs.wants(PV_EV_STALL_REASON_MAP));
+  EXPECT_TRUE(pcs.wants(PT_EV_CORRELATION));
+  EXPECT_TRUE(pcs.wants(PT_EV_CUBIN_LOADED));
+  EXPECT_TRUE(pcs.wants(PT_EV_GPU_CONFIG));
+  EXPECT_FALSE(pcs.wants(PT_EV_KERNEL));
+  EXPECT_FALSE(pcs.wants(PT_EV_ACTIVITY_BATCH));
+  auto feed = [&pcs](auto &e, uint32_t type, size_t size = sizeof(e)) {
     e.h.type = type;
     e.h.pid = static_cast<uint32_t>(getpid());
-    view.on_event(e.h, &e, size);
+    pcs.on_event(e.h, &e, size);
   };
 
   pt_correlation_event corr{};
@@ -178,10 +178,10 @@ TEST(PcView, DecodesTheTracersAndItsOwnEvents) {
   std::memcpy(rec.stall, pairs, sizeof pairs);
   feed(rec, PV_EV_PC_RECORD);
   feed(rec, PV_EV_PC_RECORD, sizeof rec - 1);  // cut short: counted, not read
-  EXPECT_EQ(view.malformed(), 1u);
+  EXPECT_EQ(pcs.malformed(), 1u);
 
   Json summary;
-  view.add_json(summary);
+  pcs.add_json(summary);
   const Json &pc = summary.at("pc");
   EXPECT_EQ(pc["records"], 1);
   EXPECT_EQ(pc["samples"], 32);
@@ -210,7 +210,7 @@ TEST(PcView, DecodesTheTracersAndItsOwnEvents) {
   char *text = nullptr;
   size_t len = 0;
   FILE *out = open_memstream(&text, &len);
-  view.print(out);
+  pcs.print(out);
   std::fclose(out);
   const std::string printed(text, len);
   std::free(text);

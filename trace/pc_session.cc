@@ -8,20 +8,16 @@
 #include <cstring>
 
 #include "parcagpu/abi.h"
-#include "pc_view.h"
-#include "pc_view.skel.h"
+#include "pc_events.h"
+#include "pc_sampling.skel.h"
 
 namespace parcagpu::trace {
 namespace {
 
-// Probe name -> the view's program for it, typed as in bpf_session.cc. Only what the tracer's
+// Probe name -> the PC sampling program for it, typed as in bpf_session.cc. Only what the tracer's
 // own events do not carry: the records and the stall-reason names.
-using Progs = decltype(pc_view_bpf::progs);
-struct ProbeProgram {
-  const char *probe;
-  bpf_program *Progs::*prog;
-};
-constexpr ProbeProgram kProbes[] = {
+using Progs = decltype(pc_sampling_bpf::progs);
+constexpr ProbeProgram<Progs> kProbes[] = {
     {"stall_reason_map", &Progs::stall_reason_map},
     {"pc_sample_batch", &Progs::pc_sample_batch},
 };
@@ -30,11 +26,11 @@ constexpr ProbeProgram kProbes[] = {
 
 PcSession::~PcSession() {
   detach_all();
-  if (skel_) pc_view_bpf__destroy(skel_);
+  if (skel_) pc_sampling_bpf__destroy(skel_);
 }
 
 bool PcSession::load(int events_fd, int cgroup_map_fd, bool filter_cgroup, std::string *error, int *err) {
-  skel_ = pc_view_bpf__open();
+  skel_ = pc_sampling_bpf__open();
   if (!skel_) {
     *err = errno;
     *error = std::string("cannot open the PC view's BPF object: ") + std::strerror(*err);
@@ -43,7 +39,7 @@ bool PcSession::load(int events_fd, int cgroup_map_fd, bool filter_cgroup, std::
   skel_->rodata->filter_cgroup = filter_cgroup;
   int e = bpf_map__reuse_fd(skel_->maps.events, events_fd);
   if (e == 0) e = bpf_map__reuse_fd(skel_->maps.cgroup_map, cgroup_map_fd);
-  if (e == 0) e = pc_view_bpf__load(skel_);
+  if (e == 0) e = pc_sampling_bpf__load(skel_);
   if (e != 0) {
     *err = -e;
     *error = std::string("cannot load the PC view's BPF programs: ") + std::strerror(*err);
@@ -54,9 +50,8 @@ bool PcSession::load(int events_fd, int cgroup_map_fd, bool filter_cgroup, std::
 
 int PcSession::attach(const std::string &path, int pid, const std::vector<std::string> &present,
                       std::string *error, int *err) {
-  std::vector<UsdtProgram> programs;
-  for (const ProbeProgram &p : kProbes) programs.push_back({p.probe, skel_->progs.*p.prog});
-  return attach_usdt(programs, path, pid, present, "the PC view", &links_, error, err);
+  return attach_usdt(usdt_programs(kProbes, skel_->progs), path, pid, present, "the PC view", &links_, error,
+                     err);
 }
 
 void PcSession::detach_all() { destroy_links(&links_); }

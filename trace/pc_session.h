@@ -1,8 +1,8 @@
-// The BPF side of parcagpu-trace's PC sampling view (--pc): loads pc_view.bpf.c into the
+// The BPF side of parcagpu-trace's PC sampling (--pc): loads pc_sampling.bpf.c into the
 // tracer's ring buffer and cgroup filter, attaches its programs (pc_sample_batch,
 // stall_reason_map) to each library file before the tracer's own (Targets::before_attach), and
-// reads its counters. What is done with the events is PcView's (pc_profile.h), fed by the
-// tracer like any view.
+// reads its counters. What is done with the events is PcSampling's (pc_profile.h), fed by the
+// tracer like any extension (trace/extension.h).
 #pragma once
 
 #include <cstdint>
@@ -12,7 +12,7 @@
 #include "pc_profile.h"
 #include "usdt_attach.h"
 
-struct pc_view_bpf;
+struct pc_sampling_bpf;
 struct bpf_link;
 
 namespace parcagpu::trace {
@@ -29,7 +29,7 @@ class PcSession {
   // *err on failure.
   bool load(int events_fd, int cgroup_map_fd, bool filter_cgroup, std::string *error, int *err);
 
-  // Attaches the view's programs for the probes named in `present` to the library file `path`
+  // Attaches the PC sampling programs for the probes named in `present` to the library file `path`
   // for `pid` (-1 = every process). Must come before the tracer's attach to the same file: the
   // library fires its metadata when a probe's semaphore rises, which only the first uprobe on a
   // probe does. Returns the number attached, or -1 with *error / *err (what was attached to
@@ -42,7 +42,7 @@ class PcSession {
   PcBpfCounters counters() const;
 
  private:
-  pc_view_bpf *skel_ = nullptr;
+  pc_sampling_bpf *skel_ = nullptr;
   std::vector<UsdtLink> links_;
 };
 

@@ -8,22 +8,14 @@
 
 #include "pprof.h"
 #include "profile.pb.h"
+#include "test_frames.h"
 
 namespace parcagpu::trace {
 namespace {
 
 namespace pb = perftools::profiles;
 
-Frame fr(const char *function, const char *file = "", int line = 0, bool inlined = false) {
-  Frame f;
-  f.function = function;
-  f.module = "app";
-  f.path = "/opt/app";
-  f.file = file;
-  f.line = line;
-  f.inlined = inlined;
-  return f;
-}
+using test_frames::fr;
 
 std::string gunzip(const std::string &gz) {
   z_stream z{};

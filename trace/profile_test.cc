@@ -8,20 +8,12 @@
 #include "flamegraph.h"
 #include "profile.h"
 #include "report.h"
+#include "test_frames.h"
 
 namespace parcagpu::trace {
 namespace {
 
-Frame fr(const char *function, const char *file = "", int line = 0, bool inlined = false) {
-  Frame f;
-  f.function = function;
-  f.module = "app";
-  f.path = "/opt/app";
-  f.file = file;
-  f.line = line;
-  f.inlined = inlined;
-  return f;
-}
+using test_frames::fr;
 
 struct Fixture {
   StackTable stacks;

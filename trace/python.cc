@@ -430,7 +430,7 @@ const PythonFrames::Code &PythonFrames::code(uint32_t pid, Proc &p, uint64_t add
   return p.codes.emplace(addr, std::move(c)).first->second;
 }
 
-PyFrameGroups PythonFrames::groups(uint32_t pid, const pt_py_stack &s, PyCounters *c) {
+PyFrameGroups PythonFrames::groups(uint32_t pid, const pt_py_stack &s, Counters *c) {
   PyFrameGroups out;
   auto it = procs_.find(pid);
   if (it == procs_.end() || !it->second.layout) return out;
@@ -447,14 +447,14 @@ PyFrameGroups PythonFrames::groups(uint32_t pid, const pt_py_stack &s, PyCounter
     }
     const Code &code = this->code(pid, p, s.code[i]);
     if (!code.ok) {
-      ++c->frame_read_errors;
+      ++c->python_frame_read_errors;
       group.push_back(python_frame("?", "", 0));  // shown as "[python] ?"
     } else {
       const int64_t offset = static_cast<int64_t>(s.instr[i] - (s.code[i] + l.code_adaptive));
       const int line = py_code_line(code.linetable.data(), code.linetable.size(), code.firstlineno, offset);
       group.push_back(python_frame(code.qualname, code.filename, line));
     }
-    ++c->frames;
+    ++c->python_frames;
     if (!l.owner_field && entry) {  // 3.11: is_entry, the first frame of the loop's run
       out.push_back(std::move(group));
       group.clear();

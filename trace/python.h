@@ -18,6 +18,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "counters.h"
 #include "symbolizer.h"
 #include "trace_events.h"
 
@@ -82,13 +83,6 @@ std::vector<Frame> merge_python_frames(const std::vector<Frame> &native, const P
 bool detect_python(uint32_t pid, const std::vector<MapEntry> &maps, pt_py_proc *out, std::string *version,
                    const PyLayout **layout);
 
-struct PyCounters {
-  uint64_t stacks = 0;           // launch stacks that got Python frames
-  uint64_t frames = 0;           // Python frames shown
-  uint64_t frame_read_errors = 0;  // code objects (or their strings) unreadable: "[python] ?"
-  uint64_t merge_mismatches = 0;   // interpreter frames and Python groups did not pair up
-};
-
 // Code objects -> frames, per process.
 class PythonFrames {
  public:
@@ -97,8 +91,9 @@ class PythonFrames {
   void forget(uint32_t pid) { procs_.erase(pid); }
   bool knows(uint32_t pid) const { return procs_.count(pid) != 0; }
   // The chain of one event as groups (see PyFrameGroups); shim frames are dropped, and a
-  // code object that cannot be read gives a "[python] ?" frame (counted).
-  PyFrameGroups groups(uint32_t pid, const pt_py_stack &s, PyCounters *c);
+  // code object that cannot be read gives a "[python] ?" frame (counted in
+  // c->python_frame_read_errors; the frames in c->python_frames).
+  PyFrameGroups groups(uint32_t pid, const pt_py_stack &s, Counters *c);
 
  private:
   struct Code {

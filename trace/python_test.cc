@@ -119,13 +119,20 @@ PyFrameGroups two_groups() {
           {python_frame("outer", "/a/t.py", 11), python_frame("<module>", "/a/t.py", 20)}};
 }
 
+// The names of merge_python_frames' stack and its mismatch flag (set either way).
+using Merged = std::pair<std::vector<std::string>, bool>;
+Merged merged(const std::vector<Frame> &native, const PyFrameGroups &groups) {
+  bool was_true = true, was_false = false;
+  const std::vector<std::string> out = names(merge_python_frames(native, groups, &was_true));
+  EXPECT_EQ(names(merge_python_frames(native, groups, &was_false)), out);
+  EXPECT_EQ(was_true, was_false);
+  return {out, was_false};
+}
+
 TEST(PythonMerge, EachLoopRunReplacesItsInterpreterFrame) {
-  bool mismatch = true;
-  const auto out = merge_python_frames(kNative, two_groups(), &mismatch);
-  EXPECT_FALSE(mismatch);
-  EXPECT_EQ(names(out), (std::vector<std::string>{"cuLaunchKernel", "ffi_call", "t.py:3 inner", "t.py:7 middle",
-                                                  "PyObject_Call", "t.py:11 outer", "t.py:20 <module>",
-                                                  "Py_RunMain", "main"}));
+  EXPECT_EQ(merged(kNative, two_groups()), (Merged{{"cuLaunchKernel", "ffi_call", "t.py:3 inner",
+                                                    "t.py:7 middle", "PyObject_Call", "t.py:11 outer",
+                                                    "t.py:20 <module>", "Py_RunMain", "main"}, false}));
 }
 
 TEST(PythonMerge, NoPythonFramesLeavesTheNativeStack) {
@@ -137,42 +144,31 @@ TEST(PythonMerge, NoPythonFramesLeavesTheNativeStack) {
 TEST(PythonMerge, MoreRunsThanInterpreterFramesGoToTheOutermost) {
   // The native unwind ended after the first interpreter frame.
   const std::vector<Frame> cut(kNative.begin(), kNative.begin() + 4);
-  bool mismatch = false;
-  const auto out = merge_python_frames(cut, two_groups(), &mismatch);
-  EXPECT_TRUE(mismatch);
-  EXPECT_EQ(names(out), (std::vector<std::string>{"cuLaunchKernel", "ffi_call", "t.py:3 inner", "t.py:7 middle",
-                                                  "t.py:11 outer", "t.py:20 <module>", "PyObject_Call"}));
+  EXPECT_EQ(merged(cut, two_groups()), (Merged{{"cuLaunchKernel", "ffi_call", "t.py:3 inner",
+                                                "t.py:7 middle", "t.py:11 outer", "t.py:20 <module>",
+                                                "PyObject_Call"}, true}));
 }
 
 TEST(PythonMerge, NoInterpreterFrameAppendsOutside) {
   const std::vector<Frame> cut(kNative.begin(), kNative.begin() + 2);
-  bool mismatch = false;
-  const auto out = merge_python_frames(cut, two_groups(), &mismatch);
-  EXPECT_TRUE(mismatch);
-  EXPECT_EQ(names(out), (std::vector<std::string>{"cuLaunchKernel", "ffi_call", "t.py:3 inner", "t.py:7 middle",
-                                                  "t.py:11 outer", "t.py:20 <module>"}));
+  EXPECT_EQ(merged(cut, two_groups()), (Merged{{"cuLaunchKernel", "ffi_call", "t.py:3 inner",
+                                                "t.py:7 middle", "t.py:11 outer", "t.py:20 <module>"}, true}));
 }
 
 TEST(PythonMerge, FewerRunsPairFromTheInnermost) {
   // The Python chain was cut at PT_PY_FRAMES_MAX: the outer interpreter frame stays native.
-  bool mismatch = false;
-  const auto out = merge_python_frames(kNative, {two_groups()[0]}, &mismatch);
-  EXPECT_TRUE(mismatch);
-  EXPECT_EQ(names(out), (std::vector<std::string>{"cuLaunchKernel", "ffi_call", "t.py:3 inner", "t.py:7 middle",
-                                                  "PyObject_Call", "_PyEval_EvalFrameDefault", "Py_RunMain",
-                                                  "main"}));
+  EXPECT_EQ(merged(kNative, {two_groups()[0]}), (Merged{{"cuLaunchKernel", "ffi_call", "t.py:3 inner",
+                                                         "t.py:7 middle", "PyObject_Call",
+                                                         "_PyEval_EvalFrameDefault", "Py_RunMain", "main"}, true}));
 }
 
 TEST(PythonMerge, ColdPartOfTheLoopIsARunButNotOtherNames) {
   std::vector<Frame> n = kNative;
   n[2] = native("_PyEval_EvalFrameDefault.cold");
   n[4] = native("_PyEval_EvalFrameDefaultX");  // not the loop
-  bool mismatch = false;
-  const auto out = merge_python_frames(n, {two_groups()[0]}, &mismatch);
-  EXPECT_FALSE(mismatch);
-  EXPECT_EQ(names(out), (std::vector<std::string>{"cuLaunchKernel", "ffi_call", "t.py:3 inner", "t.py:7 middle",
-                                                  "PyObject_Call", "_PyEval_EvalFrameDefaultX", "Py_RunMain",
-                                                  "main"}));
+  EXPECT_EQ(merged(n, {two_groups()[0]}), (Merged{{"cuLaunchKernel", "ffi_call", "t.py:3 inner",
+                                                   "t.py:7 middle", "PyObject_Call",
+                                                   "_PyEval_EvalFrameDefaultX", "Py_RunMain", "main"}, false}));
 }
 
 TEST(PythonMerge, InlinedCopiesOfTheLoopAreNotRuns) {
@@ -380,14 +376,14 @@ TEST(PythonFrames, ReadsCodeObjectsAndSplitsRunsAtShims) {
     s.instr[i] = instrs[i];
     s.entry[i] = entries[i];
   }
-  PyCounters c;
+  Counters c;
   const PyFrameGroups g = pf.groups(pid, s, &c);
   ASSERT_EQ(g.size(), 2u);
   EXPECT_EQ(names(g[0]), (std::vector<std::string>{"train.py:4 st\xc3\xa9p"}));
   EXPECT_EQ(names(g[1]), (std::vector<std::string>{"[python] ?", "train.py:10 st\xc3\xa9p"}));
   EXPECT_EQ(g[0][0].file, "/srv/app/train.py");
-  EXPECT_EQ(c.frames, 3u);
-  EXPECT_EQ(c.frame_read_errors, 1u);
+  EXPECT_EQ(c.python_frames, 3u);
+  EXPECT_EQ(c.python_frame_read_errors, 1u);
   // A process the reader does not know: nothing, no reads.
   EXPECT_TRUE(pf.groups(pid + 1, s, &c).empty());
 }

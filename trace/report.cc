@@ -1,7 +1,10 @@
 #include "report.h"
 
 #include <cinttypes>
+#include <algorithm>
 #include <cmath>
+#include <type_traits>
+#include <utility>
 
 #include "parcagpu/cbid_table.h"
 
@@ -26,30 +29,47 @@ std::string human_ns(uint64_t ns) {
 
 namespace {
 
-Json by_cbid(const std::map<int32_t, uint64_t> &m) {
+// A counter's JSON value, by its kind (trace/counters.h).
+Json counter_json(uint64_t v) { return v; }
+Json counter_json(double seconds) { return std::round(seconds * 1000.0) / 1000.0; }
+Json counter_json(const counter_by_cbid &m) {
   Json o = Json::object();
   for (const auto &[cbid, n] : m) o[std::to_string(cbid)] = n;
   return o;
 }
+Json counter_json(const counter_by_name &m) {
+  Json names = Json::object();
+  for (const auto &[name, c] : m) {
+    Json n;
+    n["records"] = c.records;
+    n["matched"] = c.matched;
+    if (std::string d = demangle(name); d != name) n["demangled"] = d;
+    names[name] = std::move(n);
+  }
+  return names;
+}
 
-double rounded(double v) { return std::round(v * 1000.0) / 1000.0; }
+// by_kernel of a stack or a device.
+Json kernels_json(const std::vector<StackKernelSummary> &kernels) {
+  Json ks = Json::array();
+  for (const StackKernelSummary &k : kernels)
+    ks.push_back({{"kernel", k.kernel}, {"demangled", k.kernel_demangled}, {"gpu_ns", k.gpu_ns},
+                  {"kernels", k.kernels}});
+  return ks;
+}
 
 }  // namespace
 
 Json devices_json(const std::vector<DeviceSummary> &devices) {
   Json out = Json::array();
   for (const DeviceSummary &d : devices) {
-    Json ks = Json::array();
-    for (const StackKernelSummary &k : d.by_kernel)
-      ks.push_back({{"kernel", k.kernel}, {"demangled", k.kernel_demangled}, {"gpu_ns", k.gpu_ns},
-                    {"kernels", k.kernels}});
     out.push_back({{"device", d.device},
                    {"kernels", d.kernels},
                    {"kernel_records", d.kernel_records},
                    {"gpu_ns", d.gpu_ns},
                    {"pids", d.pids},
                    {"kernel_names", d.kernel_names},
-                   {"by_kernel", std::move(ks)}});
+                   {"by_kernel", kernels_json(d.by_kernel)}});
   }
   return out;
 }
@@ -57,78 +77,7 @@ Json devices_json(const std::vector<DeviceSummary> &devices) {
 Json summary_json(const Summary &s) {
   Json o;
   // The keys tests and GPU scripts rely on first, in this order.
-  o["correlations"] = s.correlations;
-  o["correlations_by_cbid"] = by_cbid(s.correlations_by_cbid);
-  o["kernel_records"] = s.kernel_records;
-  o["graph_kernel_records"] = s.graph_kernel_records;
-  o["kernels_matched"] = s.kernels_matched;
-  o["graph_kernels_matched"] = s.graph_kernels_matched;
-  o["orphan_kernels"] = s.orphan_kernels;
-  o["orphan_correlations_eager"] = s.orphan_correlations_eager;
-  o["orphan_correlations_graph"] = s.orphan_correlations_graph;
-  o["graph_launches_with_kernels"] = s.graph_launches_with_kernels;
-  o["ringbuf_drops"] = s.ringbuf_drops;
-  o["read_errors"] = s.read_errors;
-  o["errors"] = s.errors;
-  o["events"] = s.events;
-  o["duration_s"] = rounded(s.duration_s);
-  o["events_per_s"] = rounded(s.events_per_s);
-  o["pids"] = s.pids;
-  o["gpu_config"] = s.gpu_config;
-  Json names = Json::object();
-  for (const auto &[name, c] : s.kernels_by_name) {
-    Json n;
-    n["records"] = c.records;
-    n["matched"] = c.matched;
-    if (std::string d = demangle(name); d != name) n["demangled"] = d;
-    names[name] = std::move(n);
-  }
-  o["kernels_by_name"] = std::move(names);
-  o["matched_by_cbid"] = by_cbid(s.matched_by_cbid);
-  o["kernel_executed_events"] = s.kernel_executed_events;
-  o["activity_batches"] = s.activity_batches;
-  o["batch_records_over_cap"] = s.batch_records_over_cap;
-  o["records_other_kind"] = s.records_other_kind;
-  o["duplicate_correlations"] = s.duplicate_correlations;
-  o["kernels_ignored_at_exit"] = s.kernels_ignored_at_exit;
-  o["cubin_loaded"] = s.cubin_loaded;
-  o["cubin_unloaded"] = s.cubin_unloaded;
-  o["stall_reason_maps"] = s.stall_reason_maps;
-  o["pc_sample_batches"] = s.pc_sample_batches;
-  o["pc_sample_records"] = s.pc_sample_records;
-  o["graph_capture_launches"] = s.graph_capture_launches;
-  o["graph_node_clones"] = s.graph_node_clones;
-  o["graph_kernels_with_capture_site"] = s.graph_kernels_with_capture_site;
-  o["graph_kernels_without_capture_site"] = s.graph_kernels_without_capture_site;
-  o["capture_processes_forgotten"] = s.capture_processes_forgotten;
-  o["capture_entries_forgotten"] = s.capture_entries_forgotten;
-  o["forgotten_correlations_eager"] = s.forgotten_correlations_eager;
-  o["forgotten_correlations_graph"] = s.forgotten_correlations_graph;
-  o["forgotten_kernels"] = s.forgotten_kernels;
-  o["retired_graph_launches"] = s.retired_graph_launches;
-  o["joiner_peak_entries"] = s.joiner_peak_entries;
-  o["joiner_max_entries"] = s.joiner_max_entries;
-  o["joiner_max_age_s"] = rounded(s.joiner_max_age_s);
-  o["stacks_dropped"] = s.stacks_dropped;
-  o["stack_errors"] = s.stack_errors;
-  o["stack_copy_bytes"] = s.stack_copy_bytes;
-  o["stack_copy_errors"] = s.stack_copy_errors;
-  o["dwarf_stacks"] = s.dwarf_stacks;
-  o["dwarf_stacks_failed"] = s.dwarf_stacks_failed;
-  o["dwarf_stacks_ended_outside_code"] = s.dwarf_stacks_ended_outside_code;
-  o["stacks_cut_at_non_code"] = s.stacks_cut_at_non_code;
-  o["python_processes"] = s.python_processes;
-  o["python_stacks"] = s.python_stacks;
-  o["python_frames"] = s.python_frames;
-  o["python_frame_read_errors"] = s.python_frame_read_errors;
-  o["python_merge_mismatches"] = s.python_merge_mismatches;
-  o["python_no_thread"] = s.python_no_thread;
-  o["python_read_errors"] = s.python_read_errors;
-  o["python_truncated"] = s.python_truncated;
-  o["distinct_stacks"] = s.distinct_stacks;
-  o["stack_table_overflows"] = s.stack_table_overflows;
-  o["gpu_ns_matched"] = s.gpu_ns_matched;
-  o["stacks_total"] = s.stacks_total;
+  for_each_counter(s, [&o](const CounterInfo &c, const auto &v) { o[c.name] = counter_json(v); });
   Json rows = Json::array();
   for (const StackSummary &r : s.gpu_time_by_stack) {
     Json row;
@@ -136,11 +85,7 @@ Json summary_json(const Summary &s) {
     row["gpu_ns"] = r.gpu_ns;
     row["kernels"] = r.kernels;
     row["frames"] = r.frames;
-    Json ks = Json::array();
-    for (const StackKernelSummary &k : r.by_kernel)
-      ks.push_back({{"kernel", k.kernel}, {"demangled", k.kernel_demangled}, {"gpu_ns", k.gpu_ns},
-                    {"kernels", k.kernels}});
-    row["by_kernel"] = std::move(ks);
+    row["by_kernel"] = kernels_json(r.by_kernel);
     rows.push_back(std::move(row));
   }
   o["gpu_time_by_stack"] = std::move(rows);
@@ -245,53 +190,17 @@ void print_counters(FILE *f, const Summary &s) {
     if (auto it = s.matched_by_cbid.find(cbid); it != s.matched_by_cbid.end()) m = it->second;
     std::fprintf(f, "  %-38s %12" PRIu64 "   kernels matched %" PRIu64 "\n", label, n, m);
   }
-  line("kernel records (activity_batch)", s.kernel_records);
-  line("  of graph launches (graphId != 0)", s.graph_kernel_records);
-  line("kernels matched", s.kernels_matched);
-  line("  graph kernels matched", s.graph_kernels_matched);
-  line("graph launches with kernels", s.graph_launches_with_kernels);
-  line("orphan kernels (no correlation)", s.orphan_kernels);
-  line("orphan correlations, eager", s.orphan_correlations_eager);
-  line("orphan correlations, graph", s.orphan_correlations_graph);
-  line("duplicate correlations", s.duplicate_correlations);
-  line("unmatched kernels ignored at exit", s.kernels_ignored_at_exit);
-  line("forgotten launches without kernel, eager", s.forgotten_correlations_eager);
-  line("forgotten launches without kernel, graph", s.forgotten_correlations_graph);
-  line("forgotten kernels without launch", s.forgotten_kernels);
-  line("graph launches retired (idle max-age)", s.retired_graph_launches);
-  line("joiner peak entries", s.joiner_peak_entries);
-  line("kernel_executed firings", s.kernel_executed_events);
-  line("activity_batch firings", s.activity_batches);
-  line("records over the 128 cap (ignored)", s.batch_records_over_cap);
-  line("records of other kinds (skipped)", s.records_other_kind);
-  line("gpu_config", s.gpu_config);
-  line("cubin_loaded", s.cubin_loaded);
-  line("cubin_unloaded", s.cubin_unloaded);
-  line("stall_reason_map", s.stall_reason_maps);
-  line("pc_sample_batch firings", s.pc_sample_batches);
-  line("library errors (error probe)", s.errors);
-  line("ring-buffer drops", s.ringbuf_drops);
-  line("probe read errors", s.read_errors);
-  line("stacks dropped (ring full)", s.stacks_dropped);
-  line("stack walk errors", s.stack_errors);
-  line("stacks unwound by DWARF CFI", s.dwarf_stacks);
-  line("  stack copies not unwound (frame pointers used)", s.dwarf_stacks_failed + s.stack_copy_errors);
-  line("  ended at an address in no module", s.dwarf_stacks_ended_outside_code);
-  line("  stack bytes copied", s.stack_copy_bytes);
-  line("stacks cut at a frame in no code", s.stacks_cut_at_non_code);
-  line("Python processes", s.python_processes);
-  line("stacks with Python frames", s.python_stacks);
-  line("  Python frames", s.python_frames);
-  line("  code objects unreadable", s.python_frame_read_errors);
-  line("  stacks with unpaired loop frames", s.python_merge_mismatches);
-  line("  launches, thread not in Python", s.python_no_thread);
-  line("  frame chain read errors", s.python_read_errors);
-  line("  frame chains cut at 64", s.python_truncated);
-  line("distinct stacks", s.distinct_stacks);
-  line("graph_capture_launch events", s.graph_capture_launches);
-  line("graph_node_clone events", s.graph_node_clones);
-  line("graph kernels with a capture site", s.graph_kernels_with_capture_site);
-  line("graph kernels without one", s.graph_kernels_without_capture_site);
+  // The counters with a line of their own, in the table's text order.
+  std::vector<std::pair<const CounterInfo *, uint64_t>> lines;
+  for_each_counter(s, [&](const CounterInfo &c, const auto &v) {
+    if constexpr (std::is_same_v<std::decay_t<decltype(v)>, uint64_t>) {
+      if (c.text == 0) return;
+      // The line of copies not unwound counts the failed copies too (frame pointers used).
+      lines.push_back({&c, &v == &s.dwarf_stacks_failed ? v + s.stack_copy_errors : v});
+    }
+  });
+  std::sort(lines.begin(), lines.end(), [](const auto &a, const auto &b) { return a.first->text < b.first->text; });
+  for (const auto &[c, v] : lines) line(c->label, v);
   if (!s.kernels_by_name.empty()) {
     std::fprintf(f, "  kernels by name (records / matched):\n");
     for (const auto &[name, c] : s.kernels_by_name)
@@ -349,6 +258,17 @@ void print_summary(FILE *f, const Summary &s, bool verbose) {
     std::fprintf(f, "\n");
     print_counters(f, s);
   }
+}
+
+void print_counter_table(FILE *f, bool json) {
+  if (json) {
+    Json rows = Json::array();
+    for (const CounterInfo &c : kCounters)
+      rows.push_back({{"name", c.name}, {"kind", c.kind}, {"text", c.text}, {"label", c.label}, {"help", c.help}});
+    std::fprintf(f, "%s\n", json_line({{"counters", std::move(rows)}}).c_str());
+    return;
+  }
+  for (const CounterInfo &c : kCounters) std::fprintf(f, "%-36s %-8s %s\n", c.name, c.kind, c.help);
 }
 
 void KernelTable::header() {

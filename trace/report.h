@@ -41,6 +41,10 @@ void print_device_table(FILE *out, const std::vector<DeviceSummary> &devices);
 // gpu_time_by_device of the JSON summary.
 Json devices_json(const std::vector<DeviceSummary> &devices);
 
+// --list-counters: the counter table (trace/counters.h), a line per counter or (json) one object
+// {"counters": [{"name", "kind", "text", "label", "help"}]} (tests/integration/harness.py reads it).
+void print_counter_table(FILE *out, bool json);
+
 // The live table of kernels (-k): one row per kernel when it is matched to its launch.
 class KernelTable {
  public:

@@ -335,8 +335,6 @@ std::string live_path(const std::string &p) {
   return p;
 }
 
-namespace {
-
 bool read_file(const std::string &path, std::string *out) {
   std::ifstream f(path);
   if (!f) return false;
@@ -345,6 +343,8 @@ bool read_file(const std::string &path, std::string *out) {
   *out = ss.str();
   return true;
 }
+
+namespace {
 
 bool file_backed(const MapEntry &m) { return !m.path.empty() && m.path[0] == '/' && m.inode != 0; }
 

@@ -34,6 +34,8 @@ struct MapEntry {
 std::vector<MapEntry> parse_proc_maps(std::string_view text);
 // "/x/y (deleted)" -> "/x/y"
 std::string live_path(const std::string &path);
+// The whole file at `path` (a /proc file: maps, cgroup); false when it cannot be opened.
+bool read_file(const std::string &path, std::string *out);
 
 // A symbolized frame. One address gives several frames when calls were inlined into it: the
 // innermost (inlined) first, the function that holds the code last.

@@ -20,15 +20,6 @@
 namespace parcagpu::trace {
 namespace {
 
-bool read_text(const std::string &path, std::string *out) {
-  std::ifstream f(path);
-  if (!f) return false;
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  *out = ss.str();
-  return true;
-}
-
 std::string dev_string(dev_t d) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%02x:%02x", major(d), minor(d));
@@ -157,7 +148,7 @@ std::string cgroup_v2_path(const std::string &dir) {
 bool Targets::in_cgroup(uint32_t pid) const {
   if (cgroup_rel_.empty() || cgroup_rel_ == "/") return true;
   std::string text;
-  if (!read_text("/proc/" + std::to_string(pid) + "/cgroup", &text)) return false;
+  if (!read_file("/proc/" + std::to_string(pid) + "/cgroup", &text)) return false;
   std::istringstream in(text);
   std::string line;
   while (std::getline(in, line)) {
@@ -185,7 +176,7 @@ void Targets::scan_processes() {
     pids = all_pids();
   for (uint32_t pid : pids) {
     std::string text;
-    if (!read_text("/proc/" + std::to_string(pid) + "/maps", &text)) continue;
+    if (!read_file("/proc/" + std::to_string(pid) + "/maps", &text)) continue;
     for (const MapEntry &m : parse_proc_maps(text))
       if (m.exec) on_mapping(pid, m);
   }
@@ -254,7 +245,7 @@ bool Targets::start(std::string *error, int *err) {
   bool mapped = false;
   for (uint32_t pid : pids) {
     std::string text;
-    if (mapped || !read_text("/proc/" + std::to_string(pid) + "/maps", &text)) continue;
+    if (mapped || !read_file("/proc/" + std::to_string(pid) + "/maps", &text)) continue;
     for (const MapEntry &m : parse_proc_maps(text))
       if (m.inode == st.st_ino && m.dev == dev) mapped = true;
   }

@@ -45,7 +45,7 @@ class Targets {
  public:
   Targets(const Options &o, BpfSession &bpf) : opt_(o), bpf_(bpf) {}
 
-  // Called for each library file just before its probes are attached (e.g. a view with a BPF
+  // Called for each library file just before its probes are attached (e.g. an extension with a BPF
   // object of its own that must raise the semaphores first): false with *error skips the file.
   std::function<bool(const Library &, std::string *error)> before_attach;
   // Called for each library once attached (before its events can arrive).

@@ -1,7 +1,8 @@
-/* What parcagpu-trace's two BPF objects share (parcagpu_trace.bpf.c, the tracer; pc_view.bpf.c,
- * the PC view): the ring buffer and the cgroup filter (the view reuses the tracer's maps through
+/* What parcagpu-trace's two BPF objects share (parcagpu_trace.bpf.c, the tracer; pc_sampling.bpf.c,
+ * PC sampling): the ring buffer and the cgroup filter (the latter reuses the tracer's maps through
  * bpf_map__reuse_fd, so these definitions must match), the per-CPU counters and the helpers over
- * them. The including file defines, before including this:
+ * them, the event header and the shape of a probe's program. The including file includes
+ * trace_events.h (struct pt_header) and defines, before including this:
  *   TRACE_STATS_MAX            how many per-CPU counters its "stats" map has
  *   TRACE_STAT_RINGBUF_DROPS   the counter of failed ring-buffer reservations */
 #ifndef PARCAGPU_TRACE_COMMON_BPF_H
@@ -56,5 +57,39 @@ static __always_inline void *reserve(__u64 size) {
   if (!e) stat_add(TRACE_STAT_RINGBUF_DROPS, 1);
   return e;
 }
+
+/* The header of an event of `type` fired by the task pid_tgid at ts. */
+static __always_inline void fill_header_at(struct pt_header *h, __u32 type, __u64 pid_tgid, __u64 ts) {
+  h->type = type;
+  h->pid = pid_tgid >> 32;
+  h->tid = (__u32)pid_tgid;
+  h->flags = 0;
+  h->ts_ns = ts;
+}
+
+/* ... by the current task, now. */
+static __always_inline void fill_header(struct pt_header *h, __u32 type) {
+  fill_header_at(h, type, bpf_get_current_pid_tgid(), bpf_ktime_get_ns());
+}
+
+/* Reserves an event of `type` and fills its header (the current task, now); NULL when the ring
+ * buffer is full (counted). */
+static __always_inline void *reserve_event(__u64 size, __u32 type) {
+  struct pt_header *h = reserve(size);
+  if (h) fill_header(h, type);
+  return h;
+}
+
+/* The program of USDT probe `name`: tasks the cgroup filter drops end here, the others count a
+ * firing in stats[fired] and run the body that follows, which has `ctx`:
+ *   PROBE(error, PT_STAT_FIRE_ERROR) { ...; return 0; } */
+#define PROBE(name, fired)                                 \
+  static __always_inline int name##_fired(struct pt_regs *ctx); \
+  SEC("usdt") int name(struct pt_regs *ctx) {             \
+    if (filtered_out()) return 0;                          \
+    stat_add(fired, 1);                                    \
+    return name##_fired(ctx);                              \
+  }                                                        \
+  static __always_inline int name##_fired(struct pt_regs *ctx)
 
 #endif /* PARCAGPU_TRACE_COMMON_BPF_H */

@@ -26,9 +26,9 @@ enum pt_event_type {
   PT_EV_PC_SAMPLE_BATCH = 10,
   PT_EV_GRAPH_CAPTURE = 11,   /* graph_capture_launch: pt_capture_event, or pt_capture_stack_event */
   PT_EV_GRAPH_NODE_CLONE = 12,
-  /* Types from here on belong to views with a BPF object of their own that writes into this
-   * ring buffer (trace/view.h; the PC view: trace/pc_view.h). */
-  PT_EV_VIEW_BASE = 64,
+  /* Types from here on belong to extensions with a BPF object of their own that writes into this
+   * ring buffer (trace/extension.h; PC sampling: trace/pc_events.h). */
+  PT_EV_EXTENSION_BASE = 64,
 };
 
 /* Flags on string fields. */
@@ -113,6 +113,14 @@ struct pt_py_stack {
   __u8 entry[PT_PY_FRAMES_MAX]; /* is_entry (3.11) or owner (3.12+) */
 };
 
+/* What follows a launch or capture event that carries its stack: the frame-pointer walk, the
+ * Python frames and the registers and stack copy, whose data ends the event. */
+struct pt_stacks {
+  struct pt_stack stack;
+  struct pt_py_stack py;     /* with PT_F_PY_STACK (a process in py_procs) */
+  struct pt_stack_copy copy; /* with PT_F_STACK_COPY (--stack-bytes > 0) */
+};
+
 struct pt_header {
   __u32 type;  /* enum pt_event_type */
   __u32 pid;   /* tgid of the firing thread */
@@ -132,9 +140,7 @@ struct pt_correlation_event {
 
 struct pt_correlation_stack_event {
   struct pt_correlation_event c;
-  struct pt_stack stack;
-  struct pt_py_stack py;     /* with PT_F_PY_STACK (a process in py_procs) */
-  struct pt_stack_copy copy; /* with PT_F_STACK_COPY (--stack-bytes > 0) */
+  struct pt_stacks stacks;
 };
 
 /* PT_EV_KERNEL (from an activity_batch record) and PT_EV_KERNEL_EXECUTED (from the probe's
@@ -203,9 +209,7 @@ struct pt_capture_event {
 
 struct pt_capture_stack_event {
   struct pt_capture_event c;
-  struct pt_stack stack;
-  struct pt_py_stack py;     /* with PT_F_PY_STACK (a process in py_procs) */
-  struct pt_stack_copy copy; /* with PT_F_STACK_COPY (--stack-bytes > 0) */
+  struct pt_stacks stacks;
 };
 
 /* graph_node_clone(u64 originalNodeId, u64 clonedNodeId, u32 execGraphId). */

@@ -145,14 +145,27 @@ void Tracer::print_line(const Json &j) const {
   std::fputc('\n', stdout);
 }
 
-uint32_t Tracer::resolve_stack(const pt_header &h, const pt_stack &s, const pt_py_stack *py, const pt_stack_copy *copy,
-                               size_t avail) {
+template <typename E>
+bool Tracer::stack_of(const pt_header &h, const void *data, size_t size, uint32_t *stack) {
+  *stack = StackTable::kNone;
+  if (!(h.flags & PT_F_STACK)) return true;
+  const E *se = as<E>(data, size);
+  if (!se) return false;
+  *stack = resolve_stack(h, se->stacks, size - offsetof(E, stacks));
+  return true;
+}
+
+uint32_t Tracer::resolve_stack(const pt_header &h, const pt_stacks &stacks, size_t avail) {
+  const pt_stack &s = stacks.stack;
+  const pt_py_stack *py = (h.flags & PT_F_PY_STACK) ? &stacks.py : nullptr;
+  const pt_stack_copy *copy = (h.flags & PT_F_STACK_COPY) ? &stacks.copy : nullptr;
+  avail -= offsetof(pt_stacks, copy);
   // The Python chain is part of the stack's key; its frames go in on a cache miss only.
   std::string py_key;
   std::function<void(std::vector<Frame> *)> edit;
   if (py && py->count > 0 && python_.knows(h.pid)) {
     const uint32_t n = std::min<uint32_t>(py->count, PT_PY_FRAMES_MAX);
-    ++py_counters_.stacks;
+    ++meta_.python_stacks;
     for (uint32_t i = 0; i < n; ++i) {
       const uint64_t rec[2] = {py->code[i], py->instr[i]};
       py_key.append(reinterpret_cast<const char *>(rec), sizeof rec);
@@ -162,8 +175,8 @@ uint32_t Tracer::resolve_stack(const pt_header &h, const pt_stack &s, const pt_p
     const uint32_t pid = h.pid;
     edit = [this, chain, pid](std::vector<Frame> *frames) {
       bool mismatch = false;
-      *frames = merge_python_frames(*frames, python_.groups(pid, *chain, &py_counters_), &mismatch);
-      if (mismatch) ++py_counters_.merge_mismatches;
+      *frames = merge_python_frames(*frames, python_.groups(pid, *chain, &meta_), &mismatch);
+      if (mismatch) ++meta_.python_merge_mismatches;
     };
   }
   if (copy && avail >= sizeof *copy && copy->bytes > 0 &&
@@ -200,21 +213,15 @@ void Tracer::on_event(const void *data, size_t size) {
   switch (h->type) {
     case PT_EV_CORRELATION:
       if (const auto *e = as<pt_correlation_event>(data, size)) {
-        uint32_t stack = StackTable::kNone;
-        if (h->flags & PT_F_STACK) {
-          const auto *se = as<pt_correlation_stack_event>(data, size);
-          if (!se) return;
-          const bool copied = (h->flags & PT_F_STACK_COPY) != 0;
-          stack = resolve_stack(*h, se->stack, (h->flags & PT_F_PY_STACK) ? &se->py : nullptr,
-                                copied ? &se->copy : nullptr,
-                                copied ? size - offsetof(pt_correlation_stack_event, copy) : 0);
-        }
+        uint32_t stack;
+        if (!stack_of<pt_correlation_stack_event>(*h, data, size, &stack)) return;
         joiner_.on_correlation(h->pid, e->correlation_id, e->signed_cbid, stack, h->ts_ns);
         if (opt_.verbose) {
           char py[48] = "";
           if (h->flags & PT_F_PY_STACK) {
             const auto *se = reinterpret_cast<const pt_correlation_stack_event *>(data);
-            std::snprintf(py, sizeof py, " python_frames=%u status=%u", se->py.count, se->py.status);
+            std::snprintf(py, sizeof py, " python_frames=%u status=%u", se->stacks.py.count,
+                          se->stacks.py.status);
           }
           std::fprintf(stderr, "[%u/%u] cuda_correlation corr=%u cbid=%d (%s) name=%s stack=%u%s\n", h->pid,
                        h->tid, e->correlation_id, e->signed_cbid, api_name(e->signed_cbid), e->name, stack, py);
@@ -273,24 +280,17 @@ void Tracer::on_event(const void *data, size_t size) {
       break;
     default:
       bool claimed = false;
-      for (const auto &v : views_) claimed |= v->wants(h->type);
+      for (const auto &v : extensions_) claimed |= v->wants(h->type);
       if (!claimed) ++malformed_;
   }
-  for (const auto &v : views_)
+  for (const auto &v : extensions_)
     if (v->wants(h->type)) v->on_event(*h, data, size);
 }
 
 void Tracer::on_capture(const pt_capture_event &e, const void *data, size_t size) {
   joiner_.on_other(e.h.pid);
-  uint32_t stack = StackTable::kNone;
-  if (e.h.flags & PT_F_STACK) {
-    const auto *se = as<pt_capture_stack_event>(data, size);
-    if (!se) return;
-    const bool copied = (e.h.flags & PT_F_STACK_COPY) != 0;
-    stack = resolve_stack(e.h, se->stack, (e.h.flags & PT_F_PY_STACK) ? &se->py : nullptr,
-                          copied ? &se->copy : nullptr,
-                          copied ? size - offsetof(pt_capture_stack_event, copy) : 0);
-  }
+  uint32_t stack;
+  if (!stack_of<pt_capture_stack_event>(e.h, data, size, &stack)) return;
   if (opt_.verbose)
     std::fprintf(stderr, "[%u/%u] graph_capture_launch corr=%u cbid=%d (%s) graph=%u node=%" PRIu64 " name=%s stack=%u\n",
                  e.h.pid, e.h.tid, e.correlation_id, e.signed_cbid, api_name(e.signed_cbid), e.graph_id,
@@ -431,8 +431,9 @@ void Tracer::print_interval(double seconds) {
 
 Summary Tracer::summarize(const uint64_t st[PT_STAT_MAX], double duration,
                           const std::vector<std::string> &libraries) const {
-  Summary sum = meta_;
-  joiner_.fill(&sum);
+  Summary sum;
+  add_counters(&sum, meta_);
+  joiner_.add_to(&sum);
   captures_.fill(&sum, opt_.capture_sites);
   sum.ringbuf_drops = st[PT_STAT_RINGBUF_DROPS];
   sum.read_errors = st[PT_STAT_READ_ERRORS];
@@ -446,10 +447,6 @@ Summary Tracer::summarize(const uint64_t st[PT_STAT_MAX], double duration,
   sum.stack_copy_bytes = st[PT_STAT_STACK_COPY_BYTES];
   sum.stack_copy_errors = st[PT_STAT_STACK_COPY_ERRORS];
   sum.stacks_cut_at_non_code = resolver_.cut_at_non_code();
-  sum.python_stacks = py_counters_.stacks;
-  sum.python_frames = py_counters_.frames;
-  sum.python_frame_read_errors = py_counters_.frame_read_errors;
-  sum.python_merge_mismatches = py_counters_.merge_mismatches;
   sum.python_no_thread = st[PT_STAT_PY_NO_THREAD];
   sum.python_read_errors = st[PT_STAT_PY_READ_ERRORS];
   sum.python_truncated = st[PT_STAT_PY_TRUNCATED];
@@ -483,11 +480,11 @@ bool Tracer::report(const Summary &s) const {
     if (opt_.json_lines) j["type"] = "summary";
     j["version"] = PARCAGPU_VERSION;
     j.update(summary_json(s));
-    for (const auto &v : views_) v->add_json(j);
+    for (const auto &v : extensions_) v->add_json(j);
     print_line(j);
   } else {
     print_summary(report_out_, s, opt_.verbose);
-    for (const auto &v : views_) v->print(report_out_);
+    for (const auto &v : extensions_) v->print(report_out_);
   }
   std::fflush(report_out_);
   bool ok = true;

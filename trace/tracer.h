@@ -1,6 +1,6 @@
 // Decodes parcagpu-trace's ring-buffer events and feeds everything that is done with them: the
 // joiner (kernels to launches), the stacks (symbolized once per distinct stack), capture sites,
-// the GPU profile (total and per interval), the live outputs (-k, --json-lines) and the views.
+// the GPU profile (total and per interval), the live outputs (-k, --json-lines) and the extensions.
 // No BPF here: main hands it the events and the BPF counters.
 #pragma once
 
@@ -24,7 +24,7 @@
 #include "stacks.h"
 #include "symbolizer.h"
 #include "unwinder.h"
-#include "view.h"
+#include "extension.h"
 
 namespace parcagpu::trace {
 
@@ -36,7 +36,7 @@ class Tracer : public MatchSink {
   static int handle(void *ctx, void *data, size_t size);
   void on_event(const void *data, size_t size);
 
-  void add_view(std::unique_ptr<View> v) { views_.push_back(std::move(v)); }
+  void add_extension(std::unique_ptr<Extension> v) { extensions_.push_back(std::move(v)); }
   // A library file was attached: its frames are mechanism, and --json-lines says so.
   void on_library(const std::string &path, const std::string &shown, uint32_t pid);
   // Mapping records go to the symbolizer (and `hooks`); drained before a new stack is
@@ -72,12 +72,15 @@ class Tracer : public MatchSink {
  private:
   template <typename T>
   const T *as(const void *data, size_t size);
-  // The stack of an event with PT_F_STACK: unwound by DWARF CFI from the copy when the event
-  // has one (`copy`, its data after it, `avail` bytes of event from `copy` on), else (or when
-  // that unwind gets no further than the probe) the frame-pointer walk.
-  // `py`: the event's Python frame chain (PT_F_PY_STACK), or nullptr.
-  uint32_t resolve_stack(const pt_header &h, const pt_stack &s, const pt_py_stack *py, const pt_stack_copy *copy,
-                         size_t avail);
+  // The stack of a launch or capture event (E: pt_correlation_stack_event, pt_capture_stack_event):
+  // StackTable::kNone without PT_F_STACK; false when the event is too short for its stacks.
+  template <typename E>
+  bool stack_of(const pt_header &h, const void *data, size_t size, uint32_t *stack);
+  // The stack of an event with PT_F_STACK (`stacks`, `avail` bytes of event from there on): unwound
+  // by DWARF CFI from the copy when the event has one (PT_F_STACK_COPY), else (or when that unwind
+  // gets no further than the probe) the frame-pointer walk, with the Python frames of
+  // PT_F_PY_STACK.
+  uint32_t resolve_stack(const pt_header &h, const pt_stacks &stacks, size_t avail);
   void on_kernel(const pt_kernel_event &e);
   void on_capture(const pt_capture_event &e, const void *data, size_t size);
   void on_meta(const pt_meta_event &e);
@@ -100,12 +103,11 @@ class Tracer : public MatchSink {
   std::unordered_set<uint32_t> seen_pids_, emitted_stacks_;
   PythonFrames python_;
   uint64_t python_map_full_ = 0;  // Python processes the BPF map refused (warned once)
-  PyCounters py_counters_;
   uint32_t last_pid_ = 0;
   bool have_pid_ = false;
-  Summary meta_;  // figures counted here rather than in the joiner
+  Counters meta_;  // figures counted here rather than in the joiner
   uint64_t malformed_ = 0;
-  std::vector<std::unique_ptr<View>> views_;
+  std::vector<std::unique_ptr<Extension>> extensions_;
 };
 
 }  // namespace parcagpu::trace

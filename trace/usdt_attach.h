@@ -1,7 +1,8 @@
-// The attach loop both BPF sessions use (bpf_session.cc, the tracer; pc_session.cc, the PC
-// view): one bpf_program__attach_usdt per handled probe that a library file has, all or none.
+// The attach loop both BPF sessions use (bpf_session.cc, the tracer; pc_session.cc, PC
+// sampling): one bpf_program__attach_usdt per handled probe that a library file has, all or none.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,22 @@ struct UsdtProgram {
   const char *probe;     // probe name of provider "parcagpu"
   bpf_program *program;  // the program attached to it
 };
+
+// A probe name and its program in a BPF skeleton (Progs: decltype(skeleton::progs)), typed: a
+// table row for a probe without a program does not compile.
+template <class Progs>
+struct ProbeProgram {
+  const char *probe;
+  bpf_program *Progs::*prog;
+};
+
+// The skeleton's programs of the rows of `probes`.
+template <class Progs, size_t N>
+std::vector<UsdtProgram> usdt_programs(const ProbeProgram<Progs> (&probes)[N], const Progs &progs) {
+  std::vector<UsdtProgram> v;
+  for (const ProbeProgram<Progs> &p : probes) v.push_back({p.probe, progs.*p.prog});
+  return v;
+}
 
 struct UsdtLink {
   const char *probe;

@@ -719,10 +719,49 @@ static void phase_activity(const std::string &mode_s) {
 // ================================================================ phase cost
 static const char *kStates[] = {"none", "callbacks", "activity", "ser", "ser_act", "cont", "cont_act", "cont_started"};
 
+// After an episode as the library runs one (kernel activity on, PC sampling enabled
+// kernel-serialized, a window over a few launches, stopped, drained, disabled, activity off), do
+// launches cost what they cost before it? after_ep uploads the graph during the episode (its
+// kernels give records in later episodes, P19), after_ep_pre before it.
+static void cost_after_episode(bool graph_in_episode, cudaGraphExec_t *exec, cudaStream_t s,
+                               void (*make)(cudaGraphExec_t *, cudaStream_t)) {
+  if (!graph_in_episode) make(exec, s);
+  activity_register();
+  CUptiResult ra = cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+  double ms = 0, cf = 0;
+  CUptiResult r = pc_enable(g_ctx, &ms);
+  CUptiResult rc = configure(g_ctx, SERIALIZED, 10, false, &cf, "cost");
+  if (graph_in_episode) make(exec, s);
+  void *noargs[1] = {nullptr};
+  CUptiResult rs1 = pc_start(g_ctx, nullptr);
+  for (int i = 0; i < 8; ++i) CHECK(cudaLaunchKernel((const void *)empty_kernel, dim3(1), dim3(1), noargs, 0, s));
+  CHECK(cudaGraphLaunch(*exec, s));
+  CUptiResult rs2 = pc_stop(g_ctx, nullptr);
+  Tally t = drain(g_ctx);
+  double dms = 0;
+  CUptiResult rd = pc_disable(g_ctx, &dms);
+  CUptiResult rad = cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+  CHECK(cudaStreamSynchronize(s));
+  printf("FACT cost_after_episode graph_in_episode=%d act=%s enable=%s configure=%s start=%s stop=%s "
+         "disable=%s (%.1f ms) act_off=%s %s\n", graph_in_episode ? 1 : 0, rs(ra), rs(r), rs(rc),
+         rs(rs1), rs(rs2), rs(rd), dms, rs(rad), tally_str(t).c_str());
+}
+
+static void make_cost_graph(cudaGraphExec_t *exec, cudaStream_t s) {
+  cudaGraph_t g;
+  CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+  for (int k = 0; k < 4; ++k) empty_kernel<<<1, 1, 0, s>>>();
+  CHECK(cudaStreamEndCapture(s, &g));
+  CHECK(cudaGraphInstantiate(exec, g, 0));
+  CHECK(cudaGraphDestroy(g));
+  CHECK(cudaGraphUpload(*exec, s));
+}
+
 static void phase_cost(const std::string &state) {
+  const bool after = state.rfind("after_ep", 0) == 0;
   const bool cb = state != "none";
   const bool act = state == "activity" || state == "ser_act" || state == "cont_act";
-  const bool pc = state.rfind("ser", 0) == 0 || state.rfind("cont", 0) == 0;
+  const bool pc = !after && (state.rfind("ser", 0) == 0 || state.rfind("cont", 0) == 0);
   const Mode mode = state.rfind("cont", 0) == 0 ? CONTINUOUS : SERIALIZED;
   const bool started = state == "cont_started";
   if (cb) subscribe_launch_cbids();
@@ -744,15 +783,8 @@ static void phase_cost(const std::string &state) {
   cudaStream_t s;
   CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   cudaGraphExec_t exec;
-  {
-    cudaGraph_t g;
-    CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
-    for (int k = 0; k < 4; ++k) empty_kernel<<<1, 1, 0, s>>>();
-    CHECK(cudaStreamEndCapture(s, &g));
-    CHECK(cudaGraphInstantiate(&exec, g, 0));
-    CHECK(cudaGraphDestroy(g));
-    CHECK(cudaGraphUpload(exec, s));
-  }
+  if (after) cost_after_episode(state == "after_ep", &exec, s, make_cost_graph);
+  else make_cost_graph(&exec, s);
   if (started) {
     CUptiResult r = pc_start(g_ctx, nullptr);
     printf("FACT cost_start rc=%s\n", rs(r));

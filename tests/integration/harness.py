@@ -444,5 +444,32 @@ def cbid_key(d):
     return {int(k): v for k, v in d.items()}
 
 
+@functools.lru_cache(maxsize=None)
+def counters():
+    """The counters of parcagpu-trace's summary (trace/counters.h), from `parcagpu-trace
+    --list-counters --json`: dicts with name (the JSON key), kind (count, seconds, by_cbid,
+    by_name), text (its place among -v's counter lines, 0 for none), label and help, in the JSON
+    summary's order."""
+    out = subprocess.run([TRACE, "--list-counters", "--json"], capture_output=True, text=True,
+                         check=True).stdout
+    return tuple(json.loads(out)["counters"])
+
+
+class _CounterNames:
+    """COUNTER.orphan_kernels is "orphan_kernels" when parcagpu-trace's counter table has it; a
+    name the table lacks raises, so a renamed or dropped counter breaks every test that reads it
+    rather than one that asserts its absence or reads it with a default."""
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        if name not in {c["name"] for c in counters()}:
+            raise AttributeError("parcagpu-trace has no counter %r (trace/counters.h)" % name)
+        return name
+
+
+COUNTER = _CounterNames()
+
+
 def main():
     unittest.main(verbosity=2)

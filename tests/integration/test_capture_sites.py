@@ -14,6 +14,8 @@ import unittest
 
 import harness
 
+C = harness.COUNTER  # the summary's counters, by name (trace/counters.h)
+
 MECHANISM = re.compile(r"\((libparcagpu[^)]*|libcupti[^)]*|libcuda\.so[^)]*)\)$")
 
 
@@ -38,43 +40,43 @@ class CaptureSites(unittest.TestCase):
         r, tr = self.traced("capture")
         j, s = tr.result, r.summary
         self.assertGreater(s["captured_launches"], 0)
-        self.assertEqual(j["graph_capture_launches"], s["captured_launches"])
+        self.assertEqual(j[C.graph_capture_launches], s["captured_launches"])
         # Captured launches are recorded, never run: no cuda_correlation for them.
-        self.assertEqual(harness.cbid_key(j["correlations_by_cbid"]),
+        self.assertEqual(harness.cbid_key(j[C.correlations_by_cbid]),
                          {harness.signed_cbid("cudaGraphLaunch"): 4})
-        self.assertEqual(j["kernel_records"], s["kernels_run"])
-        self.assertEqual(j["graph_kernel_records"], s["graph_kernels_run"])
-        self.assertGreaterEqual(j["graph_node_clones"], s["captured_launches"])
-        self.assertEqual(j["graph_kernels_with_capture_site"], j["graph_kernel_records"])
-        self.assertEqual(j["graph_kernels_without_capture_site"], 0)
+        self.assertEqual(j[C.kernel_records], s["kernels_run"])
+        self.assertEqual(j[C.graph_kernel_records], s["graph_kernels_run"])
+        self.assertGreaterEqual(j[C.graph_node_clones], s["captured_launches"])
+        self.assertEqual(j[C.graph_kernels_with_capture_site], j[C.graph_kernel_records])
+        self.assertEqual(j[C.graph_kernels_without_capture_site], 0)
         sites = j["capture_sites"]
         self.assertEqual({c["kernel"] for c in sites}, {"_Z5k_addPfi", "_Z5k_mulPfi"}, sites)
-        self.assertEqual(sum(c["records"] for c in sites), j["graph_kernel_records"])
+        self.assertEqual(sum(c["records"] for c in sites), j[C.graph_kernel_records])
         self.assertTrue(all(c["total_ns"] > 0 for c in sites), sites)
         self.assert_named_scenario_capture(sites)
-        self.assertEqual(j["ringbuf_drops"], 0)
-        self.assertEqual(j["read_errors"], 0)
+        self.assertEqual(j[C.ringbuf_drops], 0)
+        self.assertEqual(j[C.read_errors], 0)
 
     def test_counters_without_capture_sites(self):
         r, tr = self.traced("capture", trace_args=())
         j = tr.result
-        self.assertEqual(j["graph_capture_launches"], r.summary["captured_launches"])
-        self.assertEqual(j["graph_kernels_with_capture_site"], j["graph_kernel_records"])
-        self.assertEqual(j["graph_kernels_without_capture_site"], 0)
+        self.assertEqual(j[C.graph_capture_launches], r.summary["captured_launches"])
+        self.assertEqual(j[C.graph_kernels_with_capture_site], j[C.graph_kernel_records])
+        self.assertEqual(j[C.graph_kernels_without_capture_site], 0)
         self.assertNotIn("capture_sites", j)
 
     def test_built_graphs_and_conditional_bodies_have_no_capture_site(self):
         _, alone = self.traced("capture")
-        captured_kernels = alone.result["graph_kernel_records"]
+        captured_kernels = alone.result[C.graph_kernel_records]
         r, tr = self.traced("graph-runtime,capture,conditional,graph-driver")
         j = tr.result
-        self.assertEqual(j["graph_kernels_with_capture_site"], captured_kernels)
-        self.assertEqual(j["graph_kernels_with_capture_site"] +
-                         j["graph_kernels_without_capture_site"], j["graph_kernel_records"])
-        self.assertGreater(j["graph_kernels_without_capture_site"], 0)
+        self.assertEqual(j[C.graph_kernels_with_capture_site], captured_kernels)
+        self.assertEqual(j[C.graph_kernels_with_capture_site] +
+                         j[C.graph_kernels_without_capture_site], j[C.graph_kernel_records])
+        self.assertGreater(j[C.graph_kernels_without_capture_site], 0)
         self.assertEqual(sum(c["records"] for c in j["capture_sites"]), captured_kernels)
         self.assert_named_scenario_capture(j["capture_sites"])
-        self.assertEqual(j["orphan_kernels"], 0)
+        self.assertEqual(j[C.orphan_kernels], 0)
 
     def test_live_table_and_summary(self):
         with harness.TraceTool(["-l", os.path.abspath(harness.LIB), "--capture-sites", "-k"]) as tr:
@@ -115,12 +117,12 @@ class CaptureSites(unittest.TestCase):
             self.assertRegex(tr.stderr, r"probe graph_capture_launch not in .*not attached")
             self.assertRegex(tr.stderr, r"probe graph_node_clone not in .*not attached")
             j = tr.result
-            self.assertEqual(j["graph_capture_launches"], 0)
-            self.assertEqual(j["graph_node_clones"], 0)
-            self.assertEqual(j["graph_kernels_without_capture_site"], j["graph_kernel_records"])
+            self.assertEqual(j[C.graph_capture_launches], 0)
+            self.assertEqual(j[C.graph_node_clones], 0)
+            self.assertEqual(j[C.graph_kernels_without_capture_site], j[C.graph_kernel_records])
             self.assertEqual(j["capture_sites"], [])
-            self.assertEqual(j["kernel_records"], r.summary["kernels_run"])
-            self.assertEqual(j["orphan_kernels"], 0)
+            self.assertEqual(j[C.kernel_records], r.summary["kernels_run"])
+            self.assertEqual(j[C.orphan_kernels], 0)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
 

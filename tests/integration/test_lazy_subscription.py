@@ -17,6 +17,8 @@ import unittest
 
 import harness
 
+C = harness.COUNTER  # the summary's counters, by name (trace/counters.h)
+
 
 def launches_of(r):
     return [json.loads(l.split(" ", 1)[1]) for l in r.stdout.splitlines()
@@ -65,13 +67,13 @@ class AttachDetachInLaunches(unittest.TestCase):
                              "outermost call's: %s %s" % (l, cbids))
             kernels_expected += 3 if abs(l["cbid"]) in (311, 312, 514, 515) else 1
         j = tr.result
-        self.assertEqual(j["correlations"], len(announced))
-        self.assertEqual(j["duplicate_correlations"], 0)
-        self.assertEqual(j["orphan_kernels"], 0, "kernels delivered for launches never announced")
-        self.assertEqual(j["orphan_correlations_eager"], 0, "announced, kernel never delivered")
-        self.assertEqual(j["orphan_correlations_graph"], 0, "announced, kernels never delivered")
-        self.assertEqual(j["kernels_matched"], kernels_expected)
-        self.assertEqual(j["kernel_records"], kernels_expected)
+        self.assertEqual(j[C.correlations], len(announced))
+        self.assertEqual(j[C.duplicate_correlations], 0)
+        self.assertEqual(j[C.orphan_kernels], 0, "kernels delivered for launches never announced")
+        self.assertEqual(j[C.orphan_correlations_eager], 0, "announced, kernel never delivered")
+        self.assertEqual(j[C.orphan_correlations_graph], 0, "announced, kernels never delivered")
+        self.assertEqual(j[C.kernels_matched], kernels_expected)
+        self.assertEqual(j[C.kernel_records], kernels_expected)
         return launches, announced
 
     @staticmethod
@@ -157,10 +159,10 @@ class KernelActivity(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr[-2000:])
         s, j = r.summary, tr.result
         self.assertGreater(s["kernels_run"], 20000)
-        self.assertGreater(j["kernels_matched"], 0)
-        self.assertEqual(j["kernels_matched"], j["kernel_records"])
+        self.assertGreater(j[C.kernels_matched], 0)
+        self.assertEqual(j[C.kernels_matched], j[C.kernel_records])
         # One thread: every record written belongs to an announced launch.
-        self.assertLessEqual(s["records_written"], j["kernel_records"] + 5,
+        self.assertLessEqual(s["records_written"], j[C.kernel_records] + 5,
                              "kernel activity collected unannounced launches")
 
 

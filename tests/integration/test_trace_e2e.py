@@ -8,6 +8,8 @@ import unittest
 
 import harness
 
+C = harness.COUNTER  # the summary's counters, by name (trace/counters.h)
+
 
 class TraceEndToEnd(unittest.TestCase):
     def traced(self, args, env=None, trace_args=()):
@@ -25,12 +27,12 @@ class TraceEndToEnd(unittest.TestCase):
     ROOMY = ("--ringbuf-mb", "256")
 
     def assert_clean(self, j):
-        self.assertEqual(j["orphan_kernels"], 0, j)
-        self.assertEqual(j["orphan_correlations_eager"], 0, j)
-        self.assertEqual(j["orphan_correlations_graph"], 0, j)
-        self.assertEqual(j["ringbuf_drops"], 0)
-        self.assertEqual(j["read_errors"], 0)
-        self.assertEqual(j["kernels_matched"], j["kernel_records"])
+        self.assertEqual(j[C.orphan_kernels], 0, j)
+        self.assertEqual(j[C.orphan_correlations_eager], 0, j)
+        self.assertEqual(j[C.orphan_correlations_graph], 0, j)
+        self.assertEqual(j[C.ringbuf_drops], 0)
+        self.assertEqual(j[C.read_errors], 0)
+        self.assertEqual(j[C.kernels_matched], j[C.kernel_records])
 
     def assert_everything_announced(self, summaries, j):
         launched, kernels, graph_kernels = {}, 0, 0
@@ -39,39 +41,39 @@ class TraceEndToEnd(unittest.TestCase):
                 launched[cbid] = launched.get(cbid, 0) + n
             kernels += s["kernels_run"]
             graph_kernels += s["graph_kernels_run"]
-        self.assertEqual(harness.cbid_key(j["correlations_by_cbid"]), launched)
-        self.assertEqual(j["kernel_records"], kernels)
+        self.assertEqual(harness.cbid_key(j[C.correlations_by_cbid]), launched)
+        self.assertEqual(j[C.kernel_records], kernels)
         # Every graph launch's kernels, all of them, arrived under its ID.
-        self.assertEqual(j["graph_kernels_matched"], graph_kernels)
+        self.assertEqual(j[C.graph_kernels_matched], graph_kernels)
         graph_launches = sum(n for c, n in launched.items() if harness.is_graph_launch(c))
-        self.assertEqual(j["graph_launches_with_kernels"], graph_launches)
+        self.assertEqual(j[C.graph_launches_with_kernels], graph_launches)
 
     def test_default_rate_limits_one_thread(self):
         r, j = self.traced(["--duration=2s", "--launch-rate=1000", "--graph-rate=100"])
         self.assert_clean(j)
         s = r.summary
-        self.assertGreater(j["correlations"], 0)
+        self.assertGreater(j[C.correlations], 0)
         # Per thread: 100 eager + 20 graph per second, plus one second's burst of each.
-        self.assertLessEqual(j["correlations"], (100 + 20) * 3 + 5)
-        self.assertLess(j["correlations"], s["launches"])
-        for cbid, n in harness.cbid_key(j["correlations_by_cbid"]).items():
+        self.assertLessEqual(j[C.correlations], (100 + 20) * 3 + 5)
+        self.assertLess(j[C.correlations], s["launches"])
+        for cbid, n in harness.cbid_key(j[C.correlations_by_cbid]).items():
             self.assertLessEqual(n, harness.cbid_key(s["launches_by_cbid"])[cbid])
-        graph = sum(n for c, n in harness.cbid_key(j["correlations_by_cbid"]).items()
+        graph = sum(n for c, n in harness.cbid_key(j[C.correlations_by_cbid]).items()
                     if harness.is_graph_launch(c))
         self.assertGreater(graph, 0, "graph launches have their own bucket")
-        self.assertEqual(j["pids"], 1)
+        self.assertEqual(j[C.pids], 1)
         # gpu_config once PC sampling is configured (pc_sample_batch attached), which needs a CUPTI
         # of 12.4 or later (not personality 12's).
         if harness.PERSONALITY == "12":
-            self.assertEqual(j["gpu_config"], 0)
+            self.assertEqual(j[C.gpu_config], 0)
         else:
-            self.assertGreaterEqual(j["gpu_config"], 1)
+            self.assertGreaterEqual(j[C.gpu_config], 1)
 
     def test_default_rate_limits_eight_threads(self):
         r, j = self.traced(["--duration=2s", "--launch-rate=4000", "--graph-rate=400",
                             "--threads=8"])
         self.assert_clean(j)
-        self.assertLessEqual(j["correlations"], 8 * ((100 + 20) * 3 + 5))
+        self.assertLessEqual(j[C.correlations], 8 * ((100 + 20) * 3 + 5))
 
     def test_limits_raised_one_thread(self):
         r, j = self.traced(["--duration=2s", "--launch-rate=1000", "--graph-rate=100"],
@@ -93,7 +95,7 @@ class TraceEndToEnd(unittest.TestCase):
                            trace_args=self.ROOMY)
         self.assert_clean(j)
         self.assert_everything_announced(r.summaries, j)
-        c = harness.cbid_key(j["correlations_by_cbid"])
+        c = harness.cbid_key(j[C.correlations_by_cbid])
         self.assertGreater(c.get(harness.signed_cbid("cuGraphLaunch"), 0), 0)
         self.assertGreater(c.get(harness.signed_cbid("cuGraphLaunch_ptsz"), 0), 0)
 
@@ -102,7 +104,7 @@ class TraceEndToEnd(unittest.TestCase):
                             "--procs=2"], env=harness.UNLIMITED,
                            trace_args=self.ROOMY)
         self.assertEqual(len(r.summaries), 2)
-        self.assertEqual(j["pids"], 2)
+        self.assertEqual(j[C.pids], 2)
         self.assert_clean(j)
         self.assert_everything_announced(r.summaries, j)
 
@@ -112,9 +114,9 @@ class TraceEndToEnd(unittest.TestCase):
                             "hostonly-graph"], env=harness.UNLIMITED)
         self.assert_clean(j)
         s = r.summary
-        self.assertEqual(j["kernel_records"], s["kernels_run"])
+        self.assertEqual(j[C.kernel_records], s["kernels_run"])
         # Captured launches (recorded, never run) and host-only graph launches are not announced.
-        announced = sum(harness.cbid_key(j["correlations_by_cbid"]).values())
+        announced = sum(harness.cbid_key(j[C.correlations_by_cbid]).values())
         self.assertEqual(announced, s["launches"] - 4)  # the 4 host-only graph launches
 
     def test_trace_one_pid_stops_when_it_exits(self):
@@ -129,9 +131,9 @@ class TraceEndToEnd(unittest.TestCase):
         finally:
             r = harness.finish_mockapp(app)
         self.assertEqual(tr.proc.returncode, 0, tr.stderr)
-        self.assertEqual(tr.result["pids"], 1)
-        self.assertGreater(tr.result["kernels_matched"], 0)
-        self.assertEqual(tr.result["orphan_kernels"], 0)
+        self.assertEqual(tr.result[C.pids], 1)
+        self.assertGreater(tr.result[C.kernels_matched], 0)
+        self.assertEqual(tr.result[C.orphan_kernels], 0)
         self.assertEqual(r.returncode, 0)
 
 
@@ -158,8 +160,8 @@ class AttachDetach(unittest.TestCase):
             r = harness.finish_mockapp(app)
         self.assertEqual(r.returncode, 0)
         for j in results:
-            self.assertGreater(j["kernels_matched"], 0, j)
-            self.assertEqual(j["orphan_kernels"], 0, j)
+            self.assertGreater(j[C.kernels_matched], 0, j)
+            self.assertEqual(j[C.orphan_kernels], 0, j)
         statuses = r.statuses
         self.assertGreater(len(statuses), 50)
         # Before the first attachment nothing is collected; after each detachment kernel

@@ -17,6 +17,8 @@ import unittest
 
 import harness
 
+C = harness.COUNTER  # the summary's counters, by name (trace/counters.h)
+
 PROGRAM = os.path.join(harness.SOURCE, "tests", "programs", "python_launch.py")
 LAUNCHES = 100
 FUNCTIONS = ["<module>", "outer", "middle", "inner"]
@@ -131,15 +133,15 @@ class PythonFrames(unittest.TestCase):
                 tr, stacks = run_python_launch(python, [])
                 self.assertEqual(tr.proc.returncode, 0, tr.stderr[-4000:])
                 j = tr.result
-                self.assertEqual(j["kernels_matched"], LAUNCHES, tr.stderr[-4000:])
+                self.assertEqual(j[C.kernels_matched], LAUNCHES, tr.stderr[-4000:])
                 text = "\n".join(";".join(f) for f, _ in stacks)
                 # Every launch's GPU time is under <module>;outer;middle;inner, at their lines.
                 self.assertEqual(sum(v for frames, v in stacks if holds_chain(frames, want)),
-                                 j["gpu_ns_matched"], text)
-                self.assertEqual(j["python_processes"], 1)
-                self.assertEqual(j["python_stacks"], LAUNCHES)
-                self.assertEqual(j["python_frame_read_errors"], 0)
-                self.assertEqual(j["python_merge_mismatches"], 0)
+                                 j[C.gpu_ns_matched], text)
+                self.assertEqual(j[C.python_processes], 1)
+                self.assertEqual(j[C.python_stacks], LAUNCHES)
+                self.assertEqual(j[C.python_frame_read_errors], 0)
+                self.assertEqual(j[C.python_merge_mismatches], 0)
                 for frames, _ in stacks:
                     i = frames.index(want[0])
                     # Native frames around them: CPython's own above (its main), and below
@@ -159,7 +161,7 @@ class PythonFrames(unittest.TestCase):
                 tr, stacks = run_python_launch(python, [], threads=True)
                 self.assertEqual(tr.proc.returncode, 0, tr.stderr[-4000:])
                 j = tr.result
-                self.assertEqual(j["kernels_matched"], 2 * LAUNCHES, tr.stderr[-4000:])
+                self.assertEqual(j[C.kernels_matched], 2 * LAUNCHES, tr.stderr[-4000:])
                 text = "\n".join(";".join(f) for f, _ in stacks)
                 main = sum(v for frames, v in stacks if holds_chain(frames, want))
                 worker = sum(v for frames, v in stacks
@@ -167,8 +169,8 @@ class PythonFrames(unittest.TestCase):
                              and any(f.endswith(" Thread.run") for f in frames))
                 self.assertGreater(main, 0, text)
                 self.assertGreater(worker, 0, text)
-                self.assertEqual(main + worker, j["gpu_ns_matched"], text)
-                self.assertEqual(j["python_stacks"], 2 * LAUNCHES)
+                self.assertEqual(main + worker, j[C.gpu_ns_matched], text)
+                self.assertEqual(j[C.python_stacks], 2 * LAUNCHES)
 
     def test_pid_namespace(self):
         # A program in a pid namespace of its own (a container's): CPython knows its threads by
@@ -177,18 +179,18 @@ class PythonFrames(unittest.TestCase):
         tr, stacks = run_python_launch(python, [], pid_namespace=True)
         self.assertEqual(tr.proc.returncode, 0, tr.stderr[-4000:])
         j = tr.result
-        self.assertEqual(j["kernels_matched"], LAUNCHES, tr.stderr[-4000:])
-        self.assertEqual(sum(v for frames, v in stacks if holds_chain(frames, chain())), j["gpu_ns_matched"],
+        self.assertEqual(j[C.kernels_matched], LAUNCHES, tr.stderr[-4000:])
+        self.assertEqual(sum(v for frames, v in stacks if holds_chain(frames, chain())), j[C.gpu_ns_matched],
                          "\n".join(";".join(f) for f, _ in stacks))
-        self.assertEqual(j["python_no_thread"], 0)
+        self.assertEqual(j[C.python_no_thread], 0)
 
     def test_no_python_shows_native_frames_only(self):
         # The red run: what the tool showed before (and shows with --no-python).
         label, python = pythons()[0]
         tr, stacks = run_python_launch(python, ["--no-python"])
         self.assertEqual(tr.proc.returncode, 0, tr.stderr[-4000:])
-        self.assertEqual(tr.result["kernels_matched"], LAUNCHES)
-        self.assertEqual(tr.result["python_stacks"], 0)
+        self.assertEqual(tr.result[C.kernels_matched], LAUNCHES)
+        self.assertEqual(tr.result[C.python_stacks], 0)
         self.assertTrue(stacks)
         self.assertFalse(any(holds_chain(frames, chain()) for frames, _ in stacks), stacks)
         self.assertTrue(all("_PyEval_EvalFrameDefault" in frames for frames, _ in stacks), stacks)

@@ -20,6 +20,8 @@ import xml.etree.ElementTree as ET
 
 import harness
 
+C = harness.COUNTER  # the summary's counters, by name (trace/counters.h)
+
 MECHANISM = re.compile(r"libparcagpu|libcupti|libcuda\.so|libgpuhook")
 SVG_NS = "{http://www.w3.org/2000/svg}"
 
@@ -40,8 +42,8 @@ class FlameGraph(unittest.TestCase):
             self.assertEqual(r.returncode, 0)
             self.assertEqual(tr.proc.returncode, 0, tr.stderr)
             j = tr.result
-            self.assertEqual(j["kernels_matched"], r.summary["kernels_run"])
-            total = j["gpu_ns_matched"]
+            self.assertEqual(j[C.kernels_matched], r.summary["kernels_run"])
+            total = j[C.gpu_ns_matched]
             self.assertGreater(total, 0)
 
             # The table: every stack is the mock app's launch site, symbolized with file:line,
@@ -49,7 +51,7 @@ class FlameGraph(unittest.TestCase):
             rows = j["gpu_time_by_stack"]
             self.assertGreaterEqual(len(rows), 1)
             self.assertEqual(sum(r["gpu_ns"] for r in rows), total)
-            self.assertEqual(sum(r["kernels"] for r in rows), j["kernels_matched"])
+            self.assertEqual(sum(r["kernels"] for r in rows), j[C.kernels_matched])
             for row in rows:
                 self.assertRegex(row["frames"][0], r"launch_thread \(mockapp_workload\.cc:\d+\)$", row)
                 for f in row["frames"]:
@@ -206,7 +208,7 @@ class Pprof(unittest.TestCase):
             self.assertEqual(r.returncode, 0)
             self.assertEqual(tr.proc.returncode, 0, tr.stderr)
             j = tr.result
-            self.assertGreater(j["kernels_matched"], 0)
+            self.assertGreater(j[C.kernels_matched], 0)
             with open(path, "rb") as f:
                 raw = f.read()
             self.assertEqual(raw[:2], b"\x1f\x8b")  # gzip, as pprof wants it on disk
@@ -219,8 +221,8 @@ class Pprof(unittest.TestCase):
             self.assertEqual(s[one(p, "default_sample_type")], "gpu")
             self.assertGreater(one(p, "duration_nanos"), 0)
             # Every matched kernel is in it, with the same GPU time as the JSON summary.
-            self.assertEqual(sum(x["value"][0] for x in p["sample"]), j["kernels_matched"])
-            self.assertEqual(sum(x["value"][1] for x in p["sample"]), j["gpu_ns_matched"])
+            self.assertEqual(sum(x["value"][0] for x in p["sample"]), j[C.kernels_matched])
+            self.assertEqual(sum(x["value"][1] for x in p["sample"]), j[C.gpu_ns_matched])
             functions = {one(f, "id"): f for f in p["function"]}
             locations = {one(l, "id"): l for l in p["location"]}
             kernels = set()
@@ -263,7 +265,7 @@ class Names(unittest.TestCase):
             raw = tr.stdout.strip().splitlines()[-1]
             self.assertIn('"k_café":', raw)  # UTF-8 as the program wrote it, no \\u00c3\\u00a9
             self.assertNotIn("\\u00c3", raw)
-            byname = tr.result["kernels_by_name"]
+            byname = tr.result[C.kernels_by_name]
             self.assertIn("k_café", byname)
             self.assertEqual(byname["k_café"]["matched"], byname["k_café"]["records"])
             self.assertEqual(byname["_Z5k_addPfi"]["demangled"], "k_add(float*, int)")
@@ -299,8 +301,8 @@ class Discovery(unittest.TestCase):
             self.assertIn("attached 11 probes to %s (found in process %d)" % (lib, app.pid), tr.stderr)
             j = tr.last_json()
             self.assertEqual(j["libraries"], [lib])
-            self.assertGreater(j["kernels_matched"], 0)
-            self.assertEqual(j["orphan_kernels"], 0)
+            self.assertGreater(j[C.kernels_matched], 0)
+            self.assertEqual(j[C.orphan_kernels], 0)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
 
@@ -328,12 +330,12 @@ class Discovery(unittest.TestCase):
                              (re.escape(lib), r.summary["pid"]))
             j = tr.result = tr.last_json()
             self.assertEqual(j["libraries"], [lib])
-            self.assertEqual(j["pids"], 1)
+            self.assertEqual(j[C.pids], 1)
             # Attached within the first mapping records' drain: most of the 3 s run is traced.
-            self.assertGreater(j["kernels_matched"], r.summary["kernels_run"] // 2, j)
-            self.assertEqual(j["orphan_kernels"], 0)
+            self.assertGreater(j[C.kernels_matched], r.summary["kernels_run"] // 2, j)
+            self.assertEqual(j[C.orphan_kernels], 0)
             print("\ndiscovery:", [l for l in tr.stderr.splitlines() if "parcagpu-trace:" in l],
-                  "kernels_matched", j["kernels_matched"], "of", r.summary["kernels_run"])
+                  "kernels_matched", j[C.kernels_matched], "of", r.summary["kernels_run"])
         finally:
             os.rmdir(cg)
             shutil.rmtree(tmp, ignore_errors=True)
@@ -387,8 +389,8 @@ class Streams(unittest.TestCase):
                 self.assertIn(o["stack_id"], stacks)  # each stack before its first kernel
                 self.assertEqual(o["gpu_ns"], o["end"] - o["start"])
         summary = objs[-1]
-        self.assertEqual(kernels, summary["kernels_matched"])
-        self.assertEqual(summary["kernels_matched"], r.summary["kernels_run"])
+        self.assertEqual(kernels, summary[C.kernels_matched])
+        self.assertEqual(summary[C.kernels_matched], r.summary["kernels_run"])
         with open(os.path.join(harness.BUILD, "generated", "parcagpu_version.h")) as f:
             self.assertEqual(summary["version"], f.read().split('"')[1])
 

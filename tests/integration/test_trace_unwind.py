@@ -11,6 +11,8 @@ import unittest
 
 import harness
 
+C = harness.COUNTER  # the summary's counters, by name (trace/counters.h)
+
 DEEP_LAUNCH = os.path.join(harness.BUILD, "bin", "deep-launch")
 CHAIN = ["main", "deep_a", "deep_b", "deep_c", "deep_d", "deep_e", "[gpu] k_add"]
 NOT_CODE = re.compile(r"^\[(heap|stack|anon|unmapped)\]|^\[.*\]\+0x")
@@ -44,12 +46,12 @@ class DwarfUnwinding(unittest.TestCase):
         tr, stacks = run_deep_launch([])
         self.assertEqual(tr.proc.returncode, 0, tr.stderr)
         j = tr.result
-        self.assertEqual(j["kernels_matched"], LAUNCHES)
-        self.assertEqual(j["dwarf_stacks"], LAUNCHES, tr.stderr)
-        self.assertGreater(j["stack_copy_bytes"], 0)
+        self.assertEqual(j[C.kernels_matched], LAUNCHES)
+        self.assertEqual(j[C.dwarf_stacks], LAUNCHES, tr.stderr)
+        self.assertGreater(j[C.stack_copy_bytes], 0)
         self.assertTrue(stacks, tr.stderr)
         # Every launch's GPU time is under the whole chain main;deep_a;...;deep_e.
-        self.assertEqual(sum(v for frames, v in stacks if holds_chain(frames)), j["gpu_ns_matched"],
+        self.assertEqual(sum(v for frames, v in stacks if holds_chain(frames)), j[C.gpu_ns_matched],
                          "\n".join(";".join(f) for f, _ in stacks))
         for frames, _ in stacks:
             for f in frames:
@@ -59,7 +61,7 @@ class DwarfUnwinding(unittest.TestCase):
         # What the tool did before (and still does with --stack-bytes 0): the walk misses callers.
         tr, stacks = run_deep_launch(["--stack-bytes", "0"])
         self.assertEqual(tr.proc.returncode, 0, tr.stderr)
-        self.assertEqual(tr.result["dwarf_stacks"], 0)
+        self.assertEqual(tr.result[C.dwarf_stacks], 0)
         self.assertTrue(stacks)
         self.assertFalse(any(holds_chain(frames) for frames, _ in stacks), stacks)
         for frames, _ in stacks:

@@ -18,14 +18,38 @@ constexpr uint64_t kMs = 1'000'000, kSec = 1'000'000'000;
 
 // ---- PcRateController ----
 
-TEST(PcRateController, FirstLaunchOpensOneLaunchWindow) {
+TEST(PcRateController, FirstWindowSpansTheShortestLength) {
   PcRateController c({}, 0, 1);
-  EXPECT_EQ(c.should_open(0), 1u);
+  EXPECT_EQ(c.should_open(0), PcRateController::Params{}.min_launches);
+  PcRateController::Params p;
+  p.min_launches = 1;
+  PcRateController one(p, 0, 1);
+  EXPECT_EQ(one.should_open(0), 1u);
+}
+
+TEST(PcRateController, AWindowSpansAWholeStepEvenWhenKernelsYieldMuch) {
+  // An episode's fixed cost (~110 ms: buffer setup and Disable, P13) is paid per window, a
+  // sampled launch ~1 ms (P5): a rich kernel gets a window of min_launches, paid for by a longer
+  // pause, not a one-launch window soon (16 sampled launches a minute on the H100, and a
+  // kernel of 23% of the GPU time never sampled).
+  PcRateController::Params p;
+  p.target_rate = 100;
+  PcRateController c(p, 0, 1);
+  const uint32_t first = c.should_open(0);
+  ASSERT_EQ(first, p.min_launches);
+  c.on_window_closed(0, 40 * kMs, first);
+  c.on_samples(150 * first, first);  // 150 samples a launch: credit 100 - 4800
+  EXPECT_EQ(c.should_open(30 * kSec), 0u);
+  uint64_t t = 30 * kSec;
+  while (c.should_open(t) == 0) t += 100 * kMs;
+  EXPECT_NEAR(t / 1e9, 47.0, 1.0) << "the overdraft is paid back at the target rate";
+  EXPECT_EQ(c.should_open(t), p.min_launches);
 }
 
 TEST(PcRateController, RichWindowIsPaidForByAPause) {
   PcRateController::Params p;
   p.target_rate = 100;
+  p.min_launches = 1;
   PcRateController c(p, 0, 1);
   ASSERT_EQ(c.should_open(0), 1u);
   c.on_window_closed(0, 1 * kMs, 1);
@@ -49,21 +73,25 @@ TEST(PcRateController, WindowTimeStaysUnderTheDutyCap) {
 }
 
 TEST(PcRateController, AWindowOverrunningItsLengthIsChargedItsLengthOnly) {
-  // A first window that lasted 318 ms (CUPTI's first Start, lazy loading) must not keep the next
-  // one 15 s away: charged 1.25 max_window_ns (62.5 ms), the gap is 0.5..1.5 * 49 * 62.5 ms.
+  // A first window that lasted 1.3 s (CUPTI's first Start with the default 512 MB hardware
+  // buffer, lazy loading) must not keep the next one a minute away: charged 1.25 max_window_ns,
+  // the gap is 0.5..1.5 * 49 * that.
   PcRateController::Params p;
   p.target_rate = 1e6;
   PcRateController c(p, 0, 7);
   ASSERT_GT(c.should_open(0), 0u);
-  c.on_window_closed(0, 318 * kMs, 1);
+  const uint64_t end = 1300 * kMs;
+  c.on_window_closed(0, end, 1);
   c.on_samples(100, 1);
-  EXPECT_LE(c.next_open_ns(), 318 * kMs + 4594 * kMs);
-  EXPECT_GE(c.next_open_ns(), 318 * kMs + 1531 * kMs);
+  const double charged = 1.25 * p.max_window_ns;
+  EXPECT_LE(c.next_open_ns(), end + static_cast<uint64_t>(1.5 * 49 * charged));
+  EXPECT_GE(c.next_open_ns(), end + static_cast<uint64_t>(0.5 * 49 * charged));
 }
 
 TEST(PcRateController, WindowLengthFollowsSamplesPerLaunch) {
   PcRateController::Params p;
   p.target_rate = 100;
+  p.min_launches = 1;
   PcRateController c(p, 0, 3);
   ASSERT_EQ(c.should_open(0), 1u);
   c.on_window_closed(0, kMs, 1);
@@ -74,6 +102,7 @@ TEST(PcRateController, WindowLengthFollowsSamplesPerLaunch) {
 
 TEST(PcRateController, WindowsThatYieldNothingGetTheLongestLength) {
   PcRateController::Params p;
+  p.min_launches = 1;
   PcRateController c(p, 0, 3);
   ASSERT_EQ(c.should_open(0), 1u);
   c.on_window_closed(0, kMs, 1);
@@ -98,9 +127,12 @@ struct Simulated {
   double rate;      // samples per second achieved
   double duty;      // fraction of time inside windows
 };
-Simulated simulate(double target, double per_launch, uint64_t cost, uint64_t seconds) {
+// min_launches 1: the window length follows the samples per launch alone.
+Simulated simulate(double target, double per_launch, uint64_t cost, uint64_t seconds,
+                   uint32_t min_launches = 1) {
   PcRateController::Params p;
   p.target_rate = target;
+  p.min_launches = min_launches;
   PcRateController c(p, 0, 42);
   uint64_t t = 0, samples = 0, inside = 0;
   const uint64_t end = seconds * kSec;
@@ -126,6 +158,17 @@ TEST(PcRateController, LongRunRateIsTheTargetWhenKernelsYieldEnough) {
   for (double per_launch : {20.0, 80.0, 400.0, 5000.0}) {
     const Simulated s = simulate(100, per_launch, kMs, 600);
     EXPECT_NEAR(s.rate, 100, 10) << per_launch << " samples per launch";
+    EXPECT_LT(s.duty, 0.025) << per_launch;
+  }
+}
+
+TEST(PcRateController, LongRunRateIsTheTargetWithWholeStepWindows) {
+  // The default windows (min_launches) overdraw the credit and pay it back with a longer pause:
+  // over an hour the rate is still the target.
+  const uint32_t n = PcRateController::Params{}.min_launches;
+  for (double per_launch : {20.0, 80.0, 400.0}) {
+    const Simulated s = simulate(100, per_launch, kMs, 3600, n);
+    EXPECT_NEAR(s.rate, 100, 12) << per_launch << " samples per launch";
     EXPECT_LT(s.duty, 0.025) << per_launch;
   }
 }

@@ -16,6 +16,7 @@ PcScheduler::Params episodes() {
   p.max_episode_ns = 500 * kMs;
   p.max_duty = 0.05;
   p.drain_delay_ns = 30 * kMs;
+  p.min_episode_charge_ns = 0;  // the duty tests charge what the episodes took
   return p;
 }
 
@@ -50,7 +51,8 @@ TEST(PcScheduler, TheFirstEpisodeBeginsAtTheFirstLaunch) {
   s.on_enabled(0);
   EXPECT_TRUE(s.in_episode());
   EXPECT_EQ(s.next_step(kMs, 1, 0), Step::kStart);
-  EXPECT_EQ(s.window_limit(), 1u) << "nothing measured yet: a one-launch window";
+  EXPECT_EQ(s.window_limit(), PcRateController::Params{}.min_launches)
+      << "nothing measured yet: the shortest window";
 }
 
 TEST(PcScheduler, OneWindowPerEpisodeThenDisabled) {
@@ -78,6 +80,20 @@ TEST(PcScheduler, EpisodesStayUnderTheirDutyCap) {
   // 5% duty: an episode of ~34 ms is followed by at least 19 times as long.
   EXPECT_LE(static_cast<double>(busy) / t, 0.05 + 1e-9);
   EXPECT_GE(static_cast<double>(busy) / t, 0.03) << "far sparser than the cap asks";
+}
+
+TEST(PcScheduler, AnEpisodeEndedAtOnceIsChargedTheMinimum) {
+  // Ended before its window (a graph's first launch, PARCAGPU_PC_GRAPHS=0) after 10 us: the
+  // next episode is still spaced as if it had cost min_episode_charge_ns (20 ms at 5%: 0.38 s).
+  PcScheduler::Params p = episodes();
+  p.min_episode_charge_ns = PcScheduler::Params{}.min_episode_charge_ns;
+  PcScheduler s(p, {}, 0, 7);
+  ASSERT_EQ(s.next_step(0, 0, 0), Step::kEnable);
+  s.on_enabled(0);
+  s.on_disabled(10'000);
+  const uint64_t gap = static_cast<uint64_t>(p.min_episode_charge_ns * (1 / p.max_duty - 1));
+  EXPECT_FALSE(s.episode_due(gap - kMs));
+  EXPECT_TRUE(s.episode_due(gap + 10'000));
 }
 
 TEST(PcScheduler, TheSampleCreditSpacesEpisodesAtTheTargetRate) {
@@ -125,10 +141,11 @@ TEST(PcScheduler, AnEpisodeEndsAfterItsLongestTime) {
   s.on_enabled(0);
   ASSERT_EQ(s.next_step(kMs, 1, 0), Step::kStart);
   s.on_started(kMs);
-  // A window's own deadline (PcRateController's max_window_ns, 50 ms) closes it first.
-  EXPECT_EQ(s.next_step(40 * kMs, 2, 0), Step::kNone);
-  EXPECT_EQ(s.next_step(51 * kMs, 2, 0), Step::kStop);
-  s.on_stopped(51 * kMs, 0);
+  // A window's own deadline (PcRateController's max_window_ns, 250 ms) closes it first.
+  const uint64_t deadline = kMs + PcRateController::Params{}.max_window_ns;
+  EXPECT_EQ(s.next_step(deadline - kMs, 2, 0), Step::kNone);
+  EXPECT_EQ(s.next_step(deadline, 2, 0), Step::kStop);
+  s.on_stopped(deadline, 0);
   // The application stops launching for a while: the next launch drains and ends it.
   EXPECT_EQ(s.next_step(600 * kMs, 3, 0), Step::kDrain);
   s.on_drained(0, 0, 600 * kMs);
@@ -158,7 +175,7 @@ TEST(PcScheduler, AnEpisodeStaysEnabledWhileKernelsAreFirstUsed) {
   uint64_t t = kMs, first_use = kMs;
   ASSERT_EQ(s.next_step(t, 1, 0, first_use), Step::kStart);
   s.on_started(t);
-  ASSERT_EQ(s.next_step(t + kMs, 2, 1, first_use), Step::kStop);
+  ASSERT_EQ(s.next_step(t + kMs, 2, s.window_limit(), first_use), Step::kStop);
   s.on_stopped(t + kMs, 1);
   ASSERT_EQ(s.next_step(t + 32 * kMs, 3, 0, first_use), Step::kDrain);
   s.on_drained(100, 1, t + 32 * kMs);

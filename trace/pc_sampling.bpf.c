@@ -1,4 +1,4 @@
-/* parcagpu-trace's PC sampling view, BPF side (events in pc_view.h). Reads exactly what the
+/* parcagpu-trace's PC sampling (--pc), BPF side (events in pc_events.h). Reads exactly what the
  * production consumer reads (include/parcagpu/abi.h); every failed read is counted. A
  * pc_sample_batch firing is walked with bpf_loop (kernel 5.17+), one ring-buffer event per
  * record. The ring buffer and the cgroup filter are the tracer's (parcagpu_trace.bpf.c): userland
@@ -11,21 +11,13 @@
 #include <bpf/usdt.bpf.h>
 
 #include "parcagpu/abi.h"
-#include "pc_view.h"
+#include "pc_events.h"
 
 #define TRACE_STATS_MAX PV_STAT_MAX
 #define TRACE_STAT_RINGBUF_DROPS PV_STAT_RINGBUF_DROPS
 #include "trace_common.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
-
-static __always_inline void fill_header(struct pt_header *h, __u32 type, __u64 pid_tgid, __u64 ts) {
-  h->type = type;
-  h->pid = pid_tgid >> 32;
-  h->tid = (__u32)pid_tgid;
-  h->flags = 0;
-  h->ts_ns = ts;
-}
 
 static __always_inline long arg(struct pt_regs *ctx, __u64 n) {
   long v = 0;
@@ -49,7 +41,7 @@ static long read_one(__u64 i, void *data) {
   }
   struct pv_pc_record_event *e = reserve(sizeof(*e));
   if (!e) return 0;
-  fill_header(&e->h, PV_EV_PC_RECORD, b->pid_tgid, b->ts);
+  fill_header_at(&e->h, PV_EV_PC_RECORD, b->pid_tgid, b->ts);
   e->batch_index = i;
   e->batch_count = b->count;
   __builtin_memset(e->record, 0, sizeof(e->record));
@@ -74,10 +66,7 @@ static long read_one(__u64 i, void *data) {
   return 0;
 }
 
-SEC("usdt")
-int pc_sample_batch(struct pt_regs *ctx) {
-  if (filtered_out()) return 0;
-  stat_add(PV_STAT_BATCHES, 1);
+PROBE(pc_sample_batch, PV_STAT_BATCHES) {
   struct batch_ctx b = {
       .records = (const void *const *)arg(ctx, 0),
       .pid_tgid = bpf_get_current_pid_tgid(),
@@ -98,9 +87,8 @@ int stall_reason_map(struct pt_regs *ctx) {
   if (filtered_out()) return 0;
   const void *names = (const void *)arg(ctx, 0);
   __u32 count = arg(ctx, 1);
-  struct pv_stall_map_event *e = reserve(sizeof(*e));
+  struct pv_stall_map_event *e = reserve_event(sizeof(*e), PV_EV_STALL_REASON_MAP);
   if (!e) return 0;
-  fill_header(&e->h, PV_EV_STALL_REASON_MAP, bpf_get_current_pid_tgid(), bpf_ktime_get_ns());
   e->count = count;
   e->pad = 0;
   if (bpf_probe_read_user(e->names, sizeof(e->names), names) < 0) {

@@ -1,8 +1,9 @@
-// A view: one more thing the tracer does with the events, beside joining kernels to launches
-// (e.g. reading PC samples). The tracer hands a view every ring-buffer event of the types it
-// claims (after its own accounting of them) and asks it for its part of each report. To add
-// one: a class here-like in its own files, a PT_EV_* event and its BPF program, and one
-// `tracer.add_view(std::make_unique<MyView>(...))` in parcagpu_trace.cc.
+// An extension of the tracer: one more thing done with the events, beside joining kernels to
+// launches (--pc's PC sampling: trace/pc_profile.h). The tracer hands an extension every
+// ring-buffer event of the types it claims (after its own accounting of them) and asks it for its
+// part of each report. To add one: a class implementing this in its own files, its PT_EV_* events
+// and BPF programs, and one `tracer.add_extension(std::make_unique<Mine>(...))` in
+// parcagpu_trace.cc.
 #pragma once
 
 #include <cstddef>
@@ -14,9 +15,9 @@
 
 namespace parcagpu::trace {
 
-class View {
+class Extension {
  public:
-  virtual ~View() = default;
+  virtual ~Extension() = default;
   virtual const char *name() const = 0;
   virtual bool wants(uint32_t event_type) const = 0;
   virtual void on_event(const pt_header &h, const void *data, size_t size) = 0;

@@ -1,4 +1,4 @@
-/* parcagpu-trace's PC sampling view (--pc): the events pc_view.bpf.c sends to userland and its
+/* parcagpu-trace's PC sampling (--pc): the events pc_sampling.bpf.c sends to userland and its
  * per-CPU counters. Plain C, shared by the BPF program and the C++ side (pc_session.cc,
  * pc_profile.cc).
  *
@@ -8,10 +8,10 @@
  * PARCAGPU_STALL_REASON_MAX * 8 bytes from its stallReason pointer, and the 64 x 64 stall-reason
  * blob, read the way the production consumer reads them (include/parcagpu/abi.h). Its events go
  * into the tracer's ring buffer (the map is shared), start with struct pt_header and have types
- * from PT_EV_VIEW_BASE on; cuda_correlation, cubin_loaded / cubin_unloaded and gpu_config come
- * from the tracer's own events (trace_events.h), whose bytes the view reads too. */
-#ifndef PARCAGPU_PC_VIEW_H
-#define PARCAGPU_PC_VIEW_H
+ * from PT_EV_EXTENSION_BASE on; cuda_correlation, cubin_loaded / cubin_unloaded and gpu_config come
+ * from the tracer's own events (trace_events.h), whose bytes the extension reads too. */
+#ifndef PARCAGPU_PC_EVENTS_H
+#define PARCAGPU_PC_EVENTS_H
 
 #include <linux/types.h>
 
@@ -21,7 +21,7 @@
 #define PV_STALL_BYTES 512 /* PARCAGPU_STALL_REASON_MAX * sizeof(u32 index, u32 samples) */
 
 enum pv_event_type {
-  PV_EV_PC_RECORD = PT_EV_VIEW_BASE,
+  PV_EV_PC_RECORD = PT_EV_EXTENSION_BASE,
   PV_EV_STALL_REASON_MAP,
 };
 
@@ -58,4 +58,4 @@ enum pv_stat {
   PV_STAT_MAX,
 };
 
-#endif /* PARCAGPU_PC_VIEW_H */
+#endif /* PARCAGPU_PC_EVENTS_H */
