@@ -11,7 +11,7 @@
 //
 // --fake-consumer PROBES ("all" or "cuda_correlation,kernel_executed,..."): once CUDA is up, raise
 // those USDT semaphores of the library named by CUDA_INJECTION64_PATH, as an attaching eBPF
-// consumer would (bench/sdt_semaphores.h), and give the library 0.5 s to notice: the library's
+// consumer would (common/sdt_semaphores.h), and give the library 0.5 s to notice: the library's
 // attached cost without the uprobe traps of a real consumer.
 //
 // Prints one machine-readable line on stdout:
@@ -29,17 +29,10 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "sdt_semaphores.h"
+#include "../common/sdt_semaphores.h"
+#define CHECK_PROGRAM "launch_overhead"
+#include "../tests/gpu/cuda_check.h"
 
-#define CHECK(call)                                                                      \
-  do {                                                                                   \
-    cudaError_t err_ = (call);                                                           \
-    if (err_ != cudaSuccess) {                                                           \
-      fprintf(stderr, "launch_overhead: %s:%d: %s: %s\n", __FILE__, __LINE__, #call,     \
-              cudaGetErrorString(err_));                                                 \
-      exit(2);                                                                           \
-    }                                                                                    \
-  } while (0)
 
 __global__ void empty_kernel() {}
 

@@ -14,12 +14,6 @@
 #include <string>
 #include <unordered_map>
 
-#pragma GCC visibility push(default)
-#include <cuda.h>
-
-#include "mock_cuda.h"
-#pragma GCC visibility pop
-
 #include "cuda_mock_internal.h"
 #include "mock_cubin.h"
 
@@ -189,6 +183,14 @@ const char *error_string(CUresult e) {
   }
 }
 
+// A device query's checks, in the driver's order: its output (out_ok), cuInit, the device.
+CUresult device_query_error(bool out_ok, CUdevice dev) {
+  if (!out_ok) return CUDA_ERROR_INVALID_VALUE;
+  if (!initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+  if (dev < 0 || dev >= num_devices()) return CUDA_ERROR_INVALID_DEVICE;
+  return CUDA_SUCCESS;
+}
+
 }  // namespace
 
 const mockbridge::CuptiHooks *hooks() { return g_hooks.load(std::memory_order_acquire); }
@@ -303,36 +305,28 @@ CUresult cuDeviceGetCount(int *count) {
 
 CUresult cuDeviceGet(CUdevice *device, int ordinal) {
   MOCK_CUDA_FAULT_POINT(cuDeviceGet);
-  if (!device) return CUDA_ERROR_INVALID_VALUE;
-  if (!initialized()) return CUDA_ERROR_NOT_INITIALIZED;
-  if (ordinal < 0 || ordinal >= num_devices()) return CUDA_ERROR_INVALID_DEVICE;
+  if (const CUresult rc = device_query_error(device, ordinal)) return rc;
   *device = ordinal;
   return CUDA_SUCCESS;
 }
 
 CUresult cuDeviceGetName(char *name, int len, CUdevice dev) {
   MOCK_CUDA_FAULT_POINT(cuDeviceGetName);
-  if (!name || len <= 0) return CUDA_ERROR_INVALID_VALUE;
-  if (!initialized()) return CUDA_ERROR_NOT_INITIALIZED;
-  if (dev < 0 || dev >= num_devices()) return CUDA_ERROR_INVALID_DEVICE;
+  if (const CUresult rc = device_query_error(name && len > 0, dev)) return rc;
   std::snprintf(name, static_cast<size_t>(len), "%s", "Mock NVIDIA H100");
   return CUDA_SUCCESS;
 }
 
 CUresult cuDeviceTotalMem(size_t *bytes, CUdevice dev) {
   MOCK_CUDA_FAULT_POINT(cuDeviceTotalMem);
-  if (!bytes) return CUDA_ERROR_INVALID_VALUE;
-  if (!initialized()) return CUDA_ERROR_NOT_INITIALIZED;
-  if (dev < 0 || dev >= num_devices()) return CUDA_ERROR_INVALID_DEVICE;
+  if (const CUresult rc = device_query_error(bytes, dev)) return rc;
   *bytes = 85899345920ull;  // 80 GiB, as an H100 80GB HBM3
   return CUDA_SUCCESS;
 }
 
 CUresult cuDeviceGetAttribute(int *value, CUdevice_attribute attrib, CUdevice dev) {
   MOCK_CUDA_FAULT_POINT(cuDeviceGetAttribute);
-  if (!value) return CUDA_ERROR_INVALID_VALUE;
-  if (!initialized()) return CUDA_ERROR_NOT_INITIALIZED;
-  if (dev < 0 || dev >= num_devices()) return CUDA_ERROR_INVALID_DEVICE;
+  if (const CUresult rc = device_query_error(value, dev)) return rc;
   if (attrib <= 0 || attrib >= CU_DEVICE_ATTRIBUTE_MAX) return CUDA_ERROR_INVALID_VALUE;
   *value = 0;  // attributes not listed: 0 (unsupported feature / not applicable)
   for (const DeviceAttribute &a : kDeviceAttributes)
@@ -432,11 +426,9 @@ CUresult mock_cuda_stream_create(CUstream *stream) {
   CUctx_st *ctx = current_context();
   cudaStreamCreateWithFlags_v5000_params rt_params{reinterpret_cast<cudaStream_t *>(stream), 0};
   cuStreamCreate_params drv_params{stream, 0};
-  int rt_rc = 0, drv_rc = 0;
-  ApiScope rt(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaStreamCreateWithFlags_v5000,
-              "cudaStreamCreateWithFlags", nullptr, &rt_params, ctx, &rt_rc);
-  ApiScope drv(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuStreamCreate, "cuStreamCreate",
-               nullptr, &drv_params, ctx, &drv_rc);
+  NestedCall call(ctx, "cudaStreamCreateWithFlags",
+                  CUPTI_RUNTIME_TRACE_CBID_cudaStreamCreateWithFlags_v5000, &rt_params,
+                  "cuStreamCreate", CUPTI_DRIVER_TRACE_CBID_cuStreamCreate, &drv_params);
   CUstream_st *s = new_stream(ctx);
   *stream = s;
   CUpti_ResourceData data{};
@@ -454,12 +446,10 @@ CUresult mock_cuda_stream_destroy(CUstream stream) {
   CUctx_st *ctx = stream->context;
   cudaStreamDestroy_v5050_params rt_params{stream};
   cuStreamDestroy_v2_params drv_params{stream};
-  int rt_rc = 0, drv_rc = 0;
   {
-    ApiScope rt(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaStreamDestroy_v5050,
-                "cudaStreamDestroy", nullptr, &rt_params, ctx, &rt_rc);
-    ApiScope drv(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuStreamDestroy_v2,
-                 "cuStreamDestroy_v2", nullptr, &drv_params, ctx, &drv_rc);
+    NestedCall call(ctx, "cudaStreamDestroy", CUPTI_RUNTIME_TRACE_CBID_cudaStreamDestroy_v5050,
+                    &rt_params, "cuStreamDestroy_v2", CUPTI_DRIVER_TRACE_CBID_cuStreamDestroy_v2,
+                    &drv_params);
     CUpti_ResourceData data{};
     data.context = ctx;
     data.resourceHandle.stream = stream;
@@ -472,11 +462,8 @@ CUresult mock_cuda_stream_destroy(CUstream stream) {
 CUresult mock_cuda_device_synchronize(void) {
   ensure_initialized();
   CUctx_st *ctx = current_context();
-  int rt_rc = 0, drv_rc = 0;
-  ApiScope rt(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020,
-              "cudaDeviceSynchronize", nullptr, nullptr, ctx, &rt_rc);
-  ApiScope drv(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize,
-               "cuCtxSynchronize", nullptr, nullptr, ctx, &drv_rc);
+  NestedCall call(ctx, "cudaDeviceSynchronize", CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020,
+                  nullptr, "cuCtxSynchronize", CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize, nullptr);
   CUpti_SynchronizeData data{ctx, nullptr};
   domain_event(CUPTI_CB_DOMAIN_SYNCHRONIZE, CUPTI_CBID_SYNCHRONIZE_CONTEXT_SYNCHRONIZED, &data);
   return CUDA_SUCCESS;

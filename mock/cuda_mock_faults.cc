@@ -40,19 +40,7 @@ constexpr ResultName kResults[] = {
 };
 
 bool parse_result(const std::string &text, CUresult *result) {
-  unsigned long n = 0;
-  if (mockfault::parse_uint(text, &n)) {
-    *result = static_cast<CUresult>(n);
-    return true;
-  }
-  for (const ResultName &r : kResults) {
-    const char *short_name = std::strncmp(r.name, "CUDA_ERROR_", 11) == 0 ? r.name + 11 : r.name;
-    if (text == r.name || text == short_name) {
-      *result = r.value;
-      return true;
-    }
-  }
-  return false;
+  return mockfault::parse_named_result(text, kResults, "CUDA_ERROR_", result);
 }
 
 void warn(const std::string &message) {
@@ -62,36 +50,9 @@ void warn(const std::string &message) {
 __attribute__((constructor)) void load_fault_injection() {
   const char *list = std::getenv("MOCK_CUDA_FAIL");
   if (!list || !*list) return;
-  for (const std::string &item : mockfault::split(list)) {
-    mockfault::Item f;
-    std::string why;
-    if (!mockfault::parse_item(item, &f, &why)) {
-      warn("MOCK_CUDA_FAIL entry '" + item + "': " + why + "; entry ignored");
-      continue;
-    }
-    CUresult result = CUDA_ERROR_UNKNOWN;
-    if (!f.result.empty() && !parse_result(f.result, &result)) {
-      warn("MOCK_CUDA_FAIL entry '" + item + "': '" + f.result +
-           "' is not a CUresult name (INVALID_VALUE, CUDA_ERROR_UNKNOWN, ...) or number; entry "
-           "ignored");
-      continue;
-    }
-    if (result == CUDA_SUCCESS) {
-      warn("MOCK_CUDA_FAIL entry '" + item + "' asks for CUDA_SUCCESS, which is no failure; "
-           "entry ignored");
-      continue;
-    }
-    size_t i = 0;
-    while (i < static_cast<size_t>(DriverEntry::kCount) && f.name != kEntryNames[i]) ++i;
-    if (i == static_cast<size_t>(DriverEntry::kCount)) {
-      std::string known;
-      for (const char *n : kEntryNames) known += (known.empty() ? "" : ", ") + std::string(n);
-      warn("MOCK_CUDA_FAIL entry '" + item + "': no entry point named '" + f.name +
-           "' (known: " + known + "); entry ignored");
-      continue;
-    }
-    g_fail[i].arm(result, f.count);
-  }
+  mockfault::arm_faults(list, "MOCK_CUDA_FAIL",
+                        "CUresult name (INVALID_VALUE, CUDA_ERROR_UNKNOWN, ...)", CUDA_ERROR_UNKNOWN, CUDA_SUCCESS, "CUDA_SUCCESS", kEntryNames, g_fail,
+                        parse_result, warn);
 }
 
 }  // namespace

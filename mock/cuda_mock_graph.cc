@@ -4,38 +4,10 @@
 // and the graph handles' CUPTI IDs.
 #include <optional>
 
-#pragma GCC visibility push(default)
-#include <cuda.h>
-
-#include "mock_cuda.h"
-#pragma GCC visibility pop
-
 #include "cuda_mock_internal.h"
 
 namespace mockcuda {
 namespace {
-
-constexpr auto kDrv = CUPTI_CB_DOMAIN_DRIVER_API;
-constexpr auto kRt = CUPTI_CB_DOMAIN_RUNTIME_API;
-
-// A runtime API call and the driver call beneath it, for the graph APIs (which real CUDA nests
-// like launches: 443 over 643, 289 over 689, ...).
-class NestedCall {
- public:
-  NestedCall(CUctx_st *ctx, const char *rt_name, CUpti_CallbackId rt_cbid, const void *rt_params,
-             const char *drv_name, CUpti_CallbackId drv_cbid, const void *drv_params)
-      : runtime_(kRt, rt_cbid, rt_name, nullptr, rt_params, ctx, &runtime_rc_),
-        driver_(kDrv, drv_cbid, drv_name, nullptr, drv_params, ctx, &driver_rc_) {}
-  void set_result(CUresult rc) {
-    driver_rc_ = rc;
-    runtime_rc_ = rc;  // cudaError_t and CUresult share the values the mock returns
-  }
-
- private:
-  int runtime_rc_ = 0, driver_rc_ = 0;
-  ApiScope runtime_;
-  ApiScope driver_;  // declared last: its EXIT fires first
-};
 
 CUgraph_st *new_graph(CUctx_st *ctx, uint32_t id) {
   auto *g = new CUgraph_st;
@@ -306,13 +278,8 @@ CUresult mock_cuda_stream_begin_capture(CUstream stream) {
   const CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
   cudaStreamBeginCapture_v10000_params rt{stream, cudaStreamCaptureModeGlobal};
   cuStreamBeginCapture_v2_params drv{stream, mode};
-  NestedCall call(st->context, ptsz ? "cudaStreamBeginCapture_ptsz" : "cudaStreamBeginCapture",
-                  ptsz ? CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCapture_ptsz_v10000
-                       : CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCapture_v10000,
-                  &rt, ptsz ? "cuStreamBeginCapture_v2_ptsz" : "cuStreamBeginCapture_v2",
-                  ptsz ? CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_v2_ptsz
-                       : CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_v2,
-                  &drv);
+  MOCK_NESTED_CALL_PTSZ(call, st->context, ptsz, cudaStreamBeginCapture, _v10000, &rt,
+                        cuStreamBeginCapture_v2, &drv);
   if (st == st->context->legacy_stream || st->capture_graph.load(std::memory_order_relaxed)) {
     call.set_result(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
     return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
@@ -329,13 +296,8 @@ CUresult mock_cuda_stream_end_capture(CUstream stream, CUgraph *graph) {
   const bool ptsz = is_per_thread(stream);
   cudaStreamEndCapture_v10000_params rt{stream, reinterpret_cast<cudaGraph_t *>(graph)};
   cuStreamEndCapture_params drv{stream, graph};
-  NestedCall call(st->context, ptsz ? "cudaStreamEndCapture_ptsz" : "cudaStreamEndCapture",
-                  ptsz ? CUPTI_RUNTIME_TRACE_CBID_cudaStreamEndCapture_ptsz_v10000
-                       : CUPTI_RUNTIME_TRACE_CBID_cudaStreamEndCapture_v10000,
-                  &rt, ptsz ? "cuStreamEndCapture_ptsz" : "cuStreamEndCapture",
-                  ptsz ? CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture_ptsz
-                       : CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture,
-                  &drv);
+  MOCK_NESTED_CALL_PTSZ(call, st->context, ptsz, cudaStreamEndCapture, _v10000, &rt,
+                        cuStreamEndCapture, &drv);
   CUgraph_st *captured = st->capture_graph.exchange(nullptr, std::memory_order_relaxed);
   if (!captured) {
     call.set_result(CUDA_ERROR_ILLEGAL_STATE);
@@ -353,13 +315,8 @@ CUresult mock_cuda_launch_host_func(CUstream stream) {
   static void (*const host_fn)(void *) = [](void *) {};
   cudaLaunchHostFunc_v10000_params rt{stream, host_fn, nullptr};
   cuLaunchHostFunc_params drv{stream, host_fn, nullptr};
-  NestedCall call(st->context, ptsz ? "cudaLaunchHostFunc_ptsz" : "cudaLaunchHostFunc",
-                  ptsz ? CUPTI_RUNTIME_TRACE_CBID_cudaLaunchHostFunc_ptsz_v10000
-                       : CUPTI_RUNTIME_TRACE_CBID_cudaLaunchHostFunc_v10000,
-                  &rt, ptsz ? "cuLaunchHostFunc_ptsz" : "cuLaunchHostFunc",
-                  ptsz ? CUPTI_DRIVER_TRACE_CBID_cuLaunchHostFunc_ptsz
-                       : CUPTI_DRIVER_TRACE_CBID_cuLaunchHostFunc,
-                  &drv);
+  MOCK_NESTED_CALL_PTSZ(call, st->context, ptsz, cudaLaunchHostFunc, _v10000, &rt,
+                        cuLaunchHostFunc, &drv);
   if (st->capture_graph.load(std::memory_order_relaxed))
     capture_node(st, CU_GRAPH_NODE_TYPE_HOST, nullptr);
   return CUDA_SUCCESS;

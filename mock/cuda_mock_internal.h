@@ -2,6 +2,14 @@
 // the driver-wide state, and the scope that reports one API call to the mock CUPTI.
 #pragma once
 
+// cuda.h's entry points and mock_cuda.h's are what the mock driver exports (the rest is hidden):
+// a file that defines any includes this header before anything that includes cuda.h.
+#pragma GCC visibility push(default)
+#include <cuda.h>
+
+#include "mock_cuda.h"
+#pragma GCC visibility pop
+
 #include <cupti_driver_cbid.h>
 #include <cupti_runtime_cbid.h>
 
@@ -94,6 +102,9 @@ struct CUgraphExec_st {
 };
 
 namespace mockcuda {
+
+constexpr auto kDrv = CUPTI_CB_DOMAIN_DRIVER_API;
+constexpr auto kRt = CUPTI_CB_DOMAIN_RUNTIME_API;
 
 // The real driver entry points of the mock, by name, for MOCK_CUDA_FAIL (cuda_mock_faults.cc).
 // clang-format off
@@ -209,6 +220,35 @@ struct ApiCall {
   const char *driver_name;
   CUpti_CallbackId driver_cbid;
 };
+
+// A runtime API call and the driver call beneath it, as real CUDA nests them (the graph APIs like
+// launches: 443 over 643, 289 over 689, ...; stream creation, synchronization, ...).
+class NestedCall {
+ public:
+  NestedCall(CUctx_st *ctx, const char *rt_name, CUpti_CallbackId rt_cbid, const void *rt_params,
+             const char *drv_name, CUpti_CallbackId drv_cbid, const void *drv_params)
+      : runtime_(kRt, rt_cbid, rt_name, nullptr, rt_params, ctx, &runtime_rc_),
+        driver_(kDrv, drv_cbid, drv_name, nullptr, drv_params, ctx, &driver_rc_) {}
+  void set_result(CUresult rc) {
+    driver_rc_ = rc;
+    runtime_rc_ = rc;  // cudaError_t and CUresult share the values the mock returns
+  }
+
+ private:
+  int runtime_rc_ = 0, driver_rc_ = 0;
+  ApiScope runtime_;
+  ApiScope driver_;  // declared last: its EXIT fires first
+};
+
+// A NestedCall `var` of the runtime API `rt` (its cbid's version suffix `ver`) over the driver API
+// `drv`, both in their per-thread default stream flavour (_ptsz) when `ptsz`.
+#define MOCK_NESTED_CALL_PTSZ(var, ctx, ptsz, rt, ver, rt_params, drv, drv_params)          \
+  NestedCall var(ctx, (ptsz) ? #rt "_ptsz" : #rt,                                            \
+                 (ptsz) ? CUPTI_RUNTIME_TRACE_CBID_##rt##_ptsz##ver                          \
+                        : CUPTI_RUNTIME_TRACE_CBID_##rt##ver,                                \
+                 rt_params, (ptsz) ? #drv "_ptsz" : #drv,                                    \
+                 (ptsz) ? CUPTI_DRIVER_TRACE_CBID_##drv##_ptsz : CUPTI_DRIVER_TRACE_CBID_##drv, \
+                 drv_params)
 
 }  // namespace mockcuda
 

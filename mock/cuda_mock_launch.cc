@@ -1,6 +1,8 @@
 // Launches on the mock driver: every launch cbid of CUDA 13 (eager and graph), with the callback
 // nesting, parameter structs and kernel executions real CUDA produces (docs/cupti-facts.md), and
 // the per-cbid launch statistics.
+#include "cuda_mock_internal.h"  // first: it includes cuda.h with the driver's exports visible
+
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
@@ -13,22 +15,12 @@
 #include <cupti_driver_cbid.h>
 #include <cupti_runtime_cbid.h>
 
-#pragma GCC visibility push(default)
-#include <cuda.h>
-
-#include "mock_cuda.h"
-#pragma GCC visibility pop
-
 #include <cupti_activity.h>
 
-#include "cuda_mock_internal.h"
 #include "mock_cubin.h"
 
 namespace mockcuda {
 namespace {
-
-constexpr auto kDrv = CUPTI_CB_DOMAIN_DRIVER_API;
-constexpr auto kRt = CUPTI_CB_DOMAIN_RUNTIME_API;
 
 // The parameters of __cudaLaunchKernel (crt/device_functions.h): CUDA 13's headers declare the
 // function but ship no *_params struct for it, so the mock lays one out from the prototype.
@@ -304,6 +296,23 @@ void fill_cuda_launch_kernel(T *p, LaunchArgs *a) {
   p->stream = a->stream;
 }
 
+// A driver kernel launch's *_params (cuLaunchKernel and its kin), built in `storage`.
+template <typename T>
+const void *cu_kernel_params(ParamStorage *storage, LaunchArgs *a) {
+  T *p = storage->make<T>();
+  fill_cu_launch_kernel(p, a);
+  return p;
+}
+
+// A runtime kernel launch's *_params (cudaLaunchKernel and its kin), built in `storage`.
+template <typename T>
+const void *cuda_kernel_params(ParamStorage *storage, LaunchArgs *a) {
+  T *p = storage->make<T>();
+  p->func = a->function;
+  fill_cuda_launch_kernel(p, a);
+  return p;
+}
+
 // The real parameter struct of `api`'s callbacks, built in `storage`.
 const void *build_params(const LaunchApi &api, LaunchArgs *a, ParamStorage *storage) {
   CUfunc_st *f = a->function;
@@ -320,32 +329,20 @@ const void *build_params(const LaunchApi &api, LaunchArgs *a, ParamStorage *stor
       *p = {f, static_cast<int>(a->shape.grid[0]), static_cast<int>(a->shape.grid[1]), a->stream};
       return p;
     }
-    case Params::CuLaunchKernel: {
-      auto *p = storage->make<cuLaunchKernel_params>();
-      fill_cu_launch_kernel(p, a);
-      return p;
-    }
-    case Params::CuLaunchKernelPtsz: {
-      auto *p = storage->make<cuLaunchKernel_ptsz_params>();
-      fill_cu_launch_kernel(p, a);
-      return p;
-    }
+    case Params::CuLaunchKernel:
+      return cu_kernel_params<cuLaunchKernel_params>(storage, a);
+    case Params::CuLaunchKernelPtsz:
+      return cu_kernel_params<cuLaunchKernel_ptsz_params>(storage, a);
     case Params::CuLaunchKernelEx:
       return emplace_params(storage,
                             cuLaunchKernelEx_params{&a->cu_config, f, a->kernel_args, nullptr});
     case Params::CuLaunchKernelExPtsz:
       return emplace_params(
           storage, cuLaunchKernelEx_ptsz_params{&a->cu_config, f, a->kernel_args, nullptr});
-    case Params::CuLaunchCooperative: {
-      auto *p = storage->make<cuLaunchCooperativeKernel_params>();
-      fill_cu_launch_kernel(p, a);
-      return p;
-    }
-    case Params::CuLaunchCooperativePtsz: {
-      auto *p = storage->make<cuLaunchCooperativeKernel_ptsz_params>();
-      fill_cu_launch_kernel(p, a);
-      return p;
-    }
+    case Params::CuLaunchCooperative:
+      return cu_kernel_params<cuLaunchCooperativeKernel_params>(storage, a);
+    case Params::CuLaunchCooperativePtsz:
+      return cu_kernel_params<cuLaunchCooperativeKernel_ptsz_params>(storage, a);
     case Params::CuLaunchCooperativeMulti:
       return emplace_params(storage,
                             cuLaunchCooperativeKernelMultiDevice_params{&a->cu_multi, 1, 0});
@@ -357,36 +354,20 @@ const void *build_params(const LaunchApi &api, LaunchArgs *a, ParamStorage *stor
       return emplace_params(storage, cudaLaunch_v3020_params_mock{f});
     case Params::CudaLaunchPtsz:
       return emplace_params(storage, cudaLaunch_ptsz_v7000_params_mock{f});
-    case Params::CudaLaunchKernel: {
-      auto *p = storage->make<cudaLaunchKernel_v7000_params>();
-      p->func = f;
-      fill_cuda_launch_kernel(p, a);
-      return p;
-    }
-    case Params::CudaLaunchKernelPtsz: {
-      auto *p = storage->make<cudaLaunchKernel_ptsz_v7000_params>();
-      p->func = f;
-      fill_cuda_launch_kernel(p, a);
-      return p;
-    }
+    case Params::CudaLaunchKernel:
+      return cuda_kernel_params<cudaLaunchKernel_v7000_params>(storage, a);
+    case Params::CudaLaunchKernelPtsz:
+      return cuda_kernel_params<cudaLaunchKernel_ptsz_v7000_params>(storage, a);
     case Params::CudaLaunchKernelExC:
       return emplace_params(storage,
                             cudaLaunchKernelExC_v11060_params{&a->rt_config, f, a->kernel_args});
     case Params::CudaLaunchKernelExCPtsz:
       return emplace_params(
           storage, cudaLaunchKernelExC_ptsz_v11060_params{&a->rt_config, f, a->kernel_args});
-    case Params::CudaLaunchCooperative: {
-      auto *p = storage->make<cudaLaunchCooperativeKernel_v9000_params>();
-      p->func = f;
-      fill_cuda_launch_kernel(p, a);
-      return p;
-    }
-    case Params::CudaLaunchCooperativePtsz: {
-      auto *p = storage->make<cudaLaunchCooperativeKernel_ptsz_v9000_params>();
-      p->func = f;
-      fill_cuda_launch_kernel(p, a);
-      return p;
-    }
+    case Params::CudaLaunchCooperative:
+      return cuda_kernel_params<cudaLaunchCooperativeKernel_v9000_params>(storage, a);
+    case Params::CudaLaunchCooperativePtsz:
+      return cuda_kernel_params<cudaLaunchCooperativeKernel_ptsz_v9000_params>(storage, a);
     case Params::CudaLaunchCooperativeMulti: {
       auto *p = storage->make<cudaLaunchCooperativeKernelMultiDevice_v9000_params_mock>();
       p->launchParamsList = &a->rt_multi;
@@ -449,6 +430,80 @@ void module_loaded_once(CUctx_st *ctx) {
   data.context = ctx;
   data.resourceDescriptor = &module;
   domain_event(CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_MODULE_LOADED, &data);
+}
+
+// What a launch call decided inside its driver call.
+struct Launched {
+  uint32_t correlation_id = 0;
+  uint32_t collect_kind = 0;  // what the mock CUPTI collects of its kernels
+  bool captured = false;      // by a stream capture: nothing runs
+};
+
+// One launch call as real CUDA makes it: `api`'s scope, the driver call a runtime launch makes
+// beneath it, and the launch hook's points between them. Inside the driver call: the lazy
+// module load, then capture() (whatever the launch does there; says whether a stream capture took
+// it), then whether its records are collected is decided, then inside_last(launched).
+template <typename Capture, typename InsideLast>
+Launched launch_call(const LaunchApi &api, LaunchArgs *args, CUctx_st *ctx, const char *symbol,
+                     Capture capture, InsideLast inside_last) {
+  Launched l;
+  ParamStorage outer_params, inner_params;
+  int outer_rc = 0, inner_rc = 0;
+  ApiScope outer(api.domain, api.cbid, api.name, symbol, build_params(api, args, &outer_params),
+                 ctx, &outer_rc);
+  launch_point(MOCK_LAUNCH_POINT_AFTER_OUTER_ENTER, api, outer.correlation_id());
+  std::optional<ApiScope> inner;
+  if (api.nested_driver_cbid) {
+    const LaunchApi &drv = kLaunchApis[find_launch_api(kDrv, api.nested_driver_cbid)];
+    inner.emplace(drv.domain, drv.cbid, drv.name, symbol, build_params(drv, args, &inner_params),
+                  ctx, &inner_rc);
+    launch_point(MOCK_LAUNCH_POINT_AFTER_DRIVER_ENTER, api, outer.correlation_id());
+  }
+  module_loaded_once(ctx);  // a graph's kernels need their module as much as eager ones
+  l.captured = capture();
+  // Whether its record is collected is decided now, inside the launch call.
+  if (const auto *h = hooks()) l.collect_kind = h->kernel_activity_enabled(ctx->id);
+  l.correlation_id = outer.correlation_id();
+  inside_last(l);
+  if (inner) {
+    inner.reset();  // the driver EXIT
+    launch_point(MOCK_LAUNCH_POINT_AFTER_DRIVER_EXIT, api, l.correlation_id);
+  }
+  return l;
+}
+
+// The launch API `domain`/`cbid` if it is one of `kind`, else -1.
+int launch_api_of_kind(uint32_t domain, uint32_t cbid, MockLaunchKind kind) {
+  const int index = find_launch_api(domain, cbid);
+  return index >= 0 && kLaunchApis[index].kind == kind ? index : -1;
+}
+
+// What every launch checks first, in the driver's order: the API is one of `kind` (else
+// CUDA_ERROR_INVALID_VALUE), handle_ok() (else CUDA_ERROR_INVALID_HANDLE), the stream resolves.
+struct LaunchStart {
+  CUresult error;
+  int index;  // into kLaunchApis
+  const LaunchApi *api;
+  CUstream_st *stream;
+  CUctx_st *context;
+};
+template <typename HandleOk>
+LaunchStart start_launch(uint32_t domain, uint32_t cbid, MockLaunchKind kind, HandleOk handle_ok,
+                         CUstream stream) {
+  const int index = launch_api_of_kind(domain, cbid, kind);
+  if (index < 0) return {CUDA_ERROR_INVALID_VALUE, index, nullptr, nullptr, nullptr};
+  if (!handle_ok()) return {CUDA_ERROR_INVALID_HANDLE, index, nullptr, nullptr, nullptr};
+  ensure_initialized();
+  CUstream_st *st = resolve_stream(current_context(), stream);
+  if (!st) return {CUDA_ERROR_INVALID_HANDLE, index, nullptr, nullptr, nullptr};
+  return {CUDA_SUCCESS, index, &kLaunchApis[index], st, st->context};
+}
+
+// A launch a stream capture took: counted, nothing runs.
+CUresult count_captured(int index) {
+  Counters::add(kCapturedLaunches);
+  Counters::add(cbid_counter(index, kCbidCaptured));
+  return CUDA_SUCCESS;
 }
 
 // A deterministic, plausible kernel duration: ~0.8 to 2.5 us, like those seen on the H100.
@@ -606,11 +661,9 @@ CUresult mock_cuda_stream_synchronize(CUstream stream) {
   ensure_initialized();
   CUstream_st *st = resolve_stream(current_context(), stream);
   if (!st) return CUDA_ERROR_INVALID_HANDLE;
-  int rt_rc = 0, drv_rc = 0;
-  ApiScope rt(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020,
-              "cudaStreamSynchronize", nullptr, nullptr, st->context, &rt_rc);
-  ApiScope drv(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize,
-               "cuStreamSynchronize", nullptr, nullptr, st->context, &drv_rc);
+  NestedCall call(st->context, "cudaStreamSynchronize",
+                  CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020, nullptr,
+                  "cuStreamSynchronize", CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize, nullptr);
   // Spins (yielding), as CUDA's default synchronization does: a sleep would wake on the timer
   // tick that also wakes the library's watcher, a coincidence real programs do not have.
   while (st->busy_until.load(std::memory_order_relaxed) > mockbridge::now_ns())
@@ -639,112 +692,55 @@ const char *mock_cuda_api_name(uint32_t domain, uint32_t cbid) {
 }
 
 CUresult mock_cuda_launch(uint32_t domain, uint32_t cbid, CUfunction f, CUstream stream) {
-  const int index = find_launch_api(domain, cbid);
-  if (index < 0 || kLaunchApis[index].kind != MOCK_LAUNCH_EAGER) return CUDA_ERROR_INVALID_VALUE;
-  if (!f || f->magic != CUfunc_st::kMagic) return CUDA_ERROR_INVALID_HANDLE;
-  ensure_initialized();
-  const LaunchApi &api = kLaunchApis[index];
-  CUstream_st *st = resolve_stream(current_context(), stream);
-  if (!st) return CUDA_ERROR_INVALID_HANDLE;
-  CUctx_st *ctx = st->context;
-
+  const auto [error, index, api, st, ctx] = start_launch(
+      domain, cbid, MOCK_LAUNCH_EAGER, [&] { return f && f->magic == CUfunc_st::kMagic; }, stream);
+  if (error) return error;
   LaunchArgs args;
-  init_args(&args, f, nullptr, stream, shape_for(api));
-  ParamStorage outer_params, inner_params;
-  uint32_t correlation_id = 0;
-  uint32_t collect_kind = 0;
-  bool captured = false;
-  {
-    int outer_rc = 0, inner_rc = 0;
-    ApiScope outer(api.domain, api.cbid, api.name, f->name, build_params(api, &args, &outer_params),
-                   ctx, &outer_rc);
-    launch_point(MOCK_LAUNCH_POINT_AFTER_OUTER_ENTER, api, outer.correlation_id());
-    std::optional<ApiScope> inner;
-    if (api.nested_driver_cbid) {
-      const LaunchApi &drv = kLaunchApis[find_launch_api(kDrv, api.nested_driver_cbid)];
-      inner.emplace(drv.domain, drv.cbid, drv.name, f->name,
-                    build_params(drv, &args, &inner_params), ctx, &inner_rc);
-      launch_point(MOCK_LAUNCH_POINT_AFTER_DRIVER_ENTER, api, outer.correlation_id());
-    }
-    // Inside the driver call: lazy module load, and stream capture (docs/cupti-facts.md, fact 5).
-    module_loaded_once(ctx);
-    wait_for_queue_room(st);
-    if (st->capture_graph.load(std::memory_order_relaxed)) {
-      capture_node(st, CU_GRAPH_NODE_TYPE_KERNEL, f);
-      captured = true;
-    }
-    // Whether its record is collected is decided now, inside the launch call.
-    if (const auto *h = hooks()) collect_kind = h->kernel_activity_enabled(ctx->id);
-    correlation_id = outer.correlation_id();
-    if (inner) {
-      inner.reset();  // the driver EXIT
-      launch_point(MOCK_LAUNCH_POINT_AFTER_DRIVER_EXIT, api, correlation_id);
-    }
-  }
-  if (captured) {
-    Counters::add(kCapturedLaunches);
-    Counters::add(cbid_counter(index, kCbidCaptured));
-    return CUDA_SUCCESS;
-  }
+  init_args(&args, f, nullptr, stream, shape_for(*api));
+  // Inside the driver call: a full queue blocks, and stream capture (docs/cupti-facts.md, fact 5).
+  const Launched l = launch_call(
+      *api, &args, ctx, f->name,
+      [&] {
+        wait_for_queue_room(st);
+        if (!st->capture_graph.load(std::memory_order_relaxed)) return false;
+        capture_node(st, CU_GRAPH_NODE_TYPE_KERNEL, f);
+        return true;
+      },
+      [](const Launched &) {});
+  if (l.captured) return count_captured(index);
   Counters::add(kEagerLaunches);
   Counters::add(cbid_counter(index, kCbidLaunches));
   Counters::add(cbid_counter(index, kCbidKernels));
   // The kernel runs after the launch API has returned, as on a real GPU.
-  run_kernel(hooks(), ctx, st, f, correlation_id, 0, 0, api.launch_type, args.shape, collect_kind);
+  run_kernel(hooks(), ctx, st, f, l.correlation_id, 0, 0, api->launch_type, args.shape,
+             l.collect_kind);
   return CUDA_SUCCESS;
 }
 
 CUresult mock_cuda_graph_launch(uint32_t domain, uint32_t cbid, CUgraphExec exec, CUstream stream) {
-  const int index = find_launch_api(domain, cbid);
-  if (index < 0 || kLaunchApis[index].kind != MOCK_LAUNCH_GRAPH) return CUDA_ERROR_INVALID_VALUE;
-  if (!exec || exec->magic != CUgraphExec_st::kMagic) return CUDA_ERROR_INVALID_HANDLE;
-  ensure_initialized();
-  const LaunchApi &api = kLaunchApis[index];
-  CUstream_st *st = resolve_stream(current_context(), stream);
-  if (!st) return CUDA_ERROR_INVALID_HANDLE;
-  CUctx_st *ctx = st->context;
-
+  const auto [error, index, api, st, ctx] = start_launch(
+      domain, cbid, MOCK_LAUNCH_GRAPH,
+      [&] { return exec && exec->magic == CUgraphExec_st::kMagic; }, stream);
+  if (error) return error;
   LaunchArgs args;
   init_args(&args, nullptr, exec, stream, Shape{});
-  ParamStorage outer_params, inner_params;
-  uint32_t correlation_id = 0;
-  uint32_t collect_kind = 0;
-  bool captured = false;
   std::vector<Planned> plans;
-  {
-    int outer_rc = 0, inner_rc = 0;
-    // Graph launches carry no symbol name (docs/cupti-facts.md, fact 2: no symbol).
-    ApiScope outer(api.domain, api.cbid, api.name, nullptr, build_params(api, &args, &outer_params),
-                   ctx, &outer_rc);
-    launch_point(MOCK_LAUNCH_POINT_AFTER_OUTER_ENTER, api, outer.correlation_id());
-    std::optional<ApiScope> inner;
-    if (api.nested_driver_cbid) {
-      const LaunchApi &drv = kLaunchApis[find_launch_api(kDrv, api.nested_driver_cbid)];
-      inner.emplace(drv.domain, drv.cbid, drv.name, nullptr,
-                    build_params(drv, &args, &inner_params), ctx, &inner_rc);
-      launch_point(MOCK_LAUNCH_POINT_AFTER_DRIVER_ENTER, api, outer.correlation_id());
-    }
-    module_loaded_once(ctx);  // a graph's kernels need their module as much as eager ones
-    if (st->capture_graph.load(std::memory_order_relaxed)) {  // becomes a child graph node
-      capture_node(st, CU_GRAPH_NODE_TYPE_GRAPH, nullptr);
-      captured = true;
-    }
-    if (const auto *h = hooks()) collect_kind = h->kernel_activity_enabled(ctx->id);
-    correlation_id = outer.correlation_id();
-    if (!captured && hooks()) plans = plan_exec(ctx, st, exec, correlation_id, collect_kind);
-    if (inner) {
-      inner.reset();  // the driver EXIT
-      launch_point(MOCK_LAUNCH_POINT_AFTER_DRIVER_EXIT, api, correlation_id);
-    }
-  }
-  if (captured) {
-    Counters::add(kCapturedLaunches);
-    Counters::add(cbid_counter(index, kCbidCaptured));
-    return CUDA_SUCCESS;
-  }
+  // Graph launches carry no symbol name (docs/cupti-facts.md, fact 2: no symbol).
+  const Launched l = launch_call(
+      *api, &args, ctx, nullptr,
+      [&] {
+        if (!st->capture_graph.load(std::memory_order_relaxed)) return false;
+        capture_node(st, CU_GRAPH_NODE_TYPE_GRAPH, nullptr);  // becomes a child graph node
+        return true;
+      },
+      [&](const Launched &now) {
+        if (!now.captured && hooks())
+          plans = plan_exec(ctx, st, exec, now.correlation_id, now.collect_kind);
+      });
+  if (l.captured) return count_captured(index);
   Counters::add(kGraphLaunches);
   Counters::add(cbid_counter(index, kCbidLaunches));
-  const uint64_t kernels = run_exec(hooks(), ctx, st, exec, correlation_id, collect_kind, plans);
+  const uint64_t kernels = run_exec(hooks(), ctx, st, exec, l.correlation_id, l.collect_kind, plans);
   Counters::add(cbid_counter(index, kCbidKernels), kernels);
   return CUDA_SUCCESS;
 }

@@ -194,6 +194,11 @@ std::string pairs_json(const std::atomic<uint64_t> (&set)[kNumDomains][kWords]) 
   return s + "]";
 }
 
+// A driver-side ID lookup as a CUPTI result: `otherwise` when the driver said no.
+CUptiResult bridged(CUresult r, CUptiResult otherwise) {
+  return r == CUDA_SUCCESS ? CUPTI_SUCCESS : error(otherwise);
+}
+
 }  // namespace
 
 std::string report_json() {
@@ -352,36 +357,29 @@ CUptiResult cuptiGetTimestamp(uint64_t *timestamp) {
 
 CUptiResult cuptiGetGraphId(CUgraph graph, uint32_t *id) {
   MOCK_CUPTI_FAULT_POINT(cuptiGetGraphId);
-  return mock_bridge_graph_id(graph, id) == CUDA_SUCCESS ? CUPTI_SUCCESS
-                                                         : error(CUPTI_ERROR_INVALID_PARAMETER);
+  return bridged(mock_bridge_graph_id(graph, id), CUPTI_ERROR_INVALID_PARAMETER);
 }
 
 CUptiResult cuptiGetGraphNodeId(CUgraphNode node, uint64_t *id) {
   MOCK_CUPTI_FAULT_POINT(cuptiGetGraphNodeId);
-  return mock_bridge_graph_node_id(node, id) == CUDA_SUCCESS ? CUPTI_SUCCESS
-                                                             : error(CUPTI_ERROR_INVALID_PARAMETER);
+  return bridged(mock_bridge_graph_node_id(node, id), CUPTI_ERROR_INVALID_PARAMETER);
 }
 
 CUptiResult cuptiGetGraphExecId(CUgraphExec exec, uint32_t *id) {
   MOCK_CUPTI_FAULT_POINT(cuptiGetGraphExecId);
-  return mock_bridge_graph_exec_id(exec, id) == CUDA_SUCCESS ? CUPTI_SUCCESS
-                                                             : error(CUPTI_ERROR_INVALID_PARAMETER);
+  return bridged(mock_bridge_graph_exec_id(exec, id), CUPTI_ERROR_INVALID_PARAMETER);
 }
 
 CUptiResult cuptiGetContextId(CUcontext context, uint32_t *context_id) {
   MOCK_CUPTI_FAULT_POINT(cuptiGetContextId);
   if (!context_id) return error(CUPTI_ERROR_INVALID_PARAMETER);
-  return mock_bridge_context_ids(context, context_id, nullptr) == CUDA_SUCCESS
-             ? CUPTI_SUCCESS
-             : error(CUPTI_ERROR_INVALID_CONTEXT);
+  return bridged(mock_bridge_context_ids(context, context_id, nullptr), CUPTI_ERROR_INVALID_CONTEXT);
 }
 
 CUptiResult cuptiGetDeviceId(CUcontext context, uint32_t *device_id) {
   MOCK_CUPTI_FAULT_POINT(cuptiGetDeviceId);
   if (!device_id) return error(CUPTI_ERROR_INVALID_PARAMETER);
-  return mock_bridge_context_ids(context, nullptr, device_id) == CUDA_SUCCESS
-             ? CUPTI_SUCCESS
-             : error(CUPTI_ERROR_INVALID_CONTEXT);
+  return bridged(mock_bridge_context_ids(context, nullptr, device_id), CUPTI_ERROR_INVALID_CONTEXT);
 }
 
 CUptiResult cuptiGetStreamIdEx(CUcontext context, CUstream stream, uint8_t per_thread_stream,

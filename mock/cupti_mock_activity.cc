@@ -448,6 +448,32 @@ std::string activity_kinds_json(bool ever) {
 
 using namespace mockcupti;
 
+namespace {
+
+bool is_kernel_kind(CUpti_ActivityKind kind) {
+  return kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL || kind == CUPTI_ACTIVITY_KIND_KERNEL;
+}
+
+// A kind switched on or off (`flag`: for every context or one), counted; kernel records held for
+// a decision are settled by it.
+CUptiResult switch_kind(std::atomic<bool> &flag, CUpti_ActivityKind kind, bool on) {
+  flag.store(on, std::memory_order_relaxed);
+  if (on) g_kind_ever_enabled[kind].store(true, std::memory_order_relaxed);
+  if (is_kernel_kind(kind)) settle_held(on ? Settle::kEnabled : Settle::kDisabled);
+  return CUPTI_SUCCESS;
+}
+
+// cuptiActivityEnableContext (on) and DisableContext.
+CUptiResult switch_context_kind(CUcontext context, CUpti_ActivityKind kind, bool on) {
+  if (const CUptiResult r = check_kind(kind)) return error(r);
+  uint32_t ctx = 0;
+  if (const CUptiResult r = context_index(context, &ctx)) return error(r);
+  Stats::add(on ? kActivityEnableCalls : kActivityDisableCalls);
+  return switch_kind(g_context_kind_enabled[ctx][kind], kind, on);
+}
+
+}  // namespace
+
 extern "C" {
 
 CUptiResult cuptiActivityEnable(CUpti_ActivityKind kind) {
@@ -455,49 +481,27 @@ CUptiResult cuptiActivityEnable(CUpti_ActivityKind kind) {
   if (const CUptiResult r = check_kind(kind)) return error(r);
   Stats::add(kActivityEnableCalls);
   // As real CUPTI: kernel activity cannot be switched on while PC sampling is enabled.
-  if ((kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL || kind == CUPTI_ACTIVITY_KIND_KERNEL) &&
-      !g_kind_enabled[kind].load(std::memory_order_relaxed) && pc_sampling_enabled_anywhere())
+  if (is_kernel_kind(kind) && !g_kind_enabled[kind].load(std::memory_order_relaxed) &&
+      pc_sampling_enabled_anywhere())
     return error(CUPTI_ERROR_NOT_COMPATIBLE);
-  g_kind_enabled[kind].store(true, std::memory_order_relaxed);
-  g_kind_ever_enabled[kind].store(true, std::memory_order_relaxed);
-  if (kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL || kind == CUPTI_ACTIVITY_KIND_KERNEL)
-    settle_held(Settle::kEnabled);
-  return CUPTI_SUCCESS;
+  return switch_kind(g_kind_enabled[kind], kind, true);
 }
 
 CUptiResult cuptiActivityDisable(CUpti_ActivityKind kind) {
   MOCK_CUPTI_FAULT_POINT(cuptiActivityDisable);
   if (const CUptiResult r = check_kind(kind)) return error(r);
-  g_kind_enabled[kind].store(false, std::memory_order_relaxed);
   Stats::add(kActivityDisableCalls);
-  if (kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL || kind == CUPTI_ACTIVITY_KIND_KERNEL)
-    settle_held(Settle::kDisabled);
-  return CUPTI_SUCCESS;
+  return switch_kind(g_kind_enabled[kind], kind, false);
 }
 
 CUptiResult cuptiActivityEnableContext(CUcontext context, CUpti_ActivityKind kind) {
   MOCK_CUPTI_FAULT_POINT(cuptiActivityEnableContext);
-  if (const CUptiResult r = check_kind(kind)) return error(r);
-  uint32_t ctx = 0;
-  if (const CUptiResult r = context_index(context, &ctx)) return error(r);
-  g_context_kind_enabled[ctx][kind].store(true, std::memory_order_relaxed);
-  g_kind_ever_enabled[kind].store(true, std::memory_order_relaxed);
-  Stats::add(kActivityEnableCalls);
-  if (kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL || kind == CUPTI_ACTIVITY_KIND_KERNEL)
-    settle_held(Settle::kEnabled);
-  return CUPTI_SUCCESS;
+  return switch_context_kind(context, kind, true);
 }
 
 CUptiResult cuptiActivityDisableContext(CUcontext context, CUpti_ActivityKind kind) {
   MOCK_CUPTI_FAULT_POINT(cuptiActivityDisableContext);
-  if (const CUptiResult r = check_kind(kind)) return error(r);
-  uint32_t ctx = 0;
-  if (const CUptiResult r = context_index(context, &ctx)) return error(r);
-  g_context_kind_enabled[ctx][kind].store(false, std::memory_order_relaxed);
-  Stats::add(kActivityDisableCalls);
-  if (kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL || kind == CUPTI_ACTIVITY_KIND_KERNEL)
-    settle_held(Settle::kDisabled);
-  return CUPTI_SUCCESS;
+  return switch_context_kind(context, kind, false);
 }
 
 CUptiResult cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc request,

@@ -119,37 +119,10 @@ using mockfault::parse_uint;
 using mockfault::split;
 
 void load_fail(const char *list) {
-  for (const std::string &item : split(list)) {
-    mockfault::Item f;
-    std::string why;
-    if (!mockfault::parse_item(item, &f, &why)) {
-      warn("MOCK_CUPTI_FAIL entry '" + item + "': " + why + "; entry ignored");
-      continue;
-    }
-    const std::string &name = f.name;
-    CUptiResult result = CUPTI_ERROR_UNKNOWN;
-    if (!f.result.empty() && !parse_result(f.result, &result)) {
-      warn("MOCK_CUPTI_FAIL entry '" + item + "': '" + f.result +
-           "' is not a CUptiResult name (OUT_OF_MEMORY, CUPTI_ERROR_UNKNOWN, ...) or number; "
-           "entry ignored");
-      continue;
-    }
-    if (result == CUPTI_SUCCESS) {
-      warn("MOCK_CUPTI_FAIL entry '" + item + "' asks for CUPTI_SUCCESS, which is no failure; " +
-           "entry ignored");
-      continue;
-    }
-    size_t i = 0;
-    while (i < static_cast<size_t>(Entry::kCount) && name != kEntryNames[i]) ++i;
-    if (i == static_cast<size_t>(Entry::kCount)) {
-      std::string known;
-      for (const char *n : kEntryNames) known += (known.empty() ? "" : ", ") + std::string(n);
-      warn("MOCK_CUPTI_FAIL entry '" + item + "': no entry point named '" + name +
-           "' (known: " + known + "); entry ignored");
-      continue;
-    }
-    g_fail[i].arm(result, f.count);
-  }
+  mockfault::arm_faults(list, "MOCK_CUPTI_FAIL",
+                        "CUptiResult name (OUT_OF_MEMORY, CUPTI_ERROR_UNKNOWN, ...)",
+                        CUPTI_ERROR_UNKNOWN, CUPTI_SUCCESS, "CUPTI_SUCCESS", kEntryNames, g_fail,
+                        parse_result, warn);
 }
 
 void load_refuse(const char *list) {
@@ -212,19 +185,7 @@ const char *result_name(CUptiResult result) {
 }
 
 bool parse_result(const std::string &text, CUptiResult *result) {
-  unsigned long n = 0;
-  if (parse_uint(text, &n)) {
-    *result = static_cast<CUptiResult>(n);
-    return true;
-  }
-  for (const ResultName &r : kResultNames) {
-    const char *short_name = std::strncmp(r.name, "CUPTI_ERROR_", 12) == 0 ? r.name + 12 : r.name;
-    if (text == r.name || text == short_name) {
-      *result = r.value;
-      return true;
-    }
-  }
-  return false;
+  return mockfault::parse_named_result(text, kResultNames, "CUPTI_ERROR_", result);
 }
 
 const char *domain_name(uint32_t domain) {

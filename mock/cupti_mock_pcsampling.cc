@@ -20,6 +20,7 @@
 // Fault injection (MOCK_CUPTI_FAIL) covers every entry point here.
 #include <elf.h>
 #include <pthread.h>
+#include <zlib.h>
 
 #include <algorithm>
 #include <cinttypes>
@@ -155,26 +156,8 @@ struct PcCounters {
   uint64_t graphs_uploaded_enabled;
 } g_pc{};
 
-const uint32_t *crc_table() {
-  static uint32_t table[256];
-  static bool init = [] {
-    for (uint32_t i = 0; i < 256; ++i) {
-      uint32_t c = i;
-      for (int k = 0; k < 8; ++k) c = c & 1 ? 0xEDB88320u ^ (c >> 1) : c >> 1;
-      table[i] = c;
-    }
-    return true;
-  }();
-  (void)init;
-  return table;
-}
-
 uint64_t crc32_of(const void *data, size_t size) {
-  const uint32_t *t = crc_table();
-  uint32_t c = 0xFFFFFFFFu;
-  const auto *p = static_cast<const uint8_t *>(data);
-  for (size_t i = 0; i < size; ++i) c = t[(c ^ p[i]) & 0xFF] ^ (c >> 8);
-  return c ^ 0xFFFFFFFFu;
+  return crc32_z(0, static_cast<const Bytef *>(data), size);
 }
 
 // The kernels of a cubin: FUNC symbols with a size, in their own .text.<name> section.
@@ -393,6 +376,24 @@ PcContext *pc_context(CUcontext ctx, CUptiResult *result, bool must_be_enabled =
   return &c;
 }
 
+// `work(state)` on the context's PC state under the lock, or the error of a context that may not
+// proceed (unknown; PC sampling not enabled, when it must be).
+template <typename Work>
+CUptiResult on_pc_context(CUcontext ctx, Work work, bool must_be_enabled = true) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  CUptiResult r;
+  PcContext *c = pc_context(ctx, &r, must_be_enabled);
+  return c ? work(*c) : r;
+}
+
+// cuptiPCSamplingStart (on) and Stop: only with start/stop control, and only from the other state.
+CUptiResult set_started(PcContext &c, bool on, uint64_t *count) {
+  if (!c.start_stop || c.started == on) return error(CUPTI_ERROR_INVALID_OPERATION);
+  c.started = on;
+  ++*count;
+  return CUPTI_SUCCESS;
+}
+
 }  // namespace
 
 extern "C" {
@@ -407,60 +408,45 @@ CUptiResult cuptiGetCubinCrc(CUpti_GetCubinCrcParams *p) {
 CUptiResult cuptiPCSamplingEnable(CUpti_PCSamplingEnableParams *p) {
   MOCK_CUPTI_FAULT_POINT(cuptiPCSamplingEnable);
   if (!p) return error(CUPTI_ERROR_INVALID_PARAMETER);
-  std::lock_guard<std::mutex> lock(g_mu);
-  CUptiResult r;
-  PcContext *c = pc_context(p->ctx, &r, false);
-  if (!c) return r;
-  if (c->enabled) return error(CUPTI_ERROR_INVALID_OPERATION);
-  *c = PcContext{};
-  c->enabled = true;
-  bool ok = false;
-  g_first_use[context_id(p->ctx, &ok)].ever_enabled = true;
-  g_pc.enables++;
-  return CUPTI_SUCCESS;
+  return on_pc_context(
+      p->ctx,
+      [&](PcContext &c) {
+        if (c.enabled) return error(CUPTI_ERROR_INVALID_OPERATION);
+        c = PcContext{};
+        c.enabled = true;
+        bool ok = false;
+        g_first_use[context_id(p->ctx, &ok)].ever_enabled = true;
+        g_pc.enables++;
+        return CUPTI_SUCCESS;
+      },
+      false);
 }
 
 CUptiResult cuptiPCSamplingDisable(CUpti_PCSamplingDisableParams *p) {
   MOCK_CUPTI_FAULT_POINT(cuptiPCSamplingDisable);
   if (!p) return error(CUPTI_ERROR_INVALID_PARAMETER);
-  std::lock_guard<std::mutex> lock(g_mu);
-  CUptiResult r;
-  PcContext *c = pc_context(p->ctx, &r);
-  if (!c) return r;
-  // What is left goes to the buffer given at configuration; what does not fit is discarded.
-  if (c->config_buffer) hand_out(*c, c->config_buffer);
-  g_pc.records_discarded += c->pending.size();
-  c->pending.clear();
-  c->enabled = false;
-  c->started = false;
-  g_pc.disables++;
-  return CUPTI_SUCCESS;
+  return on_pc_context(p->ctx, [&](PcContext &c) {
+    // What is left goes to the buffer given at configuration; what does not fit is discarded.
+    if (c.config_buffer) hand_out(c, c.config_buffer);
+    g_pc.records_discarded += c.pending.size();
+    c.pending.clear();
+    c.enabled = false;
+    c.started = false;
+    g_pc.disables++;
+    return CUPTI_SUCCESS;
+  });
 }
 
 CUptiResult cuptiPCSamplingStart(CUpti_PCSamplingStartParams *p) {
   MOCK_CUPTI_FAULT_POINT(cuptiPCSamplingStart);
   if (!p) return error(CUPTI_ERROR_INVALID_PARAMETER);
-  std::lock_guard<std::mutex> lock(g_mu);
-  CUptiResult r;
-  PcContext *c = pc_context(p->ctx, &r);
-  if (!c) return r;
-  if (!c->start_stop || c->started) return error(CUPTI_ERROR_INVALID_OPERATION);
-  c->started = true;
-  g_pc.starts++;
-  return CUPTI_SUCCESS;
+  return on_pc_context(p->ctx, [](PcContext &c) { return set_started(c, true, &g_pc.starts); });
 }
 
 CUptiResult cuptiPCSamplingStop(CUpti_PCSamplingStopParams *p) {
   MOCK_CUPTI_FAULT_POINT(cuptiPCSamplingStop);
   if (!p) return error(CUPTI_ERROR_INVALID_PARAMETER);
-  std::lock_guard<std::mutex> lock(g_mu);
-  CUptiResult r;
-  PcContext *c = pc_context(p->ctx, &r);
-  if (!c) return r;
-  if (!c->start_stop || !c->started) return error(CUPTI_ERROR_INVALID_OPERATION);
-  c->started = false;
-  g_pc.stops++;
-  return CUPTI_SUCCESS;
+  return on_pc_context(p->ctx, [](PcContext &c) { return set_started(c, false, &g_pc.stops); });
 }
 
 CUptiResult cuptiPCSamplingGetData(CUpti_PCSamplingGetDataParams *p) {
@@ -469,124 +455,118 @@ CUptiResult cuptiPCSamplingGetData(CUpti_PCSamplingGetDataParams *p) {
   auto *data = static_cast<CUpti_PCSamplingData *>(p->pcSamplingData);
   if (data->size < sizeof(CUpti_PCSamplingData) || !data->pPcData || data->collectNumPcs == 0)
     return error(CUPTI_ERROR_INVALID_PARAMETER);
-  std::lock_guard<std::mutex> lock(g_mu);
-  CUptiResult r;
-  PcContext *c = pc_context(p->ctx, &r);
-  if (!c) return r;
-  g_pc.get_data_calls++;
-  hand_out(*c, data);
-  return CUPTI_SUCCESS;
+  return on_pc_context(p->ctx, [&](PcContext &c) {
+    g_pc.get_data_calls++;
+    hand_out(c, data);
+    return CUPTI_SUCCESS;
+  });
 }
 
 CUptiResult cuptiPCSamplingSetConfigurationAttribute(CUpti_PCSamplingConfigurationInfoParams *p) {
   MOCK_CUPTI_FAULT_POINT(cuptiPCSamplingSetConfigurationAttribute);
   if (!p || (p->numAttributes && !p->pPCSamplingConfigurationInfo))
     return error(CUPTI_ERROR_INVALID_PARAMETER);
-  std::lock_guard<std::mutex> lock(g_mu);
-  CUptiResult r;
-  PcContext *c = pc_context(p->ctx, &r);
-  if (!c) return r;
-  if (c->started) return error(CUPTI_ERROR_INVALID_OPERATION);
-  CUptiResult overall = CUPTI_SUCCESS;
-  for (size_t i = 0; i < p->numAttributes; ++i) {
-    CUpti_PCSamplingConfigurationInfo &info = p->pPCSamplingConfigurationInfo[i];
-    info.attributeStatus = CUPTI_SUCCESS;
-    const auto &d = info.attributeData;
-    switch (info.attributeType) {
-      case CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_PERIOD:
-        if (d.samplingPeriodData.samplingPeriod < 5 || d.samplingPeriodData.samplingPeriod > 31)
-          info.attributeStatus = CUPTI_ERROR_INVALID_PARAMETER;
-        else
-          c->period = d.samplingPeriodData.samplingPeriod;
-        break;
-      case CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_STALL_REASON: {
-        const size_t n = d.stallReasonData.stallReasonCount;
-        if (n == 0 || n > kNumReasons || !d.stallReasonData.pStallReasonIndex) {
-          info.attributeStatus = CUPTI_ERROR_INVALID_PARAMETER;
+  return on_pc_context(p->ctx, [&](PcContext &c) {
+    if (c.started) return error(CUPTI_ERROR_INVALID_OPERATION);
+    CUptiResult overall = CUPTI_SUCCESS;
+    for (size_t i = 0; i < p->numAttributes; ++i) {
+      CUpti_PCSamplingConfigurationInfo &info = p->pPCSamplingConfigurationInfo[i];
+      info.attributeStatus = CUPTI_SUCCESS;
+      const auto &d = info.attributeData;
+      switch (info.attributeType) {
+        case CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_PERIOD:
+          if (d.samplingPeriodData.samplingPeriod < 5 || d.samplingPeriodData.samplingPeriod > 31)
+            info.attributeStatus = CUPTI_ERROR_INVALID_PARAMETER;
+          else
+            c.period = d.samplingPeriodData.samplingPeriod;
+          break;
+        case CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_STALL_REASON: {
+          const size_t n = d.stallReasonData.stallReasonCount;
+          if (n == 0 || n > kNumReasons || !d.stallReasonData.pStallReasonIndex) {
+            info.attributeStatus = CUPTI_ERROR_INVALID_PARAMETER;
+            break;
+          }
+          c.reasons.assign(d.stallReasonData.pStallReasonIndex,
+                           d.stallReasonData.pStallReasonIndex + n);
           break;
         }
-        c->reasons.assign(d.stallReasonData.pStallReasonIndex, d.stallReasonData.pStallReasonIndex + n);
-        break;
+        case CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_COLLECTION_MODE:
+          c.mode = d.collectionModeData.collectionMode;
+          break;
+        case CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_ENABLE_START_STOP_CONTROL:
+          c.start_stop = d.enableStartStopControlData.enableStartStopControl != 0;
+          break;
+        case CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_DATA_BUFFER:
+          c.config_buffer =
+              static_cast<CUpti_PCSamplingData *>(d.samplingDataBufferData.samplingDataBuffer);
+          break;
+        case CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_HARDWARE_BUFFER_SIZE:
+          c.hw_buffer = d.hardwareBufferSizeData.hardwareBufferSize;
+          break;
+        case CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SCRATCH_BUFFER_SIZE:
+        case CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_OUTPUT_DATA_FORMAT:
+        case CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_WORKER_THREAD_PERIODIC_SLEEP_SPAN:
+          break;
+        default:
+          info.attributeStatus = CUPTI_ERROR_INVALID_OPERATION;
       }
-      case CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_COLLECTION_MODE:
-        c->mode = d.collectionModeData.collectionMode;
-        break;
-      case CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_ENABLE_START_STOP_CONTROL:
-        c->start_stop = d.enableStartStopControlData.enableStartStopControl != 0;
-        break;
-      case CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_DATA_BUFFER:
-        c->config_buffer = static_cast<CUpti_PCSamplingData *>(d.samplingDataBufferData.samplingDataBuffer);
-        break;
-      case CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_HARDWARE_BUFFER_SIZE:
-        c->hw_buffer = d.hardwareBufferSizeData.hardwareBufferSize;
-        break;
-      case CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SCRATCH_BUFFER_SIZE:
-      case CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_OUTPUT_DATA_FORMAT:
-      case CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_WORKER_THREAD_PERIODIC_SLEEP_SPAN:
-        break;
-      default:
-        info.attributeStatus = CUPTI_ERROR_INVALID_OPERATION;
+      if (info.attributeStatus != CUPTI_SUCCESS) overall = info.attributeStatus;
     }
-    if (info.attributeStatus != CUPTI_SUCCESS) overall = info.attributeStatus;
-  }
-  g_pc.configures++;
-  return overall == CUPTI_SUCCESS ? CUPTI_SUCCESS : error(overall);
+    g_pc.configures++;
+    return overall == CUPTI_SUCCESS ? CUPTI_SUCCESS : error(overall);
+  });
 }
 
 CUptiResult cuptiPCSamplingGetConfigurationAttribute(CUpti_PCSamplingConfigurationInfoParams *p) {
   MOCK_CUPTI_FAULT_POINT(cuptiPCSamplingGetConfigurationAttribute);
   if (!p || (p->numAttributes && !p->pPCSamplingConfigurationInfo))
     return error(CUPTI_ERROR_INVALID_PARAMETER);
-  std::lock_guard<std::mutex> lock(g_mu);
-  CUptiResult r;
-  PcContext *c = pc_context(p->ctx, &r);
-  if (!c) return r;
-  for (size_t i = 0; i < p->numAttributes; ++i) {
-    CUpti_PCSamplingConfigurationInfo &info = p->pPCSamplingConfigurationInfo[i];
-    info.attributeStatus = CUPTI_SUCCESS;
-    auto &d = info.attributeData;
-    switch (info.attributeType) {
-      case CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_PERIOD:
-        d.samplingPeriodData.samplingPeriod = c->period;
-        break;
-      case CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_HARDWARE_BUFFER_SIZE:
-        d.hardwareBufferSizeData.hardwareBufferSize = c->hw_buffer;
-        break;
-      case CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_COLLECTION_MODE:
-        d.collectionModeData.collectionMode = c->mode;
-        break;
-      case CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_ENABLE_START_STOP_CONTROL:
-        d.enableStartStopControlData.enableStartStopControl = c->start_stop;
-        break;
-      default:
-        info.attributeStatus = CUPTI_ERROR_INVALID_OPERATION;
+  return on_pc_context(p->ctx, [&](PcContext &c) {
+    for (size_t i = 0; i < p->numAttributes; ++i) {
+      CUpti_PCSamplingConfigurationInfo &info = p->pPCSamplingConfigurationInfo[i];
+      info.attributeStatus = CUPTI_SUCCESS;
+      auto &d = info.attributeData;
+      switch (info.attributeType) {
+        case CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_PERIOD:
+          d.samplingPeriodData.samplingPeriod = c.period;
+          break;
+        case CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_HARDWARE_BUFFER_SIZE:
+          d.hardwareBufferSizeData.hardwareBufferSize = c.hw_buffer;
+          break;
+        case CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_COLLECTION_MODE:
+          d.collectionModeData.collectionMode = c.mode;
+          break;
+        case CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_ENABLE_START_STOP_CONTROL:
+          d.enableStartStopControlData.enableStartStopControl = c.start_stop;
+          break;
+        default:
+          info.attributeStatus = CUPTI_ERROR_INVALID_OPERATION;
+      }
     }
-  }
-  return CUPTI_SUCCESS;
+    return CUPTI_SUCCESS;
+  });
 }
 
 CUptiResult cuptiPCSamplingGetNumStallReasons(CUpti_PCSamplingGetNumStallReasonsParams *p) {
   MOCK_CUPTI_FAULT_POINT(cuptiPCSamplingGetNumStallReasons);
   if (!p || !p->numStallReasons) return error(CUPTI_ERROR_INVALID_PARAMETER);
-  std::lock_guard<std::mutex> lock(g_mu);
-  CUptiResult r;
-  if (!pc_context(p->ctx, &r)) return r;
-  *p->numStallReasons = kNumReasons;
-  return CUPTI_SUCCESS;
+  return on_pc_context(p->ctx, [&](PcContext &) {
+    *p->numStallReasons = kNumReasons;
+    return CUPTI_SUCCESS;
+  });
 }
 
 CUptiResult cuptiPCSamplingGetStallReasons(CUpti_PCSamplingGetStallReasonsParams *p) {
   MOCK_CUPTI_FAULT_POINT(cuptiPCSamplingGetStallReasons);
   if (!p || !p->stallReasonIndex || !p->stallReasons) return error(CUPTI_ERROR_INVALID_PARAMETER);
-  std::lock_guard<std::mutex> lock(g_mu);
-  CUptiResult r;
-  if (!pc_context(p->ctx, &r)) return r;
-  const size_t n = std::min(p->numStallReasons, kNumReasons);
-  for (size_t i = 0; i < n; ++i) {
-    p->stallReasonIndex[i] = kReasons[i].index;
-    std::snprintf(p->stallReasons[i], CUPTI_STALL_REASON_STRING_SIZE, "%s", kReasons[i].name);
-  }
-  return CUPTI_SUCCESS;
+  return on_pc_context(p->ctx, [&](PcContext &) {
+    const size_t n = std::min(p->numStallReasons, kNumReasons);
+    for (size_t i = 0; i < n; ++i) {
+      p->stallReasonIndex[i] = kReasons[i].index;
+      std::snprintf(p->stallReasons[i], CUPTI_STALL_REASON_STRING_SIZE, "%s", kReasons[i].name);
+    }
+    return CUPTI_SUCCESS;
+  });
 }
 
 }  // extern "C"

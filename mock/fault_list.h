@@ -9,6 +9,7 @@
 #include <cctype>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,28 @@ inline bool parse_uint(const std::string &text, unsigned long *value) {
   char *end = nullptr;
   *value = std::strtoul(text.c_str(), &end, 10);
   return *end == '\0';
+}
+
+// A result by number, by its name ("CUDA_ERROR_NOT_READY") or by its name without `prefix`
+// ("NOT_READY"), from `table`'s {value, name} rows.
+template <typename Result, typename Table>
+bool parse_named_result(const std::string &text, const Table &table, const char *prefix,
+                        Result *result) {
+  unsigned long n = 0;
+  if (parse_uint(text, &n)) {
+    *result = static_cast<Result>(n);
+    return true;
+  }
+  const size_t prefix_len = std::strlen(prefix);
+  for (const auto &r : table) {
+    const char *short_name =
+        std::strncmp(r.name, prefix, prefix_len) == 0 ? r.name + prefix_len : r.name;
+    if (text == r.name || text == short_name) {
+      *result = r.value;
+      return true;
+    }
+  }
+  return false;
 }
 
 struct Item {
@@ -86,5 +109,42 @@ struct Fault {
     }
   }
 };
+
+// A MOCK_*_FAIL list (`var`) armed: each ENTRY[:RESULT][*COUNT] in faults[i] for the entry point
+// entry_names[i]; RESULT read by parse_result, `unknown` when left out. An entry that cannot be
+// used is said through warn() and ignored.
+template <typename Result, size_t N, typename ParseResult, typename Warn>
+void arm_faults(const char *list, const char *var, const char *result_kind, Result unknown,
+                Result success, const char *success_name, const char *const (&entry_names)[N],
+                Fault *faults, ParseResult parse_result, Warn warn) {
+  for (const std::string &item : split(list)) {
+    const std::string entry = std::string(var) + " entry '" + item + "'";
+    Item f;
+    std::string why;
+    if (!parse_item(item, &f, &why)) {
+      warn(entry + ": " + why + "; entry ignored");
+      continue;
+    }
+    Result result = unknown;
+    if (!f.result.empty() && !parse_result(f.result, &result)) {
+      warn(entry + ": '" + f.result + "' is not a " + result_kind + " or number; entry ignored");
+      continue;
+    }
+    if (result == success) {
+      warn(entry + " asks for " + success_name + ", which is no failure; entry ignored");
+      continue;
+    }
+    size_t i = 0;
+    while (i < N && f.name != entry_names[i]) ++i;
+    if (i == N) {
+      std::string known;
+      for (const char *n : entry_names) known += (known.empty() ? "" : ", ") + std::string(n);
+      warn(entry + ": no entry point named '" + f.name + "' (known: " + known +
+           "); entry ignored");
+      continue;
+    }
+    faults[i].arm(result, f.count);
+  }
+}
 
 }  // namespace mockfault

@@ -17,12 +17,15 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <charconv>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <functional>
+#include <limits>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -34,87 +37,32 @@ namespace {
 // Not PARCAGPU_*: the library warns about PARCAGPU_ variables it does not know.
 constexpr const char kReexecMarker[] = "MOCKAPP_REEXECUTED";
 
-void usage(FILE *out) {
-  std::fprintf(out,
-               "usage: parcagpu-mockapp LIB [options]\n"
-               "  LIB                  injection library (CUDA_INJECTION64_PATH); 'none' for none\n"
-               "  --preload            also load LIB with LD_PRELOAD (re-executes itself)\n"
-               "  --no-inject          do not set CUDA_INJECTION64_PATH\n"
-               "  --no-mock-path       do not prefix LD_LIBRARY_PATH with the mock library dir\n"
-               "                       (nor drop CUDA_HOME, CUDA_PATH, CONDA_PREFIX)\n"
-               "  --cudart=PATH        load this CUDA runtime before cuInit, as an application\n"
-               "                       linked to it would (default: $MOCKAPP_CUDART)\n"
-               "  --threads=N          launching threads (default 1); with --scenario, each\n"
-               "                       replays the scenarios\n"
-               "  --launch-rate=N      launches/s per simulated GPU (default 1000)\n"
-               "  --graph-rate=N       of which graph launches/s (default 100)\n"
-               "  --num-gpus=N         simulated GPUs (default 1)\n"
-               "  --procs=N            fork N processes before cuInit, each runs the workload\n"
-               "  --duration=T         5, 30s, 2m, 500ms (default 2s)\n"
-               "  --stress             no sleeps: launch as fast as possible\n"
-               "  --launches=N         stop after N launches per thread (deterministic counts)\n"
-               "  --kernel-names=FILE  kernel names, one per line, cycled through\n"
-               "  --status-interval=MS print MOCKAPP_STATUS {json} every MS ms\n"
-               "  --fork-children=N    fork N children while the workload runs, spread over\n"
-               "                       --duration; each calls exit() at once (fork safety)\n"
-               "  --exit=HOW           end with exit (default), quick_exit or _exit\n"
-               "  --loop               repeat --scenario until --duration has passed\n"
-               "  --apis=LIST          the timed workload launches through these APIs only\n"
-               "                       (cbid table names: cudaLaunchKernel,cuGraphLaunch,...),\n"
-               "                       each thread cycling through them\n"
-               "  --api-per-thread     with --apis: thread t launches through API t %% n alone\n"
-               "  --gpu-bound=K:US,... instead of the timed mix, a GPU-bound loop: each step\n"
-               "                       launches kernels K (cudaLaunchKernel) taking US us of\n"
-               "                       GPU time each, then synchronizes the stream; prints\n"
-               "                       MOCKAPP_GPU_TRUTH {kernel: GPU ns} at the end\n"
-               "  --sync-every=N       --gpu-bound: synchronize every N steps (0: never)\n"
-               "  --queue-limit-us=N   a launch blocks while its stream has more than N us of\n"
-               "                       GPU work queued (a full launch queue)\n"
-               "  --fake-consumer=P    after cuInit raise the library's semaphores of probes P\n"
-               "                       (\"all\" or a list) as an attaching consumer would\n"
-               "  --scenario=LIST      replay observed launch sequences instead of the timed "
-               "workload:\n                       ");
-  for (const std::string &s : scenario_names()) std::fprintf(out, "%s ", s.c_str());
-  std::fprintf(out, "\n");
-}
-
-bool parse_int(const std::string &text, long min, long max, long *out) {
-  char *end = nullptr;
-  const long v = std::strtol(text.c_str(), &end, 10);
-  if (text.empty() || *end != '\0' || v < min || v > max) return false;
+// A number in [min, max], the whole of `text`.
+template <typename T>
+bool parse_number(const std::string &text, T min, T max, T *out) {
+  T v{};
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size() || !(v >= min) ||
+      !(v <= max))
+    return false;
   *out = v;
   return true;
 }
 
-bool parse_double(const std::string &text, double min, double *out) {
-  char *end = nullptr;
-  const double v = std::strtod(text.c_str(), &end);
-  if (text.empty() || *end != '\0' || !(v >= min)) return false;
-  *out = v;
-  return true;
-}
+constexpr double kNoLimit = std::numeric_limits<double>::max();
 
 // "5" and "30s" are seconds, "2m" minutes, "500ms" milliseconds.
 bool parse_duration(const std::string &text, double *seconds) {
-  double scale = 1;
-  std::string number = text;
-  auto ends_with = [&](const char *suffix) {
+  static const std::pair<const char *, double> kUnits[] = {{"ms", 0.001}, {"s", 1}, {"m", 60}};
+  for (const auto &[suffix, scale] : kUnits) {
     const size_t n = std::strlen(suffix);
-    return number.size() > n && number.compare(number.size() - n, n, suffix) == 0;
-  };
-  if (ends_with("ms")) {
-    number.resize(number.size() - 2);
-    scale = 0.001;
-  } else if (ends_with("s")) {
-    number.pop_back();
-  } else if (ends_with("m")) {
-    number.pop_back();
-    scale = 60;
+    if (text.size() > n && text.compare(text.size() - n, n, suffix) == 0) {
+      if (!parse_number(text.substr(0, text.size() - n), 0.0, kNoLimit, seconds)) return false;
+      *seconds *= scale;
+      return true;
+    }
   }
-  double v = 0;
-  if (!parse_double(number, 0, &v)) return false;
-  *seconds = v * scale;
-  return true;
+  return parse_number(text, 0.0, kNoLimit, seconds);
 }
 
 std::vector<std::string> split_list(const std::string &list, const char *separators = ",") {
@@ -135,185 +83,192 @@ bool fail(const std::string &message) {
   return false;
 }
 
+// The options, one row each: the usage and the parse are both made from this table.
+struct OptionSpec {
+  const char *name;
+  const char *arg;   // its argument in the usage; nullptr: a flag
+  const char *help;  // lines after the first are indented under it
+  std::function<bool(const std::string &arg, Options *o)> apply;  // false: it said why
+};
+
+// An integer option in [min, max] stored in *field of Options.
+template <typename Field>
+std::function<bool(const std::string &, Options *)> integer(const char *name, long min, long max,
+                                                            Field Options::*field) {
+  return [=](const std::string &arg, Options *o) {
+    long n = 0;
+    if (!parse_number(arg, min, max, &n))
+      return fail(std::string("--") + name + " must be " + std::to_string(min) + ".." +
+                  std::to_string(max) + ": " + arg);
+    o->*field = static_cast<Field>(n);
+    return true;
+  };
+}
+
+// A flag that sets *field of Options.
+std::function<bool(const std::string &, Options *)> flag(bool Options::*field) {
+  return [=](const std::string &, Options *o) { return o->*field = true; };
+}
+
+const std::vector<OptionSpec> &option_table() {
+  static const std::vector<OptionSpec> kTable = {
+      {"preload", nullptr, "also load LIB with LD_PRELOAD (re-executes itself)",
+       flag(&Options::preload)},
+      {"no-inject", nullptr, "do not set CUDA_INJECTION64_PATH", flag(&Options::no_inject)},
+      {"no-mock-path", nullptr,
+       "do not prefix LD_LIBRARY_PATH with the mock library dir\n"
+       "(nor drop CUDA_HOME, CUDA_PATH, CONDA_PREFIX)",
+       flag(&Options::no_mock_path)},
+      {"cudart", "PATH",
+       "load this CUDA runtime before cuInit, as an application\n"
+       "linked to it would (default: $MOCKAPP_CUDART)",
+       [](const std::string &arg, Options *o) { return o->cudart = arg, true; }},
+      {"threads", "N",
+       "launching threads (default 1); with --scenario, each\n"
+       "replays the scenarios",
+       integer("threads", 1, 1024, &Options::threads)},
+      {"launch-rate", "N", "launches/s per simulated GPU (default 1000)",
+       [](const std::string &arg, Options *o) {
+         return parse_number(arg, 0.0, kNoLimit, &o->launch_rate) ||
+                fail("bad --launch-rate: " + arg);
+       }},
+      {"graph-rate", "N", "of which graph launches/s (default 100)",
+       [](const std::string &arg, Options *o) {
+         return parse_number(arg, 0.0, kNoLimit, &o->graph_rate) ||
+                fail("bad --graph-rate: " + arg);
+       }},
+      {"num-gpus", "N", "simulated GPUs (default 1)",
+       integer("num-gpus", 1, MOCK_CUDA_MAX_DEVICES, &Options::num_gpus)},
+      {"procs", "N", "fork N processes before cuInit, each runs the workload",
+       integer("procs", 1, 256, &Options::procs)},
+      {"duration", "T", "5, 30s, 2m, 500ms (default 2s)",
+       [](const std::string &arg, Options *o) {
+         return parse_duration(arg, &o->duration_s) || fail("bad --duration: " + arg);
+       }},
+      {"stress", nullptr, "no sleeps: launch as fast as possible", flag(&Options::stress)},
+      {"launches", "N", "stop after N launches per thread (deterministic counts)",
+       integer("launches", 1, 1000000000, &Options::launches)},
+      {"kernel-names", "FILE", "kernel names, one per line, cycled through",
+       [](const std::string &arg, Options *o) {
+         std::ifstream in(arg);
+         if (!in) return fail("cannot read --kernel-names file " + arg);
+         for (std::string line; std::getline(in, line);) {
+           while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
+           if (!line.empty()) o->kernel_names.push_back(line);
+         }
+         return !o->kernel_names.empty() || fail("--kernel-names file " + arg + " has no names");
+       }},
+      {"status-interval", "MS", "print MOCKAPP_STATUS {json} every MS ms",
+       integer("status-interval", 1, 3600000, &Options::status_interval_ms)},
+      {"fork-children", "N",
+       "fork N children while the workload runs, spread over\n"
+       "--duration; each calls exit() at once (fork safety)",
+       integer("fork-children", 1, 10000, &Options::fork_children)},
+      {"exit", "HOW", "end with exit (default), quick_exit or _exit",
+       [](const std::string &arg, Options *o) {
+         if (arg != "exit" && arg != "quick_exit" && arg != "_exit")
+           return fail("--exit must be exit, quick_exit or _exit: " + arg);
+         o->exit_how = arg;
+         return true;
+       }},
+      {"loop", nullptr, "repeat --scenario until --duration has passed", flag(&Options::loop)},
+      {"apis", "LIST",
+       "the timed workload launches through these APIs only\n"
+       "(cbid table names: cudaLaunchKernel,cuGraphLaunch,...),\n"
+       "each thread cycling through them",
+       [](const std::string &arg, Options *o) {
+         for (const std::string &a : split_list(arg)) {
+           bool known = false;
+           for (const auto &cb : parcagpu::kSubscribedCallbacks)
+             known |= is_launch_role(cb.role) && a == cb.name;
+           if (!known) return fail("--apis: no launch API " + a + " in the cbid table");
+           o->apis.push_back(a);
+         }
+         return true;
+       }},
+      {"api-per-thread", nullptr, "with --apis: thread t launches through API t % n alone",
+       flag(&Options::api_per_thread)},
+      {"gpu-bound", "K:US,...",
+       "instead of the timed mix, a GPU-bound loop: each step\n"
+       "launches kernels K (cudaLaunchKernel) taking US us of\n"
+       "GPU time each, then synchronizes the stream; prints\n"
+       "MOCKAPP_GPU_TRUTH {kernel: GPU ns} at the end",
+       [](const std::string &arg, Options *o) {
+         for (const std::string &item : split_list(arg)) {
+           const size_t colon = item.rfind(':');
+           double us = 0;
+           if (colon == std::string::npos || colon == 0 ||
+               !parse_number(item.substr(colon + 1), 0.001, kNoLimit, &us))
+             return fail("--gpu-bound wants NAME:MICROSECONDS,...: " + item);
+           o->gpu_bound.emplace_back(item.substr(0, colon), static_cast<uint64_t>(us * 1000));
+         }
+         return true;
+       }},
+      {"sync-every", "N", "--gpu-bound: synchronize every N steps (0: never)",
+       integer("sync-every", 0, 1000000, &Options::sync_every)},
+      {"queue-limit-us", "N",
+       "a launch blocks while its stream has more than N us of\n"
+       "GPU work queued (a full launch queue)",
+       [](const std::string &arg, Options *o) {
+         long n = 0;
+         if (!parse_number(arg, 1L, 10000000L, &n)) return fail("bad --queue-limit-us: " + arg);
+         o->queue_limit_ns = static_cast<uint64_t>(n) * 1000;
+         return true;
+       }},
+      {"fake-consumer", "P",
+       "after cuInit raise the library's semaphores of probes P\n"
+       "(\"all\" or a list) as an attaching consumer would",
+       [](const std::string &arg, Options *o) {
+         if (arg.empty()) return fail("--fake-consumer needs probe names or 'all'");
+         o->fake_consumer = arg;
+         return true;
+       }},
+      {"scenario", "LIST", "replay observed launch sequences instead of the timed workload:",
+       [](const std::string &arg, Options *o) {
+         for (const std::string &s : split_list(arg)) {
+           bool known = false;
+           for (const std::string &k : scenario_names()) known |= (k == s);
+           if (!known) return fail("unknown scenario '" + s + "'");
+           o->scenarios.push_back(s);
+         }
+         return true;
+       }},
+  };
+  return kTable;
+}
+
+void usage(FILE *out) {
+  std::fprintf(out,
+               "usage: parcagpu-mockapp LIB [options]\n"
+               "  LIB                  injection library (CUDA_INJECTION64_PATH); 'none' for none\n");
+  for (const OptionSpec &spec : option_table()) {
+    const std::string left = std::string("--") + spec.name + (spec.arg ? "=" : "") +
+                             (spec.arg ? spec.arg : "");
+    const std::vector<std::string> lines = split_list(spec.help, "\n");
+    std::fprintf(out, "  %-20s %s\n", left.c_str(), lines[0].c_str());
+    for (size_t i = 1; i < lines.size(); ++i) std::fprintf(out, "%23s%s\n", "", lines[i].c_str());
+  }
+  std::fprintf(out, "%23s", "");
+  for (const std::string &s : scenario_names()) std::fprintf(out, "%s ", s.c_str());
+  std::fprintf(out, "\n");
+}
+
 bool parse_options(int argc, char **argv, Options *o) {
-  enum {
-    kPreload = 1000,
-    kNoInject,
-    kNoMockPath,
-    kCudart,
-    kThreads,
-    kLaunchRate,
-    kGraphRate,
-    kNumGpus,
-    kProcs,
-    kDuration,
-    kStress,
-    kKernelNames,
-    kStatusInterval,
-    kScenario,
-    kForkChildren,
-    kExit,
-    kLoop,
-    kFakeConsumer,
-    kLaunches,
-    kApis,
-    kApiPerThread,
-    kGpuBound,
-    kSyncEvery,
-    kQueueLimit,
-    kHelp,
-  };
-  static const option kLong[] = {
-      {"preload", no_argument, nullptr, kPreload},
-      {"no-inject", no_argument, nullptr, kNoInject},
-      {"no-mock-path", no_argument, nullptr, kNoMockPath},
-      {"cudart", required_argument, nullptr, kCudart},
-      {"threads", required_argument, nullptr, kThreads},
-      {"launch-rate", required_argument, nullptr, kLaunchRate},
-      {"graph-rate", required_argument, nullptr, kGraphRate},
-      {"num-gpus", required_argument, nullptr, kNumGpus},
-      {"procs", required_argument, nullptr, kProcs},
-      {"duration", required_argument, nullptr, kDuration},
-      {"stress", no_argument, nullptr, kStress},
-      {"kernel-names", required_argument, nullptr, kKernelNames},
-      {"status-interval", required_argument, nullptr, kStatusInterval},
-      {"scenario", required_argument, nullptr, kScenario},
-      {"fork-children", required_argument, nullptr, kForkChildren},
-      {"exit", required_argument, nullptr, kExit},
-      {"loop", no_argument, nullptr, kLoop},
-      {"fake-consumer", required_argument, nullptr, kFakeConsumer},
-      {"launches", required_argument, nullptr, kLaunches},
-      {"apis", required_argument, nullptr, kApis},
-      {"api-per-thread", no_argument, nullptr, kApiPerThread},
-      {"gpu-bound", required_argument, nullptr, kGpuBound},
-      {"sync-every", required_argument, nullptr, kSyncEvery},
-      {"queue-limit-us", required_argument, nullptr, kQueueLimit},
-      {"help", no_argument, nullptr, kHelp},
-      {nullptr, 0, nullptr, 0},
-  };
-  long n = 0;
-  int c;
+  const std::vector<OptionSpec> &table = option_table();
+  constexpr int kFirst = 1000, kHelp = 999;
+  std::vector<option> longs;
+  for (size_t i = 0; i < table.size(); ++i)
+    longs.push_back({table[i].name, table[i].arg ? required_argument : no_argument, nullptr,
+                     kFirst + static_cast<int>(i)});
+  longs.push_back({"help", no_argument, nullptr, kHelp});
+  longs.push_back({nullptr, 0, nullptr, 0});
   if (const char *v = std::getenv("MOCKAPP_CUDART"); v && *v) o->cudart = v;
-  while ((c = getopt_long(argc, argv, "h", kLong, nullptr)) != -1) {
-    const std::string arg = optarg ? optarg : "";
-    switch (c) {
-      case kPreload:
-        o->preload = true;
-        break;
-      case kNoInject:
-        o->no_inject = true;
-        break;
-      case kNoMockPath:
-        o->no_mock_path = true;
-        break;
-      case kCudart:
-        o->cudart = arg;
-        break;
-      case kThreads:
-        if (!parse_int(arg, 1, 1024, &n)) return fail("--threads must be 1..1024: " + arg);
-        o->threads = static_cast<int>(n);
-        break;
-      case kLaunchRate:
-        if (!parse_double(arg, 0, &o->launch_rate)) return fail("bad --launch-rate: " + arg);
-        break;
-      case kGraphRate:
-        if (!parse_double(arg, 0, &o->graph_rate)) return fail("bad --graph-rate: " + arg);
-        break;
-      case kNumGpus:
-        if (!parse_int(arg, 1, MOCK_CUDA_MAX_DEVICES, &n))
-          return fail("--num-gpus must be 1.." + std::to_string(MOCK_CUDA_MAX_DEVICES) + ": " +
-                      arg);
-        o->num_gpus = static_cast<int>(n);
-        break;
-      case kProcs:
-        if (!parse_int(arg, 1, 256, &n)) return fail("--procs must be 1..256: " + arg);
-        o->procs = static_cast<int>(n);
-        break;
-      case kDuration:
-        if (!parse_duration(arg, &o->duration_s)) return fail("bad --duration: " + arg);
-        break;
-      case kStress:
-        o->stress = true;
-        break;
-      case kKernelNames: {
-        std::ifstream in(arg);
-        if (!in) return fail("cannot read --kernel-names file " + arg);
-        for (std::string line; std::getline(in, line);) {
-          while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
-          if (!line.empty()) o->kernel_names.push_back(line);
-        }
-        if (o->kernel_names.empty()) return fail("--kernel-names file " + arg + " has no names");
-        break;
-      }
-      case kStatusInterval:
-        if (!parse_int(arg, 1, 3600000, &n)) return fail("bad --status-interval: " + arg);
-        o->status_interval_ms = static_cast<int>(n);
-        break;
-      case kScenario:
-        for (const std::string &s : split_list(arg)) {
-          bool known = false;
-          for (const std::string &k : scenario_names()) known |= (k == s);
-          if (!known) return fail("unknown scenario '" + s + "'");
-          o->scenarios.push_back(s);
-        }
-        break;
-      case kForkChildren:
-        if (!parse_int(arg, 1, 10000, &n)) return fail("--fork-children must be 1..10000: " + arg);
-        o->fork_children = static_cast<int>(n);
-        break;
-      case kExit:
-        if (arg != "exit" && arg != "quick_exit" && arg != "_exit")
-          return fail("--exit must be exit, quick_exit or _exit: " + arg);
-        o->exit_how = arg;
-        break;
-      case kLoop:
-        o->loop = true;
-        break;
-      case kLaunches:
-        if (!parse_int(arg, 1, 1000000000, &n)) return fail("bad --launches: " + arg);
-        o->launches = static_cast<uint64_t>(n);
-        break;
-      case kApis:
-        for (const std::string &a : split_list(arg)) {
-          bool known = false;
-          for (const auto &cb : parcagpu::kSubscribedCallbacks)
-            known |= is_launch_role(cb.role) && a == cb.name;
-          if (!known) return fail("--apis: no launch API " + a + " in the cbid table");
-          o->apis.push_back(a);
-        }
-        break;
-      case kApiPerThread:
-        o->api_per_thread = true;
-        break;
-      case kGpuBound:
-        for (const std::string &item : split_list(arg)) {
-          const size_t colon = item.rfind(':');
-          double us = 0;
-          if (colon == std::string::npos || colon == 0 ||
-              !parse_double(item.substr(colon + 1), 0.001, &us))
-            return fail("--gpu-bound wants NAME:MICROSECONDS,...: " + item);
-          o->gpu_bound.emplace_back(item.substr(0, colon), static_cast<uint64_t>(us * 1000));
-        }
-        break;
-      case kSyncEvery:
-        if (!parse_int(arg, 0, 1000000, &n)) return fail("bad --sync-every: " + arg);
-        o->sync_every = static_cast<int>(n);
-        break;
-      case kQueueLimit:
-        if (!parse_int(arg, 1, 10000000, &n)) return fail("bad --queue-limit-us: " + arg);
-        o->queue_limit_ns = static_cast<uint64_t>(n) * 1000;
-        break;
-      case kFakeConsumer:
-        if (arg.empty()) return fail("--fake-consumer needs probe names or 'all'");
-        o->fake_consumer = arg;
-        break;
-      case 'h':
-      case kHelp:
-        usage(stdout);
-        std::exit(0);
-      default:
-        return false;
+  for (int c; (c = getopt_long(argc, argv, "h", longs.data(), nullptr)) != -1;) {
+    if (c == 'h' || c == kHelp) {
+      usage(stdout);
+      std::exit(0);
     }
+    if (c < kFirst || !table[c - kFirst].apply(optarg ? optarg : "", o)) return false;
   }
   if (optind != argc - 1) return fail("expected exactly one LIB argument (or 'none')");
   o->library = argv[optind];

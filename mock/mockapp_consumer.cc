@@ -1,5 +1,5 @@
 // Consumers without eBPF, at exact points: parcagpu-mockapp raises or lowers the library's USDT
-// semaphores itself (bench/sdt_semaphores.h), as the kernel does when a consumer attaches or
+// semaphores itself (common/sdt_semaphores.h), as the kernel does when a consumer attaches or
 // detaches. The library cannot tell the difference: it only reads the semaphores.
 //
 //  --fake-consumer=PROBES  after cuInit, "attach" to PROBES ("all" or a list), and wait until the

@@ -5,11 +5,14 @@
 
 #include <algorithm>
 #include <cinttypes>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "parcagpu/cbid_table.h"
 #include "mock_cupti_control.h"
@@ -69,28 +72,15 @@ const CuptiView &cupti() {
   return view;
 }
 
-std::string quoted(const std::string &s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", c);
-      out += buf;
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
+using Json = nlohmann::ordered_json;  // keys in the order written
+
+// One line of JSON; bytes that are not UTF-8 (a path) are replaced, not thrown at.
+std::string json_line(const Json &j) {
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-std::string json_list(const std::vector<std::string> &items) {
-  std::string s = "[";
-  for (const std::string &i : items) s += (s.size() > 1 ? "," : "") + quoted(i);
-  return s + "]";
-}
+// Seconds and rates as the report always printed them: to the microsecond.
+double micro(double v) { return std::round(v * 1e6) / 1e6; }
 
 const char *domain_label(uint32_t domain) {
   switch (domain) {
@@ -142,12 +132,14 @@ void print_status(double t_ms) {
       launch_cbids += cb && parcagpu::is_launch_role(cb->role);
     }
   }
-  std::printf(
-      "MOCKAPP_STATUS {\"pid\":%d,\"t_ms\":%.0f,\"activity_enabled\":%s,"
-      "\"records_written\":%" PRIu64 ",\"kernels_run\":%" PRIu64 ",\"launches\":%" PRIu64
-      ",\"launch_cbids_enabled\":%zu}\n",
-      static_cast<int>(getpid()), t_ms, activity ? "true" : "false", written, d.kernels_run,
-      d.eager_launches + d.graph_launches, launch_cbids);
+  const Json status = {{"pid", getpid()},
+                       {"t_ms", std::llround(t_ms)},
+                       {"activity_enabled", activity},
+                       {"records_written", written},
+                       {"kernels_run", d.kernels_run},
+                       {"launches", d.eager_launches + d.graph_launches},
+                       {"launch_cbids_enabled", launch_cbids}};
+  std::printf("MOCKAPP_STATUS %s\n", json_line(status).c_str());
 }
 
 void print_summary(const Options &o, double elapsed_s) {
@@ -191,77 +183,69 @@ void print_summary(const Options &o, double elapsed_s) {
       launch_enabled_now.push_back(pair_label(domain, cb.cbid));
   }
 
-  std::string launches = "{", kernels = "{", captured = "{";
+  Json launches = Json::object(), kernels = Json::object(), captured = Json::object();
   for (const MockCbidCount &n : counts) {
-    const std::string key = "\"" + std::to_string(n.signed_cbid) + "\":";
-    if (n.launches) launches += (launches.size() > 1 ? "," : "") + key + std::to_string(n.launches);
-    if (n.kernels) kernels += (kernels.size() > 1 ? "," : "") + key + std::to_string(n.kernels);
-    if (n.captured) captured += (captured.size() > 1 ? "," : "") + key + std::to_string(n.captured);
+    const std::string key = std::to_string(n.signed_cbid);
+    if (n.launches) launches[key] = n.launches;
+    if (n.kernels) kernels[key] = n.kernels;
+    if (n.captured) captured[key] = n.captured;
   }
-  launches += "}";
-  kernels += "}";
-  captured += "}";
   // Kernels run per device, device 0 first: the truth a consumer's per-device view is held to.
   uint64_t by_device[MOCK_CUDA_MAX_DEVICES] = {};
   const size_t devices = std::min<size_t>(mock_cuda_kernels_by_device(by_device, MOCK_CUDA_MAX_DEVICES),
                                           MOCK_CUDA_MAX_DEVICES);
-  std::string kernels_by_device = "[";
-  for (size_t d = 0; d < devices; ++d)
-    kernels_by_device += (d ? "," : "") + std::to_string(by_device[d]);
-  kernels_by_device += "]";
 
   const uint64_t total = d.eager_launches + d.graph_launches;
-  std::string json = "{\"pid\":" + std::to_string(getpid());
-  json += ",\"mode\":" + quoted(o.scenarios.empty() ? "timed" : "scenario");
-  json += ",\"scenarios\":" + json_list(o.scenarios);
-  json += ",\"library\":" + quoted(o.library);
-  json += ",\"elapsed_s\":" + std::to_string(elapsed_s);
-  json += ",\"threads\":" + std::to_string(o.threads);
-  json += ",\"num_gpus\":" + std::to_string(o.num_gpus);
-  json += ",\"launches_by_cbid\":" + launches;
-  json += ",\"kernels_by_cbid\":" + kernels;
-  json += ",\"captured_by_cbid\":" + captured;
-  json += ",\"launches\":" + std::to_string(total);
-  json += ",\"eager_launches\":" + std::to_string(d.eager_launches);
-  json += ",\"graph_launches\":" + std::to_string(d.graph_launches);
-  json += ",\"captured_launches\":" + std::to_string(d.captured_launches);
-  json += ",\"kernels_run\":" + std::to_string(d.kernels_run);
-  json += ",\"graph_kernels_run\":" + std::to_string(d.graph_kernels_run);
-  json += ",\"conditional_kernels_run\":" + std::to_string(d.conditional_kernels_run);
-  json += ",\"kernels_by_device\":" + kernels_by_device;
-  json += ",\"launches_per_s\":" + std::to_string(elapsed_s > 0 ? total / elapsed_s : 0);
-  json += ",\"cupti_loaded\":" + std::string(c.loaded ? "true" : "false");
-  json += ",\"cupti_api_version\":" + std::to_string(c.api_version);
-  json += ",\"runtime_version\":" + std::to_string(g_runtime_version);
-  json += ",\"subscribed\":" + std::string(c.loaded && c.subscribed() ? "true" : "false");
-  json += ",\"records_written\":" + std::to_string(st.records_written);
-  json += ",\"records_dropped\":" + std::to_string(st.records_dropped);
-  json += ",\"records_not_collected\":" + std::to_string(st.records_not_collected);
-  json += ",\"buffers_requested\":" + std::to_string(st.buffers_requested);
-  json += ",\"buffers_completed\":" + std::to_string(st.buffers_completed);
-  json += ",\"callbacks_dispatched\":" + std::to_string(st.callbacks_dispatched);
-  json += ",\"callbacks_suppressed\":" + std::to_string(st.callbacks_suppressed);
-  json += ",\"enabled_callbacks\":" + json_list(enabled_labels);
-  json += ",\"whole_domain_enables\":" + std::to_string(st.whole_domain_enables);
-  json += ",\"activity_enabled_now\":" +
-          std::string(c.loaded && c.kernel_activity_enabled() ? "true" : "false");
-  json += ",\"activity_ever_enabled\":" +
-          std::string(c.loaded && c.kernel_activity_ever_enabled() ? "true" : "false");
-  json += ",\"activity_enable_calls\":" + std::to_string(st.activity_enable_calls);
-  json += ",\"activity_disable_calls\":" + std::to_string(st.activity_disable_calls);
-  json += ",\"injected_failures\":" + std::to_string(st.injected_failures);
-  json += ",\"cuda_injected_failures\":" + std::to_string(d.injected_failures);
-  json += ",\"table_missing\":" + json_list(table_missing);
-  json += ",\"table_extra\":" + json_list(table_extra);
-  json += ",\"table_never_enabled\":" + json_list(table_never_enabled);
-  json += ",\"from_start_missing\":" + json_list(from_start_missing);
-  json += ",\"launch_enabled_now\":" + json_list(launch_enabled_now);
-  json += ",\"mock_errors\":" + std::to_string(g_mock_errors.load());
-  json += ",\"fork_children\":" + std::to_string(g_fork_report.forked);
-  json += ",\"fork_children_hung\":" + std::to_string(g_fork_report.hung);
-  json += ",\"fork_children_failed\":" + std::to_string(g_fork_report.failed);
-  json += "}";
-  std::printf("MOCKAPP_SUMMARY %s\n", json.c_str());
+  const Json summary = {
+      {"pid", getpid()},
+      {"mode", o.scenarios.empty() ? "timed" : "scenario"},
+      {"scenarios", o.scenarios},
+      {"library", o.library},
+      {"elapsed_s", micro(elapsed_s)},
+      {"threads", o.threads},
+      {"num_gpus", o.num_gpus},
+      {"launches_by_cbid", launches},
+      {"kernels_by_cbid", kernels},
+      {"captured_by_cbid", captured},
+      {"launches", total},
+      {"eager_launches", d.eager_launches},
+      {"graph_launches", d.graph_launches},
+      {"captured_launches", d.captured_launches},
+      {"kernels_run", d.kernels_run},
+      {"graph_kernels_run", d.graph_kernels_run},
+      {"conditional_kernels_run", d.conditional_kernels_run},
+      {"kernels_by_device", std::vector<uint64_t>(by_device, by_device + devices)},
+      {"launches_per_s", micro(elapsed_s > 0 ? total / elapsed_s : 0)},
+      {"cupti_loaded", c.loaded},
+      {"cupti_api_version", c.api_version},
+      {"runtime_version", g_runtime_version},
+      {"subscribed", c.loaded && c.subscribed()},
+      {"records_written", st.records_written},
+      {"records_dropped", st.records_dropped},
+      {"records_not_collected", st.records_not_collected},
+      {"buffers_requested", st.buffers_requested},
+      {"buffers_completed", st.buffers_completed},
+      {"callbacks_dispatched", st.callbacks_dispatched},
+      {"callbacks_suppressed", st.callbacks_suppressed},
+      {"enabled_callbacks", enabled_labels},
+      {"whole_domain_enables", st.whole_domain_enables},
+      {"activity_enabled_now", c.loaded && c.kernel_activity_enabled()},
+      {"activity_ever_enabled", c.loaded && c.kernel_activity_ever_enabled()},
+      {"activity_enable_calls", st.activity_enable_calls},
+      {"activity_disable_calls", st.activity_disable_calls},
+      {"injected_failures", st.injected_failures},
+      {"cuda_injected_failures", d.injected_failures},
+      {"table_missing", table_missing},
+      {"table_extra", table_extra},
+      {"table_never_enabled", table_never_enabled},
+      {"from_start_missing", from_start_missing},
+      {"launch_enabled_now", launch_enabled_now},
+      {"mock_errors", g_mock_errors.load()},
+      {"fork_children", g_fork_report.forked},
+      {"fork_children_hung", g_fork_report.hung},
+      {"fork_children_failed", g_fork_report.failed},
+  };
+  std::printf("MOCKAPP_SUMMARY %s\n", json_line(summary).c_str());
   std::fflush(stdout);
 
   std::string human = "parcagpu-mockapp[" + std::to_string(getpid()) +

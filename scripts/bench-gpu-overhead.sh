@@ -52,12 +52,7 @@
 #   consumer's counters), json/rNN-VARIANT-MODE.json and .err (the consumer's JSON and stderr),
 #   programs.log, build.log, launch_overhead, libcupti-floor.so.
 
-set -uo pipefail
-
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-LIB="${PARCAGPU_LIB:-$ROOT/build/lib/libparcagpu.so}"
-TRACE="${PARCAGPU_TRACE:-$ROOT/build/bin/parcagpu-trace}"
-AGENT="${PARCAGPU_AGENT:-$ROOT/build/bin/agent-consumer}"
+. "$(dirname "${BASH_SOURCE[0]}")/lib-real.sh"
 OUT="${OUT:-/tmp/parcagpu-gpu}"
 ROUNDS="${ROUNDS:-9}"
 N="${N:-300000}"
@@ -65,31 +60,13 @@ WARMUP="${WARMUP:-}"
 VARIANTS="${VARIANTS:-none floor-res floor-launch nocons attached all agent}"
 BASE_LIB="${BASE_LIB:-}"
 CUDA_HOME="${CUDA_HOME:-/usr/local/cuda}"
-CUDA_ARCH="${CUDA_ARCH:-sm_90}"
 DRAIN_S="${DRAIN_S:-1}"
 ATTACH_TIMEOUT_S="${ATTACH_TIMEOUT_S:-60}"
 BENCH_PREFIX="${BENCH_PREFIX:-}"
 STRICT=0
 
-usage() { sed -n '2,/^$/{s/^# \{0,1\}//;p}' "${BASH_SOURCE[0]}"; }
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --lib) LIB="$2"; shift 2 ;;
-    --trace) TRACE="$2"; shift 2 ;;
-    --agent) AGENT="$2"; shift 2 ;;
-    --base-lib) BASE_LIB="$2"; shift 2 ;;
-    --out) OUT="$2"; shift 2 ;;
-    --rounds) ROUNDS="$2"; shift 2 ;;
-    -n) N="$2"; shift 2 ;;
-    --variants) VARIANTS="$2"; shift 2 ;;
-    --strict) STRICT=1; shift ;;
-    -h|--help) usage; exit 0 ;;
-    *) echo "bench-gpu-overhead: unknown argument: $1 (see --help)" >&2; exit 2 ;;
-  esac
-done
-
-log() { echo "bench-gpu-overhead: $*" >&2; }
-die() { log "$*"; exit 2; }
+parse_options "--lib=LIB --trace=TRACE --agent=AGENT --base-lib=BASE_LIB --out=OUT --rounds=ROUNDS
+  -n=N --variants=VARIANTS --strict=STRICT=1" "$@"
 
 case "$ROUNDS" in ''|*[!0-9]*) die "--rounds must be a number" ;; esac
 case "$N" in ''|*[!0-9]*) die "-n must be a number" ;; esac
@@ -178,11 +155,7 @@ start_consumer() {  # start_consumer JSON ERR LIB [agent]
   else "$TRACE" -l "$3" --json >"$1" 2>"$2" &
   fi
   TPID=$!
-  for _ in $(seq 1 $((ATTACH_TIMEOUT_S * 10))); do
-    grep -Eq 'attached [0-9]+ probes' "$2" 2>/dev/null && return 0
-    kill -0 "$TPID" 2>/dev/null || break
-    sleep 0.1
-  done
+  wait_attached "$ATTACH_TIMEOUT_S" "$TPID" "$2" && return 0
   tail -n 20 "$2" >&2
   die "the consumer did not attach (see $2)"
 }

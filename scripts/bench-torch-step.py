@@ -35,6 +35,8 @@ import sys
 import tempfile
 import time
 
+from agent_json import AgentTotals
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -152,20 +154,14 @@ def main():
                ", ".join("%s %.0f" % (v, overlap[v]) for v in names))
     for v in libs:
       try:
-        j = json.load(open(os.path.join(a.out, v + ".json")))
-        procs = list(j.get("pids", {}).values())
-        tot = lambda k: sum(p.get(k, 0) for p in procs)
-        ids = {}
-        for p in procs:
-            for k, n in p.get("pc_samples", {}).get("correlation_ids", {}).items():
-                ids[k] = ids.get(k, 0) + n
+        tot = AgentTotals(os.path.join(a.out, v + ".json"))
         out.append(v + " consumer: correlations %d, kernel records %d, matched %d, orphan kernels "
                    "%d, orphan launches %d/%d, PC records %d (correlation IDs %s), read failures "
                    "%d, ring-buffer drops %d" % (
                        tot("correlations"), tot("kernel_records"), tot("matched"),
                        tot("orphan_kernels"), tot("orphan_correlations_eager"),
                        tot("orphan_correlations_graph"),
-                       sum(p.get("pc_samples", {}).get("records", 0) for p in procs), ids,
+                       tot.pc_records, tot.ids,
                        tot("read_failures"), tot("ringbuf_drops")))
       except (OSError, ValueError) as e:
         out.append("%s consumer: no summary (%s)" % (v, e))

@@ -33,22 +33,15 @@
 # without that work fails the "capture", "conditional" and "hostonly" phases.
 KNOWN_FAILURES="${KNOWN_FAILURES-}"
 
-set -uo pipefail
-
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+. "$(dirname "${BASH_SOURCE[0]}")/lib-real.sh"
 GPU_DIR="$ROOT/tests/gpu"
-LIB="${PARCAGPU_LIB:-$ROOT/build/lib/libparcagpu.so}"
-TRACE="${PARCAGPU_TRACE:-$ROOT/build/bin/parcagpu-trace}"
 OUT="${OUT:-/tmp/parcagpu-gpu}"
-CUDA_ARCH="${CUDA_ARCH:-sm_90}"
 DRAIN_S="${DRAIN_S:-2}"
 ATTACH_TIMEOUT_S="${ATTACH_TIMEOUT_S:-60}"
 REFUSE=0
 EXPECT_RED=0
 DEBUG=1
 PASS_ARGS=()
-
-usage() { sed -n '2,/^$/{s/^# \{0,1\}//;p}' "${BASH_SOURCE[0]}"; }
 
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -62,9 +55,6 @@ while [ $# -gt 0 ]; do
     *) echo "graph-repro-real: unknown argument: $1 (see --help)" >&2; exit 2 ;;
   esac
 done
-
-log() { echo "graph-repro-real: $*" >&2; }
-die() { log "$*"; exit 2; }
 
 # --expect-red: the refused run must go red, and red for the missing driver graph events.
 if [ "$EXPECT_RED" = 1 ]; then
@@ -170,13 +160,7 @@ trap 'stop_consumer; exit 2' INT TERM
 log "starting $TRACE -l $LIB --json"
 "$TRACE" -l "$LIB" --json >"$RUN/consumer.json" 2>"$RUN/consumer.err" &
 TPID=$!
-attached=0
-for _ in $(seq 1 $((ATTACH_TIMEOUT_S * 10))); do
-  if grep -Eq 'attached [0-9]+ probes' "$RUN/consumer.err" 2>/dev/null; then attached=1; break; fi
-  kill -0 "$TPID" 2>/dev/null || break
-  sleep 0.1
-done
-if [ "$attached" != 1 ]; then
+if ! wait_attached "$ATTACH_TIMEOUT_S" "$TPID" "$RUN/consumer.err"; then
   tail -n 20 "$RUN/consumer.err" >&2
   die "parcagpu-trace did not attach (see $RUN/consumer.err)"
 fi

@@ -32,17 +32,12 @@
 #        agent must have seen announced in part a; default "211 -307 311 -514").
 # Output: a table per part, then "MULTIGPU PASS" or "MULTIGPU FAIL (reasons)"; everything (the
 #        consumers' JSON, the programs' outputs, judge.py, verdicts) is left in OUT.
-set -uo pipefail
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-LIB="${PARCAGPU_LIB:-$ROOT/build/lib/libparcagpu.so}"
-AGENT="${PARCAGPU_AGENT:-$ROOT/build/bin/agent-consumer}"
-TRACE="${PARCAGPU_TRACE:-$ROOT/build/bin/parcagpu-trace}"
+. "$(dirname "${BASH_SOURCE[0]}")/lib-real.sh"
 # Absolute paths (the file names kept, links not resolved): the library's path is what the
 # consumers attach to and what CUDA_INJECTION64_PATH names, from whatever directory.
 absolute() { case "$1" in /*) echo "$1" ;; *) echo "$(cd "$(dirname "$1")" 2>/dev/null && pwd)/$(basename "$1")" ;; esac; }
 LIB=$(absolute "$LIB"); AGENT=$(absolute "$AGENT"); TRACE=$(absolute "$TRACE")
 OUT="${OUT:-/tmp/parcagpu-multigpu}"
-PYTHON="${PYTHON:-/opt/torch/.venv/bin/python}"
 TORCHRUN="${TORCHRUN:-/opt/torch/.venv/bin/torchrun}"
 NVCC="${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}"
 TWO_GPU_SECONDS="${TWO_GPU_SECONDS:-15}"

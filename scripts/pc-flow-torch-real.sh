@@ -6,17 +6,13 @@
 # carries an announced launch's correlation ID (none unannounced, none 0).
 # Usage: scripts/pc-flow-torch-real.sh [DURATION_S]   (default 60)
 # Env: PARCAGPU_LIB, PARCAGPU_TRACE, PYTHON (/opt/torch/.venv/bin/python), OUT (/tmp/parcagpu-pcflow)
-set -uo pipefail
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+. "$(dirname "${BASH_SOURCE[0]}")/lib-real.sh"
 DURATION="${1:-60}"
-LIB="${PARCAGPU_LIB:-$ROOT/build/lib/libparcagpu.so}"
-TRACE="${PARCAGPU_TRACE:-$ROOT/build/bin/parcagpu-trace}"
-PYTHON="${PYTHON:-/opt/torch/.venv/bin/python}"
 OUT="${OUT:-/tmp/parcagpu-pcflow}"
 mkdir -p "$OUT"
 "$TRACE" -l "$LIB" --pc --json >"$OUT/trace.json" 2>"$OUT/trace.err" &
 TPID=$!
-for _ in $(seq 1 600); do grep -q "attached" "$OUT/trace.err" && break; sleep 0.1; done
+wait_attached 60 "$TPID" "$OUT/trace.err"
 env -u PARCAGPU_RATE_LIMIT -u PARCAGPU_GRAPH_RATE_LIMIT -u PARCAGPU_PC_SAMPLING \
   CUDA_INJECTION64_PATH="$LIB" "$PYTHON" "$ROOT/bench/torch_step.py" --mode eager \
   --seconds "$DURATION" >"$OUT/app.out" 2>"$OUT/app.err"

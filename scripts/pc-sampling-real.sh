@@ -23,34 +23,15 @@
 # Exit: 0 measured and the checks held; 1 a check failed; 2 it could not run.
 # Outputs in $OUT/pc: summary.txt (what is printed), attribution.json, runs.tsv, trace/*.json.
 
-set -uo pipefail
-
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-LIB="${PARCAGPU_LIB:-$ROOT/build/lib/libparcagpu.so}"
-TRACE="${PARCAGPU_TRACE:-$ROOT/build/bin/parcagpu-trace}"
+. "$(dirname "${BASH_SOURCE[0]}")/lib-real.sh"
 OUT="${OUT:-/tmp/parcagpu-pc}"
 ROUNDS="${ROUNDS:-5}"
 N="${N:-3000}"
-CUDA_ARCH="${CUDA_ARCH:-sm_90}"
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --lib) LIB="$2"; shift 2 ;;
-    --trace) TRACE="$2"; shift 2 ;;
-    --out) OUT="$2"; shift 2 ;;
-    --rounds) ROUNDS="$2"; shift 2 ;;
-    -n) N="$2"; shift 2 ;;
-    -h|--help) sed -n '2,/^$/{s/^# \{0,1\}//;p}' "${BASH_SOURCE[0]}"; exit 0 ;;
-    *) echo "pc-sampling-real: unknown argument $1" >&2; exit 2 ;;
-  esac
-done
-log() { echo "pc-sampling-real: $*" >&2; }
-die() { log "$*"; exit 2; }
+parse_options "--lib=LIB --trace=TRACE --out=OUT --rounds=ROUNDS -n=N" "$@"
 
 DIR="$OUT/pc"
 mkdir -p "$DIR/trace" || die "cannot create $DIR"
-LIB=$(readlink -f "$LIB") || die "no library $LIB"
-[ -x "$TRACE" ] || die "no parcagpu-trace at $TRACE"
-[ "$(id -u)" -eq 0 ] || die "run as root (eBPF)"
+need_lib_trace_root
 command -v python3 >/dev/null || die "python3 is needed"
 
 BIN="${PC_WORKLOAD:-$DIR/pc_workload}"
@@ -68,11 +49,8 @@ run_one() {
   if [ -n "$json" ]; then
     "$TRACE" -l "$LIB" --pc --json --linger 3s > "$json" 2> "$json.err" &
     tpid=$!
-    for _ in $(seq 600); do
-      grep -q "attached" "$json.err" 2>/dev/null && break
-      kill -0 "$tpid" 2>/dev/null || { log "parcagpu-trace died: $(cat "$json.err")"; return 1; }
-      sleep 0.1
-    done
+    wait_attached 60 "$tpid" "$json.err" || kill -0 "$tpid" 2>/dev/null ||
+      { log "parcagpu-trace died: $(cat "$json.err")"; return 1; }
   fi
   out=$(env "${env[@]}" "$BIN" "$N" 2> "$DIR/program.err" | grep '^PC_WORKLOAD ')
   local rc=$?

@@ -12,19 +12,15 @@
 #      SOAK_PC_OFF (1: the library with PARCAGPU_PC_SAMPLING=0, the control for what PC sampling adds)
 # Prints the samples and a verdict line: GPU memory and RSS flat (last within 5% or 64 MiB of the
 # sample after the first minute), no invalid timestamp, no orphan kernel.
-set -uo pipefail
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+. "$(dirname "${BASH_SOURCE[0]}")/lib-real.sh"
 DURATION="${1:-540}"
 INTERVAL="${2:-30}"
-LIB="${PARCAGPU_LIB:-$ROOT/build/lib/libparcagpu.so}"
-AGENT="${PARCAGPU_AGENT:-$ROOT/build/bin/agent-consumer}"
-PYTHON="${PYTHON:-/opt/torch/.venv/bin/python}"
 OUT="${OUT:-/tmp/parcagpu-soak}"
 mkdir -p "$OUT"
 "$AGENT" -l "$LIB" >"$OUT/agent.json" 2>"$OUT/agent.err" &
 APID=$!
-for _ in $(seq 1 600); do grep -q attached "$OUT/agent.err" && break; sleep 0.1; done
-grep -q attached "$OUT/agent.err" || { cat "$OUT/agent.err"; echo "soak: consumer did not attach"; exit 2; }
+wait_attached 60 "$APID" "$OUT/agent.err" ||
+  { cat "$OUT/agent.err"; echo "soak: consumer did not attach"; exit 2; }
 env -u PARCAGPU_RATE_LIMIT -u PARCAGPU_GRAPH_RATE_LIMIT -u PARCAGPU_PC_SAMPLING \
   CUDA_INJECTION64_PATH="$LIB" ${SOAK_PC_OFF:+PARCAGPU_PC_SAMPLING=0} "$PYTHON" "$ROOT/bench/torch_step.py" --mode graph \
   --seconds "$DURATION" >"$OUT/app.out" 2>"$OUT/app.err" &
@@ -49,20 +45,15 @@ wait "$PID"; rc=$?
 sleep 2
 kill -INT "$APID"; wait "$APID"
 echo "app exit $rc: $(cat "$OUT/app.out")"
-python3 - "$OUT/agent.json" "$OUT/samples.txt" <<'PY'
-import json, sys
-j = json.load(open(sys.argv[1]))
-procs = list(j.get("pids", {}).values())
-tot = lambda k: sum(p.get(k, 0) for p in procs)
-ids = {}
-for p in procs:
-    for k, n in p.get("pc_samples", {}).get("correlation_ids", {}).items():
-        ids[k] = ids.get(k, 0) + n
+python3 - "$OUT/agent.json" "$OUT/samples.txt" "$ROOT/scripts" <<'PY'
+import sys
+sys.path.insert(0, sys.argv[3])
+from agent_json import AgentTotals
+tot = AgentTotals(sys.argv[1])
 print("agent: correlations %d, kernel records %d, matched %d, orphan kernels %d, invalid "
       "timestamps %d, PC records %d %s, read failures %d, ring-buffer drops %d" % (
           tot("correlations"), tot("kernel_records"), tot("matched"), tot("orphan_kernels"),
-          tot("invalid_timestamps"), sum(p.get("pc_samples", {}).get("records", 0) for p in procs),
-          ids, tot("read_failures"), tot("ringbuf_drops")))
+          tot("invalid_timestamps"), tot.pc_records, tot.ids, tot("read_failures"), tot("ringbuf_drops")))
 rows = [l.split() for l in open(sys.argv[2]).read().splitlines()[1:]]
 rows = [r for r in rows if len(r) == 4 and "NA" not in r and r[1] != ""]
 flat = True

@@ -23,34 +23,16 @@
 # Needs root (eBPF), nvcc, python3 (the torch venv's serves for the JSON too). About 2.5 min.
 # Exit: 0 both verdicts held, 1 a verdict failed, 2 could not run. Outputs under $OUT.
 
-set -uo pipefail
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-LIB="${PARCAGPU_LIB:-$ROOT/build/lib/libparcagpu.so}"
-TRACE="${PARCAGPU_TRACE:-$ROOT/build/bin/parcagpu-trace}"
-AGENT="${AGENT_CONSUMER:-$ROOT/build/bin/agent-consumer}"
+. "$(dirname "${BASH_SOURCE[0]}")/lib-real.sh"
+AGENT="${AGENT_CONSUMER:-$AGENT}"
 OUT="${OUT:-/tmp/parcagpu-unbiased}"
-PY="${TORCH_PYTHON:-/opt/torch/.venv/bin/python}"
-CUDA_ARCH="${CUDA_ARCH:-sm_90}"
+PY="${TORCH_PYTHON:-$PYTHON}"
+parse_options "--lib=LIB --trace=TRACE --agent=AGENT --out=OUT --python=PY" "$@"
 SECONDS_A="${SECONDS_A:-10}"
 RATE_A="${RATE_A:-1000}"
 SECONDS_B="${SECONDS_B:-12}"
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --lib) LIB="$2"; shift 2 ;;
-    --trace) TRACE="$2"; shift 2 ;;
-    --agent) AGENT="$2"; shift 2 ;;
-    --out) OUT="$2"; shift 2 ;;
-    --python) PY="$2"; shift 2 ;;
-    -h|--help) sed -n '2,/^$/{s/^# \{0,1\}//;p}' "${BASH_SOURCE[0]}"; exit 0 ;;
-    *) echo "unbiased-sample-real: unknown argument $1" >&2; exit 2 ;;
-  esac
-done
-log() { echo "unbiased-sample-real: $*" >&2; }
-die() { log "$*"; exit 2; }
 mkdir -p "$OUT" || die "cannot create $OUT"
-LIB=$(readlink -f "$LIB") || die "no library $LIB"
-[ -x "$TRACE" ] || die "no parcagpu-trace at $TRACE"
-[ "$(id -u)" -eq 0 ] || die "run as root (eBPF)"
+need_lib_trace_root
 [ -x "$PY" ] || PY=$(command -v python3) || die "no python"
 
 # Starts a consumer ($1: out file, rest: command) and waits until it says it attached.
@@ -59,11 +41,8 @@ start_consumer() {
   local out="$1"; shift
   "$@" > "$out" 2> "$out.err" &
   CPID=$!
-  for _ in $(seq 600); do
-    grep -q "attached" "$out" "$out.err" 2>/dev/null && return 0
-    kill -0 "$CPID" 2>/dev/null || { log "consumer died: $(tail -3 "$out.err")"; return 1; }
-    sleep 0.1
-  done
+  wait_attached 60 "$CPID" "$out" "$out.err" && return 0
+  kill -0 "$CPID" 2>/dev/null || { log "consumer died: $(tail -3 "$out.err")"; return 1; }
   log "consumer did not attach"; return 1
 }
 stop_consumer() { kill -INT "$CPID" 2>/dev/null; wait "$CPID" 2>/dev/null; CPID=""; }

@@ -93,6 +93,43 @@ static __always_inline void *reserve(__u32 pid, __u64 size) {
   return e;
 }
 
+/* A ring-buffer event of `size` bytes with its type and pid set (every event starts with them),
+ * or NULL: a drop, counted. */
+static __always_inline void *event(__u32 pid, __u32 type, __u64 size) {
+  __u32 *header = reserve(pid, size);
+  if (header) {
+    header[0] = type;
+    header[1] = pid;
+  }
+  return header;
+}
+
+/* A firing of `probe`, counted; its pid. */
+static __always_inline __u32 fired(enum ac_probe probe) {
+  const __u32 pid = current_pid();
+  count(pid, AC_STAT_FIRINGS + probe, 1);
+  return pid;
+}
+
+/* A batch's record count cut to `cap` as the agent cuts it, the records and the excess counted. */
+static __always_inline __u32 capped(__u32 pid, __u32 n, __u32 cap, __u32 records_stat,
+                                    __u32 over_stat) {
+  count(pid, records_stat, n);
+  if (n <= cap) return n;
+  count(pid, over_stat, n - cap);
+  return cap;
+}
+
+/* Whether `key` of a first-firing-only probe was seen in map `seen` (a repeat, counted in
+ * `repeat_stat`), and marking it seen once its event is out (a dropped one gets another chance). */
+#define SEEN_BEFORE(seen, key, pid, repeat_stat) \
+  (bpf_map_lookup_elem(&(seen), &(key)) ? (count(pid, repeat_stat, 1), true) : false)
+#define MARK_SEEN(seen, key)                               \
+  do {                                                     \
+    __u8 one = 1;                                          \
+    bpf_map_update_elem(&(seen), &(key), &one, BPF_ANY);   \
+  } while (0)
+
 /* Argument n of the firing probe, from its note's spec. 0 and a counted failure when it cannot be
  * evaluated (the agent then goes on with 0 too). */
 static __always_inline long arg(struct pt_regs *ctx, __u32 pid, __u32 n) {
@@ -133,10 +170,8 @@ int ac_cuda_correlation(struct pt_regs *ctx) {
   /* The agent reads the first two arguments only; the name is not read. */
   const __u32 corr = arg(ctx, pid, 0);
   const __s32 cbid = arg(ctx, pid, 1);
-  struct ac_correlation_event *e = reserve(pid, sizeof(*e));
+  struct ac_correlation_event *e = event(pid, AC_EV_CORRELATION, sizeof(*e));
   if (!e) return 0;
-  e->type = AC_EV_CORRELATION;
-  e->pid = pid;
   e->tid = (__u32)id;
   e->correlation_id = corr;
   e->signed_cbid = cbid;
@@ -160,6 +195,27 @@ static __always_inline void read_kernel_name(__u32 pid, struct ac_kernel_event *
 }
 
 #define FIELD(T, rec, off) (*(T *)((__u8 *)(rec) + (off)))
+
+/* A kernel's event, from an activity record (kind: the record's) or kernel_executed's arguments
+ * (kind 0). */
+struct kernel_fields {
+  __u64 start, end, graph_node_id, name;
+  __u32 kind, correlation_id, device_id, stream_id, graph_id;
+};
+static __always_inline void submit_kernel(__u32 pid, const struct kernel_fields *k) {
+  struct ac_kernel_event *e = event(pid, AC_EV_KERNEL, sizeof(*e));
+  if (!e) return;
+  e->kind = k->kind;
+  e->start = k->start;
+  e->end = k->end;
+  e->device_id = k->device_id;
+  e->stream_id = k->stream_id;
+  e->correlation_id = k->correlation_id;
+  e->graph_node_id = k->graph_node_id;
+  e->graph_id = k->graph_id;
+  read_kernel_name(pid, e, (const void *)k->name);
+  bpf_ringbuf_submit(e, 0);
+}
 
 struct batch_walk {
   __u64 base;
@@ -197,34 +253,28 @@ static long batch_group(__u32 g, void *data) {
       w->other++;
       continue;
     }
-    struct ac_kernel_event *e = reserve(w->pid, sizeof(*e));
-    if (!e) continue;
-    e->type = AC_EV_KERNEL;
-    e->pid = w->pid;
-    e->kind = kind;
-    e->start = FIELD(__u64, rec, PARCAGPU_KREC_OFF_START);
-    e->end = FIELD(__u64, rec, PARCAGPU_KREC_OFF_END);
-    e->device_id = FIELD(__u32, rec, PARCAGPU_KREC_OFF_DEVICE_ID);
-    e->stream_id = FIELD(__u32, rec, PARCAGPU_KREC_OFF_STREAM_ID);
-    e->correlation_id = FIELD(__u32, rec, PARCAGPU_KREC_OFF_CORRELATION_ID);
-    e->graph_node_id = FIELD(__u64, rec, PARCAGPU_KREC_OFF_GRAPH_NODE_ID);
-    e->graph_id = FIELD(__u32, rec, PARCAGPU_KREC_OFF_GRAPH_ID);
-    read_kernel_name(w->pid, e, (const void *)FIELD(__u64, rec, PARCAGPU_KREC_OFF_NAME));
-    bpf_ringbuf_submit(e, 0);
+    const struct kernel_fields k = {
+        .kind = kind,
+        .start = FIELD(__u64, rec, PARCAGPU_KREC_OFF_START),
+        .end = FIELD(__u64, rec, PARCAGPU_KREC_OFF_END),
+        .device_id = FIELD(__u32, rec, PARCAGPU_KREC_OFF_DEVICE_ID),
+        .stream_id = FIELD(__u32, rec, PARCAGPU_KREC_OFF_STREAM_ID),
+        .correlation_id = FIELD(__u32, rec, PARCAGPU_KREC_OFF_CORRELATION_ID),
+        .graph_node_id = FIELD(__u64, rec, PARCAGPU_KREC_OFF_GRAPH_NODE_ID),
+        .graph_id = FIELD(__u32, rec, PARCAGPU_KREC_OFF_GRAPH_ID),
+        .name = FIELD(__u64, rec, PARCAGPU_KREC_OFF_NAME),
+    };
+    submit_kernel(w->pid, &k);
   }
   return 0;
 }
 
 SEC("uprobe")
 int ac_activity_batch(struct pt_regs *ctx) {
-  const __u32 pid = current_pid();
-  count(pid, AC_STAT_FIRINGS + AC_PROBE_ACTIVITY_BATCH, 1);
-  struct batch_walk w = {.base = arg(ctx, pid, 0), .n = (__u32)arg(ctx, pid, 1), .pid = pid};
-  count(pid, AC_STAT_BATCH_RECORDS, w.n);
-  if (w.n > AC_ACTIVITY_CAP) {
-    count(pid, AC_STAT_BATCH_OVER_CAP, w.n - AC_ACTIVITY_CAP);
-    w.n = AC_ACTIVITY_CAP;
-  }
+  const __u32 pid = fired(AC_PROBE_ACTIVITY_BATCH);
+  struct batch_walk w = {.base = arg(ctx, pid, 0), .pid = pid};
+  w.n = capped(pid, (__u32)arg(ctx, pid, 1), AC_ACTIVITY_CAP, AC_STAT_BATCH_RECORDS,
+               AC_STAT_BATCH_OVER_CAP);
   bpf_loop((w.n + AC_PTR_GROUP - 1) / AC_PTR_GROUP, batch_group, &w, 0);
   if (w.other) count(pid, AC_STAT_BATCH_OTHER_KIND, w.other);
   return 0;
@@ -232,93 +282,68 @@ int ac_activity_batch(struct pt_regs *ctx) {
 
 SEC("uprobe")
 int ac_kernel_executed(struct pt_regs *ctx) {
-  const __u32 pid = current_pid();
-  count(pid, AC_STAT_FIRINGS + AC_PROBE_KERNEL_EXECUTED, 1);
-  const __u64 start = arg(ctx, pid, 0), end = arg(ctx, pid, 1);
-  const __u32 corr = arg(ctx, pid, 2), dev = arg(ctx, pid, 3), stream = arg(ctx, pid, 4);
-  const __u32 graph = arg(ctx, pid, 5);
-  const __u64 node = arg(ctx, pid, 6), name = arg(ctx, pid, 7);
-  struct ac_kernel_event *e = reserve(pid, sizeof(*e));
-  if (!e) return 0;
-  e->type = AC_EV_KERNEL;
-  e->pid = pid;
-  e->kind = 0;
-  e->start = start;
-  e->end = end;
-  e->correlation_id = corr;
-  e->device_id = dev;
-  e->stream_id = stream;
-  e->graph_id = graph;
-  e->graph_node_id = node;
-  read_kernel_name(pid, e, (const void *)name);
-  bpf_ringbuf_submit(e, 0);
+  const __u32 pid = fired(AC_PROBE_KERNEL_EXECUTED);
+  /* In argument order: the reads happen in it, as the agent's do. */
+  struct kernel_fields k = {.kind = 0};
+  k.start = arg(ctx, pid, 0);
+  k.end = arg(ctx, pid, 1);
+  k.correlation_id = arg(ctx, pid, 2);
+  k.device_id = arg(ctx, pid, 3);
+  k.stream_id = arg(ctx, pid, 4);
+  k.graph_id = arg(ctx, pid, 5);
+  k.graph_node_id = arg(ctx, pid, 6);
+  k.name = arg(ctx, pid, 7);
+  submit_kernel(pid, &k);
   return 0;
 }
 
 SEC("uprobe")
 int ac_cubin_loaded(struct pt_regs *ctx) {
-  const __u32 pid = current_pid();
-  count(pid, AC_STAT_FIRINGS + AC_PROBE_CUBIN_LOADED, 1);
+  const __u32 pid = fired(AC_PROBE_CUBIN_LOADED);
   const __u64 crc = arg(ctx, pid, 0), ptr = arg(ctx, pid, 1), size = arg(ctx, pid, 2);
   struct cubin_seen_key key = {.crc = crc, .pid = pid, .pad = 0};
-  if (bpf_map_lookup_elem(&cubin_seen, &key)) {
-    count(pid, AC_STAT_CUBIN_REPEATS, 1);
-    return 0;
-  }
-  struct ac_cubin_event *e = reserve(pid, sizeof(*e));
-  if (!e) return 0; /* not marked seen: a later firing gets another chance */
-  e->type = AC_EV_CUBIN;
-  e->pid = pid;
+  if (SEEN_BEFORE(cubin_seen, key, pid, AC_STAT_CUBIN_REPEATS)) return 0;
+  struct ac_cubin_event *e = event(pid, AC_EV_CUBIN, sizeof(*e));
+  if (!e) return 0;
   e->crc = crc;
   e->ptr = ptr;
   e->size = size;
   bpf_ringbuf_submit(e, 0);
-  __u8 one = 1;
-  bpf_map_update_elem(&cubin_seen, &key, &one, BPF_ANY);
+  MARK_SEEN(cubin_seen, key);
   return 0;
 }
 
 SEC("uprobe")
 int ac_gpu_config(struct pt_regs *ctx) {
-  const __u32 pid = current_pid();
-  count(pid, AC_STAT_FIRINGS + AC_PROBE_GPU_CONFIG, 1);
+  const __u32 pid = fired(AC_PROBE_GPU_CONFIG);
   const __u32 dev = arg(ctx, pid, 0), factor = arg(ctx, pid, 1);
   const __u32 clock = arg(ctx, pid, 2), sms = arg(ctx, pid, 3);
   struct gpu_config_seen_key key = {.pid = pid, .device_id = dev};
-  if (bpf_map_lookup_elem(&gpu_config_seen, &key)) {
-    count(pid, AC_STAT_GPU_CONFIG_REPEATS, 1);
-    return 0;
-  }
-  struct ac_gpu_config_event *e = reserve(pid, sizeof(*e));
+  if (SEEN_BEFORE(gpu_config_seen, key, pid, AC_STAT_GPU_CONFIG_REPEATS)) return 0;
+  struct ac_gpu_config_event *e = event(pid, AC_EV_GPU_CONFIG, sizeof(*e));
   if (!e) return 0;
-  e->type = AC_EV_GPU_CONFIG;
-  e->pid = pid;
   e->device_id = dev;
   e->sampling_factor = factor;
   e->clock_khz = clock;
   e->sm_count = sms;
   bpf_ringbuf_submit(e, 0);
-  __u8 one = 1;
-  bpf_map_update_elem(&gpu_config_seen, &key, &one, BPF_ANY);
+  MARK_SEEN(gpu_config_seen, key);
   return 0;
 }
 
 SEC("uprobe")
 int ac_stall_reason_map(struct pt_regs *ctx) {
-  const __u32 pid = current_pid();
-  count(pid, AC_STAT_FIRINGS + AC_PROBE_STALL_REASON_MAP, 1);
+  const __u32 pid = fired(AC_PROBE_STALL_REASON_MAP);
   const __u64 names = arg(ctx, pid, 0);
   __u32 n = (__u32)arg(ctx, pid, 1);
   if (n > AC_STALL_REASONS) n = AC_STALL_REASONS;
-  struct ac_stall_map_event *e = reserve(pid, sizeof(*e));
+  struct ac_stall_map_event *e = event(pid, AC_EV_STALL_MAP, sizeof(*e));
   if (!e) return 0;
   if (bpf_probe_read_user(e->names, sizeof(e->names), (const void *)names) != 0) {
     bpf_ringbuf_discard(e, 0);
     count(pid, AC_STAT_READ_FAIL_STALL_MAP, 1);
     return 0;
   }
-  e->type = AC_EV_STALL_MAP;
-  e->pid = pid;
   e->count = n;
   e->pad = 0;
   bpf_ringbuf_submit(e, 0);
@@ -378,14 +403,9 @@ static long pc_group(__u32 g, void *data) {
 
 SEC("uprobe")
 int ac_pc_sample_batch(struct pt_regs *ctx) {
-  const __u32 pid = current_pid();
-  count(pid, AC_STAT_FIRINGS + AC_PROBE_PC_SAMPLE_BATCH, 1);
-  struct pc_walk w = {.base = arg(ctx, pid, 0), .n = (__u32)arg(ctx, pid, 1), .pid = pid};
-  count(pid, AC_STAT_PC_RECORDS, w.n);
-  if (w.n > AC_PC_CAP) {
-    count(pid, AC_STAT_PC_OVER_CAP, w.n - AC_PC_CAP);
-    w.n = AC_PC_CAP;
-  }
+  const __u32 pid = fired(AC_PROBE_PC_SAMPLE_BATCH);
+  struct pc_walk w = {.base = arg(ctx, pid, 0), .pid = pid};
+  w.n = capped(pid, (__u32)arg(ctx, pid, 1), AC_PC_CAP, AC_STAT_PC_RECORDS, AC_STAT_PC_OVER_CAP);
   /* The agent walks 8 tail-called chunks of 128; any failure ends the whole walk, so one loop
    * over the 16-pointer groups reads exactly the same bytes. */
   bpf_loop((w.n + AC_PTR_GROUP - 1) / AC_PTR_GROUP, pc_group, &w, 0);
@@ -403,14 +423,11 @@ static __always_inline void read_error_string(__u32 pid, char *dst, __u32 size, 
 
 SEC("uprobe")
 int ac_error(struct pt_regs *ctx) {
-  const __u32 pid = current_pid();
-  count(pid, AC_STAT_FIRINGS + AC_PROBE_ERROR, 1);
+  const __u32 pid = fired(AC_PROBE_ERROR);
   const __s32 code = arg(ctx, pid, 0);
   const __u64 msg = arg(ctx, pid, 1), component = arg(ctx, pid, 2);
-  struct ac_error_event *e = reserve(pid, sizeof(*e));
+  struct ac_error_event *e = event(pid, AC_EV_ERROR, sizeof(*e));
   if (!e) return 0;
-  e->type = AC_EV_ERROR;
-  e->pid = pid;
   e->code = code;
   e->pad = 0;
   read_error_string(pid, e->message, sizeof(e->message), msg);

@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include <nlohmann/json.hpp>
+
 #include "agent_notes.h"
 #include "parcagpu/cbid_table.h"
 
@@ -21,46 +23,12 @@ T field(const uint8_t *p, size_t off) {
 
 std::string cstr(const char *s, size_t cap) { return std::string(s, strnlen(s, cap)); }
 
-std::string quote(const std::string &s) {
-  std::string o = "\"";
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') {
-      o += '\\';
-      o += static_cast<char>(c);
-    } else if (c < 0x20 || c >= 0x7f) {
-      char b[8];
-      std::snprintf(b, sizeof b, "\\u%04x", c);
-      o += b;
-    } else {
-      o += static_cast<char>(c);
-    }
-  }
-  return o + "\"";
-}
+using Json = nlohmann::ordered_json;  // keys in the order written
 
 std::string hex(uint64_t v) {
   char b[24];
-  std::snprintf(b, sizeof b, "\"0x%016" PRIx64 "\"", v);
+  std::snprintf(b, sizeof b, "0x%016" PRIx64, v);
   return b;
-}
-
-// A JSON object written field by field.
-struct Obj {
-  std::string s = "{";
-  Obj &raw(const std::string &k, const std::string &v) {
-    if (s.size() > 1) s += ",";
-    s += quote(k) + ":" + v;
-    return *this;
-  }
-  Obj &num(const std::string &k, uint64_t v) { return raw(k, std::to_string(v)); }
-  Obj &boolean(const std::string &k, bool v) { return raw(k, v ? "true" : "false"); }
-  std::string str() const { return s + "}"; }
-};
-
-std::string list(const std::vector<std::string> &items) {
-  std::string o = "[";
-  for (size_t i = 0; i < items.size(); i++) o += (i ? "," : "") + items[i];
-  return o + "]";
 }
 
 const char *const kReadFailureNames[] = {
@@ -69,7 +37,7 @@ const char *const kReadFailureNames[] = {
 static_assert(sizeof(kReadFailureNames) / sizeof(kReadFailureNames[0]) ==
               AC_STAT_READ_FAIL_LAST - AC_STAT_READ_FAIL_ARG + 1);
 
-std::string process_json(const ProcessView &v) {
+Json process_json(const ProcessView &v) {
   const uint64_t *st = v.stats;
   uint64_t matched = 0, graph_matched = 0, graph_launches_with_kernels = 0;
   uint64_t orphan_eager = 0, orphan_graph = 0;
@@ -85,105 +53,87 @@ std::string process_json(const ProcessView &v) {
       orphan_eager += k == 0;
     }
   }
-  Obj by_cbid;
-  for (const auto &[cbid, n] : v.correlations_by_cbid) by_cbid.num(std::to_string(cbid), n);
-  Obj failures;
+  Json by_cbid = Json::object();
+  for (const auto &[cbid, n] : v.correlations_by_cbid) by_cbid[std::to_string(cbid)] = n;
+  Json failures = Json::object();
   for (uint32_t s = AC_STAT_READ_FAIL_ARG; s <= AC_STAT_READ_FAIL_LAST; s++)
-    failures.num(kReadFailureNames[s - AC_STAT_READ_FAIL_ARG], st[s]);
-  Obj firings;
+    failures[kReadFailureNames[s - AC_STAT_READ_FAIL_ARG]] = st[s];
+  Json firings = Json::object();
   for (int p = 0; p < AC_PROBE_MAX; p++)
-    firings.num(probe_name(static_cast<ac_probe>(p)), st[static_cast<int>(AC_STAT_FIRINGS) + p]);
-  std::vector<std::string> configs;
+    firings[probe_name(static_cast<ac_probe>(p))] = st[static_cast<int>(AC_STAT_FIRINGS) + p];
+  Json configs = Json::array();
   for (const auto &c : v.gpu_configs)
-    configs.push_back(Obj()
-                          .num("device", c.device_id)
-                          .num("sampling_factor", c.sampling_factor)
-                          .num("clock_khz", c.clock_khz)
-                          .num("sm_count", c.sm_count)
-                          .str());
-  std::vector<std::string> names;
-  for (const std::string &n : v.stall_names) names.push_back(quote(n));
-  std::vector<std::string> cubins;
+    configs.push_back({{"device", c.device_id},
+                       {"sampling_factor", c.sampling_factor},
+                       {"clock_khz", c.clock_khz},
+                       {"sm_count", c.sm_count}});
+  Json cubins = Json::array();
   for (const auto &[crc, c] : v.cubins)
-    cubins.push_back(Obj()
-                         .raw("crc", hex(crc))
-                         .num("size", c.size)
-                         .boolean("readable", c.readable)
-                         .boolean("elf", c.elf)
-                         .str());
+    cubins.push_back(
+        {{"crc", hex(crc)}, {"size", c.size}, {"readable", c.readable}, {"elf", c.elf}});
   // PC samples.
-  Obj by_reason;
+  Json by_reason = Json::object();
   for (const auto &[index, n] : v.pc_samples_by_stall_index) {
     const bool named = index < v.stall_names.size() && !v.stall_names[index].empty();
-    by_reason.num(named ? v.stall_names[index] : "#" + std::to_string(index), n);
+    by_reason[named ? v.stall_names[index] : "#" + std::to_string(index)] = n;
   }
-  Obj by_crc;
+  Json by_crc = Json::object();
   uint64_t without_cubin = 0;
   for (const auto &[crc, n] : v.pc_records_by_crc) {
-    by_crc.num(hex(crc).substr(1, 18), n);
+    by_crc[hex(crc)] = n;
     if (!v.cubins.count(crc)) without_cubin += n;
   }
   uint64_t corr_announced = 0, corr_unannounced = 0;
   for (uint32_t c : v.pc_correlation_ids)
     (v.announced.count(c) ? corr_announced : corr_unannounced)++;
-  const std::string pc = Obj()
-                             .num("records", v.pc_records)
-                             .num("records_fired", st[AC_STAT_PC_RECORDS])
-                             .num("over_cap", st[AC_STAT_PC_OVER_CAP])
-                             .num("abandoned", st[AC_STAT_PC_ABANDONED])
-                             .num("stall_samples", v.pc_stall_samples)
-                             .raw("by_stall_reason", by_reason.str())
-                             .raw("correlation_ids", Obj()
-                                                         .num("announced", corr_announced)
-                                                         .num("unannounced", corr_unannounced)
-                                                         .num("zero", v.pc_correlation_zero)
-                                                         .str())
-                             .raw("records_by_crc", by_crc.str())
-                             .num("records_without_cubin", without_cubin)
-                             .num("function_names", v.pc_function_names.size())
-                             .str();
-  std::vector<std::string> errors;
+  const Json pc = {{"records", v.pc_records},
+                   {"records_fired", st[AC_STAT_PC_RECORDS]},
+                   {"over_cap", st[AC_STAT_PC_OVER_CAP]},
+                   {"abandoned", st[AC_STAT_PC_ABANDONED]},
+                   {"stall_samples", v.pc_stall_samples},
+                   {"by_stall_reason", by_reason},
+                   {"correlation_ids",
+                    {{"announced", corr_announced},
+                     {"unannounced", corr_unannounced},
+                     {"zero", v.pc_correlation_zero}}},
+                   {"records_by_crc", by_crc},
+                   {"records_without_cubin", without_cubin},
+                   {"function_names", v.pc_function_names.size()}};
+  Json errors = Json::array();
   for (const auto &e : v.errors)
-    errors.push_back(Obj()
-                         .raw("code", std::to_string(e.code))
-                         .raw("component", quote(e.component))
-                         .raw("message", quote(e.message))
-                         .str());
-  return Obj()
-      .num("correlations", v.correlations)
-      .num("correlation_repeats", v.correlation_repeats)
-      .raw("correlations_by_cbid", by_cbid.str())
-      .num("kernel_records", v.kernel_records)
-      .num("invalid_timestamps", v.invalid_timestamps)
-      .num("matched", matched)
-      .num("orphan_kernels", v.kernel_records - matched)
-      .num("orphan_correlations_eager", orphan_eager)
-      .num("orphan_correlations_graph", orphan_graph)
-      .num("graph_kernels_matched", graph_matched)
-      .num("graph_launches_with_kernels", graph_launches_with_kernels)
-      .num("read_failures", v.read_failures())
-      .raw("read_failures_by_kind", failures.str())
-      .raw("firings", firings.str())
-      .num("batches", st[static_cast<int>(AC_STAT_FIRINGS) + AC_PROBE_ACTIVITY_BATCH])
-      .num("batch_records", st[AC_STAT_BATCH_RECORDS])
-      .num("batch_over_cap", st[AC_STAT_BATCH_OVER_CAP])
-      .num("batch_abandoned", st[AC_STAT_BATCH_ABANDONED])
-      .num("batch_other_kinds", st[AC_STAT_BATCH_OTHER_KIND])
-      .raw("gpu_configs", list(configs))
-      .num("gpu_config_repeats", st[AC_STAT_GPU_CONFIG_REPEATS])
-      .raw("stall_reason_map", Obj()
-                                   .boolean("seen", v.stall_maps > 0)
-                                   .num("firings_read", v.stall_maps)
-                                   .num("count", v.stall_count)
-                                   .raw("names", list(names))
-                                   .str())
-      .raw("cubins", list(cubins))
-      .num("cubin_repeats", st[AC_STAT_CUBIN_REPEATS])
-      .raw("pc_samples", pc)
-      .num("errors", v.error_count)
-      .raw("error_list", list(errors))
-      .num("ringbuf_drops", st[AC_STAT_RINGBUF_DROPS])
-      .str();
+    errors.push_back({{"code", e.code}, {"component", e.component}, {"message", e.message}});
+  return {{"correlations", v.correlations},
+          {"correlation_repeats", v.correlation_repeats},
+          {"correlations_by_cbid", by_cbid},
+          {"kernel_records", v.kernel_records},
+          {"invalid_timestamps", v.invalid_timestamps},
+          {"matched", matched},
+          {"orphan_kernels", v.kernel_records - matched},
+          {"orphan_correlations_eager", orphan_eager},
+          {"orphan_correlations_graph", orphan_graph},
+          {"graph_kernels_matched", graph_matched},
+          {"graph_launches_with_kernels", graph_launches_with_kernels},
+          {"read_failures", v.read_failures()},
+          {"read_failures_by_kind", failures},
+          {"firings", firings},
+          {"batches", st[static_cast<int>(AC_STAT_FIRINGS) + AC_PROBE_ACTIVITY_BATCH]},
+          {"batch_records", st[AC_STAT_BATCH_RECORDS]},
+          {"batch_over_cap", st[AC_STAT_BATCH_OVER_CAP]},
+          {"batch_abandoned", st[AC_STAT_BATCH_ABANDONED]},
+          {"batch_other_kinds", st[AC_STAT_BATCH_OTHER_KIND]},
+          {"gpu_configs", configs},
+          {"gpu_config_repeats", st[AC_STAT_GPU_CONFIG_REPEATS]},
+          {"stall_reason_map",
+           {{"seen", v.stall_maps > 0},
+            {"firings_read", v.stall_maps},
+            {"count", v.stall_count},
+            {"names", v.stall_names}}},
+          {"cubins", cubins},
+          {"cubin_repeats", st[AC_STAT_CUBIN_REPEATS]},
+          {"pc_samples", pc},
+          {"errors", v.error_count},
+          {"error_list", errors},
+          {"ringbuf_drops", st[AC_STAT_RINGBUF_DROPS]}};
 }
 
 }  // namespace
@@ -316,30 +266,25 @@ void Summary::set_attached(std::vector<std::string> attached, std::vector<std::s
 }
 
 std::string Summary::json() const {
-  std::vector<std::string> attached, ignored;
-  for (const auto &a : attached_) attached.push_back(quote(a));
-  for (const auto &i : ignored_) ignored.push_back(quote(i));
-  Obj sites;
-  for (const auto &[name, n] : sites_) sites.num(name, n);
-  Obj pids;
+  Json pids = Json::object();
   uint64_t kernels = 0, correlations = 0, failures = 0;
   for (const auto &[pid, v] : pids_) {
-    pids.raw(std::to_string(pid), process_json(v));
+    pids[std::to_string(pid)] = process_json(v);
     kernels += v.kernel_records;
     correlations += v.correlations;
     failures += v.read_failures();
   }
-  return Obj()
-      .raw("attached", list(attached))
-      .raw("ignored", list(ignored))
-      .raw("sites", sites.str())
-      .num("processes", pids_.size())
-      .num("correlations", correlations)
-      .num("kernel_records", kernels)
-      .num("read_failures", failures)
-      .num("bad_events", bad_events_)
-      .raw("pids", pids.str())
-      .str();
+  const Json j = {{"attached", attached_},
+                  {"ignored", ignored_},
+                  {"sites", sites_},
+                  {"processes", pids_.size()},
+                  {"correlations", correlations},
+                  {"kernel_records", kernels},
+                  {"read_failures", failures},
+                  {"bad_events", bad_events_},
+                  {"pids", pids}};
+  // ASCII only, as the agent's strings are; bytes that are not UTF-8 are replaced.
+  return j.dump(-1, ' ', true, nlohmann::json::error_handler_t::replace);
 }
 
 }  // namespace parcagpu::agent

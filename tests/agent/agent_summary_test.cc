@@ -26,6 +26,12 @@ static_assert(sizeof(CUpti_PCSamplingStallReason) == 8);
 
 bool no_memory(uint32_t, uint64_t, uint64_t, std::vector<uint8_t> *) { return false; }
 
+// Whether the summary's JSON `j` holds `part`, exactly as written.
+::testing::AssertionResult Holds(const std::string &j, const std::string &part) {
+  if (j.find(part) != std::string::npos) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << "no " << part << "\nin " << j;
+}
+
 ac_correlation_event corr(uint32_t pid, uint32_t id, int32_t cbid) {
   ac_correlation_event e{};
   e.type = AC_EV_CORRELATION;
@@ -83,18 +89,17 @@ TEST(Summary, MatchesKernelsToAnnouncedLaunchesPerProcess) {
   EXPECT_EQ(a.correlations, 4u);
   EXPECT_EQ(a.kernel_records, 4u);
   const std::string j = s.json();
-  EXPECT_NE(j.find("\"1\":{\"correlations\":4,\"correlation_repeats\":0,"
-                   "\"correlations_by_cbid\":{\"-514\":1,\"-307\":1,\"211\":1,\"311\":1},"
-                   "\"kernel_records\":4,\"invalid_timestamps\":0,\"matched\":3,\"orphan_kernels\":1,"
-                   "\"orphan_correlations_eager\":1,\"orphan_correlations_graph\":1,"
-                   "\"graph_kernels_matched\":2,\"graph_launches_with_kernels\":1"),
-            std::string::npos)
-      << j;
-  EXPECT_NE(
-      j.find("\"2\":{\"correlations\":0,\"correlation_repeats\":0,\"correlations_by_cbid\":{},"
-             "\"kernel_records\":1,\"invalid_timestamps\":0,\"matched\":0,\"orphan_kernels\":1"),
-      std::string::npos)
-      << j;
+  EXPECT_TRUE(
+      Holds(j,
+            "\"1\":{\"correlations\":4,\"correlation_repeats\":0,"
+            "\"correlations_by_cbid\":{\"-514\":1,\"-307\":1,\"211\":1,\"311\":1},"
+            "\"kernel_records\":4,\"invalid_timestamps\":0,\"matched\":3,\"orphan_kernels\":1,"
+            "\"orphan_correlations_eager\":1,\"orphan_correlations_graph\":1,"
+            "\"graph_kernels_matched\":2,\"graph_launches_with_kernels\":1"));
+  EXPECT_TRUE(
+      Holds(j,
+            "\"2\":{\"correlations\":0,\"correlation_repeats\":0,\"correlations_by_cbid\":{},"
+            "\"kernel_records\":1,\"invalid_timestamps\":0,\"matched\":0,\"orphan_kernels\":1"));
 }
 
 TEST(Summary, KernelTimestampsThatCannotBeAreCounted) {
@@ -110,7 +115,7 @@ TEST(Summary, KernelTimestampsThatCannotBeAreCounted) {
   k.end = k.start + 61'000'000'000ull;  // a kernel of over a minute in a profiler's record
   feed(s, k);
   EXPECT_EQ(s.processes().at(1).invalid_timestamps, 3u);
-  EXPECT_NE(s.json().find("\"invalid_timestamps\":3"), std::string::npos);
+  EXPECT_TRUE(Holds(s.json(), "\"invalid_timestamps\":3"));
 }
 
 TEST(Summary, ReadFailuresAreSummedFromTheCounters) {
@@ -120,9 +125,8 @@ TEST(Summary, ReadFailuresAreSummedFromTheCounters) {
   s.add_stat(7, AC_STAT_BATCH_OVER_CAP, 5);  // not a read failure
   s.add_stat(7, AC_STAT_MAX, 5);             // out of range: ignored
   EXPECT_EQ(s.processes().at(7).read_failures(), 3u);
-  EXPECT_NE(s.json().find("\"read_failures\":3,\"read_failures_by_kind\":{\"arg\":0,"
-                          "\"record_ptrs\":0,\"record\":2,"),
-            std::string::npos);
+  EXPECT_TRUE(Holds(s.json(), "\"read_failures\":3,\"read_failures_by_kind\":{\"arg\":0,"
+                     "\"record_ptrs\":0,\"record\":2,"));
 }
 
 TEST(Summary, PcSamplesUseTheFirstStallReasonCountEntriesAndTheStallMap) {
@@ -144,20 +148,12 @@ TEST(Summary, PcSamplesUseTheFirstStallReasonCountEntriesAndTheStallMap) {
   EXPECT_EQ(v.pc_samples_by_stall_index.at(1), 30u);
   EXPECT_EQ(v.pc_samples_by_stall_index.at(64), 10u);
   const std::string j = s.json();
-  EXPECT_NE(j.find("\"by_stall_reason\":{\"barrier\":30,\"memory\":20,\"#3\":10"),
-            std::string::npos)
-      << j;
-  EXPECT_NE(j.find("\"correlation_ids\":{\"announced\":1,\"unannounced\":1,\"zero\":1}"),
-            std::string::npos)
-      << j;
-  EXPECT_NE(j.find("\"records_by_crc\":{\"0x00000000000000aa\":2,\"0x00000000000000bb\":1},"
-                   "\"records_without_cubin\":3,\"function_names\":2"),
-            std::string::npos)
-      << j;
-  EXPECT_NE(j.find("\"stall_reason_map\":{\"seen\":true,\"firings_read\":1,\"count\":3,"
-                   "\"names\":[\"\",\"barrier\",\"memory\"]}"),
-            std::string::npos)
-      << j;
+  EXPECT_TRUE(Holds(j, "\"by_stall_reason\":{\"barrier\":30,\"memory\":20,\"#3\":10"));
+  EXPECT_TRUE(Holds(j, "\"correlation_ids\":{\"announced\":1,\"unannounced\":1,\"zero\":1}"));
+  EXPECT_TRUE(Holds(j, "\"records_by_crc\":{\"0x00000000000000aa\":2,\"0x00000000000000bb\":1},"
+                     "\"records_without_cubin\":3,\"function_names\":2"));
+  EXPECT_TRUE(Holds(j, "\"stall_reason_map\":{\"seen\":true,\"firings_read\":1,\"count\":3,"
+                     "\"names\":[\"\",\"barrier\",\"memory\"]}"));
 }
 
 TEST(Summary, CubinsAreReadThroughTheMemoryReaderAndParsedAsElf) {
@@ -205,15 +201,13 @@ TEST(Summary, GpuConfigsErrorsAndBadEvents) {
   const ac_kernel_event k = kernel(9, 1);
   EXPECT_FALSE(s.on_event(&k, 40));  // truncated
   const std::string j = s.json();
-  EXPECT_NE(j.find("\"gpu_configs\":[{\"device\":0,\"sampling_factor\":20,\"clock_khz\":1980000,"
-                   "\"sm_count\":132}]"),
-            std::string::npos)
-      << j;
-  EXPECT_NE(j.find("\"error_list\":[{\"code\":-3,\"component\":\"config\","
-                   "\"message\":\"say \\\"hi\\\"\\u000a\"}]"),
-            std::string::npos)
-      << j;
-  EXPECT_NE(j.find("\"bad_events\":3"), std::string::npos) << j;
+  EXPECT_TRUE(Holds(j,
+                    "\"gpu_configs\":[{\"device\":0,\"sampling_factor\":20,\"clock_khz\":1980000,"
+                    "\"sm_count\":132}]"));
+  EXPECT_TRUE(Holds(j,
+                    "\"error_list\":[{\"code\":-3,\"component\":\"config\","
+                    "\"message\":\"say \\\"hi\\\"\\n\"}]"));
+  EXPECT_TRUE(Holds(j, "\"bad_events\":3"));
 }
 
 }  // namespace

@@ -47,27 +47,8 @@
 #define PHASE_PREFIX ""
 #endif
 
-#define CHECK(call)                                                                      \
-  do {                                                                                   \
-    cudaError_t err_ = (call);                                                           \
-    if (err_ != cudaSuccess) {                                                           \
-      fprintf(stderr, "graph_repro: %s:%d: %s: %s\n", __FILE__, __LINE__, #call,         \
-              cudaGetErrorString(err_));                                                 \
-      exit(2);                                                                           \
-    }                                                                                    \
-  } while (0)
-
-#define CHECK_DRV(call)                                                                  \
-  do {                                                                                   \
-    CUresult err_ = (call);                                                              \
-    if (err_ != CUDA_SUCCESS) {                                                          \
-      const char *s_ = nullptr;                                                          \
-      cuGetErrorString(err_, &s_);                                                       \
-      fprintf(stderr, "graph_repro: %s:%d: %s: %s\n", __FILE__, __LINE__, #call,         \
-              s_ ? s_ : "?");                                                            \
-      exit(2);                                                                           \
-    }                                                                                    \
-  } while (0)
+#define CHECK_PROGRAM "graph_repro"
+#include "cuda_check.h"
 
 // Every kernel has the same signature, so its mangled name is _Z<len><name>PjPiy:
 //   count: this kernel's execution counter; iter: loop counter of the conditional phase;

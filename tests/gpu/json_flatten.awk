@@ -41,6 +41,16 @@ function join(path, key) { return path == "" ? key : path "/" key }
 
 function emit(path, v) { print path "\t" v }
 
+# After an object member or array element: 0 at ",", 1 at `closer`; anything else fails.
+function after_member(closer,   c) {
+  ws()
+  c = substr(doc, pos, 1)
+  pos++
+  if (c == ",") return 0
+  if (c == closer) return 1
+  fail("expected ',' or '" closer "'")
+}
+
 function value(path,   c, key, idx) {
   ws()
   c = substr(doc, pos, 1)
@@ -56,12 +66,7 @@ function value(path,   c, key, idx) {
       if (substr(doc, pos, 1) != ":") fail("expected ':'")
       pos++
       value(join(path, key))
-      ws()
-      c = substr(doc, pos, 1)
-      pos++
-      if (c == ",") continue
-      if (c == "}") return
-      fail("expected ',' or '}'")
+      if (after_member("}")) return
     }
   }
   if (c == "[") {
@@ -70,12 +75,7 @@ function value(path,   c, key, idx) {
     if (substr(doc, pos, 1) == "]") { pos++; emit(path, "[]"); return }
     for (idx = 0; ; idx++) {
       value(join(path, idx))
-      ws()
-      c = substr(doc, pos, 1)
-      pos++
-      if (c == ",") continue
-      if (c == "]") return
-      fail("expected ',' or ']'")
+      if (after_member("]")) return
     }
   }
   if (c == "\"") { emit(path, str()); return }

@@ -15,41 +15,28 @@ __global__ void k_mixed(float *x) {
   if (x) x[threadIdx.x] += 1.0f;
 }
 
-#define CK(call)                                                                   \
-  do {                                                                             \
-    cudaError_t e_ = (call);                                                       \
-    if (e_ != cudaSuccess) {                                                       \
-      std::fprintf(stderr, "%s: %s\n", #call, cudaGetErrorString(e_));             \
-      std::exit(1);                                                                \
-    }                                                                              \
-  } while (0)
-#define CU(call)                                                                   \
-  do {                                                                             \
-    CUresult r_ = (call);                                                          \
-    if (r_ != CUDA_SUCCESS) {                                                      \
-      std::fprintf(stderr, "%s: CUresult %d\n", #call, static_cast<int>(r_));      \
-      std::exit(1);                                                                \
-    }                                                                              \
-  } while (0)
+#define CHECK_PROGRAM "mixed_apis"
+#define CHECK_EXIT_CODE 1
+#include "cuda_check.h"
 
 int main(int argc, char **argv) {
   const double seconds = argc > 1 ? std::atof(argv[1]) : 10;
   const double rate = argc > 2 ? std::atof(argv[2]) : 1000;
-  CK(cudaSetDevice(0));
+  CHECK(cudaSetDevice(0));
   float *x = nullptr;
-  CK(cudaMalloc(&x, 256 * sizeof(float)));
+  CHECK(cudaMalloc(&x, 256 * sizeof(float)));
   cudaStream_t s;
-  CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   CUfunction f;
-  CK(cudaGetFuncBySymbol(reinterpret_cast<cudaFunction_t *>(&f),
+  CHECK(cudaGetFuncBySymbol(reinterpret_cast<cudaFunction_t *>(&f),
                          reinterpret_cast<const void *>(k_mixed)));
   // A one-kernel graph, captured.
   cudaGraph_t g;
   cudaGraphExec_t exec;
-  CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+  CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
   k_mixed<<<1, 32, 0, s>>>(x);
-  CK(cudaStreamEndCapture(s, &g));
-  CK(cudaGraphInstantiate(&exec, g, 0));
+  CHECK(cudaStreamEndCapture(s, &g));
+  CHECK(cudaGraphInstantiate(&exec, g, 0));
   void *args[] = {&x};
   const auto start = std::chrono::steady_clock::now();
   long rounds = 0;
@@ -59,18 +46,18 @@ int main(int argc, char **argv) {
     if (std::chrono::duration<double>(due - start).count() >= seconds) break;
     while (std::chrono::steady_clock::now() < due) {
     }
-    CK(cudaLaunchKernel(reinterpret_cast<const void *>(k_mixed), dim3(1), dim3(32), args, 0, s));
-    CU(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, reinterpret_cast<CUstream>(s), args, nullptr));
-    CK(cudaGraphLaunch(exec, s));
-    CU(cuGraphLaunch(reinterpret_cast<CUgraphExec>(exec), reinterpret_cast<CUstream>(s)));
-    if (rounds % 64 == 0) CK(cudaStreamSynchronize(s));
+    CHECK(cudaLaunchKernel(reinterpret_cast<const void *>(k_mixed), dim3(1), dim3(32), args, 0, s));
+    CHECK_DRV(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, reinterpret_cast<CUstream>(s), args, nullptr));
+    CHECK(cudaGraphLaunch(exec, s));
+    CHECK_DRV(cuGraphLaunch(reinterpret_cast<CUgraphExec>(exec), reinterpret_cast<CUstream>(s)));
+    if (rounds % 64 == 0) CHECK(cudaStreamSynchronize(s));
   }
-  CK(cudaStreamSynchronize(s));
+  CHECK(cudaStreamSynchronize(s));
   std::printf("MIXED_APIS {\"rounds\": %ld, \"211\": %ld, \"-307\": %ld, \"311\": %ld, "
               "\"-514\": %ld}\n",
               rounds, rounds, rounds, rounds, rounds);
-  CK(cudaGraphExecDestroy(exec));
-  CK(cudaGraphDestroy(g));
-  CK(cudaFree(x));
+  CHECK(cudaGraphExecDestroy(exec));
+  CHECK(cudaGraphDestroy(g));
+  CHECK(cudaFree(x));
   return 0;
 }

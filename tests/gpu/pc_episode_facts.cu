@@ -44,6 +44,8 @@
 #include <thread>
 #include <vector>
 
+#include "pc_facts.h"
+
 #define CHECK(call)                                                                     \
   do {                                                                                  \
     cudaError_t e_ = (call);                                                            \
@@ -55,24 +57,12 @@
     }                                                                                   \
   } while (0)
 
-// Where the program is, for the watchdog: g_step is the last CUPTI call begun (any thread),
-// g_main the main thread's place.
-static std::atomic<const char *> g_step{"init"};
+// Where the program is, for the watchdog: g_step (pc_facts.h) is the last CUPTI call begun (any
+// thread), g_main the main thread's place.
 static std::atomic<const char *> g_main{"init"};
 
-static double now_ms() {
-  return std::chrono::duration<double, std::milli>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
 static void sleep_ms(double ms) {
   if (ms > 0) std::this_thread::sleep_for(std::chrono::microseconds((long long)(ms * 1000)));
-}
-
-static const char *rs(CUptiResult r) {
-  const char *s = nullptr;
-  cuptiGetResultString(r, &s);
-  return s ? s : "?";
 }
 
 static double median(std::vector<double> v) {
@@ -87,10 +77,7 @@ static double vmax(const std::vector<double> &v) { return v.empty() ? -1 : *std:
 // ---------------------------------------------------------------- kernels
 __global__ void empty_kernel() {}
 
-__global__ void tiny(int *p) {
-  if (threadIdx.x == 0 && p) p[blockIdx.x & 63] += 1;
-}
-
+// (tiny, membound and spin: pc_facts.h)
 // Dependent floating-point chains in registers. K makes distinct functions (serialgraph).
 template <int K>
 __global__ void gwork(float *out, int iters) {
@@ -103,31 +90,7 @@ __global__ void gwork(float *out, int iters) {
   if (a + b + c == 12345.0f) out[threadIdx.x] = a + b + c;
 }
 
-// Streams a buffer: waits on memory.
-__global__ void membound(const float4 *__restrict__ in, float4 *__restrict__ out, size_t n) {
-  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
-       i += (size_t)gridDim.x * blockDim.x) {
-    float4 v = in[i];
-    v.x = v.x * 1.5f + 1.0f;
-    v.y = v.y * 1.5f + 1.0f;
-    v.z = v.z * 1.5f + 1.0f;
-    v.w = v.w * 1.5f + 1.0f;
-    out[i] = v;
-  }
-}
-
-__global__ void spin(long long cycles) {
-  long long start = clock64();
-  while (clock64() - start < cycles) {
-  }
-}
-
 // ---------------------------------------------------------------- launch callbacks
-struct Launch {
-  uint32_t corr;
-  int cbid;  // negative: driver API
-  std::string name;
-};
 static std::mutex g_mu;
 static std::vector<Launch> g_launches;
 static std::atomic<bool> g_record{false};
@@ -210,62 +173,10 @@ static ActCount act_take() {
 }
 
 // ---------------------------------------------------------------- PC sampling helpers
-static size_t g_num_stall = 0;
-static std::vector<uint32_t> g_stall_idx;
-static CUpti_PCSamplingData g_cfg_buf, g_out_buf;
-
-static void alloc_buf(CUpti_PCSamplingData *d, size_t pcs) {
-  memset(d, 0, sizeof *d);
-  d->size = sizeof(CUpti_PCSamplingData);
-  d->collectNumPcs = pcs;
-  d->pPcData = (CUpti_PCSamplingPCData *)calloc(pcs, sizeof(CUpti_PCSamplingPCData));
-  for (size_t i = 0; i < pcs; ++i) {
-    d->pPcData[i].size = sizeof(CUpti_PCSamplingPCData);
-    d->pPcData[i].stallReason =
-        (CUpti_PCSamplingStallReason *)calloc(64, sizeof(CUpti_PCSamplingStallReason));
-  }
-}
 static void reset_buf(CUpti_PCSamplingData *d) {
   d->totalSamples = d->droppedSamples = d->nonUsrKernelsTotalSamples = 0;
   d->totalNumPcs = d->remainingNumPcs = 0;
   d->hardwareBufferFull = 0;
-}
-
-static CUptiResult pc_enable(CUcontext ctx, double *ms) {
-  g_step = "cuptiPCSamplingEnable";
-  double t0 = now_ms();
-  CUpti_PCSamplingEnableParams p = {CUpti_PCSamplingEnableParamsSize, nullptr, ctx};
-  CUptiResult r = cuptiPCSamplingEnable(&p);
-  if (ms) *ms = now_ms() - t0;
-  g_step = "after_cuptiPCSamplingEnable";
-  return r;
-}
-static CUptiResult pc_disable(CUcontext ctx, double *ms) {
-  g_step = "cuptiPCSamplingDisable";
-  double t0 = now_ms();
-  CUpti_PCSamplingDisableParams p = {CUpti_PCSamplingDisableParamsSize, nullptr, ctx};
-  CUptiResult r = cuptiPCSamplingDisable(&p);
-  if (ms) *ms = now_ms() - t0;
-  g_step = "after_cuptiPCSamplingDisable";
-  return r;
-}
-static CUptiResult pc_start(CUcontext ctx, double *ms) {
-  g_step = "cuptiPCSamplingStart";
-  double t0 = now_ms();
-  CUpti_PCSamplingStartParams p = {CUpti_PCSamplingStartParamsSize, nullptr, ctx};
-  CUptiResult r = cuptiPCSamplingStart(&p);
-  if (ms) *ms = now_ms() - t0;
-  g_step = "after_cuptiPCSamplingStart";
-  return r;
-}
-static CUptiResult pc_stop(CUcontext ctx, double *ms) {
-  g_step = "cuptiPCSamplingStop";
-  double t0 = now_ms();
-  CUpti_PCSamplingStopParams p = {CUpti_PCSamplingStopParamsSize, nullptr, ctx};
-  CUptiResult r = cuptiPCSamplingStop(&p);
-  if (ms) *ms = now_ms() - t0;
-  g_step = "after_cuptiPCSamplingStop";
-  return r;
 }
 
 static uint32_t get_attr_u32(CUcontext ctx, CUpti_PCSamplingConfigurationAttributeType t, CUptiResult *rc) {
@@ -287,41 +198,18 @@ static CUptiResult configure(CUcontext ctx, Mode mode, int span_ms, bool verbose
                              const char *where) {
   g_step = "configure";
   if (g_num_stall == 0) {
-    CUpti_PCSamplingGetNumStallReasonsParams np = {CUpti_PCSamplingGetNumStallReasonsParamsSize,
-                                                   nullptr, ctx, &g_num_stall};
-    CUptiResult r = cuptiPCSamplingGetNumStallReasons(&np);
-    g_stall_idx.resize(g_num_stall);
-    std::vector<char *> names(g_num_stall);
-    for (auto &n : names) n = (char *)calloc(CUPTI_STALL_REASON_STRING_SIZE, 1);
-    CUpti_PCSamplingGetStallReasonsParams sp = {CUpti_PCSamplingGetStallReasonsParamsSize, nullptr,
-                                                ctx, g_num_stall, g_stall_idx.data(), names.data()};
-    CUptiResult r2 = cuptiPCSamplingGetStallReasons(&sp);
+    CUptiResult r, r2;
+    query_stall_reasons(ctx, &r, &r2);
     printf("FACT stall_reasons n=%zu rc=%s names_rc=%s\n", g_num_stall, rs(r), rs(r2));
     alloc_buf(&g_cfg_buf, 2048);
     alloc_buf(&g_out_buf, 2048);
   }
   reset_buf(&g_cfg_buf);
   double t0 = now_ms();
-  std::vector<CUpti_PCSamplingConfigurationInfo> infos;
+  std::vector<CUpti_PCSamplingConfigurationInfo> infos =
+      base_config(mode == SERIALIZED ? CUPTI_PC_SAMPLING_COLLECTION_MODE_KERNEL_SERIALIZED
+                                     : CUPTI_PC_SAMPLING_COLLECTION_MODE_CONTINUOUS);
   CUpti_PCSamplingConfigurationInfo i{};
-  i.attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_STALL_REASON;
-  i.attributeData.stallReasonData.stallReasonCount = g_num_stall;
-  i.attributeData.stallReasonData.pStallReasonIndex = g_stall_idx.data();
-  infos.push_back(i);
-  i = {};
-  i.attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_COLLECTION_MODE;
-  i.attributeData.collectionModeData.collectionMode =
-      mode == SERIALIZED ? CUPTI_PC_SAMPLING_COLLECTION_MODE_KERNEL_SERIALIZED
-                         : CUPTI_PC_SAMPLING_COLLECTION_MODE_CONTINUOUS;
-  infos.push_back(i);
-  i = {};
-  i.attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_ENABLE_START_STOP_CONTROL;
-  i.attributeData.enableStartStopControlData.enableStartStopControl = 1;
-  infos.push_back(i);
-  i = {};
-  i.attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_DATA_BUFFER;
-  i.attributeData.samplingDataBufferData.samplingDataBuffer = &g_cfg_buf;
-  infos.push_back(i);
   if (g_hwbuf) {
     i = {};
     i.attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_HARDWARE_BUFFER_SIZE;
@@ -605,6 +493,24 @@ static void phase_sleepspan() {
   }
 }
 
+// A watcher thread (no context current): disables PC sampling each time `req` passes what it has
+// seen, its result in *rd and its time in *ds, then acks with `ack`; until quit.
+static std::thread disable_watcher(std::atomic<bool> &quit, std::atomic<int> &req,
+                                   std::atomic<int> &ack, CUptiResult *rd, double *ds) {
+  return std::thread([&quit, &req, &ack, rd, ds] {
+    int seen = 0;
+    while (!quit) {
+      if (req.load() > seen) {
+        seen = req.load();
+        *rd = pc_disable(g_ctx, ds);
+        ack = seen;
+      } else {
+        sleep_ms(0.2);
+      }
+    }
+  });
+}
+
 // ================================================================ phase offthread
 static void phase_offthread(const std::string &variant) {
   std::atomic<bool> done{false};
@@ -679,18 +585,7 @@ static void phase_offthread(const std::string &variant) {
   std::atomic<bool> quit{false};
   double last_ds = 0;
   CUptiResult last_rd = CUPTI_SUCCESS;
-  std::thread watcher([&] {
-    int seen = 0;
-    while (!quit) {
-      if (req.load() > seen) {
-        seen = req.load();
-        last_rd = pc_disable(g_ctx, &last_ds);
-        ack = seen;
-      } else {
-        sleep_ms(0.2);
-      }
-    }
-  });
+  std::thread watcher = disable_watcher(quit, req, ack, &last_rd, &last_ds);
   std::vector<double> winrec;
   for (int w = 1; w <= 10; ++w) {
     double en = 0, cf = 0;
@@ -1168,6 +1063,20 @@ static void phase_graphepisode() {
   pc_disable(g_ctx, &ms);
 }
 
+// A second application thread: `tiny` 16 at a time on a stream of its own, counted in
+// *launches, until quit.
+static std::thread other_launcher(std::atomic<bool> &quit, std::atomic<long> &launches) {
+  return std::thread([&quit, &launches] {
+    cudaStream_t s;
+    CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    while (!quit) {
+      for (int i = 0; i < 16; ++i) tiny<<<1, 32, 0, s>>>(d_tiny);
+      cudaStreamSynchronize(s);
+      launches += 16;
+    }
+  });
+}
+
 // ================================================================ phase disablethreads
 // Disable (and Stop) with another thread launching, per window, so a hang says which.
 //   watcher_idle:    main samples a window, stops, drains; a watcher thread (no context) disables
@@ -1180,15 +1089,7 @@ static void phase_disablethreads(const std::string &variant) {
   std::atomic<long> other_launches{0};
   std::thread other;
   if (variant == "main_other") {
-    other = std::thread([&] {
-      cudaStream_t s;
-      CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-      while (!quit) {
-        for (int i = 0; i < 16; ++i) tiny<<<1, 32, 0, s>>>(d_tiny);
-        cudaStreamSynchronize(s);
-        other_launches += 16;
-      }
-    });
+    other = other_launcher(quit, other_launches);
     sleep_ms(20);
   }
   std::atomic<int> req{0}, ack{0};
@@ -1196,18 +1097,7 @@ static void phase_disablethreads(const std::string &variant) {
   CUptiResult last_rd = CUPTI_SUCCESS;
   std::thread watcher;
   if (variant != "main_other") {
-    watcher = std::thread([&] {
-      int seen = 0;
-      while (!quit) {
-        if (req.load() > seen) {
-          seen = req.load();
-          last_rd = pc_disable(g_ctx, &last_ds);
-          ack = seen;
-        } else {
-          sleep_ms(0.2);
-        }
-      }
-    });
+    watcher = disable_watcher(quit, req, ack, &last_rd, &last_ds);
   }
   for (int w = 1; w <= 5; ++w) {
     double en = 0, cf = 0, st = 0, sp = 0, ds = 0;
@@ -1331,15 +1221,7 @@ static void CUPTIAPI gate_cb(void *, CUpti_CallbackDomain, CUpti_CallbackId, con
 static void phase_gated(const std::string &variant) {
   std::atomic<bool> quit{false};
   std::atomic<long> other_launches{0};
-  std::thread other([&] {
-    cudaStream_t s;
-    CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-    while (!quit) {
-      for (int i = 0; i < 16; ++i) tiny<<<1, 32, 0, s>>>(d_tiny);
-      cudaStreamSynchronize(s);
-      other_launches += 16;
-    }
-  });
+  std::thread other = other_launcher(quit, other_launches);
   sleep_ms(20);
   auto gated_disable = [&](double *ds, double *wait_ms) {
     double t0 = now_ms();

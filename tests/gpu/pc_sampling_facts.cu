@@ -30,49 +30,15 @@
 #include <thread>
 #include <vector>
 
-#define CHECK(call)                                                                     \
-  do {                                                                                  \
-    cudaError_t e_ = (call);                                                            \
-    if (e_ != cudaSuccess) {                                                            \
-      fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
-      exit(2);                                                                          \
-    }                                                                                   \
-  } while (0)
+#include "pc_facts.h"
 
-// Where the program is, for the watchdog: a CUPTI call that never returns is a fact too.
-static std::atomic<const char *> g_step{"init"};
+#define CHECK_PROGRAM "pc_sampling_facts"
+#include "cuda_check.h"
+
 #define STEP(s) (g_step = (s), printf("STEP %s\n", (s)))
 
-static double now_ms() {
-  return std::chrono::duration<double, std::milli>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
-static const char *rs(CUptiResult r) {
-  const char *s = nullptr;
-  cuptiGetResultString(r, &s);
-  return s ? s : "?";
-}
-
 // ---------------------------------------------------------------- kernels of known character
-__global__ void tiny(int *p) {
-  if (threadIdx.x == 0 && p) p[blockIdx.x & 63] += 1;
-}
-
-// Streams a large buffer: waits on memory.
-__global__ void membound(const float4 *__restrict__ in, float4 *__restrict__ out, size_t n) {
-  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
-       i += (size_t)gridDim.x * blockDim.x) {
-    float4 v = in[i];
-    v.x = v.x * 1.5f + 1.0f;
-    v.y = v.y * 1.5f + 1.0f;
-    v.z = v.z * 1.5f + 1.0f;
-    v.w = v.w * 1.5f + 1.0f;
-    out[i] = v;
-  }
-}
-
+// (tiny, membound and spin: pc_facts.h)
 // Dependent floating-point chains in registers: waits on arithmetic.
 __global__ void compute(float *out, int iters) {
   float a = threadIdx.x * 0.001f, b = blockIdx.x * 0.002f, c = 1.0f;
@@ -84,18 +50,7 @@ __global__ void compute(float *out, int iters) {
   if (a + b + c == 12345.0f) out[threadIdx.x] = a + b + c;
 }
 
-__global__ void spin(long long cycles) {
-  long long start = clock64();
-  while (clock64() - start < cycles) {
-  }
-}
-
 // ---------------------------------------------------------------- CUPTI callback bookkeeping
-struct Launch {
-  uint32_t corr;
-  int cbid;
-  std::string name;
-};
 static std::mutex g_mu;
 static std::vector<Launch> g_launches;
 static std::vector<std::pair<const char *, size_t>> g_modules;
@@ -159,56 +114,7 @@ static void CUPTIAPI on_cb(void *, CUpti_CallbackDomain dom, CUpti_CallbackId cb
 }
 
 // ---------------------------------------------------------------- PC sampling helpers
-static size_t g_num_stall = 0;
-static std::vector<uint32_t> g_stall_idx;
 static std::vector<std::string> g_stall_names;
-
-static CUpti_PCSamplingData g_cfg_buf, g_out_buf;
-
-static void alloc_buf(CUpti_PCSamplingData *d, size_t pcs) {
-  memset(d, 0, sizeof *d);
-  d->size = sizeof(CUpti_PCSamplingData);
-  d->collectNumPcs = pcs;
-  d->pPcData = (CUpti_PCSamplingPCData *)calloc(pcs, sizeof(CUpti_PCSamplingPCData));
-  for (size_t i = 0; i < pcs; ++i) {
-    d->pPcData[i].size = sizeof(CUpti_PCSamplingPCData);
-    d->pPcData[i].stallReason =
-        (CUpti_PCSamplingStallReason *)calloc(64, sizeof(CUpti_PCSamplingStallReason));
-  }
-}
-
-static CUptiResult enable(CUcontext ctx, double *ms) {
-  g_step = "cuptiPCSamplingEnable";
-  double t0 = now_ms();
-  CUpti_PCSamplingEnableParams p = {CUpti_PCSamplingEnableParamsSize, nullptr, ctx};
-  CUptiResult r = cuptiPCSamplingEnable(&p);
-  if (ms) *ms = now_ms() - t0;
-  return r;
-}
-static CUptiResult disable(CUcontext ctx, double *ms) {
-  g_step = "cuptiPCSamplingDisable";
-  double t0 = now_ms();
-  CUpti_PCSamplingDisableParams p = {CUpti_PCSamplingDisableParamsSize, nullptr, ctx};
-  CUptiResult r = cuptiPCSamplingDisable(&p);
-  if (ms) *ms = now_ms() - t0;
-  return r;
-}
-static CUptiResult start(CUcontext ctx, double *ms) {
-  g_step = "cuptiPCSamplingStart";
-  double t0 = now_ms();
-  CUpti_PCSamplingStartParams p = {CUpti_PCSamplingStartParamsSize, nullptr, ctx};
-  CUptiResult r = cuptiPCSamplingStart(&p);
-  if (ms) *ms = now_ms() - t0;
-  return r;
-}
-static CUptiResult stop(CUcontext ctx, double *ms) {
-  g_step = "cuptiPCSamplingStop";
-  double t0 = now_ms();
-  CUpti_PCSamplingStopParams p = {CUpti_PCSamplingStopParamsSize, nullptr, ctx};
-  CUptiResult r = cuptiPCSamplingStop(&p);
-  if (ms) *ms = now_ms() - t0;
-  return r;
-}
 
 static void get_attr(CUcontext ctx, CUpti_PCSamplingConfigurationAttributeType t, const char *name) {
   CUpti_PCSamplingConfigurationInfo info{};
@@ -225,44 +131,19 @@ static bool configure(CUcontext ctx, int factor, const char *where) {
   g_step = "configure";
   double t0 = now_ms();
   if (g_num_stall == 0) {
-    CUpti_PCSamplingGetNumStallReasonsParams np = {CUpti_PCSamplingGetNumStallReasonsParamsSize,
-                                                   nullptr, ctx, &g_num_stall};
-    CUptiResult r = cuptiPCSamplingGetNumStallReasons(&np);
+    CUptiResult r, r2;
+    g_stall_names = query_stall_reasons(ctx, &r, &r2);
     printf("FACT num_stall_reasons %zu rc=%s\n", g_num_stall, rs(r));
-    g_stall_idx.resize(g_num_stall);
-    std::vector<char *> names(g_num_stall);
-    for (auto &n : names) n = (char *)calloc(CUPTI_STALL_REASON_STRING_SIZE, 1);
-    CUpti_PCSamplingGetStallReasonsParams sp = {CUpti_PCSamplingGetStallReasonsParamsSize, nullptr,
-                                                ctx, g_num_stall, g_stall_idx.data(), names.data()};
-    r = cuptiPCSamplingGetStallReasons(&sp);
-    printf("FACT get_stall_reasons rc=%s\n", rs(r));
-    for (size_t i = 0; i < g_num_stall; ++i) {
-      g_stall_names.push_back(names[i]);
-      printf("FACT stall_reason %u %s\n", g_stall_idx[i], names[i]);
-    }
+    printf("FACT get_stall_reasons rc=%s\n", rs(r2));
+    for (size_t i = 0; i < g_num_stall; ++i)
+      printf("FACT stall_reason %u %s\n", g_stall_idx[i], g_stall_names[i].c_str());
     alloc_buf(&g_cfg_buf, 1024);
     alloc_buf(&g_out_buf, 1024);
   }
-  std::vector<CUpti_PCSamplingConfigurationInfo> infos;
-  CUpti_PCSamplingConfigurationInfo i{};
-  i.attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_STALL_REASON;
-  i.attributeData.stallReasonData.stallReasonCount = g_num_stall;
-  i.attributeData.stallReasonData.pStallReasonIndex = g_stall_idx.data();
-  infos.push_back(i);
-  i = {};
-  i.attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_COLLECTION_MODE;
-  i.attributeData.collectionModeData.collectionMode = CUPTI_PC_SAMPLING_COLLECTION_MODE_KERNEL_SERIALIZED;
-  infos.push_back(i);
-  i = {};
-  i.attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_ENABLE_START_STOP_CONTROL;
-  i.attributeData.enableStartStopControlData.enableStartStopControl = 1;
-  infos.push_back(i);
-  i = {};
-  i.attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_DATA_BUFFER;
-  i.attributeData.samplingDataBufferData.samplingDataBuffer = &g_cfg_buf;
-  infos.push_back(i);
+  std::vector<CUpti_PCSamplingConfigurationInfo> infos =
+      base_config(CUPTI_PC_SAMPLING_COLLECTION_MODE_KERNEL_SERIALIZED);
   if (factor) {
-    i = {};
+    CUpti_PCSamplingConfigurationInfo i{};
     i.attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_PERIOD;
     i.attributeData.samplingPeriodData.samplingPeriod = factor;
     infos.push_back(i);
@@ -434,7 +315,7 @@ static long long g_spin_cycles;
 
 static bool enable_and_configure(int factor) {
   double ms = 0;
-  CUptiResult r = enable(g_ctx, &ms);
+  CUptiResult r = pc_enable(g_ctx, &ms);
   printf("FACT enable rc=%s ms=%.3f\n", rs(r), ms);
   return r == CUPTI_SUCCESS && configure(g_ctx, factor, "main");
 }
@@ -451,7 +332,7 @@ static void phase_base() {
   // ---- B: enabled + configured (start/stop control), not started
   double ms = 0;
   STEP("B_enable");
-  r = enable(g_ctx, &ms);
+  r = pc_enable(g_ctx, &ms);
   printf("FACT B_enable rc=%s ms=%.3f\n", rs(r), ms);
   if (r != CUPTI_SUCCESS) return;
   get_attr(g_ctx, CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_PERIOD, "sampling_period");
@@ -468,7 +349,7 @@ static void phase_base() {
   print_tally("B_idle_getdata", drain(g_ctx));
 
   // ---- C: one window on the main thread, GPU idle at start
-  r = start(g_ctx, &ms);
+  r = pc_start(g_ctx, &ms);
   printf("FACT C_start_idle rc=%s ms=%.3f\n", rs(r), ms);
   printf("FACT C_tiny_ns_per_launch %.1f\n", tiny_launches(2000));
   printf("FACT C_concurrency_ms %.3f\n", concurrency(spin_cycles, 20));
@@ -479,7 +360,7 @@ static void phase_base() {
   print_tally("C_mid_window", drain(g_ctx));
   mixed_work(1);
   membound<<<132 * 8, 256, 0, s1>>>(d_in, d_out, kN);
-  r = stop(g_ctx, &ms);
+  r = pc_stop(g_ctx, &ms);
   printf("FACT C_stop_after_async_launch rc=%s ms=%.3f\n", rs(r), ms);
   print_tally("C_after_stop", drain(g_ctx));
   CHECK(cudaDeviceSynchronize());
@@ -487,11 +368,11 @@ static void phase_base() {
 
   // ---- D: Start while the GPU is busy
   spin<<<1, 32, 0, s1>>>(spin_cycles * 50);
-  r = start(g_ctx, &ms);
+  r = pc_start(g_ctx, &ms);
   printf("FACT D_start_busy rc=%s ms=%.3f\n", rs(r), ms);
   compute<<<132, 256, 0, s1>>>(d_f, 2000);
   CHECK(cudaDeviceSynchronize());
-  r = stop(g_ctx, &ms);
+  r = pc_stop(g_ctx, &ms);
   printf("FACT D_stop rc=%s ms=%.3f\n", rs(r), ms);
   print_tally("D", drain(g_ctx));
 
@@ -509,9 +390,9 @@ static void phase_thread() {
       for (int w = 0; w < 5; ++w) {
         std::this_thread::sleep_for(std::chrono::milliseconds(15));
         double a = 0, b = 0;
-        CUptiResult r1 = start(g_ctx, &a);
+        CUptiResult r1 = pc_start(g_ctx, &a);
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
-        CUptiResult r2 = stop(g_ctx, &b);
+        CUptiResult r2 = pc_stop(g_ctx, &b);
         Tally t = drain(g_ctx);
         char buf[200];
         snprintf(buf, sizeof buf, "w%d start=%s %.3fms stop=%s %.3fms", w, rs(r1), a, rs(r2), b);
@@ -559,33 +440,33 @@ static void phase_disable() {
   {
     CUptiResult rd = CUPTI_SUCCESS;
     double dms = 0;
-    std::thread t([&] { rd = disable(g_ctx, &dms); });
+    std::thread t([&] { rd = pc_disable(g_ctx, &dms); });
     t.join();
     printf("FACT F_disable_other_thread rc=%s ms=%.3f\n", rs(rd), dms);
     printf("FACT F_tiny_ns_per_launch %.1f\n", tiny_launches(20000));
     printf("FACT F_concurrency_ms %.3f\n", concurrency(spin_cycles, 20));
     // Re-enable from another thread.
     CUptiResult re = CUPTI_SUCCESS;
-    std::thread t2([&] { re = enable(g_ctx, &dms); });
+    std::thread t2([&] { re = pc_enable(g_ctx, &dms); });
     t2.join();
     printf("FACT F_enable_other_thread rc=%s ms=%.3f\n", rs(re), dms);
     if (re == CUPTI_SUCCESS) {
       bool ok = false;
       std::thread t3([&] { ok = configure(g_ctx, 0, "other_thread"); });
       t3.join();
-      r = start(g_ctx, &ms);
+      r = pc_start(g_ctx, &ms);
       mixed_work(1);
-      CUptiResult rs2 = stop(g_ctx, &ms);
+      CUptiResult rs2 = pc_stop(g_ctx, &ms);
       printf("FACT F_window_after_reenable start=%s stop=%s\n", rs(r), rs(rs2));
       print_tally("F_after_reenable", drain(g_ctx));
-      disable(g_ctx, &dms);
+      pc_disable(g_ctx, &dms);
       printf("FACT F_disable_main ms=%.3f\n", dms);
     }
     // Enable + configure + start inside a launch ENTER callback.
     g_enable_in_callback = 1;
     compute<<<132, 256, 0, s1>>>(d_f, 2000);
     CHECK(cudaDeviceSynchronize());
-    r = stop(g_ctx, &ms);
+    r = pc_stop(g_ctx, &ms);
     printf("FACT F_stop_after_callback_start rc=%s\n", rs(r));
     print_tally("F_callback_window", drain(g_ctx));
   }
@@ -598,14 +479,14 @@ static void phase_sweep() {
   double membound_ms = kernel_ms(0);
   for (int factor : {0, 12, 14, 16, 18, 20, 22}) {
     double dms = 0, ems = 0;
-    disable(g_ctx, &dms);
-    enable(g_ctx, &ems);
+    pc_disable(g_ctx, &dms);
+    pc_enable(g_ctx, &ems);
     configure(g_ctx, factor, "sweep");
-    start(g_ctx, nullptr);
+    pc_start(g_ctx, nullptr);
     compute<<<132 * 4, 256, 0, s1>>>(d_f, 4000);
     membound<<<132 * 8, 256, 0, s1>>>(d_in, d_out, kN);
     CHECK(cudaDeviceSynchronize());
-    stop(g_ctx, nullptr);
+    pc_stop(g_ctx, nullptr);
     Tally t = drain(g_ctx);
     printf("FACT G_factor %d compute_ms=%.3f membound_ms=%.3f records=%zu pairs=%zu hw=%llu "
            "total=%llu dropped=%llu disable_ms=%.3f enable_ms=%.3f\n",
@@ -633,9 +514,9 @@ static void phase_window() {
     t0 = now_ms();
     for (int w = 0; w < 200; ++w) {
       double a, b;
-      start(g_ctx, &a);
+      pc_start(g_ctx, &a);
       burst();
-      stop(g_ctx, &b);
+      pc_stop(g_ctx, &b);
       double c0 = now_ms();
       Tally t = drain(g_ctx);
       dr += now_ms() - c0;
@@ -714,7 +595,7 @@ int main(int argc, char **argv) {
   else if (phase == "window") phase_window();
   double dms = 0;
   STEP("final_disable");
-  disable(g_ctx, &dms);
+  pc_disable(g_ctx, &dms);
   printf("FACT done phase=%s disable_ms=%.3f modules=%zu\n", phase.c_str(), dms, g_modules.size());
   fflush(stdout);
   _exit(0);

@@ -20,15 +20,8 @@
 #include <cstdio>
 #include <cstdlib>
 
-#define CHECK(call)                                                                    \
-  do {                                                                                 \
-    cudaError_t e_ = (call);                                                           \
-    if (e_ != cudaSuccess) {                                                           \
-      std::fprintf(stderr, "pc_workload: %s:%d: %s: %s\n", __FILE__, __LINE__, #call,  \
-                   cudaGetErrorString(e_));                                            \
-      std::exit(2);                                                                    \
-    }                                                                                  \
-  } while (0)
+#define CHECK_PROGRAM "pc_workload"
+#include "cuda_check.h"
 
 // Memory-bound: streams 2 x 256 MiB through a scale-and-add.
 __global__ void stream_scale(const float4 *__restrict__ in, float4 *__restrict__ out, size_t n) {

@@ -52,27 +52,8 @@
 #include <thread>
 #include <vector>
 
-#define CHECK(call)                                                                      \
-  do {                                                                                   \
-    cudaError_t err_ = (call);                                                           \
-    if (err_ != cudaSuccess) {                                                           \
-      fprintf(stderr, "two_gpu: %s:%d: %s: %s\n", __FILE__, __LINE__, #call,             \
-              cudaGetErrorString(err_));                                                 \
-      exit(2);                                                                           \
-    }                                                                                    \
-  } while (0)
-
-#define CHECK_DRV(call)                                                                  \
-  do {                                                                                   \
-    CUresult err_ = (call);                                                              \
-    if (err_ != CUDA_SUCCESS) {                                                          \
-      const char *s_ = nullptr;                                                          \
-      cuGetErrorString(err_, &s_);                                                       \
-      fprintf(stderr, "two_gpu: %s:%d: %s: %s\n", __FILE__, __LINE__, #call,             \
-              s_ ? s_ : "?");                                                            \
-      exit(2);                                                                           \
-    }                                                                                    \
-  } while (0)
+#define CHECK_PROGRAM "two_gpu"
+#include "cuda_check.h"
 
 // Spin for `cycles` SM clocks doing FMAs (something for PC sampling to see), then count one
 // execution of this kernel. The sink write never happens in practice; it keeps the loop.

@@ -21,26 +21,17 @@ __attribute__((noinline, noclone)) static int deep_e(CUfunction f, int i) {
   depth_sum += i;
   return r == CUDA_SUCCESS ? 0 : 1;
 }
-__attribute__((noinline, noclone)) static int deep_d(CUfunction f, int i) {
-  int r = deep_e(f, i + 1);
-  depth_sum += i;
-  return r;
-}
-__attribute__((noinline, noclone)) static int deep_c(CUfunction f, int i) {
-  int r = deep_d(f, i + 1);
-  depth_sum += i;
-  return r;
-}
-__attribute__((noinline, noclone)) static int deep_b(CUfunction f, int i) {
-  int r = deep_c(f, i + 1);
-  depth_sum += i;
-  return r;
-}
-__attribute__((noinline, noclone)) static int deep_a(CUfunction f, int i) {
-  int r = deep_b(f, i + 1);
-  depth_sum += i;
-  return r;
-}
+/* One level of the chain: calls the next one down, then does work after the call. */
+#define DEEP_LEVEL(name, next)                                                \
+  __attribute__((noinline, noclone)) static int name(CUfunction f, int i) { \
+    int r = next(f, i + 1);                                                   \
+    depth_sum += i;                                                           \
+    return r;                                                                 \
+  }
+DEEP_LEVEL(deep_d, deep_e)
+DEEP_LEVEL(deep_c, deep_d)
+DEEP_LEVEL(deep_b, deep_c)
+DEEP_LEVEL(deep_a, deep_b)
 
 int main(int argc, char **argv) {
   const int launches = argc > 1 ? atoi(argv[1]) : 200;

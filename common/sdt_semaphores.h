@@ -7,11 +7,10 @@
 // launch). Linux, ELF64, header-only, no dependencies beyond libc.
 //
 // The semaphore addresses come from the library's .note.stapsdt notes (what every USDT consumer
-// reads), adjusted for the load address and for prelinking (.stapsdt.base), so a stripped
-// library works too.
+// reads; parsed by common/sdt_notes.h), adjusted for the load address and for prelinking
+// (.stapsdt.base), so a stripped library works too.
 #pragma once
 
-#include <elf.h>
 #include <limits.h>
 #include <link.h>
 #include <stdlib.h>
@@ -22,6 +21,8 @@
 #include <iterator>
 #include <string>
 #include <vector>
+
+#include "sdt_notes.h"
 
 namespace sdtsem {
 
@@ -69,51 +70,18 @@ inline std::vector<Semaphore> find(const char *lib_path, const char *provider,
 
   std::ifstream in(real, std::ios::binary);
   const std::string elf((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (elf.size() < sizeof(Elf64_Ehdr) || std::memcmp(elf.data(), ELFMAG, SELFMAG) != 0 ||
-      elf[EI_CLASS] != ELFCLASS64)
-    return fail(std::string("not an ELF64 file: ") + real);
-  Elf64_Ehdr eh;
-  std::memcpy(&eh, elf.data(), sizeof eh);
-  if (eh.e_shoff == 0 || eh.e_shoff + uint64_t(eh.e_shnum) * sizeof(Elf64_Shdr) > elf.size() ||
-      eh.e_shstrndx >= eh.e_shnum)
-    return fail("no section headers");
-  std::vector<Elf64_Shdr> sh(eh.e_shnum);
-  std::memcpy(sh.data(), elf.data() + eh.e_shoff, sh.size() * sizeof(Elf64_Shdr));
-  const Elf64_Shdr &strtab = sh[eh.e_shstrndx];
-  auto section_name = [&](const Elf64_Shdr &s) -> std::string {
-    const uint64_t at = strtab.sh_offset + s.sh_name;
-    return at < elf.size() ? std::string(elf.c_str() + at) : std::string();
-  };
-  const Elf64_Shdr *notes = nullptr;
+  std::vector<parcagpu::sdt::Note> notes;
   uint64_t base_addr = 0;
-  for (const Elf64_Shdr &s : sh) {
-    const std::string n = section_name(s);
-    if (n == ".note.stapsdt") notes = &s;
-    if (n == ".stapsdt.base") base_addr = s.sh_addr;
-  }
-  if (!notes) return fail("no .note.stapsdt section");
-  uint64_t off = notes->sh_offset;
-  const uint64_t end = notes->sh_offset + notes->sh_size;
-  auto align4 = [](uint64_t v) { return (v + 3) & ~uint64_t(3); };
-  while (off + sizeof(Elf64_Nhdr) <= end && end <= elf.size()) {
-    Elf64_Nhdr nh;
-    std::memcpy(&nh, elf.data() + off, sizeof nh);
-    const uint64_t name_at = off + sizeof nh;
-    const uint64_t desc_at = name_at + align4(nh.n_namesz);
-    off = desc_at + align4(nh.n_descsz);
-    if (off > end || nh.n_type != 3 || std::strcmp(elf.c_str() + name_at, "stapsdt") != 0 ||
-        nh.n_descsz < 3 * sizeof(uint64_t))
-      continue;
-    uint64_t addr[3];  // pc, base, semaphore
-    std::memcpy(addr, elf.data() + desc_at, sizeof addr);
-    const char *prov = elf.c_str() + desc_at + sizeof addr;
-    const char *probe = prov + std::strlen(prov) + 1;
-    if (std::strcmp(prov, provider) != 0 || addr[2] == 0) continue;
-    const uint64_t sem = addr[2] + (base_addr ? base_addr - addr[1] : 0);
+  std::string why;
+  if (!parcagpu::sdt::parse_notes(elf, &notes, &base_addr, &why))
+    return fail(why + ": " + real);
+  for (const parcagpu::sdt::Note &n : notes) {
+    if (n.provider != provider || n.semaphore == 0) continue;
+    const uint64_t sem = n.semaphore + (base_addr ? base_addr - n.base : 0);
     auto *counter = reinterpret_cast<volatile unsigned short *>(f.bias + sem);
     bool dup = false;
     for (const Semaphore &s : out) dup |= s.counter == counter;
-    if (!dup) out.push_back(Semaphore{probe, counter});
+    if (!dup) out.push_back(Semaphore{n.name, counter});
   }
   if (out.empty()) return fail(std::string("no semaphores of provider ") + provider);
   return out;

@@ -1,0 +1,64 @@
+# What every script run on a GPU machine starts with (scripts/*-real.sh, bench-gpu-overhead.sh):
+# sourced first, as `. "$(dirname "${BASH_SOURCE[0]}")/lib-real.sh"`. Sets strict mode, ROOT (the
+# repository), the default programs (LIB, TRACE, AGENT, PYTHON: each from its environment variable
+# PARCAGPU_LIB, PARCAGPU_TRACE, PARCAGPU_AGENT, PYTHON, else the build's), CUDA_ARCH (sm_90) and
+# SELF (the script's name, for its messages), and defines:
+#   log MSG...          MSG on stderr, after "SELF: "
+#   die MSG...          log MSG, exit 2 (the scripts' "could not run")
+#   usage               the script's header comment (its lines 2 up to the first empty line)
+#   parse_options SPEC ARGS...
+#                       the command line by a table: SPEC is "OPT=VAR ..." (OPT takes a value, put
+#                       in VAR) or "OPT=VAR=VALUE" (a flag: VAR=VALUE); -h/--help prints usage and
+#                       exits 0; anything else dies
+#   need_lib_trace_root LIB made absolute, TRACE executable, running as root (eBPF); else die
+#   wait_attached SECONDS PID FILE...
+#                       until a FILE says "attached N probes" (parcagpu-trace and agent-consumer's
+#                       ready line): 0; 1 if PID exits first or SECONDS pass
+set -uo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+LIB="${PARCAGPU_LIB:-$ROOT/build/lib/libparcagpu.so}"
+TRACE="${PARCAGPU_TRACE:-$ROOT/build/bin/parcagpu-trace}"
+AGENT="${PARCAGPU_AGENT:-$ROOT/build/bin/agent-consumer}"
+PYTHON="${PYTHON:-/opt/torch/.venv/bin/python}"
+CUDA_ARCH="${CUDA_ARCH:-sm_90}"
+SELF=$(basename "$0" .sh)
+
+log() { echo "$SELF: $*" >&2; }
+die() { log "$*"; exit 2; }
+usage() { sed -n '2,/^$/{s/^# \{0,1\}//;p}' "$0"; }
+
+parse_options() {
+  local spec=" ${1//[[:space:]]/ } " opt
+  shift
+  while [ $# -gt 0 ]; do
+    case "$1" in -h|--help) usage; exit 0 ;; esac
+    [[ "$spec" == *" $1="* ]] || die "unknown argument: $1 (see --help)"
+    opt=${spec#*" $1="}
+    opt=${opt%% *}
+    if [[ "$opt" == *=* ]]; then
+      printf -v "${opt%%=*}" '%s' "${opt#*=}"
+      shift
+    else
+      [ $# -ge 2 ] || die "$1 needs a value"
+      printf -v "$opt" '%s' "$2"
+      shift 2
+    fi
+  done
+}
+
+need_lib_trace_root() {
+  LIB=$(readlink -f "$LIB") || die "no library $LIB"
+  [ -x "$TRACE" ] || die "no parcagpu-trace at $TRACE"
+  [ "$(id -u)" -eq 0 ] || die "run as root (eBPF)"
+}
+
+wait_attached() {
+  local seconds=$1 pid=$2
+  shift 2
+  for _ in $(seq 1 $((seconds * 10))); do
+    grep -Eq 'attached [0-9]+ probes' "$@" 2>/dev/null && return 0
+    kill -0 "$pid" 2>/dev/null || return 1
+    sleep 0.1
+  done
+  return 1
+}
