@@ -39,6 +39,8 @@
 #include <cupti_pcsampling.h>
 #pragma GCC visibility pop
 
+#include <nlohmann/json.hpp>
+
 #include "cupti_mock_internal.h"
 
 namespace mockcupti {
@@ -329,21 +331,24 @@ std::string pc_report_json() {
   }
   size_t tainted = 0;
   for (const auto &f : g_first_use) tainted += f.second.tainted.size();
-  char buf[800];
-  std::snprintf(buf, sizeof buf,
-                "{\"enables\":%" PRIu64 ",\"disables\":%" PRIu64 ",\"configures\":%" PRIu64
-                ",\"starts\":%" PRIu64 ",\"stops\":%" PRIu64 ",\"get_data_calls\":%" PRIu64
-                ",\"kernels_sampled\":%" PRIu64 ",\"nonuser_kernels\":%" PRIu64
-                ",\"records_made\":%" PRIu64 ",\"records_delivered\":%" PRIu64
-                ",\"records_discarded\":%" PRIu64
-                ",\"enabled_now\":%zu,\"started_now\":%zu,\"pending_now\":%zu"
-                ",\"functions_first_run_between_episodes\":%zu"
-                ",\"graphs_uploaded_enabled\":%" PRIu64 "}",
-                g_pc.enables, g_pc.disables, g_pc.configures, g_pc.starts, g_pc.stops,
-                g_pc.get_data_calls, g_pc.kernels_sampled, g_pc.nonuser_kernels, g_pc.records_made,
-                g_pc.records_delivered, g_pc.records_discarded, enabled, started, pending, tainted,
-                g_pc.graphs_uploaded_enabled);
-  return buf;
+  nlohmann::ordered_json j;
+  j["enables"] = g_pc.enables;
+  j["disables"] = g_pc.disables;
+  j["configures"] = g_pc.configures;
+  j["starts"] = g_pc.starts;
+  j["stops"] = g_pc.stops;
+  j["get_data_calls"] = g_pc.get_data_calls;
+  j["kernels_sampled"] = g_pc.kernels_sampled;
+  j["nonuser_kernels"] = g_pc.nonuser_kernels;
+  j["records_made"] = g_pc.records_made;
+  j["records_delivered"] = g_pc.records_delivered;
+  j["records_discarded"] = g_pc.records_discarded;
+  j["enabled_now"] = enabled;
+  j["started_now"] = started;
+  j["pending_now"] = pending;
+  j["functions_first_run_between_episodes"] = tainted;
+  j["graphs_uploaded_enabled"] = g_pc.graphs_uploaded_enabled;
+  return j.dump();
 }
 
 bool pc_sampling_enabled_anywhere() {
