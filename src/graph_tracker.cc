@@ -180,13 +180,14 @@ void GraphTracker::on_exec_destroyed(const CUpti_GraphData *gd) {
   live_execs_.erase(it);
 }
 
-GraphTracker::ExecFacts GraphTracker::facts(const void *exec) const {
+GraphTracker::ExecFacts GraphTracker::on_launch(const void *exec) {
   ExecFacts f;
   std::lock_guard<std::mutex> lock(mu_);
   auto live = live_execs_.find(exec);
   if (live == live_execs_.end()) return f;
   auto it = execs_.find(live->second);
   if (it == execs_.end()) return f;
+  it->second.launched = true;
   f.known = true;
   f.has_conditional = it->second.has_conditional;
   f.kernel_nodes = it->second.kernel_nodes;

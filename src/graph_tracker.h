@@ -49,12 +49,13 @@ class GraphTracker {
     bool has_conditional = false;
     uint32_t kernel_nodes = 0;
   };
-  ExecFacts facts(const void *exec) const;
-  // True the first time it is asked for a live exec (any thread): its launch now is its first,
-  // which uploads it (docs/pc-sampling.md P19, P21). False for an exec not known here.
+  // The facts of a launched exec, which is from now on known to be uploaded (a later launch is
+  // not its first, take_first_launch).
+  ExecFacts on_launch(const void *exec);
+  // True the first time it is asked for a live exec (any thread) not seen launched before: its
+  // launch now is its first, which uploads it (docs/pc-sampling.md P19, P21). False for an exec
+  // not known here.
   bool take_first_launch(const void *exec);
-  // A launch of it was seen (an announced one): it is uploaded.
-  void note_launched(const void *exec) { take_first_launch(exec); }
   // An announced launch of an exec with conditional nodes: the owner of its body kernels.
   // launch_ts: CUPTI's clock (cuptiGetTimestamp) at the launch, the clock of kernel records.
   void on_conditional_launch(const void *exec, uint32_t correlation_id, uint64_t launch_ts);
@@ -85,7 +86,7 @@ class GraphTracker {
   struct Exec {
     uint32_t kernel_nodes = 0;
     bool has_conditional = false;
-    bool launched = false;  // take_first_launch() said so once
+    bool launched = false;  // seen launched (on_launch, take_first_launch)
     std::vector<uint32_t> graph_ids;  // every graph seen while it was instantiated
     struct OpenLaunch {
       uint32_t correlation_id;

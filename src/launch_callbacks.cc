@@ -610,8 +610,7 @@ void LaunchCallbacks::begin_announced(Role &r, uint64_t state, const CUpti_Callb
     // Every graph launch's parameters start with the exec handle (cuGraphLaunch_params,
     // cudaGraphLaunch_v10000_params and their _ptsz twins).
     const void *exec = *static_cast<void *const *>(cb->functionParams);
-    const GraphTracker::ExecFacts f = graphs_.facts(exec);
-    graphs_.note_launched(exec);  // uploaded: a later launch in an episode is not its first
+    const GraphTracker::ExecFacts f = graphs_.on_launch(exec);
     if (f.known && f.kernel_nodes == 0 && !f.has_conditional) {
       // Host functions only: no kernel will ever carry this ID (docs/cupti-facts.md, fact 8).
       t.announce = false;
