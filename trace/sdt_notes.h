@@ -3,20 +3,14 @@
 // error), and to show them with -v.
 #pragma once
 
-#include <cstdint>
 #include <string>
 #include <vector>
 
+#include "common/sdt_notes.h"
+
 namespace parcagpu::trace {
 
-struct SdtNote {
-  std::string provider;
-  std::string name;
-  std::string args;    // e.g. "4@%eax -4@%edx 8@%rcx"
-  uint64_t pc = 0;     // probe address (link-time)
-  uint64_t base = 0;   // .stapsdt.base address at link time
-  uint64_t semaphore = 0;  // semaphore address, 0 = none
-};
+using SdtNote = parcagpu::sdt::Note;
 
 // Fills *notes with every stapsdt note of `path`. Returns false with a one-line reason in *error
 // when the file cannot be opened or is not an ELF file. A file without notes is not an error.
