@@ -117,10 +117,15 @@ struct Record {
 };
 
 // Per context, kept across Enable and Disable: which functions ran first while PC sampling was
-// off between episodes (keyed by the driver's function-name pointer, stable per function).
+// not enabled on their context after it had been enabled somewhere in the process (keyed by the
+// driver's function-name pointer, stable per function). As on the H100/H200
+// (docs/pc-sampling.md P20, P23): a kernel first run before any Enable in the process gives
+// records; one first run while its context is not enabled, after PC sampling was enabled on
+// any context (its own between episodes, or only another one), never does.
+bool g_process_ever_enabled = false;
 struct FirstUse {
-  bool ever_enabled = false;
   std::set<const void *> seen, tainted;
+  size_t tainted_in_graphs = 0;  // of them, first run in a graph launch
   std::set<uint32_t> graphs;  // graph IDs whose kernels ran (uploaded at their first launch)
 };
 
@@ -299,8 +304,10 @@ void pc_kernel_ran(const mockbridge::KernelRun *run) {
   FirstUse &fu = g_first_use[run->context_id];
   auto it = g_contexts.find(run->context_id);
   const bool enabled = it != g_contexts.end() && it->second.enabled;
-  if (run->name && fu.seen.insert(run->name).second && fu.ever_enabled && !enabled)
+  if (run->name && fu.seen.insert(run->name).second && g_process_ever_enabled && !enabled) {
     fu.tainted.insert(run->name);
+    if (run->graph_id != 0) fu.tainted_in_graphs++;
+  }
   if (run->graph_id != 0 && fu.graphs.insert(run->graph_id).second && enabled)
     g_pc.graphs_uploaded_enabled++;
   if (it == g_contexts.end()) return;
@@ -329,8 +336,11 @@ std::string pc_report_json() {
     started += c.second.started;
     pending += c.second.pending.size();
   }
-  size_t tainted = 0;
-  for (const auto &f : g_first_use) tainted += f.second.tainted.size();
+  size_t tainted = 0, tainted_in_graphs = 0;
+  for (const auto &f : g_first_use) {
+    tainted += f.second.tainted.size();
+    tainted_in_graphs += f.second.tainted_in_graphs;
+  }
   nlohmann::ordered_json j;
   j["enables"] = g_pc.enables;
   j["disables"] = g_pc.disables;
@@ -347,6 +357,9 @@ std::string pc_report_json() {
   j["started_now"] = started;
   j["pending_now"] = pending;
   j["functions_first_run_between_episodes"] = tainted;
+  // Graphs are uploaded outside episodes by default (PARCAGPU_PC_GRAPHS=0): a function first run
+  // in one is lost by design (docs/pc-sampling.md P19).
+  j["of_them_in_graphs"] = tainted_in_graphs;
   j["graphs_uploaded_enabled"] = g_pc.graphs_uploaded_enabled;
   return j.dump();
 }
@@ -419,8 +432,7 @@ CUptiResult cuptiPCSamplingEnable(CUpti_PCSamplingEnableParams *p) {
         if (c.enabled) return error(CUPTI_ERROR_INVALID_OPERATION);
         c = PcContext{};
         c.enabled = true;
-        bool ok = false;
-        g_first_use[context_id(p->ctx, &ok)].ever_enabled = true;
+        g_process_ever_enabled = true;
         g_pc.enables++;
         return CUPTI_SUCCESS;
       },

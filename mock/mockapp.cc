@@ -139,6 +139,11 @@ const std::vector<OptionSpec> &option_table() {
        }},
       {"num-gpus", "N", "simulated GPUs (default 1)",
        integer("num-gpus", 1, MOCK_CUDA_MAX_DEVICES, &Options::num_gpus)},
+      {"device-batch", "N",
+       "with --num-gpus: N launches on one device, then N on\n"
+       "the next (default 1: devices round-robin), as a program\n"
+       "that drives its GPUs in turn from one thread",
+       integer("device-batch", 1, 1000000, &Options::device_batch)},
       {"procs", "N", "fork N processes before cuInit, each runs the workload",
        integer("procs", 1, 256, &Options::procs)},
       {"duration", "T", "5, 30s, 2m, 500ms (default 2s)",

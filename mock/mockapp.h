@@ -20,6 +20,7 @@ struct Options {
   double launch_rate = 1000;  // per simulated GPU, launches/s
   double graph_rate = 100;    // of which graph launches/s
   int num_gpus = 1;
+  int device_batch = 1;  // consecutive launches of a thread on one device, then the next device
   int procs = 1;
   double duration_s = 2;
   bool stress = false;

@@ -321,7 +321,7 @@ void launch_thread(const Options &o, Kernels &kernels, int index,
       }
       if (std::chrono::steady_clock::now() < due) std::this_thread::sleep_until(due);
     }
-    const int device = static_cast<int>((index + i) % o.num_gpus);
+    const int device = static_cast<int>((index + i / o.device_batch) % o.num_gpus);
     if (o.num_gpus > 1) mock_cuda_set_device(device);
     DeviceResources &res = devices[device];
     if (!apis.empty()) {

@@ -325,21 +325,24 @@ def part_a():
 
 
 def ranks(path):
-    """nccl_step.py's JSON lines (torchrun may prefix lines: take from the first '{')."""
+    """nccl_step.py's JSON objects. torchrun may prefix lines, and the ranks' outputs may run
+    together on one line (seen on two H200s: '...}{"rank": 0, ...'): every object in a line."""
     rs, hang = {}, []
+    decoder = json.JSONDecoder()
     try:
         for line in open(path, errors="replace"):
             if "HANG" in line:
                 hang.append(line.strip())
             i = line.find("{")
-            if i < 0:
-                continue
-            try:
-                j = json.loads(line[i:])
-            except ValueError:
-                continue
-            if isinstance(j, dict) and "rank" in j and "phases" in j:
-                rs[j["rank"]] = j
+            while i >= 0:
+                try:
+                    j, end = decoder.raw_decode(line, i)
+                except ValueError:
+                    i = line.find("{", i + 1)
+                    continue
+                if isinstance(j, dict) and "rank" in j and "phases" in j:
+                    rs[j["rank"]] = j
+                i = line.find("{", end)
     except OSError as e:
         check(False, "read %s: %s" % (os.path.basename(path), e))
     return rs, hang

@@ -493,7 +493,12 @@ void CUPTIAPI LaunchCallbacks::on_callback(void * /*userdata*/, CUpti_CallbackDo
 
 void LaunchCallbacks::on_enter(CbDomain domain, uint32_t cbid, const CUpti_CallbackData *cb) {
   const uint8_t v = role_of(domain, cbid);
-  if (v == 0) return;  // only whole-domain subscribers see others
+  if (v == 0) {
+    // Not a launch: a graph upload (whole-domain subscribers would see others too).
+    const SubscribedCallback *sub = find_subscribed(domain, cbid);
+    if (sub && sub->role == CbRole::GraphUpload) on_graph_upload(cb);
+    return;
+  }
   const uint8_t ri = v - 1;
   Role &r = roles_[ri];
   ThreadLaunch &t = t_launch;
@@ -696,6 +701,17 @@ void LaunchCallbacks::end_announced(Role &r, uint64_t epoch, CbDomain domain, ui
   close_if_requested(r);  // windowed: disables the role's cbids here, unless the watcher holds them
 }
 
+// An explicit upload (cudaGraphUpload, cuGraphUpload; the runtime one calls the driver one, and
+// only the first of them is the exec's upload): as a graph's first launch, it is where the graph
+// would be registered with PC sampling for good if enabled (P21). bench/launch_overhead.cu uploads
+// right after instantiation: before, its graph was uploaded inside the process's first episode
+// and every launch of it paid for that.
+void LaunchCallbacks::on_graph_upload(const CUpti_CallbackData *cb) {
+  if (!cb->functionParams) return;
+  const void *exec = *static_cast<void *const *>(cb->functionParams);
+  if (graphs_.take_first_launch(exec) && pc_) pc_->on_graph_first_launch();
+}
+
 void LaunchCallbacks::on_resource(CUpti_CallbackId cbid, const CUpti_ResourceData *rd) {
   const auto *gd = rd ? static_cast<const CUpti_GraphData *>(rd->resourceDescriptor) : nullptr;
   switch (cbid) {
@@ -739,6 +755,9 @@ void LaunchCallbacks::on_resource(CUpti_CallbackId cbid, const CUpti_ResourceDat
         pc_->cubins().on_module_unload(module->pCubin, module->cubinSize);
       break;
     }
+    case CUPTI_CBID_RESOURCE_CONTEXT_CREATED:
+      if (pc_) pc_->on_context_created();
+      break;
     case CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING:
       if (pc_ && rd) pc_->on_context_destroy(rd->context);
       break;

@@ -192,6 +192,7 @@ class LaunchCallbacks : public ConsumerWatcher::Client {
                                                bool windowed, bool counted);
   bool finish_admission(Role &r, uint64_t epoch, bool windowed);
   void release(Role &r, uint64_t state);
+  __attribute__((noinline, cold)) void on_graph_upload(const CUpti_CallbackData *cb);
   __attribute__((noinline, cold)) void on_resource(CUpti_CallbackId cbid,
                                                    const CUpti_ResourceData *rd);
 

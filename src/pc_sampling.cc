@@ -191,10 +191,34 @@ uint64_t PcSampler::next_episode_ns() const {
   return scheduler_->next_episode_ns();
 }
 
-bool PcSampler::work_due(bool want, uint64_t now) const {
+bool PcSampler::enabled_here(CUcontext ctx) const {
+  for (const auto &slot : enabled_ctx_)
+    if (slot.load(std::memory_order_relaxed) == ctx) return true;
+  return false;
+}
+
+void PcSampler::mark_enabled(CUcontext ctx, bool enabled) {
+  // Under mu_: one writer.
+  for (auto &slot : enabled_ctx_) {
+    if (enabled && slot.load(std::memory_order_relaxed) == nullptr) {
+      slot.store(ctx, std::memory_order_release);
+      return;
+    }
+    if (!enabled && slot.load(std::memory_order_relaxed) == ctx) {
+      slot.store(nullptr, std::memory_order_release);
+      return;
+    }
+  }
+}
+
+bool PcSampler::work_due(CUcontext ctx, bool want, uint64_t now) const {
   if (!want) return any_enabled_.load(std::memory_order_relaxed);
   if (!any_enabled_.load(std::memory_order_acquire))
     return launches_observed_.load(std::memory_order_relaxed) && scheduler_->episode_due(now);
+  // A launch on a context where PC sampling is not enabled, during an episode: it may have to
+  // join before its call (a kernel first launched there now would never give records, P23),
+  // also while a window is open on another context.
+  if (!enabled_here(ctx)) return true;
   if (episode_launches_.load(std::memory_order_relaxed) >= launch_budget_) return true;
   if (window_open_.load(std::memory_order_acquire))
     return window_launches_.load(std::memory_order_relaxed) >=
@@ -209,7 +233,7 @@ void PcSampler::on_launch_enter(CUcontext ctx, uint64_t now, bool uploads_graph)
   if (!usable_.load(std::memory_order_relaxed)) return;
   const bool want = wanted();
   if (!want && !any_enabled_.load(std::memory_order_relaxed)) return;
-  if (ctx && work_due(want, monotonic_ns()))
+  if (ctx && work_due(ctx, want, monotonic_ns()))
     do_work(ctx, want, /*may_enable=*/!uploads_graph || config_.pc_graphs);
   if (want) refresh_metadata(now);
   if (!any_enabled_.load(std::memory_order_relaxed) || t_counted) return;
@@ -287,15 +311,18 @@ void PcSampler::do_work(CUcontext ctx, bool want, bool may_enable) {
   // started: its kernels first launched from now on give records in later episodes (P19, P20).
   // And an episode begins on a context never sampled before, while there is one.
   Context &here = find_or_add(ctx);
+  // While kernels are still first used (learning), every context that launches joins, also one
+  // enabled before: its kernels first launched while it is disabled would never give records.
   if (episode_ctx_ && &here != episode_ctx_) {
-    if (!here.ever_enabled && may_enable && exclusive_begin()) {
+    if (!here.enabled && may_enable && (!here.ever_enabled || scheduler_->learning(now)) &&
+        exclusive_begin()) {
       enable(here);
       exclusive_end();
       return;
     }
     if (!here.enabled) return;  // (another window may start on it: below)
   }
-  if (!episode_ctx_ && unsampled_waits_ < kUnsampledWaitLaunches) {
+  if (!episode_ctx_ && !scheduler_->resume_due() && unsampled_waits_ < kUnsampledWaitLaunches) {
     for (const auto &o : contexts_)
       if (o.get() != &here && o->last_window < here.last_window) {
         ++unsampled_waits_;  // wait for a launch on that one (a while: it may launch no more)
@@ -303,6 +330,11 @@ void PcSampler::do_work(CUcontext ctx, bool want, bool may_enable) {
       }
   }
   unsampled_waits_ = 0;
+  // No episode begins at a launch that may not enable (a graph's first) or while some role's
+  // launches still go unseen: the scheduler is not asked.
+  if (!any_enabled_.load(std::memory_order_relaxed) &&
+      (!may_enable || !launches_observed_.load(std::memory_order_relaxed)))
+    return;
   using Step = PcScheduler::Step;
   switch (scheduler_->next_step(now, episode_launches_.load(std::memory_order_relaxed),
                                 window_launches_.load(std::memory_order_relaxed),
@@ -417,6 +449,7 @@ bool PcSampler::enable(Context &c) {
   }
   c.enabled = true;
   c.ever_enabled = true;
+  mark_enabled(c.ctx, true);
   stats_.enables++;
   any_enabled_.store(true, std::memory_order_release);
   if (!configure(c)) return false;  // fail() disabled it
@@ -655,6 +688,7 @@ void PcSampler::end_episode(Context &c, bool wait_for_workers) {
   stats_.disable_ns += disabled_at - disable_at;
   stats_.max_disable_ns = std::max(stats_.max_disable_ns, disabled_at - disable_at);
   c.enabled = false;
+  mark_enabled(c.ctx, false);
   if (episode_ctx_ == &c) episode_ctx_ = nullptr;
   bool any = false;
   for (auto &o : contexts_) any |= o->enabled;
@@ -692,6 +726,7 @@ void PcSampler::fail(const char *call, CUptiResult r) {
     CUpti_PCSamplingDisableParams dp{CUpti_PCSamplingDisableParamsSize, nullptr, c->ctx};
     if (cupti_.cuptiPCSamplingDisable(&dp) == CUPTI_SUCCESS) stats_.disables++;
     c->enabled = false;
+    mark_enabled(c->ctx, false);
   }
   window_open_.store(false, std::memory_order_release);
   drain_pending_.store(false, std::memory_order_release);
@@ -712,9 +747,23 @@ void PcSampler::on_graph_first_launch() {
   }
   end_all_episodes(/*wait_for_workers=*/false);
   exclusive_end();
+  if (!usable_) return;
   stats_.ended_for_graphs++;
+  scheduler_->on_ended_for_graph(monotonic_ns());
+  if (scheduler_->resume_due()) stats_.learning_resumes++;
   debug_log("PC sampling: the episode under way ended before a graph's first launch "
             "(PARCAGPU_PC_GRAPHS=0: graphs are not registered with PC sampling)");
+}
+
+void PcSampler::on_context_created() {
+  if (!usable_.load(std::memory_order_relaxed) || !wanted()) return;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!usable_) return;
+    scheduler_->learn_again(monotonic_ns());
+    if (!scheduler_->resume_due()) return;
+  }
+  if (request_tick_) request_tick_();
 }
 
 void PcSampler::on_context_destroy(CUcontext ctx) {

@@ -72,6 +72,7 @@ struct PcStats {
   uint64_t gate_timeouts = 0;               // work put off: other launches did not leave in time
   uint64_t ended_for_graphs = 0;            // episodes ended before a graph's first launch
   uint64_t graphs_uploaded_enabled = 0;     // graphs first launched while PC sampling was on
+  uint64_t learning_resumes = 0;            // episodes begun again after such an end
   uint32_t sampling_factor = 0;             // in force (read back), 0 = not configured yet
   bool failed = false;
 };
@@ -90,6 +91,9 @@ class PcSampler {
   // Asks for the activity buffers to be read soon (never waits): an episode's records of every
   // launch are read as it ends, not at the next periodic flush.
   void set_flush_request(std::function<void()> request) { request_flush_ = std::move(request); }
+  // Asks the watcher for a tick now (never waits): an episode fell due off schedule, and the
+  // launch callbacks must turn on for it.
+  void set_tick_request(std::function<void()> request) { request_tick_ = std::move(request); }
   bool usable() const { return usable_.load(std::memory_order_relaxed); }
 
   // PC sampling runs while a consumer is attached to pc_sample_batch and the launch path is
@@ -144,7 +148,9 @@ class PcSampler {
   // registered with PC sampling and its launches keep their cost (docs/pc-sampling.md P21).
   void on_graph_first_launch();
 
-  // Resource callbacks.
+  // Resource callbacks. A context created while a consumer listens begins a learning period
+  // (its kernels are all first launched from now on, P20).
+  void on_context_created();
   void on_context_destroy(CUcontext ctx);
   CubinRegistry &cubins() { return cubins_; }
 
@@ -156,7 +162,11 @@ class PcSampler {
   struct Context;
   Context *find(CUcontext ctx);
   Context &find_or_add(CUcontext ctx);
-  bool work_due(bool want, uint64_t now_ns) const;
+  bool work_due(CUcontext ctx, bool want, uint64_t now_ns) const;
+  // Contexts with PC sampling enabled now, for the launch path: a launch on any other context
+  // during an episode comes to do_work, which lets it join (docs/pc-sampling.md P23).
+  bool enabled_here(CUcontext ctx) const;
+  void mark_enabled(CUcontext ctx, bool enabled);
   void do_work(CUcontext ctx, bool want, bool may_enable);
   // The steps of an episode (PcScheduler::Step), each with the gate held exclusively.
   bool enable(Context &c);
@@ -187,9 +197,12 @@ class PcSampler {
 
   std::function<void(bool)> activity_hold_;
   std::function<void()> request_flush_;
+  std::function<void()> request_tick_;
   std::atomic<bool> usable_{false};
   std::atomic<bool> any_enabled_{false};
   std::atomic<bool> launches_observed_{false};
+  static constexpr size_t kEnabledSlots = 16;
+  std::atomic<CUcontext> enabled_ctx_[kEnabledSlots] = {};
   // Lock-free copies of the scheduler's state for the launch path's pre-check (work_due).
   std::atomic<bool> window_open_{false};
   std::atomic<bool> drain_pending_{false};

@@ -13,8 +13,10 @@ PcScheduler::PcScheduler(const Params &params, const PcRateController::Params &w
 }
 
 bool PcScheduler::learning(uint64_t now_ns) const {
-  return last_first_use_ns_ != 0 && now_ns - last_first_use_ns_ < p_.first_use_quiet_ns &&
-         now_ns - episode_start_ns_ < p_.max_learning_ns;
+  // (A first use noted by another thread may carry a time a little after now_ns.)
+  const auto since = [now_ns](uint64_t t) { return now_ns > t ? now_ns - t : 0; };
+  return last_first_use_ns_ != 0 && since(last_first_use_ns_) < p_.first_use_quiet_ns &&
+         since(learning_since_ns_) < p_.max_learning_ns;
 }
 
 bool PcScheduler::over(uint64_t now_ns, uint64_t episode_launches) const {
@@ -29,6 +31,21 @@ PcScheduler::Step PcScheduler::next_step(uint64_t now_ns, uint64_t episode_launc
   switch (phase_) {
     case Phase::kIdle: {
       if (now_ns < next_episode_ns()) return Step::kNone;
+      // Learning goes on: enabled whether a window may open or not (it opens when the
+      // controller allows, as in any learning episode). (resume_ stays until on_enabled: the
+      // sampler may not enable at this launch.)
+      resumed_ = resume_ && learning(now_ns);
+      if (resumed_) {
+        window_limit_ = windows_.should_open(now_ns);
+        window_pending_ = window_limit_ != 0;
+        return Step::kEnable;
+      }
+      if (resume_) {
+        resume_ = false;
+        next_episode_ns_.store(std::max(scheduled_ns_, windows_.next_open_ns()),
+                               std::memory_order_relaxed);
+        if (now_ns < next_episode_ns()) return Step::kNone;
+      }
       // An episode only when a window can open in it: the sample credit and the window duty
       // (PcRateController) decide, so an episode never waits enabled.
       const uint32_t n = windows_.should_open(now_ns);
@@ -74,7 +91,13 @@ void PcScheduler::on_enabled(uint64_t now_ns) {
   phase_ = Phase::kEnabled;
   episode_start_ns_ = now_ns;
   first_window_done_ns_ = 0;
-  window_done_ = false;
+  // A resumed episode with no window due goes straight to learning (windows as allowed).
+  window_done_ = resumed_ && !window_pending_;
+  resume_ = false;
+  if (!resumed_) learning_since_ns_ = now_ns;
+  // The process's first episode: its kernels are being launched for the first time now (their
+  // activity records, which tell which are new, come later).
+  if (episodes_ == 0) last_first_use_ns_ = std::max(last_first_use_ns_, now_ns);
   cut_ = false;
   ++episodes_;
   in_episode_.store(true, std::memory_order_relaxed);
@@ -112,15 +135,36 @@ void PcScheduler::on_disabled(uint64_t now_ns) {
   // episode kept enabled while kernels were first used is charged its ordinary length only: that
   // happens while a program starts, and its next episode is not put off by it.
   const double duty = std::clamp(p_.max_duty, 1e-6, 1.0);
-  const uint64_t ordinary = learned_ && first_window_done_ns_ > episode_start_ns_
-                              ? first_window_done_ns_ - episode_start_ns_ : spent;
+  // A resumed episode is the learning period going on: charged its first window only (if any).
+  const bool first_window = first_window_done_ns_ > episode_start_ns_;
+  uint64_t ordinary = spent;
+  if (learned_ || resumed_)
+    ordinary = first_window ? first_window_done_ns_ - episode_start_ns_ : resumed_ ? 0 : spent;
   const uint64_t charged =
       std::max(p_.min_episode_charge_ns, std::min({spent, ordinary, p_.max_episode_ns}));
   learned_ = false;
+  resumed_ = false;
   const uint64_t gap = static_cast<uint64_t>(static_cast<double>(charged) * (1.0 / duty - 1.0));
-  next_episode_ns_.store(std::max(now_ns + gap, windows_.next_open_ns()),
-                         std::memory_order_relaxed);
+  scheduled_ns_ = std::max(now_ns + gap, windows_.next_open_ns());
+  next_episode_ns_.store(scheduled_ns_, std::memory_order_relaxed);
   in_episode_.store(false, std::memory_order_relaxed);
+}
+
+void PcScheduler::on_ended_for_graph(uint64_t now_ns) {
+  if (phase_ != Phase::kIdle || !learning(now_ns) || resumes_ >= p_.max_learning_resumes) return;
+  ++resumes_;
+  resume_ = true;
+  next_episode_ns_.store(now_ns, std::memory_order_relaxed);
+}
+
+void PcScheduler::learn_again(uint64_t now_ns) {
+  if (episodes_ == 0) return;  // the first episode learns anyway
+  learning_since_ns_ = now_ns;
+  last_first_use_ns_ = std::max(last_first_use_ns_, now_ns);
+  resumes_ = 0;
+  if (phase_ != Phase::kIdle) return;  // the episode under way stays enabled while learning
+  resume_ = true;
+  next_episode_ns_.store(now_ns, std::memory_order_relaxed);
 }
 
 }  // namespace parcagpu

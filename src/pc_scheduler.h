@@ -42,12 +42,22 @@ class PcScheduler {
     // it.
     uint64_t first_use_quiet_ns = 2'000'000'000;
     uint64_t max_learning_ns = 30'000'000'000;
-    // Episode time (enable to disable) over wall time.
-    double max_duty = 0.05;
+    // A graph's first launch ends a learning episode (PcSampler::on_graph_first_launch, P21);
+    // the next launch begins another at once, this many times in the process at most, and as
+    // many again for each context created later (a program that creates graphs all the time
+    // would otherwise enable and disable at each one).
+    // Without it every kernel first launched after a program's first graph, on any GPU, was
+    // lost for good: on two H100s not one sample of device 1 in 40 s (issue 19).
+    uint32_t max_learning_resumes = 32;
+    // Episode time (enable to disable) over wall time. Launches are slow while PC sampling is
+    // enabled (a graph launch 2.65x, a sampled one ~1 ms), so a launch-bound program loses
+    // about this share of its throughput: 2%, not the 5% first chosen (an H100 graph-launch loop
+    // at 1.096 without episodes would be ~1.15 with them).
+    double max_duty = 0.02;
     // An episode is charged at least this: one ended before its window (a graph's first launch
     // under PARCAGPU_PC_GRAPHS=0) took microseconds, and the next must not begin at once (the
-    // mock's graph-creating loop went through 5696 episodes in 3 s). At 5% duty the next comes
-    // 0.38 s later; such an episode costs an Enable and a Disable never started (~0.3 ms, P13).
+    // mock's graph-creating loop went through 5696 episodes in 3 s). At 2% duty the next comes
+    // 0.98 s later; such an episode costs an Enable and a Disable never started (~0.3 ms, P13).
     uint64_t min_episode_charge_ns = 20'000'000;
     // Get Data this long after Stop: CUPTI's worker threads decode the hardware buffer
     // periodically (their sleep span) and an early Get Data cannot be repeated.
@@ -79,6 +89,12 @@ class PcScheduler {
   void on_stopped(uint64_t now_ns, uint32_t launches);
   void on_drained(uint64_t samples, uint32_t launches, uint64_t now_ns);
   void on_disabled(uint64_t now_ns);
+  // The episode just disabled was ended before a graph's first launch: if kernels were still
+  // being used for the first time, the next launch begins another episode (max_learning_resumes).
+  void on_ended_for_graph(uint64_t now_ns);
+  // A context was created (a GPU that launches from now on): its kernels are first launched
+  // from now on, so a learning period begins (an episode at once, if none is under way).
+  void learn_again(uint64_t now_ns);
   // The context the episode ran on went away (its sampling state with it).
   void on_context_lost(uint64_t now_ns) { on_disabled(now_ns); }
 
@@ -90,6 +106,12 @@ class PcScheduler {
   }
   uint64_t next_episode_ns() const { return next_episode_ns_.load(std::memory_order_relaxed); }
   bool in_episode() const { return in_episode_.load(std::memory_order_relaxed); }
+  // Kernels are still being used for the first time (the episode under way stays enabled, and
+  // every context that launches joins it).
+  bool learning(uint64_t now_ns) const;
+  // The next episode is a learning episode resumed (after a graph's first launch, or for a new
+  // context): it begins at the next launch, on whichever context launches.
+  bool resume_due() const { return resume_; }
   bool window_open() const { return phase_ == Phase::kWindow; }
   // Launches the window opened by the last kStart spans at most, and its deadline.
   uint32_t window_limit() const { return window_limit_; }
@@ -101,7 +123,6 @@ class PcScheduler {
  private:
   enum class Phase : uint8_t { kIdle, kEnabled, kWindow, kDrainPending };
   bool over(uint64_t now_ns, uint64_t episode_launches) const;
-  bool learning(uint64_t now_ns) const;
 
   const Params p_;
   PcRateController windows_;
@@ -117,6 +138,11 @@ class PcScheduler {
   uint64_t last_first_use_ns_ = 0;
   uint64_t first_window_done_ns_ = 0;  // an episode kept for learning is charged up to here
   bool learned_ = false;               // this episode was kept enabled for first uses
+  uint64_t learning_since_ns_ = 0;     // the learning period's start (max_learning_ns)
+  bool resume_ = false;                // the next episode resumes learning, at the next launch
+  bool resumed_ = false;               // this episode resumed learning
+  uint32_t resumes_ = 0;               // since the process began, or a context was created
+  uint64_t scheduled_ns_ = 0;  // the next episode by the duty cap (a resume comes before it)
   uint64_t episodes_ = 0;
   uint64_t cut_by_budget_ = 0;
   std::atomic<bool> in_episode_{false};

@@ -79,6 +79,7 @@ bool Profiler::start() {
   g_profiler = this;
   watcher_ = std::make_unique<ConsumerWatcher>(config_.watch_interval_ms);
   watcher_->add(this);
+  pc_->set_tick_request([w = watcher_.get()] { w->wake(); });
   // A consumer attached system-wide before the process started already raised the semaphores:
   // it is served before this returns, so the first launch is already sampled.
   callbacks_->set_starting(true);
@@ -169,6 +170,7 @@ void Profiler::log_stats() const {
   log_totals("pc sampling", {{"episodes", u(p.episodes)},
                              {"ended before a graph's first launch", u(p.ended_for_graphs)},
                              {"graphs first launched while enabled", u(p.graphs_uploaded_enabled)},
+                             {"learning resumed after one", u(p.learning_resumes)},
                              {"enables", u(p.enables)}, {"disables", u(p.disables)},
                              {"enabled ms", p.enabled_ns / 1e6, 1},
                              {"disable ms", p.disable_ns / 1e6, 1},

@@ -17,6 +17,10 @@ enum class CbRole : uint8_t {
   EagerLaunch,    // one kernel per launch
   GraphLaunch,    // one launch fans out into every kernel of the graph
   GraphResource,  // graph bookkeeping (capture, instantiation), no launch
+  // A graph exec uploaded ahead of its first launch (cudaGraphUpload, cuGraphUpload): no
+  // launch, but where the graph is registered with PC sampling if it is enabled then, and every
+  // later launch of it costs ~30% more (docs/pc-sampling.md P21, P24). Enabled from process start.
+  GraphUpload,
   // Module and context lifetime, for PC sampling. Enabled from process start whatever the
   // consumers (never lazily): a cubin loaded before a consumer attached must still be published
   // to it, and PC sampling must be drained and disabled before its context goes.
@@ -74,6 +78,10 @@ inline constexpr SubscribedCallback kSubscribedCallbacks[] = {
     {CbDomain::Runtime, 506, CbRole::EagerLaunch, "__cudaLaunchKernel_ptsz", 13},
     {CbDomain::Runtime, 311, CbRole::GraphLaunch, "cudaGraphLaunch"},
     {CbDomain::Runtime, 312, CbRole::GraphLaunch, "cudaGraphLaunch_ptsz"},
+    {CbDomain::Driver, 580, CbRole::GraphUpload, "cuGraphUpload"},
+    {CbDomain::Driver, 581, CbRole::GraphUpload, "cuGraphUpload_ptsz"},
+    {CbDomain::Runtime, 348, CbRole::GraphUpload, "cudaGraphUpload"},
+    {CbDomain::Runtime, 349, CbRole::GraphUpload, "cudaGraphUpload_ptsz"},
     // Graph resources (not API calls). A node created inside a launch call means the stream is
     // being captured: the launch is recorded, not run (docs/cupti-facts.md, fact 5).
     {CbDomain::Resource, 13, CbRole::GraphResource, "GRAPHNODE_CREATED"},
@@ -89,6 +97,7 @@ inline constexpr SubscribedCallback kSubscribedCallbacks[] = {
     {CbDomain::Resource, 6, CbRole::ModuleResource, "MODULE_LOADED"},
     {CbDomain::Resource, 7, CbRole::ModuleResource, "MODULE_UNLOAD_STARTING"},
     // PC sampling of a context is stopped, drained and disabled before the context is destroyed.
+    {CbDomain::Resource, 1, CbRole::ModuleResource, "CONTEXT_CREATED"},
     {CbDomain::Resource, 2, CbRole::ModuleResource, "CONTEXT_DESTROY_STARTING"},
 };
 

@@ -722,10 +722,12 @@ static const char *kStates[] = {"none", "callbacks", "activity", "ser", "ser_act
 // After an episode as the library runs one (kernel activity on, PC sampling enabled
 // kernel-serialized, a window over a few launches, stopped, drained, disabled, activity off), do
 // launches cost what they cost before it? after_ep uploads the graph during the episode (its
-// kernels give records in later episodes, P19), after_ep_pre before it.
-static void cost_after_episode(bool graph_in_episode, cudaGraphExec_t *exec, cudaStream_t s,
+// kernels give records in later episodes, P19), after_ep_pre before it, after_ep_post after it
+// (between episodes, as the library uploads graphs by default: P24).
+static void cost_after_episode(int when, cudaGraphExec_t *exec, cudaStream_t s,
                                void (*make)(cudaGraphExec_t *, cudaStream_t)) {
-  if (!graph_in_episode) make(exec, s);
+  const bool graph_in_episode = when == 1;
+  if (when == 0) make(exec, s);
   activity_register();
   CUptiResult ra = cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
   double ms = 0, cf = 0;
@@ -735,13 +737,14 @@ static void cost_after_episode(bool graph_in_episode, cudaGraphExec_t *exec, cud
   void *noargs[1] = {nullptr};
   CUptiResult rs1 = pc_start(g_ctx, nullptr);
   for (int i = 0; i < 8; ++i) CHECK(cudaLaunchKernel((const void *)empty_kernel, dim3(1), dim3(1), noargs, 0, s));
-  CHECK(cudaGraphLaunch(*exec, s));
+  if (when != 2) CHECK(cudaGraphLaunch(*exec, s));
   CUptiResult rs2 = pc_stop(g_ctx, nullptr);
   Tally t = drain(g_ctx);
   double dms = 0;
   CUptiResult rd = pc_disable(g_ctx, &dms);
   CUptiResult rad = cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
   CHECK(cudaStreamSynchronize(s));
+  if (when == 2) make(exec, s);
   printf("FACT cost_after_episode graph_in_episode=%d act=%s enable=%s configure=%s start=%s stop=%s "
          "disable=%s (%.1f ms) act_off=%s %s\n", graph_in_episode ? 1 : 0, rs(ra), rs(r), rs(rc),
          rs(rs1), rs(rs2), rs(rd), dms, rs(rad), tally_str(t).c_str());
@@ -783,7 +786,16 @@ static void phase_cost(const std::string &state) {
   cudaStream_t s;
   CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   cudaGraphExec_t exec;
-  if (after) cost_after_episode(state == "after_ep", &exec, s, make_cost_graph);
+  if (after) {
+    const bool post = state.rfind("after_ep_post", 0) == 0;
+    cost_after_episode(state == "after_ep" ? 1 : post ? 2 : 0, &exec, s, make_cost_graph);
+    // after_ep_post_act: kernel activity on again after the episode, as the library turns it on
+    // around announced launches between episodes (P25).
+    if (state == "after_ep_post_act") {
+      CUptiResult r = cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+      printf("FACT cost_activity_reenable rc=%s\n", rs(r));
+    }
+  }
   else make_cost_graph(&exec, s);
   if (started) {
     CUptiResult r = pc_start(g_ctx, nullptr);

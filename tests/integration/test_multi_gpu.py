@@ -132,6 +132,44 @@ class PcSamplingByDevice(unittest.TestCase):
         self.assertGreater(len(sampled), 1,
                            "PC samples from the kernels of one device only: %s" % dict(sampled))
 
+    def test_kernels_first_launched_after_the_first_graph_still_give_records(self):
+        # A kernel first launched while PC sampling is off between episodes never gives a record
+        # (docs/pc-sampling.md P20; the mock CUPTI keeps the rule per context), and a graph's
+        # first launch ends the episode under way (P21). On two H100s the first graph of device
+        # 0 ended the process's first episode before device 1 had launched its kernels: not one
+        # PC sample of device 1 in 40 s. Here: two devices, launches alternating between them,
+        # a graph launch in ten, so graphs are first launched before most kernels are; the
+        # library at its defaults with the agent's probe set.
+        # And the devices driven in turn from one thread, 16 eager launches each (as
+        # tests/gpu/two_gpu.cu does): device 1's first launches come while the first window is
+        # open on device 0, and a kernel first launched on a context where PC sampling is not
+        # enabled, once it was enabled anywhere in the process, never gives records either (P23):
+        # device 1 must join the episode at its first launch, window or not.
+        for batch, graph_rate in ((1, 100), (16, 0)):
+            with self.subTest(device_batch=batch, graph_rate=graph_rate):
+                self.check_first_uses(batch, graph_rate)
+
+    def check_first_uses(self, batch, graph_rate):
+        with harness.AgentConsumer() as ac:
+            r = harness.run_mockapp(["--num-gpus=2", "--device-batch=%d" % batch, "--duration=2s",
+                                     "--launch-rate=1000", "--graph-rate=%d" % graph_rate],
+                                    env={"PARCAGPU_DEBUG": "1"})
+        ac.stop()
+        self.assertEqual(r.returncode, 0, r.stderr[-2000:])
+        mpc = mock_pc(r)
+        ended = [l for l in r.stderr.splitlines() if "ended before a graph's first launch" in l]
+        if graph_rate:
+            self.assertTrue(ended, "a graph's first launch met an episode (the case this is about)")
+        # Functions first run in a graph uploaded between episodes are lost by design (P19).
+        self.assertEqual(mpc["functions_first_run_between_episodes"] - mpc["of_them_in_graphs"],
+                         0, mpc)
+        enabled_on = set(int(d) for d in re.findall(
+            r"PC sampling enabled on context \S+ \(device (\d+)\)", r.stderr))
+        self.assertEqual(sorted(enabled_on), [0, 1], r.stderr[-3000:])
+        p = ac.process(r.summary["pid"])
+        self.assertEqual(p["pc_samples"]["correlation_ids"]["unannounced"], 0, p["pc_samples"])
+        self.assertEqual(p["orphan_kernels"], 0, p)
+
 
 # CUDA 12.0's CUPTI (the mock's personality 12) has no PC sampling for us (correlation IDs in PC
 # records came with 12.4): the per-device kernel view is checked there, PC sampling is not.

@@ -27,6 +27,8 @@ const char *role_name(parcagpu::CbRole r) {
       return "graph_launch";
     case parcagpu::CbRole::GraphResource:
       return "graph_resource";
+    case parcagpu::CbRole::GraphUpload:
+      return "graph_upload";
     case parcagpu::CbRole::ModuleResource:
       return "module_resource";
   }

@@ -50,7 +50,7 @@ TEST(CbidTable, NoStreamCaptureOrOtherApiCbids) {
                                   CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture,
                                   CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiate};
   for (uint32_t cbid : capture_drv) EXPECT_FALSE(is_subscribed(CbDomain::Driver, cbid)) << cbid;
-  // Every API-domain entry is a launch.
+  // Every API-domain entry is a launch or a graph upload.
   for (const auto &cb : kSubscribedCallbacks) {
     if (cb.domain == CbDomain::Resource) continue;
     EXPECT_NE(cb.role, CbRole::GraphResource) << cb.name;
@@ -58,9 +58,26 @@ TEST(CbidTable, NoStreamCaptureOrOtherApiCbids) {
   }
 }
 
+// A graph uploaded while PC sampling is enabled stays dearer (P21): the library must see every
+// upload, the explicit ones too (bench/launch_overhead.cu uploads right after instantiation),
+// from process start.
+TEST(CbidTable, GraphUploadsAreSubscribedFromTheStart) {
+  const std::pair<CbDomain, uint32_t> uploads[] = {
+      {CbDomain::Runtime, CUPTI_RUNTIME_TRACE_CBID_cudaGraphUpload_v10000},
+      {CbDomain::Runtime, CUPTI_RUNTIME_TRACE_CBID_cudaGraphUpload_ptsz_v10000},
+      {CbDomain::Driver, CUPTI_DRIVER_TRACE_CBID_cuGraphUpload},
+      {CbDomain::Driver, CUPTI_DRIVER_TRACE_CBID_cuGraphUpload_ptsz}};
+  for (auto [d, cbid] : uploads) {
+    const SubscribedCallback *cb = find_subscribed(d, cbid);
+    ASSERT_NE(cb, nullptr) << cbid;
+    EXPECT_EQ(cb->role, CbRole::GraphUpload) << cb->name;
+    EXPECT_TRUE(enabled_from_start(cb->role)) << cb->name;
+  }
+}
+
 // PC sampling needs the cubins and the context lifetime from process start (issue 10).
 TEST(CbidTable, ModuleAndContextResourcesForPcSampling) {
-  for (uint32_t cbid : {uint32_t(CUPTI_CBID_RESOURCE_MODULE_LOADED),
+  for (uint32_t cbid : {uint32_t(CUPTI_CBID_RESOURCE_MODULE_LOADED), uint32_t(CUPTI_CBID_RESOURCE_CONTEXT_CREATED),
                         uint32_t(CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING),
                         uint32_t(CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING)}) {
     const SubscribedCallback *cb = find_subscribed(CbDomain::Resource, cbid);
@@ -86,7 +103,7 @@ TEST(CbidTable, EntriesAreUniqueAndNamesMatchCuptiNames) {
                    ->name,
                "cudaLaunchCooperativeKernelMultiDevice");
   size_t launches = 0;
-  for (const auto &cb : kSubscribedCallbacks) launches += cb.domain != CbDomain::Resource;
+  for (const auto &cb : kSubscribedCallbacks) launches += is_launch_role(cb.role);
   EXPECT_EQ(launches, 25u);  // 12 driver + 13 runtime launch cbids
 }
 

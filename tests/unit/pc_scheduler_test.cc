@@ -213,5 +213,99 @@ TEST(PcScheduler, LearningEndsAtItsLongestEvenIfKernelsKeepComing) {
   EXPECT_EQ(t, 30 * kSec) << "max_learning_ns";
 }
 
+TEST(PcScheduler, ALearningEpisodeEndedForAGraphBeginsAgainAtTheNextLaunch) {
+  // A graph's first launch ends the episode (P21); kernels first launched after it while PC
+  // sampling is off would never give records (P20): on two H100s, device 1's kernels, first
+  // launched after device 0's first graph, gave none in 40 s. So learning resumes at once.
+  PcScheduler::Params p = episodes();
+  p.min_episode_charge_ns = 20 * kMs;
+  const uint64_t t0 = kSec;  // (a clock at 0 would read as "no first use yet")
+  PcRateController::Params w;
+  w.target_rate = 1e9;  // no sample credit to wait for: the duty cap alone spaces episodes
+  PcScheduler s(p, w, t0, 3);
+  ASSERT_EQ(s.next_step(t0, 0, 0, 0), Step::kEnable);
+  s.on_enabled(t0);
+  // The graph's first launch at 2 ms: the sampler disables and tells the scheduler why.
+  s.on_disabled(t0 + 2 * kMs);
+  s.on_ended_for_graph(t0 + 2 * kMs);
+  EXPECT_TRUE(s.resume_due());
+  EXPECT_TRUE(s.episode_due(t0 + 2 * kMs));
+  // The next launch (another context, say) enables again, whether a window may open or not.
+  ASSERT_EQ(s.next_step(t0 + 3 * kMs, 0, 0), Step::kEnable);
+  s.on_enabled(t0 + 3 * kMs);
+  EXPECT_FALSE(s.resume_due());
+  EXPECT_TRUE(s.learning(t0 + 3 * kMs));
+  // Learning is still the first episode's: it ends 2 s after the last first use (t0 here).
+  for (uint64_t t = t0 + 4 * kMs; t < t0 + 3 * kSec; t += 10 * kMs) {
+    const Step st = s.next_step(t, 10, /*window_launches=*/32);  // windows close at once
+    if (st == Step::kDisable) {
+      EXPECT_GE(t, t0 + 2 * kSec) << "ended while kernels were still first used";
+      s.on_disabled(t);
+      // Charged up to its first window (a few ms here), not its 2 s: the next one comes within
+      // a second or so (the minimum charge's gap, or the window duty's), not 38 s later.
+      EXPECT_TRUE(s.episode_due(t + 2 * kSec)) << (s.next_episode_ns() - t) / kMs << " ms";
+      // Over: a graph's first launch now ends nothing that must come back.
+      s.on_ended_for_graph(t);
+      EXPECT_FALSE(s.resume_due());
+      return;
+    }
+    if (st == Step::kStart) s.on_started(t);
+    if (st == Step::kStop) s.on_stopped(t, 1);
+    if (st == Step::kDrain) s.on_drained(10, 1, t);
+  }
+  FAIL() << "the resumed learning episode never ended";
+}
+
+TEST(PcScheduler, LearningResumesAtMostMaxLearningResumesTimes) {
+  // A program that creates graphs all the time would enable and disable at every one.
+  PcScheduler::Params p = episodes();
+  p.min_episode_charge_ns = 20 * kMs;
+  p.max_learning_resumes = 4;
+  uint64_t t = kSec;
+  PcScheduler s(p, {}, t, 3);
+  ASSERT_EQ(s.next_step(t, 0, 0, 0), Step::kEnable);
+  int resumed = 0;
+  for (int i = 0; i < 10; ++i) {
+    s.on_enabled(t);
+    t += kMs;
+    s.on_disabled(t);
+    s.on_ended_for_graph(t);
+    if (!s.resume_due()) break;
+    ++resumed;
+    ASSERT_EQ(s.next_step(t, 0, 0), Step::kEnable);
+  }
+  EXPECT_EQ(resumed, 4);
+  // Then the ordinary schedule: not due right away.
+  EXPECT_EQ(s.next_step(t + kMs, 0, 0), Step::kNone);
+}
+
+TEST(PcScheduler, ALaterContextBeginsALearningPeriodOfItsOwn) {
+  // A GPU that starts launching after the first learning period is over: its kernels are all
+  // first launched from its context's creation on.
+  PcScheduler::Params p = episodes();
+  p.min_episode_charge_ns = 20 * kMs;
+  PcScheduler s(p, {}, 0, 3);
+  ASSERT_EQ(s.next_step(0, 0, 0, 0), Step::kEnable);
+  s.on_enabled(0);
+  s.on_disabled(5 * kMs);
+  const uint64_t later = 60 * kSec;
+  EXPECT_FALSE(s.learning(later));
+  s.learn_again(later);
+  EXPECT_TRUE(s.resume_due());
+  EXPECT_TRUE(s.learning(later + kSec));
+  ASSERT_EQ(s.next_step(later + kMs, 0, 0), Step::kEnable);
+  s.on_enabled(later + kMs);
+  // Its learning lasts first_use_quiet_ns from the creation, windows or not.
+  EXPECT_NE(s.next_step(later + kSec, 5, 0), Step::kDisable);
+}
+
+TEST(PcScheduler, TheFirstContextsCreationChangesNothing) {
+  // Contexts created before the first episode: that episode learns anyway.
+  PcScheduler s(episodes(), {}, 0, 3);
+  s.learn_again(0);
+  EXPECT_FALSE(s.resume_due());
+  EXPECT_EQ(s.next_step(0, 0, 0, 0), Step::kEnable);
+}
+
 }  // namespace
 }  // namespace parcagpu
