@@ -1,4 +1,5 @@
-// What the PC sampling fact programs (pc_sampling_facts.cu, pc_episode_facts.cu) share: the clock,
+// What the PC sampling fact programs (pc_sampling_facts.cu, pc_episode_facts.cu,
+// pc_firstuse_facts.cu, pc_twoctx_facts.cu) share: the clock,
 // CUPTI's result names, kernels of known character, the launch record, the PC sampling buffers
 // and calls (timed, and named in g_step for the watchdog while they run), the stall reasons and
 // the base configuration. Standalone CUPTI clients: no parcagpu here.
@@ -49,6 +50,18 @@ __global__ void membound(const float4 *__restrict__ in, float4 *__restrict__ out
     v.w = v.w * 1.5f + 1.0f;
     out[i] = v;
   }
+}
+
+// Compute-bound, one instance per K: kernels of the same shape with names of their own, to tell
+// apart by when each was first launched (pc_firstuse_facts.cu, pc_twoctx_facts.cu).
+template <int K>
+__global__ void fwork(float *out, int iters) {
+  float a = threadIdx.x * 0.001f + K, b = blockIdx.x * 0.002f, c = 1.0f;
+  for (int i = 0; i < iters; ++i) {
+    a = fmaf(a, 1.000001f, b);
+    c = fmaf(c, a, 0.5f);
+  }
+  if (c == 12345.0f) out[blockIdx.x] = c;
 }
 
 __global__ void spin(long long cycles) {

@@ -5,17 +5,11 @@
 // samples per kernel in each episode, and CUPTI's non-user-kernel sample count.
 //
 // Build:  nvcc -O2 -std=c++17 -arch=sm_90 -o pc_firstuse_facts pc_firstuse_facts.cu -lcuda -lcupti
-#include <cuda.h>
-#include <cuda_runtime.h>
-#include <cupti.h>
-#include <cupti_pcsampling.h>
-
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <map>
 #include <string>
 #include <vector>
+
+#include "pc_facts.h"
 
 #define CK(x)                                                                  \
   do {                                                                         \
@@ -26,38 +20,11 @@
     }                                                                          \
   } while (0)
 
-template <int K>
-__global__ void fwork(float *out, int iters) {
-  float a = threadIdx.x * 0.001f + K, b = blockIdx.x * 0.002f, c = 1.0f;
-  for (int i = 0; i < iters; ++i) {
-    a = fmaf(a, 1.000001f, b);
-    c = fmaf(c, a, 0.5f);
-  }
-  if (c == 12345.0f) out[blockIdx.x] = c;
-}
-
 static float *g_f;
 static CUcontext g_ctx;
 static size_t g_nstall;
 static std::vector<uint32_t> g_idx;
 static CUpti_PCSamplingData g_cfg, g_out;
-
-static const char *rs(CUptiResult r) {
-  const char *s = nullptr;
-  cuptiGetResultString(r, &s);
-  return s ? s : "?";
-}
-
-static void alloc(CUpti_PCSamplingData *d, size_t n) {
-  memset(d, 0, sizeof *d);
-  d->size = sizeof *d;
-  d->collectNumPcs = n;
-  d->pPcData = (CUpti_PCSamplingPCData *)calloc(n, sizeof(CUpti_PCSamplingPCData));
-  for (size_t i = 0; i < n; ++i) {
-    d->pPcData[i].size = sizeof(CUpti_PCSamplingPCData);
-    d->pPcData[i].stallReason = (CUpti_PCSamplingStallReason *)calloc(64, sizeof(CUpti_PCSamplingStallReason));
-  }
-}
 
 static void launch(int k) {
   switch (k) {
@@ -81,8 +48,8 @@ static void enable_configure(const char *where) {
     for (auto &n : names) n = (char *)calloc(CUPTI_STALL_REASON_STRING_SIZE, 1);
     CUpti_PCSamplingGetStallReasonsParams sp = {CUpti_PCSamplingGetStallReasonsParamsSize, nullptr, g_ctx, g_nstall, g_idx.data(), names.data()};
     cuptiPCSamplingGetStallReasons(&sp);
-    alloc(&g_cfg, 4096);
-    alloc(&g_out, 4096);
+    alloc_buf(&g_cfg, 4096);
+    alloc_buf(&g_out, 4096);
   }
   CUpti_PCSamplingConfigurationInfo inf[4] = {};
   inf[0].attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_STALL_REASON;

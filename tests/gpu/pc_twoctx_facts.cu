@@ -12,36 +12,14 @@
 // kernel name in each window, and CUPTI's non-user-kernel sample count.
 //
 // Build:  nvcc -O2 -std=c++17 -arch=sm_90 -o pc_twoctx_facts pc_twoctx_facts.cu -lcuda -lcupti
-#include <cuda.h>
-#include <cuda_runtime.h>
-#include <cupti.h>
-#include <cupti_pcsampling.h>
-
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
+//         (plus -I/-L for CUPTI where the toolkit keeps it)
+#define CHECK_PROGRAM "pc_twoctx_facts"
 #include <map>
 #include <string>
 #include <vector>
 
-#define CK(x)                                                                  \
-  do {                                                                         \
-    cudaError_t e_ = (x);                                                      \
-    if (e_ != cudaSuccess) {                                                   \
-      printf("FACT twoctx cuda_error %s: %s\n", #x, cudaGetErrorString(e_));   \
-      exit(2);                                                                 \
-    }                                                                          \
-  } while (0)
-
-template <int K>
-__global__ void fwork(float *out, int iters) {
-  float a = threadIdx.x * 0.001f + K, b = blockIdx.x * 0.002f, c = 1.0f;
-  for (int i = 0; i < iters; ++i) {
-    a = fmaf(a, 1.000001f, b);
-    c = fmaf(c, a, 0.5f);
-  }
-  if (c == 12345.0f) out[blockIdx.x] = c;
-}
+#include "cuda_check.h"
+#include "pc_facts.h"
 
 struct Dev {
   int id;
@@ -53,24 +31,7 @@ struct Dev {
 };
 static Dev g_dev[2];
 
-static const char *rs(CUptiResult r) {
-  const char *s = nullptr;
-  cuptiGetResultString(r, &s);
-  return s ? s : "?";
-}
-
-static void alloc(CUpti_PCSamplingData *d, size_t n) {
-  memset(d, 0, sizeof *d);
-  d->size = sizeof *d;
-  d->collectNumPcs = n;
-  d->pPcData = (CUpti_PCSamplingPCData *)calloc(n, sizeof(CUpti_PCSamplingPCData));
-  for (size_t i = 0; i < n; ++i) {
-    d->pPcData[i].size = sizeof(CUpti_PCSamplingPCData);
-    d->pPcData[i].stallReason = (CUpti_PCSamplingStallReason *)calloc(64, sizeof(CUpti_PCSamplingStallReason));
-  }
-}
-
-static void use(Dev &d) { CK(cudaSetDevice(d.id)); }
+static void use(Dev &d) { CHECK(cudaSetDevice(d.id)); }
 
 static void launch(Dev &d, int k) {
   use(d);
@@ -82,8 +43,8 @@ static void launch(Dev &d, int k) {
     case 4: fwork<4><<<528, 256>>>(d.f, 3000); break;
     case 5: fwork<5><<<528, 256>>>(d.f, 3000); break;
   }
-  CK(cudaGetLastError());
-  CK(cudaDeviceSynchronize());
+  CHECK(cudaGetLastError());
+  CHECK(cudaDeviceSynchronize());
 }
 
 static void enable_configure(Dev &d, const char *where) {
@@ -98,8 +59,8 @@ static void enable_configure(Dev &d, const char *where) {
     for (auto &n : names) n = (char *)calloc(CUPTI_STALL_REASON_STRING_SIZE, 1);
     CUpti_PCSamplingGetStallReasonsParams sp = {CUpti_PCSamplingGetStallReasonsParamsSize, nullptr, d.ctx, d.nstall, d.idx.data(), names.data()};
     cuptiPCSamplingGetStallReasons(&sp);
-    alloc(&d.cfg, 4096);
-    alloc(&d.out, 4096);
+    alloc_buf(&d.cfg, 4096);
+    alloc_buf(&d.out, 4096);
   }
   CUpti_PCSamplingConfigurationInfo inf[4] = {};
   inf[0].attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_STALL_REASON;
@@ -116,16 +77,18 @@ static void enable_configure(Dev &d, const char *where) {
   printf("FACT twoctx_enable where=%s device=%d enable=%s configure=%s\n", where, d.id, rs(r), rs(c));
 }
 
-#define SIMPLE(Name)                                                                   \
-  static void Name(Dev &d) {                                                           \
-    use(d);                                                                            \
-    CUpti_PCSampling##Name##Params p = {CUpti_PCSampling##Name##ParamsSize, nullptr, d.ctx}; \
-    CUptiResult r = cuptiPCSampling##Name(&p);                                         \
-    if (r != CUPTI_SUCCESS) printf("FACT twoctx_%s device=%d rc=%s\n", #Name, d.id, rs(r)); \
-  }
-SIMPLE(Start)
-SIMPLE(Stop)
-SIMPLE(Disable)
+static void Start(Dev &d) {
+  use(d);
+  if (CUptiResult r = pc_start(d.ctx, nullptr)) printf("FACT twoctx_start device=%d rc=%s\n", d.id, rs(r));
+}
+static void Stop(Dev &d) {
+  use(d);
+  if (CUptiResult r = pc_stop(d.ctx, nullptr)) printf("FACT twoctx_stop device=%d rc=%s\n", d.id, rs(r));
+}
+static void Disable(Dev &d) {
+  use(d);
+  if (CUptiResult r = pc_disable(d.ctx, nullptr)) printf("FACT twoctx_disable device=%d rc=%s\n", d.id, rs(r));
+}
 
 // Get Data until empty; per kernel name records and samples.
 static void drain_print(Dev &d, const char *window) {
@@ -159,7 +122,7 @@ static void drain_print(Dev &d, const char *window) {
 
 int main() {
   int n = 0;
-  CK(cudaGetDeviceCount(&n));
+  CHECK(cudaGetDeviceCount(&n));
   if (n < 2) {
     printf("FACT twoctx skipped: %d device(s)\n", n);
     return 0;
@@ -168,8 +131,8 @@ int main() {
     Dev &d = g_dev[i];
     d.id = i;
     use(d);
-    CK(cudaFree(0));
-    CK(cudaMalloc(&d.f, 1 << 20));
+    CHECK(cudaFree(0));
+    CHECK(cudaMalloc(&d.f, 1 << 20));
     cuCtxGetCurrent(&d.ctx);
   }
   Dev &d0 = g_dev[0], &d1 = g_dev[1];
