@@ -745,6 +745,35 @@ CUresult mock_cuda_graph_launch(uint32_t domain, uint32_t cbid, CUgraphExec exec
   return CUDA_SUCCESS;
 }
 
+CUresult mock_cuda_graph_upload(CUgraphExec exec, CUstream stream, int driver_only) {
+  ensure_initialized();
+  if (!exec || exec->magic != CUgraphExec_st::kMagic) return CUDA_ERROR_INVALID_VALUE;
+  CUctx_st *ctx = current_context();
+  if (!resolve_stream(ctx, stream)) return CUDA_ERROR_INVALID_HANDLE;
+  // cudaGraphUpload_v10000_params and cuGraphUpload_params: the exec, then the stream.
+  struct {
+    CUgraphExec exec;
+    CUstream stream;
+  } params{exec, stream};
+  const auto upload = [&] {
+    if (const auto *h = hooks()) h->graph_uploaded(ctx->id, exec->id);
+  };
+  const bool ptsz = stream == CU_STREAM_PER_THREAD;
+  if (driver_only) {
+    int rc = 0;
+    ApiScope call(kDrv,
+                  ptsz ? CUPTI_DRIVER_TRACE_CBID_cuGraphUpload_ptsz
+                       : CUPTI_DRIVER_TRACE_CBID_cuGraphUpload,
+                  ptsz ? "cuGraphUpload_ptsz" : "cuGraphUpload", nullptr, &params, ctx, &rc);
+    upload();
+  } else {
+    MOCK_NESTED_CALL_PTSZ(call, ctx, ptsz, cudaGraphUpload, _v10000, &params, cuGraphUpload,
+                          &params);
+    upload();
+  }
+  return CUDA_SUCCESS;
+}
+
 size_t mock_cuda_counts_by_cbid(MockCbidCount *out, size_t capacity) {
   MockCbidCount all[kNumLaunchApis];
   size_t n = 0;

@@ -298,6 +298,17 @@ void pc_module_unloaded(uint32_t context_id) {
   g_modules.erase(context_id);
 }
 
+// A graph is registered with PC sampling where it is uploaded: at cudaGraphUpload, or at its
+// first launch (pc_kernel_ran). Registered while enabled, every later launch of it costs more on
+// real GPUs (docs/pc-sampling.md P21): counted.
+void pc_graph_uploaded(uint32_t context_id, uint32_t graph_id) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  auto it = g_contexts.find(context_id);
+  const bool enabled = it != g_contexts.end() && it->second.enabled;
+  if (g_first_use[context_id].graphs.insert(graph_id).second && enabled)
+    g_pc.graphs_uploaded_enabled++;
+}
+
 void pc_kernel_ran(const mockbridge::KernelRun *run) {
   std::lock_guard<std::mutex> lock(g_mu);
   // Every kernel that runs counts for first use, PC sampling ever touched or not.

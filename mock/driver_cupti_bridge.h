@@ -58,6 +58,9 @@ struct CuptiHooks {
   // The kernel record kind that would be collected now (0 = none); asked inside launch calls.
   uint32_t (*kernel_activity_enabled)(uint32_t context_id);
   void (*kernel_ran)(const KernelRun *run);  // also counts "not collected"
+  // A graph exec uploaded ahead of its first launch (cudaGraphUpload / cuGraphUpload); its first
+  // launch uploads it otherwise (kernel_ran with its graph_id).
+  void (*graph_uploaded)(uint32_t context_id, uint32_t graph_id);
   // Called from the mock driver's destructor, the last mock code to run at process exit: by
   // then the library under test has torn down (its atexit handlers and, in the usual load
   // order, its destructors have run), so this is where the exit report is printed.

@@ -100,6 +100,11 @@ CUresult mock_cuda_launch(uint32_t domain, uint32_t cbid, CUfunction f, CUstream
  * no kernel. Returns CUDA_ERROR_INVALID_VALUE if (domain, cbid) is not a graph launch cbid. */
 CUresult mock_cuda_graph_launch(uint32_t domain, uint32_t cbid, CUgraphExec exec, CUstream stream);
 
+/* cudaGraphUpload over cuGraphUpload (runtime 348 over driver 580; driver_only: cuGraphUpload
+ * alone; the _ptsz cbids 349 / 581 on CU_STREAM_PER_THREAD): no kernel runs; the exec is uploaded (registered with PC sampling if enabled on its
+ * context now), so its first launch is not an upload. functionParams' first field is the exec. */
+CUresult mock_cuda_graph_upload(CUgraphExec exec, CUstream stream, int driver_only);
+
 /* Points inside a launch call where the application may act (attach or detach a consumer, say)
  * while the launch is in flight: after the outermost ENTER (for a runtime launch, before its
  * nested driver ENTER), after the nested driver ENTER, and after the nested driver EXIT (before

@@ -150,8 +150,9 @@ bool is_ptsz(const char *api_name) {
 }
 
 // One launch through every API cbid of the subscription table that the application's CUDA has
-// (--cudart; all without one), in table order (_ptsz APIs on the per-thread default stream); its resource cbids come from instantiating and destroying the
-// graph the graph launches use.
+// (--cudart; all without one), in table order (_ptsz APIs on the per-thread default stream), and
+// one upload of the graph through each upload cbid; its resource cbids come from instantiating
+// and destroying the graph the graph launches use.
 void scenario_all_cbids(Kernels &k) {
   CUgraphExec exec = kernel_graph_exec(k, 3);
   for (const parcagpu::SubscribedCallback &cb : parcagpu::kSubscribedCallbacks) {
@@ -159,6 +160,10 @@ void scenario_all_cbids(Kernels &k) {
     if (domain != kDrv && domain != kRt) continue;  // resource cbids: instantiate / destroy
     if (!parcagpu::callback_known_to(cb, g_runtime_version / 1000)) continue;  // not in this CUDA
     const CUstream stream = is_ptsz(cb.name) ? CU_STREAM_PER_THREAD : nullptr;
+    if (cb.role == parcagpu::CbRole::GraphUpload) {
+      check(mock_cuda_graph_upload(exec, stream, domain == kDrv), cb.name);
+      continue;
+    }
     switch (mock_cuda_launch_kind(domain, cb.cbid)) {
       case MOCK_LAUNCH_EAGER:
         check(mock_cuda_launch(domain, cb.cbid, k.next(kAdd), stream), cb.name);
@@ -220,6 +225,17 @@ const Scenario kScenarios[] = {
        graph_launch_n(kDrv, CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz, exec,
                       CU_STREAM_PER_THREAD);
        destroy(exec);
+     }},
+    {"graph-upload",
+     [](Kernels &k) {
+       // Uploaded ahead of its launches, as PyTorch and bench/launch_overhead.cu do: once
+       // through the runtime (cudaGraphUpload over cuGraphUpload), once through the driver.
+       for (int driver_only : {0, 1}) {
+         CUgraphExec exec = kernel_graph_exec(k, 3);
+         check(mock_cuda_graph_upload(exec, nullptr, driver_only), "cudaGraphUpload");
+         graph_launch_n(kRt, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000, exec, nullptr);
+         destroy(exec);
+       }
      }},
     {"capture", scenario_capture},
     {"conditional", scenario_conditional},

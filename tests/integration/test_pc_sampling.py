@@ -123,10 +123,10 @@ class GraphUploads(unittest.TestCase):
     good: on an H100 every later launch of it costs ~30% more, episode or not (docs/pc-sampling.md
     P21). By default no graph is uploaded in an episode; PARCAGPU_PC_GRAPHS=1 samples them."""
 
-    def run_with(self, env):
+    def run_with(self, env, scenarios="capture,graph-runtime,graph-driver"):
         trace = harness.Trace(extra=["--pc"])
         # Graphs created, first launched and destroyed all the time: many uploads fall in episodes.
-        r = harness.run_mockapp(["--scenario=capture,graph-runtime,graph-driver", "--loop",
+        r = harness.run_mockapp(["--scenario=" + scenarios, "--loop",
                                  "--duration=2500ms"], env=dict(env, PARCAGPU_DEBUG="1"))
         trace.stop()
         self.assertEqual(r.returncode, 0, r.stderr[-2000:])
@@ -150,6 +150,16 @@ class GraphUploads(unittest.TestCase):
         self.assertEqual(len(resumed), 1, "the debug totals say how many were resumed")
         self.assertLessEqual(resumed[0], 32)
         self.assertLess(pc["enables"], 15 + resumed[0], pc)
+
+    def test_explicit_uploads_are_kept_out_of_episodes_too(self):
+        # cudaGraphUpload / cuGraphUpload ahead of the first launch (PyTorch, and
+        # bench/launch_overhead.cu, upload right after instantiation): the upload, not the first
+        # launch, registers the graph (P24). The library saw only first launches before.
+        r, j = self.run_with({}, scenarios="graph-upload,eager-runtime")
+        pc = mock_pc(r)
+        self.assertGreater(pc["enables"], 0, "episodes ran")
+        self.assertEqual(pc["graphs_uploaded_enabled"], 0, pc)
+        self.assertEqual(j["orphan_kernels"], 0, j)
 
     def test_pc_graphs_on_samples_graph_kernels(self):
         r, j = self.run_with({"PARCAGPU_PC_GRAPHS": "1"})
