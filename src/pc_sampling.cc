@@ -372,8 +372,18 @@ void PcSampler::do_work(CUcontext ctx, bool want, bool may_enable) {
         --open_skip_;
         return;
       }
-      open_skip_ = -1;
       if (!here.enabled) return;
+      // Several contexts enabled (a learning episode, or ones that joined): the window goes to
+      // the one whose last window is oldest, at its next launch (a while: it may launch no more).
+      if (start_waits_ < kUnsampledWaitLaunches) {
+        for (const auto &o : contexts_)
+          if (o.get() != &here && o->enabled && o->last_window < here.last_window) {
+            ++start_waits_;
+            return;
+          }
+      }
+      start_waits_ = 0;
+      open_skip_ = -1;
       episode_ctx_ = &here;  // the windows of an episode go to the contexts that launch
       // Exclusive, as Stop: a launch of another thread that is inside its call now was told no
       // window is open (so it is not announced for it), and its kernel must not be sampled

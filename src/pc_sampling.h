@@ -227,7 +227,7 @@ class PcSampler {
   uint64_t skip_rng_ = 0x9E3779B97F4A7C15ull;
   Context *episode_ctx_ = nullptr;  // where PC sampling is enabled now
   uint64_t window_started_ns_ = 0, episode_started_ns_ = 0;  // for PcStats
-  uint32_t unsampled_waits_ = 0;
+  uint32_t unsampled_waits_ = 0, start_waits_ = 0;
 
   // The gate: threads inside a launch call (counted only while PC sampling is enabled), and
   // the flag that holds new launches while Stop / Get Data / Disable run.
