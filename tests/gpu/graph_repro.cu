@@ -152,6 +152,18 @@ std::atomic<unsigned> g_host_runs{0};
 
 unsigned int *cnt(Slot s) { return d_count + s; }
 
+// A kernel's arguments (its slot's counter, d_iter, handle 0) as the launch APIs that take a
+// void *[] want them. `ptrs` points into the object itself, so it is neither copied nor moved.
+struct KernelArgs {
+  explicit KernelArgs(Slot s) : c(cnt(s)) {}
+  KernelArgs(const KernelArgs &) = delete;
+  KernelArgs &operator=(const KernelArgs &) = delete;
+  unsigned int *c;
+  int *it = d_iter;
+  unsigned long long h = 0;
+  void *ptrs[3] = {&c, &it, &h};
+};
+
 const char *ptsz_sfx() { return REPRO_PTSZ ? "_ptsz" : ""; }
 
 void add_row(const char *phase, const char *cls, const void *fn, const char *plain, Slot slot,
@@ -187,12 +199,9 @@ void phase_chevron() {
 }
 
 void phase_launch_kernel() {
-  unsigned int *c = cnt(S_LAUNCH_KERNEL);
-  int *it = d_iter;
-  unsigned long long h = 0;
-  void *args[] = {&c, &it, &h};
+  KernelArgs args(S_LAUNCH_KERNEL);
   for (unsigned i = 0; i < kEager; i++)
-    CHECK(cudaLaunchKernel((const void *)K(launch_kernel), dim3(1), dim3(1), args, 0, g_s));
+    CHECK(cudaLaunchKernel((const void *)K(launch_kernel), dim3(1), dim3(1), args.ptrs, 0, g_s));
   add_row("launch_kernel", "eager", (const void *)K(launch_kernel), PLAIN(launch_kernel),
           S_LAUNCH_KERNEL, kEager, kEager, std::string("cudaLaunchKernel") + ptsz_sfx(),
           REPRO_PTSZ ? "rt214/drv442" : "rt211/drv307");
@@ -214,13 +223,10 @@ void phase_launch_kernel_ex() {
 }
 
 void phase_cooperative() {
-  unsigned int *c = cnt(S_COOPERATIVE);
-  int *it = d_iter;
-  unsigned long long h = 0;
-  void *args[] = {&c, &it, &h};
+  KernelArgs args(S_COOPERATIVE);
   for (unsigned i = 0; i < kEager; i++)
-    CHECK(cudaLaunchCooperativeKernel((const void *)K(cooperative), dim3(1), dim3(32), args, 0,
-                                      g_s));
+    CHECK(cudaLaunchCooperativeKernel((const void *)K(cooperative), dim3(1), dim3(32), args.ptrs,
+                                      0, g_s));
   add_row("cooperative", "eager", (const void *)K(cooperative), PLAIN(cooperative), S_COOPERATIVE,
           kEager, kEager, std::string("cudaLaunchCooperativeKernel") + ptsz_sfx(),
           REPRO_PTSZ ? "rt270/drv478" : "rt269/drv477");
@@ -235,12 +241,9 @@ CUfunction driver_function(const void *fn) {
 
 void phase_cu_launch_kernel() {
   CUfunction f = driver_function((const void *)K(cu_launch_kernel));
-  unsigned int *c = cnt(S_CU_LAUNCH_KERNEL);
-  int *it = d_iter;
-  unsigned long long h = 0;
-  void *args[] = {&c, &it, &h};
+  KernelArgs args(S_CU_LAUNCH_KERNEL);
   for (unsigned i = 0; i < kEager; i++)
-    CHECK_DRV(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, g_cus, args, nullptr));
+    CHECK_DRV(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, g_cus, args.ptrs, nullptr));
   add_row("cu_launch_kernel", "eager", (const void *)K(cu_launch_kernel), PLAIN(cu_launch_kernel),
           S_CU_LAUNCH_KERNEL, kEager, kEager, std::string("cuLaunchKernel") + ptsz_sfx(),
           REPRO_PTSZ ? "drv442" : "drv307");
@@ -249,10 +252,7 @@ void phase_cu_launch_kernel() {
 
 void phase_cu_launch_kernel_ex() {
   CUfunction f = driver_function((const void *)K(cu_launch_kernel_ex));
-  unsigned int *c = cnt(S_CU_LAUNCH_KERNEL_EX);
-  int *it = d_iter;
-  unsigned long long h = 0;
-  void *args[] = {&c, &it, &h};
+  KernelArgs args(S_CU_LAUNCH_KERNEL_EX);
   CUlaunchConfig cfg = {};
   cfg.gridDimX = cfg.gridDimY = cfg.gridDimZ = 1;
   cfg.blockDimX = cfg.blockDimY = cfg.blockDimZ = 1;
@@ -260,7 +260,7 @@ void phase_cu_launch_kernel_ex() {
   cfg.hStream = g_cus;
   cfg.attrs = nullptr;
   cfg.numAttrs = 0;
-  for (unsigned i = 0; i < kEager; i++) CHECK_DRV(cuLaunchKernelEx(&cfg, f, args, nullptr));
+  for (unsigned i = 0; i < kEager; i++) CHECK_DRV(cuLaunchKernelEx(&cfg, f, args.ptrs, nullptr));
   add_row("cu_launch_kernel_ex", "eager", (const void *)K(cu_launch_kernel_ex),
           PLAIN(cu_launch_kernel_ex), S_CU_LAUNCH_KERNEL_EX, kEager, kEager,
           std::string("cuLaunchKernelEx") + ptsz_sfx(), REPRO_PTSZ ? "drv653" : "drv652");
@@ -324,11 +324,8 @@ cudaKernelNodeParams kernel_node(const void *fn, void **args) {
 void phase_explicit_graph() {
   cudaGraph_t g = nullptr;
   CHECK(cudaGraphCreate(&g, 0));
-  unsigned int *c = cnt(S_EXPLICIT_GRAPH);
-  int *it = d_iter;
-  unsigned long long h = 0;
-  void *args[] = {&c, &it, &h};
-  cudaKernelNodeParams p = kernel_node((const void *)K(explicit_graph), args);
+  KernelArgs args(S_EXPLICIT_GRAPH);
+  cudaKernelNodeParams p = kernel_node((const void *)K(explicit_graph), args.ptrs);
   cudaGraphNode_t n1 = nullptr, n2 = nullptr;
   CHECK(cudaGraphAddKernelNode(&n1, g, nullptr, 0, &p));
   CHECK(cudaGraphAddKernelNode(&n2, g, &n1, 1, &p));

@@ -329,6 +329,19 @@ class TraceTool(_Consumer):
         return _last_line_json(self)
 
 
+def trace_when_loaded(app, args):
+    """parcagpu-trace -p app.pid ARGS, started once the mock app `app` (start_mockapp, with a
+    --status-interval) has printed its first status line, by when the library is loaded; run
+    until it ends with the process, then stopped. Returns the TraceTool."""
+    deadline = time.time() + 30
+    while not app.lines and time.time() < deadline:
+        time.sleep(0.05)
+    tr = TraceTool(["-p", str(app.pid)] + list(args))
+    tr.proc.wait(timeout=60)
+    tr.stop()
+    return tr
+
+
 def cgroup2_root():
     """Where the cgroup v2 file system is mounted, or None."""
     with open("/proc/self/mountinfo") as f:

@@ -23,6 +23,17 @@ SITE = "venv/lib/python3.12/site-packages"
 SCENARIOS = "--scenario=eager-runtime,graph-driver"
 
 
+def wheels(major, cudart, cupti):
+    """A layout (a CuptiSearch.layout_* method): a CUDA `major` libcudart and libcupti at these
+    paths in a venv's site-packages, the runtime loaded by the application as PyTorch loads its
+    wheels'."""
+    def layout(cls, root):
+        rt = cls.put(harness.CUDART[major], root, SITE, cudart)
+        cls.put(MOCK_CUPTI[major], root, SITE, cupti)
+        return ["--cudart=" + rt], {}
+    return classmethod(layout)
+
+
 def search_log(run):
     return [l.split("parcagpu", 1)[1] for l in run.stderr.splitlines()
             if re.search(r"parcagpu\[\d+\]: (cupti search|cupti:|loaded )", l)]
@@ -73,28 +84,16 @@ class CuptiSearch(unittest.TestCase):
         cls.put(harness.CUDART[13], root, "opt/nv/cuda-13.0/targets/x86_64-linux/lib/libcudart.so.13")
         return [], {"CUDA_HOME": os.path.join(root, "opt/nv/cuda-13.0")}
 
-    @classmethod
-    def layout_pip_cuda12(cls, root):
-        # nvidia-cuda-runtime-cu12 and nvidia-cuda-cupti-cu12, loaded by the application as
-        # PyTorch's CUDA 12 wheels do.
-        rt = cls.put(harness.CUDART[12], root, SITE, "nvidia/cuda_runtime/lib/libcudart.so.12")
-        cls.put(MOCK_CUPTI[12], root, SITE, "nvidia/cuda_cupti/lib/libcupti.so.12")
-        return ["--cudart=" + rt], {}
-
-    @classmethod
-    def layout_pip_cuda13(cls, root):
-        # CUDA 13 wheels keep every library in nvidia/cu13/lib.
-        rt = cls.put(harness.CUDART[13], root, SITE, "nvidia/cu13/lib/libcudart.so.13")
-        cls.put(MOCK_CUPTI[13], root, SITE, "nvidia/cu13/lib/libcupti.so.13")
-        return ["--cudart=" + rt], {}
-
-    @classmethod
-    def layout_triton(cls, root):
-        # A CUDA 13 runtime from a wheel without CUPTI beside it; Triton's own copy in the same
-        # site-packages.
-        rt = cls.put(harness.CUDART[13], root, SITE, "nvidia/cu13/lib/libcudart.so.13")
-        cls.put(MOCK_CUPTI[13], root, SITE, "triton/backends/nvidia/lib/cupti/libcupti.so.13")
-        return ["--cudart=" + rt], {}
+    # nvidia-cuda-runtime-cu12 and nvidia-cuda-cupti-cu12.
+    layout_pip_cuda12 = wheels(12, "nvidia/cuda_runtime/lib/libcudart.so.12",
+                               "nvidia/cuda_cupti/lib/libcupti.so.12")
+    # CUDA 13 wheels keep every library in nvidia/cu13/lib.
+    layout_pip_cuda13 = wheels(13, "nvidia/cu13/lib/libcudart.so.13",
+                               "nvidia/cu13/lib/libcupti.so.13")
+    # A CUDA 13 runtime from a wheel without CUPTI beside it; Triton's own copy in the same
+    # site-packages.
+    layout_triton = wheels(13, "nvidia/cu13/lib/libcudart.so.13",
+                           "triton/backends/nvidia/lib/cupti/libcupti.so.13")
 
     @classmethod
     def layout_conda(cls, root):

@@ -26,6 +26,14 @@ class TraceEndToEnd(unittest.TestCase):
     # once). These tests are about joining, so they give it room; drops are still asserted 0.
     ROOMY = ("--ringbuf-mb", "256")
 
+    def traced_all_announced(self, args):
+        """A run with the rate limits raised, so every launch is announced: it must be clean and
+        every launch announced."""
+        r, j = self.traced(args, env=harness.UNLIMITED, trace_args=self.ROOMY)
+        self.assert_clean(j)
+        self.assert_everything_announced(r.summaries, j)
+        return r, j
+
     def assert_clean(self, j):
         self.assertEqual(j[C.orphan_kernels], 0, j)
         self.assertEqual(j[C.orphan_correlations_eager], 0, j)
@@ -76,37 +84,24 @@ class TraceEndToEnd(unittest.TestCase):
         self.assertLessEqual(j[C.correlations], 8 * ((100 + 20) * 3 + 5))
 
     def test_limits_raised_one_thread(self):
-        r, j = self.traced(["--duration=2s", "--launch-rate=1000", "--graph-rate=100"],
-                           env=harness.UNLIMITED,
-                           trace_args=self.ROOMY)
-        self.assert_clean(j)
-        self.assert_everything_announced(r.summaries, j)
+        self.traced_all_announced(["--duration=2s", "--launch-rate=1000", "--graph-rate=100"])
 
     def test_limits_raised_eight_threads(self):
-        r, j = self.traced(["--duration=2s", "--launch-rate=4000", "--graph-rate=400",
-                            "--threads=8"], env=harness.UNLIMITED,
-                           trace_args=self.ROOMY)
-        self.assert_clean(j)
-        self.assert_everything_announced(r.summaries, j)
+        self.traced_all_announced(["--duration=2s", "--launch-rate=4000", "--graph-rate=400",
+                                   "--threads=8"])
 
     def test_graph_rate_half_of_the_launches(self):
-        r, j = self.traced(["--duration=2s", "--launch-rate=1000", "--graph-rate=500",
-                            "--threads=2"], env=harness.UNLIMITED,
-                           trace_args=self.ROOMY)
-        self.assert_clean(j)
-        self.assert_everything_announced(r.summaries, j)
+        r, j = self.traced_all_announced(["--duration=2s", "--launch-rate=1000", "--graph-rate=500",
+                                          "--threads=2"])
         c = harness.cbid_key(j[C.correlations_by_cbid])
         self.assertGreater(c.get(harness.signed_cbid("cuGraphLaunch"), 0), 0)
         self.assertGreater(c.get(harness.signed_cbid("cuGraphLaunch_ptsz"), 0), 0)
 
     def test_two_processes(self):
-        r, j = self.traced(["--duration=2s", "--launch-rate=1000", "--graph-rate=200",
-                            "--procs=2"], env=harness.UNLIMITED,
-                           trace_args=self.ROOMY)
+        r, j = self.traced_all_announced(["--duration=2s", "--launch-rate=1000", "--graph-rate=200",
+                                          "--procs=2"])
         self.assertEqual(len(r.summaries), 2)
         self.assertEqual(j[C.pids], 2)
-        self.assert_clean(j)
-        self.assert_everything_announced(r.summaries, j)
 
     def test_scenarios_have_no_orphans(self):
         r, j = self.traced(["--scenario=eager-runtime,eager-driver,launch-ex,cooperative,ptsz,"

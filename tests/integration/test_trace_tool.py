@@ -30,17 +30,25 @@ def run_trace(args, timeout=60):
     return subprocess.run([harness.TRACE] + list(args), capture_output=True, text=True, timeout=timeout)
 
 
+def traced_mockapp(test, trace_extra, app_args):
+    """The mock app (rate limits raised) run under parcagpu-trace --json with `trace_extra`;
+    asserts that both exited 0. Returns the app's run and the stopped Trace."""
+    with harness.Trace(extra=trace_extra) as tr:
+        r = harness.run_mockapp(app_args, env=harness.UNLIMITED)
+    tr.stop()
+    test.assertEqual(r.returncode, 0)
+    test.assertEqual(tr.proc.returncode, 0, tr.stderr)
+    return r, tr
+
+
 class FlameGraph(unittest.TestCase):
     def test_gpu_time_by_stack_of_a_mock_run(self):
         tmp = tempfile.mkdtemp(prefix="parcagpu-flame-")
         try:
             svg, folded = os.path.join(tmp, "gpu.svg"), os.path.join(tmp, "gpu.folded")
-            with harness.Trace(extra=["--svg", svg, "--folded", folded]) as tr:
-                r = harness.run_mockapp(["--duration=1s", "--launch-rate=1000", "--graph-rate=100",
-                                         "--threads=2"], env=harness.UNLIMITED)
-            tr.stop()
-            self.assertEqual(r.returncode, 0)
-            self.assertEqual(tr.proc.returncode, 0, tr.stderr)
+            r, tr = traced_mockapp(self, ["--svg", svg, "--folded", folded],
+                                   ["--duration=1s", "--launch-rate=1000", "--graph-rate=100",
+                                    "--threads=2"])
             j = tr.result
             self.assertEqual(j[C.kernels_matched], r.summary["kernels_run"])
             total = j[C.gpu_ns_matched]
@@ -206,12 +214,9 @@ class Pprof(unittest.TestCase):
         tmp = tempfile.mkdtemp(prefix="parcagpu-pprof-")
         try:
             path = os.path.join(tmp, "gpu.pb.gz")
-            with harness.Trace(extra=["--pprof", path]) as tr:
-                r = harness.run_mockapp(["--duration=1s", "--launch-rate=500", "--graph-rate=50",
-                                         "--threads=2"], env=harness.UNLIMITED)
-            tr.stop()
-            self.assertEqual(r.returncode, 0)
-            self.assertEqual(tr.proc.returncode, 0, tr.stderr)
+            r, tr = traced_mockapp(self, ["--pprof", path],
+                                   ["--duration=1s", "--launch-rate=500", "--graph-rate=50",
+                                    "--threads=2"])
             j = tr.result
             self.assertGreater(j[C.kernels_matched], 0)
             with open(path, "rb") as f:
@@ -293,12 +298,7 @@ class Discovery(unittest.TestCase):
             app = harness.start_mockapp(["--duration=4s", "--launch-rate=500", "--graph-rate=50",
                                          "--status-interval=100"], env=harness.UNLIMITED, lib=lib)
             try:
-                deadline = time.time() + 30
-                while not app.lines and time.time() < deadline:  # loaded before the first status
-                    time.sleep(0.05)
-                tr = harness.TraceTool(["-p", str(app.pid), "--json"])
-                tr.proc.wait(timeout=60)  # ends with the process
-                tr.stop()
+                tr = harness.trace_when_loaded(app, ["--json"])
             finally:
                 r = harness.finish_mockapp(app)
             self.assertEqual(r.returncode, 0)

@@ -92,23 +92,19 @@ class UniformAcrossApis(unittest.TestCase):
                   "--api-per-thread", "--threads=4", "--launch-rate=800",
                   "--duration=" + DURATION]
 
-    def test_timed_mix_classic(self):
-        self.run_mix("classic", self.TIMED_MIX)
+    def run_mix_each_consumer(self, args):
+        for consumer in ("classic", "pc"):
+            with self.subTest(consumer=consumer):
+                self.run_mix(consumer, args)
 
-    def test_timed_mix_pc_consumer(self):
-        self.run_mix("pc", self.TIMED_MIX)
+    def test_timed_mix(self):
+        self.run_mix_each_consumer(self.TIMED_MIX)
 
-    def test_graph_split_runtime_driver_classic(self):
-        self.run_mix("classic", self.GRAPH_SPLIT)
+    def test_graph_split_runtime_driver(self):
+        self.run_mix_each_consumer(self.GRAPH_SPLIT)
 
-    def test_graph_split_runtime_driver_pc_consumer(self):
-        self.run_mix("pc", self.GRAPH_SPLIT)
-
-    def test_one_api_per_thread_classic(self):
-        self.run_mix("classic", self.PER_THREAD)
-
-    def test_one_api_per_thread_pc_consumer(self):
-        self.run_mix("pc", self.PER_THREAD)
+    def test_one_api_per_thread(self):
+        self.run_mix_each_consumer(self.PER_THREAD)
 
 
 KERNELS = "mul:60,add:60,gemm:180"

@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <map>
+#include <optional>
 
 namespace parcagpu {
 namespace {
@@ -54,7 +55,16 @@ class GraphCompletionTest : public ::testing::Test {
     api_.cuEventQuery = &fake_query;
     api_.cuEventDestroy_v2 = &fake_destroy;
   }
-  void TearDown() override { g_fake = nullptr; }
+  void TearDown() override {
+    completion_.reset();  // before g_fake goes: its destructor gives events back
+    g_fake = nullptr;
+  }
+  // The GraphCompletion under test, on `api`, ending launches into ended_ at the clock now_.
+  GraphCompletion &completion(const CudaApi *api) {
+    completion_.emplace(api, [this] { ++ended_; }, [this] { return now_; });
+    return *completion_;
+  }
+  GraphCompletion &completion() { return completion(&api_); }
   void finish_all() {
     for (auto &e : fake_.ready) e.second = true;
   }
@@ -63,10 +73,11 @@ class GraphCompletionTest : public ::testing::Test {
   CudaApi api_;
   int ended_ = 0;
   uint64_t now_ = 1000;
+  std::optional<GraphCompletion> completion_;
 };
 
 TEST_F(GraphCompletionTest, EndsALaunchOnlyOnceTheGpuIsPastIt) {
-  GraphCompletion c(&api_, [this] { ++ended_; }, [this] { return now_; });
+  GraphCompletion &c = completion();
   const CUstream stream = reinterpret_cast<CUstream>(0x42);
   ASSERT_TRUE(c.watch(stream));
   EXPECT_EQ(fake_.last_stream, stream);
@@ -85,7 +96,7 @@ TEST_F(GraphCompletionTest, EndsALaunchOnlyOnceTheGpuIsPastIt) {
 }
 
 TEST_F(GraphCompletionTest, LaunchesEndInAnyOrder) {
-  GraphCompletion c(&api_, [this] { ++ended_; }, [this] { return now_; });
+  GraphCompletion &c = completion();
   ASSERT_TRUE(c.watch(nullptr));
   ASSERT_TRUE(c.watch(nullptr));
   fake_.ready.rbegin()->second = true;  // the second one first (another stream)
@@ -98,7 +109,7 @@ TEST_F(GraphCompletionTest, LaunchesEndInAnyOrder) {
 }
 
 TEST_F(GraphCompletionTest, AFailedCreateOrRecordIsNotWatched) {
-  GraphCompletion c(&api_, [this] { ++ended_; }, [this] { return now_; });
+  GraphCompletion &c = completion();
   fake_.create_result = CUDA_ERROR_OUT_OF_MEMORY;
   EXPECT_FALSE(c.watch(nullptr));
   fake_.create_result = CUDA_SUCCESS;
@@ -111,7 +122,7 @@ TEST_F(GraphCompletionTest, AFailedCreateOrRecordIsNotWatched) {
 }
 
 TEST_F(GraphCompletionTest, AFailedQueryEndsTheLaunch) {
-  GraphCompletion c(&api_, [this] { ++ended_; }, [this] { return now_; });
+  GraphCompletion &c = completion();
   ASSERT_TRUE(c.watch(nullptr));
   fake_.query_error = CUDA_ERROR_LAUNCH_FAILED;
   c.poll();
@@ -120,7 +131,7 @@ TEST_F(GraphCompletionTest, AFailedQueryEndsTheLaunch) {
 }
 
 TEST_F(GraphCompletionTest, ALaunchStillRunningAtTheTimeoutEnds) {
-  GraphCompletion c(&api_, [this] { ++ended_; }, [this] { return now_; });
+  GraphCompletion &c = completion();
   ASSERT_TRUE(c.watch(nullptr));
   now_ += GraphCompletion::kTimeoutNs - 1;
   c.poll();
@@ -132,7 +143,7 @@ TEST_F(GraphCompletionTest, ALaunchStillRunningAtTheTimeoutEnds) {
 }
 
 TEST_F(GraphCompletionTest, ShutdownEndsWhatIsWatchedAndWatchesNoMore) {
-  GraphCompletion c(&api_, [this] { ++ended_; }, [this] { return now_; });
+  GraphCompletion &c = completion();
   ASSERT_TRUE(c.watch(nullptr));
   ASSERT_TRUE(c.watch(nullptr));
   c.shutdown();
@@ -143,12 +154,12 @@ TEST_F(GraphCompletionTest, ShutdownEndsWhatIsWatchedAndWatchesNoMore) {
 }
 
 TEST_F(GraphCompletionTest, WithoutTheDriverNothingIsWatched) {
-  GraphCompletion c(nullptr, [this] { ++ended_; }, [this] { return now_; });
+  GraphCompletion &c = completion(nullptr);
   EXPECT_FALSE(c.watch(nullptr));
 }
 
 TEST_F(GraphCompletionTest, TheWaiterThreadEndsFinishedLaunches) {
-  GraphCompletion c(&api_, [this] { ++ended_; }, [this] { return now_; });
+  GraphCompletion &c = completion();
   c.start_thread();
   ASSERT_TRUE(c.watch(nullptr));
   finish_all();

@@ -18,6 +18,15 @@ constexpr uint64_t kMs = 1'000'000, kSec = 1'000'000'000;
 
 // ---- PcRateController ----
 
+// Runs c's first window: opened at 0, closed at `end` after `launches` launches that yielded
+// `samples` samples. Returns the length c opened it with (should_open(0)).
+uint32_t run_first_window(PcRateController &c, uint64_t end, uint32_t launches, uint64_t samples) {
+  const uint32_t opened = c.should_open(0);
+  c.on_window_closed(0, end, launches);
+  c.on_samples(samples, launches);
+  return opened;
+}
+
 TEST(PcRateController, FirstWindowSpansTheShortestLength) {
   PcRateController c({}, 0, 1);
   EXPECT_EQ(c.should_open(0), PcRateController::Params{}.min_launches);
@@ -51,9 +60,8 @@ TEST(PcRateController, RichWindowIsPaidForByAPause) {
   p.target_rate = 100;
   p.min_launches = 1;
   PcRateController c(p, 0, 1);
-  ASSERT_EQ(c.should_open(0), 1u);
-  c.on_window_closed(0, 1 * kMs, 1);
-  c.on_samples(300, 1);  // credit 100 - 300 = -200: two seconds of target rate
+  // credit 100 - 300 = -200: two seconds of target rate
+  ASSERT_EQ(run_first_window(c, 1 * kMs, 1, 300), 1u);
   EXPECT_EQ(c.should_open(1 * kSec), 0u);
   EXPECT_EQ(c.should_open(2 * kSec - 10 * kMs), 0u);
   EXPECT_GT(c.should_open(2 * kSec + 10 * kMs), 0u);
@@ -64,9 +72,8 @@ TEST(PcRateController, WindowTimeStaysUnderTheDutyCap) {
   p.target_rate = 1e6;  // the sample budget never binds
   p.max_duty = 0.01;  // (2% by default)
   PcRateController c(p, 0, 7);
-  ASSERT_GT(c.should_open(0), 0u);
-  c.on_window_closed(0, 10 * kMs, 10);  // 10 ms inside: at least 0.5 * 990 ms outside
-  c.on_samples(5, 10);
+  // 10 ms inside: at least 0.5 * 990 ms outside
+  ASSERT_GT(run_first_window(c, 10 * kMs, 10, 5), 0u);
   EXPECT_EQ(c.should_open(10 * kMs + 490 * kMs), 0u);
   EXPECT_GE(c.next_open_ns(), 10 * kMs + 495 * kMs);
   EXPECT_LE(c.next_open_ns(), 10 * kMs + 1485 * kMs);
@@ -79,10 +86,8 @@ TEST(PcRateController, AWindowOverrunningItsLengthIsChargedItsLengthOnly) {
   PcRateController::Params p;
   p.target_rate = 1e6;
   PcRateController c(p, 0, 7);
-  ASSERT_GT(c.should_open(0), 0u);
   const uint64_t end = 1300 * kMs;
-  c.on_window_closed(0, end, 1);
-  c.on_samples(100, 1);
+  ASSERT_GT(run_first_window(c, end, 1, 100), 0u);
   const double charged = 1.25 * p.max_window_ns;
   EXPECT_LE(c.next_open_ns(), end + static_cast<uint64_t>(1.5 * 49 * charged));
   EXPECT_GE(c.next_open_ns(), end + static_cast<uint64_t>(0.5 * 49 * charged));
@@ -93,9 +98,8 @@ TEST(PcRateController, WindowLengthFollowsSamplesPerLaunch) {
   p.target_rate = 100;
   p.min_launches = 1;
   PcRateController c(p, 0, 3);
-  ASSERT_EQ(c.should_open(0), 1u);
-  c.on_window_closed(0, kMs, 1);
-  c.on_samples(10, 1);  // 10 samples per launch; credit 90
+  // 10 samples per launch; credit 90
+  ASSERT_EQ(run_first_window(c, kMs, 1, 10), 1u);
   const uint64_t t = 3 * kSec;  // credit back to its cap of 100
   EXPECT_EQ(c.should_open(t), 10u);
 }
@@ -104,9 +108,7 @@ TEST(PcRateController, WindowsThatYieldNothingGetTheLongestLength) {
   PcRateController::Params p;
   p.min_launches = 1;
   PcRateController c(p, 0, 3);
-  ASSERT_EQ(c.should_open(0), 1u);
-  c.on_window_closed(0, kMs, 1);
-  c.on_samples(0, 1);
+  ASSERT_EQ(run_first_window(c, kMs, 1, 0), 1u);
   EXPECT_EQ(c.should_open(10 * kSec), p.max_launches);
 }
 
@@ -114,9 +116,8 @@ TEST(PcRateController, NoRateControlAtZero) {
   PcRateController::Params p;
   p.target_rate = 0;
   PcRateController c(p, 0, 3);
-  ASSERT_GT(c.should_open(0), 0u);
-  c.on_window_closed(0, kMs, 1);
-  c.on_samples(1'000'000, 1);  // no credit to pay from: only the duty cap spaces windows
+  // no credit to pay from: only the duty cap spaces windows
+  ASSERT_GT(run_first_window(c, kMs, 1, 1'000'000), 0u);
   EXPECT_GT(c.should_open(10 * kSec), 0u);
 }
 
