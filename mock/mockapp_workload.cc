@@ -95,6 +95,17 @@ void destroy(CUgraphExec exec, CUgraph graph = nullptr, CUstream stream = nullpt
   if (stream) check(mock_cuda_stream_destroy(stream), "cudaStreamDestroy");
 }
 
+// Ends the capture on s, instantiates the captured graph, launches it like the cudaGraphLaunch
+// phase, and destroys it all.
+void replay_capture(CUstream s) {
+  CUgraph graph = nullptr;
+  CUgraphExec exec = nullptr;
+  check(mock_cuda_stream_end_capture(s, &graph), "cudaStreamEndCapture");
+  check(mock_cuda_graph_instantiate(&exec, graph), "cudaGraphInstantiate");
+  graph_launch_n(kRt, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000, exec, s);
+  destroy(exec, graph, s);
+}
+
 // Capture of three launches (docs/cupti-facts.md, fact 5), then the captured graph
 // launched like the cudaGraphLaunch phase.
 void scenario_capture(Kernels &k) {
@@ -104,12 +115,7 @@ void scenario_capture(Kernels &k) {
   for (const char *kernel : captured)
     check(mock_cuda_launch(kRt, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, k.next(kernel), s),
           "cudaLaunchKernel (captured)");
-  CUgraph graph = nullptr;
-  CUgraphExec exec = nullptr;
-  check(mock_cuda_stream_end_capture(s, &graph), "cudaStreamEndCapture");
-  check(mock_cuda_graph_instantiate(&exec, graph), "cudaGraphInstantiate");
-  graph_launch_n(kRt, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000, exec, s);
-  destroy(exec, graph, s);
+  replay_capture(s);
 }
 
 // A WHILE conditional whose two-kernel body runs 5 times (docs/cupti-facts.md, fact 7).
@@ -136,12 +142,7 @@ void scenario_hostonly_graph() {
   CUstream s = new_stream();
   check(mock_cuda_stream_begin_capture(s), "cudaStreamBeginCapture");
   check(mock_cuda_launch_host_func(s), "cudaLaunchHostFunc");
-  CUgraph graph = nullptr;
-  CUgraphExec exec = nullptr;
-  check(mock_cuda_stream_end_capture(s, &graph), "cudaStreamEndCapture");
-  check(mock_cuda_graph_instantiate(&exec, graph), "cudaGraphInstantiate");
-  graph_launch_n(kRt, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000, exec, s);
-  destroy(exec, graph, s);
+  replay_capture(s);
 }
 
 bool is_ptsz(const char *api_name) {
