@@ -224,8 +224,8 @@ void LaunchCallbacks::unsubscribe() {
   if (!subscriber_) return;
   for (Role &r : roles_) {
     std::lock_guard<std::mutex> lock(r.toggle_mu);
-    const uint64_t s = r.state.exchange(pack(r.state.load() >> 8, kOff));
-    if ((s & 0xff) != kOff) set_cbids_locked(r, false);  // kOff: they are off already
+    const RoleState s = r.state.exchange(r.state.load().with(kOff));
+    if (s.phase() != kOff) set_cbids_locked(r, false);  // kOff: they are off already
   }
   size_t failed = 0;
   CUptiResult first_failure = CUPTI_SUCCESS;
@@ -265,13 +265,13 @@ void LaunchCallbacks::set_cbids_locked(Role &r, bool on) {
 void LaunchCallbacks::open_window(Role &r) {
   {
     std::lock_guard<std::mutex> lock(r.toggle_mu);
-    const uint64_t s = r.state.load();
-    if ((s & 0xff) != kOff) return;
+    const RoleState s = r.state.load();
+    if (s.phase() != kOff) return;
     // Still kOff while the cbids go on: what threads see meanwhile is judged against the old
     // epoch and is stale once the new one starts, with every cbid of the role on.
     set_cbids_locked(r, true);
-    if (starting_) r.all_clean_epoch.store((s >> 8) + 1);
-    r.state.store(pack((s >> 8) + 1, kOpen));
+    if (starting_) r.all_clean_epoch.store(s.epoch() + 1);
+    r.state.store(s.next_epoch(kOpen));
     stats_.windows.fetch_add(1, std::memory_order_relaxed);
   }
   close_if_requested(r);
@@ -282,11 +282,11 @@ void LaunchCallbacks::open_window(Role &r) {
 // Both sides mark first and try the lock after, so one of them always sees the mark with the
 // lock free.
 void LaunchCallbacks::close_if_requested(Role &r) {
-  while ((r.state.load() & 0xff) == kClosing && r.toggle_mu.try_lock()) {
-    const uint64_t s = r.state.load();
-    if ((s & 0xff) == kClosing) {
+  while (r.state.load().phase() == kClosing && r.toggle_mu.try_lock()) {
+    const RoleState s = r.state.load();
+    if (s.phase() == kClosing) {
       set_cbids_locked(r, false);
-      r.state.store(pack(s >> 8, kOff));
+      r.state.store(s.with(kOff));
     }
     r.toggle_mu.unlock();
   }
@@ -318,7 +318,7 @@ void LaunchCallbacks::tell_pc_whether_observed() {
   if (!pc_) return;
   bool all = true;
   for (const Role &r : roles_)
-    if (!r.cbids.empty() && (r.state.load() & 0xff) != kContinuous) all = false;
+    if (!r.cbids.empty() && r.state.load().phase() != kContinuous) all = false;
   pc_->set_launches_observed(all);
 }
 
@@ -372,50 +372,50 @@ uint64_t LaunchCallbacks::reconcile(Role &r, uint64_t now) {
   constexpr uint64_t kSoon = 1000000;  // 1 ms
   constexpr uint64_t kNever = 1ull << 62;
   const Want w = want(r);
-  uint64_t s = r.state.load();
-  if ((s & 0xff) == kDraining) {
+  RoleState s = r.state.load();
+  if (s.phase() == kDraining) {
     std::lock_guard<std::mutex> lock(r.toggle_mu);
     s = r.state.load();
-    if ((s & 0xff) == kDraining) {
+    if (s.phase() == kDraining) {
       if (w == Want::kContinuous) {
-        r.state.store(pack(s >> 8, kContinuous));  // never went off: same epoch
+        r.state.store(s.with(kContinuous));  // never went off: same epoch
         return kNever + now;
       }
       // seq_cst pairs with admit(): a launch counted in flight after the kDraining mark backs
       // off, and one counted before it is seen here. One that never comes back is given up.
       const bool stuck = now - r.draining_since_ns > kAbandonAfterNs;
       if (r.inflight.load() > 0 && !stuck) return now + kSoon;
-      if (r.state.compare_exchange_strong(s, pack(s >> 8, kOff))) {
+      if (r.state.compare_exchange_strong(s, s.with(kOff))) {
         set_cbids_locked(r, false);
         if (stuck) stats_.abandoned.fetch_add(1, std::memory_order_relaxed);
       }
     }
     s = r.state.load();
   }
-  if ((s & 0xff) == kClaimed &&
+  if (s.phase() == kClaimed &&
       coarse_ns() - r.claimed_at_ns.load(std::memory_order_relaxed) > kAbandonAfterNs) {
-    abandon(r, s >> 8, r.claim_corr.load(), true, r.claim_counted.load());  // its thread never came back
+    abandon(r, s.epoch(), r.claim_corr.load(), true, r.claim_counted.load());  // its thread never came back
   }
-  if ((r.state.load() & 0xff) == kClosing) close_if_requested(r);
+  if (r.state.load().phase() == kClosing) close_if_requested(r);
   s = r.state.load();
-  const uint8_t phase = s & 0xff;
+  const RolePhase phase = s.phase();
   if (phase == kClosing || phase == kClaimed) return now + kSoon;  // its claimant closes it
   switch (w) {
     case Want::kContinuous:
       if (phase == kOff) {
         std::lock_guard<std::mutex> lock(r.toggle_mu);
         s = r.state.load();
-        if ((s & 0xff) == kOff) {
+        if (s.phase() == kOff) {
           set_cbids_locked(r, true);
           r.inflight.store(0);  // late EXITs of an abandoned epoch don't count against this one
           start_coin(r);
-          if (starting_) r.all_clean_epoch.store((s >> 8) + 1);
-          r.state.store(pack((s >> 8) + 1, kContinuous));
+          if (starting_) r.all_clean_epoch.store(s.epoch() + 1);
+          r.state.store(s.next_epoch(kContinuous));
         }
       } else if (phase == kOpen) {
         // Windows to continuous: the cbids are all on already, the epoch goes on.
         start_coin(r);
-        r.state.compare_exchange_strong(s, pack(s >> 8, kContinuous));
+        r.state.compare_exchange_strong(s, s.with(kContinuous));
       } else if (phase == kContinuous) {
         adapt_coin(r, now);
       }
@@ -423,7 +423,7 @@ uint64_t LaunchCallbacks::reconcile(Role &r, uint64_t now) {
     case Want::kWindows:
       if (phase == kContinuous) {
         r.draining_since_ns = now;
-        r.state.store(pack(s >> 8, kDraining));  // then off, then windows
+        r.state.store(s.with(kDraining));  // then off, then windows
         return now + kSoon;
       }
       if (r.interval_ns == 0) return now + kNever;
@@ -445,19 +445,19 @@ uint64_t LaunchCallbacks::reconcile(Role &r, uint64_t now) {
       }
       // Closed: open the next one on time. Open: look again an interval later (a window nobody
       // claims costs nothing; one claimed and closed meanwhile reopens then).
-      return (r.state.load() & 0xff) == kOff ? std::max(r.next_open_ns, now)
-                                              : now + r.interval_ns;
+      return r.state.load().phase() == kOff ? std::max(r.next_open_ns, now)
+                                             : now + r.interval_ns;
     case Want::kNone:
       if (phase == kOpen) {
         // An open window goes; a claimed one is closed by its claimant, who sees the consumer
         // gone.
         std::lock_guard<std::mutex> lock(r.toggle_mu);
-        uint64_t open = r.state.load();
-        if ((open & 0xff) == kOpen && r.state.compare_exchange_strong(open, pack(open >> 8, kOff)))
+        RoleState open = r.state.load();
+        if (open.phase() == kOpen && r.state.compare_exchange_strong(open, open.with(kOff)))
           set_cbids_locked(r, false);
       } else if (phase == kContinuous) {
         r.draining_since_ns = now;
-        r.state.store(pack(s >> 8, kDraining));
+        r.state.store(s.with(kDraining));
         return now + kSoon;
       }
       return now + kNever;
@@ -502,8 +502,8 @@ void LaunchCallbacks::on_enter(CbDomain domain, uint32_t cbid, const CUpti_Callb
   const uint8_t ri = v - 1;
   Role &r = roles_[ri];
   ThreadLaunch &t = t_launch;
-  const uint64_t state = r.state.load(std::memory_order_acquire);
-  const uint64_t epoch = state >> 8;
+  const RoleState state = r.state.load(std::memory_order_acquire);
+  const uint64_t epoch = state.epoch();
   const GateEnterResult g =
       gate_enter(t.g, r.coin, ri, epoch, r.all_clean_epoch.load(std::memory_order_relaxed) == epoch,
                  domain, cbid, cb->correlationId);
@@ -538,25 +538,25 @@ void LaunchCallbacks::on_enter(CbDomain domain, uint32_t cbid, const CUpti_Callb
   }
   t.captured = false;
   t.counted = false;
-  t.windowed = (state & 0xff) == kOpen;
+  t.windowed = state.phase() == kOpen;
   t.announce = admit(r, state, cb->correlationId, g.what == GateEnter::kPicked, in_pc_window);
   if (t.announce) begin_announced(r, state, cb);
 }
 
-bool LaunchCallbacks::admit(Role &r, uint64_t state, uint32_t correlation_id, bool picked,
+bool LaunchCallbacks::admit(Role &r, RoleState state, uint32_t correlation_id, bool picked,
                             bool in_pc_window) {
   // A launch PC sampling samples is announced whatever the coin says: samples of an unannounced
   // launch hang under no stack. Windows are few (PcRateController) and span at most 32 launches.
   if (!picked && !in_pc_window) return false;
-  const uint8_t phase = state & 0xff;
+  const RolePhase phase = state.phase();
   if (phase != kOpen && phase != kContinuous) return false;
   if (usdt::correlation_consumers() == 0) return false;  // left; the watcher follows
   if (phase == kOpen) {
     if (!picked) return false;
     // The time goes first: the watcher must never read an older claim's time for this one.
     r.claimed_at_ns.store(coarse_ns(), std::memory_order_relaxed);
-    uint64_t expected = state;  // the epoch too: a window of a later epoch is not ours
-    if (!r.state.compare_exchange_strong(expected, pack(state >> 8, kClaimed))) return false;
+    RoleState expected = state;  // the epoch too: a window of a later epoch is not ours
+    if (!r.state.compare_exchange_strong(expected, state.with(kClaimed))) return false;
     r.claim_corr.store(correlation_id, std::memory_order_relaxed);
     return true;
   }
@@ -577,10 +577,10 @@ bool LaunchCallbacks::admit(Role &r, uint64_t state, uint32_t correlation_id, bo
 }
 
 // An admitted launch that must not be announced (host functions only) gives its turn back.
-void LaunchCallbacks::release(Role &r, uint64_t state) {
-  if ((state & 0xff) == kOpen) {
-    uint64_t claimed = pack(state >> 8, kClaimed);
-    r.state.compare_exchange_strong(claimed, pack(state >> 8, kOpen));  // the next launch may take it
+void LaunchCallbacks::release(Role &r, RoleState state) {
+  if (state.phase() == kOpen) {
+    RoleState claimed = state.with(kClaimed);
+    r.state.compare_exchange_strong(claimed, state.with(kOpen));  // the next launch may take it
   } else {
     r.inflight.fetch_sub(1);
   }
@@ -594,8 +594,8 @@ bool LaunchCallbacks::finish_admission(Role &r, uint64_t epoch, bool windowed) {
     r.inflight.fetch_sub(1);
     return true;
   }
-  uint64_t claimed = pack(epoch, kClaimed);
-  return r.state.compare_exchange_strong(claimed, pack(epoch, kClosing));
+  RoleState claimed{epoch, kClaimed};
+  return r.state.compare_exchange_strong(claimed, RoleState{epoch, kClosing});
 }
 
 void LaunchCallbacks::abandon(Role &r, uint64_t epoch, uint32_t correlation_id, bool windowed,
@@ -607,7 +607,7 @@ void LaunchCallbacks::abandon(Role &r, uint64_t epoch, uint32_t correlation_id, 
   close_if_requested(r);
 }
 
-void LaunchCallbacks::begin_announced(Role &r, uint64_t state, const CUpti_CallbackData *cb) {
+void LaunchCallbacks::begin_announced(Role &r, RoleState state, const CUpti_CallbackData *cb) {
   ThreadLaunch &t = t_launch;
   const bool graph = &r == &roles_[kGraphRole];
   uint32_t expected_kernels = graph ? 0 : 1;
@@ -647,7 +647,7 @@ void LaunchCallbacks::begin_announced(Role &r, uint64_t state, const CUpti_Callb
     return;
   }
   t.counted = activity_.launch_begin();
-  if ((state & 0xff) == kOpen) r.claim_counted.store(t.counted, std::memory_order_relaxed);
+  if (state.phase() == kOpen) r.claim_counted.store(t.counted, std::memory_order_relaxed);
 }
 
 void LaunchCallbacks::on_exit(CbDomain domain, uint32_t cbid, const CUpti_CallbackData *cb) {
@@ -657,7 +657,7 @@ void LaunchCallbacks::on_exit(CbDomain domain, uint32_t cbid, const CUpti_Callba
   Role &r = roles_[ri];
   ThreadLaunch &t = t_launch;
   if (t.gated && t.gated_corr == cb->correlationId) release_pc_gate(t, pc_);
-  const uint64_t epoch = r.state.load(std::memory_order_acquire) >> 8;
+  const uint64_t epoch = r.state.load(std::memory_order_acquire).epoch();
   if (!gate_exit(t.g, ri, epoch, domain, cbid)) return;  // not the end of the call we followed
   if (pc_) pc_->on_launch_exit();  // counted only if its ENTER was
   if (!t.announce) return;
@@ -719,7 +719,7 @@ void LaunchCallbacks::on_resource(CUpti_CallbackId cbid, const CUpti_ResourceDat
       // A node created inside a launch call on this thread: the stream is being captured and
       // the launch is recorded into a graph instead of running (docs/cupti-facts.md, fact 5).
       ThreadLaunch &t = t_launch;
-      if (!t.g.active || t.g.epoch != roles_[t.g.role].state.load() >> 8) {
+      if (!t.g.active || t.g.epoch != roles_[t.g.role].state.load().epoch()) {
         graphs_.on_node_created(gd);  // graph building or instantiation
         break;
       }

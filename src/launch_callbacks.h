@@ -56,6 +56,7 @@
 #include "launch_gate.h"
 #include "parcagpu/cbid_table.h"
 #include "rate_gate.h"
+#include "role_state.h"
 
 namespace parcagpu {
 
@@ -128,21 +129,15 @@ class LaunchCallbacks : public ConsumerWatcher::Client {
   const LaunchStats &stats() const { return stats_; }
 
  private:
-  // How a role's launch cbids are enabled now. Packed with the epoch in Role::state.
-  enum Phase : uint8_t {
-    kOff,         // disabled
-    kOpen,        // windowed: enabled, waiting for a launch to claim the window
-    kClaimed,     // windowed: a launch claimed it; its EXIT closes the window
-    kClosing,     // windowed: the claimant finished while the watcher held the toggle lock
-    kContinuous,  // enabled while a consumer listens
-    kDraining,    // continuous, consumer gone: off once the announced launches in flight ended
-  };
+  // A role's phase (role_state.h), unqualified in the member functions: kOff, kOpen, ...
+  using enum RolePhase;
   struct Role {
     std::vector<SubscribedCallback> cbids;  // runtime ones first: see open_window
     bool windowed = true;
     uint64_t interval_ns = 0;  // windowed: between window openings
-    // epoch << 8 | phase. The epoch grows each time the cbids are all enabled.
-    alignas(64) std::atomic<uint64_t> state{0};
+    // Epoch and phase in one atomic word (role_state.h says why). The epoch grows each time the
+    // cbids are all enabled.
+    alignas(64) AtomicRoleState state;
     std::atomic<int32_t> inflight{0};  // continuous: announced launches inside their API call
     std::atomic<uint64_t> all_clean_epoch{0};  // begun while starting (see set_starting)
     // Windowed: the claimant's launch, for whoever has to abandon it.
@@ -165,7 +160,6 @@ class LaunchCallbacks : public ConsumerWatcher::Client {
     Role(double rate_limit, uint64_t tolerance_ns)
         : gate(rate_limit * kSafetyCapFactor, tolerance_ns), rate(rate_limit) {}
   };
-  static uint64_t pack(uint64_t epoch, Phase p) { return epoch << 8 | p; }
   enum class Want : uint8_t { kNone, kWindows, kContinuous };
   Want want(const Role &r) const;
   // Continuous: the coin's mean from the launches counted (watcher thread).
@@ -183,15 +177,15 @@ class LaunchCallbacks : public ConsumerWatcher::Client {
   // rates (scripts/callgrind-launch-cost.sh also tells it from the rest of the launch path by
   // these functions).
   // in_pc_window: PC sampling samples this launch; announced whatever the rate limits say.
-  bool admit(Role &r, uint64_t state, uint32_t correlation_id, bool picked, bool in_pc_window);
-  __attribute__((noinline, cold)) void begin_announced(Role &r, uint64_t state,
+  bool admit(Role &r, RoleState state, uint32_t correlation_id, bool picked, bool in_pc_window);
+  __attribute__((noinline, cold)) void begin_announced(Role &r, RoleState state,
                                                        const CUpti_CallbackData *cb);
   __attribute__((noinline, cold)) void end_announced(Role &r, uint64_t epoch, CbDomain domain,
                                                      uint32_t cbid, const CUpti_CallbackData *cb);
   __attribute__((noinline, cold)) void abandon(Role &r, uint64_t epoch, uint32_t correlation_id,
                                                bool windowed, bool counted);
   bool finish_admission(Role &r, uint64_t epoch, bool windowed);
-  void release(Role &r, uint64_t state);
+  void release(Role &r, RoleState state);
   __attribute__((noinline, cold)) void on_graph_upload(const CUpti_CallbackData *cb);
   __attribute__((noinline, cold)) void on_resource(CUpti_CallbackId cbid,
                                                    const CUpti_ResourceData *rd);
