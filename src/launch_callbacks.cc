@@ -1,11 +1,14 @@
+// The launch path of the CUPTI subscriber (the application's threads: gate, admission, the
+// announced launches' work, a claimant closing its window), subscribing and unsubscribing. The
+// watcher's side (toggling, reconcile) is launch_roles.cc, the non-launch callbacks
+// resource_callbacks.cc.
 #include "launch_callbacks.h"
 
 #include <ctime>
+#include <string>
 
 #include "activity.h"
 #include "graph_completion.h"
-
-#include <string>
 #include "log.h"
 #include "pc_sampling.h"
 #include "process_guard.h"
@@ -17,7 +20,6 @@ namespace {
 // Role of each launch cbid, indexed directly: the launch path must not search the table.
 // 0 = not a launch callback, 1 + index into roles_ otherwise.
 constexpr uint32_t kMaxCbid = 1024;
-constexpr uint8_t kEagerRole = 0, kGraphRole = 1;
 struct RoleIndex {
   uint8_t driver[kMaxCbid] = {};
   uint8_t runtime[kMaxCbid] = {};
@@ -66,8 +68,6 @@ void release_pc_gate(ThreadLaunch &t, PcSampler *pc) {
 // The callback's `this`. CUPTI passes back the userdata given to cuptiSubscribe, but a CUPTI
 // (or a harness standing in for one) may pass NULL: the callback never relies on it.
 LaunchCallbacks *g_self = nullptr;
-
-RepeatedError g_enable_error("callbacks", "enabling or disabling launch callbacks failed");
 
 uint64_t coarse_resolution_ns() {
   timespec res{};
@@ -247,222 +247,6 @@ void LaunchCallbacks::unsubscribe() {
   if (res != CUPTI_SUCCESS)
     report_error(res, "callbacks", "cuptiUnsubscribe failed: %s", cupti_result_string(cupti_, res));
   subscriber_ = nullptr;
-}
-
-// ---- Toggling (watcher thread, and a claimant closing its window) ----
-
-void LaunchCallbacks::set_cbids_locked(Role &r, bool on) {
-  for (const auto &cb : r.cbids) {
-    const CUptiResult res = cupti_.cuptiEnableCallback(
-        on ? 1 : 0, subscriber_, static_cast<CUpti_CallbackDomain>(cb.domain), cb.cbid);
-    if (res != CUPTI_SUCCESS)
-      g_enable_error.report(res, "cuptiEnableCallback(%d, %s) failed: %s; launches of that path "
-                                 "may go unannounced",
-                            on ? 1 : 0, cb.name, cupti_result_string(cupti_, res));
-  }
-}
-
-void LaunchCallbacks::open_window(Role &r) {
-  {
-    std::lock_guard<std::mutex> lock(r.toggle_mu);
-    const RoleState s = r.state.load();
-    if (s.phase() != kOff) return;
-    // Still kOff while the cbids go on: what threads see meanwhile is judged against the old
-    // epoch and is stale once the new one starts, with every cbid of the role on.
-    set_cbids_locked(r, true);
-    if (starting_) r.all_clean_epoch.store(s.epoch() + 1);
-    r.state.store(s.next_epoch(kOpen));
-    stats_.windows.fetch_add(1, std::memory_order_relaxed);
-  }
-  close_if_requested(r);
-}
-
-// The claimant marks the window kClosing and closes it here, unless the watcher holds the lock
-// (enabling another role's... or this one's cbids): then the watcher closes it when it lets go.
-// Both sides mark first and try the lock after, so one of them always sees the mark with the
-// lock free.
-void LaunchCallbacks::close_if_requested(Role &r) {
-  while (r.state.load().phase() == kClosing && r.toggle_mu.try_lock()) {
-    const RoleState s = r.state.load();
-    if (s.phase() == kClosing) {
-      set_cbids_locked(r, false);
-      r.state.store(s.with(kOff));
-    }
-    r.toggle_mu.unlock();
-  }
-}
-
-LaunchCallbacks::Want LaunchCallbacks::want(const Role &r) const {
-  if (!subscriber_ || r.cbids.empty()) return Want::kNone;
-  if (pc_on_.load(std::memory_order_relaxed)) return Want::kContinuous;
-  if (!launch_consumers_) return Want::kNone;
-  return r.windowed && !r.low_rate ? Want::kWindows : Want::kContinuous;
-}
-
-void LaunchCallbacks::on_consumers(const Consumers &now, const Consumers &) {
-  const bool attach = now.wants_launches() && !launch_consumers_;
-  launch_consumers_ = now.wants_launches();
-  const uint64_t t = monotonic_ns();
-  pc_on_.store(pc_ && pc_->needs_launches(t));
-  for (Role &r : roles_) {
-    if (attach) r.next_open_ns = 0;  // the first window at once
-    reconcile(r, t);
-  }
-  tell_pc_whether_observed();
-}
-
-// PC sampling samples every kernel while a window is started: an episode may begin only once
-// every launch of every role reaches the callbacks (each role continuous), or the launches of a
-// role still between windows would be sampled without being announced.
-void LaunchCallbacks::tell_pc_whether_observed() {
-  if (!pc_) return;
-  bool all = true;
-  for (const Role &r : roles_)
-    if (!r.cbids.empty() && r.state.load().phase() != kContinuous) all = false;
-  pc_->set_launches_observed(all);
-}
-
-uint64_t LaunchCallbacks::on_tick(uint64_t now) {
-  // PC sampling's needs change without a semaphore changing: an episode falls due, or ends at
-  // some launch.
-  pc_on_.store(pc_ && pc_->needs_launches(now));
-  uint64_t next = now + (1ull << 62);
-  for (Role &r : roles_) next = std::min(next, reconcile(r, now));
-  tell_pc_whether_observed();
-  // Back when the next episode is due, to turn the launch callbacks on for it.
-  if (pc_ && !pc_on_.load(std::memory_order_relaxed))
-    if (const uint64_t due = pc_->next_episode_ns(); due != 0) next = std::min(next, std::max(due, now + 1000000));
-  return next;
-}
-
-void LaunchCallbacks::start_coin(Role &r) {
-  r.rate_at_ns = 0;
-  if (r.launch_rate >= 0 && r.rate > 0)
-    r.coin.set_mean(r.launch_rate / r.rate);
-  else
-    r.coin.set_mean(r.windowed ? kWindowMeanLaunches : 1);
-}
-
-void LaunchCallbacks::adapt_coin(Role &r, uint64_t now) {
-  if (r.rate_at_ns == 0 || now < r.rate_at_ns) {
-    r.coin.take_counted();
-    r.rate_at_ns = now;
-    return;
-  }
-  const uint64_t dt = now - r.rate_at_ns;
-  if (dt < kCoinTickNs / 2) return;
-  const double seen = static_cast<double>(r.coin.take_counted()) * 1e9 / static_cast<double>(dt);
-  // Up at once (a rise would otherwise be picked at the old mean, up to the safety cap), down
-  // smoothly.
-  if (r.launch_rate < 0 || seen > 2 * r.launch_rate)
-    r.launch_rate = seen;
-  else
-    r.launch_rate += std::min(1.0, static_cast<double>(dt) / kRateSmoothingNs) *
-                     (seen - r.launch_rate);
-  r.rate_at_ns = now;
-  if (r.rate > 0) r.coin.set_mean(r.launch_rate / r.rate);
-  if (r.low_rate && r.launch_rate > kBackToWindowsFactor * kWindowMeanLaunches * r.rate) {
-    r.low_rate = false;
-    debug_log("%s launches at %.0f/s: back to sampling windows",
-              &r == &roles_[kGraphRole] ? "graph" : "eager", r.launch_rate);
-  }
-}
-
-uint64_t LaunchCallbacks::reconcile(Role &r, uint64_t now) {
-  constexpr uint64_t kSoon = 1000000;  // 1 ms
-  constexpr uint64_t kNever = 1ull << 62;
-  const Want w = want(r);
-  RoleState s = r.state.load();
-  if (s.phase() == kDraining) {
-    std::lock_guard<std::mutex> lock(r.toggle_mu);
-    s = r.state.load();
-    if (s.phase() == kDraining) {
-      if (w == Want::kContinuous) {
-        r.state.store(s.with(kContinuous));  // never went off: same epoch
-        return kNever + now;
-      }
-      // seq_cst pairs with admit(): a launch counted in flight after the kDraining mark backs
-      // off, and one counted before it is seen here. One that never comes back is given up.
-      const bool stuck = now - r.draining_since_ns > kAbandonAfterNs;
-      if (r.inflight.load() > 0 && !stuck) return now + kSoon;
-      if (r.state.compare_exchange_strong(s, s.with(kOff))) {
-        set_cbids_locked(r, false);
-        if (stuck) stats_.abandoned.fetch_add(1, std::memory_order_relaxed);
-      }
-    }
-    s = r.state.load();
-  }
-  if (s.phase() == kClaimed &&
-      coarse_ns() - r.claimed_at_ns.load(std::memory_order_relaxed) > kAbandonAfterNs) {
-    abandon(r, s.epoch(), r.claim_corr.load(), true, r.claim_counted.load());  // its thread never came back
-  }
-  if (r.state.load().phase() == kClosing) close_if_requested(r);
-  s = r.state.load();
-  const RolePhase phase = s.phase();
-  if (phase == kClosing || phase == kClaimed) return now + kSoon;  // its claimant closes it
-  switch (w) {
-    case Want::kContinuous:
-      if (phase == kOff) {
-        std::lock_guard<std::mutex> lock(r.toggle_mu);
-        s = r.state.load();
-        if (s.phase() == kOff) {
-          set_cbids_locked(r, true);
-          r.inflight.store(0);  // late EXITs of an abandoned epoch don't count against this one
-          start_coin(r);
-          if (starting_) r.all_clean_epoch.store(s.epoch() + 1);
-          r.state.store(s.next_epoch(kContinuous));
-        }
-      } else if (phase == kOpen) {
-        // Windows to continuous: the cbids are all on already, the epoch goes on.
-        start_coin(r);
-        r.state.compare_exchange_strong(s, s.with(kContinuous));
-      } else if (phase == kContinuous) {
-        adapt_coin(r, now);
-      }
-      return now + kCoinTickNs;
-    case Want::kWindows:
-      if (phase == kContinuous) {
-        r.draining_since_ns = now;
-        r.state.store(s.with(kDraining));  // then off, then windows
-        return now + kSoon;
-      }
-      if (r.interval_ns == 0) return now + kNever;
-      if (now >= r.next_open_ns) {
-        if (phase == kOff) {
-          r.saturated = 0;
-          if (r.coin.mean() != kWindowMeanLaunches) r.coin.set_mean(kWindowMeanLaunches);
-          open_window(r);
-        } else if (++r.saturated >= kSaturatedWindows) {
-          // Still open when the next is due, again and again: the role launches too rarely for
-          // windows to save anything, and they would announce fewer launches than the limit.
-          r.low_rate = true;
-          r.saturated = 0;
-          debug_log("%s launches: sampling windows stay open; callbacks on continuously",
-                    &r == &roles_[kGraphRole] ? "graph" : "eager");
-          return now;
-        }
-        r.next_open_ns = now + r.interval_ns;
-      }
-      // Closed: open the next one on time. Open: look again an interval later (a window nobody
-      // claims costs nothing; one claimed and closed meanwhile reopens then).
-      return r.state.load().phase() == kOff ? std::max(r.next_open_ns, now)
-                                             : now + r.interval_ns;
-    case Want::kNone:
-      if (phase == kOpen) {
-        // An open window goes; a claimed one is closed by its claimant, who sees the consumer
-        // gone.
-        std::lock_guard<std::mutex> lock(r.toggle_mu);
-        RoleState open = r.state.load();
-        if (open.phase() == kOpen && r.state.compare_exchange_strong(open, open.with(kOff)))
-          set_cbids_locked(r, false);
-      } else if (phase == kContinuous) {
-        r.draining_since_ns = now;
-        r.state.store(s.with(kDraining));
-        return now + kSoon;
-      }
-      return now + kNever;
-  }
-  return now + kNever;
 }
 
 // ---- The launch path ----
@@ -701,68 +485,43 @@ void LaunchCallbacks::end_announced(Role &r, uint64_t epoch, CbDomain domain, ui
   close_if_requested(r);  // windowed: disables the role's cbids here, unless the watcher holds them
 }
 
-// An explicit upload (cudaGraphUpload, cuGraphUpload; the runtime one calls the driver one, and
-// only the first of them is the exec's upload): as a graph's first launch, it is where the graph
-// would be registered with PC sampling for good if enabled (P21). bench/launch_overhead.cu uploads
-// right after instantiation: before, its graph was uploaded inside the process's first episode
-// and every launch of it paid for that.
-void LaunchCallbacks::on_graph_upload(const CUpti_CallbackData *cb) {
-  if (!cb->functionParams) return;
-  const void *exec = *static_cast<void *const *>(cb->functionParams);
-  if (graphs_.take_first_launch(exec) && pc_) pc_->on_graph_first_launch();
+// The claimant marks the window kClosing and closes it here, unless the watcher holds the lock
+// (enabling another role's... or this one's cbids): then the watcher closes it when it lets go.
+// Both sides mark first and try the lock after, so one of them always sees the mark with the
+// lock free.
+void LaunchCallbacks::close_if_requested(Role &r) {
+  while (r.state.load().phase() == kClosing && r.toggle_mu.try_lock()) {
+    const RoleState s = r.state.load();
+    if (s.phase() == kClosing) {
+      set_cbids_locked(r, false);
+      r.state.store(s.with(kOff));
+    }
+    r.toggle_mu.unlock();
+  }
 }
 
-void LaunchCallbacks::on_resource(CUpti_CallbackId cbid, const CUpti_ResourceData *rd) {
-  const auto *gd = rd ? static_cast<const CUpti_GraphData *>(rd->resourceDescriptor) : nullptr;
-  switch (cbid) {
-    case CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED: {
-      // A node created inside a launch call on this thread: the stream is being captured and
-      // the launch is recorded into a graph instead of running (docs/cupti-facts.md, fact 5).
-      ThreadLaunch &t = t_launch;
-      if (!t.g.active || t.g.epoch != roles_[t.g.role].state.load().epoch()) {
-        graphs_.on_node_created(gd);  // graph building or instantiation
-        break;
-      }
-      if (!t.announce) break;  // somebody else's sample: nothing to record
-      t.captured = true;
-      t.capture_graph_id = 0;
-      t.capture_node_id = 0;
-      CUptiResult ir = CUPTI_SUCCESS;
-      if (gd && gd->graph) ir = cupti_.cuptiGetGraphId(gd->graph, &t.capture_graph_id);
-      if (ir == CUPTI_SUCCESS && gd && gd->node)
-        ir = cupti_.cuptiGetGraphNodeId(gd->node, &t.capture_node_id);
-      // (A libcupti lacking either was reported once at start.)
-      if (ir != CUPTI_SUCCESS && cupti_.available(cupti_.cuptiGetGraphId) &&
-          cupti_.available(cupti_.cuptiGetGraphNodeId))
-        g_capture_ids_failed.report(ir,
-                                    "cuptiGetGraphId/cuptiGetGraphNodeId failed: %s; "
-                                    "graph_capture_launch carries graph and node 0 for such "
-                                    "launches",
-                                    cupti_result_string(cupti_, ir));
-      break;
-    }
-    case CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED: graphs_.on_node_cloned(gd); break;
-    case CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED: graphs_.on_exec_created(gd); break;
-    case CUPTI_CBID_RESOURCE_GRAPHEXEC_DESTROY_STARTING: graphs_.on_exec_destroyed(gd); break;
-    case CUPTI_CBID_RESOURCE_MODULE_LOADED:
-    case CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING: {
-      if (!pc_ || !rd) break;
-      const auto *module = static_cast<const CUpti_ModuleResourceData *>(rd->resourceDescriptor);
-      if (!module) break;
-      if (cbid == CUPTI_CBID_RESOURCE_MODULE_LOADED)
-        pc_->cubins().on_module_loaded(module->pCubin, module->cubinSize);
-      else
-        pc_->cubins().on_module_unload(module->pCubin, module->cubinSize);
-      break;
-    }
-    case CUPTI_CBID_RESOURCE_CONTEXT_CREATED:
-      if (pc_) pc_->on_context_created();
-      break;
-    case CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING:
-      if (pc_ && rd) pc_->on_context_destroy(rd->context);
-      break;
-    default: break;
-  }
+// A graph node created inside a launch call on this thread: the stream is being captured and the
+// launch is recorded into a graph instead of running (docs/cupti-facts.md, fact 5). Returns
+// false if this thread is in no launch call of the current epoch.
+bool LaunchCallbacks::note_captured_launch(const CUpti_GraphData *gd) {
+  ThreadLaunch &t = t_launch;
+  if (!t.g.active || t.g.epoch != roles_[t.g.role].state.load().epoch()) return false;
+  if (!t.announce) return true;  // somebody else's sample: nothing to record
+  t.captured = true;
+  t.capture_graph_id = 0;
+  t.capture_node_id = 0;
+  CUptiResult ir = CUPTI_SUCCESS;
+  if (gd && gd->graph) ir = cupti_.cuptiGetGraphId(gd->graph, &t.capture_graph_id);
+  if (ir == CUPTI_SUCCESS && gd && gd->node)
+    ir = cupti_.cuptiGetGraphNodeId(gd->node, &t.capture_node_id);
+  // (A libcupti lacking either was reported once at start.)
+  if (ir != CUPTI_SUCCESS && cupti_.available(cupti_.cuptiGetGraphId) &&
+      cupti_.available(cupti_.cuptiGetGraphNodeId))
+    g_capture_ids_failed.report(ir,
+                                "cuptiGetGraphId/cuptiGetGraphNodeId failed: %s; "
+                                "graph_capture_launch carries graph and node 0 for such launches",
+                                cupti_result_string(cupti_, ir));
+  return true;
 }
 
 }  // namespace parcagpu

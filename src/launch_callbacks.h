@@ -2,6 +2,9 @@
 // The launch path reads: subscription (which cbids are on, per role), gate (launch_gate.h: is
 // this callback an outermost launch, and is it picked), path (announce it: tracker, kernel
 // activity, the probe at its EXIT).
+// One class in three files: launch_callbacks.cc (subscribing, the launch path), launch_roles.cc
+// (the watcher: each role's phase, toggling its cbids, the coin's mean) and resource_callbacks.cc
+// (graph, module and context resources, graph uploads). A role's phase and epoch: role_state.h.
 //
 // From process start only the non-launch entries of kSubscribedCallbacks are enabled (graph
 // resources: what must be seen before any consumer comes). The launch callbacks are enabled
@@ -160,6 +163,7 @@ class LaunchCallbacks : public ConsumerWatcher::Client {
     Role(double rate_limit, uint64_t tolerance_ns)
         : gate(rate_limit * kSafetyCapFactor, tolerance_ns), rate(rate_limit) {}
   };
+  // The watcher's side (launch_roles.cc).
   enum class Want : uint8_t { kNone, kWindows, kContinuous };
   Want want(const Role &r) const;
   // Continuous: the coin's mean from the launches counted (watcher thread).
@@ -169,6 +173,7 @@ class LaunchCallbacks : public ConsumerWatcher::Client {
   uint64_t reconcile(Role &r, uint64_t now_ns);
   void tell_pc_whether_observed();
 
+  // The launch path (launch_callbacks.cc).
   static void CUPTIAPI on_callback(void *userdata, CUpti_CallbackDomain domain,
                                    CUpti_CallbackId cbid, const void *data);
   void on_enter(CbDomain domain, uint32_t cbid, const CUpti_CallbackData *cb);
@@ -186,13 +191,21 @@ class LaunchCallbacks : public ConsumerWatcher::Client {
                                                bool windowed, bool counted);
   bool finish_admission(Role &r, uint64_t epoch, bool windowed);
   void release(Role &r, RoleState state);
+  // Not launches (resource_callbacks.cc): explicit graph uploads and the resource domain.
   __attribute__((noinline, cold)) void on_graph_upload(const CUpti_CallbackData *cb);
   __attribute__((noinline, cold)) void on_resource(CUpti_CallbackId cbid,
                                                    const CUpti_ResourceData *rd);
+  // A graph node created on this thread inside a launch call: stream capture records that launch
+  // instead of running it. False if the thread is in no launch call (launch_callbacks.cc: the
+  // thread's launch state lives there).
+  bool note_captured_launch(const CUpti_GraphData *gd);
 
-  // Toggling, with toggle_mu held.
+  // Toggling a role's cbids (launch_roles.cc): set_cbids_locked with toggle_mu held,
+  // open_window takes it.
   void set_cbids_locked(Role &r, bool on);
   void open_window(Role &r);
+  // Closes a window marked kClosing if toggle_mu is free (launch_callbacks.cc: mostly at the
+  // claimant's EXIT).
   void close_if_requested(Role &r);
 
   const CuptiApi &cupti_;
@@ -208,7 +221,7 @@ class LaunchCallbacks : public ConsumerWatcher::Client {
   CUpti_SubscriberHandle subscriber_ = nullptr;
   std::vector<SubscribedCallback> from_start_;
   bool starting_ = false;
-  Role roles_[2];  // eager, graph
+  Role roles_[kGateRoles];  // [kEagerRole], [kGraphRole]
   LaunchStats stats_;
 };
 
