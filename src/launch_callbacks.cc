@@ -51,7 +51,8 @@ struct ThreadLaunch {
   bool announce;
   bool windowed;  // announced through a sampling window (else a continuous subscription)
   bool captured;  // a graph node was created inside it: recorded by stream capture, not run
-  bool counted;   // announced and counted in by ActivityCollector::launch_begin
+  bool holds_activity;  // announced and counted in by ActivityCollector::launch_begin: owes its
+                        // launch_end
   // A suspect driver call (see clean_epoch) counted at PC sampling's gate, released at its EXIT.
   bool gated;
   uint32_t gated_corr;
@@ -137,9 +138,9 @@ LaunchCallbacks::LaunchCallbacks(const CuptiApi &cupti, const Config &config,
              {config.graph_rate_limit, std::max(coarse_resolution_ns(), kSafetyCapBurstNs)}} {
   const double rates[2] = {config.eager_rate_limit, config.graph_rate_limit};
   for (uint8_t i = 0; i < 2; ++i) {
-    roles_[i].windowed = rates[i] <= kMaxWindowRate;
+    roles_[i].rate_allows_windows = rates[i] <= kMaxWindowRate;
     roles_[i].interval_ns = rates[i] > 0 ? static_cast<uint64_t>(1e9 / rates[i]) : 0;
-    roles_[i].coin.set_mean(roles_[i].windowed ? kWindowMeanLaunches : 1);
+    roles_[i].coin.set_mean(roles_[i].rate_allows_windows ? kWindowMeanLaunches : 1);
   }
 }
 
@@ -213,9 +214,9 @@ bool LaunchCallbacks::subscribe() {
   debug_log("subscribed: %zu callbacks from the start; launch callbacks (%zu eager, %zu graph) "
             "while a consumer listens: eager %s at %g/s, graph %s at %g/s",
             from_start_.size(), roles_[kEagerRole].cbids.size(), roles_[kGraphRole].cbids.size(),
-            roles_[kEagerRole].windowed ? "in sampling windows" : "continuously",
+            roles_[kEagerRole].rate_allows_windows ? "in sampling windows" : "continuously",
             config_.eager_rate_limit,
-            roles_[kGraphRole].windowed ? "in sampling windows" : "continuously",
+            roles_[kGraphRole].rate_allows_windows ? "in sampling windows" : "continuously",
             config_.graph_rate_limit);
   return true;
 }
@@ -289,18 +290,18 @@ void LaunchCallbacks::on_enter(CbDomain domain, uint32_t cbid, const CUpti_Callb
   const RoleState state = r.state.load(std::memory_order_acquire);
   const uint64_t epoch = state.epoch();
   const GateEnterResult g =
-      gate_enter(t.g, r.coin, ri, epoch, r.all_clean_epoch.load(std::memory_order_relaxed) == epoch,
+      gate_enter(t.g, r.coin, ri, epoch, r.clean_epoch.load(std::memory_order_relaxed) == epoch,
                  domain, cbid, cb->correlationId);
   if (__builtin_expect(g.stale, 0)) {
     // The launch this thread was in never left as expected: given up.
     if (pc_) pc_->on_launch_exit();
-    if (t.announce) abandon(r, epoch, g.stale_corr, t.windowed, t.counted);
+    if (t.announce) abandon(r, epoch, g.stale_corr, t.windowed, t.holds_activity);
   }
   if (g.what == GateEnter::kNotLaunch) return;
   // PC sampling's windows open and close at launch entries, announced or not; a launch that
   // enters while one is open is sampled, so it must be announced.
   bool in_pc_window = false;
-  if (pc_on_.load(std::memory_order_relaxed)) {
+  if (pc_needs_launches_.load(std::memory_order_relaxed)) {
     if (t.gated) release_pc_gate(t, pc_);  // an untracked call that never came back to us
     // A graph's first launch uploads it: not while PC sampling is enabled (P21, PcSampler).
     const bool uploads = ri == kGraphRole && cb->functionParams &&
@@ -314,14 +315,14 @@ void LaunchCallbacks::on_enter(CbDomain domain, uint32_t cbid, const CUpti_Callb
     // not announced; if a window is open its samples are left out by PC sampling (counted).
     // Counted at PC sampling's gate all the same, so no Stop or Disable runs while it is in its
     // call (P15): released at its EXIT.
-    if (pc_on_.load(std::memory_order_relaxed)) {
+    if (pc_needs_launches_.load(std::memory_order_relaxed)) {
       t.gated = true;
       t.gated_corr = cb->correlationId;
     }
     return;
   }
   t.captured = false;
-  t.counted = false;
+  t.holds_activity = false;
   t.windowed = state.phase() == kOpen;
   t.announce = admit(r, state, cb->correlationId, g.what == GateEnter::kPicked, in_pc_window);
   if (t.announce) begin_announced(r, state, cb);
@@ -346,7 +347,7 @@ bool LaunchCallbacks::admit(Role &r, RoleState state, uint32_t correlation_id, b
   }
   // The coin meets the rate limit on average; the gate only caps the moment the launch rate
   // jumps, before the watcher has set the coin's mean for it.
-  if (!in_pc_window && !r.gate.try_take(coarse_ns())) {
+  if (!in_pc_window && !r.safety_cap.try_take(coarse_ns())) {
     stats_.rate_limited.fetch_add(1, std::memory_order_relaxed);
     return false;
   }
@@ -361,7 +362,7 @@ bool LaunchCallbacks::admit(Role &r, RoleState state, uint32_t correlation_id, b
 }
 
 // An admitted launch that must not be announced (host functions only) gives its turn back.
-void LaunchCallbacks::release(Role &r, RoleState state) {
+void LaunchCallbacks::withdraw_admission(Role &r, RoleState state) {
   if (state.phase() == kOpen) {
     RoleState claimed = state.with(kClaimed);
     r.state.compare_exchange_strong(claimed, state.with(kOpen));  // the next launch may take it
@@ -383,10 +384,10 @@ bool LaunchCallbacks::finish_admission(Role &r, uint64_t epoch, bool windowed) {
 }
 
 void LaunchCallbacks::abandon(Role &r, uint64_t epoch, uint32_t correlation_id, bool windowed,
-                              bool counted) {
+                              bool holds_activity) {
   if (!finish_admission(r, epoch, windowed)) return;
   tracker_.remove(correlation_id);
-  if (counted) activity_.launch_end();
+  if (holds_activity) activity_.launch_end();
   stats_.abandoned.fetch_add(1, std::memory_order_relaxed);
   close_if_requested(r);
 }
@@ -403,7 +404,7 @@ void LaunchCallbacks::begin_announced(Role &r, RoleState state, const CUpti_Call
     if (f.known && f.kernel_nodes == 0 && !f.has_conditional) {
       // Host functions only: no kernel will ever carry this ID (docs/cupti-facts.md, fact 8).
       t.announce = false;
-      release(r, state);
+      withdraw_admission(r, state);
       graphs_.count_hostonly_launch();
       return;
     }
@@ -427,11 +428,12 @@ void LaunchCallbacks::begin_announced(Role &r, RoleState state, const CUpti_Call
   if (!tracker_.insert(cb->correlationId, graph ? LaunchKind::Graph : LaunchKind::Eager,
                        coarse_ns(), expected_kernels)) {
     t.announce = false;
-    release(r, state);
+    withdraw_admission(r, state);
     return;
   }
-  t.counted = activity_.launch_begin();
-  if (state.phase() == kOpen) r.claim_counted.store(t.counted, std::memory_order_relaxed);
+  t.holds_activity = activity_.launch_begin();
+  if (state.phase() == kOpen)
+    r.claim_holds_activity.store(t.holds_activity, std::memory_order_relaxed);
 }
 
 void LaunchCallbacks::on_exit(CbDomain domain, uint32_t cbid, const CUpti_CallbackData *cb) {
@@ -447,7 +449,7 @@ void LaunchCallbacks::on_exit(CbDomain domain, uint32_t cbid, const CUpti_Callba
   if (!t.announce) return;
   if (t.g.correlation_id != cb->correlationId) {
     // Its EXIT carries another ID than its ENTER: which one its kernels carry is unknown.
-    abandon(r, epoch, t.g.correlation_id, t.windowed, t.counted);
+    abandon(r, epoch, t.g.correlation_id, t.windowed, t.holds_activity);
     return;
   }
   end_announced(r, epoch, domain, cbid, cb);
@@ -460,7 +462,7 @@ void LaunchCallbacks::end_announced(Role &r, uint64_t epoch, CbDomain domain, ui
   // A graph's kernels run after its call returns, and one that finishes while kernel activity
   // is off gets a wrong end timestamp (docs/cupti-facts.md): activity stays on until the GPU is
   // past the launch. Eager kernels' records are right either way.
-  if (t.counted && !(&r == &roles_[kGraphRole] && !t.captured && completion_ &&
+  if (t.holds_activity && !(&r == &roles_[kGraphRole] && !t.captured && completion_ &&
                      completion_->watch(graph_launch_stream(domain, cbid, cb))))
     activity_.launch_end();
   const int32_t scbid = signed_cbid(domain, cbid);
@@ -475,7 +477,8 @@ void LaunchCallbacks::end_announced(Role &r, uint64_t epoch, CbDomain domain, ui
     (&r == &roles_[kGraphRole] ? stats_.announced_graph : stats_.announced_eager)
         .fetch_add(1, std::memory_order_relaxed);
     usdt::cuda_correlation(cb->correlationId, scbid, name);
-    if (pc_ && pc_on_.load(std::memory_order_relaxed)) pc_->note_announced(cb->correlationId);
+    if (pc_ && pc_needs_launches_.load(std::memory_order_relaxed))
+      pc_->note_announced(cb->correlationId);
   } else {
     // The consumer left during the call: nobody will look for its kernels.
     tracker_.remove(cb->correlationId);

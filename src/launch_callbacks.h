@@ -136,20 +136,22 @@ class LaunchCallbacks : public ConsumerWatcher::Client {
   using enum RolePhase;
   struct Role {
     std::vector<SubscribedCallback> cbids;  // runtime ones first: see open_window
-    bool windowed = true;
+    bool rate_allows_windows = true;  // rate limit <= kMaxWindowRate: windows may serve it
     uint64_t interval_ns = 0;  // windowed: between window openings
     // Epoch and phase in one atomic word (role_state.h says why). The epoch grows each time the
     // cbids are all enabled.
     alignas(64) AtomicRoleState state;
     std::atomic<int32_t> inflight{0};  // continuous: announced launches inside their API call
-    std::atomic<uint64_t> all_clean_epoch{0};  // begun while starting (see set_starting)
+    // The epoch begun while starting (see set_starting): clean, in launch_gate.h's terms.
+    std::atomic<uint64_t> clean_epoch{0};
     // Windowed: the claimant's launch, for whoever has to abandon it.
     std::atomic<uint32_t> claim_corr{0};
-    std::atomic<bool> claim_counted{false};  // counted in by ActivityCollector::launch_begin
+    // Counted in by ActivityCollector::launch_begin: owes a launch_end.
+    std::atomic<bool> claim_holds_activity{false};
     std::atomic<uint64_t> claimed_at_ns{0};  // coarse clock
     uint64_t draining_since_ns = 0;          // watcher thread only
     LaunchCoin coin;                    // which launches are picked (launch_gate.h)
-    RateGate gate;                      // continuous: a safety cap on picks
+    RateGate safety_cap;                // continuous: a cap on picks (kSafetyCapFactor)
     std::mutex toggle_mu;               // enabling and disabling never interleave
     uint64_t next_open_ns = 0;          // watcher thread only
     // Watcher thread only: the rate limit, windows found still open when the next was due (in a
@@ -161,7 +163,7 @@ class LaunchCallbacks : public ConsumerWatcher::Client {
     double launch_rate = -1;
     uint64_t rate_at_ns = 0;
     Role(double rate_limit, uint64_t tolerance_ns)
-        : gate(rate_limit * kSafetyCapFactor, tolerance_ns), rate(rate_limit) {}
+        : safety_cap(rate_limit * kSafetyCapFactor, tolerance_ns), rate(rate_limit) {}
   };
   // The watcher's side (launch_roles.cc).
   enum class Want : uint8_t { kNone, kWindows, kContinuous };
@@ -188,9 +190,9 @@ class LaunchCallbacks : public ConsumerWatcher::Client {
   __attribute__((noinline, cold)) void end_announced(Role &r, uint64_t epoch, CbDomain domain,
                                                      uint32_t cbid, const CUpti_CallbackData *cb);
   __attribute__((noinline, cold)) void abandon(Role &r, uint64_t epoch, uint32_t correlation_id,
-                                               bool windowed, bool counted);
+                                               bool windowed, bool holds_activity);
   bool finish_admission(Role &r, uint64_t epoch, bool windowed);
-  void release(Role &r, RoleState state);
+  void withdraw_admission(Role &r, RoleState state);
   // Not launches (resource_callbacks.cc): explicit graph uploads and the resource domain.
   __attribute__((noinline, cold)) void on_graph_upload(const CUpti_CallbackData *cb);
   __attribute__((noinline, cold)) void on_resource(CUpti_CallbackId cbid,
@@ -216,7 +218,7 @@ class LaunchCallbacks : public ConsumerWatcher::Client {
   PcSampler *const pc_;
   GraphCompletion *const completion_;
   // PC sampling wants or needs every launch (watcher sets it, the launch path reads it).
-  std::atomic<bool> pc_on_{false};
+  std::atomic<bool> pc_needs_launches_{false};
   bool launch_consumers_ = false;  // watcher thread only
   CUpti_SubscriberHandle subscriber_ = nullptr;
   std::vector<SubscribedCallback> from_start_;

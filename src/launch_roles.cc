@@ -39,7 +39,7 @@ void LaunchCallbacks::open_window(Role &r) {
     // Still kOff while the cbids go on: what threads see meanwhile is judged against the old
     // epoch and is stale once the new one starts, with every cbid of the role on.
     set_cbids_locked(r, true);
-    if (starting_) r.all_clean_epoch.store(s.epoch() + 1);
+    if (starting_) r.clean_epoch.store(s.epoch() + 1);
     r.state.store(s.next_epoch(kOpen));
     stats_.windows.fetch_add(1, std::memory_order_relaxed);
   }
@@ -50,16 +50,16 @@ void LaunchCallbacks::open_window(Role &r) {
 
 LaunchCallbacks::Want LaunchCallbacks::want(const Role &r) const {
   if (!subscriber_ || r.cbids.empty()) return Want::kNone;
-  if (pc_on_.load(std::memory_order_relaxed)) return Want::kContinuous;
+  if (pc_needs_launches_.load(std::memory_order_relaxed)) return Want::kContinuous;
   if (!launch_consumers_) return Want::kNone;
-  return r.windowed && !r.low_rate ? Want::kWindows : Want::kContinuous;
+  return r.rate_allows_windows && !r.low_rate ? Want::kWindows : Want::kContinuous;
 }
 
 void LaunchCallbacks::on_consumers(const Consumers &now, const Consumers &) {
   const bool attach = now.wants_launches() && !launch_consumers_;
   launch_consumers_ = now.wants_launches();
   const uint64_t t = monotonic_ns();
-  pc_on_.store(pc_ && pc_->needs_launches(t));
+  pc_needs_launches_.store(pc_ && pc_->needs_launches(t));
   for (Role &r : roles_) {
     if (attach) r.next_open_ns = 0;  // the first window at once
     reconcile(r, t);
@@ -81,13 +81,14 @@ void LaunchCallbacks::tell_pc_whether_observed() {
 uint64_t LaunchCallbacks::on_tick(uint64_t now) {
   // PC sampling's needs change without a semaphore changing: an episode falls due, or ends at
   // some launch.
-  pc_on_.store(pc_ && pc_->needs_launches(now));
+  pc_needs_launches_.store(pc_ && pc_->needs_launches(now));
   uint64_t next = now + (1ull << 62);
   for (Role &r : roles_) next = std::min(next, reconcile(r, now));
   tell_pc_whether_observed();
   // Back when the next episode is due, to turn the launch callbacks on for it.
-  if (pc_ && !pc_on_.load(std::memory_order_relaxed))
-    if (const uint64_t due = pc_->next_episode_ns(); due != 0) next = std::min(next, std::max(due, now + 1000000));
+  if (pc_ && !pc_needs_launches_.load(std::memory_order_relaxed))
+    if (const uint64_t due = pc_->next_episode_ns(); due != 0)
+      next = std::min(next, std::max(due, now + 1000000));
   return next;
 }
 
@@ -96,7 +97,7 @@ void LaunchCallbacks::start_coin(Role &r) {
   if (r.launch_rate >= 0 && r.rate > 0)
     r.coin.set_mean(r.launch_rate / r.rate);
   else
-    r.coin.set_mean(r.windowed ? kWindowMeanLaunches : 1);
+    r.coin.set_mean(r.rate_allows_windows ? kWindowMeanLaunches : 1);
 }
 
 void LaunchCallbacks::adapt_coin(Role &r, uint64_t now) {
@@ -150,7 +151,8 @@ uint64_t LaunchCallbacks::reconcile(Role &r, uint64_t now) {
   }
   if (s.phase() == kClaimed &&
       coarse_ns() - r.claimed_at_ns.load(std::memory_order_relaxed) > kAbandonAfterNs) {
-    abandon(r, s.epoch(), r.claim_corr.load(), true, r.claim_counted.load());  // its thread never came back
+    // Its thread never came back.
+    abandon(r, s.epoch(), r.claim_corr.load(), true, r.claim_holds_activity.load());
   }
   if (r.state.load().phase() == kClosing) close_if_requested(r);
   s = r.state.load();
@@ -165,7 +167,7 @@ uint64_t LaunchCallbacks::reconcile(Role &r, uint64_t now) {
           set_cbids_locked(r, true);
           r.inflight.store(0);  // late EXITs of an abandoned epoch don't count against this one
           start_coin(r);
-          if (starting_) r.all_clean_epoch.store(s.epoch() + 1);
+          if (starting_) r.clean_epoch.store(s.epoch() + 1);
           r.state.store(s.next_epoch(kContinuous));
         }
       } else if (phase == kOpen) {
