@@ -1,11 +1,14 @@
+// The launch path of the CUPTI subscriber (the application's threads: gate, admission, the
+// announced launches' work, a claimant closing its window), subscribing and unsubscribing. The
+// watcher's side (toggling, reconcile) is launch_roles.cc, the non-launch callbacks
+// resource_callbacks.cc.
 #include "launch_callbacks.h"
 
 #include <ctime>
+#include <string>
 
 #include "activity.h"
 #include "graph_completion.h"
-
-#include <string>
 #include "log.h"
 #include "pc_sampling.h"
 #include "process_guard.h"
@@ -17,7 +20,6 @@ namespace {
 // Role of each launch cbid, indexed directly: the launch path must not search the table.
 // 0 = not a launch callback, 1 + index into roles_ otherwise.
 constexpr uint32_t kMaxCbid = 1024;
-constexpr uint8_t kEagerRole = 0, kGraphRole = 1;
 struct RoleIndex {
   uint8_t driver[kMaxCbid] = {};
   uint8_t runtime[kMaxCbid] = {};
@@ -49,7 +51,8 @@ struct ThreadLaunch {
   bool announce;
   bool windowed;  // announced through a sampling window (else a continuous subscription)
   bool captured;  // a graph node was created inside it: recorded by stream capture, not run
-  bool counted;   // announced and counted in by ActivityCollector::launch_begin
+  bool holds_activity;  // announced and counted in by ActivityCollector::launch_begin: owes its
+                        // launch_end
   // A suspect driver call (see clean_epoch) counted at PC sampling's gate, released at its EXIT.
   bool gated;
   uint32_t gated_corr;
@@ -66,8 +69,6 @@ void release_pc_gate(ThreadLaunch &t, PcSampler *pc) {
 // The callback's `this`. CUPTI passes back the userdata given to cuptiSubscribe, but a CUPTI
 // (or a harness standing in for one) may pass NULL: the callback never relies on it.
 LaunchCallbacks *g_self = nullptr;
-
-RepeatedError g_enable_error("callbacks", "enabling or disabling launch callbacks failed");
 
 uint64_t coarse_resolution_ns() {
   timespec res{};
@@ -137,9 +138,9 @@ LaunchCallbacks::LaunchCallbacks(const CuptiApi &cupti, const Config &config,
              {config.graph_rate_limit, std::max(coarse_resolution_ns(), kSafetyCapBurstNs)}} {
   const double rates[2] = {config.eager_rate_limit, config.graph_rate_limit};
   for (uint8_t i = 0; i < 2; ++i) {
-    roles_[i].windowed = rates[i] <= kMaxWindowRate;
+    roles_[i].rate_allows_windows = rates[i] <= kMaxWindowRate;
     roles_[i].interval_ns = rates[i] > 0 ? static_cast<uint64_t>(1e9 / rates[i]) : 0;
-    roles_[i].coin.set_mean(roles_[i].windowed ? kWindowMeanLaunches : 1);
+    roles_[i].coin.set_mean(roles_[i].rate_allows_windows ? kWindowMeanLaunches : 1);
   }
 }
 
@@ -213,9 +214,9 @@ bool LaunchCallbacks::subscribe() {
   debug_log("subscribed: %zu callbacks from the start; launch callbacks (%zu eager, %zu graph) "
             "while a consumer listens: eager %s at %g/s, graph %s at %g/s",
             from_start_.size(), roles_[kEagerRole].cbids.size(), roles_[kGraphRole].cbids.size(),
-            roles_[kEagerRole].windowed ? "in sampling windows" : "continuously",
+            roles_[kEagerRole].rate_allows_windows ? "in sampling windows" : "continuously",
             config_.eager_rate_limit,
-            roles_[kGraphRole].windowed ? "in sampling windows" : "continuously",
+            roles_[kGraphRole].rate_allows_windows ? "in sampling windows" : "continuously",
             config_.graph_rate_limit);
   return true;
 }
@@ -224,8 +225,8 @@ void LaunchCallbacks::unsubscribe() {
   if (!subscriber_) return;
   for (Role &r : roles_) {
     std::lock_guard<std::mutex> lock(r.toggle_mu);
-    const uint64_t s = r.state.exchange(pack(r.state.load() >> 8, kOff));
-    if ((s & 0xff) != kOff) set_cbids_locked(r, false);  // kOff: they are off already
+    const RoleState s = r.state.exchange(r.state.load().with(kOff));
+    if (s.phase() != kOff) set_cbids_locked(r, false);  // kOff: they are off already
   }
   size_t failed = 0;
   CUptiResult first_failure = CUPTI_SUCCESS;
@@ -247,222 +248,6 @@ void LaunchCallbacks::unsubscribe() {
   if (res != CUPTI_SUCCESS)
     report_error(res, "callbacks", "cuptiUnsubscribe failed: %s", cupti_result_string(cupti_, res));
   subscriber_ = nullptr;
-}
-
-// ---- Toggling (watcher thread, and a claimant closing its window) ----
-
-void LaunchCallbacks::set_cbids_locked(Role &r, bool on) {
-  for (const auto &cb : r.cbids) {
-    const CUptiResult res = cupti_.cuptiEnableCallback(
-        on ? 1 : 0, subscriber_, static_cast<CUpti_CallbackDomain>(cb.domain), cb.cbid);
-    if (res != CUPTI_SUCCESS)
-      g_enable_error.report(res, "cuptiEnableCallback(%d, %s) failed: %s; launches of that path "
-                                 "may go unannounced",
-                            on ? 1 : 0, cb.name, cupti_result_string(cupti_, res));
-  }
-}
-
-void LaunchCallbacks::open_window(Role &r) {
-  {
-    std::lock_guard<std::mutex> lock(r.toggle_mu);
-    const uint64_t s = r.state.load();
-    if ((s & 0xff) != kOff) return;
-    // Still kOff while the cbids go on: what threads see meanwhile is judged against the old
-    // epoch and is stale once the new one starts, with every cbid of the role on.
-    set_cbids_locked(r, true);
-    if (starting_) r.all_clean_epoch.store((s >> 8) + 1);
-    r.state.store(pack((s >> 8) + 1, kOpen));
-    stats_.windows.fetch_add(1, std::memory_order_relaxed);
-  }
-  close_if_requested(r);
-}
-
-// The claimant marks the window kClosing and closes it here, unless the watcher holds the lock
-// (enabling another role's... or this one's cbids): then the watcher closes it when it lets go.
-// Both sides mark first and try the lock after, so one of them always sees the mark with the
-// lock free.
-void LaunchCallbacks::close_if_requested(Role &r) {
-  while ((r.state.load() & 0xff) == kClosing && r.toggle_mu.try_lock()) {
-    const uint64_t s = r.state.load();
-    if ((s & 0xff) == kClosing) {
-      set_cbids_locked(r, false);
-      r.state.store(pack(s >> 8, kOff));
-    }
-    r.toggle_mu.unlock();
-  }
-}
-
-LaunchCallbacks::Want LaunchCallbacks::want(const Role &r) const {
-  if (!subscriber_ || r.cbids.empty()) return Want::kNone;
-  if (pc_on_.load(std::memory_order_relaxed)) return Want::kContinuous;
-  if (!launch_consumers_) return Want::kNone;
-  return r.windowed && !r.low_rate ? Want::kWindows : Want::kContinuous;
-}
-
-void LaunchCallbacks::on_consumers(const Consumers &now, const Consumers &) {
-  const bool attach = now.wants_launches() && !launch_consumers_;
-  launch_consumers_ = now.wants_launches();
-  const uint64_t t = monotonic_ns();
-  pc_on_.store(pc_ && pc_->needs_launches(t));
-  for (Role &r : roles_) {
-    if (attach) r.next_open_ns = 0;  // the first window at once
-    reconcile(r, t);
-  }
-  tell_pc_whether_observed();
-}
-
-// PC sampling samples every kernel while a window is started: an episode may begin only once
-// every launch of every role reaches the callbacks (each role continuous), or the launches of a
-// role still between windows would be sampled without being announced.
-void LaunchCallbacks::tell_pc_whether_observed() {
-  if (!pc_) return;
-  bool all = true;
-  for (const Role &r : roles_)
-    if (!r.cbids.empty() && (r.state.load() & 0xff) != kContinuous) all = false;
-  pc_->set_launches_observed(all);
-}
-
-uint64_t LaunchCallbacks::on_tick(uint64_t now) {
-  // PC sampling's needs change without a semaphore changing: an episode falls due, or ends at
-  // some launch.
-  pc_on_.store(pc_ && pc_->needs_launches(now));
-  uint64_t next = now + (1ull << 62);
-  for (Role &r : roles_) next = std::min(next, reconcile(r, now));
-  tell_pc_whether_observed();
-  // Back when the next episode is due, to turn the launch callbacks on for it.
-  if (pc_ && !pc_on_.load(std::memory_order_relaxed))
-    if (const uint64_t due = pc_->next_episode_ns(); due != 0) next = std::min(next, std::max(due, now + 1000000));
-  return next;
-}
-
-void LaunchCallbacks::start_coin(Role &r) {
-  r.rate_at_ns = 0;
-  if (r.launch_rate >= 0 && r.rate > 0)
-    r.coin.set_mean(r.launch_rate / r.rate);
-  else
-    r.coin.set_mean(r.windowed ? kWindowMeanLaunches : 1);
-}
-
-void LaunchCallbacks::adapt_coin(Role &r, uint64_t now) {
-  if (r.rate_at_ns == 0 || now < r.rate_at_ns) {
-    r.coin.take_counted();
-    r.rate_at_ns = now;
-    return;
-  }
-  const uint64_t dt = now - r.rate_at_ns;
-  if (dt < kCoinTickNs / 2) return;
-  const double seen = static_cast<double>(r.coin.take_counted()) * 1e9 / static_cast<double>(dt);
-  // Up at once (a rise would otherwise be picked at the old mean, up to the safety cap), down
-  // smoothly.
-  if (r.launch_rate < 0 || seen > 2 * r.launch_rate)
-    r.launch_rate = seen;
-  else
-    r.launch_rate += std::min(1.0, static_cast<double>(dt) / kRateSmoothingNs) *
-                     (seen - r.launch_rate);
-  r.rate_at_ns = now;
-  if (r.rate > 0) r.coin.set_mean(r.launch_rate / r.rate);
-  if (r.low_rate && r.launch_rate > kBackToWindowsFactor * kWindowMeanLaunches * r.rate) {
-    r.low_rate = false;
-    debug_log("%s launches at %.0f/s: back to sampling windows",
-              &r == &roles_[kGraphRole] ? "graph" : "eager", r.launch_rate);
-  }
-}
-
-uint64_t LaunchCallbacks::reconcile(Role &r, uint64_t now) {
-  constexpr uint64_t kSoon = 1000000;  // 1 ms
-  constexpr uint64_t kNever = 1ull << 62;
-  const Want w = want(r);
-  uint64_t s = r.state.load();
-  if ((s & 0xff) == kDraining) {
-    std::lock_guard<std::mutex> lock(r.toggle_mu);
-    s = r.state.load();
-    if ((s & 0xff) == kDraining) {
-      if (w == Want::kContinuous) {
-        r.state.store(pack(s >> 8, kContinuous));  // never went off: same epoch
-        return kNever + now;
-      }
-      // seq_cst pairs with admit(): a launch counted in flight after the kDraining mark backs
-      // off, and one counted before it is seen here. One that never comes back is given up.
-      const bool stuck = now - r.draining_since_ns > kAbandonAfterNs;
-      if (r.inflight.load() > 0 && !stuck) return now + kSoon;
-      if (r.state.compare_exchange_strong(s, pack(s >> 8, kOff))) {
-        set_cbids_locked(r, false);
-        if (stuck) stats_.abandoned.fetch_add(1, std::memory_order_relaxed);
-      }
-    }
-    s = r.state.load();
-  }
-  if ((s & 0xff) == kClaimed &&
-      coarse_ns() - r.claimed_at_ns.load(std::memory_order_relaxed) > kAbandonAfterNs) {
-    abandon(r, s >> 8, r.claim_corr.load(), true, r.claim_counted.load());  // its thread never came back
-  }
-  if ((r.state.load() & 0xff) == kClosing) close_if_requested(r);
-  s = r.state.load();
-  const uint8_t phase = s & 0xff;
-  if (phase == kClosing || phase == kClaimed) return now + kSoon;  // its claimant closes it
-  switch (w) {
-    case Want::kContinuous:
-      if (phase == kOff) {
-        std::lock_guard<std::mutex> lock(r.toggle_mu);
-        s = r.state.load();
-        if ((s & 0xff) == kOff) {
-          set_cbids_locked(r, true);
-          r.inflight.store(0);  // late EXITs of an abandoned epoch don't count against this one
-          start_coin(r);
-          if (starting_) r.all_clean_epoch.store((s >> 8) + 1);
-          r.state.store(pack((s >> 8) + 1, kContinuous));
-        }
-      } else if (phase == kOpen) {
-        // Windows to continuous: the cbids are all on already, the epoch goes on.
-        start_coin(r);
-        r.state.compare_exchange_strong(s, pack(s >> 8, kContinuous));
-      } else if (phase == kContinuous) {
-        adapt_coin(r, now);
-      }
-      return now + kCoinTickNs;
-    case Want::kWindows:
-      if (phase == kContinuous) {
-        r.draining_since_ns = now;
-        r.state.store(pack(s >> 8, kDraining));  // then off, then windows
-        return now + kSoon;
-      }
-      if (r.interval_ns == 0) return now + kNever;
-      if (now >= r.next_open_ns) {
-        if (phase == kOff) {
-          r.saturated = 0;
-          if (r.coin.mean() != kWindowMeanLaunches) r.coin.set_mean(kWindowMeanLaunches);
-          open_window(r);
-        } else if (++r.saturated >= kSaturatedWindows) {
-          // Still open when the next is due, again and again: the role launches too rarely for
-          // windows to save anything, and they would announce fewer launches than the limit.
-          r.low_rate = true;
-          r.saturated = 0;
-          debug_log("%s launches: sampling windows stay open; callbacks on continuously",
-                    &r == &roles_[kGraphRole] ? "graph" : "eager");
-          return now;
-        }
-        r.next_open_ns = now + r.interval_ns;
-      }
-      // Closed: open the next one on time. Open: look again an interval later (a window nobody
-      // claims costs nothing; one claimed and closed meanwhile reopens then).
-      return (r.state.load() & 0xff) == kOff ? std::max(r.next_open_ns, now)
-                                              : now + r.interval_ns;
-    case Want::kNone:
-      if (phase == kOpen) {
-        // An open window goes; a claimed one is closed by its claimant, who sees the consumer
-        // gone.
-        std::lock_guard<std::mutex> lock(r.toggle_mu);
-        uint64_t open = r.state.load();
-        if ((open & 0xff) == kOpen && r.state.compare_exchange_strong(open, pack(open >> 8, kOff)))
-          set_cbids_locked(r, false);
-      } else if (phase == kContinuous) {
-        r.draining_since_ns = now;
-        r.state.store(pack(s >> 8, kDraining));
-        return now + kSoon;
-      }
-      return now + kNever;
-  }
-  return now + kNever;
 }
 
 // ---- The launch path ----
@@ -502,21 +287,21 @@ void LaunchCallbacks::on_enter(CbDomain domain, uint32_t cbid, const CUpti_Callb
   const uint8_t ri = v - 1;
   Role &r = roles_[ri];
   ThreadLaunch &t = t_launch;
-  const uint64_t state = r.state.load(std::memory_order_acquire);
-  const uint64_t epoch = state >> 8;
+  const RoleState state = r.state.load(std::memory_order_acquire);
+  const uint64_t epoch = state.epoch();
   const GateEnterResult g =
-      gate_enter(t.g, r.coin, ri, epoch, r.all_clean_epoch.load(std::memory_order_relaxed) == epoch,
+      gate_enter(t.g, r.coin, ri, epoch, r.clean_epoch.load(std::memory_order_relaxed) == epoch,
                  domain, cbid, cb->correlationId);
   if (__builtin_expect(g.stale, 0)) {
     // The launch this thread was in never left as expected: given up.
     if (pc_) pc_->on_launch_exit();
-    if (t.announce) abandon(r, epoch, g.stale_corr, t.windowed, t.counted);
+    if (t.announce) abandon(r, epoch, g.stale_corr, t.windowed, t.holds_activity);
   }
   if (g.what == GateEnter::kNotLaunch) return;
   // PC sampling's windows open and close at launch entries, announced or not; a launch that
   // enters while one is open is sampled, so it must be announced.
   bool in_pc_window = false;
-  if (pc_on_.load(std::memory_order_relaxed)) {
+  if (pc_needs_launches_.load(std::memory_order_relaxed)) {
     if (t.gated) release_pc_gate(t, pc_);  // an untracked call that never came back to us
     // A graph's first launch uploads it: not while PC sampling is enabled (P21, PcSampler).
     const bool uploads = ri == kGraphRole && cb->functionParams &&
@@ -530,39 +315,39 @@ void LaunchCallbacks::on_enter(CbDomain domain, uint32_t cbid, const CUpti_Callb
     // not announced; if a window is open its samples are left out by PC sampling (counted).
     // Counted at PC sampling's gate all the same, so no Stop or Disable runs while it is in its
     // call (P15): released at its EXIT.
-    if (pc_on_.load(std::memory_order_relaxed)) {
+    if (pc_needs_launches_.load(std::memory_order_relaxed)) {
       t.gated = true;
       t.gated_corr = cb->correlationId;
     }
     return;
   }
   t.captured = false;
-  t.counted = false;
-  t.windowed = (state & 0xff) == kOpen;
+  t.holds_activity = false;
+  t.windowed = state.phase() == kOpen;
   t.announce = admit(r, state, cb->correlationId, g.what == GateEnter::kPicked, in_pc_window);
   if (t.announce) begin_announced(r, state, cb);
 }
 
-bool LaunchCallbacks::admit(Role &r, uint64_t state, uint32_t correlation_id, bool picked,
+bool LaunchCallbacks::admit(Role &r, RoleState state, uint32_t correlation_id, bool picked,
                             bool in_pc_window) {
   // A launch PC sampling samples is announced whatever the coin says: samples of an unannounced
   // launch hang under no stack. Windows are few (PcRateController) and span at most 32 launches.
   if (!picked && !in_pc_window) return false;
-  const uint8_t phase = state & 0xff;
+  const RolePhase phase = state.phase();
   if (phase != kOpen && phase != kContinuous) return false;
   if (usdt::correlation_consumers() == 0) return false;  // left; the watcher follows
   if (phase == kOpen) {
     if (!picked) return false;
     // The time goes first: the watcher must never read an older claim's time for this one.
     r.claimed_at_ns.store(coarse_ns(), std::memory_order_relaxed);
-    uint64_t expected = state;  // the epoch too: a window of a later epoch is not ours
-    if (!r.state.compare_exchange_strong(expected, pack(state >> 8, kClaimed))) return false;
+    RoleState expected = state;  // the epoch too: a window of a later epoch is not ours
+    if (!r.state.compare_exchange_strong(expected, state.with(kClaimed))) return false;
     r.claim_corr.store(correlation_id, std::memory_order_relaxed);
     return true;
   }
   // The coin meets the rate limit on average; the gate only caps the moment the launch rate
   // jumps, before the watcher has set the coin's mean for it.
-  if (!in_pc_window && !r.gate.try_take(coarse_ns())) {
+  if (!in_pc_window && !r.safety_cap.try_take(coarse_ns())) {
     stats_.rate_limited.fetch_add(1, std::memory_order_relaxed);
     return false;
   }
@@ -577,10 +362,10 @@ bool LaunchCallbacks::admit(Role &r, uint64_t state, uint32_t correlation_id, bo
 }
 
 // An admitted launch that must not be announced (host functions only) gives its turn back.
-void LaunchCallbacks::release(Role &r, uint64_t state) {
-  if ((state & 0xff) == kOpen) {
-    uint64_t claimed = pack(state >> 8, kClaimed);
-    r.state.compare_exchange_strong(claimed, pack(state >> 8, kOpen));  // the next launch may take it
+void LaunchCallbacks::withdraw_admission(Role &r, RoleState state) {
+  if (state.phase() == kOpen) {
+    RoleState claimed = state.with(kClaimed);
+    r.state.compare_exchange_strong(claimed, state.with(kOpen));  // the next launch may take it
   } else {
     r.inflight.fetch_sub(1);
   }
@@ -594,20 +379,20 @@ bool LaunchCallbacks::finish_admission(Role &r, uint64_t epoch, bool windowed) {
     r.inflight.fetch_sub(1);
     return true;
   }
-  uint64_t claimed = pack(epoch, kClaimed);
-  return r.state.compare_exchange_strong(claimed, pack(epoch, kClosing));
+  RoleState claimed{epoch, kClaimed};
+  return r.state.compare_exchange_strong(claimed, RoleState{epoch, kClosing});
 }
 
 void LaunchCallbacks::abandon(Role &r, uint64_t epoch, uint32_t correlation_id, bool windowed,
-                              bool counted) {
+                              bool holds_activity) {
   if (!finish_admission(r, epoch, windowed)) return;
   tracker_.remove(correlation_id);
-  if (counted) activity_.launch_end();
+  if (holds_activity) activity_.launch_end();
   stats_.abandoned.fetch_add(1, std::memory_order_relaxed);
   close_if_requested(r);
 }
 
-void LaunchCallbacks::begin_announced(Role &r, uint64_t state, const CUpti_CallbackData *cb) {
+void LaunchCallbacks::begin_announced(Role &r, RoleState state, const CUpti_CallbackData *cb) {
   ThreadLaunch &t = t_launch;
   const bool graph = &r == &roles_[kGraphRole];
   uint32_t expected_kernels = graph ? 0 : 1;
@@ -619,7 +404,7 @@ void LaunchCallbacks::begin_announced(Role &r, uint64_t state, const CUpti_Callb
     if (f.known && f.kernel_nodes == 0 && !f.has_conditional) {
       // Host functions only: no kernel will ever carry this ID (docs/cupti-facts.md, fact 8).
       t.announce = false;
-      release(r, state);
+      withdraw_admission(r, state);
       graphs_.count_hostonly_launch();
       return;
     }
@@ -643,11 +428,12 @@ void LaunchCallbacks::begin_announced(Role &r, uint64_t state, const CUpti_Callb
   if (!tracker_.insert(cb->correlationId, graph ? LaunchKind::Graph : LaunchKind::Eager,
                        coarse_ns(), expected_kernels)) {
     t.announce = false;
-    release(r, state);
+    withdraw_admission(r, state);
     return;
   }
-  t.counted = activity_.launch_begin();
-  if ((state & 0xff) == kOpen) r.claim_counted.store(t.counted, std::memory_order_relaxed);
+  t.holds_activity = activity_.launch_begin();
+  if (state.phase() == kOpen)
+    r.claim_holds_activity.store(t.holds_activity, std::memory_order_relaxed);
 }
 
 void LaunchCallbacks::on_exit(CbDomain domain, uint32_t cbid, const CUpti_CallbackData *cb) {
@@ -657,13 +443,13 @@ void LaunchCallbacks::on_exit(CbDomain domain, uint32_t cbid, const CUpti_Callba
   Role &r = roles_[ri];
   ThreadLaunch &t = t_launch;
   if (t.gated && t.gated_corr == cb->correlationId) release_pc_gate(t, pc_);
-  const uint64_t epoch = r.state.load(std::memory_order_acquire) >> 8;
+  const uint64_t epoch = r.state.load(std::memory_order_acquire).epoch();
   if (!gate_exit(t.g, ri, epoch, domain, cbid)) return;  // not the end of the call we followed
   if (pc_) pc_->on_launch_exit();  // counted only if its ENTER was
   if (!t.announce) return;
   if (t.g.correlation_id != cb->correlationId) {
     // Its EXIT carries another ID than its ENTER: which one its kernels carry is unknown.
-    abandon(r, epoch, t.g.correlation_id, t.windowed, t.counted);
+    abandon(r, epoch, t.g.correlation_id, t.windowed, t.holds_activity);
     return;
   }
   end_announced(r, epoch, domain, cbid, cb);
@@ -676,7 +462,7 @@ void LaunchCallbacks::end_announced(Role &r, uint64_t epoch, CbDomain domain, ui
   // A graph's kernels run after its call returns, and one that finishes while kernel activity
   // is off gets a wrong end timestamp (docs/cupti-facts.md): activity stays on until the GPU is
   // past the launch. Eager kernels' records are right either way.
-  if (t.counted && !(&r == &roles_[kGraphRole] && !t.captured && completion_ &&
+  if (t.holds_activity && !(&r == &roles_[kGraphRole] && !t.captured && completion_ &&
                      completion_->watch(graph_launch_stream(domain, cbid, cb))))
     activity_.launch_end();
   const int32_t scbid = signed_cbid(domain, cbid);
@@ -691,7 +477,8 @@ void LaunchCallbacks::end_announced(Role &r, uint64_t epoch, CbDomain domain, ui
     (&r == &roles_[kGraphRole] ? stats_.announced_graph : stats_.announced_eager)
         .fetch_add(1, std::memory_order_relaxed);
     usdt::cuda_correlation(cb->correlationId, scbid, name);
-    if (pc_ && pc_on_.load(std::memory_order_relaxed)) pc_->note_announced(cb->correlationId);
+    if (pc_ && pc_needs_launches_.load(std::memory_order_relaxed))
+      pc_->note_announced(cb->correlationId);
   } else {
     // The consumer left during the call: nobody will look for its kernels.
     tracker_.remove(cb->correlationId);
@@ -701,68 +488,43 @@ void LaunchCallbacks::end_announced(Role &r, uint64_t epoch, CbDomain domain, ui
   close_if_requested(r);  // windowed: disables the role's cbids here, unless the watcher holds them
 }
 
-// An explicit upload (cudaGraphUpload, cuGraphUpload; the runtime one calls the driver one, and
-// only the first of them is the exec's upload): as a graph's first launch, it is where the graph
-// would be registered with PC sampling for good if enabled (P21). bench/launch_overhead.cu uploads
-// right after instantiation: before, its graph was uploaded inside the process's first episode
-// and every launch of it paid for that.
-void LaunchCallbacks::on_graph_upload(const CUpti_CallbackData *cb) {
-  if (!cb->functionParams) return;
-  const void *exec = *static_cast<void *const *>(cb->functionParams);
-  if (graphs_.take_first_launch(exec) && pc_) pc_->on_graph_first_launch();
+// The claimant marks the window kClosing and closes it here, unless the watcher holds the lock
+// (enabling another role's... or this one's cbids): then the watcher closes it when it lets go.
+// Both sides mark first and try the lock after, so one of them always sees the mark with the
+// lock free.
+void LaunchCallbacks::close_if_requested(Role &r) {
+  while (r.state.load().phase() == kClosing && r.toggle_mu.try_lock()) {
+    const RoleState s = r.state.load();
+    if (s.phase() == kClosing) {
+      set_cbids_locked(r, false);
+      r.state.store(s.with(kOff));
+    }
+    r.toggle_mu.unlock();
+  }
 }
 
-void LaunchCallbacks::on_resource(CUpti_CallbackId cbid, const CUpti_ResourceData *rd) {
-  const auto *gd = rd ? static_cast<const CUpti_GraphData *>(rd->resourceDescriptor) : nullptr;
-  switch (cbid) {
-    case CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED: {
-      // A node created inside a launch call on this thread: the stream is being captured and
-      // the launch is recorded into a graph instead of running (docs/cupti-facts.md, fact 5).
-      ThreadLaunch &t = t_launch;
-      if (!t.g.active || t.g.epoch != roles_[t.g.role].state.load() >> 8) {
-        graphs_.on_node_created(gd);  // graph building or instantiation
-        break;
-      }
-      if (!t.announce) break;  // somebody else's sample: nothing to record
-      t.captured = true;
-      t.capture_graph_id = 0;
-      t.capture_node_id = 0;
-      CUptiResult ir = CUPTI_SUCCESS;
-      if (gd && gd->graph) ir = cupti_.cuptiGetGraphId(gd->graph, &t.capture_graph_id);
-      if (ir == CUPTI_SUCCESS && gd && gd->node)
-        ir = cupti_.cuptiGetGraphNodeId(gd->node, &t.capture_node_id);
-      // (A libcupti lacking either was reported once at start.)
-      if (ir != CUPTI_SUCCESS && cupti_.available(cupti_.cuptiGetGraphId) &&
-          cupti_.available(cupti_.cuptiGetGraphNodeId))
-        g_capture_ids_failed.report(ir,
-                                    "cuptiGetGraphId/cuptiGetGraphNodeId failed: %s; "
-                                    "graph_capture_launch carries graph and node 0 for such "
-                                    "launches",
-                                    cupti_result_string(cupti_, ir));
-      break;
-    }
-    case CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED: graphs_.on_node_cloned(gd); break;
-    case CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED: graphs_.on_exec_created(gd); break;
-    case CUPTI_CBID_RESOURCE_GRAPHEXEC_DESTROY_STARTING: graphs_.on_exec_destroyed(gd); break;
-    case CUPTI_CBID_RESOURCE_MODULE_LOADED:
-    case CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING: {
-      if (!pc_ || !rd) break;
-      const auto *module = static_cast<const CUpti_ModuleResourceData *>(rd->resourceDescriptor);
-      if (!module) break;
-      if (cbid == CUPTI_CBID_RESOURCE_MODULE_LOADED)
-        pc_->cubins().on_module_loaded(module->pCubin, module->cubinSize);
-      else
-        pc_->cubins().on_module_unload(module->pCubin, module->cubinSize);
-      break;
-    }
-    case CUPTI_CBID_RESOURCE_CONTEXT_CREATED:
-      if (pc_) pc_->on_context_created();
-      break;
-    case CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING:
-      if (pc_ && rd) pc_->on_context_destroy(rd->context);
-      break;
-    default: break;
-  }
+// A graph node created inside a launch call on this thread: the stream is being captured and the
+// launch is recorded into a graph instead of running (docs/cupti-facts.md, fact 5). Returns
+// false if this thread is in no launch call of the current epoch.
+bool LaunchCallbacks::note_captured_launch(const CUpti_GraphData *gd) {
+  ThreadLaunch &t = t_launch;
+  if (!t.g.active || t.g.epoch != roles_[t.g.role].state.load().epoch()) return false;
+  if (!t.announce) return true;  // somebody else's sample: nothing to record
+  t.captured = true;
+  t.capture_graph_id = 0;
+  t.capture_node_id = 0;
+  CUptiResult ir = CUPTI_SUCCESS;
+  if (gd && gd->graph) ir = cupti_.cuptiGetGraphId(gd->graph, &t.capture_graph_id);
+  if (ir == CUPTI_SUCCESS && gd && gd->node)
+    ir = cupti_.cuptiGetGraphNodeId(gd->node, &t.capture_node_id);
+  // (A libcupti lacking either was reported once at start.)
+  if (ir != CUPTI_SUCCESS && cupti_.available(cupti_.cuptiGetGraphId) &&
+      cupti_.available(cupti_.cuptiGetGraphNodeId))
+    g_capture_ids_failed.report(ir,
+                                "cuptiGetGraphId/cuptiGetGraphNodeId failed: %s; "
+                                "graph_capture_launch carries graph and node 0 for such launches",
+                                cupti_result_string(cupti_, ir));
+  return true;
 }
 
 }  // namespace parcagpu

@@ -2,6 +2,9 @@
 // The launch path reads: subscription (which cbids are on, per role), gate (launch_gate.h: is
 // this callback an outermost launch, and is it picked), path (announce it: tracker, kernel
 // activity, the probe at its EXIT).
+// One class in three files: launch_callbacks.cc (subscribing, the launch path), launch_roles.cc
+// (the watcher: each role's phase, toggling its cbids, the coin's mean) and resource_callbacks.cc
+// (graph, module and context resources, graph uploads). A role's phase and epoch: role_state.h.
 //
 // From process start only the non-launch entries of kSubscribedCallbacks are enabled (graph
 // resources: what must be seen before any consumer comes). The launch callbacks are enabled
@@ -56,6 +59,7 @@
 #include "launch_gate.h"
 #include "parcagpu/cbid_table.h"
 #include "rate_gate.h"
+#include "role_state.h"
 
 namespace parcagpu {
 
@@ -128,30 +132,26 @@ class LaunchCallbacks : public ConsumerWatcher::Client {
   const LaunchStats &stats() const { return stats_; }
 
  private:
-  // How a role's launch cbids are enabled now. Packed with the epoch in Role::state.
-  enum Phase : uint8_t {
-    kOff,         // disabled
-    kOpen,        // windowed: enabled, waiting for a launch to claim the window
-    kClaimed,     // windowed: a launch claimed it; its EXIT closes the window
-    kClosing,     // windowed: the claimant finished while the watcher held the toggle lock
-    kContinuous,  // enabled while a consumer listens
-    kDraining,    // continuous, consumer gone: off once the announced launches in flight ended
-  };
+  // A role's phase (role_state.h), unqualified in the member functions: kOff, kOpen, ...
+  using enum RolePhase;
   struct Role {
     std::vector<SubscribedCallback> cbids;  // runtime ones first: see open_window
-    bool windowed = true;
+    bool rate_allows_windows = true;  // rate limit <= kMaxWindowRate: windows may serve it
     uint64_t interval_ns = 0;  // windowed: between window openings
-    // epoch << 8 | phase. The epoch grows each time the cbids are all enabled.
-    alignas(64) std::atomic<uint64_t> state{0};
+    // Epoch and phase in one atomic word (role_state.h says why). The epoch grows each time the
+    // cbids are all enabled.
+    alignas(64) AtomicRoleState state;
     std::atomic<int32_t> inflight{0};  // continuous: announced launches inside their API call
-    std::atomic<uint64_t> all_clean_epoch{0};  // begun while starting (see set_starting)
+    // The epoch begun while starting (see set_starting): clean, in launch_gate.h's terms.
+    std::atomic<uint64_t> clean_epoch{0};
     // Windowed: the claimant's launch, for whoever has to abandon it.
     std::atomic<uint32_t> claim_corr{0};
-    std::atomic<bool> claim_counted{false};  // counted in by ActivityCollector::launch_begin
+    // Counted in by ActivityCollector::launch_begin: owes a launch_end.
+    std::atomic<bool> claim_holds_activity{false};
     std::atomic<uint64_t> claimed_at_ns{0};  // coarse clock
     uint64_t draining_since_ns = 0;          // watcher thread only
     LaunchCoin coin;                    // which launches are picked (launch_gate.h)
-    RateGate gate;                      // continuous: a safety cap on picks
+    RateGate safety_cap;                // continuous: a cap on picks (kSafetyCapFactor)
     std::mutex toggle_mu;               // enabling and disabling never interleave
     uint64_t next_open_ns = 0;          // watcher thread only
     // Watcher thread only: the rate limit, windows found still open when the next was due (in a
@@ -163,9 +163,9 @@ class LaunchCallbacks : public ConsumerWatcher::Client {
     double launch_rate = -1;
     uint64_t rate_at_ns = 0;
     Role(double rate_limit, uint64_t tolerance_ns)
-        : gate(rate_limit * kSafetyCapFactor, tolerance_ns), rate(rate_limit) {}
+        : safety_cap(rate_limit * kSafetyCapFactor, tolerance_ns), rate(rate_limit) {}
   };
-  static uint64_t pack(uint64_t epoch, Phase p) { return epoch << 8 | p; }
+  // The watcher's side (launch_roles.cc).
   enum class Want : uint8_t { kNone, kWindows, kContinuous };
   Want want(const Role &r) const;
   // Continuous: the coin's mean from the launches counted (watcher thread).
@@ -175,6 +175,7 @@ class LaunchCallbacks : public ConsumerWatcher::Client {
   uint64_t reconcile(Role &r, uint64_t now_ns);
   void tell_pc_whether_observed();
 
+  // The launch path (launch_callbacks.cc).
   static void CUPTIAPI on_callback(void *userdata, CUpti_CallbackDomain domain,
                                    CUpti_CallbackId cbid, const void *data);
   void on_enter(CbDomain domain, uint32_t cbid, const CUpti_CallbackData *cb);
@@ -183,22 +184,30 @@ class LaunchCallbacks : public ConsumerWatcher::Client {
   // rates (scripts/callgrind-launch-cost.sh also tells it from the rest of the launch path by
   // these functions).
   // in_pc_window: PC sampling samples this launch; announced whatever the rate limits say.
-  bool admit(Role &r, uint64_t state, uint32_t correlation_id, bool picked, bool in_pc_window);
-  __attribute__((noinline, cold)) void begin_announced(Role &r, uint64_t state,
+  bool admit(Role &r, RoleState state, uint32_t correlation_id, bool picked, bool in_pc_window);
+  __attribute__((noinline, cold)) void begin_announced(Role &r, RoleState state,
                                                        const CUpti_CallbackData *cb);
   __attribute__((noinline, cold)) void end_announced(Role &r, uint64_t epoch, CbDomain domain,
                                                      uint32_t cbid, const CUpti_CallbackData *cb);
   __attribute__((noinline, cold)) void abandon(Role &r, uint64_t epoch, uint32_t correlation_id,
-                                               bool windowed, bool counted);
+                                               bool windowed, bool holds_activity);
   bool finish_admission(Role &r, uint64_t epoch, bool windowed);
-  void release(Role &r, uint64_t state);
+  void withdraw_admission(Role &r, RoleState state);
+  // Not launches (resource_callbacks.cc): explicit graph uploads and the resource domain.
   __attribute__((noinline, cold)) void on_graph_upload(const CUpti_CallbackData *cb);
   __attribute__((noinline, cold)) void on_resource(CUpti_CallbackId cbid,
                                                    const CUpti_ResourceData *rd);
+  // A graph node created on this thread inside a launch call: stream capture records that launch
+  // instead of running it. False if the thread is in no launch call (launch_callbacks.cc: the
+  // thread's launch state lives there).
+  bool note_captured_launch(const CUpti_GraphData *gd);
 
-  // Toggling, with toggle_mu held.
+  // Toggling a role's cbids (launch_roles.cc): set_cbids_locked with toggle_mu held,
+  // open_window takes it.
   void set_cbids_locked(Role &r, bool on);
   void open_window(Role &r);
+  // Closes a window marked kClosing if toggle_mu is free (launch_callbacks.cc: mostly at the
+  // claimant's EXIT).
   void close_if_requested(Role &r);
 
   const CuptiApi &cupti_;
@@ -209,12 +218,12 @@ class LaunchCallbacks : public ConsumerWatcher::Client {
   PcSampler *const pc_;
   GraphCompletion *const completion_;
   // PC sampling wants or needs every launch (watcher sets it, the launch path reads it).
-  std::atomic<bool> pc_on_{false};
+  std::atomic<bool> pc_needs_launches_{false};
   bool launch_consumers_ = false;  // watcher thread only
   CUpti_SubscriberHandle subscriber_ = nullptr;
   std::vector<SubscribedCallback> from_start_;
   bool starting_ = false;
-  Role roles_[2];  // eager, graph
+  Role roles_[kGateRoles];  // [kEagerRole], [kGraphRole]
   LaunchStats stats_;
 };
 

@@ -39,7 +39,10 @@
 
 namespace parcagpu {
 
-inline constexpr int kGateRoles = 2;  // eager, graph
+// The launch roles, each with its own epochs and coin: the index of its state here (GateThread)
+// and in LaunchCallbacks.
+inline constexpr uint8_t kEagerRole = 0, kGraphRole = 1;
+inline constexpr int kGateRoles = 2;
 
 // One thread's launch calls as its callbacks tell them. Trivially constructible (the library
 // keeps it in initial-exec TLS: no guard, no __tls_get_addr on the launch path).

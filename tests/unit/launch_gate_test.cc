@@ -1,4 +1,5 @@
 #include "launch_gate.h"
+#include "role_state.h"
 
 #include <gtest/gtest.h>
 
@@ -207,6 +208,30 @@ TEST(LaunchCoin, PickRateFollowsTheMean) {
     for (int i = 0; i < n; ++i) picks += coin.toss(t, kEager);
     EXPECT_NEAR(picks, n / mean, 5 * std::sqrt(n / mean) + 1) << mean;
   }
+}
+
+// A role's epoch and phase share one word (Role::state): each reads back what was packed, and
+// a phase change keeps the epoch.
+TEST(RoleState, EpochAndPhaseReadBackAsPacked) {
+  static_assert(RoleState{}.epoch() == 0 && RoleState{}.phase() == RolePhase::kOff);
+  for (uint64_t epoch : {uint64_t{0}, uint64_t{1}, uint64_t{255}, uint64_t{256},
+                         (uint64_t{1} << 56) - 1})
+    for (RolePhase p : {RolePhase::kOff, RolePhase::kOpen, RolePhase::kClaimed,
+                        RolePhase::kClosing, RolePhase::kContinuous, RolePhase::kDraining}) {
+      const RoleState s{epoch, p};
+      EXPECT_EQ(s.epoch(), epoch);
+      EXPECT_EQ(s.phase(), p);
+      EXPECT_EQ(s.with(RolePhase::kClaimed), (RoleState{epoch, RolePhase::kClaimed}));
+      EXPECT_EQ(s.next_epoch(RolePhase::kOpen), (RoleState{epoch + 1, RolePhase::kOpen}));
+    }
+}
+
+// A claim compares the whole word: the same phase of another epoch is another state.
+TEST(RoleState, SamePhaseOfAnotherEpochDiffers) {
+  const RoleState open{7, RolePhase::kOpen};
+  EXPECT_NE(open, open.next_epoch(RolePhase::kOpen));
+  EXPECT_NE(open, open.with(RolePhase::kClaimed));
+  EXPECT_EQ(open, open.with(RolePhase::kClaimed).with(RolePhase::kOpen));
 }
 
 }  // namespace

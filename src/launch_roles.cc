@@ -1,0 +1,226 @@
+// The watcher's side of the launch callbacks: which phase each role should be in (want), moving
+// it there (reconcile: windows opened on time, continuous subscriptions drained before their
+// cbids go off, claims abandoned), the coin's mean, and enabling or disabling a role's cbids.
+// The launch path's side of the same state (claims, in-flight counts, a claimant closing its
+// window) is in launch_callbacks.cc; the header says how the two meet.
+#include <algorithm>
+#include <mutex>
+
+#include "clock.h"
+#include "launch_callbacks.h"
+#include "log.h"
+#include "pc_sampling.h"
+
+namespace parcagpu {
+namespace {
+
+RepeatedError g_enable_error("callbacks", "enabling or disabling launch callbacks failed");
+
+}  // namespace
+
+// ---- Toggling (watcher thread, and a claimant closing its window), with toggle_mu held ----
+
+void LaunchCallbacks::set_cbids_locked(Role &r, bool on) {
+  for (const auto &cb : r.cbids) {
+    const CUptiResult res = cupti_.cuptiEnableCallback(
+        on ? 1 : 0, subscriber_, static_cast<CUpti_CallbackDomain>(cb.domain), cb.cbid);
+    if (res != CUPTI_SUCCESS)
+      g_enable_error.report(res, "cuptiEnableCallback(%d, %s) failed: %s; launches of that path "
+                                 "may go unannounced",
+                            on ? 1 : 0, cb.name, cupti_result_string(cupti_, res));
+  }
+}
+
+void LaunchCallbacks::open_window(Role &r) {
+  {
+    std::lock_guard<std::mutex> lock(r.toggle_mu);
+    const RoleState s = r.state.load();
+    if (s.phase() != kOff) return;
+    // Still kOff while the cbids go on: what threads see meanwhile is judged against the old
+    // epoch and is stale once the new one starts, with every cbid of the role on.
+    set_cbids_locked(r, true);
+    if (starting_) r.clean_epoch.store(s.epoch() + 1);
+    r.state.store(s.next_epoch(kOpen));
+    stats_.windows.fetch_add(1, std::memory_order_relaxed);
+  }
+  close_if_requested(r);
+}
+
+// ---- What each role should be in, and getting it there (watcher thread) ----
+
+LaunchCallbacks::Want LaunchCallbacks::want(const Role &r) const {
+  if (!subscriber_ || r.cbids.empty()) return Want::kNone;
+  if (pc_needs_launches_.load(std::memory_order_relaxed)) return Want::kContinuous;
+  if (!launch_consumers_) return Want::kNone;
+  return r.rate_allows_windows && !r.low_rate ? Want::kWindows : Want::kContinuous;
+}
+
+void LaunchCallbacks::on_consumers(const Consumers &now, const Consumers &) {
+  const bool attach = now.wants_launches() && !launch_consumers_;
+  launch_consumers_ = now.wants_launches();
+  const uint64_t t = monotonic_ns();
+  pc_needs_launches_.store(pc_ && pc_->needs_launches(t));
+  for (Role &r : roles_) {
+    if (attach) r.next_open_ns = 0;  // the first window at once
+    reconcile(r, t);
+  }
+  tell_pc_whether_observed();
+}
+
+// PC sampling samples every kernel while a window is started: an episode may begin only once
+// every launch of every role reaches the callbacks (each role continuous), or the launches of a
+// role still between windows would be sampled without being announced.
+void LaunchCallbacks::tell_pc_whether_observed() {
+  if (!pc_) return;
+  bool all = true;
+  for (const Role &r : roles_)
+    if (!r.cbids.empty() && r.state.load().phase() != kContinuous) all = false;
+  pc_->set_launches_observed(all);
+}
+
+uint64_t LaunchCallbacks::on_tick(uint64_t now) {
+  // PC sampling's needs change without a semaphore changing: an episode falls due, or ends at
+  // some launch.
+  pc_needs_launches_.store(pc_ && pc_->needs_launches(now));
+  uint64_t next = now + (1ull << 62);
+  for (Role &r : roles_) next = std::min(next, reconcile(r, now));
+  tell_pc_whether_observed();
+  // Back when the next episode is due, to turn the launch callbacks on for it.
+  if (pc_ && !pc_needs_launches_.load(std::memory_order_relaxed))
+    if (const uint64_t due = pc_->next_episode_ns(); due != 0)
+      next = std::min(next, std::max(due, now + 1000000));
+  return next;
+}
+
+void LaunchCallbacks::start_coin(Role &r) {
+  r.rate_at_ns = 0;
+  if (r.launch_rate >= 0 && r.rate > 0)
+    r.coin.set_mean(r.launch_rate / r.rate);
+  else
+    r.coin.set_mean(r.rate_allows_windows ? kWindowMeanLaunches : 1);
+}
+
+void LaunchCallbacks::adapt_coin(Role &r, uint64_t now) {
+  if (r.rate_at_ns == 0 || now < r.rate_at_ns) {
+    r.coin.take_counted();
+    r.rate_at_ns = now;
+    return;
+  }
+  const uint64_t dt = now - r.rate_at_ns;
+  if (dt < kCoinTickNs / 2) return;
+  const double seen = static_cast<double>(r.coin.take_counted()) * 1e9 / static_cast<double>(dt);
+  // Up at once (a rise would otherwise be picked at the old mean, up to the safety cap), down
+  // smoothly.
+  if (r.launch_rate < 0 || seen > 2 * r.launch_rate)
+    r.launch_rate = seen;
+  else
+    r.launch_rate += std::min(1.0, static_cast<double>(dt) / kRateSmoothingNs) *
+                     (seen - r.launch_rate);
+  r.rate_at_ns = now;
+  if (r.rate > 0) r.coin.set_mean(r.launch_rate / r.rate);
+  if (r.low_rate && r.launch_rate > kBackToWindowsFactor * kWindowMeanLaunches * r.rate) {
+    r.low_rate = false;
+    debug_log("%s launches at %.0f/s: back to sampling windows",
+              &r == &roles_[kGraphRole] ? "graph" : "eager", r.launch_rate);
+  }
+}
+
+uint64_t LaunchCallbacks::reconcile(Role &r, uint64_t now) {
+  constexpr uint64_t kSoon = 1000000;  // 1 ms
+  constexpr uint64_t kNever = 1ull << 62;
+  const Want w = want(r);
+  RoleState s = r.state.load();
+  if (s.phase() == kDraining) {
+    std::lock_guard<std::mutex> lock(r.toggle_mu);
+    s = r.state.load();
+    if (s.phase() == kDraining) {
+      if (w == Want::kContinuous) {
+        r.state.store(s.with(kContinuous));  // never went off: same epoch
+        return kNever + now;
+      }
+      // seq_cst pairs with admit(): a launch counted in flight after the kDraining mark backs
+      // off, and one counted before it is seen here. One that never comes back is given up.
+      const bool stuck = now - r.draining_since_ns > kAbandonAfterNs;
+      if (r.inflight.load() > 0 && !stuck) return now + kSoon;
+      if (r.state.compare_exchange_strong(s, s.with(kOff))) {
+        set_cbids_locked(r, false);
+        if (stuck) stats_.abandoned.fetch_add(1, std::memory_order_relaxed);
+      }
+    }
+    s = r.state.load();
+  }
+  if (s.phase() == kClaimed &&
+      coarse_ns() - r.claimed_at_ns.load(std::memory_order_relaxed) > kAbandonAfterNs) {
+    // Its thread never came back.
+    abandon(r, s.epoch(), r.claim_corr.load(), true, r.claim_holds_activity.load());
+  }
+  if (r.state.load().phase() == kClosing) close_if_requested(r);
+  s = r.state.load();
+  const RolePhase phase = s.phase();
+  if (phase == kClosing || phase == kClaimed) return now + kSoon;  // its claimant closes it
+  switch (w) {
+    case Want::kContinuous:
+      if (phase == kOff) {
+        std::lock_guard<std::mutex> lock(r.toggle_mu);
+        s = r.state.load();
+        if (s.phase() == kOff) {
+          set_cbids_locked(r, true);
+          r.inflight.store(0);  // late EXITs of an abandoned epoch don't count against this one
+          start_coin(r);
+          if (starting_) r.clean_epoch.store(s.epoch() + 1);
+          r.state.store(s.next_epoch(kContinuous));
+        }
+      } else if (phase == kOpen) {
+        // Windows to continuous: the cbids are all on already, the epoch goes on.
+        start_coin(r);
+        r.state.compare_exchange_strong(s, s.with(kContinuous));
+      } else if (phase == kContinuous) {
+        adapt_coin(r, now);
+      }
+      return now + kCoinTickNs;
+    case Want::kWindows:
+      if (phase == kContinuous) {
+        r.draining_since_ns = now;
+        r.state.store(s.with(kDraining));  // then off, then windows
+        return now + kSoon;
+      }
+      if (r.interval_ns == 0) return now + kNever;
+      if (now >= r.next_open_ns) {
+        if (phase == kOff) {
+          r.saturated = 0;
+          if (r.coin.mean() != kWindowMeanLaunches) r.coin.set_mean(kWindowMeanLaunches);
+          open_window(r);
+        } else if (++r.saturated >= kSaturatedWindows) {
+          // Still open when the next is due, again and again: the role launches too rarely for
+          // windows to save anything, and they would announce fewer launches than the limit.
+          r.low_rate = true;
+          r.saturated = 0;
+          debug_log("%s launches: sampling windows stay open; callbacks on continuously",
+                    &r == &roles_[kGraphRole] ? "graph" : "eager");
+          return now;
+        }
+        r.next_open_ns = now + r.interval_ns;
+      }
+      // Closed: open the next one on time. Open: look again an interval later (a window nobody
+      // claims costs nothing; one claimed and closed meanwhile reopens then).
+      return r.state.load().phase() == kOff ? std::max(r.next_open_ns, now)
+                                             : now + r.interval_ns;
+    case Want::kNone:
+      if (phase == kOpen) {
+        // An open window goes; a claimed one is closed by its claimant, who sees the consumer
+        // gone.
+        std::lock_guard<std::mutex> lock(r.toggle_mu);
+        RoleState open = r.state.load();
+        if (open.phase() == kOpen && r.state.compare_exchange_strong(open, open.with(kOff)))
+          set_cbids_locked(r, false);
+      } else if (phase == kContinuous) {
+        r.draining_since_ns = now;
+        r.state.store(s.with(kDraining));
+        return now + kSoon;
+      }
+      return now + kNever;
+  }
+  return now + kNever;
+}
+
+}  // namespace parcagpu
