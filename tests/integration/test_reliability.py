@@ -221,7 +221,10 @@ class Loss(unittest.TestCase):
         tr.stop()
         self.assertEqual(r.returncode, 0, r.stderr[-3000:])
         j = tr.result
-        self.assertEqual(parcagpu_lines(r), [])
+        # (PC sampling samples these graphs' kernels in its learning episodes, resumed after each
+        # new graph's first launch; graphs uploaded between episodes give no records, P19: said
+        # once, which is not a loss of kernel timing.)
+        self.assertEqual(pc_samples_left_out(self, r), [])
         self.assertEqual(j[C.kernel_records], r.summary["kernels_run"], j)
         self.assertEqual(j[C.orphan_correlations_graph], 0, j)
 
