@@ -90,7 +90,8 @@ class ActivityCollector {
     uint64_t announced = 0;
     uint64_t unannounced = 0;
   };
-  void set_launch_counts(LaunchCounts (*fn)()) { launch_counts_ = fn; }
+  // From the launch callbacks' statistics; set by the profiler, which owns both.
+  void set_launch_counts(std::function<LaunchCounts()> fn) { launch_counts_ = std::move(fn); }
   // Told the function name of every kernel record read (CUPTI's buffer thread or a flushing one);
   // set before activity is first enabled. PC sampling learns from it which kernels are new.
   void set_kernel_observer(std::function<void(const char *)> fn) { kernel_observer_ = std::move(fn); }
@@ -133,7 +134,7 @@ class ActivityCollector {
   uint64_t retry_after_ns_ = 0;    // after a failed enable, don't hammer CUPTI
   uint64_t disable_retry_after_ns_ = 0;  // ... nor after a failed disable (activity stays on)
   // Sticky collection records every kernel: worth it only while most launches are announced.
-  LaunchCounts (*launch_counts_)() = nullptr;
+  std::function<LaunchCounts()> launch_counts_;
   std::function<void(const char *)> kernel_observer_;
   LaunchCounts counts_seen_{};     // launch_counts_() at the last look
   uint64_t sticky_banned_until_ns_ = 0;

@@ -16,22 +16,14 @@
 namespace parcagpu {
 namespace {
 
-Profiler *g_profiler = nullptr;  // leaked on purpose: CUPTI may call in during static destruction
+// For the exit handler alone (atexit passes no argument). Leaked on purpose: CUPTI may call in
+// during static destruction.
+Profiler *g_profiler = nullptr;
 
 // Graph clone mappings fired per watcher cycle while re-firing for a late consumer: each firing
 // traps into the kernel (a few us with a consumer attached), so a chunk is a few ms of the
 // watcher's time, and the graph tracker's lock is held only to copy one chunk.
 constexpr size_t kRefireChunk = 1024;
-
-ActivityCollector::LaunchCounts launch_counts() {
-  ActivityCollector::LaunchCounts c;
-  if (!g_profiler) return c;
-  const LaunchStats &l = g_profiler->launch_stats();
-  c.announced = l.announced_eager.load(std::memory_order_relaxed) +
-                l.announced_graph.load(std::memory_order_relaxed);
-  c.unannounced = l.rate_limited.load(std::memory_order_relaxed);
-  return c;
-}
 
 void shutdown_at_exit() {
   try {
@@ -63,7 +55,17 @@ bool Profiler::start() {
       config_.max_outstanding, static_cast<uint64_t>(config_.max_age_ms) * 1000000ull);
   graphs_ = std::make_unique<GraphTracker>(cupti_, have_cuda_ ? &cuda_ : nullptr);
   activity_ = std::make_unique<ActivityCollector>(cupti_, config_, *tracker_, *graphs_);
-  activity_->set_launch_counts(&launch_counts);
+  // The activity collector's view of the launch callbacks' statistics (which exist once the
+  // callbacks do; until then nothing was announced).
+  activity_->set_launch_counts([this] {
+    ActivityCollector::LaunchCounts c;
+    if (!callbacks_) return c;
+    const LaunchStats &l = launch_stats();
+    c.announced = l.announced_eager.load(std::memory_order_relaxed) +
+                  l.announced_graph.load(std::memory_order_relaxed);
+    c.unannounced = l.rate_limited.load(std::memory_order_relaxed);
+    return c;
+  });
   pc_->set_kernel_activity_hold([a = activity_.get()](bool on) { a->hold_on(on); });
   activity_->set_kernel_observer([p = pc_.get()](const char *name) { p->on_kernel_record(name); });
   pc_->set_flush_request([a = activity_.get()] { a->request_flush(); });
