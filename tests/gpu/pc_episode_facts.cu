@@ -81,13 +81,7 @@ __global__ void empty_kernel() {}
 // Dependent floating-point chains in registers. K makes distinct functions (serialgraph).
 template <int K>
 __global__ void gwork(float *out, int iters) {
-  float a = threadIdx.x * 0.001f + K, b = blockIdx.x * 0.002f, c = 1.0f;
-  for (int i = 0; i < iters; ++i) {
-    a = fmaf(a, 1.000001f, b);
-    b = fmaf(b, 0.999999f, c);
-    c = __sinf(a) * 0.5f + c * 0.5f;
-  }
-  if (a + b + c == 12345.0f) out[threadIdx.x] = a + b + c;
+  arithmetic_chain(out, iters, K);
 }
 
 // ---------------------------------------------------------------- launch callbacks

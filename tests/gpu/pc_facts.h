@@ -52,6 +52,18 @@ __global__ void membound(const float4 *__restrict__ in, float4 *__restrict__ out
   }
 }
 
+// Dependent floating-point chains in registers (waits on arithmetic): the body of compute
+// (pc_sampling_facts.cu) and gwork<K> (pc_episode_facts.cu).
+__device__ __forceinline__ void arithmetic_chain(float *out, int iters, float seed) {
+  float a = threadIdx.x * 0.001f + seed, b = blockIdx.x * 0.002f, c = 1.0f;
+  for (int i = 0; i < iters; ++i) {
+    a = fmaf(a, 1.000001f, b);
+    b = fmaf(b, 0.999999f, c);
+    c = __sinf(a) * 0.5f + c * 0.5f;
+  }
+  if (a + b + c == 12345.0f) out[threadIdx.x] = a + b + c;
+}
+
 // Compute-bound, one instance per K: kernels of the same shape with names of their own, to tell
 // apart by when each was first launched (pc_firstuse_facts.cu, pc_twoctx_facts.cu).
 template <int K>

@@ -40,15 +40,7 @@
 // ---------------------------------------------------------------- kernels of known character
 // (tiny, membound and spin: pc_facts.h)
 // Dependent floating-point chains in registers: waits on arithmetic.
-__global__ void compute(float *out, int iters) {
-  float a = threadIdx.x * 0.001f, b = blockIdx.x * 0.002f, c = 1.0f;
-  for (int i = 0; i < iters; ++i) {
-    a = fmaf(a, 1.000001f, b);
-    b = fmaf(b, 0.999999f, c);
-    c = __sinf(a) * 0.5f + c * 0.5f;
-  }
-  if (a + b + c == 12345.0f) out[threadIdx.x] = a + b + c;
-}
+__global__ void compute(float *out, int iters) { arithmetic_chain(out, iters, 0.0f); }
 
 // ---------------------------------------------------------------- CUPTI callback bookkeeping
 static std::mutex g_mu;
