@@ -291,6 +291,18 @@ PcSampler::Context &PcSampler::find_or_add(CUcontext ctx) {
   return *contexts_.back();
 }
 
+bool PcSampler::older_goes_first(const Context &here, bool may_wait, bool enabled_only,
+                                 uint32_t &waits) const {
+  if (may_wait && waits < kUnsampledWaitLaunches)
+    for (const auto &o : contexts_)
+      if (o.get() != &here && (!enabled_only || o->enabled) && o->last_window < here.last_window) {
+        ++waits;  // wait for a launch on that one (a while: it may launch no more)
+        return true;
+      }
+  waits = 0;
+  return false;
+}
+
 void PcSampler::do_work(CUcontext ctx, bool want, bool may_enable) {
   // Inside a launch call already (a nested driver callback): waiting for the launches in flight
   // would wait for this one. The next launch does the work.
@@ -322,14 +334,9 @@ void PcSampler::do_work(CUcontext ctx, bool want, bool may_enable) {
     }
     if (!here.enabled) return;  // (another window may start on it: below)
   }
-  if (!episode_ctx_ && !scheduler_->resume_due() && unsampled_waits_ < kUnsampledWaitLaunches) {
-    for (const auto &o : contexts_)
-      if (o.get() != &here && o->last_window < here.last_window) {
-        ++unsampled_waits_;  // wait for a launch on that one (a while: it may launch no more)
-        return;
-      }
-  }
-  unsampled_waits_ = 0;
+  if (older_goes_first(here, /*may_wait=*/!episode_ctx_ && !scheduler_->resume_due(),
+                       /*enabled_only=*/false, unsampled_waits_))
+    return;
   // No episode begins at a launch that may not enable (a graph's first) or while some role's
   // launches still go unseen: the scheduler is not asked.
   if (!any_enabled_.load(std::memory_order_relaxed) &&
@@ -374,15 +381,8 @@ void PcSampler::do_work(CUcontext ctx, bool want, bool may_enable) {
       }
       if (!here.enabled) return;
       // Several contexts enabled (a learning episode, or ones that joined): the window goes to
-      // the one whose last window is oldest, at its next launch (a while: it may launch no more).
-      if (start_waits_ < kUnsampledWaitLaunches) {
-        for (const auto &o : contexts_)
-          if (o.get() != &here && o->enabled && o->last_window < here.last_window) {
-            ++start_waits_;
-            return;
-          }
-      }
-      start_waits_ = 0;
+      // the one whose last window is oldest.
+      if (older_goes_first(here, /*may_wait=*/true, /*enabled_only=*/true, start_waits_)) return;
       open_skip_ = -1;
       episode_ctx_ = &here;  // the windows of an episode go to the contexts that launch
       // Exclusive, as Stop: a launch of another thread that is inside its call now was told no

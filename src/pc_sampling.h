@@ -163,6 +163,11 @@ class PcSampler {
   Context *find(CUcontext ctx);
   Context &find_or_add(CUcontext ctx);
   bool work_due(CUcontext ctx, bool want, uint64_t now_ns) const;
+  // Several GPUs take their windows in turn: whether this launch on `here` lets a context whose
+  // last window is older (an enabled one, if enabled_only) go first, counting the launches it
+  // waited in `waits` (at most kUnsampledWaitLaunches, then it goes; reset when it goes).
+  bool older_goes_first(const Context &here, bool may_wait, bool enabled_only,
+                        uint32_t &waits) const;
   // Contexts with PC sampling enabled now, for the launch path: a launch on any other context
   // during an episode comes to do_work, which lets it join (docs/pc-sampling.md P23).
   bool enabled_here(CUcontext ctx) const;
