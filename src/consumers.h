@@ -23,6 +23,13 @@
 
 namespace parcagpu {
 
+// A consumer's semaphore rises before its program is in place: the kernel raises the semaphore
+// when it installs the uprobe (perf_event_open), and libbpf attaches the BPF program to that
+// event in a later system call, so a probe fired in between reaches nobody. What is fired again
+// for a consumer that attached waits this long after the rise (seen: a consumer attached by pid
+// on a busy 2-core machine got PC records but never the stall reason map fired at the rise).
+constexpr uint64_t kAttachSettleNs = 1'000'000'000;
+
 // The probe semaphores that decide what the library does, read as one snapshot.
 struct Consumers {
   uint16_t correlation = 0;  // cuda_correlation: launches are announced

@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "clock.h"
+#include "consumers.h"
 #include "log.h"
 #include "usdt.h"
 
@@ -43,6 +44,7 @@ constexpr uint64_t kExclusiveWaitNs = 200'000'000;
 constexpr uint64_t kGateWaitNs = 2'000'000'000;
 // Metadata is fired again this often while consumers listen (see pc_sampling.h).
 constexpr uint64_t kMetadataRefreshNs = 30'000'000'000;
+constexpr uint64_t kNever = ~uint64_t{0};
 
 // This thread's outermost launch is counted in in_launch_.
 __attribute__((tls_model("initial-exec"))) thread_local bool t_counted = false;
@@ -125,26 +127,24 @@ bool PcSampler::wanted() {
   return usdt::pc_sample_batch_consumers() != 0 && usdt::correlation_consumers() != 0;
 }
 
-bool PcSampler::consumer_changed() const {
-  if (needs_launch_path() && !wanted()) return true;  // to be torn down at the next launch
-  return usdt::stall_reason_map_consumers() != last_stall_consumers_.load(std::memory_order_relaxed) ||
-         usdt::cubin_loaded_consumers() != last_cubin_consumers_.load(std::memory_order_relaxed) ||
-         usdt::gpu_config_consumers() != last_config_consumers_.load(std::memory_order_relaxed);
+void PcSampler::on_consumers(uint64_t now) {
+  // A rise is served kAttachSettleNs later (on_tick): the new consumer's programs may not be in
+  // place yet.
+  const unsigned stall = usdt::stall_reason_map_consumers();
+  const unsigned cubins = usdt::cubin_loaded_consumers();
+  const unsigned configs = usdt::gpu_config_consumers();
+  const bool rose = (stall > last_stall_consumers_.exchange(stall)) |
+                    (cubins > last_cubin_consumers_.exchange(cubins)) |
+                    (configs > last_config_consumers_.exchange(configs));
+  if (rose) refire_after_attach_ns_ = now + kAttachSettleNs;
 }
 
-void PcSampler::on_consumers() {
-  const unsigned stall = usdt::stall_reason_map_consumers();
-  if (stall > last_stall_consumers_.exchange(stall)) {
-    std::lock_guard<std::mutex> lock(meta_mu_);
-    if (stall_built_) usdt::stall_reason_map(stall_.blob(), PARCAGPU_STALL_REASON_MAX);
-  }
-  const unsigned cubins = usdt::cubin_loaded_consumers();
-  if (cubins > last_cubin_consumers_.exchange(cubins)) cubins_.refire();
-  const unsigned configs = usdt::gpu_config_consumers();
-  if (configs > last_config_consumers_.exchange(configs)) {
-    std::lock_guard<std::mutex> lock(meta_mu_);
-    fire_gpu_configs();
-  }
+uint64_t PcSampler::on_tick(uint64_t now) {
+  if (refire_after_attach_ns_ == 0) return kNever;
+  if (now < refire_after_attach_ns_) return refire_after_attach_ns_;
+  refire_after_attach_ns_ = 0;
+  fire_metadata();
+  return kNever;
 }
 
 void PcSampler::refresh_metadata(uint64_t now) {
@@ -152,6 +152,10 @@ void PcSampler::refresh_metadata(uint64_t now) {
   if (now < due) return;
   if (!next_refresh_ns_.compare_exchange_strong(due, now + kMetadataRefreshNs)) return;
   if (due == 0) return;  // the first call only sets the clock: everything was just fired
+  fire_metadata();
+}
+
+void PcSampler::fire_metadata() {
   if (usdt::cubin_loaded_consumers()) cubins_.refire();
   std::lock_guard<std::mutex> lock(meta_mu_);
   if (stall_built_ && usdt::stall_reason_map_consumers())

@@ -27,8 +27,8 @@
 //
 // Metadata: stall_reason_map once PC sampling is configured, gpu_config per device with the
 // sampling factor read back from CUPTI (the one in force; never before, never 0), cubins from
-// process start (CubinRegistry); all fired again when their semaphore count rises, and every
-// kMetadataRefreshNs while consumers listen: the kernel raises a USDT semaphore only when the
+// process start (CubinRegistry); all fired again a moment after their semaphore count rises
+// (kAttachSettleNs, consumers.h), and every kMetadataRefreshNs while consumers listen: the kernel raises a USDT semaphore only when the
 // first uprobe on that probe is installed in the process, so a consumer that attaches while
 // another is attached raises nothing (seen here, kernel 6.18) and would otherwise never get
 // what was fired before it came.
@@ -101,10 +101,11 @@ class PcSampler {
   // to launches by correlation ID).
   static bool wanted();
 
-  // Any thread, no PC Sampling API call: re-fires metadata to consumers that attached. True also
-  // while PC sampling waits to be torn down (so the launch path comes to on_launch_enter).
-  bool consumer_changed() const;
-  void on_consumers();
+  // The watcher thread, no PC Sampling API call: metadata is fired again for consumers that
+  // attached, kAttachSettleNs after their semaphore rose (on_tick; it returns when it next
+  // wants to run).
+  void on_consumers(uint64_t now_ns);
+  uint64_t on_tick(uint64_t now_ns);
   // PC sampling is enabled on some context and only a launch callback can turn it off: launch
   // callbacks must keep coming (to on_launch_enter) until this is false, also after every
   // consumer has gone. Lock-free.
@@ -188,6 +189,7 @@ class PcSampler {
   void fail(const char *call, CUptiResult r);
   void fire_gpu_configs();
   void refresh_metadata(uint64_t now_ns);
+  void fire_metadata();  // every piece of metadata that has consumers now
   bool exclusive_begin();  // waits for other threads to leave their launch calls
   void exclusive_end();
 
@@ -251,6 +253,7 @@ class PcSampler {
   std::vector<DeviceConfig> configs_;
 
   std::atomic<uint64_t> next_refresh_ns_{0};
+  uint64_t refire_after_attach_ns_ = 0;  // the watcher thread's; 0: nothing to re-fire
   std::atomic<unsigned> last_stall_consumers_{0}, last_cubin_consumers_{0},
       last_config_consumers_{0};
   PcStats stats_;

@@ -2,12 +2,14 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <initializer_list>
 #include <string>
 
+#include "clock.h"
 #include "log.h"
 #include "process_guard.h"
 #include "usdt.h"
@@ -102,12 +104,20 @@ void Profiler::on_consumers(const Consumers &now, const Consumers &before) {
   if (!kernels) activity_->set_enabled(false);
   // Metadata probes fire again whenever another consumer attaches: it missed the first firing.
   // gpu_config is PC sampling's: fired once the sampling factor it reports is in force.
-  if (now.graph_node_clone > before.graph_node_clone) graphs_->begin_refire();
-  pc_->on_consumers();
+  // Both wait kAttachSettleNs: the new consumer's programs may not be in place yet.
+  const uint64_t now_ns = monotonic_ns();
+  if (now.graph_node_clone > before.graph_node_clone)
+    clone_refire_due_ns_ = now_ns + kAttachSettleNs;
+  pc_->on_consumers(now_ns);
 }
 
 uint64_t Profiler::on_tick(uint64_t now_ns) {
-  const uint64_t next = callbacks_->on_tick(now_ns);
+  uint64_t next = std::min(callbacks_->on_tick(now_ns), pc_->on_tick(now_ns));
+  if (clone_refire_due_ns_ != 0) {
+    if (now_ns < clone_refire_due_ns_) return std::min(next, clone_refire_due_ns_);
+    clone_refire_due_ns_ = 0;
+    graphs_->begin_refire();
+  }
   // More to re-fire: come back at once (window pacing is served in between).
   if (graphs_->refire_some(kRefireChunk) > 0) return now_ns;
   return next;

@@ -29,11 +29,11 @@ class Profiler : public ConsumerWatcher::Client {
 
   // ConsumerWatcher::Client, in this order: kernel activity is armed (before any launch is
   // announced), the launch callbacks follow cuda_correlation, kernel activity is disarmed (after
-  // no more launches are announced), then gpu_config and the stored graph_node_clone mappings
-  // are fired again for a consumer that attached late (the mappings in bounded chunks, on the
-  // watcher thread: there may be a million of them), and PC sampling's metadata (stall reasons,
-  // cubins, gpu_config) likewise. PC sampling itself runs on application threads, at launches:
-  // the launch callbacks stay on for it while it wants them (LaunchCallbacks).
+  // no more launches are announced), then what a consumer that attached late missed is fired
+  // again kAttachSettleNs after its semaphore rose: the stored graph_node_clone mappings (in
+  // bounded chunks, on the watcher thread: there may be a million of them) and PC sampling's
+  // metadata (stall reasons, cubins, gpu_config). PC sampling itself runs on application
+  // threads, at launches: the launch callbacks stay on for it while it wants them.
   void on_consumers(const Consumers &now, const Consumers &before) override;
   uint64_t on_tick(uint64_t now_ns) override;
 
@@ -54,6 +54,7 @@ class Profiler : public ConsumerWatcher::Client {
   std::unique_ptr<LaunchCallbacks> callbacks_;
   std::unique_ptr<ConsumerWatcher> watcher_;
   bool activity_usable_ = false;
+  uint64_t clone_refire_due_ns_ = 0;  // the watcher thread's; 0: no graph_node_clone re-fire due
   std::atomic<bool> shut_down_{false};
 };
 

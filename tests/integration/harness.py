@@ -7,6 +7,7 @@ the tests run against the build they belong to. PARCAGPU_TEST_LIB runs them agai
 build of the library (for example an old one, to show a test red), with this build's mock
 application and consumers.
 """
+import ctypes
 import functools
 import glob
 import json
@@ -14,6 +15,7 @@ import os
 import re
 import shlex
 import signal
+import struct
 import subprocess
 import tempfile
 import threading
@@ -349,6 +351,54 @@ def cgroup2_root():
             if " - cgroup2 " in line:
                 return line.split()[4]
     return None
+
+
+class HalfAttached:
+    """A consumer caught half-way through attaching: uprobes on the named parcagpu probes of
+    process `pid`, installed with their semaphore (ref_ctr_offset) as perf_event_open does for
+    libbpf, and no BPF program on them yet. The semaphores stay raised until close(); whatever
+    the library fires at those probes meanwhile reaches nobody."""
+
+    def __init__(self, lib, pid, names):
+        lib = os.path.realpath(lib)
+        sections = []  # (address, file offset) of each allocated section
+        for line in subprocess.run(["readelf", "-SW", lib], capture_output=True, text=True,
+                                   check=True).stdout.splitlines():
+            m = re.search(r"\]\s+\S+\s+\S+\s+([0-9a-f]{16}) ([0-9a-f]+)", line)
+            if m and int(m[1], 16):
+                sections.append((int(m[1], 16), int(m[2], 16)))
+
+        def file_offset(addr):
+            base, off = max(s for s in sections if s[0] <= addr)
+            return addr - base + off
+
+        notes = subprocess.run(["readelf", "-n", lib], capture_output=True, text=True,
+                               check=True).stdout
+        sites = re.findall(r"Provider: parcagpu\n\s+Name: (\S+)\n\s+Location: (0x[0-9a-f]+), "
+                           r"Base: 0x[0-9a-f]+, Semaphore: (0x[0-9a-f]+)", notes)
+        uprobe_type = int(open("/sys/bus/event_source/devices/uprobe/type").read())
+        libc = ctypes.CDLL(None, use_errno=True)
+        self._path = ctypes.create_string_buffer(lib.encode())
+        self.fds = []
+        for name, location, semaphore in sites:
+            if name not in names:
+                continue
+            attr = (ctypes.c_uint8 * 128)()  # struct perf_event_attr
+            struct.pack_into("IIQ", attr, 0, uprobe_type, 128,
+                             file_offset(int(semaphore, 16)) << 32)  # config: ref_ctr_offset
+            struct.pack_into("QQ", attr, 56, ctypes.addressof(self._path),  # config1: path
+                             file_offset(int(location, 16)))  # config2: probe offset
+            fd = libc.syscall(298, attr, pid, -1, -1, 8)  # perf_event_open, FD_CLOEXEC
+            if fd < 0:
+                self.close()
+                raise OSError(ctypes.get_errno(), "perf_event_open on " + name)
+            self.fds.append(fd)
+        assert len(self.fds) == len(names), (names, sites)
+
+    def close(self):
+        for fd in self.fds:
+            os.close(fd)
+        self.fds = []
 
 
 class Trace(_Consumer):

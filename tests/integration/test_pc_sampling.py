@@ -226,6 +226,48 @@ class AttachDetach(unittest.TestCase):
         self.assertEqual(pc["started_now"], 0, pc)
 
 
+    def test_a_consumer_still_attaching_when_its_semaphore_rose_gets_the_metadata(self):
+        # The kernel raises a probe's semaphore when it installs the uprobe, and libbpf attaches
+        # the program in a later system call: metadata fired at the rise reached nobody (seen
+        # as a flake of the test above, a second consumer with PC records and no stall table).
+        # Here a consumer stays half-attached long enough for the watcher to see the rise.
+        app = harness.start_mockapp(["--duration=60s", "--launch-rate=300", "--graph-rate=50",
+                                     "--status-interval=100"],
+                                    env=dict(harness.UNLIMITED, PARCAGPU_DEBUG="1"))
+        deadline = time.time() + 30
+        while not app.lines and time.time() < deadline:
+            time.sleep(0.05)
+        first = harness.Trace(pid=app.pid, extra=["--pc"])  # PC sampling builds its stall table
+        while not any("PC sampling disabled: episode" in l for l in app.err_lines):
+            self.assertIsNone(app.poll(), "the app ended")
+            self.assertLess(time.time(), deadline + 30, "no PC sampling episode")
+            time.sleep(0.1)
+        first.stop()
+        self.assertTrue(first.result["pc"]["stall_reasons_named"])
+        metadata = ["stall_reason_map", "gpu_config", "cubin_loaded"]
+        # The second consumer must be attached within the library's settle time (1 s) of the
+        # rise; on a slow moment the try is repeated.
+        for attempt in range(5):
+            time.sleep(1.5)  # the last try's semaphores fell and were seen to fall
+            half = harness.HalfAttached(harness.LIB, app.pid, metadata)
+            raised = time.time()
+            time.sleep(0.3)  # the watcher (every 100 ms) sees the rise
+            second = harness.Trace(pid=app.pid, extra=["--pc"])
+            in_time = time.time() - raised < 0.9
+            time.sleep(2.0)
+            half.close()
+            second.stop()
+            if in_time:
+                break
+        self.assertTrue(in_time, "parcagpu-trace never attached within 0.6 s")
+        pc = second.result["pc"]
+        self.assertTrue(pc["stall_reasons_named"], {k: pc[k] for k in ("records", "stall_reason_maps")})
+        self.assertEqual([g["sampling_factor"] for g in pc["gpu_configs"]], [11])
+        self.assertTrue(pc["cubins"], pc["cubins"])
+        app.kill()
+        harness.finish_mockapp(app, timeout=60)
+
+
 FAILING_ENTRY_POINTS = [
     "cuptiPCSamplingEnable:NOT_SUPPORTED",
     "cuptiPCSamplingGetNumStallReasons",
