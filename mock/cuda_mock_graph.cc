@@ -204,15 +204,61 @@ CUresult mock_cuda_graph_add_while_node(CUgraph graph, unsigned iterations, CUgr
   return CUDA_SUCCESS;
 }
 
+namespace {
+
+// The instantiate entry points CUDA has (CUPTI's names), or nullptr.
+const char *instantiate_name(uint32_t domain, uint32_t cbid) {
+  if (domain == kRt) switch (cbid) {
+      case CUPTI_RUNTIME_TRACE_CBID_cudaGraphInstantiate_v10000: return "cudaGraphInstantiate_v10000";
+      case CUPTI_RUNTIME_TRACE_CBID_cudaGraphInstantiateWithFlags_v11040: return "cudaGraphInstantiateWithFlags";
+      case CUPTI_RUNTIME_TRACE_CBID_cudaGraphInstantiateWithParams_v12000: return "cudaGraphInstantiateWithParams";
+      case CUPTI_RUNTIME_TRACE_CBID_cudaGraphInstantiateWithParams_ptsz_v12000: return "cudaGraphInstantiateWithParams_ptsz";
+      case CUPTI_RUNTIME_TRACE_CBID_cudaGraphInstantiate_v12000: return "cudaGraphInstantiate";
+      default: return nullptr;
+    }
+  if (domain == kDrv) switch (cbid) {
+      case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiate: return "cuGraphInstantiate";
+      case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiate_v2: return "cuGraphInstantiate_v2";
+      case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithFlags: return "cuGraphInstantiateWithFlags";
+      case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithParams: return "cuGraphInstantiateWithParams";
+      case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithParams_ptsz: return "cuGraphInstantiateWithParams_ptsz";
+      default: return nullptr;
+    }
+  return nullptr;
+}
+
+}  // namespace
+
 CUresult mock_cuda_graph_instantiate(CUgraphExec *exec, CUgraph graph) {
+  return mock_cuda_graph_instantiate_through(MOCK_CUDA_DOMAIN_RUNTIME,
+                                             CUPTI_RUNTIME_TRACE_CBID_cudaGraphInstantiate_v12000,
+                                             exec, graph);
+}
+
+CUresult mock_cuda_graph_instantiate_through(uint32_t domain, uint32_t cbid, CUgraphExec *exec,
+                                             CUgraph graph) {
   if (!exec || !valid_graph(graph)) return CUDA_ERROR_INVALID_VALUE;
+  const char *name = instantiate_name(domain, cbid);
+  if (!name) return CUDA_ERROR_INVALID_VALUE;
   ensure_initialized();
   CUctx_st *ctx = graph->context;
+  // The runtime's instantiations call the driver's (the WithParams ones its WithParams one).
   cudaGraphInstantiate_v12000_params rt{reinterpret_cast<cudaGraphExec_t *>(exec), graph, 0};
   cuGraphInstantiateWithFlags_params drv{exec, graph, 0};
-  NestedCall call(ctx, "cudaGraphInstantiate", CUPTI_RUNTIME_TRACE_CBID_cudaGraphInstantiate_v12000,
-                  &rt, "cuGraphInstantiateWithFlags",
-                  CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithFlags, &drv);
+  const bool with_params = cbid == CUPTI_RUNTIME_TRACE_CBID_cudaGraphInstantiateWithParams_v12000 ||
+                           cbid == CUPTI_RUNTIME_TRACE_CBID_cudaGraphInstantiateWithParams_ptsz_v12000;
+  std::optional<ApiScope> runtime, driver;
+  int rt_rc = 0, drv_rc = 0;
+  if (domain == kRt) {
+    runtime.emplace(kRt, cbid, name, nullptr, &rt, ctx, &rt_rc);
+    driver.emplace(kDrv,
+                   with_params ? CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithParams
+                               : CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithFlags,
+                   with_params ? "cuGraphInstantiateWithParams" : "cuGraphInstantiateWithFlags",
+                   nullptr, &drv, ctx, &drv_rc);
+  } else {
+    driver.emplace(kDrv, cbid, name, nullptr, &drv, ctx, &drv_rc);
+  }
   auto *e = new CUgraphExec_st;
   e->id = next_graph_id();
   e->original = graph;
@@ -225,6 +271,7 @@ CUresult mock_cuda_graph_instantiate(CUgraphExec *exec, CUgraph graph) {
   e->kernels_per_launch = clone_nodes(ctx, e, graph, exec_graph, 0, 1);
   e->nodes = exec_graph->nodes;
   *exec = e;
+  if (const auto *h = hooks()) h->graph_instantiated(ctx->id, e->id);
   graph_event(CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED, ctx, exec_graph, graph, nullptr, nullptr, e);
   return CUDA_SUCCESS;
 }

@@ -161,6 +161,7 @@ struct PcCounters {
   // Graphs whose first launch (their upload) came while PC sampling was enabled on the context:
   // on a real GPU every later launch of them costs ~30% more (docs/pc-sampling.md P21).
   uint64_t graphs_uploaded_enabled;
+  uint64_t graphs_instantiated_enabled;
 } g_pc{};
 
 uint64_t crc32_of(const void *data, size_t size) {
@@ -309,6 +310,14 @@ void pc_graph_uploaded(uint32_t context_id, uint32_t graph_id) {
     g_pc.graphs_uploaded_enabled++;
 }
 
+// An exec instantiated while PC sampling is enabled on its context pays more at every later
+// launch on real GPUs, however it is uploaded (docs/pc-sampling.md P26): counted.
+void pc_graph_instantiated(uint32_t context_id, uint32_t /*graph_id*/) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  auto it = g_contexts.find(context_id);
+  if (it != g_contexts.end() && it->second.enabled) g_pc.graphs_instantiated_enabled++;
+}
+
 void pc_kernel_ran(const mockbridge::KernelRun *run) {
   std::lock_guard<std::mutex> lock(g_mu);
   // Every kernel that runs counts for first use, PC sampling ever touched or not.
@@ -372,6 +381,7 @@ std::string pc_report_json() {
   // in one is lost by design (docs/pc-sampling.md P19).
   j["of_them_in_graphs"] = tainted_in_graphs;
   j["graphs_uploaded_enabled"] = g_pc.graphs_uploaded_enabled;
+  j["graphs_instantiated_enabled"] = g_pc.graphs_instantiated_enabled;
   return j.dump();
 }
 

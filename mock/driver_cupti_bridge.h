@@ -61,6 +61,8 @@ struct CuptiHooks {
   // A graph exec uploaded ahead of its first launch (cudaGraphUpload / cuGraphUpload); its first
   // launch uploads it otherwise (kernel_ran with its graph_id).
   void (*graph_uploaded)(uint32_t context_id, uint32_t graph_id);
+  // A graph exec instantiated (inside the instantiate call, after its ENTER callbacks).
+  void (*graph_instantiated)(uint32_t context_id, uint32_t graph_id);
   // Called from the mock driver's destructor, the last mock code to run at process exit: by
   // then the library under test has torn down (its atexit handlers and, in the usual load
   // order, its destructors have run), so this is where the exit report is printed.

@@ -142,6 +142,11 @@ CUresult mock_cuda_graph_add_while_node(CUgraph graph, unsigned iterations, CUgr
  * included) RESOURCE GRAPHNODE_CREATED + GRAPHNODE_CLONED, then one GRAPHEXEC_CREATED, with
  * CUpti_GraphData resolvable by cuptiGetGraphId / cuptiGetGraphNodeId / cuptiGetGraphExecId. */
 CUresult mock_cuda_graph_instantiate(CUgraphExec *exec, CUgraph graph);
+/* The same through any instantiate cbid CUDA has: a runtime one over the driver's
+ * cuGraphInstantiateWithFlags (643; the WithParams ones over 656), a driver one alone.
+ * CUDA_ERROR_INVALID_VALUE for any other (domain, cbid). */
+CUresult mock_cuda_graph_instantiate_through(uint32_t domain, uint32_t cbid, CUgraphExec *exec,
+                                             CUgraph graph);
 /* cudaGraphExecDestroy (runtime 313 over driver 516) with RESOURCE GRAPHEXEC_DESTROY_STARTING
  * inside; the exec is freed, its handle invalid (as in CUDA). */
 CUresult mock_cuda_graph_exec_destroy(CUgraphExec exec);

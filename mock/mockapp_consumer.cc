@@ -272,9 +272,16 @@ void scenario_clone_refire(Kernels &k) {
     check(mock_cuda_launch(MOCK_CUDA_DOMAIN_RUNTIME, 211, k.next("_Z5k_addPfi"), stream),
           "cudaLaunchKernel");
   // Served before the process may end: the cycle that turns launch callbacks on (the recorder
-  // listens to cuda_correlation) also starts the re-firing, and a cycle under way is finished
-  // before the library's exit joins its thread.
+  // listens to cuda_correlation) schedules the re-firing 1 s later (kAttachSettleNs: a real
+  // consumer's programs may not be in place at the rise), and a cycle under way is finished
+  // before the library's exit joins its thread. The application goes on launching meanwhile.
   wait_for(any_launch_cbid_enabled, "the library enabled launch callbacks");
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+  while (std::chrono::steady_clock::now() < until) {
+    check(mock_cuda_launch(MOCK_CUDA_DOMAIN_RUNTIME, 211, k.next("_Z5k_addPfi"), stream),
+          "cudaLaunchKernel");
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
   for (CUgraphExec e : execs) check(mock_cuda_graph_exec_destroy(e), "cudaGraphExecDestroy");
 }
 

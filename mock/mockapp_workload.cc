@@ -60,16 +60,22 @@ void launch_n(Kernels &k, uint32_t domain, uint32_t cbid, const char *kernel, CU
     check(mock_cuda_launch(domain, cbid, k.next(kernel), stream), mock_cuda_api_name(domain, cbid));
 }
 
-// An explicitly built graph of `n` kernels (add, mul, add, ...), instantiated.
-CUgraphExec kernel_graph_exec(Kernels &k, int n) {
+// An explicitly built graph of `n` kernels (add, mul, add, ...).
+CUgraph kernel_graph(Kernels &k, int n) {
   CUgraph graph = nullptr;
-  CUgraphExec exec = nullptr;
   check(mock_cuda_graph_create(&graph), "cudaGraphCreate");
   for (int i = 0; i < n; ++i) {
     CUgraphNode node;
     check(mock_cuda_graph_add_kernel_node(graph, k.next(i % 2 ? kMul : kAdd), &node),
           "cudaGraphAddKernelNode");
   }
+  return graph;
+}
+
+// The same, instantiated.
+CUgraphExec kernel_graph_exec(Kernels &k, int n) {
+  CUgraph graph = kernel_graph(k, n);
+  CUgraphExec exec = nullptr;
   check(mock_cuda_graph_instantiate(&exec, graph), "cudaGraphInstantiate");
   check(mock_cuda_graph_destroy(graph), "cudaGraphDestroy");  // the exec lives on without it
   return exec;
@@ -151,9 +157,9 @@ bool is_ptsz(const char *api_name) {
 }
 
 // One launch through every API cbid of the subscription table that the application's CUDA has
-// (--cudart; all without one), in table order (_ptsz APIs on the per-thread default stream), and
-// one upload of the graph through each upload cbid; its resource cbids come from instantiating
-// and destroying the graph the graph launches use.
+// (--cudart; all without one), in table order (_ptsz APIs on the per-thread default stream), one
+// upload of the graph through each upload cbid, and one instantiation of another graph through
+// each instantiate cbid; its resource cbids come from instantiating and destroying the graphs.
 void scenario_all_cbids(Kernels &k) {
   CUgraphExec exec = kernel_graph_exec(k, 3);
   for (const parcagpu::SubscribedCallback &cb : parcagpu::kSubscribedCallbacks) {
@@ -163,6 +169,14 @@ void scenario_all_cbids(Kernels &k) {
     const CUstream stream = is_ptsz(cb.name) ? CU_STREAM_PER_THREAD : nullptr;
     if (cb.role == parcagpu::CbRole::GraphUpload) {
       check(mock_cuda_graph_upload(exec, stream, domain == kDrv), cb.name);
+      continue;
+    }
+    if (cb.role == parcagpu::CbRole::GraphInstantiate) {
+      CUgraphExec e = nullptr;
+      CUgraph g = kernel_graph(k, 2);
+      check(mock_cuda_graph_instantiate_through(domain, cb.cbid, &e, g), cb.name);
+      check(mock_cuda_graph_exec_destroy(e), "cudaGraphExecDestroy");
+      check(mock_cuda_graph_destroy(g), "cudaGraphDestroy");
       continue;
     }
     switch (mock_cuda_launch_kind(domain, cb.cbid)) {

@@ -279,9 +279,10 @@ void CUPTIAPI LaunchCallbacks::on_callback(void * /*userdata*/, CUpti_CallbackDo
 void LaunchCallbacks::on_enter(CbDomain domain, uint32_t cbid, const CUpti_CallbackData *cb) {
   const uint8_t v = role_of(domain, cbid);
   if (v == 0) {
-    // Not a launch: a graph upload (whole-domain subscribers would see others too).
+    // Not a launch: a graph upload or instantiation (whole-domain subscribers see others too).
     const SubscribedCallback *sub = find_subscribed(domain, cbid);
     if (sub && sub->role == CbRole::GraphUpload) on_graph_upload(cb);
+    if (sub && sub->role == CbRole::GraphInstantiate && pc_) pc_->on_graph_instantiate();
     return;
   }
   const uint8_t ri = v - 1;

@@ -71,7 +71,9 @@ struct PcStats {
   uint64_t dropped_samples = 0;             // CUPTI's droppedSamples
   uint64_t gate_timeouts = 0;               // work put off: other launches did not leave in time
   uint64_t ended_for_graphs = 0;            // episodes ended before a graph's first launch
+  uint64_t ended_for_instantiations = 0;    // ... before a graph's instantiation
   uint64_t graphs_uploaded_enabled = 0;     // graphs first launched while PC sampling was on
+  uint64_t graphs_instantiated_enabled = 0; // graphs instantiated while PC sampling was on
   uint64_t learning_resumes = 0;            // episodes begun again after such an end
   uint32_t sampling_factor = 0;             // in force (read back), 0 = not configured yet
   bool failed = false;
@@ -148,6 +150,9 @@ class PcSampler {
   // call: unless PARCAGPU_PC_GRAPHS, an episode under way ends first, so the graph is not
   // registered with PC sampling and its launches keep their cost (docs/pc-sampling.md P21).
   void on_graph_first_launch();
+  // A graph is instantiated now (before the call): the same, for an exec instantiated while
+  // PC sampling is enabled pays more at every later launch however it is uploaded (P26).
+  void on_graph_instantiate();
 
   // Resource callbacks. A context created while a consumer listens begins a learning period
   // (its kernels are all first launched from now on, P20).
@@ -188,6 +193,9 @@ class PcSampler {
   void publish(PcRecordBuffer &buf);
   void fail(const char *call, CUptiResult r);
   void fire_gpu_configs();
+  // Ends every episode before a graph step (first launch, instantiation) that would register the
+  // graph with PC sampling; false if it could not (counted by the caller).
+  bool keep_graph_out(const char *step);
   void refresh_metadata(uint64_t now_ns);
   void fire_metadata();  // every piece of metadata that has consumers now
   bool exclusive_begin();  // waits for other threads to leave their launch calls

@@ -182,6 +182,8 @@ void Profiler::log_stats() const {
   log_totals("pc sampling", {{"episodes", u(p.episodes)},
                              {"ended before a graph's first launch", u(p.ended_for_graphs)},
                              {"graphs first launched while enabled", u(p.graphs_uploaded_enabled)},
+                             {"ended before a graph's instantiation", u(p.ended_for_instantiations)},
+                             {"graphs instantiated while enabled", u(p.graphs_instantiated_enabled)},
                              {"learning resumed after one", u(p.learning_resumes)},
                              {"enables", u(p.enables)}, {"disables", u(p.disables)},
                              {"enabled ms", p.enabled_ns / 1e6, 1},

@@ -21,6 +21,10 @@ enum class CbRole : uint8_t {
   // launch, but where the graph is registered with PC sampling if it is enabled then, and every
   // later launch of it costs ~30% more (docs/pc-sampling.md P21, P24). Enabled from process start.
   GraphUpload,
+  // A graph instantiated (cudaGraphInstantiate*, cuGraphInstantiate*): no launch, but an exec
+  // instantiated while PC sampling is enabled pays ~1.2 us more at every later launch, however
+  // it is uploaded (docs/pc-sampling.md P26). Enabled from process start.
+  GraphInstantiate,
   // Module and context lifetime, for PC sampling. Enabled from process start whatever the
   // consumers (never lazily): a cubin loaded before a consumer attached must still be published
   // to it, and PC sampling must be drained and disabled before its context goes.
@@ -82,6 +86,16 @@ inline constexpr SubscribedCallback kSubscribedCallbacks[] = {
     {CbDomain::Driver, 581, CbRole::GraphUpload, "cuGraphUpload_ptsz"},
     {CbDomain::Runtime, 348, CbRole::GraphUpload, "cudaGraphUpload"},
     {CbDomain::Runtime, 349, CbRole::GraphUpload, "cudaGraphUpload_ptsz"},
+    {CbDomain::Driver, 513, CbRole::GraphInstantiate, "cuGraphInstantiate"},
+    {CbDomain::Driver, 578, CbRole::GraphInstantiate, "cuGraphInstantiate_v2"},
+    {CbDomain::Driver, 643, CbRole::GraphInstantiate, "cuGraphInstantiateWithFlags"},
+    {CbDomain::Driver, 656, CbRole::GraphInstantiate, "cuGraphInstantiateWithParams"},
+    {CbDomain::Driver, 657, CbRole::GraphInstantiate, "cuGraphInstantiateWithParams_ptsz"},
+    {CbDomain::Runtime, 310, CbRole::GraphInstantiate, "cudaGraphInstantiate_v10000"},
+    {CbDomain::Runtime, 418, CbRole::GraphInstantiate, "cudaGraphInstantiateWithFlags"},
+    {CbDomain::Runtime, 436, CbRole::GraphInstantiate, "cudaGraphInstantiateWithParams"},
+    {CbDomain::Runtime, 437, CbRole::GraphInstantiate, "cudaGraphInstantiateWithParams_ptsz"},
+    {CbDomain::Runtime, 443, CbRole::GraphInstantiate, "cudaGraphInstantiate"},
     // Graph resources (not API calls). A node created inside a launch call means the stream is
     // being captured: the launch is recorded, not run (docs/cupti-facts.md, fact 5).
     {CbDomain::Resource, 13, CbRole::GraphResource, "GRAPHNODE_CREATED"},

@@ -713,45 +713,63 @@ static void phase_activity(const std::string &mode_s) {
 // ================================================================ phase cost
 static const char *kStates[] = {"none", "callbacks", "activity", "ser", "ser_act", "cont", "cont_act", "cont_started"};
 
+// The steps that make the cost phase's graph: stream capture of 4 empty kernels, instantiate,
+// upload. Which of them run inside the episode is what cost_after_episode varies.
+struct CostGraph {
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  void capture(cudaStream_t s) {
+    CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+    for (int k = 0; k < 4; ++k) empty_kernel<<<1, 1, 0, s>>>();
+    CHECK(cudaStreamEndCapture(s, &graph));
+  }
+  void instantiate() {
+    CHECK(cudaGraphInstantiate(&exec, graph, 0));
+    CHECK(cudaGraphDestroy(graph));
+  }
+  void upload(cudaStream_t s) { CHECK(cudaGraphUpload(exec, s)); }
+  // Steps 0 (capture), 1 (instantiate), 2 (upload) from `from` up to, not including, `to`.
+  void steps(int from, int to, cudaStream_t s) {
+    for (int k = from; k < to; ++k) {
+      if (k == 0) capture(s);
+      if (k == 1) instantiate();
+      if (k == 2) upload(s);
+    }
+  }
+};
+
 // After an episode as the library runs one (kernel activity on, PC sampling enabled
 // kernel-serialized, a window over a few launches, stopped, drained, disabled, activity off), do
-// launches cost what they cost before it? after_ep uploads the graph during the episode (its
-// kernels give records in later episodes, P19), after_ep_pre before it, after_ep_post after it
-// (between episodes, as the library uploads graphs by default: P24).
-static void cost_after_episode(int when, cudaGraphExec_t *exec, cudaStream_t s,
-                               void (*make)(cudaGraphExec_t *, cudaStream_t)) {
-  const bool graph_in_episode = when == 1;
-  if (when == 0) make(exec, s);
+// launches cost what they cost before it? `in_episode` is how many of the graph's steps
+// (capture, instantiate, upload) run inside the episode, after those before it:
+//   after_ep_pre   all three before the Enable, the graph launched in the window
+//   after_ep       all three inside the episode (its kernels give records later, P19)
+//   after_ep_cap   captured inside, instantiated and uploaded after the Disable
+//   after_ep_inst  captured and instantiated inside, uploaded after
+//   after_ep_post  all three after the Disable (between episodes: the library uploads graphs
+//                  there by default, P24)
+static void cost_after_episode(int before, int in_episode, CostGraph *g, cudaStream_t s) {
+  g->steps(0, before, s);
   activity_register();
   CUptiResult ra = cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
   double ms = 0, cf = 0;
   CUptiResult r = pc_enable(g_ctx, &ms);
   CUptiResult rc = configure(g_ctx, SERIALIZED, 10, false, &cf, "cost");
-  if (graph_in_episode) make(exec, s);
+  g->steps(before, before + in_episode, s);
   void *noargs[1] = {nullptr};
   CUptiResult rs1 = pc_start(g_ctx, nullptr);
   for (int i = 0; i < 8; ++i) CHECK(cudaLaunchKernel((const void *)empty_kernel, dim3(1), dim3(1), noargs, 0, s));
-  if (when != 2) CHECK(cudaGraphLaunch(*exec, s));
+  if (before + in_episode == 3) CHECK(cudaGraphLaunch(g->exec, s));
   CUptiResult rs2 = pc_stop(g_ctx, nullptr);
   Tally t = drain(g_ctx);
   double dms = 0;
   CUptiResult rd = pc_disable(g_ctx, &dms);
   CUptiResult rad = cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
   CHECK(cudaStreamSynchronize(s));
-  if (when == 2) make(exec, s);
-  printf("FACT cost_after_episode graph_in_episode=%d act=%s enable=%s configure=%s start=%s stop=%s "
-         "disable=%s (%.1f ms) act_off=%s %s\n", graph_in_episode ? 1 : 0, rs(ra), rs(r), rs(rc),
-         rs(rs1), rs(rs2), rs(rd), dms, rs(rad), tally_str(t).c_str());
-}
-
-static void make_cost_graph(cudaGraphExec_t *exec, cudaStream_t s) {
-  cudaGraph_t g;
-  CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
-  for (int k = 0; k < 4; ++k) empty_kernel<<<1, 1, 0, s>>>();
-  CHECK(cudaStreamEndCapture(s, &g));
-  CHECK(cudaGraphInstantiate(exec, g, 0));
-  CHECK(cudaGraphDestroy(g));
-  CHECK(cudaGraphUpload(*exec, s));
+  g->steps(before + in_episode, 3, s);
+  printf("FACT cost_after_episode steps_before=%d steps_in_episode=%d act=%s enable=%s configure=%s "
+         "start=%s stop=%s disable=%s (%.1f ms) act_off=%s %s\n", before, in_episode, rs(ra), rs(r),
+         rs(rc), rs(rs1), rs(rs2), rs(rd), dms, rs(rad), tally_str(t).c_str());
 }
 
 static void phase_cost(const std::string &state) {
@@ -779,18 +797,23 @@ static void phase_cost(const std::string &state) {
   }
   cudaStream_t s;
   CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-  cudaGraphExec_t exec;
+  CostGraph cg;
   if (after) {
-    const bool post = state.rfind("after_ep_post", 0) == 0;
-    cost_after_episode(state == "after_ep" ? 1 : post ? 2 : 0, &exec, s, make_cost_graph);
+    const bool act_again = state == "after_ep_post_act";
+    const int before = state == "after_ep_pre" ? 3 : 0;
+    const int in_episode = state == "after_ep" ? 3 : state == "after_ep_inst" ? 2
+                         : state == "after_ep_cap" ? 1 : 0;
+    cost_after_episode(before, in_episode, &cg, s);
     // after_ep_post_act: kernel activity on again after the episode, as the library turns it on
     // around announced launches between episodes (P25).
-    if (state == "after_ep_post_act") {
+    if (act_again) {
       CUptiResult r = cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
       printf("FACT cost_activity_reenable rc=%s\n", rs(r));
     }
+  } else {
+    cg.steps(0, 3, s);
   }
-  else make_cost_graph(&exec, s);
+  cudaGraphExec_t exec = cg.exec;
   if (started) {
     CUptiResult r = pc_start(g_ctx, nullptr);
     printf("FACT cost_start rc=%s\n", rs(r));

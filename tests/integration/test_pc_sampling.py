@@ -121,7 +121,8 @@ class Episodes(unittest.TestCase):
 class GraphUploads(unittest.TestCase):
     """A graph first launched (uploaded) while PC sampling is enabled is registered with it for
     good: on an H100 every later launch of it costs ~30% more, episode or not (docs/pc-sampling.md
-    P21). By default no graph is uploaded in an episode; PARCAGPU_PC_GRAPHS=1 samples them."""
+    P21); one instantiated while it is enabled likewise, however it is uploaded (P26). By default
+    no graph is instantiated or uploaded in an episode; PARCAGPU_PC_GRAPHS=1 samples them."""
 
     def run_with(self, env, scenarios="capture,graph-runtime,graph-driver"):
         trace = harness.Trace(extra=["--pc"])
@@ -137,6 +138,7 @@ class GraphUploads(unittest.TestCase):
         pc = mock_pc(r)
         self.assertGreater(pc["enables"], 0, "episodes ran")
         self.assertEqual(pc["graphs_uploaded_enabled"], 0, pc)
+        self.assertEqual(pc["graphs_instantiated_enabled"], 0, pc)
         ended = [l for l in r.stderr.splitlines() if "ended before a graph's first launch" in l]
         self.assertTrue(ended, "an episode under way met a graph's first launch")
         # Timing is untouched: every kernel of an announced launch matched.
@@ -165,6 +167,7 @@ class GraphUploads(unittest.TestCase):
         r, j = self.run_with({"PARCAGPU_PC_GRAPHS": "1"})
         pc = mock_pc(r)
         self.assertGreater(pc["graphs_uploaded_enabled"], 0, pc)
+        self.assertGreater(pc["graphs_instantiated_enabled"], 0, pc)
         self.assertGreater(j["pc"]["records"], 0, j["pc"])
 
 

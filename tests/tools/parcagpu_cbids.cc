@@ -29,6 +29,8 @@ const char *role_name(parcagpu::CbRole r) {
       return "graph_resource";
     case parcagpu::CbRole::GraphUpload:
       return "graph_upload";
+    case parcagpu::CbRole::GraphInstantiate:
+      return "graph_instantiate";
     case parcagpu::CbRole::ModuleResource:
       return "module_resource";
   }

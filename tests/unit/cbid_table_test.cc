@@ -43,18 +43,38 @@ TEST(CbidTable, NoStreamCaptureOrOtherApiCbids) {
   const uint32_t capture_rt[] = {CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCapture_v10000,
                                  CUPTI_RUNTIME_TRACE_CBID_cudaStreamEndCapture_v10000,
                                  CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCapture_ptsz_v10000,
-                                 CUPTI_RUNTIME_TRACE_CBID_cudaGraphInstantiate_v10000,
                                  CUPTI_RUNTIME_TRACE_CBID_cudaLaunchHostFunc_v10000};
   for (uint32_t cbid : capture_rt) EXPECT_FALSE(is_subscribed(CbDomain::Runtime, cbid)) << cbid;
   const uint32_t capture_drv[] = {CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture,
-                                  CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture,
-                                  CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiate};
+                                  CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture};
   for (uint32_t cbid : capture_drv) EXPECT_FALSE(is_subscribed(CbDomain::Driver, cbid)) << cbid;
-  // Every API-domain entry is a launch or a graph upload.
+  // Every API-domain entry is a launch, a graph upload or a graph instantiation.
   for (const auto &cb : kSubscribedCallbacks) {
     if (cb.domain == CbDomain::Resource) continue;
     EXPECT_NE(cb.role, CbRole::GraphResource) << cb.name;
     EXPECT_NE(cb.role, CbRole::ModuleResource) << cb.name;
+  }
+}
+
+// A graph instantiated while PC sampling is enabled stays dearer, however it is uploaded (P26):
+// every instantiate entry point, from process start.
+TEST(CbidTable, GraphInstantiationsAreSubscribedFromTheStart) {
+  const std::pair<CbDomain, uint32_t> calls[] = {
+      {CbDomain::Runtime, CUPTI_RUNTIME_TRACE_CBID_cudaGraphInstantiate_v10000},
+      {CbDomain::Runtime, CUPTI_RUNTIME_TRACE_CBID_cudaGraphInstantiateWithFlags_v11040},
+      {CbDomain::Runtime, CUPTI_RUNTIME_TRACE_CBID_cudaGraphInstantiateWithParams_v12000},
+      {CbDomain::Runtime, CUPTI_RUNTIME_TRACE_CBID_cudaGraphInstantiateWithParams_ptsz_v12000},
+      {CbDomain::Runtime, CUPTI_RUNTIME_TRACE_CBID_cudaGraphInstantiate_v12000},
+      {CbDomain::Driver, CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiate},
+      {CbDomain::Driver, CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiate_v2},
+      {CbDomain::Driver, CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithFlags},
+      {CbDomain::Driver, CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithParams},
+      {CbDomain::Driver, CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithParams_ptsz}};
+  for (const auto &[domain, cbid] : calls) {
+    const SubscribedCallback *cb = find_subscribed(domain, cbid);
+    ASSERT_NE(cb, nullptr) << cbid;
+    EXPECT_EQ(cb->role, CbRole::GraphInstantiate) << cb->name;
+    EXPECT_TRUE(enabled_from_start(cb->role)) << cb->name;
   }
 }
 
