@@ -16,10 +16,17 @@
 //   remainingNumPcs, totalSamples and nonUsrKernelsTotalSamples; Disable puts what is left into
 //   the buffer given at configuration.
 // - cuptiGetCubinCrc is the CRC-32 (zlib's) of the bytes, so tests can recompute it.
+// - One process at a time: PC sampling enabled in a process while another process has it enabled
+//   (on the mock "GPU", any device) enables, but its Start fails with CUPTI_ERROR_UNKNOWN, as on
+//   the H100 (docs/pc-sampling.md P27; counted as start_conflicts). Processes are told apart by a
+//   file lock of the mock's own, /tmp/parcagpu-mock-gpu-pc.lock.
 //
 // Fault injection (MOCK_CUPTI_FAIL) covers every entry point here.
 #include <elf.h>
+#include <fcntl.h>
 #include <pthread.h>
+#include <sys/file.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include <algorithm>
@@ -123,6 +130,24 @@ struct Record {
 // records; one first run while its context is not enabled, after PC sampling was enabled on
 // any context (its own between episodes, or only another one), never does.
 bool g_process_ever_enabled = false;
+
+// The mock GPU's PC sampling unit, one process at a time (P27): held by this process while any
+// of its contexts is enabled.
+int g_gpu_lock_fd = -1;
+int g_gpu_holders = 0;
+
+bool take_gpu() {
+  if (g_gpu_holders > 0) return ++g_gpu_holders, true;
+  if (g_gpu_lock_fd < 0)
+    g_gpu_lock_fd = open("/tmp/parcagpu-mock-gpu-pc.lock", O_RDONLY | O_CREAT | O_CLOEXEC, 0666);
+  if (g_gpu_lock_fd >= 0 && flock(g_gpu_lock_fd, LOCK_EX | LOCK_NB) != 0) return false;
+  ++g_gpu_holders;
+  return true;
+}
+
+void give_gpu() {
+  if (--g_gpu_holders == 0 && g_gpu_lock_fd >= 0) flock(g_gpu_lock_fd, LOCK_UN);
+}
 struct FirstUse {
   std::set<const void *> seen, tainted;
   size_t tainted_in_graphs = 0;  // of them, first run in a graph launch
@@ -138,6 +163,8 @@ struct PcContext {
   size_t hw_buffer = size_t{512} << 20;
   std::vector<uint32_t> reasons;  // configured; empty = all
   CUpti_PCSamplingData *config_buffer = nullptr;
+  bool holds_gpu = false;   // counted in g_gpu_holders
+  bool conflicted = false;  // enabled while another process had it: Start fails
   std::deque<Record> pending;
   uint64_t total_samples = 0, nonuser_samples = 0;  // since the last Get Data
 };
@@ -162,6 +189,7 @@ struct PcCounters {
   // on a real GPU every later launch of them costs ~30% more (docs/pc-sampling.md P21).
   uint64_t graphs_uploaded_enabled;
   uint64_t graphs_instantiated_enabled;
+  uint64_t start_conflicts;  // Starts refused: another process had PC sampling enabled
 } g_pc{};
 
 uint64_t crc32_of(const void *data, size_t size) {
@@ -382,6 +410,7 @@ std::string pc_report_json() {
   j["of_them_in_graphs"] = tainted_in_graphs;
   j["graphs_uploaded_enabled"] = g_pc.graphs_uploaded_enabled;
   j["graphs_instantiated_enabled"] = g_pc.graphs_instantiated_enabled;
+  j["start_conflicts"] = g_pc.start_conflicts;
   return j.dump();
 }
 
@@ -453,6 +482,8 @@ CUptiResult cuptiPCSamplingEnable(CUpti_PCSamplingEnableParams *p) {
         if (c.enabled) return error(CUPTI_ERROR_INVALID_OPERATION);
         c = PcContext{};
         c.enabled = true;
+        c.holds_gpu = take_gpu();
+        c.conflicted = !c.holds_gpu;
         g_process_ever_enabled = true;
         g_pc.enables++;
         return CUPTI_SUCCESS;
@@ -470,6 +501,8 @@ CUptiResult cuptiPCSamplingDisable(CUpti_PCSamplingDisableParams *p) {
     c.pending.clear();
     c.enabled = false;
     c.started = false;
+    if (c.holds_gpu) give_gpu();
+    c.holds_gpu = false;
     g_pc.disables++;
     return CUPTI_SUCCESS;
   });
@@ -478,7 +511,13 @@ CUptiResult cuptiPCSamplingDisable(CUpti_PCSamplingDisableParams *p) {
 CUptiResult cuptiPCSamplingStart(CUpti_PCSamplingStartParams *p) {
   MOCK_CUPTI_FAULT_POINT(cuptiPCSamplingStart);
   if (!p) return error(CUPTI_ERROR_INVALID_PARAMETER);
-  return on_pc_context(p->ctx, [](PcContext &c) { return set_started(c, true, &g_pc.starts); });
+  return on_pc_context(p->ctx, [](PcContext &c) {
+    if (c.enabled && c.conflicted) {
+      g_pc.start_conflicts++;
+      return error(CUPTI_ERROR_UNKNOWN);
+    }
+    return set_started(c, true, &g_pc.starts);
+  });
 }
 
 CUptiResult cuptiPCSamplingStop(CUpti_PCSamplingStopParams *p) {

@@ -14,10 +14,14 @@ the p99 over every step and its ratio to none's, the overlap step time, what the
 got, and the targets (agent graph-replay step <= 1.05; p99 <= 1.2x none; overlap <= 1.2x none).
 
   agentbase  with --base-lib: the agent variant for another build (before/after in one run)
+  agent-nopc the agent variant with PARCAGPU_PC_SAMPLING=0: what PC sampling adds
+  agent-first the agent variant with PARCAGPU_PC_SAMPLING_RATE=0.001: the sample credit is never
+          regained, so only the process's first (learning) episodes run: whether a cost lasts
+          after them or comes with each later episode
 
 Usage: bench-torch-step.py [--python PY] [--lib LIB] [--agent AGENT] [--rounds 7]
                            [--seconds 4] [--out DIR] [--base-lib LIB] [--debug]
-                           [--variants "none nocons agent"]
+                           [--variants "none nocons agent agent-nopc agent-first"]
 --warmup S: before round 1 every worker runs S/2 seconds of each mode, unmeasured: the first
 episode (PC sampling kept enabled while kernels are used for the first time, docs/pc-sampling.md
 "First uses") is a start-up cost, reported apart from the steady state (the agent worker's
@@ -58,7 +62,8 @@ def main():
     ap.add_argument("--debug", action="store_true")
     ap.add_argument("--warmup", type=float, default=0)
     ap.add_argument("--variants", default="none nocons agent",
-                    help="of none, nocons, agent (none and agent always run)")
+                    help="of none, nocons, agent, agent-nopc, agent-first (none and agent "
+                         "always run)")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     tmp = tempfile.mkdtemp(prefix="parcagpu-torch-")
@@ -73,6 +78,13 @@ def main():
     wanted = set(a.variants.split()) | {"none", "agent"}
     envs = {v: e for v, e in envs.items() if v in wanted}
     libs = {"agent": agent_lib}
+    # Variants of the agent one with other settings: each maps its own copy, with its consumer.
+    for v, extra in (("agent-nopc", {"PARCAGPU_PC_SAMPLING": "0"}),
+                     ("agent-first", {"PARCAGPU_PC_SAMPLING_RATE": "0.001"})):
+        if v in wanted:
+            libs[v] = os.path.join(tmp, "libparcagpu-%s.so" % v)
+            shutil.copy(a.lib, libs[v])
+            envs[v] = dict(base, CUDA_INJECTION64_PATH=libs[v], **dbg, **extra)
     if a.base_lib:
         libs["agentbase"] = os.path.join(tmp, "libparcagpu-agentbase.so")
         shutil.copy(a.base_lib, libs["agentbase"])
@@ -140,7 +152,7 @@ def main():
     # median_us: the median of the per-round medians (the steady state: a step slowed by an
     # episode hardly moves it). mean_us: every step's time averaged over all rounds, episodes
     # included (what a long job pays).
-    out.append("%-7s %-6s %6s %10s %7s %10s %7s %10s %7s" % (
+    out.append("%-11s %-6s %6s %10s %7s %10s %7s %10s %7s" % (
         "variant", "mode", "steps", "median_us", "x_none", "mean_us", "x_none", "p99_us", "x_none"))
     ratio, p99r, meanr = {}, {}, {}
     for m in ("eager", "graph"):
@@ -152,13 +164,13 @@ def main():
             mean = statistics.fmean(steps[(v, m)])
             nmean = statistics.fmean(steps[("none", m)])
             ratio[(v, m)], p99r[(v, m)], meanr[(v, m)] = med / nmed, p99 / np99, mean / nmean
-            out.append("%-7s %-6s %6d %10.1f %7.3f %10.1f %7.3f %10.1f %7.3f" % (
+            out.append("%-11s %-6s %6d %10.1f %7.3f %10.1f %7.3f %10.1f %7.3f" % (
                 v, m, len(steps[(v, m)]), med, med / nmed, mean, mean / nmean, p99, p99 / np99))
     out.append("")
     out.append("per-round medians (us/step), in round order:")
     for m in ("eager", "graph"):
         for v in names:
-            out.append("  %-9s %-5s %s" % (v, m, " ".join("%.1f" % x for x in medians[(v, m)])))
+            out.append("  %-11s %-5s %s" % (v, m, " ".join("%.1f" % x for x in medians[(v, m)])))
     out.append("")
     out.append("overlap (two streams of ~1 ms kernels), median us/step: " +
                ", ".join("%s %.0f" % (v, overlap[v]) for v in names))

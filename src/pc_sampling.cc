@@ -45,6 +45,8 @@ constexpr uint64_t kGateWaitNs = 2'000'000'000;
 // Metadata is fired again this often while consumers listen (see pc_sampling.h).
 constexpr uint64_t kMetadataRefreshNs = 30'000'000'000;
 constexpr uint64_t kNever = ~uint64_t{0};
+// How often a process asks again for a GPU another process samples (PcDeviceLocks).
+constexpr uint64_t kOtherProcessRetryNs = 50'000'000;
 
 // This thread's outermost launch is counted in in_launch_.
 __attribute__((tls_model("initial-exec"))) thread_local bool t_counted = false;
@@ -68,6 +70,9 @@ struct PcSampler::Context {
   bool enabled = false;
   bool ever_enabled = false;  // its kernels first launched since then give records (P19, P20)
   uint64_t last_window = 0;  // the number of the last window that ran on it (0: none yet)
+  std::string gpu;           // its GPU's name for PcDeviceLocks ("" until first asked)
+  bool gpu_locked = false;   // this process holds that GPU's lock
+  uint64_t lock_retry_ns = 0;  // the GPU's lock was taken: not asked again before this
   std::unique_ptr<PcRecordBuffer> config_buf;  // CUPTI's, filled at Disable
   std::unique_ptr<PcRecordBuffer> out_buf;     // Get Data's
 };
@@ -331,8 +336,9 @@ void PcSampler::do_work(CUcontext ctx, bool want, bool may_enable) {
   // enabled before: its kernels first launched while it is disabled would never give records.
   if (episode_ctx_ && &here != episode_ctx_) {
     if (!here.enabled && may_enable && (!here.ever_enabled || scheduler_->learning(now)) &&
-        exclusive_begin()) {
-      enable(here);
+        lock_gpu(here, now)) {
+      if (!exclusive_begin()) return unlock_gpu(here);
+      if (!enable(here)) unlock_gpu(here);
       exclusive_end();
       return;
     }
@@ -354,10 +360,11 @@ void PcSampler::do_work(CUcontext ctx, bool want, bool may_enable) {
     case Step::kEnable: {
       if (!launches_observed_.load(std::memory_order_relaxed) || !may_enable) return;
       Context &c = here;
-      if (!exclusive_begin()) return;
+      if (!lock_gpu(c, now)) return scheduler_->put_off(now, kOtherProcessRetryNs);
+      if (!exclusive_begin()) return unlock_gpu(c);
       const bool ok = enable(c);
       exclusive_end();
-      if (!ok) return;
+      if (!ok) return unlock_gpu(c);
       episode_ctx_ = &c;
       episode_launches_.store(0, std::memory_order_relaxed);
       // The process's first episode: its kernels are being launched for the first time now, and
@@ -449,6 +456,57 @@ void PcSampler::close_window(uint64_t now) {
   scheduler_->on_stopped(now, launches);
   drain_due_ns_.store(now + kDrainDelayNs, std::memory_order_relaxed);
   drain_pending_.store(true, std::memory_order_release);
+}
+
+std::string PcSampler::gpu_name(CUcontext ctx) const {
+  // The PCI address: the same GPU has it in every process, whatever CUDA_VISIBLE_DEVICES says.
+  uint32_t ordinal = 0;
+  int domain = 0, bus = 0, slot = 0;
+  CUdevice dev = 0;
+  if (!cuda_ || cupti_.cuptiGetDeviceId(ctx, &ordinal) != CUPTI_SUCCESS ||
+      cuda_->cuDeviceGet(&dev, static_cast<int>(ordinal)) != CUDA_SUCCESS ||
+      cuda_->cuDeviceGetAttribute(&domain, CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID, dev) != CUDA_SUCCESS ||
+      cuda_->cuDeviceGetAttribute(&bus, CU_DEVICE_ATTRIBUTE_PCI_BUS_ID, dev) != CUDA_SUCCESS ||
+      cuda_->cuDeviceGetAttribute(&slot, CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID, dev) != CUDA_SUCCESS)
+    return "any";
+  char name[32];
+  std::snprintf(name, sizeof name, "%04x:%02x:%02x", domain, bus, slot);
+  return name;
+}
+
+bool PcSampler::lock_gpu(Context &c, uint64_t now) {
+  if (c.gpu_locked) return true;
+  if (now < c.lock_retry_ns) return false;
+  if (c.gpu.empty()) c.gpu = gpu_name(c.ctx);
+  switch (locks_.try_acquire(c.gpu)) {
+    case PcDeviceLocks::Result::kAcquired:
+      c.gpu_locked = true;
+      return true;
+    case PcDeviceLocks::Result::kBusy:
+      stats_.put_off_for_other_process++;
+      c.lock_retry_ns = now + kOtherProcessRetryNs;
+      if (!said_other_process_) {
+        said_other_process_ = true;
+        debug_log("PC sampling put off: another process samples GPU %s (%s); tried again every "
+                  "%llu ms", c.gpu.c_str(), locks_.path(c.gpu).c_str(),
+                  static_cast<unsigned long long>(kOtherProcessRetryNs / 1000000));
+      }
+      return false;
+    case PcDeviceLocks::Result::kUnavailable:
+      if (!said_no_lock_) {
+        said_no_lock_ = true;
+        debug_log("PC sampling: no lock file %s: other processes on this GPU are not kept out",
+                  locks_.path(c.gpu).c_str());
+      }
+      return true;
+  }
+  return true;
+}
+
+void PcSampler::unlock_gpu(Context &c) {
+  if (!c.gpu_locked) return;
+  locks_.release(c.gpu);
+  c.gpu_locked = false;
 }
 
 bool PcSampler::enable(Context &c) {
@@ -703,6 +761,7 @@ void PcSampler::end_episode(Context &c, bool wait_for_workers) {
   stats_.max_disable_ns = std::max(stats_.max_disable_ns, disabled_at - disable_at);
   c.enabled = false;
   mark_enabled(c.ctx, false);
+  unlock_gpu(c);
   if (episode_ctx_ == &c) episode_ctx_ = nullptr;
   bool any = false;
   for (auto &o : contexts_) any |= o->enabled;
@@ -741,6 +800,7 @@ void PcSampler::fail(const char *call, CUptiResult r) {
     if (cupti_.cuptiPCSamplingDisable(&dp) == CUPTI_SUCCESS) stats_.disables++;
     c->enabled = false;
     mark_enabled(c->ctx, false);
+    unlock_gpu(*c);
   }
   window_open_.store(false, std::memory_order_release);
   drain_pending_.store(false, std::memory_order_release);

@@ -50,6 +50,7 @@
 #include "config.h"
 #include "cubin_registry.h"
 #include "cupti_api.h"
+#include "pc_device_lock.h"
 #include "pc_scheduler.h"
 #include "pc_records.h"
 
@@ -75,6 +76,7 @@ struct PcStats {
   uint64_t graphs_uploaded_enabled = 0;     // graphs first launched while PC sampling was on
   uint64_t graphs_instantiated_enabled = 0; // graphs instantiated while PC sampling was on
   uint64_t learning_resumes = 0;            // episodes begun again after such an end
+  uint64_t put_off_for_other_process = 0;   // enables put off: another process samples the GPU
   uint32_t sampling_factor = 0;             // in force (read back), 0 = not configured yet
   bool failed = false;
 };
@@ -181,6 +183,12 @@ class PcSampler {
   void do_work(CUcontext ctx, bool want, bool may_enable);
   // The steps of an episode (PcScheduler::Step), each with the gate held exclusively.
   bool enable(Context &c);
+  // The GPU's lock (PcDeviceLocks) for c, taken before its Enable and given back after its
+  // Disable: false while another process samples that GPU (asked again kOtherProcessRetryNs
+  // later, counted, said once).
+  bool lock_gpu(Context &c, uint64_t now_ns);
+  void unlock_gpu(Context &c);
+  std::string gpu_name(CUcontext ctx) const;
   bool configure(Context &c);
   void start_window(uint64_t now_ns);
   void close_window(uint64_t now_ns);
@@ -262,6 +270,8 @@ class PcSampler {
 
   std::atomic<uint64_t> next_refresh_ns_{0};
   uint64_t refire_after_attach_ns_ = 0;  // the watcher thread's; 0: nothing to re-fire
+  PcDeviceLocks locks_;  // under mu_
+  bool said_other_process_ = false, said_no_lock_ = false;
   std::atomic<unsigned> last_stall_consumers_{0}, last_cubin_consumers_{0},
       last_config_consumers_{0};
   PcStats stats_;

@@ -157,6 +157,11 @@ void PcScheduler::on_ended_for_graph(uint64_t now_ns) {
   next_episode_ns_.store(now_ns, std::memory_order_relaxed);
 }
 
+void PcScheduler::put_off(uint64_t now_ns, uint64_t delay_ns) {
+  if (phase_ != Phase::kIdle) return;
+  next_episode_ns_.store(std::max(next_episode_ns(), now_ns + delay_ns), std::memory_order_relaxed);
+}
+
 void PcScheduler::learn_again(uint64_t now_ns) {
   if (episodes_ == 0) return;  // the first episode learns anyway
   learning_since_ns_ = now_ns;

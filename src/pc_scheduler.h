@@ -92,6 +92,9 @@ class PcScheduler {
   // The episode just disabled was ended before a graph's first launch: if kernels were still
   // being used for the first time, the next launch begins another episode (max_learning_resumes).
   void on_ended_for_graph(uint64_t now_ns);
+  // The episode next_step asked for could not begin (another process samples the GPU): asked
+  // again no sooner than delay_ns from now. Nothing else changes.
+  void put_off(uint64_t now_ns, uint64_t delay_ns);
   // A context was created (a GPU that launches from now on): its kernels are first launched
   // from now on, so a learning period begins (an episode at once, if none is under way).
   void learn_again(uint64_t now_ns);

@@ -185,6 +185,7 @@ void Profiler::log_stats() const {
                              {"ended before a graph's instantiation", u(p.ended_for_instantiations)},
                              {"graphs instantiated while enabled", u(p.graphs_instantiated_enabled)},
                              {"learning resumed after one", u(p.learning_resumes)},
+                             {"put off for another process", u(p.put_off_for_other_process)},
                              {"enables", u(p.enables)}, {"disables", u(p.disables)},
                              {"enabled ms", p.enabled_ns / 1e6, 1},
                              {"disable ms", p.disable_ns / 1e6, 1},

@@ -271,6 +271,32 @@ class AttachDetach(unittest.TestCase):
         harness.finish_mockapp(app, timeout=60)
 
 
+class TwoProcessesOnOneGpu(unittest.TestCase):
+    """PC sampling enabled in two processes on one GPU at once makes the later one's Start fail
+    with CUPTI_ERROR_UNKNOWN, and CUPTI then crashes that process at its next activity call (H100,
+    docs/pc-sampling.md P27; the mock refuses the Start the same way). The library takes the GPU's
+    lock file before it enables PC sampling there, so processes sample it in turn."""
+
+    def test_processes_sample_the_gpu_in_turn(self):
+        trace = harness.Trace(extra=["--pc"])
+        apps = [harness.start_mockapp(["--duration=4s", "--launch-rate=1000", "--graph-rate=100"],
+                                      env={"PARCAGPU_DEBUG": "1"}) for _ in range(2)]
+        runs = [harness.finish_mockapp(a, timeout=120) for a in apps]
+        trace.stop()
+        for r in runs:
+            self.assertEqual(r.returncode, 0, r.stderr[-2000:])
+        pcs = [mock_pc(r) for r in runs]
+        self.assertEqual([p["start_conflicts"] for p in pcs], [0, 0], pcs)
+        for r in runs:
+            self.assertNotIn("cuptiPCSamplingStart failed", r.stderr)
+        self.assertGreater(sum(p["enables"] for p in pcs), 0, pcs)
+        put_off = [int(n) for r in runs
+                   for n in re.findall(r"put off for another process=(\d+)", r.stderr)]
+        self.assertEqual(len(put_off), 2, "each process's debug totals say it")
+        self.assertGreater(sum(put_off), 0, "one process waited for the other's episode")
+        self.assertGreater(trace.result["pc"]["records"], 0)
+
+
 FAILING_ENTRY_POINTS = [
     "cuptiPCSamplingEnable:NOT_SUPPORTED",
     "cuptiPCSamplingGetNumStallReasons",
@@ -487,6 +513,7 @@ class PcOption(unittest.TestCase):
 OLD_CUPTI = harness.PERSONALITY == "12"
 if OLD_CUPTI:
     for case in (SamplesHangUnderAnnouncedLaunches, Episodes, GraphUploads, AttachDetach,
+                 TwoProcessesOnOneGpu,
                  FaultInjection, BadValues, PcSamplingInTheTool):
         for name in [n for n in dir(case) if n.startswith("test_")]:
             setattr(case, name, unittest.skip("CUPTI older than 12.4: no PC sampling")(getattr(case, name)))

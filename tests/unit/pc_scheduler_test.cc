@@ -55,6 +55,21 @@ TEST(PcScheduler, TheFirstEpisodeBeginsAtTheFirstLaunch) {
       << "nothing measured yet: the shortest window";
 }
 
+TEST(PcScheduler, AnEpisodePutOffIsAskedForAgainOnlyAfterTheDelay) {
+  // The GPU is another process's (PcDeviceLocks): the episode waits, nothing else changes.
+  PcScheduler s(episodes(), {}, 0, 1);
+  ASSERT_EQ(s.next_step(0, 0, 0), Step::kEnable);
+  s.put_off(0, 50 * kMs);
+  EXPECT_FALSE(s.episode_due(49 * kMs));
+  EXPECT_EQ(s.next_step(49 * kMs, 0, 0), Step::kNone);
+  EXPECT_TRUE(s.episode_due(50 * kMs));
+  EXPECT_EQ(s.next_step(50 * kMs, 0, 0), Step::kEnable);
+  s.on_enabled(50 * kMs);
+  s.put_off(50 * kMs, 50 * kMs);  // under way: ignored
+  EXPECT_TRUE(s.episode_due(60 * kMs));
+  EXPECT_EQ(s.next_step(60 * kMs, 1, 0), Step::kStart);
+}
+
 TEST(PcScheduler, OneWindowPerEpisodeThenDisabled) {
   PcScheduler s(episodes(), {}, 0, 1);
   const uint64_t end = play_episode(s, 0, 50);
