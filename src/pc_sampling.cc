@@ -141,7 +141,15 @@ void PcSampler::on_consumers(uint64_t now) {
   const bool rose = (stall > last_stall_consumers_.exchange(stall)) |
                     (cubins > last_cubin_consumers_.exchange(cubins)) |
                     (configs > last_config_consumers_.exchange(configs));
-  if (rose) refire_after_attach_ns_ = now + kAttachSettleNs;
+  if (!rose) return;
+  // Only what was fired before the rise is missed: at start (a consumer attached before the
+  // process) nothing was, and what comes later is fired live.
+  bool fired_before = cubins_.stats().live > 0;
+  {
+    std::lock_guard<std::mutex> lock(meta_mu_);
+    fired_before |= stall_built_ || !configs_.empty();
+  }
+  if (fired_before) refire_after_attach_ns_ = now + kAttachSettleNs;
 }
 
 uint64_t PcSampler::on_tick(uint64_t now) {
