@@ -1,9 +1,11 @@
 #include "activity.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <thread>
 
 #include "log.h"
 #include "parcagpu/abi.h"
@@ -29,11 +31,11 @@ RepeatedError g_refused("activity", "launches not announced: the correlation tra
 RepeatedError g_expired("activity", "announced launches given up without their kernels",
                         "launches");
 RepeatedError g_buffer_exception("activity", "exceptions while reading a buffer");
-RepeatedError g_flusher_exception("activity", "exceptions in the flusher thread");
-RepeatedError g_flusher_start_failed("activity", "flusher thread could not start");
+RepeatedError g_housekeeping_exception("activity", "exceptions in the activity housekeeping");
 
 constexpr uint64_t kSecondNs = 1000000000ull;
 constexpr uint64_t kProgressIntervalNs = 60 * kSecondNs;  // repeated errors: a line a minute
+constexpr uint64_t kNever = ~uint64_t{0};
 
 }  // namespace
 
@@ -68,30 +70,14 @@ bool ActivityCollector::init() {
 }
 
 void ActivityCollector::set_enabled(bool on) {
-  if (!switch_.arm(on)) return;
-  if (on) {
-    std::lock_guard<std::mutex> f(flusher_mu_);
-    if (!flusher_.joinable() && !stopping_) {
-      try {
-        flusher_ = std::thread([this] { flusher_main(); });
-      } catch (...) {
-        g_flusher_start_failed.report(kErrInternal,
-                                      "cannot start the flusher thread; flushing only when "
-                                      "the last consumer leaves and at exit");
-      }
-    }
-    return;
-  }
-  flush(true);
+  // Disarming flushes what was collected; the housekeeping begins at the first arm (on_tick).
+  if (switch_.arm(on) && !on) flush(true);
 }
 
 void ActivityCollector::request_flush() {
-  // try_lock: the launch path must never wait on the flusher.
-  std::unique_lock<std::mutex> lock(flusher_mu_, std::try_to_lock);
-  if (!lock.owns_lock()) return;
-  if (flush_requested_) return;
-  flush_requested_ = true;
-  flusher_cv_.notify_one();
+  // Once until the watcher takes it (each launch past the threshold asks); wake never waits.
+  if (flush_requested_.exchange(true, std::memory_order_relaxed)) return;
+  if (request_tick_) request_tick_();
 }
 
 void ActivityCollector::flush(bool forced) {
@@ -105,35 +91,38 @@ void ActivityCollector::flush(bool forced) {
   ++stats_.flushes;
 }
 
-void ActivityCollector::flusher_main() {
-  std::unique_lock<std::mutex> lock(flusher_mu_);
-  while (!stopping_) {
-    flusher_cv_.wait_for(lock, std::chrono::milliseconds(config_.flush_interval_ms),
-                         [this] { return flush_requested_ || stopping_; });
-    if (stopping_) break;
-    flush_requested_ = false;
-    lock.unlock();
-    try {
-      if (enabled()) flush(false);
-      switch_.end_sticky_if_quiet();
-      switch_.recheck_sticky();
-      switch_.retry_stuck_disable();
-      tracker_.expire(coarse_ns());
-      account_losses(false);
-    } catch (...) {
-      g_flusher_exception.report(kErrInternal, "unexpected exception in the flusher thread");
-    }
-    lock.lock();
+uint64_t ActivityCollector::on_tick(uint64_t now) {
+  if (!switch_.armed_once()) return kNever;  // a request waits for the first arm
+  const uint64_t interval = uint64_t{config_.flush_interval_ms} * 1000000ull;
+  const bool requested = flush_requested_.exchange(false, std::memory_order_relaxed);
+  if (next_housekeeping_ns_ == 0 && !requested) {
+    // Just armed: the first round comes one interval later.
+    next_housekeeping_ns_ = now + interval;
+    return next_housekeeping_ns_;
   }
+  if (!requested && now < next_housekeeping_ns_) return next_housekeeping_ns_;
+  // Caught here so that the watcher's other clients still get their tick.
+  try {
+    housekeeping();
+  } catch (...) {
+    g_housekeeping_exception.report(kErrInternal,
+                                    "unexpected exception in the activity housekeeping");
+  }
+  next_housekeeping_ns_ = monotonic_ns() + interval;
+  // Asked again meanwhile: another round at once.
+  return flush_requested_.load(std::memory_order_relaxed) ? now : next_housekeeping_ns_;
+}
+
+void ActivityCollector::housekeeping() {
+  if (enabled()) flush(false);
+  switch_.end_sticky_if_quiet();
+  switch_.recheck_sticky();
+  switch_.retry_stuck_disable();
+  tracker_.expire(coarse_ns());
+  account_losses(false);
 }
 
 void ActivityCollector::shutdown() {
-  {
-    std::lock_guard<std::mutex> f(flusher_mu_);
-    stopping_ = true;
-    flusher_cv_.notify_all();
-  }
-  if (flusher_.joinable()) flusher_.join();
   // Also when disarmed: kernels of launches announced just before the last consumer left may
   // have been recorded after that flush.
   if (switch_.armed_once()) flush(true);
@@ -149,8 +138,8 @@ void ActivityCollector::shutdown() {
 
 // Every kernel of an announced launch that will not reach consumers is counted and said:
 // tracker entries given up at the age limit, and at exit what is still waiting; and so is every
-// launch left unannounced because the tracker was full. Flusher thread, then shutdown (after
-// the flusher stopped).
+// launch left unannounced because the tracker was full. Watcher thread, then shutdown (after
+// the watcher stopped).
 void ActivityCollector::account_losses(bool at_exit) {
   const TrackerStats t = tracker_.stats();
   if (t.refused > refused_seen_)

@@ -6,16 +6,14 @@
 #include <cupti.h>
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <mutex>
-#include <thread>
-#include <vector>
 
 #include "activity_buffers.h"
 #include "activity_switch.h"
 #include "config.h"
+#include "consumers.h"
 #include "correlation_tracker.h"
 #include "cupti_api.h"
 #include "graph_tracker.h"
@@ -36,7 +34,11 @@ struct ActivityStats {
   uint64_t disables = 0;
 };
 
-class ActivityCollector {
+// A client of the consumer watcher for its housekeeping alone (the profiler arms and disarms it
+// as consumers come and go): every flush interval, on the watcher thread, it flushes CUPTI's
+// buffers, ends sticky collection that no longer pays, retries a failed disable, gives up tracker
+// entries past their age and reports losses.
+class ActivityCollector : public ConsumerWatcher::Client {
  public:
   ActivityCollector(const CuptiApi &cupti, const Config &config, CorrelationTracker &tracker,
                     GraphTracker &graphs);
@@ -59,9 +61,18 @@ class ActivityCollector {
   // activity is held on meanwhile (ActivitySwitch::hold). Called by the PC sampler, on an
   // application thread at a launch.
   void hold_on(bool hold) { switch_.hold(hold); }
-  // Asks the flusher thread to flush soon (from the launch path: never flush there).
+  // Asks for a flush soon, on the watcher thread (from the launch path: never flush there, never
+  // wait for it).
   void request_flush();
-  // Flushes everything, forced, on the calling thread; stops the flusher and disables activity.
+  // How request_flush wakes the watcher (never waits); set by the profiler before launches come.
+  void set_tick_request(std::function<void()> request) { request_tick_ = std::move(request); }
+  // ConsumerWatcher::Client. The housekeeping, once kernels were first armed, every
+  // flush_interval_ms or at once after request_flush. Consumer changes reach set_enabled through
+  // the profiler, not on_consumers.
+  void on_consumers(const Consumers &, const Consumers &) override {}
+  uint64_t on_tick(uint64_t now_ns) override;
+  // Flushes everything, forced, on the calling thread, and disables activity. The watcher thread
+  // must be stopped before (no housekeeping runs meanwhile).
   void shutdown();
   ActivityStats stats() const;
 
@@ -80,9 +91,9 @@ class ActivityCollector {
   static void CUPTIAPI on_buffer_completed(CUcontext ctx, uint32_t stream_id, uint8_t *buffer,
                                            size_t size, size_t valid_size);
   void process_buffer(CUcontext ctx, uint32_t stream_id, uint8_t *buffer, size_t valid_size);
-  void flusher_main();
+  void housekeeping();
   void flush(bool forced);
-  // Loss accounting (flusher thread and shutdown).
+  // Loss accounting (watcher thread, then shutdown).
   void account_losses(bool at_exit);
 
   const CuptiApi &cupti_;
@@ -92,18 +103,16 @@ class ActivityCollector {
   BufferPool pool_;
   ActivitySwitch switch_;
   std::function<void(const char *)> kernel_observer_;
-  // account_losses(): tracker counts already reported (flusher thread, then shutdown).
+  // account_losses(): tracker counts already reported (watcher thread, then shutdown).
   uint64_t refused_seen_ = 0;
   uint64_t expired_seen_ = 0;
   uint64_t next_progress_ns_ = 0;
 
   std::atomic<uint32_t> buffers_in_flight_{0};  // bufferCompleted calls running now
 
-  std::mutex flusher_mu_;
-  std::condition_variable flusher_cv_;
-  std::thread flusher_;
-  bool flush_requested_ = false;
-  bool stopping_ = false;
+  std::function<void()> request_tick_;
+  std::atomic<bool> flush_requested_{false};
+  uint64_t next_housekeeping_ns_ = 0;  // the watcher thread's; 0: not armed yet
 
   mutable std::mutex stats_mu_;
   ActivityStats stats_;

@@ -29,7 +29,7 @@ constexpr uint64_t kDrainDelayNs = 0;
 // launch of an episode leaves one per kernel (kernel activity is on for all, P12), read or not.
 // A kernel record is taken as 256 bytes (CUpti_ActivityKernel is 200-odd) and a launch as 4
 // kernels (graph launches carry several): an eighth of the buffers, with room for the records of
-// the launches around the episode and for a flusher that runs late on a busy machine.
+// the launches around the episode and for a periodic flush that runs late on a busy machine.
 constexpr uint64_t kKernelRecordBytes = 256;
 // An episode due waits this many launches on a context for one on a context whose last window is
 // older (several GPUs take their windows in turn; on two H100s, with a context preferred only

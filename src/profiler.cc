@@ -83,6 +83,11 @@ bool Profiler::start() {
   g_profiler = this;
   watcher_ = std::make_unique<ConsumerWatcher>(config_.watch_interval_ms);
   watcher_->add(this);
+  // The activity housekeeping (flushes, sticky, stuck disables, tracker ages) runs on the
+  // watcher thread too: one housekeeping thread. GraphCompletion keeps its own, which polls GPU
+  // events every 200 us, far finer than a watcher tick.
+  watcher_->add(activity_.get());
+  activity_->set_tick_request([w = watcher_.get()] { w->wake(); });
   pc_->set_tick_request([w = watcher_.get()] { w->wake(); });
   // A consumer attached system-wide before the process started already raised the semaphores:
   // it is served before this returns, so the first launch is already sampled.
@@ -125,7 +130,9 @@ uint64_t Profiler::on_tick(uint64_t now_ns) {
 
 void Profiler::shutdown() {
   if (shut_down_.exchange(true)) return;
-  watcher_->stop();  // nothing is enabled or disabled behind our back from here on
+  // Nothing is enabled or disabled behind our back from here on, and no housekeeping flush runs
+  // while the final one below does.
+  watcher_->stop();
   // Everything collected so far is delivered before the process goes.
   pc_->shutdown();
   if (completion_) completion_->shutdown();  // its launches end before activity goes off
