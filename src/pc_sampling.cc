@@ -63,13 +63,13 @@ void pause_briefly() {
 }  // namespace
 
 struct PcSampler::Context {
+  Context(const CuptiApi &cupti, CUcontext c) : ctx(c), session(cupti, c, kBatch) {}
   CUcontext ctx;
   uint32_t device = 0;
   bool enabled = false;
   bool ever_enabled = false;  // its kernels first launched since then give records (P19, P20)
   uint64_t last_window = 0;  // the number of the last window that ran on it (0: none yet)
-  std::unique_ptr<PcRecordBuffer> config_buf;  // CUPTI's, filled at Disable
-  std::unique_ptr<PcRecordBuffer> out_buf;     // Get Data's
+  PcSession session;         // the PC Sampling API calls on it
 };
 
 PcSampler::PcSampler(const CuptiApi &cupti, const CudaApi *cuda, const Config &config)
@@ -290,8 +290,7 @@ PcSampler::Context *PcSampler::find(CUcontext ctx) {
 
 PcSampler::Context &PcSampler::find_or_add(CUcontext ctx) {
   if (Context *c = find(ctx)) return *c;
-  contexts_.push_back(std::make_unique<Context>());
-  contexts_.back()->ctx = ctx;
+  contexts_.push_back(std::make_unique<Context>(cupti_, ctx));
   return *contexts_.back();
 }
 
@@ -421,9 +420,8 @@ void PcSampler::do_work(CUcontext ctx, bool want, bool may_enable) {
 }
 
 void PcSampler::start_window(uint64_t now) {
-  CUpti_PCSamplingStartParams p{CUpti_PCSamplingStartParamsSize, nullptr, episode_ctx_->ctx};
-  const CUptiResult r = cupti_.cuptiPCSamplingStart(&p);
-  if (r != CUPTI_SUCCESS) return fail("cuptiPCSamplingStart", r);
+  const PcResult r = episode_ctx_->session.start();
+  if (!r.ok()) return fail(r);
   scheduler_->on_started(now);
   window_started_ns_ = now;
   episode_ctx_->last_window = stats_.windows + 1;  // stats_.windows counts this one below
@@ -438,10 +436,9 @@ void PcSampler::start_window(uint64_t now) {
 }
 
 void PcSampler::close_window(uint64_t now) {
-  CUpti_PCSamplingStopParams p{CUpti_PCSamplingStopParamsSize, nullptr, episode_ctx_->ctx};
-  const CUptiResult r = cupti_.cuptiPCSamplingStop(&p);
+  const PcResult r = episode_ctx_->session.stop();
   window_open_.store(false, std::memory_order_release);
-  if (r != CUPTI_SUCCESS) return fail("cuptiPCSamplingStop", r);
+  if (!r.ok()) return fail(r);
   const uint32_t launches = window_launches_.load(std::memory_order_relaxed);
   window_limit_.store(launches, std::memory_order_relaxed);  // what the drain's samples came from
   stats_.window_launches += launches;
@@ -452,13 +449,12 @@ void PcSampler::close_window(uint64_t now) {
 }
 
 bool PcSampler::enable(Context &c) {
-  CUpti_PCSamplingEnableParams p{CUpti_PCSamplingEnableParamsSize, nullptr, c.ctx};
   // Kernel activity first: CUPTI will not enable it while PC sampling is (P12).
   if (activity_hold_) activity_hold_(true);
   const uint64_t t0 = monotonic_ns();
-  const CUptiResult r = cupti_.cuptiPCSamplingEnable(&p);
-  if (r != CUPTI_SUCCESS) {
-    fail("cuptiPCSamplingEnable", r);
+  const PcResult r = c.session.enable();
+  if (!r.ok()) {
+    fail(r);
     return false;
   }
   c.enabled = true;
@@ -474,32 +470,10 @@ bool PcSampler::enable(Context &c) {
 
 bool PcSampler::configure(Context &c) {
   if (!stall_built_) {
-    size_t count = 0;
-    CUpti_PCSamplingGetNumStallReasonsParams np{CUpti_PCSamplingGetNumStallReasonsParamsSize,
-                                                nullptr, c.ctx, &count};
-    CUptiResult r = cupti_.cuptiPCSamplingGetNumStallReasons(&np);
-    if (r != CUPTI_SUCCESS) {
-      fail("cuptiPCSamplingGetNumStallReasons", r);
-      return false;
-    }
-    std::vector<uint32_t> indices(count);
-    std::vector<std::unique_ptr<char[]>> storage(count);
-    std::vector<char *> names(count);
-    for (size_t i = 0; i < count; ++i) {
-      storage[i].reset(new char[CUPTI_STALL_REASON_STRING_SIZE]());
-      names[i] = storage[i].get();
-    }
-    CUpti_PCSamplingGetStallReasonsParams sp{CUpti_PCSamplingGetStallReasonsParamsSize, nullptr,
-                                             c.ctx, count, indices.data(), names.data()};
-    r = cupti_.cuptiPCSamplingGetStallReasons(&sp);
-    if (r != CUPTI_SUCCESS) {
-      fail("cuptiPCSamplingGetStallReasons", r);
-      return false;
-    }
     StallReasonTable table;
-    table.build(count, indices.data(), names.data());
-    if (table.empty()) {
-      fail("cuptiPCSamplingGetStallReasons (no usable stall reason)", CUPTI_ERROR_NOT_SUPPORTED);
+    const PcResult r = c.session.read_stall_reasons(&table);
+    if (!r.ok()) {
+      fail(r);
       return false;
     }
     {
@@ -511,61 +485,15 @@ bool PcSampler::configure(Context &c) {
               stall_.offered(), stall_.collected().size(), stall_.unusable(),
               PARCAGPU_STALL_REASON_MAX);
   }
-  if (!c.config_buf) {
-    c.config_buf = std::make_unique<PcRecordBuffer>(kBatch);
-    c.out_buf = std::make_unique<PcRecordBuffer>(kBatch);
-  }
-  std::vector<CUpti_PCSamplingConfigurationInfo> infos;
-  auto add = [&](CUpti_PCSamplingConfigurationAttributeType type) -> auto & {
-    infos.emplace_back();
-    infos.back().attributeType = type;
-    return infos.back().attributeData;
-  };
-  auto &sr = add(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_STALL_REASON);
-  sr.stallReasonData.stallReasonCount = stall_.collected().size();
-  sr.stallReasonData.pStallReasonIndex = const_cast<uint32_t *>(stall_.collected().data());
-  add(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_COLLECTION_MODE).collectionModeData.collectionMode =
-      CUPTI_PC_SAMPLING_COLLECTION_MODE_KERNEL_SERIALIZED;
-  add(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_ENABLE_START_STOP_CONTROL)
-      .enableStartStopControlData.enableStartStopControl = 1;
-  c.config_buf->reset();
-  add(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_DATA_BUFFER)
-      .samplingDataBufferData.samplingDataBuffer = c.config_buf->data();
-  if (config_.sampling_factor)
-    add(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_PERIOD).samplingPeriodData.samplingPeriod =
-        config_.sampling_factor;
-  if (config_.pc_hw_buffer_mb)
-    add(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_HARDWARE_BUFFER_SIZE)
-        .hardwareBufferSizeData.hardwareBufferSize = size_t{config_.pc_hw_buffer_mb} << 20;
-  CUpti_PCSamplingConfigurationInfoParams params{CUpti_PCSamplingConfigurationInfoParamsSize,
-                                                 nullptr, c.ctx, infos.size(), infos.data()};
-  CUptiResult r = cupti_.cuptiPCSamplingSetConfigurationAttribute(&params);
-  if (r != CUPTI_SUCCESS) {
-    char what[96] = "cuptiPCSamplingSetConfigurationAttribute";
-    for (const auto &i : infos)
-      if (i.attributeStatus != CUPTI_SUCCESS) {
-        std::snprintf(what, sizeof what, "cuptiPCSamplingSetConfigurationAttribute (attribute %d)",
-                      static_cast<int>(i.attributeType));
-        break;
-      }
-    fail(what, r);
+  uint32_t factor = 0;
+  const PcResult r = c.session.configure(
+      stall_.collected(), {config_.sampling_factor, config_.pc_hw_buffer_mb}, &factor);
+  if (!r.ok()) {
+    fail(r);
     return false;
   }
-  // The sampling period in force, as CUPTI reports it: what gpu_config says.
-  CUpti_PCSamplingConfigurationInfo period{};
-  period.attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_PERIOD;
-  CUpti_PCSamplingConfigurationInfoParams get{CUpti_PCSamplingConfigurationInfoParamsSize, nullptr,
-                                              c.ctx, 1, &period};
-  r = cupti_.cuptiPCSamplingGetConfigurationAttribute(&get);
-  if (r != CUPTI_SUCCESS || period.attributeStatus != CUPTI_SUCCESS) {
-    fail("cuptiPCSamplingGetConfigurationAttribute (sampling period)",
-         r != CUPTI_SUCCESS ? r : period.attributeStatus);
-    return false;
-  }
-  const uint32_t factor = period.attributeData.samplingPeriodData.samplingPeriod;
   stats_.sampling_factor = factor;
-  uint32_t device = 0;
-  if (cupti_.cuptiGetDeviceId(c.ctx, &device) != CUPTI_SUCCESS) device = 0;
+  const uint32_t device = c.session.device_id();
   c.device = device;
   bool known = false;
   for (const DeviceConfig &d : configs_) known |= d.device == device;
@@ -646,11 +574,9 @@ void PcSampler::publish(PcRecordBuffer &buf) {
 void PcSampler::drain(Context &c) {
   stats_.drains++;
   for (int guard = 0; guard < 100000; ++guard) {
-    PcRecordBuffer &buf = *c.out_buf;
-    buf.reset();
-    CUpti_PCSamplingGetDataParams p{CUpti_PCSamplingGetDataParamsSize, nullptr, c.ctx, buf.data()};
-    const CUptiResult r = cupti_.cuptiPCSamplingGetData(&p);
-    if (r != CUPTI_SUCCESS) return fail("cuptiPCSamplingGetData", r);
+    const PcResult r = c.session.get_data();
+    if (!r.ok()) return fail(r);
+    PcRecordBuffer &buf = c.session.data_buffer();
     const CUpti_PCSamplingData &d = *buf.data();
     stats_.nonuser_samples += d.nonUsrKernelsTotalSamples;
     if (d.nonUsrKernelsTotalSamples > 0)
@@ -695,9 +621,8 @@ void PcSampler::end_episode(Context &c, bool wait_for_workers) {
     if (!usable_) return;
   }
   if (!c.enabled) return;
-  CUpti_PCSamplingDisableParams p{CUpti_PCSamplingDisableParamsSize, nullptr, c.ctx};
   const uint64_t disable_at = monotonic_ns();
-  const CUptiResult r = cupti_.cuptiPCSamplingDisable(&p);
+  const PcResult r = c.session.disable();
   const uint64_t disabled_at = monotonic_ns();
   stats_.disable_ns += disabled_at - disable_at;
   stats_.max_disable_ns = std::max(stats_.max_disable_ns, disabled_at - disable_at);
@@ -718,14 +643,16 @@ void PcSampler::end_episode(Context &c, bool wait_for_workers) {
             (disabled_at - disable_at) / 1e6,
             scheduler_->episodes_cut_by_budget() > stats_.episodes_cut ? " (its launch budget spent)" : "");
   stats_.episodes_cut = scheduler_->episodes_cut_by_budget();
-  if (r != CUPTI_SUCCESS) return fail("cuptiPCSamplingDisable", r);
+  if (!r.ok()) return fail(r);
   stats_.disables++;
   // Disable puts what was left into the configured buffer.
-  publish(*c.config_buf);
-  c.config_buf->reset();
+  publish(c.session.disable_buffer());
+  c.session.disable_buffer().reset();
 }
 
-void PcSampler::fail(const char *call, CUptiResult r) {
+void PcSampler::fail(const PcResult &failed) {
+  const CUptiResult r = failed.result;
+  const char *call = failed.call;
   if (!usable_.exchange(false)) return;
   stats_.failed = true;
   report_error(r, "pc_sampling", "%s failed: %s; PC sampling is off for this process (kernel timing goes on)",
@@ -733,12 +660,9 @@ void PcSampler::fail(const char *call, CUptiResult r) {
   // Leave nothing started or enabled behind (errors ignored: already off).
   for (auto &c : contexts_) {
     if (!c->enabled) continue;
-    if (window_open_.load(std::memory_order_relaxed) && episode_ctx_ == c.get()) {
-      CUpti_PCSamplingStopParams sp{CUpti_PCSamplingStopParamsSize, nullptr, c->ctx};
-      cupti_.cuptiPCSamplingStop(&sp);
-    }
-    CUpti_PCSamplingDisableParams dp{CUpti_PCSamplingDisableParamsSize, nullptr, c->ctx};
-    if (cupti_.cuptiPCSamplingDisable(&dp) == CUPTI_SUCCESS) stats_.disables++;
+    if (window_open_.load(std::memory_order_relaxed) && episode_ctx_ == c.get())
+      c->session.stop();
+    if (c->session.disable().ok()) stats_.disables++;
     c->enabled = false;
     mark_enabled(c->ctx, false);
   }

@@ -50,8 +50,9 @@
 #include "config.h"
 #include "cubin_registry.h"
 #include "cupti_api.h"
-#include "pc_scheduler.h"
 #include "pc_records.h"
+#include "pc_scheduler.h"
+#include "pc_session.h"
 
 namespace parcagpu {
 
@@ -191,7 +192,8 @@ class PcSampler {
   void end_all_episodes(bool wait_for_workers);
   // Fires what a buffer holds to pc_sample_batch consumers (or counts it unpublished).
   void publish(PcRecordBuffer &buf);
-  void fail(const char *call, CUptiResult r);
+  // A PC Sampling API call failed: PC sampling off for the process, said once.
+  void fail(const PcResult &failed);
   void fire_gpu_configs();
   // Ends every episode before a graph step (first launch, instantiation) that would register the
   // graph with PC sampling; false if it could not (counted by the caller).
