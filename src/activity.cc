@@ -7,6 +7,10 @@
 #include <ctime>
 #include <thread>
 
+#include "activity_buffers.h"
+#include "activity_switch.h"
+#include "correlation_tracker.h"
+#include "graph_tracker.h"
 #include "log.h"
 #include "parcagpu/abi.h"
 #include "process_guard.h"
@@ -45,11 +49,20 @@ ActivityCollector::ActivityCollector(const CuptiApi &cupti, const Config &config
       config_(config),
       tracker_(tracker),
       graphs_(graphs),
-      pool_(static_cast<size_t>(config.buffer_kib) * 1024, config.max_buffers),
-      switch_(cupti, config.activity_mode) {}
+      pool_(std::make_unique<BufferPool>(static_cast<size_t>(config.buffer_kib) * 1024,
+                                         config.max_buffers)),
+      switch_(std::make_unique<ActivitySwitch>(cupti, config.activity_mode)) {}
+
+ActivityCollector::~ActivityCollector() = default;
+
+// The launch path's calls: the policy is ActivitySwitch's.
+bool ActivityCollector::launch_begin() { return switch_->launch_begin(); }
+void ActivityCollector::launch_end() { switch_->launch_end(); }
+bool ActivityCollector::enabled() const { return switch_->armed(); }
+void ActivityCollector::hold_on(bool hold) { switch_->hold(hold); }
 
 void ActivityCollector::set_launch_counts(std::function<LaunchCounts()> fn) {
-  switch_.set_launch_counts([fn = std::move(fn), this] {
+  switch_->set_launch_counts([fn = std::move(fn), this] {
     LaunchCounts c = fn();
     c.unannounced += tracker_.refused();  // refused at the tracker's cap: not announced either
     return c;
@@ -71,7 +84,7 @@ bool ActivityCollector::init() {
 
 void ActivityCollector::set_enabled(bool on) {
   // Disarming flushes what was collected; the housekeeping begins at the first arm (on_tick).
-  if (switch_.arm(on) && !on) flush(true);
+  if (switch_->arm(on) && !on) flush(true);
 }
 
 void ActivityCollector::request_flush() {
@@ -92,7 +105,7 @@ void ActivityCollector::flush(bool forced) {
 }
 
 uint64_t ActivityCollector::on_tick(uint64_t now) {
-  if (!switch_.armed_once()) return kNever;  // a request waits for the first arm
+  if (!switch_->armed_once()) return kNever;  // a request waits for the first arm
   const uint64_t interval = uint64_t{config_.flush_interval_ms} * 1000000ull;
   const bool requested = flush_requested_.exchange(false, std::memory_order_relaxed);
   if (next_housekeeping_ns_ == 0 && !requested) {
@@ -115,9 +128,9 @@ uint64_t ActivityCollector::on_tick(uint64_t now) {
 
 void ActivityCollector::housekeeping() {
   if (enabled()) flush(false);
-  switch_.end_sticky_if_quiet();
-  switch_.recheck_sticky();
-  switch_.retry_stuck_disable();
+  switch_->end_sticky_if_quiet();
+  switch_->recheck_sticky();
+  switch_->retry_stuck_disable();
   tracker_.expire(coarse_ns());
   account_losses(false);
 }
@@ -125,10 +138,10 @@ void ActivityCollector::housekeeping() {
 void ActivityCollector::shutdown() {
   // Also when disarmed: kernels of launches announced just before the last consumer left may
   // have been recorded after that flush.
-  if (switch_.armed_once()) flush(true);
+  if (switch_->armed_once()) flush(true);
   set_enabled(false);
   // A disable that failed before gets one more try, whatever the back-off says.
-  switch_.force_off();
+  switch_->force_off();
   // The flush delivered on this thread what was complete, but CUPTI's own thread may still be
   // reading a buffer it took before: its kernels are not lost. Waited for, briefly.
   for (int i = 0; i < 1000 && buffers_in_flight_.load(std::memory_order_acquire) != 0; ++i)
@@ -184,8 +197,8 @@ void ActivityCollector::account_losses(bool at_exit) {
 ActivityStats ActivityCollector::stats() const {
   std::lock_guard<std::mutex> s(stats_mu_);
   ActivityStats a = stats_;
-  a.enables = switch_.enables();
-  a.disables = switch_.disables();
+  a.enables = switch_->enables();
+  a.disables = switch_->disables();
   return a;
 }
 
@@ -194,9 +207,9 @@ void CUPTIAPI ActivityCollector::on_buffer_requested(uint8_t **buffer, size_t *s
   *max_num_records = 0;  // as many as fit
   ActivityCollector *self = g_collector;
   if (process_guard::forked_child()) self = nullptr;  // the pool's lock may be held for ever
-  uint8_t *b = self ? self->pool_.acquire() : nullptr;
+  uint8_t *b = self ? self->pool_->acquire() : nullptr;
   *buffer = b;
-  *size = b ? self->pool_.buffer_bytes() : 0;
+  *size = b ? self->pool_->buffer_bytes() : 0;
   if (!b && self) {
     std::lock_guard<std::mutex> s(self->stats_mu_);
     ++self->stats_.buffers_refused;
@@ -216,7 +229,7 @@ void CUPTIAPI ActivityCollector::on_buffer_completed(CUcontext ctx, uint32_t str
   } catch (...) {
     g_buffer_exception.report(kErrInternal, "unexpected exception while reading a buffer");
   }
-  self->pool_.release(buffer);
+  self->pool_->release(buffer);
   self->buffers_in_flight_.fetch_sub(1, std::memory_order_acq_rel);
 }
 

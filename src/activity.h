@@ -8,17 +8,20 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <mutex>
 
-#include "activity_buffers.h"
-#include "activity_switch.h"
 #include "config.h"
 #include "consumers.h"
-#include "correlation_tracker.h"
 #include "cupti_api.h"
-#include "graph_tracker.h"
 
 namespace parcagpu {
+
+class ActivitySwitch;    // the on/off policy (activity_switch.h)
+class BufferPool;        // activity_buffers.h
+class CorrelationTracker;
+class GraphTracker;
+struct LaunchCounts;     // activity_switch.h
 
 struct ActivityStats {
   uint64_t buffers_completed = 0;
@@ -42,6 +45,7 @@ class ActivityCollector : public ConsumerWatcher::Client {
  public:
   ActivityCollector(const CuptiApi &cupti, const Config &config, CorrelationTracker &tracker,
                     GraphTracker &graphs);
+  ~ActivityCollector() override;
 
   // Registers the buffer callbacks. Activity stays disabled.
   bool init();
@@ -54,13 +58,13 @@ class ActivityCollector : public ConsumerWatcher::Client {
   // by the launch path, at the ENTER and EXIT of each announced launch.
   // launch_begin says whether it counted the launch in (false: not armed, or the other mode);
   // launch_end is for counted launches only.
-  bool launch_begin() { return switch_.launch_begin(); }
-  void launch_end() { switch_.launch_end(); }
-  bool enabled() const { return switch_.armed(); }
+  bool launch_begin();
+  void launch_end();
+  bool enabled() const;
   // PC sampling is about to be enabled (true) or is disabled everywhere again (false): kernel
   // activity is held on meanwhile (ActivitySwitch::hold). Called by the PC sampler, on an
   // application thread at a launch.
-  void hold_on(bool hold) { switch_.hold(hold); }
+  void hold_on(bool hold);
   // Asks for a flush soon, on the watcher thread (from the launch path: never flush there, never
   // wait for it).
   void request_flush();
@@ -76,9 +80,8 @@ class ActivityCollector : public ConsumerWatcher::Client {
   void shutdown();
   ActivityStats stats() const;
 
-  // Launches announced and not (rate-limited) so far, for the sticky policy (ActivitySwitch).
-  using LaunchCounts = ActivitySwitch::LaunchCounts;
-  // From the launch callbacks' statistics; set by the profiler, which owns both. Launches the
+  // Launches announced and not (rate-limited) so far, for the sticky policy (ActivitySwitch),
+  // from the launch callbacks' statistics; set by the profiler, which owns both. Launches the
   // correlation tracker refused count as unannounced too.
   void set_launch_counts(std::function<LaunchCounts()> fn);
   // Told the function name of every kernel record read (CUPTI's buffer thread or a flushing one);
@@ -100,8 +103,8 @@ class ActivityCollector : public ConsumerWatcher::Client {
   const Config &config_;
   CorrelationTracker &tracker_;
   GraphTracker &graphs_;
-  BufferPool pool_;
-  ActivitySwitch switch_;
+  const std::unique_ptr<BufferPool> pool_;
+  const std::unique_ptr<ActivitySwitch> switch_;
   std::function<void(const char *)> kernel_observer_;
   // account_losses(): tracker counts already reported (watcher thread, then shutdown).
   uint64_t refused_seen_ = 0;

@@ -22,15 +22,16 @@
 
 namespace parcagpu {
 
+// Launches announced and not (rate-limited, or refused by the correlation tracker) so far:
+// activity stays on for every kernel (sticky) only while announced launches are at least half
+// of all (see ActivitySwitch::launch_begin).
+struct LaunchCounts {
+  uint64_t announced = 0;
+  uint64_t unannounced = 0;
+};
+
 class ActivitySwitch {
  public:
-  // Launches announced and not (rate-limited, or refused by the correlation tracker) so far:
-  // activity stays on for every kernel (sticky) only while announced launches are at least half
-  // of all (see launch_begin).
-  struct LaunchCounts {
-    uint64_t announced = 0;
-    uint64_t unannounced = 0;
-  };
 
   // `clock`: monotonic ns (a fake one in unit tests).
   ActivitySwitch(const CuptiApi &cupti, ActivityMode mode, uint64_t (*clock)() = &monotonic_ns)

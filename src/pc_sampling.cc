@@ -10,7 +10,11 @@
 
 #include "clock.h"
 #include "consumers.h"
+#include "cubin_registry.h"
 #include "log.h"
+#include "pc_records.h"
+#include "pc_scheduler.h"
+#include "pc_session.h"
 #include "usdt.h"
 
 namespace parcagpu {
@@ -73,7 +77,12 @@ struct PcSampler::Context {
 };
 
 PcSampler::PcSampler(const CuptiApi &cupti, const CudaApi *cuda, const Config &config)
-    : cupti_(cupti), cuda_(cuda), config_(config), cubins_(cupti) {}
+    : cupti_(cupti),
+      cuda_(cuda),
+      config_(config),
+      cubins_(std::make_unique<CubinRegistry>(cupti)),
+      names_(std::make_unique<FunctionNames>()),
+      stall_(std::make_unique<StallReasonTable>()) {}
 
 PcSampler::~PcSampler() = default;
 
@@ -156,10 +165,10 @@ void PcSampler::refresh_metadata(uint64_t now) {
 }
 
 void PcSampler::fire_metadata() {
-  if (usdt::cubin_loaded_consumers()) cubins_.refire();
+  if (usdt::cubin_loaded_consumers()) cubins_->refire();
   std::lock_guard<std::mutex> lock(meta_mu_);
   if (stall_built_ && usdt::stall_reason_map_consumers())
-    usdt::stall_reason_map(stall_.blob(), PARCAGPU_STALL_REASON_MAX);
+    usdt::stall_reason_map(stall_->blob(), PARCAGPU_STALL_REASON_MAX);
   if (usdt::gpu_config_consumers()) fire_gpu_configs();
 }
 
@@ -478,16 +487,16 @@ bool PcSampler::configure(Context &c) {
     }
     {
       std::lock_guard<std::mutex> lock(meta_mu_);
-      stall_ = table;
+      *stall_ = table;
       stall_built_ = true;
     }
     debug_log("PC sampling: %zu stall reasons offered, %zu collected, %zu with an index past %d",
-              stall_.offered(), stall_.collected().size(), stall_.unusable(),
+              stall_->offered(), stall_->collected().size(), stall_->unusable(),
               PARCAGPU_STALL_REASON_MAX);
   }
   uint32_t factor = 0;
   const PcResult r = c.session.configure(
-      stall_.collected(), {config_.sampling_factor, config_.pc_hw_buffer_mb}, &factor);
+      stall_->collected(), {config_.sampling_factor, config_.pc_hw_buffer_mb}, &factor);
   if (!r.ok()) {
     fail(r);
     return false;
@@ -530,7 +539,7 @@ bool PcSampler::configure(Context &c) {
   }
   if (!stall_map_fired_) {
     stall_map_fired_ = true;
-    usdt::stall_reason_map(stall_.blob(), PARCAGPU_STALL_REASON_MAX);
+    usdt::stall_reason_map(stall_->blob(), PARCAGPU_STALL_REASON_MAX);
   }
   return true;
 }
@@ -549,7 +558,7 @@ bool PcSampler::was_announced(const void *self, uint32_t correlation_id) {
 }
 
 void PcSampler::publish(PcRecordBuffer &buf) {
-  const PcBatchTally t = buf.prepare(names_, &PcSampler::was_announced, this);
+  const PcBatchTally t = buf.prepare(*names_, &PcSampler::was_announced, this);
   stats_.unannounced += t.unannounced;
   stats_.unannounced_samples += t.unannounced_samples;
   if (t.unannounced)

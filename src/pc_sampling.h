@@ -48,13 +48,17 @@
 #include <vector>
 
 #include "config.h"
-#include "cubin_registry.h"
 #include "cupti_api.h"
-#include "pc_records.h"
-#include "pc_scheduler.h"
-#include "pc_session.h"
 
 namespace parcagpu {
+
+// PC sampling's parts, in their own headers (pc_sampling.cc includes them).
+class CubinRegistry;     // cubin_registry.h
+class FunctionNames;     // pc_records.h
+class PcRecordBuffer;    // pc_records.h
+class PcScheduler;       // pc_scheduler.h
+class StallReasonTable;  // pc_records.h
+struct PcResult;         // pc_session.h
 
 struct PcStats {
   uint64_t enables = 0, disables = 0;       // cuptiPCSamplingEnable/Disable calls that succeeded
@@ -159,7 +163,7 @@ class PcSampler {
   // (its kernels are all first launched from now on, P20).
   void on_context_created();
   void on_context_destroy(CUcontext ctx);
-  CubinRegistry &cubins() { return cubins_; }
+  CubinRegistry &cubins() { return *cubins_; }
 
   // At exit: stops, drains, publishes and disables everything.
   void shutdown();
@@ -206,9 +210,9 @@ class PcSampler {
   const CuptiApi &cupti_;
   const CudaApi *cuda_;
   const Config &config_;
-  CubinRegistry cubins_;
-  FunctionNames names_;
-  StallReasonTable stall_;
+  const std::unique_ptr<CubinRegistry> cubins_;
+  const std::unique_ptr<FunctionNames> names_;
+  const std::unique_ptr<StallReasonTable> stall_;
   bool stall_built_ = false;
   bool stall_map_fired_ = false;
 

@@ -9,8 +9,16 @@
 #include <initializer_list>
 #include <string>
 
+#include "activity.h"
+#include "activity_switch.h"
 #include "clock.h"
+#include "correlation_tracker.h"
+#include "cubin_registry.h"
+#include "graph_completion.h"
+#include "graph_tracker.h"
+#include "launch_callbacks.h"
 #include "log.h"
+#include "pc_sampling.h"
 #include "process_guard.h"
 #include "usdt.h"
 #include "version.h"
@@ -39,6 +47,10 @@ void shutdown_at_exit() {
 
 Profiler::Profiler(const Config &config) : config_(config) {}
 
+Profiler::~Profiler() = default;
+
+const LaunchStats &Profiler::launch_stats() const { return callbacks_->stats(); }
+
 bool Profiler::start() {
   std::string err;
   if (!load_cupti(config_.cupti_path, &cupti_, &err)) {
@@ -60,7 +72,7 @@ bool Profiler::start() {
   // The activity collector's view of the launch callbacks' statistics (which exist once the
   // callbacks do; until then nothing was announced).
   activity_->set_launch_counts([this] {
-    ActivityCollector::LaunchCounts c;
+    LaunchCounts c;
     if (!callbacks_) return c;
     const LaunchStats &l = launch_stats();
     c.announced = l.announced_eager.load(std::memory_order_relaxed) +

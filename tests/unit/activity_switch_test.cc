@@ -137,7 +137,7 @@ TEST_F(ActivitySwitchTest, FastAnnouncedLaunchesLeaveItOnUntilTheyPause) {
 
 TEST_F(ActivitySwitchTest, StickyOnlyWhileMostLaunchesAreAnnounced) {
   ActivitySwitch s(api_, ActivityMode::AroundLaunch, &fake_clock);
-  ActivitySwitch::LaunchCounts counts;
+  LaunchCounts counts;
   s.set_launch_counts([&counts] { return counts; });
   s.arm(true);
   for (int i = 0; i < 40; ++i) {
