@@ -6,20 +6,22 @@
 #include <cupti.h>
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <mutex>
-#include <thread>
-#include <vector>
 
 #include "config.h"
-#include "clock.h"
-#include "correlation_tracker.h"
+#include "consumers.h"
 #include "cupti_api.h"
-#include "graph_tracker.h"
 
 namespace parcagpu {
+
+class ActivitySwitch;    // the on/off policy (activity_switch.h)
+class BufferPool;        // activity_buffers.h
+class CorrelationTracker;
+class GraphTracker;
+struct LaunchCounts;     // activity_switch.h
 
 struct ActivityStats {
   uint64_t buffers_completed = 0;
@@ -35,28 +37,15 @@ struct ActivityStats {
   uint64_t disables = 0;
 };
 
-// Fixed-size activity buffers with a cap on how many exist at once, reused through a free list.
-class BufferPool {
- public:
-  BufferPool(size_t buffer_bytes, uint32_t max_buffers)
-      : bytes_(buffer_bytes), max_(max_buffers) {}
-  ~BufferPool();
-  uint8_t *acquire();  // nullptr at the cap
-  void release(uint8_t *buf);
-  size_t buffer_bytes() const { return bytes_; }
-
- private:
-  const size_t bytes_;
-  const uint32_t max_;
-  std::mutex mu_;
-  std::vector<uint8_t *> free_;
-  uint32_t alive_ = 0;
-};
-
-class ActivityCollector {
+// A client of the consumer watcher for its housekeeping alone (the profiler arms and disarms it
+// as consumers come and go): every flush interval, on the watcher thread, it flushes CUPTI's
+// buffers, ends sticky collection that no longer pays, retries a failed disable, gives up tracker
+// entries past their age and reports losses.
+class ActivityCollector : public ConsumerWatcher::Client {
  public:
   ActivityCollector(const CuptiApi &cupti, const Config &config, CorrelationTracker &tracker,
                     GraphTracker &graphs);
+  ~ActivityCollector() override;
 
   // Registers the buffer callbacks. Activity stays disabled.
   bool init();
@@ -71,27 +60,30 @@ class ActivityCollector {
   // launch_end is for counted launches only.
   bool launch_begin();
   void launch_end();
-  bool enabled() const { return enabled_.load(std::memory_order_relaxed); }
-  // PC sampling is about to be enabled (true) or is disabled everywhere again (false). While PC
-  // sampling is enabled CUPTI refuses to enable kernel activity (CUPTI_ERROR_NOT_COMPATIBLE on
-  // an H100, docs/cupti-facts.md), but kernel activity enabled before stays on: so it is
-  // switched on here, before, and left on until PC sampling is off again. Called by the PC
-  // sampler, on an application thread at a launch.
+  bool enabled() const;
+  // PC sampling is about to be enabled (true) or is disabled everywhere again (false): kernel
+  // activity is held on meanwhile (ActivitySwitch::hold). Called by the PC sampler, on an
+  // application thread at a launch.
   void hold_on(bool hold);
-  // Asks the flusher thread to flush soon (from the launch path: never flush there).
+  // Asks for a flush soon, on the watcher thread (from the launch path: never flush there, never
+  // wait for it).
   void request_flush();
-  // Flushes everything, forced, on the calling thread; stops the flusher and disables activity.
+  // How request_flush wakes the watcher (never waits); set by the profiler before launches come.
+  void set_tick_request(std::function<void()> request) { request_tick_ = std::move(request); }
+  // ConsumerWatcher::Client. The housekeeping, once kernels were first armed, every
+  // flush_interval_ms or at once after request_flush. Consumer changes reach set_enabled through
+  // the profiler, not on_consumers.
+  void on_consumers(const Consumers &, const Consumers &) override {}
+  uint64_t on_tick(uint64_t now_ns) override;
+  // Flushes everything, forced, on the calling thread, and disables activity. The watcher thread
+  // must be stopped before (no housekeeping runs meanwhile).
   void shutdown();
   ActivityStats stats() const;
 
-  // Launches announced and not (rate-limited) so far: activity stays on for every kernel
-  // (sticky) only while announced launches are at least half of all (see launch_begin).
-  struct LaunchCounts {
-    uint64_t announced = 0;
-    uint64_t unannounced = 0;
-  };
-  // From the launch callbacks' statistics; set by the profiler, which owns both.
-  void set_launch_counts(std::function<LaunchCounts()> fn) { launch_counts_ = std::move(fn); }
+  // Launches announced and not (rate-limited) so far, for the sticky policy (ActivitySwitch),
+  // from the launch callbacks' statistics; set by the profiler, which owns both. Launches the
+  // correlation tracker refused count as unannounced too.
+  void set_launch_counts(std::function<LaunchCounts()> fn);
   // Told the function name of every kernel record read (CUPTI's buffer thread or a flushing one);
   // set before activity is first enabled. PC sampling learns from it which kernels are new.
   void set_kernel_observer(std::function<void(const char *)> fn) { kernel_observer_ = std::move(fn); }
@@ -102,54 +94,28 @@ class ActivityCollector {
   static void CUPTIAPI on_buffer_completed(CUcontext ctx, uint32_t stream_id, uint8_t *buffer,
                                            size_t size, size_t valid_size);
   void process_buffer(CUcontext ctx, uint32_t stream_id, uint8_t *buffer, size_t valid_size);
-  void flusher_main();
+  void housekeeping();
   void flush(bool forced);
+  // Loss accounting (watcher thread, then shutdown).
+  void account_losses(bool at_exit);
 
   const CuptiApi &cupti_;
   const Config &config_;
   CorrelationTracker &tracker_;
   GraphTracker &graphs_;
-  BufferPool pool_;
-  std::atomic<bool> enabled_{false};
-  std::atomic<bool> armed_once_{false};
-  void end_sticky_if_quiet();
-  bool cupti_enable_locked();
-  bool wanted_on_locked() const;
-  // `force`: try even within the back-off after a failed disable (at exit).
-  void cupti_disable_locked(bool force = false);
-  // Error paths and loss accounting (flusher thread and shutdown).
-  void retry_stuck_disable();
-  bool sticky_pays_locked(uint64_t now);
-  void recheck_sticky();
-  void account_losses(bool at_exit);
-
-  std::mutex toggle_mu_;
-  bool cupti_on_ = false;          // CUPTI's CONCURRENT_KERNEL activity is enabled
-  bool held_ = false;              // hold_on: kept on while PC sampling is enabled
-  uint32_t active_launches_ = 0;   // AroundLaunch: announced launches inside their API call
-  bool sticky_ = false;            // AroundLaunch at a high announced rate: left on
-  uint64_t last_begin_ns_ = 0;
-  uint64_t last_enable_ns_ = 0;
-  uint64_t enable_interval_avg_ns_ = 10000000;  // moving average of the gaps between enables
-  uint64_t retry_after_ns_ = 0;    // after a failed enable, don't hammer CUPTI
-  uint64_t disable_retry_after_ns_ = 0;  // ... nor after a failed disable (activity stays on)
-  // Sticky collection records every kernel: worth it only while most launches are announced.
-  std::function<LaunchCounts()> launch_counts_;
+  const std::unique_ptr<BufferPool> pool_;
+  const std::unique_ptr<ActivitySwitch> switch_;
   std::function<void(const char *)> kernel_observer_;
-  LaunchCounts counts_seen_{};     // launch_counts_() at the last look
-  uint64_t sticky_banned_until_ns_ = 0;
-  // account_losses(): tracker counts already reported (flusher thread, then shutdown).
+  // account_losses(): tracker counts already reported (watcher thread, then shutdown).
   uint64_t refused_seen_ = 0;
   uint64_t expired_seen_ = 0;
   uint64_t next_progress_ns_ = 0;
 
   std::atomic<uint32_t> buffers_in_flight_{0};  // bufferCompleted calls running now
 
-  std::mutex flusher_mu_;
-  std::condition_variable flusher_cv_;
-  std::thread flusher_;
-  bool flush_requested_ = false;
-  bool stopping_ = false;
+  std::function<void()> request_tick_;
+  std::atomic<bool> flush_requested_{false};
+  uint64_t next_housekeeping_ns_ = 0;  // the watcher thread's; 0: not armed yet
 
   mutable std::mutex stats_mu_;
   ActivityStats stats_;

@@ -8,7 +8,10 @@
 #include <string>
 
 #include "activity.h"
+#include "clock.h"
+#include "correlation_tracker.h"
 #include "graph_completion.h"
+#include "graph_tracker.h"
 #include "log.h"
 #include "pc_sampling.h"
 #include "process_guard.h"

@@ -53,9 +53,7 @@
 
 #include "config.h"
 #include "consumers.h"
-#include "correlation_tracker.h"
 #include "cupti_api.h"
-#include "graph_tracker.h"
 #include "launch_gate.h"
 #include "parcagpu/cbid_table.h"
 #include "rate_gate.h"
@@ -64,6 +62,8 @@
 namespace parcagpu {
 
 class ActivityCollector;
+class CorrelationTracker;
+class GraphTracker;
 class GraphCompletion;
 class PcSampler;
 

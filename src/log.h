@@ -35,7 +35,7 @@ void report_error(int32_t code, const char *component, const char *fmt, ...)
 // One place in the library where the same error can happen again and again (a CUPTI call that
 // keeps failing on every launch or every flush, records lost on every buffer). The first
 // occurrence is reported like report_error; later ones are only counted, never a line per
-// launch. report_repeated_error_progress() (the flusher, once a minute) reports what was counted
+// launch. report_repeated_error_progress() (the activity housekeeping, once a minute) reports what was counted
 // since, and report_repeated_error_totals() (at exit) one summary line per site that failed more
 // than once; both go to the `error` probe too, and PARCAGPU_DEBUG lists every count at exit.
 // Thread-safe and lock-free; declare instances with static storage (they register themselves
@@ -74,7 +74,7 @@ class RepeatedError {
 };
 
 // For every site whose count grew since its last line: "component: what: N more UNIT (M in
-// all)". Called periodically (the activity flusher, at most once a minute).
+// all)". Called periodically (the activity housekeeping on the watcher thread, at most once a minute).
 void report_repeated_error_progress();
 // One line per site that counted more than its lines told: "component: what: N UNIT in all";
 // with PARCAGPU_DEBUG, every site's count. Called at exit; idempotent.

@@ -10,7 +10,11 @@
 
 #include "clock.h"
 #include "consumers.h"
+#include "cubin_registry.h"
 #include "log.h"
+#include "pc_records.h"
+#include "pc_scheduler.h"
+#include "pc_session.h"
 #include "usdt.h"
 
 namespace parcagpu {
@@ -29,7 +33,7 @@ constexpr uint64_t kDrainDelayNs = 0;
 // launch of an episode leaves one per kernel (kernel activity is on for all, P12), read or not.
 // A kernel record is taken as 256 bytes (CUpti_ActivityKernel is 200-odd) and a launch as 4
 // kernels (graph launches carry several): an eighth of the buffers, with room for the records of
-// the launches around the episode and for a flusher that runs late on a busy machine.
+// the launches around the episode and for a periodic flush that runs late on a busy machine.
 constexpr uint64_t kKernelRecordBytes = 256;
 // An episode due waits this many launches on a context for one on a context whose last window is
 // older (several GPUs take their windows in turn; on two H100s, with a context preferred only
@@ -65,6 +69,7 @@ void pause_briefly() {
 }  // namespace
 
 struct PcSampler::Context {
+  Context(const CuptiApi &cupti, CUcontext c) : ctx(c), session(cupti, c, kBatch) {}
   CUcontext ctx;
   uint32_t device = 0;
   bool enabled = false;
@@ -73,12 +78,16 @@ struct PcSampler::Context {
   std::string gpu;           // its GPU's name for PcDeviceLocks ("" until first asked)
   bool gpu_locked = false;   // this process holds that GPU's lock
   uint64_t lock_retry_ns = 0;  // the GPU's lock was taken: not asked again before this
-  std::unique_ptr<PcRecordBuffer> config_buf;  // CUPTI's, filled at Disable
-  std::unique_ptr<PcRecordBuffer> out_buf;     // Get Data's
+  PcSession session;         // the PC Sampling API calls on it
 };
 
 PcSampler::PcSampler(const CuptiApi &cupti, const CudaApi *cuda, const Config &config)
-    : cupti_(cupti), cuda_(cuda), config_(config), cubins_(cupti) {}
+    : cupti_(cupti),
+      cuda_(cuda),
+      config_(config),
+      cubins_(std::make_unique<CubinRegistry>(cupti)),
+      names_(std::make_unique<FunctionNames>()),
+      stall_(std::make_unique<StallReasonTable>()) {}
 
 PcSampler::~PcSampler() = default;
 
@@ -144,7 +153,7 @@ void PcSampler::on_consumers(uint64_t now) {
   if (!rose) return;
   // Only what was fired before the rise is missed: at start (a consumer attached before the
   // process) nothing was, and what comes later is fired live.
-  bool fired_before = cubins_.stats().live > 0;
+  bool fired_before = cubins_->stats().live > 0;
   {
     std::lock_guard<std::mutex> lock(meta_mu_);
     fired_before |= stall_built_ || !configs_.empty();
@@ -169,10 +178,10 @@ void PcSampler::refresh_metadata(uint64_t now) {
 }
 
 void PcSampler::fire_metadata() {
-  if (usdt::cubin_loaded_consumers()) cubins_.refire();
+  if (usdt::cubin_loaded_consumers()) cubins_->refire();
   std::lock_guard<std::mutex> lock(meta_mu_);
   if (stall_built_ && usdt::stall_reason_map_consumers())
-    usdt::stall_reason_map(stall_.blob(), PARCAGPU_STALL_REASON_MAX);
+    usdt::stall_reason_map(stall_->blob(), PARCAGPU_STALL_REASON_MAX);
   if (usdt::gpu_config_consumers()) fire_gpu_configs();
 }
 
@@ -303,8 +312,7 @@ PcSampler::Context *PcSampler::find(CUcontext ctx) {
 
 PcSampler::Context &PcSampler::find_or_add(CUcontext ctx) {
   if (Context *c = find(ctx)) return *c;
-  contexts_.push_back(std::make_unique<Context>());
-  contexts_.back()->ctx = ctx;
+  contexts_.push_back(std::make_unique<Context>(cupti_, ctx));
   return *contexts_.back();
 }
 
@@ -436,9 +444,8 @@ void PcSampler::do_work(CUcontext ctx, bool want, bool may_enable) {
 }
 
 void PcSampler::start_window(uint64_t now) {
-  CUpti_PCSamplingStartParams p{CUpti_PCSamplingStartParamsSize, nullptr, episode_ctx_->ctx};
-  const CUptiResult r = cupti_.cuptiPCSamplingStart(&p);
-  if (r != CUPTI_SUCCESS) return fail("cuptiPCSamplingStart", r);
+  const PcResult r = episode_ctx_->session.start();
+  if (!r.ok()) return fail(r);
   scheduler_->on_started(now);
   window_started_ns_ = now;
   episode_ctx_->last_window = stats_.windows + 1;  // stats_.windows counts this one below
@@ -453,10 +460,9 @@ void PcSampler::start_window(uint64_t now) {
 }
 
 void PcSampler::close_window(uint64_t now) {
-  CUpti_PCSamplingStopParams p{CUpti_PCSamplingStopParamsSize, nullptr, episode_ctx_->ctx};
-  const CUptiResult r = cupti_.cuptiPCSamplingStop(&p);
+  const PcResult r = episode_ctx_->session.stop();
   window_open_.store(false, std::memory_order_release);
-  if (r != CUPTI_SUCCESS) return fail("cuptiPCSamplingStop", r);
+  if (!r.ok()) return fail(r);
   const uint32_t launches = window_launches_.load(std::memory_order_relaxed);
   window_limit_.store(launches, std::memory_order_relaxed);  // what the drain's samples came from
   stats_.window_launches += launches;
@@ -518,13 +524,12 @@ void PcSampler::unlock_gpu(Context &c) {
 }
 
 bool PcSampler::enable(Context &c) {
-  CUpti_PCSamplingEnableParams p{CUpti_PCSamplingEnableParamsSize, nullptr, c.ctx};
   // Kernel activity first: CUPTI will not enable it while PC sampling is (P12).
   if (activity_hold_) activity_hold_(true);
   const uint64_t t0 = monotonic_ns();
-  const CUptiResult r = cupti_.cuptiPCSamplingEnable(&p);
-  if (r != CUPTI_SUCCESS) {
-    fail("cuptiPCSamplingEnable", r);
+  const PcResult r = c.session.enable();
+  if (!r.ok()) {
+    fail(r);
     return false;
   }
   c.enabled = true;
@@ -540,98 +545,30 @@ bool PcSampler::enable(Context &c) {
 
 bool PcSampler::configure(Context &c) {
   if (!stall_built_) {
-    size_t count = 0;
-    CUpti_PCSamplingGetNumStallReasonsParams np{CUpti_PCSamplingGetNumStallReasonsParamsSize,
-                                                nullptr, c.ctx, &count};
-    CUptiResult r = cupti_.cuptiPCSamplingGetNumStallReasons(&np);
-    if (r != CUPTI_SUCCESS) {
-      fail("cuptiPCSamplingGetNumStallReasons", r);
-      return false;
-    }
-    std::vector<uint32_t> indices(count);
-    std::vector<std::unique_ptr<char[]>> storage(count);
-    std::vector<char *> names(count);
-    for (size_t i = 0; i < count; ++i) {
-      storage[i].reset(new char[CUPTI_STALL_REASON_STRING_SIZE]());
-      names[i] = storage[i].get();
-    }
-    CUpti_PCSamplingGetStallReasonsParams sp{CUpti_PCSamplingGetStallReasonsParamsSize, nullptr,
-                                             c.ctx, count, indices.data(), names.data()};
-    r = cupti_.cuptiPCSamplingGetStallReasons(&sp);
-    if (r != CUPTI_SUCCESS) {
-      fail("cuptiPCSamplingGetStallReasons", r);
-      return false;
-    }
     StallReasonTable table;
-    table.build(count, indices.data(), names.data());
-    if (table.empty()) {
-      fail("cuptiPCSamplingGetStallReasons (no usable stall reason)", CUPTI_ERROR_NOT_SUPPORTED);
+    const PcResult r = c.session.read_stall_reasons(&table);
+    if (!r.ok()) {
+      fail(r);
       return false;
     }
     {
       std::lock_guard<std::mutex> lock(meta_mu_);
-      stall_ = table;
+      *stall_ = table;
       stall_built_ = true;
     }
     debug_log("PC sampling: %zu stall reasons offered, %zu collected, %zu with an index past %d",
-              stall_.offered(), stall_.collected().size(), stall_.unusable(),
+              stall_->offered(), stall_->collected().size(), stall_->unusable(),
               PARCAGPU_STALL_REASON_MAX);
   }
-  if (!c.config_buf) {
-    c.config_buf = std::make_unique<PcRecordBuffer>(kBatch);
-    c.out_buf = std::make_unique<PcRecordBuffer>(kBatch);
-  }
-  std::vector<CUpti_PCSamplingConfigurationInfo> infos;
-  auto add = [&](CUpti_PCSamplingConfigurationAttributeType type) -> auto & {
-    infos.emplace_back();
-    infos.back().attributeType = type;
-    return infos.back().attributeData;
-  };
-  auto &sr = add(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_STALL_REASON);
-  sr.stallReasonData.stallReasonCount = stall_.collected().size();
-  sr.stallReasonData.pStallReasonIndex = const_cast<uint32_t *>(stall_.collected().data());
-  add(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_COLLECTION_MODE).collectionModeData.collectionMode =
-      CUPTI_PC_SAMPLING_COLLECTION_MODE_KERNEL_SERIALIZED;
-  add(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_ENABLE_START_STOP_CONTROL)
-      .enableStartStopControlData.enableStartStopControl = 1;
-  c.config_buf->reset();
-  add(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_DATA_BUFFER)
-      .samplingDataBufferData.samplingDataBuffer = c.config_buf->data();
-  if (config_.sampling_factor)
-    add(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_PERIOD).samplingPeriodData.samplingPeriod =
-        config_.sampling_factor;
-  if (config_.pc_hw_buffer_mb)
-    add(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_HARDWARE_BUFFER_SIZE)
-        .hardwareBufferSizeData.hardwareBufferSize = size_t{config_.pc_hw_buffer_mb} << 20;
-  CUpti_PCSamplingConfigurationInfoParams params{CUpti_PCSamplingConfigurationInfoParamsSize,
-                                                 nullptr, c.ctx, infos.size(), infos.data()};
-  CUptiResult r = cupti_.cuptiPCSamplingSetConfigurationAttribute(&params);
-  if (r != CUPTI_SUCCESS) {
-    char what[96] = "cuptiPCSamplingSetConfigurationAttribute";
-    for (const auto &i : infos)
-      if (i.attributeStatus != CUPTI_SUCCESS) {
-        std::snprintf(what, sizeof what, "cuptiPCSamplingSetConfigurationAttribute (attribute %d)",
-                      static_cast<int>(i.attributeType));
-        break;
-      }
-    fail(what, r);
+  uint32_t factor = 0;
+  const PcResult r = c.session.configure(
+      stall_->collected(), {config_.sampling_factor, config_.pc_hw_buffer_mb}, &factor);
+  if (!r.ok()) {
+    fail(r);
     return false;
   }
-  // The sampling period in force, as CUPTI reports it: what gpu_config says.
-  CUpti_PCSamplingConfigurationInfo period{};
-  period.attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_PERIOD;
-  CUpti_PCSamplingConfigurationInfoParams get{CUpti_PCSamplingConfigurationInfoParamsSize, nullptr,
-                                              c.ctx, 1, &period};
-  r = cupti_.cuptiPCSamplingGetConfigurationAttribute(&get);
-  if (r != CUPTI_SUCCESS || period.attributeStatus != CUPTI_SUCCESS) {
-    fail("cuptiPCSamplingGetConfigurationAttribute (sampling period)",
-         r != CUPTI_SUCCESS ? r : period.attributeStatus);
-    return false;
-  }
-  const uint32_t factor = period.attributeData.samplingPeriodData.samplingPeriod;
   stats_.sampling_factor = factor;
-  uint32_t device = 0;
-  if (cupti_.cuptiGetDeviceId(c.ctx, &device) != CUPTI_SUCCESS) device = 0;
+  const uint32_t device = c.session.device_id();
   c.device = device;
   bool known = false;
   for (const DeviceConfig &d : configs_) known |= d.device == device;
@@ -668,7 +605,7 @@ bool PcSampler::configure(Context &c) {
   }
   if (!stall_map_fired_) {
     stall_map_fired_ = true;
-    usdt::stall_reason_map(stall_.blob(), PARCAGPU_STALL_REASON_MAX);
+    usdt::stall_reason_map(stall_->blob(), PARCAGPU_STALL_REASON_MAX);
   }
   return true;
 }
@@ -687,7 +624,7 @@ bool PcSampler::was_announced(const void *self, uint32_t correlation_id) {
 }
 
 void PcSampler::publish(PcRecordBuffer &buf) {
-  const PcBatchTally t = buf.prepare(names_, &PcSampler::was_announced, this);
+  const PcBatchTally t = buf.prepare(*names_, &PcSampler::was_announced, this);
   stats_.unannounced += t.unannounced;
   stats_.unannounced_samples += t.unannounced_samples;
   if (t.unannounced)
@@ -712,11 +649,9 @@ void PcSampler::publish(PcRecordBuffer &buf) {
 void PcSampler::drain(Context &c) {
   stats_.drains++;
   for (int guard = 0; guard < 100000; ++guard) {
-    PcRecordBuffer &buf = *c.out_buf;
-    buf.reset();
-    CUpti_PCSamplingGetDataParams p{CUpti_PCSamplingGetDataParamsSize, nullptr, c.ctx, buf.data()};
-    const CUptiResult r = cupti_.cuptiPCSamplingGetData(&p);
-    if (r != CUPTI_SUCCESS) return fail("cuptiPCSamplingGetData", r);
+    const PcResult r = c.session.get_data();
+    if (!r.ok()) return fail(r);
+    PcRecordBuffer &buf = c.session.data_buffer();
     const CUpti_PCSamplingData &d = *buf.data();
     stats_.nonuser_samples += d.nonUsrKernelsTotalSamples;
     if (d.nonUsrKernelsTotalSamples > 0)
@@ -761,9 +696,8 @@ void PcSampler::end_episode(Context &c, bool wait_for_workers) {
     if (!usable_) return;
   }
   if (!c.enabled) return;
-  CUpti_PCSamplingDisableParams p{CUpti_PCSamplingDisableParamsSize, nullptr, c.ctx};
   const uint64_t disable_at = monotonic_ns();
-  const CUptiResult r = cupti_.cuptiPCSamplingDisable(&p);
+  const PcResult r = c.session.disable();
   const uint64_t disabled_at = monotonic_ns();
   stats_.disable_ns += disabled_at - disable_at;
   stats_.max_disable_ns = std::max(stats_.max_disable_ns, disabled_at - disable_at);
@@ -785,14 +719,16 @@ void PcSampler::end_episode(Context &c, bool wait_for_workers) {
             (disabled_at - disable_at) / 1e6,
             scheduler_->episodes_cut_by_budget() > stats_.episodes_cut ? " (its launch budget spent)" : "");
   stats_.episodes_cut = scheduler_->episodes_cut_by_budget();
-  if (r != CUPTI_SUCCESS) return fail("cuptiPCSamplingDisable", r);
+  if (!r.ok()) return fail(r);
   stats_.disables++;
   // Disable puts what was left into the configured buffer.
-  publish(*c.config_buf);
-  c.config_buf->reset();
+  publish(c.session.disable_buffer());
+  c.session.disable_buffer().reset();
 }
 
-void PcSampler::fail(const char *call, CUptiResult r) {
+void PcSampler::fail(const PcResult &failed) {
+  const CUptiResult r = failed.result;
+  const char *call = failed.call;
   if (!usable_.exchange(false)) return;
   stats_.failed = true;
   report_error(r, "pc_sampling", "%s failed: %s; PC sampling is off for this process (kernel timing goes on)",
@@ -800,12 +736,9 @@ void PcSampler::fail(const char *call, CUptiResult r) {
   // Leave nothing started or enabled behind (errors ignored: already off).
   for (auto &c : contexts_) {
     if (!c->enabled) continue;
-    if (window_open_.load(std::memory_order_relaxed) && episode_ctx_ == c.get()) {
-      CUpti_PCSamplingStopParams sp{CUpti_PCSamplingStopParamsSize, nullptr, c->ctx};
-      cupti_.cuptiPCSamplingStop(&sp);
-    }
-    CUpti_PCSamplingDisableParams dp{CUpti_PCSamplingDisableParamsSize, nullptr, c->ctx};
-    if (cupti_.cuptiPCSamplingDisable(&dp) == CUPTI_SUCCESS) stats_.disables++;
+    if (window_open_.load(std::memory_order_relaxed) && episode_ctx_ == c.get())
+      c->session.stop();
+    if (c->session.disable().ok()) stats_.disables++;
     c->enabled = false;
     mark_enabled(c->ctx, false);
     unlock_gpu(*c);

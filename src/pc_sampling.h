@@ -48,13 +48,18 @@
 #include <vector>
 
 #include "config.h"
-#include "cubin_registry.h"
 #include "cupti_api.h"
 #include "pc_device_lock.h"
-#include "pc_scheduler.h"
-#include "pc_records.h"
 
 namespace parcagpu {
+
+// PC sampling's parts, in their own headers (pc_sampling.cc includes them).
+class CubinRegistry;     // cubin_registry.h
+class FunctionNames;     // pc_records.h
+class PcRecordBuffer;    // pc_records.h
+class PcScheduler;       // pc_scheduler.h
+class StallReasonTable;  // pc_records.h
+struct PcResult;         // pc_session.h
 
 struct PcStats {
   uint64_t enables = 0, disables = 0;       // cuptiPCSamplingEnable/Disable calls that succeeded
@@ -160,7 +165,7 @@ class PcSampler {
   // (its kernels are all first launched from now on, P20).
   void on_context_created();
   void on_context_destroy(CUcontext ctx);
-  CubinRegistry &cubins() { return cubins_; }
+  CubinRegistry &cubins() { return *cubins_; }
 
   // At exit: stops, drains, publishes and disables everything.
   void shutdown();
@@ -199,7 +204,8 @@ class PcSampler {
   void end_all_episodes(bool wait_for_workers);
   // Fires what a buffer holds to pc_sample_batch consumers (or counts it unpublished).
   void publish(PcRecordBuffer &buf);
-  void fail(const char *call, CUptiResult r);
+  // A PC Sampling API call failed: PC sampling off for the process, said once.
+  void fail(const PcResult &failed);
   void fire_gpu_configs();
   // Ends every episode before a graph step (first launch, instantiation) that would register the
   // graph with PC sampling; false if it could not (counted by the caller).
@@ -212,9 +218,9 @@ class PcSampler {
   const CuptiApi &cupti_;
   const CudaApi *cuda_;
   const Config &config_;
-  CubinRegistry cubins_;
-  FunctionNames names_;
-  StallReasonTable stall_;
+  const std::unique_ptr<CubinRegistry> cubins_;
+  const std::unique_ptr<FunctionNames> names_;
+  const std::unique_ptr<StallReasonTable> stall_;
   bool stall_built_ = false;
   bool stall_map_fired_ = false;
 

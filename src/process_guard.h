@@ -7,7 +7,7 @@
 //    finds the claim and stays inert before it touches CUPTI at all. File names decide nothing:
 //    copies may have any name.
 //  - fork(). The child has only the forking thread: a mutex another thread held stays locked,
-//    and the flusher thread (or any of ours) does not exist. CUDA cannot be used in a child of
+//    and the watcher thread (or any of ours) does not exist. CUDA cannot be used in a child of
 //    a process that initialized it, so the profiler goes inert in the child: its exit path does
 //    nothing and its callbacks return at once, never waiting on state of the parent's threads.
 //  - exit() and quick_exit(): both deliver what was collected (atexit and at_quick_exit).

@@ -9,8 +9,16 @@
 #include <initializer_list>
 #include <string>
 
+#include "activity.h"
+#include "activity_switch.h"
 #include "clock.h"
+#include "correlation_tracker.h"
+#include "cubin_registry.h"
+#include "graph_completion.h"
+#include "graph_tracker.h"
+#include "launch_callbacks.h"
 #include "log.h"
+#include "pc_sampling.h"
 #include "process_guard.h"
 #include "usdt.h"
 #include "version.h"
@@ -39,6 +47,10 @@ void shutdown_at_exit() {
 
 Profiler::Profiler(const Config &config) : config_(config) {}
 
+Profiler::~Profiler() = default;
+
+const LaunchStats &Profiler::launch_stats() const { return callbacks_->stats(); }
+
 bool Profiler::start() {
   std::string err;
   if (!load_cupti(config_.cupti_path, &cupti_, &err)) {
@@ -60,7 +72,7 @@ bool Profiler::start() {
   // The activity collector's view of the launch callbacks' statistics (which exist once the
   // callbacks do; until then nothing was announced).
   activity_->set_launch_counts([this] {
-    ActivityCollector::LaunchCounts c;
+    LaunchCounts c;
     if (!callbacks_) return c;
     const LaunchStats &l = launch_stats();
     c.announced = l.announced_eager.load(std::memory_order_relaxed) +
@@ -83,6 +95,11 @@ bool Profiler::start() {
   g_profiler = this;
   watcher_ = std::make_unique<ConsumerWatcher>(config_.watch_interval_ms);
   watcher_->add(this);
+  // The activity housekeeping (flushes, sticky, stuck disables, tracker ages) runs on the
+  // watcher thread too: one housekeeping thread. GraphCompletion keeps its own, which polls GPU
+  // events every 200 us, far finer than a watcher tick.
+  watcher_->add(activity_.get());
+  activity_->set_tick_request([w = watcher_.get()] { w->wake(); });
   pc_->set_tick_request([w = watcher_.get()] { w->wake(); });
   // A consumer attached system-wide before the process started already raised the semaphores:
   // it is served before this returns, so the first launch is already sampled.
@@ -125,7 +142,9 @@ uint64_t Profiler::on_tick(uint64_t now_ns) {
 
 void Profiler::shutdown() {
   if (shut_down_.exchange(true)) return;
-  watcher_->stop();  // nothing is enabled or disabled behind our back from here on
+  // Nothing is enabled or disabled behind our back from here on, and no housekeeping flush runs
+  // while the final one below does.
+  watcher_->stop();
   // Everything collected so far is delivered before the process goes.
   pc_->shutdown();
   if (completion_) completion_->shutdown();  // its launches end before activity goes off

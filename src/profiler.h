@@ -8,21 +8,25 @@
 #include <cstdint>
 #include <memory>
 
-#include "activity.h"
 #include "config.h"
-#include "correlation_tracker.h"
-#include "cupti_api.h"
-#include "graph_completion.h"
-#include "graph_tracker.h"
 #include "consumers.h"
-#include "launch_callbacks.h"
-#include "pc_sampling.h"
+#include "cupti_api.h"
 
 namespace parcagpu {
+
+// The subsystems, owned here, defined in their own headers (profiler.cc includes them).
+class ActivityCollector;
+class CorrelationTracker;
+class GraphCompletion;
+class GraphTracker;
+class LaunchCallbacks;
+class PcSampler;
+struct LaunchStats;
 
 class Profiler : public ConsumerWatcher::Client {
  public:
   explicit Profiler(const Config &config);
+  ~Profiler() override;
   // False: inert (no CUPTI, or CUPTI refused the subscription). Already reported.
   bool start();
   void shutdown();
@@ -37,7 +41,7 @@ class Profiler : public ConsumerWatcher::Client {
   void on_consumers(const Consumers &now, const Consumers &before) override;
   uint64_t on_tick(uint64_t now_ns) override;
 
-  const LaunchStats &launch_stats() const { return callbacks_->stats(); }
+  const LaunchStats &launch_stats() const;
 
  private:
   void log_stats() const;

@@ -3,6 +3,9 @@
 // process start (kSubscribedCallbacks), whether a consumer listens or not. Dispatched by
 // LaunchCallbacks::on_callback (launch_callbacks.cc).
 #include "launch_callbacks.h"
+#include "correlation_tracker.h"
+#include "cubin_registry.h"
+#include "graph_tracker.h"
 #include "pc_sampling.h"
 
 namespace parcagpu {

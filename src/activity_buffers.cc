@@ -1,0 +1,81 @@
+#include "activity_buffers.h"
+
+#include <cstdlib>
+
+#include "parcagpu/abi.h"
+
+namespace parcagpu {
+namespace {
+
+constexpr size_t kRecordAlign = 8;  // CUPTI requires 8-byte aligned buffers
+
+template <typename T>
+T field(const uint8_t *record, size_t offset) {
+  T v;
+  std::memcpy(&v, record + offset, sizeof v);
+  return v;
+}
+
+}  // namespace
+
+BufferPool::~BufferPool() {
+  for (uint8_t *b : free_) std::free(b);
+}
+
+uint8_t *BufferPool::acquire() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!free_.empty()) {
+    uint8_t *b = free_.back();
+    free_.pop_back();
+    return b;
+  }
+  if (alive_ >= max_) return nullptr;
+  void *p = std::aligned_alloc(kRecordAlign, bytes_);
+  if (!p) return nullptr;
+  ++alive_;
+  return static_cast<uint8_t *>(p);
+}
+
+void BufferPool::release(uint8_t *buf) {
+  if (!buf) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  free_.push_back(buf);
+}
+
+void KernelRecord::set_correlation_id(uint32_t id) {
+  correlation_id = id;
+  std::memcpy(reinterpret_cast<uint8_t *>(record) + PARCAGPU_KREC_OFF_CORRELATION_ID, &id,
+              sizeof id);
+}
+
+BufferWalk walk_kernel_records(const CuptiApi &cupti, uint8_t *buffer, size_t valid_size,
+                               KernelRecordHandler handler, void *context) {
+  BufferWalk walk;
+  CUpti_Activity *record = nullptr;
+  CUptiResult next = CUPTI_ERROR_MAX_LIMIT_REACHED;
+  while (valid_size > 0 && (next = cupti.cuptiActivityGetNextRecord(buffer, valid_size,
+                                                                     &record)) == CUPTI_SUCCESS) {
+    if (record->kind != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL &&
+        record->kind != CUPTI_ACTIVITY_KIND_KERNEL)
+      continue;
+    ++walk.kernel_records;
+    const auto *r = reinterpret_cast<const uint8_t *>(record);
+    KernelRecord k{record,
+                   field<const char *>(r, PARCAGPU_KREC_OFF_NAME),
+                   field<uint32_t>(r, PARCAGPU_KREC_OFF_CORRELATION_ID),
+                   field<uint32_t>(r, PARCAGPU_KREC_OFF_GRAPH_ID),
+                   field<uint64_t>(r, PARCAGPU_KREC_OFF_START),
+                   field<uint64_t>(r, PARCAGPU_KREC_OFF_END),
+                   field<uint32_t>(r, PARCAGPU_KREC_OFF_DEVICE_ID),
+                   field<uint32_t>(r, PARCAGPU_KREC_OFF_STREAM_ID),
+                   field<uint64_t>(r, PARCAGPU_KREC_OFF_GRAPH_NODE_ID)};
+    handler(context, k);
+  }
+  // CUPTI_ERROR_MAX_LIMIT_REACHED is the end of the buffer; anything else leaves the rest of it
+  // unread.
+  walk.cut_short = valid_size > 0 && next != CUPTI_ERROR_MAX_LIMIT_REACHED;
+  walk.error = walk.cut_short ? next : CUPTI_SUCCESS;
+  return walk;
+}
+
+}  // namespace parcagpu

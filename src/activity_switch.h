@@ -1,0 +1,104 @@
+// When CUPTI's kernel activity (CONCURRENT_KERNEL) is on: the on/off policy alone, over the
+// CuptiApi table, with no buffers and no delivery (ActivityCollector, activity.h, owns one).
+//
+// Armed while a consumer wants kernels. In WhileConsumer mode activity is on exactly while armed;
+// in AroundLaunch mode only while an announced launch is in its API call (launch_begin/end), so
+// unannounced launches don't pay for activity collection, unless announced launches come so fast
+// that toggling costs more than leaving it on (sticky). PC sampling holds it on while enabled
+// (CUPTI would not let it on again then). A failed disable leaves it on, retried after a pause;
+// a failed enable is retried after a back-off.
+#pragma once
+
+#include <cupti.h>
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+
+#include "clock.h"
+#include "config.h"
+#include "cupti_api.h"
+
+namespace parcagpu {
+
+// Launches announced and not (rate-limited, or refused by the correlation tracker) so far:
+// activity stays on for every kernel (sticky) only while announced launches are at least half
+// of all (see ActivitySwitch::launch_begin).
+struct LaunchCounts {
+  uint64_t announced = 0;
+  uint64_t unannounced = 0;
+};
+
+class ActivitySwitch {
+ public:
+
+  // `clock`: monotonic ns (a fake one in unit tests).
+  ActivitySwitch(const CuptiApi &cupti, ActivityMode mode, uint64_t (*clock)() = &monotonic_ns)
+      : cupti_(cupti), mode_(mode), clock_(clock) {}
+
+  // Arms (a consumer wants kernels) or disarms. In WhileConsumer mode activity is switched on
+  // here; if CUPTI refuses, it stays disarmed. Returns whether it changed: the caller flushes
+  // after a disarm. Called by the consumer watcher, never on the launch path.
+  bool arm(bool on);
+  bool armed() const { return armed_.load(std::memory_order_relaxed); }
+  bool armed_once() const { return armed_once_.load(std::memory_order_relaxed); }
+  // AroundLaunch mode: at the ENTER and EXIT of each announced launch. launch_begin says whether
+  // it counted the launch in (false: not armed, or the other mode); launch_end is for counted
+  // launches only.
+  bool launch_begin();
+  void launch_end();
+  // PC sampling is about to be enabled (true) or is disabled everywhere again (false). While PC
+  // sampling is enabled CUPTI refuses to enable kernel activity (CUPTI_ERROR_NOT_COMPATIBLE on
+  // an H100, docs/cupti-facts.md), but kernel activity enabled before stays on: so it is
+  // switched on here, before, and left on until PC sampling is off again.
+  void hold(bool on);
+
+  // Periodic housekeeping (the watcher's tick), where no launch comes by to do it.
+  // Sticky collection ends after a pause in announced launches ...
+  void end_sticky_if_quiet();
+  // ... and when most launches are not announced.
+  void recheck_sticky();
+  // A disable that failed is tried again once the back-off is over.
+  void retry_stuck_disable();
+  // At exit: one more disable whatever the hold and the back-off say (activity left on would go
+  // on recording the exiting process's kernels).
+  void force_off();
+
+  // Where LaunchCounts come from; unset, sticky is never refused for want of announced launches.
+  void set_launch_counts(std::function<LaunchCounts()> fn) { launch_counts_ = std::move(fn); }
+  // Successful cuptiActivityEnable / cuptiActivityDisable calls.
+  uint64_t enables() const { return enables_.load(std::memory_order_relaxed); }
+  uint64_t disables() const { return disables_.load(std::memory_order_relaxed); }
+
+ private:
+  bool enable_locked();
+  // `force`: try even within the back-off after a failed disable, and while held (at exit).
+  void disable_locked(bool force = false);
+  bool wanted_on_locked() const;
+  bool sticky_pays_locked(uint64_t now);
+
+  const CuptiApi &cupti_;
+  const ActivityMode mode_;
+  uint64_t (*const clock_)();
+  std::atomic<bool> armed_{false};
+  std::atomic<bool> armed_once_{false};
+  std::atomic<uint64_t> enables_{0}, disables_{0};
+
+  std::mutex mu_;
+  bool on_ = false;                // CUPTI's CONCURRENT_KERNEL activity is enabled
+  bool held_ = false;              // hold: kept on while PC sampling is enabled
+  uint32_t active_launches_ = 0;   // AroundLaunch: announced launches inside their API call
+  bool sticky_ = false;            // AroundLaunch at a high announced rate: left on
+  uint64_t last_begin_ns_ = 0;
+  uint64_t last_enable_ns_ = 0;
+  uint64_t enable_interval_avg_ns_ = 10000000;  // moving average of the gaps between enables
+  uint64_t retry_after_ns_ = 0;    // after a failed enable, don't hammer CUPTI
+  uint64_t disable_retry_after_ns_ = 0;  // ... nor after a failed disable (activity stays on)
+  // Sticky collection records every kernel: worth it only while most launches are announced.
+  std::function<LaunchCounts()> launch_counts_;
+  LaunchCounts counts_seen_{};     // launch_counts_() at the last look
+  uint64_t sticky_banned_until_ns_ = 0;
+};
+
+}  // namespace parcagpu

@@ -1,0 +1,144 @@
+// The activity buffer walker on a fake cuptiActivityGetNextRecord: kernel records are decoded
+// and handed over in order, other kinds skipped, a failing walk reported as cut short; and the
+// buffer pool's cap.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "activity_buffers.h"
+#include "parcagpu/abi.h"
+
+namespace parcagpu {
+namespace {
+
+constexpr size_t kSlot = 256;  // one record per slot in the fake buffer
+
+struct FakeBuffer {
+  std::vector<uint8_t> bytes;
+  size_t fail_at = SIZE_MAX;  // GetNextRecord fails when asked for this record
+  CUptiResult failure = CUPTI_ERROR_INVALID_KIND;
+  int calls = 0;
+};
+FakeBuffer *g_fake = nullptr;
+
+CUptiResult fake_next(uint8_t *buffer, size_t valid_size, CUpti_Activity **record) {
+  ++g_fake->calls;
+  const size_t i =
+      *record ? (reinterpret_cast<uint8_t *>(*record) - buffer) / kSlot + 1 : 0;
+  if (i == g_fake->fail_at) return g_fake->failure;
+  if ((i + 1) * kSlot > valid_size) return CUPTI_ERROR_MAX_LIMIT_REACHED;
+  *record = reinterpret_cast<CUpti_Activity *>(buffer + i * kSlot);
+  return CUPTI_SUCCESS;
+}
+
+template <typename T>
+void put(uint8_t *r, size_t off, T v) {
+  std::memcpy(r + off, &v, sizeof v);
+}
+
+class ActivityBuffersTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    g_fake = &fake_;
+    api_.cuptiActivityGetNextRecord = &fake_next;
+  }
+  void TearDown() override { g_fake = nullptr; }
+
+  // Appends a record of `kind`; kernel fields derived from `id`.
+  void add(CUpti_ActivityKind kind, uint32_t id) {
+    fake_.bytes.resize(fake_.bytes.size() + kSlot);
+    uint8_t *r = fake_.bytes.data() + fake_.bytes.size() - kSlot;
+    put<uint32_t>(r, PARCAGPU_KREC_OFF_KIND, kind);
+    put<uint64_t>(r, PARCAGPU_KREC_OFF_START, 1000 + id);
+    put<uint64_t>(r, PARCAGPU_KREC_OFF_END, 2000 + id);
+    put<uint32_t>(r, PARCAGPU_KREC_OFF_DEVICE_ID, id % 2);
+    put<uint32_t>(r, PARCAGPU_KREC_OFF_STREAM_ID, 7);
+    put<uint32_t>(r, PARCAGPU_KREC_OFF_CORRELATION_ID, id);
+    put<const char *>(r, PARCAGPU_KREC_OFF_NAME, kName);
+    put<uint64_t>(r, PARCAGPU_KREC_OFF_GRAPH_NODE_ID, 300 + id);
+    put<uint32_t>(r, PARCAGPU_KREC_OFF_GRAPH_ID, 40 + id);
+  }
+
+  std::vector<uint32_t> walk(BufferWalk *result, size_t valid = SIZE_MAX) {
+    std::vector<uint32_t> ids;
+    *result = walk_kernel_records(api_, fake_.bytes.data(),
+                                  valid == SIZE_MAX ? fake_.bytes.size() : valid,
+                                  [&](KernelRecord &k) { ids.push_back(k.correlation_id); });
+    return ids;
+  }
+
+  static constexpr const char *kName = "kernel_a";
+  FakeBuffer fake_;
+  CuptiApi api_;
+};
+
+TEST_F(ActivityBuffersTest, HandsOverKernelRecordsDecodedInOrder) {
+  add(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, 5);
+  add(CUPTI_ACTIVITY_KIND_MEMCPY, 6);
+  add(CUPTI_ACTIVITY_KIND_KERNEL, 7);
+  std::vector<KernelRecord> seen;
+  const BufferWalk w = walk_kernel_records(api_, fake_.bytes.data(), fake_.bytes.size(),
+                                           [&](KernelRecord &k) { seen.push_back(k); });
+  EXPECT_EQ(w.kernel_records, 2u);
+  EXPECT_FALSE(w.cut_short);
+  ASSERT_EQ(seen.size(), 2u);
+  const KernelRecord &k = seen[1];
+  EXPECT_EQ(k.correlation_id, 7u);
+  EXPECT_EQ(k.start, 1007u);
+  EXPECT_EQ(k.end, 2007u);
+  EXPECT_EQ(k.device_id, 1u);
+  EXPECT_EQ(k.stream_id, 7u);
+  EXPECT_EQ(k.graph_node_id, 307u);
+  EXPECT_EQ(k.graph_id, 47u);
+  EXPECT_STREQ(k.name, kName);
+  EXPECT_EQ(reinterpret_cast<uint8_t *>(k.record), fake_.bytes.data() + 2 * kSlot);
+}
+
+TEST_F(ActivityBuffersTest, ACorrelationIdSetIsWrittenIntoTheRecord) {
+  add(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, 0);
+  BufferWalk w;
+  walk_kernel_records(api_, fake_.bytes.data(), fake_.bytes.size(),
+                      [](KernelRecord &k) { k.set_correlation_id(99); });
+  uint32_t stored = 0;
+  std::memcpy(&stored, fake_.bytes.data() + PARCAGPU_KREC_OFF_CORRELATION_ID, sizeof stored);
+  EXPECT_EQ(stored, 99u);
+  EXPECT_EQ(walk(&w), std::vector<uint32_t>{99});
+}
+
+TEST_F(ActivityBuffersTest, AFailingNextRecordCutsTheWalkShort) {
+  for (uint32_t id = 1; id <= 4; ++id) add(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, id);
+  fake_.fail_at = 2;
+  BufferWalk w;
+  EXPECT_EQ(walk(&w), (std::vector<uint32_t>{1, 2}));
+  EXPECT_TRUE(w.cut_short);
+  EXPECT_EQ(w.error, CUPTI_ERROR_INVALID_KIND);
+  EXPECT_EQ(w.kernel_records, 2u);
+}
+
+TEST_F(ActivityBuffersTest, AnEmptyBufferIsNotReadAtAll) {
+  add(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, 1);
+  BufferWalk w;
+  EXPECT_TRUE(walk(&w, 0).empty());
+  EXPECT_FALSE(w.cut_short);
+  EXPECT_EQ(fake_.calls, 0);
+}
+
+TEST(BufferPool, ReusesBuffersAndRefusesPastItsCap) {
+  BufferPool pool(4096, 2);
+  uint8_t *a = pool.acquire();
+  uint8_t *b = pool.acquire();
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(a) % 8, 0u);
+  EXPECT_EQ(pool.acquire(), nullptr);
+  pool.release(a);
+  EXPECT_EQ(pool.acquire(), a);
+  pool.release(a);
+  pool.release(b);
+}
+
+}  // namespace
+}  // namespace parcagpu

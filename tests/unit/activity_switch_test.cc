@@ -1,0 +1,224 @@
+// ActivitySwitch on a fake CUPTI table and a fake clock: when cuptiActivityEnable/Disable of
+// CONCURRENT_KERNEL are called (armed, per launch, sticky, held for PC sampling), and what a
+// failing enable or disable leads to.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+
+#include "activity_switch.h"
+
+namespace parcagpu {
+namespace {
+
+constexpr uint64_t kMs = 1'000'000, kSec = 1'000'000'000;
+
+struct FakeCupti {
+  int enables = 0, disables = 0;  // calls, failed ones included
+  CUptiResult enable_result = CUPTI_SUCCESS;
+  CUptiResult disable_result = CUPTI_SUCCESS;
+  CUpti_ActivityKind last_kind = CUPTI_ACTIVITY_KIND_INVALID;
+};
+
+FakeCupti *g_fake = nullptr;
+uint64_t g_now = 0;
+
+CUptiResult fake_enable(CUpti_ActivityKind kind) {
+  g_fake->last_kind = kind;
+  ++g_fake->enables;
+  return g_fake->enable_result;
+}
+CUptiResult fake_disable(CUpti_ActivityKind kind) {
+  g_fake->last_kind = kind;
+  ++g_fake->disables;
+  return g_fake->disable_result;
+}
+uint64_t fake_clock() { return g_now; }
+
+class ActivitySwitchTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    g_fake = &fake_;
+    g_now = 1 * kSec;
+    api_.cuptiActivityEnable = &fake_enable;
+    api_.cuptiActivityDisable = &fake_disable;
+  }
+  void TearDown() override { g_fake = nullptr; }
+
+  // One announced launch: ENTER, then EXIT `length` later.
+  void launch(ActivitySwitch &s, uint64_t length = 10'000) {
+    ASSERT_TRUE(s.launch_begin());
+    g_now += length;
+    s.launch_end();
+  }
+
+  FakeCupti fake_;
+  CuptiApi api_;
+};
+
+TEST_F(ActivitySwitchTest, WhileConsumerIsOnExactlyWhileArmed) {
+  ActivitySwitch s(api_, ActivityMode::WhileConsumer, &fake_clock);
+  EXPECT_TRUE(s.arm(true));
+  EXPECT_EQ(fake_.enables, 1);
+  EXPECT_EQ(fake_.last_kind, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+  EXPECT_FALSE(s.arm(true)) << "armed already: nothing changes";
+  EXPECT_FALSE(s.launch_begin()) << "per-launch switching is the other mode's";
+  EXPECT_TRUE(s.arm(false));
+  EXPECT_EQ(fake_.disables, 1);
+  EXPECT_FALSE(s.arm(false));
+  EXPECT_EQ(s.enables(), 1u);
+  EXPECT_EQ(s.disables(), 1u);
+  EXPECT_TRUE(s.armed_once());
+}
+
+TEST_F(ActivitySwitchTest, AFailedEnableLeavesItDisarmedAndIsRetriedAfterTheBackOff) {
+  ActivitySwitch s(api_, ActivityMode::WhileConsumer, &fake_clock);
+  fake_.enable_result = CUPTI_ERROR_NOT_COMPATIBLE;
+  EXPECT_FALSE(s.arm(true));
+  EXPECT_FALSE(s.armed());
+  EXPECT_FALSE(s.armed_once());
+  fake_.enable_result = CUPTI_SUCCESS;
+  g_now += 4 * kSec;
+  EXPECT_FALSE(s.arm(true)) << "within 5 s of the failure CUPTI is not asked again";
+  EXPECT_EQ(fake_.enables, 1);
+  g_now += 2 * kSec;
+  EXPECT_TRUE(s.arm(true));
+  EXPECT_EQ(fake_.enables, 2);
+  EXPECT_EQ(s.enables(), 1u);
+}
+
+TEST_F(ActivitySwitchTest, AroundLaunchIsOnOnlyInsideAnnouncedLaunches) {
+  ActivitySwitch s(api_, ActivityMode::AroundLaunch, &fake_clock);
+  EXPECT_FALSE(s.launch_begin()) << "not armed";
+  EXPECT_TRUE(s.arm(true));
+  EXPECT_EQ(fake_.enables, 0) << "armed, but no launch yet";
+  ASSERT_TRUE(s.launch_begin());
+  ASSERT_TRUE(s.launch_begin());  // another thread's launch meanwhile
+  EXPECT_EQ(fake_.enables, 1);
+  s.launch_end();
+  EXPECT_EQ(fake_.disables, 0) << "a launch is still in its call";
+  s.launch_end();
+  EXPECT_EQ(fake_.disables, 1);
+  g_now += 100 * kMs;
+  launch(s);
+  EXPECT_EQ(fake_.enables, 2);
+  EXPECT_EQ(fake_.disables, 2);
+}
+
+TEST_F(ActivitySwitchTest, DisarmingInsideALaunchSwitchesOffAndItsEndIsANoOp) {
+  ActivitySwitch s(api_, ActivityMode::AroundLaunch, &fake_clock);
+  s.arm(true);
+  ASSERT_TRUE(s.launch_begin());
+  EXPECT_TRUE(s.arm(false));
+  EXPECT_EQ(fake_.disables, 1);
+  s.launch_end();
+  EXPECT_EQ(fake_.disables, 1);
+}
+
+TEST_F(ActivitySwitchTest, FastAnnouncedLaunchesLeaveItOnUntilTheyPause) {
+  ActivitySwitch s(api_, ActivityMode::AroundLaunch, &fake_clock);
+  s.arm(true);
+  // Announced launches every 0.2 ms: the moving average of the gaps falls under 1 ms.
+  for (int i = 0; i < 40; ++i) {
+    launch(s);
+    g_now += 200'000;
+  }
+  const int enables = fake_.enables;
+  EXPECT_LT(enables, 40) << "sticky: no longer switched per launch";
+  EXPECT_EQ(fake_.disables, enables - 1) << "on now, left on after the last launch";
+  s.end_sticky_if_quiet();
+  EXPECT_EQ(fake_.disables, enables - 1) << "not quiet yet";
+  g_now += 11 * kMs;
+  s.end_sticky_if_quiet();
+  EXPECT_EQ(fake_.disables, enables);
+  launch(s);
+  EXPECT_EQ(fake_.enables, enables + 1) << "back to per-launch";
+  EXPECT_EQ(fake_.disables, enables + 1);
+}
+
+TEST_F(ActivitySwitchTest, StickyOnlyWhileMostLaunchesAreAnnounced) {
+  ActivitySwitch s(api_, ActivityMode::AroundLaunch, &fake_clock);
+  LaunchCounts counts;
+  s.set_launch_counts([&counts] { return counts; });
+  s.arm(true);
+  for (int i = 0; i < 40; ++i) {
+    counts.announced += 1;
+    counts.unannounced += 10;
+    launch(s);
+    g_now += 200'000;
+  }
+  EXPECT_EQ(fake_.enables, 40) << "fast, but most launches unannounced: still per launch";
+  EXPECT_EQ(fake_.disables, 40);
+  // Then mostly announced: sticky once the ban (1 s) is over (and the moving average, which
+  // took in the pause, is under 1 ms again).
+  g_now += 2 * kSec;
+  for (int i = 0; i < 100; ++i) {
+    counts.announced += 100;
+    launch(s);
+    g_now += 200'000;
+  }
+  EXPECT_LT(fake_.enables, 140);
+  // The mix turns again: the periodic recheck ends sticky.
+  const int disables = fake_.disables;
+  counts.unannounced += 1000000;
+  s.recheck_sticky();
+  EXPECT_EQ(fake_.disables, disables + 1);
+}
+
+TEST_F(ActivitySwitchTest, HeldOnForPcSamplingWhateverTheLaunchesSay) {
+  ActivitySwitch s(api_, ActivityMode::AroundLaunch, &fake_clock);
+  s.arm(true);
+  s.hold(true);
+  EXPECT_EQ(fake_.enables, 1) << "on before PC sampling is enabled";
+  launch(s);
+  EXPECT_EQ(fake_.enables, 1);
+  EXPECT_EQ(fake_.disables, 0) << "held: a launch's end leaves it on";
+  s.retry_stuck_disable();
+  EXPECT_EQ(fake_.disables, 0);
+  s.hold(false);
+  EXPECT_EQ(fake_.disables, 1);
+  // Held while disarmed (PC sampling outlives the last kernel consumer): off at the release.
+  s.arm(false);
+  s.hold(true);
+  EXPECT_EQ(fake_.enables, 2);
+  s.hold(false);
+  EXPECT_EQ(fake_.disables, 2);
+}
+
+TEST_F(ActivitySwitchTest, AFailedDisableIsRetriedAfterASecondNotPerLaunch) {
+  ActivitySwitch s(api_, ActivityMode::AroundLaunch, &fake_clock);
+  s.arm(true);
+  fake_.disable_result = CUPTI_ERROR_UNKNOWN;
+  launch(s);
+  EXPECT_EQ(fake_.disables, 1);
+  g_now += 100 * kMs;
+  launch(s);
+  EXPECT_EQ(fake_.enables, 1) << "still on: not enabled again";
+  EXPECT_EQ(fake_.disables, 1) << "within the back-off: not tried per launch";
+  s.retry_stuck_disable();
+  EXPECT_EQ(fake_.disables, 1);
+  fake_.disable_result = CUPTI_SUCCESS;
+  g_now += 1 * kSec;
+  s.retry_stuck_disable();
+  EXPECT_EQ(fake_.disables, 2);
+  EXPECT_EQ(s.disables(), 1u);
+  s.retry_stuck_disable();
+  EXPECT_EQ(fake_.disables, 2) << "off now";
+}
+
+TEST_F(ActivitySwitchTest, ForceOffIgnoresTheHoldAndTheBackOff) {
+  ActivitySwitch s(api_, ActivityMode::WhileConsumer, &fake_clock);
+  s.arm(true);
+  fake_.disable_result = CUPTI_ERROR_UNKNOWN;
+  s.arm(false);
+  EXPECT_EQ(fake_.disables, 1);
+  s.hold(true);
+  fake_.disable_result = CUPTI_SUCCESS;
+  s.force_off();
+  EXPECT_EQ(fake_.disables, 2);
+  EXPECT_EQ(s.disables(), 1u);
+  s.force_off();
+  EXPECT_EQ(fake_.disables, 2);
+}
+
+}  // namespace
+}  // namespace parcagpu
