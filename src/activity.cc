@@ -149,29 +149,32 @@ void ActivityCollector::shutdown() {
   account_losses(true);
 }
 
+// A loss count that grew since it was last said (`seen`): the growth is said as lost data, fmt
+// taking the growth and the setting that bounds it.
+[[gnu::format(printf, 4, 0)]] static void say_growth(RepeatedError &error, uint64_t total,
+                                                      uint64_t &seen, const char *fmt,
+                                                      uint32_t setting) {
+  if (total > seen)
+    error.report_n(total - seen, kErrDataLost, fmt, static_cast<unsigned long long>(total - seen),
+                   setting);
+  seen = total;
+}
+
 // Every kernel of an announced launch that will not reach consumers is counted and said:
 // tracker entries given up at the age limit, and at exit what is still waiting; and so is every
 // launch left unannounced because the tracker was full. Watcher thread, then shutdown (after
 // the watcher stopped).
 void ActivityCollector::account_losses(bool at_exit) {
   const TrackerStats t = tracker_.stats();
-  if (t.refused > refused_seen_)
-    g_refused.report_n(t.refused - refused_seen_, kErrDataLost,
-                       "%llu launches were not announced: the correlation tracker was full "
-                       "(PARCAGPU_MAX_OUTSTANDING=%u launches waiting for kernel records, which "
-                       "arrive too late for this launch rate); lower the rate limits or raise "
-                       "the cap",
-                       static_cast<unsigned long long>(t.refused - refused_seen_),
-                       config_.max_outstanding);
-  refused_seen_ = t.refused;
-  if (t.expired > expired_seen_)
-    g_expired.report_n(t.expired - expired_seen_, kErrDataLost,
-                       "%llu announced launches got no (or not all) kernel records within "
-                       "PARCAGPU_MAX_AGE_MS=%u (failed launches, or records CUPTI dropped): "
-                       "given up",
-                       static_cast<unsigned long long>(t.expired - expired_seen_),
-                       config_.max_age_ms);
-  expired_seen_ = t.expired;
+  say_growth(g_refused, t.refused, refused_seen_,
+             "%llu launches were not announced: the correlation tracker was full "
+             "(PARCAGPU_MAX_OUTSTANDING=%u launches waiting for kernel records, which arrive too "
+             "late for this launch rate); lower the rate limits or raise the cap",
+             config_.max_outstanding);
+  say_growth(g_expired, t.expired, expired_seen_,
+             "%llu announced launches got no (or not all) kernel records within "
+             "PARCAGPU_MAX_AGE_MS=%u (failed launches, or records CUPTI dropped): given up",
+             config_.max_age_ms);
   const uint64_t now = monotonic_ns();
   if (!at_exit && now >= next_progress_ns_) {
     if (next_progress_ns_ != 0) report_repeated_error_progress();

@@ -3,18 +3,13 @@
 #include <cstdlib>
 
 #include "parcagpu/abi.h"
+#include "parcagpu/record_field.h"
 
 namespace parcagpu {
 namespace {
 
 constexpr size_t kRecordAlign = 8;  // CUPTI requires 8-byte aligned buffers
 
-template <typename T>
-T field(const uint8_t *record, size_t offset) {
-  T v;
-  std::memcpy(&v, record + offset, sizeof v);
-  return v;
-}
 
 }  // namespace
 
@@ -61,14 +56,14 @@ BufferWalk walk_kernel_records(const CuptiApi &cupti, uint8_t *buffer, size_t va
     ++walk.kernel_records;
     const auto *r = reinterpret_cast<const uint8_t *>(record);
     KernelRecord k{record,
-                   field<const char *>(r, PARCAGPU_KREC_OFF_NAME),
-                   field<uint32_t>(r, PARCAGPU_KREC_OFF_CORRELATION_ID),
-                   field<uint32_t>(r, PARCAGPU_KREC_OFF_GRAPH_ID),
-                   field<uint64_t>(r, PARCAGPU_KREC_OFF_START),
-                   field<uint64_t>(r, PARCAGPU_KREC_OFF_END),
-                   field<uint32_t>(r, PARCAGPU_KREC_OFF_DEVICE_ID),
-                   field<uint32_t>(r, PARCAGPU_KREC_OFF_STREAM_ID),
-                   field<uint64_t>(r, PARCAGPU_KREC_OFF_GRAPH_NODE_ID)};
+                   record_field<const char *>(r, PARCAGPU_KREC_OFF_NAME),
+                   record_field<uint32_t>(r, PARCAGPU_KREC_OFF_CORRELATION_ID),
+                   record_field<uint32_t>(r, PARCAGPU_KREC_OFF_GRAPH_ID),
+                   record_field<uint64_t>(r, PARCAGPU_KREC_OFF_START),
+                   record_field<uint64_t>(r, PARCAGPU_KREC_OFF_END),
+                   record_field<uint32_t>(r, PARCAGPU_KREC_OFF_DEVICE_ID),
+                   record_field<uint32_t>(r, PARCAGPU_KREC_OFF_STREAM_ID),
+                   record_field<uint64_t>(r, PARCAGPU_KREC_OFF_GRAPH_NODE_ID)};
     handler(context, k);
   }
   // CUPTI_ERROR_MAX_LIMIT_REACHED is the end of the buffer; anything else leaves the rest of it

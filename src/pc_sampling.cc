@@ -751,38 +751,33 @@ void PcSampler::fail(const PcResult &failed) {
 }
 
 void PcSampler::on_graph_first_launch() {
-  if (!any_enabled_.load(std::memory_order_acquire)) return;
-  std::lock_guard<std::mutex> lock(mu_);
-  if (!usable_ || !any_enabled_.load(std::memory_order_relaxed)) return;
-  if (keep_graph_out("first launch"))
-    stats_.ended_for_graphs++;
-  else
-    stats_.graphs_uploaded_enabled++;
+  keep_graph_out("first launch", stats_.ended_for_graphs, stats_.graphs_uploaded_enabled);
 }
 
 void PcSampler::on_graph_instantiate() {
+  keep_graph_out("instantiation", stats_.ended_for_instantiations,
+                 stats_.graphs_instantiated_enabled);
+}
+
+void PcSampler::keep_graph_out(const char *step, uint64_t &ended, uint64_t &went_in) {
   if (!any_enabled_.load(std::memory_order_acquire)) return;
   std::lock_guard<std::mutex> lock(mu_);
   if (!usable_ || !any_enabled_.load(std::memory_order_relaxed)) return;
-  if (keep_graph_out("instantiation"))
-    stats_.ended_for_instantiations++;
-  else
-    stats_.graphs_instantiated_enabled++;
-}
-
-bool PcSampler::keep_graph_out(const char *step) {
-  // Under mu_, PC sampling enabled. Inside a launch call already (a graph launched from a nested
-  // call), or other threads' launches did not leave in time: the graph goes in with PC sampling
-  // on (counted by the caller; a graph launched then is sampled from now on).
-  if (config_.pc_graphs || t_counted || !exclusive_begin()) return false;
+  // Inside a launch call already (a graph launched from a nested call), or other threads'
+  // launches did not leave in time: the graph goes in with PC sampling on (counted; a graph
+  // launched then is sampled from now on).
+  if (config_.pc_graphs || t_counted || !exclusive_begin()) {
+    ++went_in;
+    return;
+  }
   end_all_episodes(/*wait_for_workers=*/false);
   exclusive_end();
-  if (!usable_) return true;
+  ++ended;
+  if (!usable_) return;
   scheduler_->on_ended_for_graph(monotonic_ns());
   if (scheduler_->resume_due()) stats_.learning_resumes++;
   debug_log("PC sampling: the episode under way ended before a graph's %s "
             "(PARCAGPU_PC_GRAPHS=0: graphs are kept out of PC sampling)", step);
-  return true;
 }
 
 void PcSampler::on_context_created() {

@@ -208,8 +208,8 @@ class PcSampler {
   void fail(const PcResult &failed);
   void fire_gpu_configs();
   // Ends every episode before a graph step (first launch, instantiation) that would register the
-  // graph with PC sampling; false if it could not (counted by the caller).
-  bool keep_graph_out(const char *step);
+  // graph with PC sampling, counted in `ended`; where it cannot, counted in `went_in`.
+  void keep_graph_out(const char *step, uint64_t &ended, uint64_t &went_in);
   void refresh_metadata(uint64_t now_ns);
   void fire_metadata();  // every piece of metadata that has consumers now
   bool exclusive_begin();  // waits for other threads to leave their launch calls

@@ -4,6 +4,18 @@
 
 namespace parcagpu {
 
+namespace {
+
+// One PC Sampling API call on its parameters: a failure names the call.
+template <typename Params>
+PcResult call(CUptiResult (*fn)(Params *), Params params, const char *name) {
+  const CUptiResult r = fn(&params);
+  if (r != CUPTI_SUCCESS) return {r, name};
+  return {};
+}
+
+}  // namespace
+
 PcResult PcSession::read_stall_reasons(StallReasonTable *table) {
   size_t count = 0;
   CUpti_PCSamplingGetNumStallReasonsParams np{CUpti_PCSamplingGetNumStallReasonsParamsSize,
@@ -28,10 +40,9 @@ PcResult PcSession::read_stall_reasons(StallReasonTable *table) {
 }
 
 PcResult PcSession::enable() {
-  CUpti_PCSamplingEnableParams p{CUpti_PCSamplingEnableParamsSize, nullptr, ctx_};
-  const CUptiResult r = cupti_.cuptiPCSamplingEnable(&p);
-  if (r != CUPTI_SUCCESS) return {r, "cuptiPCSamplingEnable"};
-  return {};
+  return call(cupti_.cuptiPCSamplingEnable,
+              CUpti_PCSamplingEnableParams{CUpti_PCSamplingEnableParamsSize, nullptr, ctx_},
+              "cuptiPCSamplingEnable");
 }
 
 PcResult PcSession::configure(const std::vector<uint32_t> &stall_reasons,
@@ -90,33 +101,30 @@ PcResult PcSession::configure(const std::vector<uint32_t> &stall_reasons,
 }
 
 PcResult PcSession::start() {
-  CUpti_PCSamplingStartParams p{CUpti_PCSamplingStartParamsSize, nullptr, ctx_};
-  const CUptiResult r = cupti_.cuptiPCSamplingStart(&p);
-  if (r != CUPTI_SUCCESS) return {r, "cuptiPCSamplingStart"};
-  return {};
+  return call(cupti_.cuptiPCSamplingStart,
+              CUpti_PCSamplingStartParams{CUpti_PCSamplingStartParamsSize, nullptr, ctx_},
+              "cuptiPCSamplingStart");
 }
 
 PcResult PcSession::stop() {
-  CUpti_PCSamplingStopParams p{CUpti_PCSamplingStopParamsSize, nullptr, ctx_};
-  const CUptiResult r = cupti_.cuptiPCSamplingStop(&p);
-  if (r != CUPTI_SUCCESS) return {r, "cuptiPCSamplingStop"};
-  return {};
+  return call(cupti_.cuptiPCSamplingStop,
+              CUpti_PCSamplingStopParams{CUpti_PCSamplingStopParamsSize, nullptr, ctx_},
+              "cuptiPCSamplingStop");
 }
 
 PcResult PcSession::get_data() {
   PcRecordBuffer &buf = *data_buf_;
   buf.reset();
-  CUpti_PCSamplingGetDataParams p{CUpti_PCSamplingGetDataParamsSize, nullptr, ctx_, buf.data()};
-  const CUptiResult r = cupti_.cuptiPCSamplingGetData(&p);
-  if (r != CUPTI_SUCCESS) return {r, "cuptiPCSamplingGetData"};
-  return {};
+  return call(cupti_.cuptiPCSamplingGetData,
+              CUpti_PCSamplingGetDataParams{CUpti_PCSamplingGetDataParamsSize, nullptr, ctx_,
+                                            buf.data()},
+              "cuptiPCSamplingGetData");
 }
 
 PcResult PcSession::disable() {
-  CUpti_PCSamplingDisableParams p{CUpti_PCSamplingDisableParamsSize, nullptr, ctx_};
-  const CUptiResult r = cupti_.cuptiPCSamplingDisable(&p);
-  if (r != CUPTI_SUCCESS) return {r, "cuptiPCSamplingDisable"};
-  return {};
+  return call(cupti_.cuptiPCSamplingDisable,
+              CUpti_PCSamplingDisableParams{CUpti_PCSamplingDisableParamsSize, nullptr, ctx_},
+              "cuptiPCSamplingDisable");
 }
 
 uint32_t PcSession::device_id() const {

@@ -10,6 +10,7 @@
 
 #include "parcagpu/abi.h"
 #include "parcagpu/cbid_table.h"
+#include "parcagpu/record_field.h"
 #include "pc_events.h"
 #include "symbolizer.h"
 
@@ -300,12 +301,6 @@ std::vector<uint8_t> read_process(uint32_t pid, uint64_t addr, uint64_t size) {
   return bytes;
 }
 
-template <typename T>
-T field(const uint8_t *rec, size_t off) {
-  T v;
-  std::memcpy(&v, rec + off, sizeof v);
-  return v;
-}
 
 }  // namespace
 
@@ -329,12 +324,12 @@ void PcSampling::on_event(const pt_header &h, const void *data, size_t size) {
       const auto *e = static_cast<const pv_pc_record_event *>(data);
       PcSample s;
       s.pid = h.pid;
-      s.cubin_crc = field<uint64_t>(e->record, 8);
-      s.pc_offset = field<uint64_t>(e->record, 16);
-      s.function_index = field<uint32_t>(e->record, 24);
-      s.correlation_id = field<uint32_t>(e->record, 56);
+      s.cubin_crc = record_field<uint64_t>(e->record, 8);
+      s.pc_offset = record_field<uint64_t>(e->record, 16);
+      s.function_index = record_field<uint32_t>(e->record, 24);
+      s.correlation_id = record_field<uint32_t>(e->record, 56);
       s.function.assign(e->function_name, strnlen(e->function_name, sizeof e->function_name));
-      uint64_t count = field<uint64_t>(e->record, 40);
+      uint64_t count = record_field<uint64_t>(e->record, 40);
       if (count > PARCAGPU_STALL_REASON_MAX) count = PARCAGPU_STALL_REASON_MAX;
       for (uint64_t i = 0; i < count; ++i) s.stalls.push_back({e->stall[2 * i], e->stall[2 * i + 1]});
       profile_.on_sample(s);
