@@ -19,9 +19,10 @@
 // - One process at a time: PC sampling enabled in a process while another process has it enabled
 //   (on the mock "GPU", any device) enables, but its Start fails with CUPTI_ERROR_UNKNOWN, as on
 //   the H100 (docs/pc-sampling.md P27; counted as start_conflicts). Processes are told apart by a
-//   file lock of the mock's own, /tmp/parcagpu-mock-gpu-pc.lock.
+//   file lock of the mock's own, /tmp/parcagpu-mock-gpu-pc-<hash of the mock's path>.lock.
 //
 // Fault injection (MOCK_CUPTI_FAIL) covers every entry point here.
+#include <dlfcn.h>
 #include <elf.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -34,6 +35,7 @@
 #include <cstdio>
 #include <cstring>
 #include <deque>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <new>
@@ -136,10 +138,19 @@ bool g_process_ever_enabled = false;
 int g_gpu_lock_fd = -1;
 int g_gpu_holders = 0;
 
+// One mock GPU per build of the mock: two checkouts' test runs on one machine do not share it.
+std::string gpu_lock_path() {
+  Dl_info self{};
+  const char *path = dladdr(reinterpret_cast<void *>(&gpu_lock_path), &self) && self.dli_fname
+                         ? self.dli_fname
+                         : "";
+  return "/tmp/parcagpu-mock-gpu-pc-" + std::to_string(std::hash<std::string>{}(path)) + ".lock";
+}
+
 bool take_gpu() {
   if (g_gpu_holders > 0) return ++g_gpu_holders, true;
   if (g_gpu_lock_fd < 0)
-    g_gpu_lock_fd = open("/tmp/parcagpu-mock-gpu-pc.lock", O_RDONLY | O_CREAT | O_CLOEXEC, 0666);
+    g_gpu_lock_fd = open(gpu_lock_path().c_str(), O_RDONLY | O_CREAT | O_CLOEXEC, 0666);
   if (g_gpu_lock_fd >= 0 && flock(g_gpu_lock_fd, LOCK_EX | LOCK_NB) != 0) return false;
   ++g_gpu_holders;
   return true;

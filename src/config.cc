@@ -39,6 +39,7 @@ constexpr const char *kPcRate = "PARCAGPU_PC_SAMPLING_RATE";
 constexpr const char *kSamplingFactor = "PARCAGPU_SAMPLING_FACTOR";
 constexpr const char *kPcHwBufferMb = "PARCAGPU_PC_HW_BUFFER_MB";
 constexpr const char *kPcGraphs = "PARCAGPU_PC_GRAPHS";
+constexpr const char *kPcLockDir = "PARCAGPU_PC_LOCK_DIR";
 
 struct Parser {
   const EnvLookup &getenv;
@@ -140,7 +141,8 @@ const std::vector<const char *> &known_config_names() {
   static const std::vector<const char *> names = {
       kDebug,     kRate,           kGraphRate,    kCuptiPath, kMaxOutstanding, kMaxAge,
       kFlushThreshold, kFlushInterval, kBufferKib, kMaxBuffers, kDisableCbids, kActivityMode,
-      kLimiterDisable, kPcSampling, kPcRate, kSamplingFactor, kPcHwBufferMb, kPcGraphs, kWatchInterval};
+      kLimiterDisable, kPcSampling, kPcRate, kSamplingFactor, kPcHwBufferMb, kPcGraphs, kWatchInterval,
+      kPcLockDir};
   return names;
 }
 
@@ -188,6 +190,12 @@ Config parse_config(const EnvLookup &getenv, const std::vector<std::string> &all
       c.sampling_factor = f;
   }
   p.integer(kPcHwBufferMb, 0, 65536, &c.pc_hw_buffer_mb);
+  if (const char *v = getenv(kPcLockDir)) {
+    if (*v == '/')
+      c.pc_lock_dir = v;
+    else
+      p.warn(kPcLockDir, v, "not an absolute path");
+  }
 
   for (const std::string &n : all_names) {
     bool known = false;

@@ -35,6 +35,9 @@ struct Config {
   uint32_t buffer_kib = 1024;        // size of one activity buffer
   uint32_t max_buffers = 32;         // activity buffers alive at once (memory cap)
   std::vector<CbidRef> disabled_cbids;  // operator knob: launch paths not to subscribe
+  // Where the GPUs' PC sampling lock files are (PcDeviceLocks): processes that share this
+  // directory sample a GPU in turn. Containers sharing a GPU can share a mounted directory.
+  std::string pc_lock_dir = "/dev/shm";
   uint32_t watch_interval_ms = 100;  // how often the watcher reads the semaphores (consumers.h)
   // Measured on an H100 (bench/): per-launch collection keeps a consumer's cost near the
   // no-consumer cost at default rates; WhileConsumer costs ~1.65x per eager launch.

@@ -87,7 +87,8 @@ PcSampler::PcSampler(const CuptiApi &cupti, const CudaApi *cuda, const Config &c
       config_(config),
       cubins_(std::make_unique<CubinRegistry>(cupti)),
       names_(std::make_unique<FunctionNames>()),
-      stall_(std::make_unique<StallReasonTable>()) {}
+      stall_(std::make_unique<StallReasonTable>()),
+      locks_(config.pc_lock_dir) {}
 
 PcSampler::~PcSampler() = default;
 

@@ -276,7 +276,7 @@ class PcSampler {
 
   std::atomic<uint64_t> next_refresh_ns_{0};
   uint64_t refire_after_attach_ns_ = 0;  // the watcher thread's; 0: nothing to re-fire
-  PcDeviceLocks locks_;  // under mu_
+  PcDeviceLocks locks_;  // under mu_ (in config_.pc_lock_dir)
   bool said_other_process_ = false, said_no_lock_ = false;
   std::atomic<unsigned> last_stall_consumers_{0}, last_cubin_consumers_{0},
       last_config_consumers_{0};

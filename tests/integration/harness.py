@@ -49,6 +49,9 @@ CUDART = {12: os.path.join(MOCK_DIR, "cudart", "libcudart.so.12"),
 # suite's runs never inherit them (a test that wants one sets it).
 CUDA_LOCATION_VARS = ("CUDA_HOME", "CUDA_PATH", "CONDA_PREFIX")
 
+PC_LOCK_DIR = os.path.join(BUILD, "pc-locks")
+os.makedirs(PC_LOCK_DIR, exist_ok=True)
+
 # Rate limits high enough that every launch of a test run is announced.
 UNLIMITED = {"PARCAGPU_RATE_LIMIT": "100000000", "PARCAGPU_GRAPH_RATE_LIMIT": "100000000"}
 
@@ -62,6 +65,9 @@ def base_env(extra=None):
            and k not in CUDA_LOCATION_VARS}
     env["LD_LIBRARY_PATH"] = MOCK_DIR + (":" + env["LD_LIBRARY_PATH"]
                                          if env.get("LD_LIBRARY_PATH") else "")
+    # The GPUs' PC sampling locks of this build's runs only: another checkout's test run on this
+    # machine (whose mock GPUs have the same PCI addresses) does not put our episodes off.
+    env["PARCAGPU_PC_LOCK_DIR"] = PC_LOCK_DIR
     if PERSONALITY:
         env["MOCK_CUPTI_PERSONALITY"] = PERSONALITY
         if PERSONALITY == "12":

@@ -109,7 +109,8 @@ INSTANTIATE_TEST_SUITE_P(
                       BadCase{"PARCAGPU_SAMPLING_FACTOR", "20.5", "not an integer"},
                       BadCase{"PARCAGPU_PC_HW_BUFFER_MB", "-5", "out of range"},
                       BadCase{"PARCAGPU_PC_HW_BUFFER_MB", "big", "not a number"},
-                      BadCase{"PARCAGPU_PC_SAMPLING", "perhaps", "not a boolean"}));
+                      BadCase{"PARCAGPU_PC_SAMPLING", "perhaps", "not a boolean"},
+                      BadCase{"PARCAGPU_PC_LOCK_DIR", "locks", "not an absolute path"}));
 
 // PC sampling's variables keep the upstream library's names and meanings (issue 10).
 TEST(Config, PcSamplingDefaultsAndValues) {
@@ -119,7 +120,9 @@ TEST(Config, PcSamplingDefaultsAndValues) {
   EXPECT_EQ(d.pc_sampling_rate, 100.0);
   EXPECT_EQ(d.sampling_factor, 0u);  // CUPTI's default for the device
   EXPECT_EQ(d.pc_hw_buffer_mb, 8u);  // small: episodes wait on it (P13)
+  EXPECT_EQ(d.pc_lock_dir, "/dev/shm");  // shared by the processes of a host (P27)
   Config c = Env{{{"PARCAGPU_PC_SAMPLING_RATE", "0"},
+                  {"PARCAGPU_PC_LOCK_DIR", "/run/gpu-locks"},
                   {"PARCAGPU_SAMPLING_FACTOR", "20"},
                   {"PARCAGPU_PC_HW_BUFFER_MB", "256"},
                   {"PARCAGPU_PC_SAMPLING", "off"}}}
@@ -128,6 +131,7 @@ TEST(Config, PcSamplingDefaultsAndValues) {
   EXPECT_EQ(c.pc_sampling_rate, 0.0);
   EXPECT_EQ(c.sampling_factor, 20u);
   EXPECT_EQ(c.pc_hw_buffer_mb, 256u);
+  EXPECT_EQ(c.pc_lock_dir, "/run/gpu-locks");
   EXPECT_FALSE(c.pc_sampling);
   c = Env{{{"PARCAGPU_SAMPLING_FACTOR", "0"}}}.parse(&w);  // upstream: 0 = the default
   EXPECT_TRUE(w.empty());
