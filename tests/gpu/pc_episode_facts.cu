@@ -57,6 +57,8 @@
     }                                                                                   \
   } while (0)
 
+#include "launch_timing.h"
+
 // Where the program is, for the watchdog: g_step (pc_facts.h) is the last CUPTI call begun (any
 // thread), g_main the main thread's place.
 static std::atomic<const char *> g_main{"init"};
@@ -348,24 +350,13 @@ static void setup_cuda() {
 
 static double tiny_launches(int n) {
   g_main = "tiny_launches";
-  CHECK(cudaDeviceSynchronize());
-  double t0 = now_ms();
-  for (int i = 0; i < n; ++i) tiny<<<1, 32, 0, s1>>>(d_tiny);
-  CHECK(cudaStreamSynchronize(s1));
-  return (now_ms() - t0) * 1e6 / n;
+  return tiny_launch_ns(s1, d_tiny, n);
 }
 
 // Two streams of 1-block ~1 ms spin kernels: ~20 ms when they overlap, ~40 when serialized.
 static double concurrency(int per_stream) {
   g_main = "concurrency";
-  CHECK(cudaDeviceSynchronize());
-  double t0 = now_ms();
-  for (int i = 0; i < per_stream; ++i) {
-    spin<<<1, 32, 0, s1>>>(g_spin_cycles);
-    spin<<<1, 32, 0, s2>>>(g_spin_cycles);
-  }
-  CHECK(cudaDeviceSynchronize());
-  return now_ms() - t0;
+  return concurrency_ms(s1, s2, g_spin_cycles, per_stream);
 }
 
 template <int K>
