@@ -105,6 +105,14 @@ std::function<bool(const std::string &, Options *)> integer(const char *name, lo
   };
 }
 
+// A rate (per second, 0 or more) stored in *field of Options.
+std::function<bool(const std::string &, Options *)> rate(const char *name, double Options::*field) {
+  return [=](const std::string &arg, Options *o) {
+    return parse_number(arg, 0.0, kNoLimit, &(o->*field)) ||
+           fail(std::string("bad --") + name + ": " + arg);
+  };
+}
+
 // A flag that sets *field of Options.
 std::function<bool(const std::string &, Options *)> flag(bool Options::*field) {
   return [=](const std::string &, Options *o) { return o->*field = true; };
@@ -128,15 +136,9 @@ const std::vector<OptionSpec> &option_table() {
        "replays the scenarios",
        integer("threads", 1, 1024, &Options::threads)},
       {"launch-rate", "N", "launches/s per simulated GPU (default 1000)",
-       [](const std::string &arg, Options *o) {
-         return parse_number(arg, 0.0, kNoLimit, &o->launch_rate) ||
-                fail("bad --launch-rate: " + arg);
-       }},
+       rate("launch-rate", &Options::launch_rate)},
       {"graph-rate", "N", "of which graph launches/s (default 100)",
-       [](const std::string &arg, Options *o) {
-         return parse_number(arg, 0.0, kNoLimit, &o->graph_rate) ||
-                fail("bad --graph-rate: " + arg);
-       }},
+       rate("graph-rate", &Options::graph_rate)},
       {"num-gpus", "N", "simulated GPUs (default 1)",
        integer("num-gpus", 1, MOCK_CUDA_MAX_DEVICES, &Options::num_gpus)},
       {"device-batch", "N",

@@ -57,6 +57,8 @@
     }                                                                                   \
   } while (0)
 
+#include "launch_timing.h"
+
 // Where the program is, for the watchdog: g_step (pc_facts.h) is the last CUPTI call begun (any
 // thread), g_main the main thread's place.
 static std::atomic<const char *> g_main{"init"};
@@ -348,24 +350,13 @@ static void setup_cuda() {
 
 static double tiny_launches(int n) {
   g_main = "tiny_launches";
-  CHECK(cudaDeviceSynchronize());
-  double t0 = now_ms();
-  for (int i = 0; i < n; ++i) tiny<<<1, 32, 0, s1>>>(d_tiny);
-  CHECK(cudaStreamSynchronize(s1));
-  return (now_ms() - t0) * 1e6 / n;
+  return tiny_launch_ns(s1, d_tiny, n);
 }
 
 // Two streams of 1-block ~1 ms spin kernels: ~20 ms when they overlap, ~40 when serialized.
 static double concurrency(int per_stream) {
   g_main = "concurrency";
-  CHECK(cudaDeviceSynchronize());
-  double t0 = now_ms();
-  for (int i = 0; i < per_stream; ++i) {
-    spin<<<1, 32, 0, s1>>>(g_spin_cycles);
-    spin<<<1, 32, 0, s2>>>(g_spin_cycles);
-  }
-  CHECK(cudaDeviceSynchronize());
-  return now_ms() - t0;
+  return concurrency_ms(s1, s2, g_spin_cycles, per_stream);
 }
 
 template <int K>
@@ -381,6 +372,20 @@ static cudaGraphExec_t make_graph(int nodes, int blocks, int iters) {
   return e;
 }
 
+// The work a window samples: `kernels` gwork kernels of one wave (132 blocks) on s1, waited for.
+static void run_work(int kernels) {
+  for (int i = 0; i < kernels; ++i) gwork<0><<<132, 256, 0, s1>>>(d_f, 1000);
+  CHECK(cudaStreamSynchronize(s1));
+}
+
+// One window on the enabled g_ctx: Start, the work, Stop, then GetData until it is empty.
+static Tally sample_window(int kernels) {
+  pc_start(g_ctx, nullptr);
+  run_work(kernels);
+  pc_stop(g_ctx, nullptr);
+  return drain(g_ctx);
+}
+
 // ================================================================ phase sleepspan
 static void phase_sleepspan() {
   g_main = "sleepspan";
@@ -391,11 +396,7 @@ static void phase_sleepspan() {
     CUptiResult rc = configure(g_ctx, SERIALIZED, -1, true, &cf, "warm");
     CUptiResult rsp;
     uint32_t span = get_attr_u32(g_ctx, CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_WORKER_THREAD_PERIODIC_SLEEP_SPAN, &rsp);
-    pc_start(g_ctx, nullptr);
-    for (int i = 0; i < 20; ++i) gwork<0><<<132, 256, 0, s1>>>(d_f, 1000);
-    CHECK(cudaStreamSynchronize(s1));
-    pc_stop(g_ctx, nullptr);
-    Tally t = drain(g_ctx);
+    Tally t = sample_window(20);
     pc_disable(g_ctx, &dis);
     printf("FACT sleepspan_warm enable_rc=%s enable_ms=%.3f configure_rc=%s configure_ms=%.3f "
            "default_span=%u span_rc=%s disable_ms=%.3f %s\n",
@@ -424,8 +425,7 @@ static void phase_sleepspan() {
       CUptiResult r1 = pc_start(g_ctx, nullptr);
       g_main = "sleepspan_launches";
       double tl = now_ms();
-      for (int i = 0; i < 20; ++i) gwork<0><<<132, 256, 0, s1>>>(d_f, 1000);
-      CHECK(cudaStreamSynchronize(s1));
+      run_work(20);
       tl = (now_ms() - tl) / 20;
       CUptiResult r2 = pc_stop(g_ctx, &sp);
       Tally t0 = drain(g_ctx);
@@ -464,8 +464,7 @@ static void phase_sleepspan() {
       configure(g_ctx, SERIALIZED, span, false, &cf, "sleepspan_b");
       pc_start(g_ctx, nullptr);
       g_main = "sleepspan_launches_b";
-      for (int i = 0; i < 20; ++i) gwork<0><<<132, 256, 0, s1>>>(d_f, 1000);
-      CHECK(cudaStreamSynchronize(s1));
+      run_work(20);
       pc_stop(g_ctx, nullptr);
       CUptiResult rd = pc_disable(g_ctx, &ds);
       Tally t3 = cfg_tally();
@@ -564,11 +563,7 @@ static void phase_offthread(const std::string &variant) {
     double en = 0, cf = 0, ds = 0;
     pc_enable(g_ctx, &en);
     configure(g_ctx, SERIALIZED, 10, false, &cf, "after");
-    pc_start(g_ctx, nullptr);
-    for (int i = 0; i < 5; ++i) gwork<0><<<132, 256, 0, s1>>>(d_f, 1000);
-    CHECK(cudaStreamSynchronize(s1));
-    pc_stop(g_ctx, nullptr);
-    Tally t = drain(g_ctx);
+    Tally t = sample_window(5);
     pc_disable(g_ctx, &ds);
     printf("FACT offthread_window_after variant=%s %s\n", variant.c_str(), tally_str(t).c_str());
     return;
@@ -588,8 +583,7 @@ static void phase_offthread(const std::string &variant) {
     CUptiResult rc = configure(g_ctx, SERIALIZED, 10, w == 1, &cf, "afterstop");
     pc_start(g_ctx, nullptr);
     g_main = "afterstop_window";
-    for (int i = 0; i < 5; ++i) gwork<0><<<132, 256, 0, s1>>>(d_f, 1000);
-    CHECK(cudaStreamSynchronize(s1));
+    run_work(5);
     pc_stop(g_ctx, nullptr);
     Tally t = drain(g_ctx);
     winrec.push_back((double)t.records);
@@ -637,49 +631,50 @@ static void print_act(const char *what, const ActCount &c) {
   printf("FACT activity_records %s concurrent_kernel=%ld kernel=%ld other=%ld dropped=%ld\n", what,
          c.conc, c.kern, c.other, c.dropped);
 }
+// One probe of the phase: 100 tiny launches, then the activity records they left (named `what`).
+static void print_act_of_100(const char *what) {
+  act_launches(100);
+  print_act(what, act_take());
+}
+// "FACT <fact> rc=<name> (<number>)": the result of one cuptiActivity* call.
+static void print_act_rc(const char *fact, CUptiResult r) {
+  printf("FACT %s rc=%s (%d)\n", fact, rs(r), (int)r);
+}
 static void phase_activity(const std::string &mode_s) {
   Mode mode = mode_s == "continuous" ? CONTINUOUS : SERIALIZED;
   double ms = 0;
   act_take();
-  act_launches(100);
-  print_act("a_on_before_pc_100", act_take());
+  print_act_of_100("a_on_before_pc_100");
   CUptiResult r = pc_enable(g_ctx, &ms);
   CUptiResult rc = configure(g_ctx, mode, 10, true, &ms, "activity");
   printf("FACT activity_pc_enable mode=%s rc=%s configure=%s\n", mode_s.c_str(), rs(r), rs(rc));
-  act_launches(100);
-  print_act("b_pc_enabled_100", act_take());
+  print_act_of_100("b_pc_enabled_100");
   r = cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
-  printf("FACT activity_disable_concurrent_while_pc_enabled rc=%s (%d)\n", rs(r), (int)r);
-  act_launches(100);
-  print_act("c_after_disable_100", act_take());
+  print_act_rc("activity_disable_concurrent_while_pc_enabled", r);
+  print_act_of_100("c_after_disable_100");
   r = cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
-  printf("FACT activity_reenable_concurrent_while_pc_enabled rc=%s (%d)\n", rs(r), (int)r);
+  print_act_rc("activity_reenable_concurrent_while_pc_enabled", r);
   CUptiResult rk = cuptiActivityEnable(CUPTI_ACTIVITY_KIND_KERNEL);
-  printf("FACT activity_enable_KERNEL_while_pc_enabled rc=%s (%d)\n", rs(rk), (int)rk);
-  act_launches(100);
-  print_act("d_after_reenable_attempts_100", act_take());
+  print_act_rc("activity_enable_KERNEL_while_pc_enabled", rk);
+  print_act_of_100("d_after_reenable_attempts_100");
   CUptiResult rx = cuptiActivityEnableContext(g_ctx, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
-  printf("FACT activity_enable_context_concurrent_while_pc_enabled rc=%s (%d)\n", rs(rx), (int)rx);
+  print_act_rc("activity_enable_context_concurrent_while_pc_enabled", rx);
   CUptiResult rxk = cuptiActivityEnableContext(g_ctx, CUPTI_ACTIVITY_KIND_KERNEL);
-  printf("FACT activity_enable_context_KERNEL_while_pc_enabled rc=%s (%d)\n", rs(rxk), (int)rxk);
-  act_launches(100);
-  print_act("e_after_enable_context_100", act_take());
+  print_act_rc("activity_enable_context_KERNEL_while_pc_enabled", rxk);
+  print_act_of_100("e_after_enable_context_100");
   // Switch off what is on, then PC off.
   CUptiResult d1 = cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
   CUptiResult d2 = cuptiActivityDisable(CUPTI_ACTIVITY_KIND_KERNEL);
   CUptiResult d3 = cuptiActivityDisableContext(g_ctx, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
   CUptiResult d4 = cuptiActivityDisableContext(g_ctx, CUPTI_ACTIVITY_KIND_KERNEL);
   printf("FACT activity_disable_all rc=%s,%s,%s,%s\n", rs(d1), rs(d2), rs(d3), rs(d4));
-  act_launches(100);
-  print_act("f_all_disabled_pc_enabled_100", act_take());
+  print_act_of_100("f_all_disabled_pc_enabled_100");
   CUptiResult rd = pc_disable(g_ctx, &ms);
   printf("FACT activity_pc_disable rc=%s ms=%.3f\n", rs(rd), ms);
-  act_launches(100);
-  print_act("g_pc_disabled_activity_off_100", act_take());
+  print_act_of_100("g_pc_disabled_activity_off_100");
   r = cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
-  printf("FACT activity_enable_concurrent_after_pc_disable rc=%s (%d)\n", rs(r), (int)r);
-  act_launches(100);
-  print_act("h_after_pc_disable_reenabled_100", act_take());
+  print_act_rc("activity_enable_concurrent_after_pc_disable", r);
+  print_act_of_100("h_after_pc_disable_reenabled_100");
   // The episode cycle again: PC enabled with activity on, activity off during it? on after?
   r = pc_enable(g_ctx, &ms);
   rc = configure(g_ctx, mode, 10, false, &ms, "activity2");
@@ -690,12 +685,10 @@ static void phase_activity(const std::string &mode_s) {
   pc_stop(g_ctx, nullptr);
   Tally t = drain(g_ctx);
   printf("FACT activity_window_with_activity_on %s\n", tally_str(t).c_str());
-  act_launches(100);
-  print_act("i_pc_reenabled_window_then_100", act_take());
+  print_act_of_100("i_pc_reenabled_window_then_100");
   rd = pc_disable(g_ctx, &ms);
   printf("FACT activity_pc_disable2 rc=%s ms=%.3f\n", rs(rd), ms);
-  act_launches(100);
-  print_act("j_after_second_pc_disable_100", act_take());
+  print_act_of_100("j_after_second_pc_disable_100");
   // Off, PC on, then enable activity (the failure of P12), then PC off, on again.
   d1 = cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
   pc_enable(g_ctx, &ms);
@@ -1135,8 +1128,7 @@ static void phase_disablethreads(const std::string &variant) {
     CUptiResult rc = configure(g_ctx, SERIALIZED, 10, false, &cf, "disablethreads");
     CUptiResult r1 = pc_start(g_ctx, &st);
     g_main = "dt_window";
-    for (int i = 0; i < 3; ++i) gwork<0><<<132, 256, 0, s1>>>(d_f, 1000);
-    CHECK(cudaStreamSynchronize(s1));
+    run_work(3);
     g_main = "dt_stop";
     CUptiResult r2 = pc_stop(g_ctx, &sp);
     g_main = "dt_getdata";
@@ -1268,8 +1260,7 @@ static void phase_gated(const std::string &variant) {
     configure(g_ctx, SERIALIZED, 10, false, &cf, "gated");
     pc_start(g_ctx, nullptr);
     g_main = "gated_window";
-    for (int i = 0; i < 3; ++i) gwork<0><<<132, 256, 0, s1>>>(d_f, 1000);
-    CHECK(cudaStreamSynchronize(s1));
+    run_work(3);
     pc_stop(g_ctx, nullptr);
     Tally t = drain(g_ctx);
     CUptiResult rd;
@@ -1298,7 +1289,16 @@ static void phase_gated(const std::string &variant) {
 }
 
 // ================================================================ driver
-static std::string g_self;
+static std::string g_self;  // this program's path, which run_child runs again
+
+static bool find_self() {
+  char self[4096];
+  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n <= 0) return false;
+  self[n] = 0;
+  g_self = self;
+  return true;
+}
 
 static int run_child(const std::string &args, int timeout_s, std::vector<std::string> *lines) {
   std::string cmd = "timeout -k 3 " + std::to_string(timeout_s) + " " + g_self + " " + args + " 2>&1";
@@ -1323,34 +1323,49 @@ static int run_child(const std::string &args, int timeout_s, std::vector<std::st
   return rc;
 }
 
-static void run_extra2() {
-  run_child("graphreg", 30, nullptr);
-  run_child("gated main", 15, nullptr);
-  run_child("gated watcher", 15, nullptr);
+// A phase run in a child process, with its time limit.
+struct PhaseRun {
+  const char *args;
+  int timeout_s;
+};
+template <size_t N>
+static void run_phases(const PhaseRun (&runs)[N]) {
+  for (const PhaseRun &r : runs) run_child(r.args, r.timeout_s, nullptr);
 }
 
-static void run_extra() {
-  run_child("firstwindow serialized", 40, nullptr);
-  run_child("firstwindow continuous", 40, nullptr);
-  run_child("graphepisode", 30, nullptr);
-  run_child("disablethreads watcher_idle", 15, nullptr);
-  run_child("disablethreads main_other", 15, nullptr);
-  run_child("disablethreads watcher_launch", 15, nullptr);
-  run_extra2();
-}
+// The phases of the first device run.
+static const PhaseRun kFirstRuns[] = {
+    {"sleepspan", 60},
+    {"offthread nocur", 25},
+    {"offthread cur", 25},
+    {"offthread afterstop", 25},
+    {"activity serialized", 30},
+    {"activity continuous", 30},
+    {"continuous", 40},
+    {"serialgraph", 30},
+    {"serialgraph EAGER", 30},
+};
+// Added after the first device run ("extra" runs them and then kExtra2Runs).
+static const PhaseRun kExtraRuns[] = {
+    {"firstwindow serialized", 40},
+    {"firstwindow continuous", 40},
+    {"graphepisode", 30},
+    {"disablethreads watcher_idle", 15},
+    {"disablethreads main_other", 15},
+    {"disablethreads watcher_launch", 15},
+};
+// Added after the second ("extra2").
+static const PhaseRun kExtra2Runs[] = {
+    {"graphreg", 30},
+    {"gated main", 15},
+    {"gated watcher", 15},
+};
 
 static void run_all(int rounds) {
   const double t_begin = now_ms();
-  run_extra();
-  run_child("sleepspan", 60, nullptr);
-  run_child("offthread nocur", 25, nullptr);
-  run_child("offthread cur", 25, nullptr);
-  run_child("offthread afterstop", 25, nullptr);
-  run_child("activity serialized", 30, nullptr);
-  run_child("activity continuous", 30, nullptr);
-  run_child("continuous", 40, nullptr);
-  run_child("serialgraph", 30, nullptr);
-  run_child("serialgraph EAGER", 30, nullptr);
+  run_phases(kExtraRuns);
+  run_phases(kExtra2Runs);
+  run_phases(kFirstRuns);
   // cost: rounds x states, one short process each, the order rotated per round.
   const int ns = sizeof kStates / sizeof kStates[0];
   std::map<std::string, std::vector<double>> eager, graph;
@@ -1394,11 +1409,7 @@ int main(int argc, char **argv) {
   const std::string phase = argc > 1 ? argv[1] : "all";
   const std::string arg = argc > 2 ? argv[2] : "";
   if (phase == "all") {
-    char self[4096];
-    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (n <= 0) return 2;
-    self[n] = 0;
-    g_self = self;
+    if (!find_self()) return 2;
     uint32_t ver = 0;
     cuptiGetVersion(&ver);
     int drv = 0;
@@ -1408,14 +1419,9 @@ int main(int argc, char **argv) {
     return 0;
   }
   if (phase == "extra" || phase == "extra2") {  // phases added after the first (second) run
-
-    char self[4096];
-    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (n <= 0) return 2;
-    self[n] = 0;
-    g_self = self;
-    if (phase == "extra") run_extra();
-    else run_extra2();
+    if (!find_self()) return 2;
+    if (phase == "extra") run_phases(kExtraRuns);
+    run_phases(kExtra2Runs);
     return 0;
   }
   if (phase == "serialgraph" && arg == "EAGER") setenv("CUDA_MODULE_LOADING", "EAGER", 1);

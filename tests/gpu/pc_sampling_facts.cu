@@ -34,6 +34,7 @@
 
 #define CHECK_PROGRAM "pc_sampling_facts"
 #include "cuda_check.h"
+#include "launch_timing.h"
 
 #define STEP(s) (g_step = (s), printf("STEP %s\n", (s)))
 
@@ -245,24 +246,13 @@ static cudaGraphExec_t g_exec;
 
 static double tiny_launches(int n) {
   g_step = "tiny_launches";
-  CHECK(cudaDeviceSynchronize());
-  double t0 = now_ms();
-  for (int i = 0; i < n; ++i) tiny<<<1, 32, 0, s1>>>(d_tiny);
-  CHECK(cudaStreamSynchronize(s1));
-  return (now_ms() - t0) * 1e6 / n;  // ns per launch
+  return tiny_launch_ns(s1, d_tiny, n);
 }
 
 // Two streams of 1-block spin kernels: ~overlapped when kernels run concurrently.
 static double concurrency(long long cycles, int per_stream) {
   g_step = "concurrency";
-  CHECK(cudaDeviceSynchronize());
-  double t0 = now_ms();
-  for (int i = 0; i < per_stream; ++i) {
-    spin<<<1, 32, 0, s1>>>(cycles);
-    spin<<<1, 32, 0, s2>>>(cycles);
-  }
-  CHECK(cudaDeviceSynchronize());
-  return now_ms() - t0;
+  return concurrency_ms(s1, s2, cycles, per_stream);
 }
 
 static double kernel_ms(int which) {
