@@ -190,12 +190,18 @@ def main():
         print("FAIL: %s is not built" % harness.TRACE)
         return 1
 
-    # Part 1: the timed workload, every launch path, with all consumers.
+    # Part 1: the timed workload, every launch path, with all consumers. One thread: it builds
+    # its graphs before its first launch and launches every kernel eagerly before its first graph
+    # launch, so every kernel is first used inside the learning episode. With two threads one
+    # thread's graph building or first graph launch could end that episode before the other had
+    # launched every kernel eagerly, and a kernel first run in a graph launched between episodes
+    # never gives PC records, also when launched eagerly later (PARCAGPU_PC_GRAPHS=0,
+    # docs/pc-sampling.md P19, P20, P26): seen once in a TSan build, no samples at all.
     agent = harness.AgentConsumer() if agent_available else None
     with harness.Bpftrace() as bt:
         trace = harness.Trace(extra=["--pc"])
         r = harness.run_mockapp(["--duration=2s", "--launch-rate=400", "--graph-rate=200",
-                                 "--threads=2"], env=env)
+                                 "--threads=1"], env=env)
         trace.stop()
         if agent:
             agent.stop()
