@@ -174,8 +174,8 @@ struct PcContext {
   size_t hw_buffer = size_t{512} << 20;
   std::vector<uint32_t> reasons;  // configured; empty = all
   CUpti_PCSamplingData *config_buffer = nullptr;
-  bool holds_gpu = false;   // counted in g_gpu_holders
-  bool conflicted = false;  // enabled while another process had it: Start fails
+  // Counted in g_gpu_holders; enabled without it, another process had the GPU: Start fails.
+  bool holds_gpu = false;
   std::deque<Record> pending;
   uint64_t total_samples = 0, nonuser_samples = 0;  // since the last Get Data
 };
@@ -494,7 +494,6 @@ CUptiResult cuptiPCSamplingEnable(CUpti_PCSamplingEnableParams *p) {
         c = PcContext{};
         c.enabled = true;
         c.holds_gpu = take_gpu();
-        c.conflicted = !c.holds_gpu;
         g_process_ever_enabled = true;
         g_pc.enables++;
         return CUPTI_SUCCESS;
@@ -523,7 +522,7 @@ CUptiResult cuptiPCSamplingStart(CUpti_PCSamplingStartParams *p) {
   MOCK_CUPTI_FAULT_POINT(cuptiPCSamplingStart);
   if (!p) return error(CUPTI_ERROR_INVALID_PARAMETER);
   return on_pc_context(p->ctx, [](PcContext &c) {
-    if (c.enabled && c.conflicted) {
+    if (c.enabled && !c.holds_gpu) {
       g_pc.start_conflicts++;
       return error(CUPTI_ERROR_UNKNOWN);
     }

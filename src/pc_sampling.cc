@@ -9,7 +9,6 @@
 #include <string_view>
 
 #include "clock.h"
-#include "consumers.h"
 #include "cubin_registry.h"
 #include "log.h"
 #include "pc_records.h"
@@ -48,7 +47,6 @@ constexpr uint64_t kExclusiveWaitNs = 200'000'000;
 constexpr uint64_t kGateWaitNs = 2'000'000'000;
 // Metadata is fired again this often while consumers listen (see pc_sampling.h).
 constexpr uint64_t kMetadataRefreshNs = 30'000'000'000;
-constexpr uint64_t kNever = ~uint64_t{0};
 // How often a process asks again for a GPU another process samples (PcDeviceLocks).
 constexpr uint64_t kOtherProcessRetryNs = 50'000'000;
 
@@ -142,32 +140,10 @@ bool PcSampler::wanted() {
   return usdt::pc_sample_batch_consumers() != 0 && usdt::correlation_consumers() != 0;
 }
 
-void PcSampler::on_consumers(uint64_t now) {
-  // A rise is served kAttachSettleNs later (on_tick): the new consumer's programs may not be in
-  // place yet.
-  const unsigned stall = usdt::stall_reason_map_consumers();
-  const unsigned cubins = usdt::cubin_loaded_consumers();
-  const unsigned configs = usdt::gpu_config_consumers();
-  const bool rose = (stall > last_stall_consumers_.exchange(stall)) |
-                    (cubins > last_cubin_consumers_.exchange(cubins)) |
-                    (configs > last_config_consumers_.exchange(configs));
-  if (!rose) return;
-  // Only what was fired before the rise is missed: at start (a consumer attached before the
-  // process) nothing was, and what comes later is fired live.
-  bool fired_before = cubins_->stats().live > 0;
-  {
-    std::lock_guard<std::mutex> lock(meta_mu_);
-    fired_before |= stall_built_ || !configs_.empty();
-  }
-  if (fired_before) refire_after_attach_ns_ = now + kAttachSettleNs;
-}
-
-uint64_t PcSampler::on_tick(uint64_t now) {
-  if (refire_after_attach_ns_ == 0) return kNever;
-  if (now < refire_after_attach_ns_) return refire_after_attach_ns_;
-  refire_after_attach_ns_ = 0;
-  fire_metadata();
-  return kNever;
+bool PcSampler::has_fired_metadata() const {
+  if (cubins_->stats().live > 0) return true;
+  std::lock_guard<std::mutex> lock(meta_mu_);
+  return stall_built_ || !configs_.empty();
 }
 
 void PcSampler::refresh_metadata(uint64_t now) {
@@ -669,14 +645,14 @@ void PcSampler::drain(Context &c) {
   }
 }
 
-void PcSampler::end_all_episodes(bool wait_for_workers) {
+void PcSampler::end_all_episodes(bool wait_for_workers, bool for_graph) {
   // The sampled context first (its window, its drain), then the ones that only joined.
-  if (episode_ctx_) end_episode(*episode_ctx_, wait_for_workers);
+  if (episode_ctx_) end_episode(*episode_ctx_, wait_for_workers, for_graph);
   for (auto &c : contexts_)
-    if (c->enabled && usable_) end_episode(*c, wait_for_workers);
+    if (c->enabled && usable_) end_episode(*c, wait_for_workers, for_graph);
 }
 
-void PcSampler::end_episode(Context &c, bool wait_for_workers) {
+void PcSampler::end_episode(Context &c, bool wait_for_workers, bool for_graph) {
   if (window_open_.load(std::memory_order_relaxed) && episode_ctx_ == &c) {
     close_window(monotonic_ns());
     if (!usable_) return;
@@ -713,7 +689,7 @@ void PcSampler::end_episode(Context &c, bool wait_for_workers) {
     stats_.enabled_ns += disabled_at - episode_started_ns_;
   if (!any && activity_hold_) activity_hold_(false);
   if (request_flush_) request_flush_();  // the episode's records, before they pile up
-  scheduler_->on_disabled(monotonic_ns());
+  scheduler_->on_disabled(monotonic_ns(), for_graph);
   debug_log("PC sampling disabled: episode %llu over after %.1f ms (Disable %.1f ms)%s",
             static_cast<unsigned long long>(stats_.episodes),
             (disabled_at - std::min(disabled_at, episode_started_ns_)) / 1e6,
@@ -771,11 +747,10 @@ void PcSampler::keep_graph_out(const char *step, uint64_t &ended, uint64_t &went
     ++went_in;
     return;
   }
-  end_all_episodes(/*wait_for_workers=*/false);
+  end_all_episodes(/*wait_for_workers=*/false, /*for_graph=*/true);
   exclusive_end();
-  ++ended;
   if (!usable_) return;
-  scheduler_->on_ended_for_graph(monotonic_ns());
+  ++ended;
   if (scheduler_->resume_due()) stats_.learning_resumes++;
   debug_log("PC sampling: the episode under way ended before a graph's %s "
             "(PARCAGPU_PC_GRAPHS=0: graphs are kept out of PC sampling)", step);

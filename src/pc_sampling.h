@@ -110,11 +110,11 @@ class PcSampler {
   // to launches by correlation ID).
   static bool wanted();
 
-  // The watcher thread, no PC Sampling API call: metadata is fired again for consumers that
-  // attached, kAttachSettleNs after their semaphore rose (on_tick; it returns when it next
-  // wants to run).
-  void on_consumers(uint64_t now_ns);
-  uint64_t on_tick(uint64_t now_ns);
+  // No PC Sampling API call. Whether any metadata was fired yet (a consumer attaching now
+  // missed it), and every piece of metadata fired again to the consumers it has now: the
+  // profiler calls it kAttachSettleNs after a metadata semaphore rose.
+  bool has_fired_metadata() const;
+  void fire_metadata();
   // PC sampling is enabled on some context and only a launch callback can turn it off: launch
   // callbacks must keep coming (to on_launch_enter) until this is false, also after every
   // consumer has gone. Lock-free.
@@ -200,8 +200,9 @@ class PcSampler {
   void drain(Context &c);
   // Ends the episode on c: the window closed, its samples drained (waiting for CUPTI's workers
   // if wait_for_workers), PC sampling disabled and what Disable hands back published.
-  void end_episode(Context &c, bool wait_for_workers);
-  void end_all_episodes(bool wait_for_workers);
+  // for_graph: ended before a graph step (PcScheduler::on_disabled).
+  void end_episode(Context &c, bool wait_for_workers, bool for_graph = false);
+  void end_all_episodes(bool wait_for_workers, bool for_graph = false);
   // Fires what a buffer holds to pc_sample_batch consumers (or counts it unpublished).
   void publish(PcRecordBuffer &buf);
   // A PC Sampling API call failed: PC sampling off for the process, said once.
@@ -211,7 +212,6 @@ class PcSampler {
   // graph with PC sampling, counted in `ended`; where it cannot, counted in `went_in`.
   void keep_graph_out(const char *step, uint64_t &ended, uint64_t &went_in);
   void refresh_metadata(uint64_t now_ns);
-  void fire_metadata();  // every piece of metadata that has consumers now
   bool exclusive_begin();  // waits for other threads to leave their launch calls
   void exclusive_end();
 
@@ -275,11 +275,8 @@ class PcSampler {
   std::vector<DeviceConfig> configs_;
 
   std::atomic<uint64_t> next_refresh_ns_{0};
-  uint64_t refire_after_attach_ns_ = 0;  // the watcher thread's; 0: nothing to re-fire
   PcDeviceLocks locks_;  // under mu_ (in config_.pc_lock_dir)
   bool said_other_process_ = false, said_no_lock_ = false;
-  std::atomic<unsigned> last_stall_consumers_{0}, last_cubin_consumers_{0},
-      last_config_consumers_{0};
   PcStats stats_;
 };
 

@@ -123,7 +123,7 @@ void PcScheduler::on_drained(uint64_t samples, uint32_t launches, uint64_t now_n
   window_done_ = true;
 }
 
-void PcScheduler::on_disabled(uint64_t now_ns) {
+void PcScheduler::on_disabled(uint64_t now_ns, bool for_graph) {
   if (phase_ == Phase::kIdle) return;
   const uint64_t spent = now_ns > episode_start_ns_ ? now_ns - episode_start_ns_ : 0;
   if (cut_) ++cut_by_budget_;
@@ -146,15 +146,17 @@ void PcScheduler::on_disabled(uint64_t now_ns) {
   resumed_ = false;
   const uint64_t gap = static_cast<uint64_t>(static_cast<double>(charged) * (1.0 / duty - 1.0));
   scheduled_ns_ = std::max(now_ns + gap, windows_.next_open_ns());
-  next_episode_ns_.store(scheduled_ns_, std::memory_order_relaxed);
+  // Ended before a graph step while kernels are still first used: the next launch resumes
+  // learning. Decided here, in the same store that ends the episode, so that no thread (the
+  // watcher, woken by the episode's flush request) ever sees the episode over and none due.
+  const bool resume =
+      for_graph && learning(now_ns) && resumes_ < p_.max_learning_resumes;
+  if (resume) {
+    ++resumes_;
+    resume_ = true;
+  }
+  next_episode_ns_.store(resume ? now_ns : scheduled_ns_, std::memory_order_relaxed);
   in_episode_.store(false, std::memory_order_relaxed);
-}
-
-void PcScheduler::on_ended_for_graph(uint64_t now_ns) {
-  if (phase_ != Phase::kIdle || !learning(now_ns) || resumes_ >= p_.max_learning_resumes) return;
-  ++resumes_;
-  resume_ = true;
-  next_episode_ns_.store(now_ns, std::memory_order_relaxed);
 }
 
 void PcScheduler::put_off(uint64_t now_ns, uint64_t delay_ns) {

@@ -88,10 +88,10 @@ class PcScheduler {
   void on_started(uint64_t now_ns);
   void on_stopped(uint64_t now_ns, uint32_t launches);
   void on_drained(uint64_t samples, uint32_t launches, uint64_t now_ns);
-  void on_disabled(uint64_t now_ns);
-  // The episode just disabled was ended before a graph's first launch: if kernels were still
-  // being used for the first time, the next launch begins another episode (max_learning_resumes).
-  void on_ended_for_graph(uint64_t now_ns);
+  // for_graph: the episode was ended before a graph's instantiation, first launch or upload; if
+  // kernels were still being used for the first time, the next launch begins another episode
+  // (max_learning_resumes).
+  void on_disabled(uint64_t now_ns, bool for_graph = false);
   // The episode next_step asked for could not begin (another process samples the GPU): asked
   // again no sooner than delay_ns from now. Nothing else changes.
   void put_off(uint64_t now_ns, uint64_t delay_ns);

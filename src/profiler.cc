@@ -8,6 +8,7 @@
 #include <cstring>
 #include <initializer_list>
 #include <string>
+#include <utility>
 
 #include "activity.h"
 #include "activity_switch.h"
@@ -120,22 +121,30 @@ void Profiler::on_consumers(const Consumers &now, const Consumers &before) {
   callbacks_->on_consumers(now, before);
   if (!kernels) activity_->set_enabled(false);
   // Metadata probes fire again whenever another consumer attaches: it missed the first firing.
-  // gpu_config is PC sampling's: fired once the sampling factor it reports is in force.
-  // Both wait kAttachSettleNs: the new consumer's programs may not be in place yet.
-  const uint64_t now_ns = monotonic_ns();
-  if (now.graph_node_clone > before.graph_node_clone)
-    clone_refire_due_ns_ = now_ns + kAttachSettleNs;
-  pc_->on_consumers(now_ns);
+  // Not at once: the new consumer's programs may not be in place yet (kAttachSettleNs). PC
+  // sampling's metadata only if some was fired already (at start nothing was, and what comes
+  // later is fired live); the stored graph_node_clone mappings whatever they are.
+  const bool clones_rose = now.graph_node_clone > before.graph_node_clone;
+  const bool pc_rose = (now.stall_reason_map > before.stall_reason_map ||
+                        now.cubin_loaded > before.cubin_loaded ||
+                        now.gpu_config > before.gpu_config) &&
+                       pc_->has_fired_metadata();
+  if (clones_rose || pc_rose) {
+    refire_due_ns_ = monotonic_ns() + kAttachSettleNs;
+    refire_clones_ |= clones_rose;
+    refire_pc_metadata_ |= pc_rose;
+  }
 }
 
 uint64_t Profiler::on_tick(uint64_t now_ns) {
-  uint64_t next = std::min(callbacks_->on_tick(now_ns), pc_->on_tick(now_ns));
-  if (clone_refire_due_ns_ != 0) {
-    if (now_ns < clone_refire_due_ns_) return std::min(next, clone_refire_due_ns_);
-    clone_refire_due_ns_ = 0;
-    graphs_->begin_refire();
+  uint64_t next = callbacks_->on_tick(now_ns);
+  if (refire_due_ns_ != 0 && now_ns >= refire_due_ns_) {
+    refire_due_ns_ = 0;
+    if (std::exchange(refire_clones_, false)) graphs_->begin_refire();
+    if (std::exchange(refire_pc_metadata_, false)) pc_->fire_metadata();
   }
-  // More to re-fire: come back at once (window pacing is served in between).
+  if (refire_due_ns_ != 0) next = std::min(next, refire_due_ns_);
+  // More mappings to re-fire: come back at once (window pacing is served in between).
   if (graphs_->refire_some(kRefireChunk) > 0) return now_ns;
   return next;
 }

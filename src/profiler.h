@@ -58,7 +58,9 @@ class Profiler : public ConsumerWatcher::Client {
   std::unique_ptr<LaunchCallbacks> callbacks_;
   std::unique_ptr<ConsumerWatcher> watcher_;
   bool activity_usable_ = false;
-  uint64_t clone_refire_due_ns_ = 0;  // the watcher thread's; 0: no graph_node_clone re-fire due
+  // The watcher thread's: what a consumer that attached is owed, and when (0: nothing).
+  uint64_t refire_due_ns_ = 0;
+  bool refire_clones_ = false, refire_pc_metadata_ = false;
   std::atomic<bool> shut_down_{false};
 };
 

@@ -241,8 +241,7 @@ TEST(PcScheduler, ALearningEpisodeEndedForAGraphBeginsAgainAtTheNextLaunch) {
   ASSERT_EQ(s.next_step(t0, 0, 0, 0), Step::kEnable);
   s.on_enabled(t0);
   // The graph's first launch at 2 ms: the sampler disables and tells the scheduler why.
-  s.on_disabled(t0 + 2 * kMs);
-  s.on_ended_for_graph(t0 + 2 * kMs);
+  s.on_disabled(t0 + 2 * kMs, /*for_graph=*/true);
   EXPECT_TRUE(s.resume_due());
   EXPECT_TRUE(s.episode_due(t0 + 2 * kMs));
   // The next launch (another context, say) enables again, whether a window may open or not.
@@ -255,13 +254,12 @@ TEST(PcScheduler, ALearningEpisodeEndedForAGraphBeginsAgainAtTheNextLaunch) {
     const Step st = s.next_step(t, 10, /*window_launches=*/32);  // windows close at once
     if (st == Step::kDisable) {
       EXPECT_GE(t, t0 + 2 * kSec) << "ended while kernels were still first used";
-      s.on_disabled(t);
+      // Ended before a graph's first launch, say: learning is over, so nothing comes back.
+      s.on_disabled(t, /*for_graph=*/true);
+      EXPECT_FALSE(s.resume_due());
       // Charged up to its first window (a few ms here), not its 2 s: the next one comes within
       // a second or so (the minimum charge's gap, or the window duty's), not 38 s later.
       EXPECT_TRUE(s.episode_due(t + 2 * kSec)) << (s.next_episode_ns() - t) / kMs << " ms";
-      // Over: a graph's first launch now ends nothing that must come back.
-      s.on_ended_for_graph(t);
-      EXPECT_FALSE(s.resume_due());
       return;
     }
     if (st == Step::kStart) s.on_started(t);
@@ -283,8 +281,7 @@ TEST(PcScheduler, LearningResumesAtMostMaxLearningResumesTimes) {
   for (int i = 0; i < 10; ++i) {
     s.on_enabled(t);
     t += kMs;
-    s.on_disabled(t);
-    s.on_ended_for_graph(t);
+    s.on_disabled(t, /*for_graph=*/true);
     if (!s.resume_due()) break;
     ++resumed;
     ASSERT_EQ(s.next_step(t, 0, 0), Step::kEnable);
