@@ -251,7 +251,7 @@ ApiScope::ApiScope(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const cha
                    const char *symbol_name, const void *params, CUctx_st *context,
                    void *return_value)
     : hooks_(hooks()) {
-  if (t_api_depth++ == 0) Counters::add(kApiCalls);
+  if (t_api_depth++ == 0) Counters::add(stat::api_calls);
   frame_.data.correlationId = 0;
   if (!hooks_) return;
   frame_.domain = domain;
@@ -462,28 +462,22 @@ CUresult mock_cuda_stream_destroy(CUstream stream) {
 CUresult mock_cuda_device_synchronize(void) {
   ensure_initialized();
   CUctx_st *ctx = current_context();
-  NestedCall call(ctx, "cudaDeviceSynchronize", CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020,
-                  nullptr, "cuCtxSynchronize", CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize, nullptr);
+  NestedCall call(ctx, "cudaDeviceSynchronize",
+                  CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020, nullptr, "cuCtxSynchronize",
+                  CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize, nullptr);
   CUpti_SynchronizeData data{ctx, nullptr};
   domain_event(CUPTI_CB_DOMAIN_SYNCHRONIZE, CUPTI_CBID_SYNCHRONIZE_CONTEXT_SYNCHRONIZED, &data);
   return CUDA_SUCCESS;
 }
 
 void mock_cuda_get_stats(MockCudaStats *out) {
-  if (!out) return;
-  out->eager_launches = Counters::sum(kEagerLaunches);
-  out->graph_launches = Counters::sum(kGraphLaunches);
-  out->captured_launches = Counters::sum(kCapturedLaunches);
-  out->kernels_run = Counters::sum(kKernelsRun);
-  out->graph_kernels_run = Counters::sum(kGraphKernelsRun);
-  out->conditional_kernels_run = Counters::sum(kConditionalKernelsRun);
-  out->api_calls = Counters::sum(kApiCalls);
-  out->injected_failures = injected_failures();
+  if (out) Counters::sum_into(out);
 }
 
 size_t mock_cuda_kernels_by_device(uint64_t *out, size_t capacity) {
   const int n = num_devices();
-  for (int d = 0; d < n && static_cast<size_t>(d) < capacity; ++d) out[d] = Counters::sum(device_counter(d));
+  for (int d = 0; d < n && static_cast<size_t>(d) < capacity; ++d)
+    out[d] = Counters::sum(device_counter(d));
   return static_cast<size_t>(n);
 }
 

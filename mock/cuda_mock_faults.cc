@@ -5,12 +5,12 @@
 //     the first N calls fail. The half of the fault matrix that MOCK_CUPTI_FAIL does not cover:
 //     the library asks the driver for device facts (gpu_config) and graph node types.
 // An entry that cannot be understood is reported on stderr and ignored.
+#include <cuda.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
-
-#include <cuda.h>
 
 #include "cuda_mock_internal.h"
 #include "fault_list.h"
@@ -27,7 +27,6 @@ static_assert(sizeof(kEntryNames) / sizeof(kEntryNames[0]) ==
               static_cast<size_t>(DriverEntry::kCount));
 
 mockfault::Fault g_fail[static_cast<size_t>(DriverEntry::kCount)];
-std::atomic<uint64_t> g_injected{0};
 
 struct ResultName {
   CUresult value;
@@ -50,19 +49,17 @@ void warn(const std::string &message) {
 __attribute__((constructor)) void load_fault_injection() {
   const char *list = std::getenv("MOCK_CUDA_FAIL");
   if (!list || !*list) return;
-  mockfault::arm_faults(list, "MOCK_CUDA_FAIL",
-                        "CUresult name (INVALID_VALUE, CUDA_ERROR_UNKNOWN, ...)", CUDA_ERROR_UNKNOWN, CUDA_SUCCESS, "CUDA_SUCCESS", kEntryNames, g_fail,
-                        parse_result, warn);
+  mockfault::arm_faults(
+      list, "MOCK_CUDA_FAIL", "CUresult name (INVALID_VALUE, CUDA_ERROR_UNKNOWN, ...)",
+      CUDA_ERROR_UNKNOWN, CUDA_SUCCESS, "CUDA_SUCCESS", kEntryNames, g_fail, parse_result, warn);
 }
 
 }  // namespace
 
 CUresult injected_failure(DriverEntry entry) {
   const auto r = static_cast<CUresult>(g_fail[static_cast<size_t>(entry)].take());
-  if (r != CUDA_SUCCESS) g_injected.fetch_add(1, std::memory_order_relaxed);
+  if (r != CUDA_SUCCESS) Counters::add(stat::cuda_injected_failures);
   return r;
 }
-
-uint64_t injected_failures() { return g_injected.load(std::memory_order_relaxed); }
 
 }  // namespace mockcuda

@@ -91,7 +91,7 @@ struct CUgraphNode_st {
 };
 
 struct CUgraphExec_st {
-  static constexpr uint32_t kMagic = 0x45584543;      // "EXEC"
+  static constexpr uint32_t kMagic = 0x45584543;  // "EXEC"
   uint32_t magic = kMagic;
   uint32_t id;
   CUgraph_st *original;                 // holds a reference (CUgraph_st::refs)
@@ -136,28 +136,27 @@ enum class DriverEntry : uint32_t {
 
 // The error MOCK_CUDA_FAIL asks `entry` to return now, or CUDA_SUCCESS.
 CUresult injected_failure(DriverEntry entry);
-// Calls failed on purpose so far.
-uint64_t injected_failures();
-
+// The counters of MockCudaStats, named as its fields (stat::kernels_run), then the per-cbid and
+// per-device counters.
+namespace stat {
 enum Counter : size_t {
-  kEagerLaunches,
-  kGraphLaunches,
-  kCapturedLaunches,
-  kKernelsRun,
-  kGraphKernelsRun,
-  kConditionalKernelsRun,
-  kApiCalls,
-  kNumScalarCounters,
+#define MOCK_CUDA_STAT_ENUM(name) name,
+  MOCK_CUDA_STATS(MOCK_CUDA_STAT_ENUM)
+#undef MOCK_CUDA_STAT_ENUM
 };
+}  // namespace stat
+#define MOCK_CUDA_STAT_ONE(name) +1
+inline constexpr size_t kNumScalarCounters = 0 MOCK_CUDA_STATS(MOCK_CUDA_STAT_ONE);
+#undef MOCK_CUDA_STAT_ONE
+static_assert(sizeof(MockCudaStats) == kNumScalarCounters * sizeof(uint64_t));
 
 // Launch APIs the mock knows, indexed for the per-cbid counters (see cuda_mock_launch.cc).
 inline constexpr size_t kMaxLaunchApis = 32;
 enum CbidCounter : size_t { kCbidLaunches, kCbidKernels, kCbidCaptured, kNumCbidCounters };
 
 struct CounterTag {};
-using Counters = mockstats::PerThreadCounters<CounterTag, kNumScalarCounters +
-                                                              kMaxLaunchApis * kNumCbidCounters +
-                                                              MOCK_CUDA_MAX_DEVICES>;
+using Counters = mockstats::PerThreadCounters<
+    CounterTag, kNumScalarCounters + kMaxLaunchApis * kNumCbidCounters + MOCK_CUDA_MAX_DEVICES>;
 
 inline size_t cbid_counter(size_t launch_api_index, CbidCounter which) {
   return kNumScalarCounters + launch_api_index * kNumCbidCounters + which;
@@ -242,21 +241,20 @@ class NestedCall {
 
 // A NestedCall `var` of the runtime API `rt` (its cbid's version suffix `ver`) over the driver API
 // `drv`, both in their per-thread default stream flavour (_ptsz) when `ptsz`.
-#define MOCK_NESTED_CALL_PTSZ(var, ctx, ptsz, rt, ver, rt_params, drv, drv_params)          \
-  NestedCall var(ctx, (ptsz) ? #rt "_ptsz" : #rt,                                            \
-                 (ptsz) ? CUPTI_RUNTIME_TRACE_CBID_##rt##_ptsz##ver                          \
-                        : CUPTI_RUNTIME_TRACE_CBID_##rt##ver,                                \
-                 rt_params, (ptsz) ? #drv "_ptsz" : #drv,                                    \
-                 (ptsz) ? CUPTI_DRIVER_TRACE_CBID_##drv##_ptsz : CUPTI_DRIVER_TRACE_CBID_##drv, \
-                 drv_params)
+#define MOCK_NESTED_CALL_PTSZ(var, ctx, ptsz, rt, ver, rt_params, drv, drv_params)             \
+  NestedCall var(                                                                              \
+      ctx, (ptsz) ? #rt "_ptsz" : #rt,                                                         \
+      (ptsz) ? CUPTI_RUNTIME_TRACE_CBID_##rt##_ptsz##ver : CUPTI_RUNTIME_TRACE_CBID_##rt##ver, \
+      rt_params, (ptsz) ? #drv "_ptsz" : #drv,                                                 \
+      (ptsz) ? CUPTI_DRIVER_TRACE_CBID_##drv##_ptsz : CUPTI_DRIVER_TRACE_CBID_##drv, drv_params)
 
 }  // namespace mockcuda
 
 // Real driver entry points start with this: MOCK_CUDA_FAIL makes the named ones return the
 // injected error and do nothing else.
-#define MOCK_CUDA_FAULT_POINT(entry)                                                          \
-  do {                                                                                        \
-    if (const CUresult injected = mockcuda::injected_failure(mockcuda::DriverEntry::entry);   \
-        injected != CUDA_SUCCESS)                                                             \
-      return injected;                                                                        \
+#define MOCK_CUDA_FAULT_POINT(entry)                                                        \
+  do {                                                                                      \
+    if (const CUresult injected = mockcuda::injected_failure(mockcuda::DriverEntry::entry); \
+        injected != CUDA_SUCCESS)                                                           \
+      return injected;                                                                      \
   } while (0)

@@ -501,7 +501,7 @@ LaunchStart start_launch(uint32_t domain, uint32_t cbid, MockLaunchKind kind, Ha
 
 // A launch a stream capture took: counted, nothing runs.
 CUresult count_captured(int index) {
-  Counters::add(kCapturedLaunches);
+  Counters::add(stat::captured_launches);
   Counters::add(cbid_counter(index, kCbidCaptured));
   return CUDA_SUCCESS;
 }
@@ -559,7 +559,7 @@ void run_kernel(const mockbridge::CuptiHooks *h, CUctx_st *ctx, CUstream_st *str
                 uint32_t correlation_id, uint32_t graph_id, uint64_t graph_node_id,
                 uint8_t launch_type, const Shape &shape, uint32_t collect_kind,
                 const Planned *planned = nullptr) {
-  Counters::add(kKernelsRun);
+  Counters::add(stat::kernels_run);
   Counters::add(device_counter(ctx->device));
   if (!h) return;
   const Planned p = planned ? *planned
@@ -639,8 +639,8 @@ uint64_t run_exec(const mockbridge::CuptiHooks *h, CUctx_st *ctx, CUstream_st *s
           }
     }  // host nodes run host code, no kernel
   }
-  Counters::add(kGraphKernelsRun, kernels + conditional);
-  Counters::add(kConditionalKernelsRun, conditional);
+  Counters::add(stat::graph_kernels_run, kernels + conditional);
+  Counters::add(stat::conditional_kernels_run, conditional);
   return kernels + conditional;
 }
 
@@ -708,7 +708,7 @@ CUresult mock_cuda_launch(uint32_t domain, uint32_t cbid, CUfunction f, CUstream
       },
       [](const Launched &) {});
   if (l.captured) return count_captured(index);
-  Counters::add(kEagerLaunches);
+  Counters::add(stat::eager_launches);
   Counters::add(cbid_counter(index, kCbidLaunches));
   Counters::add(cbid_counter(index, kCbidKernels));
   // The kernel runs after the launch API has returned, as on a real GPU.
@@ -738,7 +738,7 @@ CUresult mock_cuda_graph_launch(uint32_t domain, uint32_t cbid, CUgraphExec exec
           plans = plan_exec(ctx, st, exec, now.correlation_id, now.collect_kind);
       });
   if (l.captured) return count_captured(index);
-  Counters::add(kGraphLaunches);
+  Counters::add(stat::graph_launches);
   Counters::add(cbid_counter(index, kCbidLaunches));
   const uint64_t kernels = run_exec(hooks(), ctx, st, exec, l.correlation_id, l.collect_kind, plans);
   Counters::add(cbid_counter(index, kCbidKernels), kernels);

@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -76,7 +77,7 @@ bool is_current(CUpti_SubscriberHandle subscriber) {
 // Enables or disables (domain, cbid) as the subscriber asked; MOCK_CUPTI_REFUSE'd pairs stay off.
 void enable_pair(uint32_t domain, uint32_t cbid, bool on) {
   if (on && enable_refused(static_cast<CUpti_CallbackDomain>(domain), cbid)) {
-    Stats::add(kRefusedEnables);
+    Stats::add(stat::refused_enables);
     return;
   }
   set_bit(domain, cbid, on);
@@ -89,10 +90,10 @@ void enable_whole_domain(uint32_t domain, bool on) {
 void dispatch(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void *data) {
   CUpti_Subscriber_st *s = g_subscriber.load(std::memory_order_acquire);
   if (s && domain < kNumDomains && cbid < kMaxCbid && bit(g_enabled, domain, cbid)) {
-    Stats::add(kCallbacksDispatched);
+    Stats::add(stat::callbacks_dispatched);
     s->callback(s->userdata, domain, cbid, data);
   } else {
-    Stats::add(kCallbacksSuppressed);
+    Stats::add(stat::callbacks_suppressed);
   }
 }
 
@@ -120,16 +121,18 @@ void domain_event(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, void *data
   // CUPTI knows a module's functions from the moment it is loaded (PC records name them).
   const auto *rd = static_cast<const CUpti_ResourceData *>(data);
   uint32_t context_id = 0;
-  const bool module_event = domain == CUPTI_CB_DOMAIN_RESOURCE && rd &&
-                            (cbid == CUPTI_CBID_RESOURCE_MODULE_LOADED ||
-                             cbid == CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING) &&
-                            mock_bridge_context_ids(rd->context, &context_id, nullptr) == CUDA_SUCCESS;
+  const bool module_event =
+      domain == CUPTI_CB_DOMAIN_RESOURCE && rd &&
+      (cbid == CUPTI_CBID_RESOURCE_MODULE_LOADED ||
+       cbid == CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING) &&
+      mock_bridge_context_ids(rd->context, &context_id, nullptr) == CUDA_SUCCESS;
   if (module_event && cbid == CUPTI_CBID_RESOURCE_MODULE_LOADED) {
     const auto *m = static_cast<const CUpti_ModuleResourceData *>(rd->resourceDescriptor);
     if (m) pc_module_loaded(context_id, m->pCubin, m->cubinSize);
   }
   dispatch(domain, cbid, data);
-  if (module_event && cbid == CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING) pc_module_unloaded(context_id);
+  if (module_event && cbid == CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING)
+    pc_module_unloaded(context_id);
 }
 
 // A child forked while the parent ran other threads may call only async-signal-safe functions:
@@ -168,8 +171,8 @@ void process_exit() {
 }
 
 constexpr mockbridge::CuptiHooks kHooks = {
-    api_enter, api_exit, domain_event, kernel_activity_enabled, kernel_ran, pc_graph_uploaded,
-    pc_graph_instantiated, process_exit,
+    api_enter,  api_exit,          domain_event,          kernel_activity_enabled,
+    kernel_ran, pc_graph_uploaded, pc_graph_instantiated, process_exit,
 };
 
 size_t list_pairs(const std::atomic<uint64_t> (&set)[kNumDomains][kWords], MockCuptiPair *out,
@@ -184,15 +187,13 @@ size_t list_pairs(const std::atomic<uint64_t> (&set)[kNumDomains][kWords], MockC
   return n;
 }
 
-std::string pairs_json(const std::atomic<uint64_t> (&set)[kNumDomains][kWords]) {
-  std::string s = "[";
+// "DRIVER_API:514" for every pair set in `set`.
+std::vector<std::string> pair_labels(const std::atomic<uint64_t> (&set)[kNumDomains][kWords]) {
+  std::vector<std::string> labels;
   for (uint32_t d = 1; d < kNumDomains; ++d)
     for (uint32_t c = 0; c < kMaxCbid; ++c)
-      if (bit(set, d, c)) {
-        if (s.size() > 1) s += ',';
-        s += "\"" + std::string(domain_name(d)) + ":" + std::to_string(c) + "\"";
-      }
-  return s + "]";
+      if (bit(set, d, c)) labels.push_back(std::string(domain_name(d)) + ":" + std::to_string(c));
+  return labels;
 }
 
 // A driver-side ID lookup as a CUPTI result: `otherwise` when the driver said no.
@@ -205,29 +206,22 @@ CUptiResult bridged(CUresult r, CUptiResult otherwise) {
 std::string report_json() {
   MockCuptiStats st;
   mock_cupti_get_stats(&st);
-  char stats[1024];
-  std::snprintf(stats, sizeof stats,
-                "{\"records_written\":%" PRIu64 ",\"records_dropped\":%" PRIu64
-                ",\"records_not_collected\":%" PRIu64 ",\"buffers_requested\":%" PRIu64
-                ",\"buffers_refused\":%" PRIu64 ",\"buffers_completed\":%" PRIu64
-                ",\"callbacks_dispatched\":%" PRIu64 ",\"callbacks_suppressed\":%" PRIu64
-                ",\"subscribe_calls\":%" PRIu64 ",\"unsubscribe_calls\":%" PRIu64
-                ",\"activity_enable_calls\":%" PRIu64 ",\"activity_disable_calls\":%" PRIu64
-                ",\"flush_all_calls\":%" PRIu64 ",\"finalize_calls\":%" PRIu64
-                ",\"injected_failures\":%" PRIu64 ",\"refused_enables\":%" PRIu64 "}",
-                st.records_written, st.records_dropped, st.records_not_collected,
-                st.buffers_requested, st.buffers_refused, st.buffers_completed,
-                st.callbacks_dispatched, st.callbacks_suppressed, st.subscribe_calls,
-                st.unsubscribe_calls, st.activity_enable_calls, st.activity_disable_calls,
-                st.flush_all_calls, st.finalize_calls, st.injected_failures, st.refused_enables);
-  return "{\"pid\":" + std::to_string(getpid()) +
-         ",\"subscribed\":" + (mock_cupti_subscribed() ? "true" : "false") +
-         ",\"still_enabled\":" + pairs_json(g_enabled) +
-         ",\"ever_enabled\":" + pairs_json(g_ever_enabled) +
-         ",\"whole_domain_enables\":" + std::to_string(st.whole_domain_enables) +
-         ",\"activity_kinds_still_enabled\":" + activity_kinds_json(false) +
-         ",\"activity_kinds_ever_enabled\":" + activity_kinds_json(true) + ",\"stats\":" + stats +
-         ",\"pc_sampling\":" + pc_report_json() + "}";
+  nlohmann::ordered_json stats;
+#define MOCK_CUPTI_STAT_KEY(name) stats[#name] = st.name;
+  MOCK_CUPTI_STATS(MOCK_CUPTI_STAT_KEY)
+#undef MOCK_CUPTI_STAT_KEY
+  const nlohmann::ordered_json report = {
+      {"pid", getpid()},
+      {"subscribed", mock_cupti_subscribed() != 0},
+      {"still_enabled", pair_labels(g_enabled)},
+      {"ever_enabled", pair_labels(g_ever_enabled)},
+      {"whole_domain_enables", st.whole_domain_enables},
+      {"activity_kinds_still_enabled", activity_kinds(false)},
+      {"activity_kinds_ever_enabled", activity_kinds(true)},
+      {"stats", stats},
+      {"pc_sampling", pc_report()},
+  };
+  return report.dump();
 }
 
 }  // namespace mockcupti
@@ -260,7 +254,7 @@ CUptiResult cuptiSubscribe(CUpti_SubscriberHandle *subscriber, CUpti_CallbackFun
   all_subscribers->push_back(s);
   g_subscriber.store(s, std::memory_order_release);
   *subscriber = s;
-  Stats::add(kSubscribeCalls);
+  Stats::add(stat::subscribe_calls);
   return CUPTI_SUCCESS;
 }
 
@@ -271,7 +265,7 @@ CUptiResult cuptiUnsubscribe(CUpti_SubscriberHandle subscriber) {
   // Dispatch stops; the enabled set stays readable, so the exit report shows what the library
   // left enabled (teardown must disable what it enabled).
   g_subscriber.store(nullptr, std::memory_order_release);
-  Stats::add(kUnsubscribeCalls);
+  Stats::add(stat::unsubscribe_calls);
   return CUPTI_SUCCESS;
 }
 
@@ -290,7 +284,7 @@ CUptiResult cuptiEnableDomain(uint32_t enable, CUpti_SubscriberHandle subscriber
   if (!is_current(subscriber) || domain_size(domain) == 0)
     return error(CUPTI_ERROR_INVALID_PARAMETER);
   enable_whole_domain(domain, enable != 0);
-  if (enable) Stats::add(kWholeDomainEnables);
+  if (enable) Stats::add(stat::whole_domain_enables);
   return CUPTI_SUCCESS;
 }
 
@@ -298,7 +292,7 @@ CUptiResult cuptiEnableAllDomains(uint32_t enable, CUpti_SubscriberHandle subscr
   MOCK_CUPTI_FAULT_POINT(cuptiEnableAllDomains);
   if (!is_current(subscriber)) return error(CUPTI_ERROR_INVALID_PARAMETER);
   for (uint32_t d = 1; d < kNumDomains; ++d) enable_whole_domain(d, enable != 0);
-  if (enable) Stats::add(kWholeDomainEnables);
+  if (enable) Stats::add(stat::whole_domain_enables);
   return CUPTI_SUCCESS;
 }
 
@@ -313,7 +307,7 @@ CUptiResult cuptiGetCallbackState(uint32_t *enable, CUpti_SubscriberHandle subsc
 
 CUptiResult cuptiFinalize(void) {
   MOCK_CUPTI_FAULT_POINT(cuptiFinalize);
-  Stats::add(kFinalizeCalls);
+  Stats::add(stat::finalize_calls);
   finalize_activity();  // delivers what is buffered, disables all activity
   std::lock_guard<std::mutex> lock(g_subscribe_mutex);
   g_subscriber.store(nullptr, std::memory_order_release);
@@ -374,7 +368,8 @@ CUptiResult cuptiGetGraphExecId(CUgraphExec exec, uint32_t *id) {
 CUptiResult cuptiGetContextId(CUcontext context, uint32_t *context_id) {
   MOCK_CUPTI_FAULT_POINT(cuptiGetContextId);
   if (!context_id) return error(CUPTI_ERROR_INVALID_PARAMETER);
-  return bridged(mock_bridge_context_ids(context, context_id, nullptr), CUPTI_ERROR_INVALID_CONTEXT);
+  return bridged(mock_bridge_context_ids(context, context_id, nullptr),
+                 CUPTI_ERROR_INVALID_CONTEXT);
 }
 
 CUptiResult cuptiGetDeviceId(CUcontext context, uint32_t *device_id) {
@@ -409,29 +404,12 @@ int mock_cupti_callback_enabled(uint32_t domain, uint32_t cbid) {
   return domain < kNumDomains && cbid < kMaxCbid && bit(g_enabled, domain, cbid);
 }
 
-uint64_t mock_cupti_whole_domain_enables(void) { return Stats::sum(kWholeDomainEnables); }
+uint64_t mock_cupti_whole_domain_enables(void) { return Stats::sum(stat::whole_domain_enables); }
 
 int mock_cupti_subscribed(void) { return g_subscriber.load(std::memory_order_acquire) != nullptr; }
 
 void mock_cupti_get_stats(MockCuptiStats *out) {
-  if (!out) return;
-  out->records_written = Stats::sum(kRecordsWritten);
-  out->records_dropped = Stats::sum(kRecordsDropped);
-  out->records_not_collected = Stats::sum(kRecordsNotCollected);
-  out->buffers_requested = Stats::sum(kBuffersRequested);
-  out->buffers_refused = Stats::sum(kBuffersRefused);
-  out->buffers_completed = Stats::sum(kBuffersCompleted);
-  out->callbacks_dispatched = Stats::sum(kCallbacksDispatched);
-  out->callbacks_suppressed = Stats::sum(kCallbacksSuppressed);
-  out->subscribe_calls = Stats::sum(kSubscribeCalls);
-  out->unsubscribe_calls = Stats::sum(kUnsubscribeCalls);
-  out->activity_enable_calls = Stats::sum(kActivityEnableCalls);
-  out->activity_disable_calls = Stats::sum(kActivityDisableCalls);
-  out->whole_domain_enables = Stats::sum(kWholeDomainEnables);
-  out->flush_all_calls = Stats::sum(kFlushAllCalls);
-  out->finalize_calls = Stats::sum(kFinalizeCalls);
-  out->injected_failures = Stats::sum(kInjectedFailures);
-  out->refused_enables = Stats::sum(kRefusedEnables);
+  if (out) Stats::sum_into(out);
 }
 
 size_t mock_cupti_report_json(char *out, size_t capacity) {

@@ -1,14 +1,15 @@
 // Kernel activity of the mock CUPTI: which kinds are enabled (globally, per context), the
-// kernel records (CUpti_ActivityKernel10, or 9 for the CUDA 12 personality) written into the library's buffers, and the delivery of full
-// buffers on a CUPTI worker thread or, on cuptiActivityFlushAll, on the calling thread.
+// kernel records (CUpti_ActivityKernel10, or 9 for the CUDA 12 personality) written into the
+// library's buffers, and the delivery of full buffers on a CUPTI worker thread or, on
+// cuptiActivityFlushAll, on the calling thread.
 //
 // No mock lock is ever held while calling into the library: its buffer callbacks may call back
 // into CUPTI (cuptiActivityGetNextRecord, cuptiActivityFlushAll, ...) from any thread.
 #include <pthread.h>
 
 #include <atomic>
-#include <cstdint>
 #include <condition_variable>
+#include <cstdint>
 #include <cstring>
 #include <deque>
 #include <mutex>
@@ -81,7 +82,7 @@ bool kind_enabled_for(uint32_t context_id, CUpti_ActivityKind kind) {
 }
 
 void drop_record() {
-  Stats::add(kRecordsDropped);
+  Stats::add(stat::records_dropped);
   g_dropped_since_query.fetch_add(1, std::memory_order_relaxed);
 }
 
@@ -89,7 +90,7 @@ void deliver(const Buffer &b) {
   if (CUpti_BuffersCallbackCompleteFunc complete = g_complete.load(std::memory_order_acquire)) {
     // Buffers are global since CUDA 6: context NULL, stream 0.
     complete(nullptr, 0, b.data, b.size, b.used);
-    Stats::add(kBuffersCompleted);
+    Stats::add(stat::buffers_completed);
   }
 }
 
@@ -141,7 +142,7 @@ void write_record(const void *record) {
         std::memcpy(b.data + b.used, record, kRecordSize);
         b.used += kRecordSize;
         ++b.records;
-        Stats::add(kRecordsWritten);
+        Stats::add(stat::records_written);
         return;
       }
       q.has_current = false;  // full: to the worker thread, as real CUPTI does
@@ -163,7 +164,7 @@ void write_record(const void *record) {
     size_t size = 0, max_records = 0;
     request(&data, &size, &max_records);
     if (!data || size < alignment_padding(data) + kRecordSize) {
-      Stats::add(kBuffersRefused);
+      Stats::add(stat::buffers_refused);
       drop_record();
       if (data) {  // too small: give it back empty so the library can free it
         lock.lock();
@@ -171,7 +172,7 @@ void write_record(const void *record) {
       }
       return;
     }
-    Stats::add(kBuffersRequested);
+    Stats::add(stat::buffers_requested);
     lock.lock();
     q.spare.push_back(Buffer{data, size, alignment_padding(data), 0, max_records});
   }
@@ -378,7 +379,7 @@ void settle_held(Settle why) {
 void kernel_ran(const mockbridge::KernelRun *run) {
   pc_kernel_ran(run);  // PC sampling sees every kernel, whatever activity collects
   if (run->collect_kind == 0) {
-    Stats::add(kRecordsNotCollected);
+    Stats::add(stat::records_not_collected);
     return;
   }
   const auto kind = static_cast<CUpti_ActivityKind>(run->collect_kind);
@@ -432,16 +433,12 @@ void finalize_activity() {
   g_complete.store(nullptr, std::memory_order_release);
 }
 
-std::string activity_kinds_json(bool ever) {
-  std::string s = "[";
-  for (uint32_t k = 1; k < kNumKinds; ++k) {
-    const bool on =
-        ever ? g_kind_ever_enabled[k].load(std::memory_order_relaxed) : kind_enabled_anywhere(k);
-    if (!on) continue;
-    if (s.size() > 1) s += ',';
-    s += "\"" + std::string(mock_cupti_activity_kind_name(k)) + "\"";
-  }
-  return s + "]";
+std::vector<std::string> activity_kinds(bool ever) {
+  std::vector<std::string> kinds;
+  for (uint32_t k = 1; k < kNumKinds; ++k)
+    if (ever ? g_kind_ever_enabled[k].load(std::memory_order_relaxed) : kind_enabled_anywhere(k))
+      kinds.emplace_back(mock_cupti_activity_kind_name(k));
+  return kinds;
 }
 
 }  // namespace mockcupti
@@ -468,7 +465,7 @@ CUptiResult switch_context_kind(CUcontext context, CUpti_ActivityKind kind, bool
   if (const CUptiResult r = check_kind(kind)) return error(r);
   uint32_t ctx = 0;
   if (const CUptiResult r = context_index(context, &ctx)) return error(r);
-  Stats::add(on ? kActivityEnableCalls : kActivityDisableCalls);
+  Stats::add(on ? stat::activity_enable_calls : stat::activity_disable_calls);
   return switch_kind(g_context_kind_enabled[ctx][kind], kind, on);
 }
 
@@ -479,7 +476,7 @@ extern "C" {
 CUptiResult cuptiActivityEnable(CUpti_ActivityKind kind) {
   MOCK_CUPTI_FAULT_POINT(cuptiActivityEnable);
   if (const CUptiResult r = check_kind(kind)) return error(r);
-  Stats::add(kActivityEnableCalls);
+  Stats::add(stat::activity_enable_calls);
   // As real CUPTI: kernel activity cannot be switched on while PC sampling is enabled.
   if (is_kernel_kind(kind) && !g_kind_enabled[kind].load(std::memory_order_relaxed) &&
       pc_sampling_enabled_anywhere())
@@ -490,7 +487,7 @@ CUptiResult cuptiActivityEnable(CUpti_ActivityKind kind) {
 CUptiResult cuptiActivityDisable(CUpti_ActivityKind kind) {
   MOCK_CUPTI_FAULT_POINT(cuptiActivityDisable);
   if (const CUptiResult r = check_kind(kind)) return error(r);
-  Stats::add(kActivityDisableCalls);
+  Stats::add(stat::activity_disable_calls);
   return switch_kind(g_kind_enabled[kind], kind, false);
 }
 
@@ -516,7 +513,7 @@ CUptiResult cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc requ
 CUptiResult cuptiActivityFlushAll(uint32_t flag) {
   (void)flag;  // every mock record is complete: forced and default flushes are the same
   MOCK_CUPTI_FAULT_POINT(cuptiActivityFlushAll);
-  Stats::add(kFlushAllCalls);
+  Stats::add(stat::flush_all_calls);
   if (!g_complete.load(std::memory_order_acquire)) return error(CUPTI_ERROR_INVALID_OPERATION);
   settle_held(Settle::kLook);
   BufferQueue &q = queue();

@@ -155,7 +155,7 @@ void load_fault_injection() {
 CUptiResult injected_failure(Entry entry) {
   const auto r = static_cast<CUptiResult>(g_fail[static_cast<size_t>(entry)].take());
   if (r != CUPTI_SUCCESS) {
-    Stats::add(kInjectedFailures);
+    Stats::add(stat::injected_failures);
     t_last_error = r;
   }
   return r;

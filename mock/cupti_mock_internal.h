@@ -6,8 +6,13 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
+#include <vector>
 
+#pragma GCC visibility push(default)
+#include "mock_cupti_control.h"  // MOCK_CUPTI_STATS
+#pragma GCC visibility pop
 #include "driver_cupti_bridge.h"
 #include "per_thread_counters.h"
 
@@ -64,11 +69,11 @@ enum class Entry : uint32_t {
 // Personality (cupti_mock_personality.cc): which CUPTI the mock presents. Read once, at load,
 // before anything else; it also hides the entry points MOCK_CUPTI_HIDE names.
 void load_personality();
-int build_soname_major();      // 12 or 13: the SONAME this build of the library carries
-int personality();             // 12 or 13
-uint32_t api_version();        // what cuptiGetVersion reports
-size_t kernel_record_size();   // CUpti_ActivityKernel9 (12) or CUpti_ActivityKernel10 (13)
-uint32_t runtime_cbid_limit(); // runtime callback ids at or above it are unknown
+int build_soname_major();       // 12 or 13: the SONAME this build of the library carries
+int personality();              // 12 or 13
+uint32_t api_version();         // what cuptiGetVersion reports
+size_t kernel_record_size();    // CUpti_ActivityKernel9 (12) or CUpti_ActivityKernel10 (13)
+uint32_t runtime_cbid_limit();  // runtime callback ids at or above it are unknown
 
 // Reads MOCK_CUPTI_FAIL and MOCK_CUPTI_REFUSE (once, at load).
 void load_fault_injection();
@@ -91,35 +96,25 @@ const char *domain_name(uint32_t domain);
 bool parse_domain(const std::string &text, CUpti_CallbackDomain *domain);
 uint32_t domain_size(uint32_t domain);  // 0 for an invalid domain
 
+// The counters of MockCuptiStats, named as its fields (stat::records_written).
+namespace stat {
 enum Stat : size_t {
-  kRecordsWritten,
-  kRecordsDropped,
-  kRecordsNotCollected,
-  kBuffersRequested,
-  kBuffersRefused,
-  kBuffersCompleted,
-  kCallbacksDispatched,
-  kCallbacksSuppressed,
-  kSubscribeCalls,
-  kUnsubscribeCalls,
-  kActivityEnableCalls,
-  kActivityDisableCalls,
-  kWholeDomainEnables,
-  kFlushAllCalls,
-  kFinalizeCalls,
-  kInjectedFailures,
-  kRefusedEnables,
-  kNumStats,
+#define MOCK_CUPTI_STAT_ENUM(name) name,
+  MOCK_CUPTI_STATS(MOCK_CUPTI_STAT_ENUM)
+#undef MOCK_CUPTI_STAT_ENUM
+      kCount
 };
+}  // namespace stat
 struct StatTag {};
-using Stats = mockstats::PerThreadCounters<StatTag, kNumStats>;
+using Stats = mockstats::PerThreadCounters<StatTag, stat::kCount>;
+static_assert(sizeof(MockCuptiStats) == stat::kCount * sizeof(uint64_t));
 
 // Activity side (cupti_mock_activity.cc), used by the hooks and by cuptiFinalize.
 uint32_t kernel_activity_enabled(uint32_t context_id);  // record kind collected now, 0 = none
 void kernel_ran(const mockbridge::KernelRun *run);
 void finalize_activity();
 // Kinds enabled now (globally or for a context) / ever, as JSON arrays of names.
-std::string activity_kinds_json(bool ever);
+std::vector<std::string> activity_kinds(bool ever);
 
 // PC sampling side (cupti_mock_pcsampling.cc): the module a context loaded, kernels run, report.
 void pc_module_loaded(uint32_t context_id, const void *cubin, size_t size);
@@ -127,7 +122,7 @@ void pc_module_unloaded(uint32_t context_id);
 void pc_kernel_ran(const mockbridge::KernelRun *run);
 void pc_graph_uploaded(uint32_t context_id, uint32_t graph_id);
 void pc_graph_instantiated(uint32_t context_id, uint32_t graph_id);
-std::string pc_report_json();
+nlohmann::ordered_json pc_report();
 // PC sampling is enabled on some context. Real CUPTI (13.0, H100) then refuses to enable kernel
 // activity: cuptiActivityEnable(CONCURRENT_KERNEL) returns CUPTI_ERROR_NOT_COMPATIBLE (kernel
 // activity enabled before cuptiPCSamplingEnable stays on). docs/cupti-facts.md.

@@ -162,7 +162,7 @@ void give_gpu() {
 struct FirstUse {
   std::set<const void *> seen, tainted;
   size_t tainted_in_graphs = 0;  // of them, first run in a graph launch
-  std::set<uint32_t> graphs;  // graph IDs whose kernels ran (uploaded at their first launch)
+  std::set<uint32_t> graphs;     // graph IDs whose kernels ran (uploaded at their first launch)
 };
 
 struct PcContext {
@@ -188,8 +188,8 @@ __attribute__((constructor)) void reset_lock_in_forked_children() {
   pthread_atfork(nullptr, nullptr, [] { new (&g_mu) std::mutex; });
 }
 std::map<uint32_t, PcContext> &g_contexts = *new std::map<uint32_t, PcContext>;  // by context ID
-std::map<uint32_t, FirstUse> &g_first_use = *new std::map<uint32_t, FirstUse>;  // by context ID
-std::map<uint32_t, Module> &g_modules = *new std::map<uint32_t, Module>;  // by context ID
+std::map<uint32_t, FirstUse> &g_first_use = *new std::map<uint32_t, FirstUse>;   // by context ID
+std::map<uint32_t, Module> &g_modules = *new std::map<uint32_t, Module>;         // by context ID
 std::map<std::string, const char *> *g_names = new std::map<std::string, const char *>;
 
 // Counters for the exit report.
@@ -213,7 +213,8 @@ std::vector<Function> functions_of(const void *cubin, size_t size) {
   const auto *base = static_cast<const uint8_t *>(cubin);
   if (size < sizeof(Elf64_Ehdr) || std::memcmp(base, ELFMAG, SELFMAG) != 0) return out;
   const auto *eh = reinterpret_cast<const Elf64_Ehdr *>(base);
-  if (eh->e_shoff == 0 || eh->e_shoff + uint64_t{eh->e_shnum} * sizeof(Elf64_Shdr) > size) return out;
+  if (eh->e_shoff == 0 || eh->e_shoff + uint64_t{eh->e_shnum} * sizeof(Elf64_Shdr) > size)
+    return out;
   const auto *sh = reinterpret_cast<const Elf64_Shdr *>(base + eh->e_shoff);
   for (uint16_t i = 0; i < eh->e_shnum; ++i) {
     if (sh[i].sh_type != SHT_SYMTAB || sh[i].sh_link >= eh->e_shnum) continue;
@@ -222,8 +223,9 @@ std::vector<Function> functions_of(const void *cubin, size_t size) {
     const auto *syms = reinterpret_cast<const Elf64_Sym *>(base + sh[i].sh_offset);
     const size_t n = sh[i].sh_size / sizeof(Elf64_Sym);
     for (size_t s = 0; s < n; ++s) {
-      if (ELF64_ST_TYPE(syms[s].st_info) != STT_FUNC || ELF64_ST_BIND(syms[s].st_info) != STB_GLOBAL ||
-          syms[s].st_size < 16 || syms[s].st_name >= strtab.sh_size)
+      if (ELF64_ST_TYPE(syms[s].st_info) != STT_FUNC ||
+          ELF64_ST_BIND(syms[s].st_info) != STB_GLOBAL || syms[s].st_size < 16 ||
+          syms[s].st_name >= strtab.sh_size)
         continue;
       out.push_back({reinterpret_cast<const char *>(base + strtab.sh_offset + syms[s].st_name),
                      static_cast<uint32_t>(s), syms[s].st_size});
@@ -249,7 +251,8 @@ uint64_t mix(uint64_t x) {
 }
 
 bool collected(const PcContext &c, uint32_t index) {
-  return c.reasons.empty() || std::find(c.reasons.begin(), c.reasons.end(), index) != c.reasons.end();
+  return c.reasons.empty() ||
+         std::find(c.reasons.begin(), c.reasons.end(), index) != c.reasons.end();
 }
 
 // The samples one kernel yields: a few hot instructions of its function, each with a dominant
@@ -301,7 +304,8 @@ void hand_out(PcContext &c, CUpti_PCSamplingData *data) {
     out.pcOffset = r.pc;
     out.functionIndex = r.function_index;
     out.functionName = const_cast<char *>(r.function_name);
-    const size_t reasons = std::min(r.reasons.size(), c.reasons.empty() ? kNumReasons : c.reasons.size());
+    const size_t reasons =
+        std::min(r.reasons.size(), c.reasons.empty() ? kNumReasons : c.reasons.size());
     for (size_t k = 0; k < reasons; ++k) {
       out.stallReason[k].pcSamplingStallReasonIndex = r.reasons[k].first;
       out.stallReason[k].samples = r.reasons[k].second;
@@ -387,7 +391,7 @@ void pc_kernel_ran(const mockbridge::KernelRun *run) {
   sample_kernel(c, m->second, *f, run);
 }
 
-std::string pc_report_json() {
+nlohmann::ordered_json pc_report() {
   std::lock_guard<std::mutex> lock(g_mu);
   size_t enabled = 0, started = 0, pending = 0;
   for (const auto &c : g_contexts) {
@@ -422,7 +426,7 @@ std::string pc_report_json() {
   j["graphs_uploaded_enabled"] = g_pc.graphs_uploaded_enabled;
   j["graphs_instantiated_enabled"] = g_pc.graphs_instantiated_enabled;
   j["start_conflicts"] = g_pc.start_conflicts;
-  return j.dump();
+  return j;
 }
 
 bool pc_sampling_enabled_anywhere() {
@@ -463,6 +467,29 @@ CUptiResult on_pc_context(CUcontext ctx, Work work, bool must_be_enabled = true)
   CUptiResult r;
   PcContext *c = pc_context(ctx, &r, must_be_enabled);
   return c ? work(*c) : r;
+}
+
+enum class Access { kGet, kSet };
+
+// A Set/GetConfigurationAttribute call: each attribute through `one`, which gives its
+// attributeStatus; the call fails with the last failed attribute's status. Setting is refused as a
+// whole while the context is started.
+template <typename PerAttribute>
+CUptiResult on_each_attribute(CUpti_PCSamplingConfigurationInfoParams *p, Access access,
+                              PerAttribute one) {
+  if (!p || (p->numAttributes && !p->pPCSamplingConfigurationInfo))
+    return error(CUPTI_ERROR_INVALID_PARAMETER);
+  return on_pc_context(p->ctx, [&](PcContext &c) {
+    if (access == Access::kSet && c.started) return error(CUPTI_ERROR_INVALID_OPERATION);
+    CUptiResult overall = CUPTI_SUCCESS;
+    for (size_t i = 0; i < p->numAttributes; ++i) {
+      CUpti_PCSamplingConfigurationInfo &info = p->pPCSamplingConfigurationInfo[i];
+      info.attributeStatus = one(c, info);
+      if (info.attributeStatus != CUPTI_SUCCESS) overall = info.attributeStatus;
+    }
+    if (access == Access::kSet) g_pc.configures++;
+    return overall == CUPTI_SUCCESS ? CUPTI_SUCCESS : error(overall);
+  });
 }
 
 // cuptiPCSamplingStart (on) and Stop: only with start/stop control, and only from the other state.
@@ -551,87 +578,67 @@ CUptiResult cuptiPCSamplingGetData(CUpti_PCSamplingGetDataParams *p) {
 
 CUptiResult cuptiPCSamplingSetConfigurationAttribute(CUpti_PCSamplingConfigurationInfoParams *p) {
   MOCK_CUPTI_FAULT_POINT(cuptiPCSamplingSetConfigurationAttribute);
-  if (!p || (p->numAttributes && !p->pPCSamplingConfigurationInfo))
-    return error(CUPTI_ERROR_INVALID_PARAMETER);
-  return on_pc_context(p->ctx, [&](PcContext &c) {
-    if (c.started) return error(CUPTI_ERROR_INVALID_OPERATION);
-    CUptiResult overall = CUPTI_SUCCESS;
-    for (size_t i = 0; i < p->numAttributes; ++i) {
-      CUpti_PCSamplingConfigurationInfo &info = p->pPCSamplingConfigurationInfo[i];
-      info.attributeStatus = CUPTI_SUCCESS;
-      const auto &d = info.attributeData;
-      switch (info.attributeType) {
-        case CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_PERIOD:
-          if (d.samplingPeriodData.samplingPeriod < 5 || d.samplingPeriodData.samplingPeriod > 31)
-            info.attributeStatus = CUPTI_ERROR_INVALID_PARAMETER;
-          else
+  return on_each_attribute(
+      p, Access::kSet, [](PcContext &c, CUpti_PCSamplingConfigurationInfo &info) {
+        const auto &d = info.attributeData;
+        switch (info.attributeType) {
+          case CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_PERIOD:
+            if (d.samplingPeriodData.samplingPeriod < 5 || d.samplingPeriodData.samplingPeriod > 31)
+              return CUPTI_ERROR_INVALID_PARAMETER;
             c.period = d.samplingPeriodData.samplingPeriod;
-          break;
-        case CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_STALL_REASON: {
-          const size_t n = d.stallReasonData.stallReasonCount;
-          if (n == 0 || n > kNumReasons || !d.stallReasonData.pStallReasonIndex) {
-            info.attributeStatus = CUPTI_ERROR_INVALID_PARAMETER;
-            break;
+            return CUPTI_SUCCESS;
+          case CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_STALL_REASON: {
+            const size_t n = d.stallReasonData.stallReasonCount;
+            const uint32_t *first = d.stallReasonData.pStallReasonIndex;
+            if (n == 0 || n > kNumReasons || !first) return CUPTI_ERROR_INVALID_PARAMETER;
+            c.reasons.assign(first, first + n);
+            return CUPTI_SUCCESS;
           }
-          c.reasons.assign(d.stallReasonData.pStallReasonIndex,
-                           d.stallReasonData.pStallReasonIndex + n);
-          break;
+          case CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_COLLECTION_MODE:
+            c.mode = d.collectionModeData.collectionMode;
+            return CUPTI_SUCCESS;
+          case CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_ENABLE_START_STOP_CONTROL:
+            c.start_stop = d.enableStartStopControlData.enableStartStopControl != 0;
+            return CUPTI_SUCCESS;
+          case CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_DATA_BUFFER:
+            c.config_buffer =
+                static_cast<CUpti_PCSamplingData *>(d.samplingDataBufferData.samplingDataBuffer);
+            return CUPTI_SUCCESS;
+          case CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_HARDWARE_BUFFER_SIZE:
+            c.hw_buffer = d.hardwareBufferSizeData.hardwareBufferSize;
+            return CUPTI_SUCCESS;
+          case CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SCRATCH_BUFFER_SIZE:
+          case CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_OUTPUT_DATA_FORMAT:
+          case CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_WORKER_THREAD_PERIODIC_SLEEP_SPAN:
+            return CUPTI_SUCCESS;  // accepted, nothing the mock models
+          default:
+            return CUPTI_ERROR_INVALID_OPERATION;
         }
-        case CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_COLLECTION_MODE:
-          c.mode = d.collectionModeData.collectionMode;
-          break;
-        case CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_ENABLE_START_STOP_CONTROL:
-          c.start_stop = d.enableStartStopControlData.enableStartStopControl != 0;
-          break;
-        case CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_DATA_BUFFER:
-          c.config_buffer =
-              static_cast<CUpti_PCSamplingData *>(d.samplingDataBufferData.samplingDataBuffer);
-          break;
-        case CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_HARDWARE_BUFFER_SIZE:
-          c.hw_buffer = d.hardwareBufferSizeData.hardwareBufferSize;
-          break;
-        case CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SCRATCH_BUFFER_SIZE:
-        case CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_OUTPUT_DATA_FORMAT:
-        case CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_WORKER_THREAD_PERIODIC_SLEEP_SPAN:
-          break;
-        default:
-          info.attributeStatus = CUPTI_ERROR_INVALID_OPERATION;
-      }
-      if (info.attributeStatus != CUPTI_SUCCESS) overall = info.attributeStatus;
-    }
-    g_pc.configures++;
-    return overall == CUPTI_SUCCESS ? CUPTI_SUCCESS : error(overall);
-  });
+      });
 }
 
 CUptiResult cuptiPCSamplingGetConfigurationAttribute(CUpti_PCSamplingConfigurationInfoParams *p) {
   MOCK_CUPTI_FAULT_POINT(cuptiPCSamplingGetConfigurationAttribute);
-  if (!p || (p->numAttributes && !p->pPCSamplingConfigurationInfo))
-    return error(CUPTI_ERROR_INVALID_PARAMETER);
-  return on_pc_context(p->ctx, [&](PcContext &c) {
-    for (size_t i = 0; i < p->numAttributes; ++i) {
-      CUpti_PCSamplingConfigurationInfo &info = p->pPCSamplingConfigurationInfo[i];
-      info.attributeStatus = CUPTI_SUCCESS;
-      auto &d = info.attributeData;
-      switch (info.attributeType) {
-        case CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_PERIOD:
-          d.samplingPeriodData.samplingPeriod = c.period;
-          break;
-        case CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_HARDWARE_BUFFER_SIZE:
-          d.hardwareBufferSizeData.hardwareBufferSize = c.hw_buffer;
-          break;
-        case CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_COLLECTION_MODE:
-          d.collectionModeData.collectionMode = c.mode;
-          break;
-        case CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_ENABLE_START_STOP_CONTROL:
-          d.enableStartStopControlData.enableStartStopControl = c.start_stop;
-          break;
-        default:
-          info.attributeStatus = CUPTI_ERROR_INVALID_OPERATION;
-      }
-    }
-    return CUPTI_SUCCESS;
-  });
+  return on_each_attribute(
+      p, Access::kGet, [](PcContext &c, CUpti_PCSamplingConfigurationInfo &info) {
+        auto &d = info.attributeData;
+        switch (info.attributeType) {
+          case CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_PERIOD:
+            d.samplingPeriodData.samplingPeriod = c.period;
+            return CUPTI_SUCCESS;
+          case CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_HARDWARE_BUFFER_SIZE:
+            d.hardwareBufferSizeData.hardwareBufferSize = c.hw_buffer;
+            return CUPTI_SUCCESS;
+          case CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_COLLECTION_MODE:
+            d.collectionModeData.collectionMode = c.mode;
+            return CUPTI_SUCCESS;
+          case CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_ENABLE_START_STOP_CONTROL:
+            d.enableStartStopControlData.enableStartStopControl = c.start_stop;
+            return CUPTI_SUCCESS;
+          default:
+            return CUPTI_ERROR_INVALID_OPERATION;
+        }
+      });
 }
 
 CUptiResult cuptiPCSamplingGetNumStallReasons(CUpti_PCSamplingGetNumStallReasonsParams *p) {

@@ -101,8 +101,9 @@ CUresult mock_cuda_launch(uint32_t domain, uint32_t cbid, CUfunction f, CUstream
 CUresult mock_cuda_graph_launch(uint32_t domain, uint32_t cbid, CUgraphExec exec, CUstream stream);
 
 /* cudaGraphUpload over cuGraphUpload (runtime 348 over driver 580; driver_only: cuGraphUpload
- * alone; the _ptsz cbids 349 / 581 on CU_STREAM_PER_THREAD): no kernel runs; the exec is uploaded (registered with PC sampling if enabled on its
- * context now), so its first launch is not an upload. functionParams' first field is the exec. */
+ * alone; the _ptsz cbids 349 / 581 on CU_STREAM_PER_THREAD): no kernel runs; the exec is uploaded
+ * (registered with PC sampling if enabled on its context now), so its first launch is not an
+ * upload. functionParams' first field is the exec. */
 CUresult mock_cuda_graph_upload(CUgraphExec exec, CUstream stream, int driver_only);
 
 /* Points inside a launch call where the application may act (attach or detach a consumer, say)
@@ -168,15 +169,22 @@ CUresult mock_cuda_stream_end_capture(CUstream stream, CUgraph *graph);
 
 /* ---- Statistics ---- */
 
+/* The mock driver's counters, each named once here: a field of MockCudaStats, a per-thread counter
+ * of the mock (cuda_mock_internal.h) and a key of the mock app's summary. */
+#define MOCK_CUDA_STATS(X)                                                                       \
+  X(eager_launches)          /* eager launches that ran a kernel */                              \
+  X(graph_launches)          /* graph launches (any graph, host-only and conditional too) */     \
+  X(captured_launches)       /* launches recorded into a stream capture: callbacks, no kernel */ \
+  X(kernels_run)             /* every kernel the mock GPU ran */                                 \
+  X(graph_kernels_run)       /* of which by graph launches, conditional bodies included */       \
+  X(conditional_kernels_run) /* of which in conditional bodies (correlation ID 0) */             \
+  X(api_calls)               /* outermost API calls of any kind */                               \
+  X(cuda_injected_failures)  /* driver calls failed on purpose by MOCK_CUDA_FAIL */
+
 typedef struct MockCudaStats {
-  uint64_t eager_launches;    /* eager launches that ran a kernel */
-  uint64_t graph_launches;    /* graph launches (any graph, host-only and conditional too) */
-  uint64_t captured_launches; /* launches recorded into a stream capture: callbacks, no kernel */
-  uint64_t kernels_run;       /* every kernel the mock GPU ran */
-  uint64_t graph_kernels_run; /* of which by graph launches, conditional bodies included */
-  uint64_t conditional_kernels_run; /* of which in conditional bodies (correlation ID 0) */
-  uint64_t api_calls;               /* outermost API calls of any kind */
-  uint64_t injected_failures;       /* driver calls failed on purpose by MOCK_CUDA_FAIL */
+#define MOCK_CUDA_STAT_FIELD(name) uint64_t name;
+  MOCK_CUDA_STATS(MOCK_CUDA_STAT_FIELD)
+#undef MOCK_CUDA_STAT_FIELD
 } MockCudaStats;
 
 void mock_cuda_get_stats(MockCudaStats *out);

@@ -1,8 +1,8 @@
 /* Introspection of the mock CUPTI (build/mock/libcupti.so.13), for parcagpu-mockapp and tests.
  *
  * The mock libcupti records what its subscriber (the library under test) asked for, so tests can
- * compare it with include/parcagpu/cbid_table.h. The application does not link libcupti (the library loads it
- * at run time, or fails to); parcagpu-mockapp reaches these functions with
+ * compare it with include/parcagpu/cbid_table.h. The application does not link libcupti (the
+ * library loads it at run time, or fails to); parcagpu-mockapp reaches these functions with
  * dlopen("libcupti.so.13", RTLD_NOLOAD) + dlsym. All functions are thread-safe.
  */
 #ifndef PARCAGPU_MOCK_CUPTI_CONTROL_H
@@ -46,24 +46,32 @@ int mock_cupti_kernel_activity_ever_enabled(void);
 /* "CONCURRENT_KERNEL", "KERNEL", ... ; "UNKNOWN" past the header's list. */
 const char *mock_cupti_activity_kind_name(uint32_t kind);
 
+/* The mock CUPTI's counters, each named once here: a field of MockCuptiStats, a per-thread counter
+ * of the mock (cupti_mock_internal.h), a key of the MOCK_CUPTI_EXIT report's "stats" and of the
+ * mock app's summary. */
+#define MOCK_CUPTI_STATS(X)                                                              \
+  X(records_written)        /* kernel records written into activity buffers */           \
+  X(records_dropped)        /* no buffer callbacks, NULL or too small buffer */          \
+  X(records_not_collected)  /* kernels run while kernel activity was not enabled */      \
+  X(buffers_requested)      /* bufferRequested calls that returned a usable buffer */    \
+  X(buffers_refused)        /* bufferRequested calls that returned NULL / too small */   \
+  X(buffers_completed)      /* bufferCompleted calls (worker thread and flushes) */      \
+  X(callbacks_dispatched)   /* callbacks delivered to the subscriber */                  \
+  X(callbacks_suppressed)   /* not delivered: pair not enabled or no subscriber */       \
+  X(subscribe_calls)        /* successful cuptiSubscribe */                              \
+  X(unsubscribe_calls)      /* successful cuptiUnsubscribe */                            \
+  X(activity_enable_calls)  /* successful cuptiActivityEnable / EnableContext */         \
+  X(activity_disable_calls) /* successful cuptiActivityDisable / DisableContext */       \
+  X(whole_domain_enables)   /* see mock_cupti_whole_domain_enables */                    \
+  X(flush_all_calls)        /* cuptiActivityFlushAll calls */                            \
+  X(finalize_calls)         /* cuptiFinalize calls */                                    \
+  X(injected_failures)      /* entry point calls failed on purpose by MOCK_CUPTI_FAIL */ \
+  X(refused_enables)        /* enables made no-ops by MOCK_CUPTI_REFUSE */
+
 typedef struct MockCuptiStats {
-  uint64_t records_written;        /* kernel records written into activity buffers */
-  uint64_t records_dropped;        /* no buffer callbacks, NULL or too small buffer */
-  uint64_t records_not_collected;  /* kernels run while kernel activity was not enabled */
-  uint64_t buffers_requested;      /* bufferRequested calls that returned a usable buffer */
-  uint64_t buffers_refused;        /* bufferRequested calls that returned NULL / too small */
-  uint64_t buffers_completed;      /* bufferCompleted calls (worker thread and flushes) */
-  uint64_t callbacks_dispatched;   /* callbacks delivered to the subscriber */
-  uint64_t callbacks_suppressed;   /* not delivered: pair not enabled or no subscriber */
-  uint64_t subscribe_calls;        /* successful cuptiSubscribe */
-  uint64_t unsubscribe_calls;      /* successful cuptiUnsubscribe */
-  uint64_t activity_enable_calls;  /* successful cuptiActivityEnable / EnableContext */
-  uint64_t activity_disable_calls; /* successful cuptiActivityDisable / DisableContext */
-  uint64_t whole_domain_enables;   /* see mock_cupti_whole_domain_enables */
-  uint64_t flush_all_calls;        /* cuptiActivityFlushAll calls */
-  uint64_t finalize_calls;         /* cuptiFinalize calls */
-  uint64_t injected_failures;      /* entry point calls failed on purpose by MOCK_CUPTI_FAIL */
-  uint64_t refused_enables;        /* enables made no-ops by MOCK_CUPTI_REFUSE */
+#define MOCK_CUPTI_STAT_FIELD(name) uint64_t name;
+  MOCK_CUPTI_STATS(MOCK_CUPTI_STAT_FIELD)
+#undef MOCK_CUPTI_STAT_FIELD
 } MockCuptiStats;
 
 void mock_cupti_get_stats(MockCuptiStats *out);

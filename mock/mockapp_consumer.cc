@@ -22,6 +22,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 #include <vector>
@@ -208,10 +209,12 @@ void scenario_attach_detach(Kernels &k) {
       check(mock_cuda_graph_launch(domain, cb.cbid, exec, stream), cb.name);
     else
       check(mock_cuda_launch(domain, cb.cbid, k.next("_Z5k_mulPfi"), stream), cb.name);
-    std::printf("MOCKAPP_LAUNCH {\"corr\":%u,\"cbid\":%d,\"api\":\"%s\",\"phase\":\"%s\","
-                "\"point\":\"%s\"}\n",
-                ad.corr, parcagpu::signed_cbid(cb.domain, cb.cbid), cb.name, phase,
-                point_name(point));
+    const nlohmann::ordered_json line = {{"corr", ad.corr},
+                                         {"cbid", parcagpu::signed_cbid(cb.domain, cb.cbid)},
+                                         {"api", cb.name},
+                                         {"phase", phase},
+                                         {"point", point_name(point)}};
+    std::printf("MOCKAPP_LAUNCH %s\n", line.dump().c_str());
     return activity_enables() > enables;
   };
   for (const auto &cb : parcagpu::kSubscribedCallbacks) {
@@ -261,8 +264,9 @@ void scenario_clone_refire(Kernels &k) {
   constexpr int kGraphs = 2000;  // 6000 mappings stored
   std::vector<CUgraphExec> execs;
   for (int i = 0; i < kGraphs; ++i) execs.push_back(three_kernel_exec(k));
-  std::printf("MOCKAPP_CLONES {\"graphs\":%d,\"clones\":%d,\"app_tid\":%d}\n", kGraphs, kGraphs * 3,
-              static_cast<int>(gettid()));
+  const nlohmann::ordered_json clones = {
+      {"graphs", kGraphs}, {"clones", kGraphs * 3}, {"app_tid", static_cast<int>(gettid())}};
+  std::printf("MOCKAPP_CLONES %s\n", clones.dump().c_str());
   std::fflush(stdout);
   // The attach, then the application goes on launching: none of it waits for the re-firing.
   ad.set(true);

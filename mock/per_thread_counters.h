@@ -7,6 +7,8 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
+#include <type_traits>
 
 namespace mockstats {
 
@@ -25,6 +27,17 @@ class PerThreadCounters {
     for (const Block *b = head().load(std::memory_order_acquire); b; b = b->next)
       total += b->values[index].load(std::memory_order_relaxed);
     return total;
+  }
+
+  // The totals of counters 0, 1, ... copied into `out`, a struct of nothing but uint64_t fields
+  // declared in the order of the counters' indices (both generated from one list).
+  template <typename Struct>
+  static void sum_into(Struct *out) {
+    static_assert(std::is_trivially_copyable_v<Struct> && sizeof(Struct) % sizeof(uint64_t) == 0);
+    uint64_t totals[sizeof(Struct) / sizeof(uint64_t)];
+    static_assert(sizeof(totals) / sizeof(totals[0]) <= N);
+    for (size_t i = 0; i < sizeof(totals) / sizeof(totals[0]); ++i) totals[i] = sum(i);
+    std::memcpy(out, totals, sizeof(totals));
   }
 
  private:

@@ -7,12 +7,14 @@
  * Only user memory is read, so no CO-RE and no vmlinux.h: the UAPI struct pt_regs is enough
  * for usdt.bpf.h. Nothing fails silently: ring-buffer reservations that fail and reads that
  * fault are counted in the per-CPU "stats" map. */
+/* clang-format off: the UAPI headers before libbpf's */
 #include <stdbool.h>
 #include <linux/bpf.h>
 #include <linux/ptrace.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include <bpf/usdt.bpf.h>
+/* clang-format on */
 
 #include "parcagpu/abi.h"
 #include "trace_events.h"
@@ -141,7 +143,8 @@ static __always_inline int read_ptr(__u64 *dst, __u64 addr) {
  * not; and the GIL holder (_PyRuntime's tstate_current) is not this thread during a ctypes or
  * torch call, which release the GIL. native_thread_id is the thread id in the process's pid
  * namespace: for a process in another one (a container) it is asked for there. */
-static __always_inline void take_py_stack(const struct pt_py_proc *p, __u32 tid, struct pt_py_stack *s) {
+static __always_inline void take_py_stack(const struct pt_py_proc *p, __u32 tid,
+                                          struct pt_py_stack *s) {
   s->count = 0;
   s->status = PT_PY_NO_THREAD;
   if (p->pidns_ino) {
@@ -236,7 +239,8 @@ static __always_inline void *reserve_with_stacks(bool want, __u64 size) {
 }
 
 /* The stacks of the event whose header is h, at the probe. */
-static __always_inline void take_stacks(struct pt_regs *ctx, struct pt_header *h, struct pt_stacks *s) {
+static __always_inline void take_stacks(struct pt_regs *ctx, struct pt_header *h,
+                                        struct pt_stacks *s) {
   h->flags |= PT_F_STACK;
   take_stack(ctx, &s->stack);
   take_py_stack_if_python(h, &s->py);
@@ -248,15 +252,15 @@ static __always_inline void take_stacks(struct pt_regs *ctx, struct pt_header *h
 
 /* Sends a launch or capture event (struct kind##_event, filled by fill(event, ctx)), with its
  * stacks (struct kind##_stack_event) when `want` and the ring buffer has room for them. */
-#define SEND_WITH_STACKS(want, kind, fill)                                            \
-  do {                                                                                \
-    struct kind##_stack_event *e = reserve_with_stacks(want, sizeof(*e));              \
-    struct kind##_event *c = e ? &e->c : reserve(sizeof(*c));                          \
-    if (!c) return 0;                                                                 \
-    fill(c, ctx);                                                                     \
-    if (e) take_stacks(ctx, &c->h, &e->stacks);                                        \
-    bpf_ringbuf_submit(c, 0);                                                         \
-    return 0;                                                                         \
+#define SEND_WITH_STACKS(want, kind, fill)                                \
+  do {                                                                    \
+    struct kind##_stack_event *e = reserve_with_stacks(want, sizeof(*e)); \
+    struct kind##_event *c = e ? &e->c : reserve(sizeof(*c));             \
+    if (!c) return 0;                                                     \
+    fill(c, ctx);                                                         \
+    if (e) take_stacks(ctx, &c->h, &e->stacks);                           \
+    bpf_ringbuf_submit(c, 0);                                             \
+    return 0;                                                             \
   } while (0)
 
 PROBE(cuda_correlation, PT_STAT_FIRE_CUDA_CORRELATION) {
@@ -328,21 +332,19 @@ PROBE(activity_batch, PT_STAT_FIRE_ACTIVITY_BATCH) {
     e->graph_id = FIELD(__u32, rec, PARCAGPU_KREC_OFF_GRAPH_ID);
     e->batch_index = i;
     e->batch_count = count;
-    e->h.flags = read_str(e->name, sizeof(e->name), FIELD(const void *, rec, PARCAGPU_KREC_OFF_NAME),
-                          PT_F_NAME_NULL, PT_F_NAME_FAULT);
+    e->h.flags =
+        read_str(e->name, sizeof(e->name), FIELD(const void *, rec, PARCAGPU_KREC_OFF_NAME),
+                 PT_F_NAME_NULL, PT_F_NAME_FAULT);
     bpf_ringbuf_submit(e, 0);
   }
   stat_add(PT_STAT_RECORDS_OTHER_KIND, other);
   if (verbose_events) {
-    struct pt_batch_event *b = reserve_event(sizeof(*b), PT_EV_ACTIVITY_BATCH);
-    if (b) {
-      b->records = (__u64)records;
-      b->count = count;
-      b->kernels = kernels;
-      b->other_kinds = other;
-      b->unreadable = unreadable;
-      bpf_ringbuf_submit(b, 0);
-    }
+    struct pt_batch_event b = {.records = (__u64)records,
+                               .count = count,
+                               .kernels = kernels,
+                               .other_kinds = other,
+                               .unreadable = unreadable};
+    send_event(&b, sizeof(b), PT_EV_ACTIVITY_BATCH);
   }
   return 0;
 }
@@ -362,24 +364,17 @@ PROBE(error, PT_STAT_FIRE_ERROR) {
 }
 
 PROBE(gpu_config, PT_STAT_FIRE_GPU_CONFIG) {
-  struct pt_gpu_config_event *e = reserve_event(sizeof(*e), PT_EV_GPU_CONFIG);
-  if (!e) return 0;
-  e->device_id = arg(ctx, 0);
-  e->sampling_factor = arg(ctx, 1);
-  e->clock_khz = arg(ctx, 2);
-  e->sm_count = arg(ctx, 3);
-  bpf_ringbuf_submit(e, 0);
+  struct pt_gpu_config_event e = {.device_id = arg(ctx, 0),
+                                  .sampling_factor = arg(ctx, 1),
+                                  .clock_khz = arg(ctx, 2),
+                                  .sm_count = arg(ctx, 3)};
+  send_event(&e, sizeof(e), PT_EV_GPU_CONFIG);
   return 0;
 }
 
 static __always_inline int send_meta(__u32 type, __u64 crc, __u64 ptr, __u64 size, __u32 flags) {
-  struct pt_meta_event *e = reserve_event(sizeof(*e), type);
-  if (!e) return 0;
-  e->h.flags = flags;
-  e->crc = crc;
-  e->ptr = ptr;
-  e->size = size;
-  bpf_ringbuf_submit(e, 0);
+  struct pt_meta_event e = {.h.flags = flags, .crc = crc, .ptr = ptr, .size = size};
+  send_event(&e, sizeof(e), type);
   return 0;
 }
 

@@ -8,9 +8,11 @@
 #ifndef PARCAGPU_TRACE_COMMON_BPF_H
 #define PARCAGPU_TRACE_COMMON_BPF_H
 
+/* clang-format off: the UAPI headers before libbpf's */
 #include <stdbool.h>
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
+/* clang-format on */
 
 #if !defined(TRACE_STATS_MAX) || !defined(TRACE_STAT_RINGBUF_DROPS)
 #error "define TRACE_STATS_MAX and TRACE_STAT_RINGBUF_DROPS before including trace_common.bpf.h"
@@ -59,7 +61,8 @@ static __always_inline void *reserve(__u64 size) {
 }
 
 /* The header of an event of `type` fired by the task pid_tgid at ts. */
-static __always_inline void fill_header_at(struct pt_header *h, __u32 type, __u64 pid_tgid, __u64 ts) {
+static __always_inline void fill_header_at(struct pt_header *h, __u32 type, __u64 pid_tgid,
+                                           __u64 ts) {
   h->type = type;
   h->pid = pid_tgid >> 32;
   h->tid = (__u32)pid_tgid;
@@ -80,16 +83,27 @@ static __always_inline void *reserve_event(__u64 size, __u32 type) {
   return h;
 }
 
+/* Sends a small event built on the stack at `e` (`size` bytes, its header's flags as set): the
+ * header filled as reserve_event fills it, the bytes copied into the ring buffer (a full one
+ * counted). Large events are reserved and written in place instead. */
+static __always_inline void send_event(void *e, __u64 size, __u32 type) {
+  struct pt_header *h = e;
+  const __u32 flags = h->flags;
+  fill_header(h, type);
+  h->flags = flags;
+  if (bpf_ringbuf_output(&events, e, size, 0) != 0) stat_add(TRACE_STAT_RINGBUF_DROPS, 1);
+}
+
 /* The program of USDT probe `name`: tasks the cgroup filter drops end here, the others count a
  * firing in stats[fired] and run the body that follows, which has `ctx`:
  *   PROBE(error, PT_STAT_FIRE_ERROR) { ...; return 0; } */
-#define PROBE(name, fired)                                 \
+#define PROBE(name, fired)                                      \
   static __always_inline int name##_fired(struct pt_regs *ctx); \
-  SEC("usdt") int name(struct pt_regs *ctx) {             \
-    if (filtered_out()) return 0;                          \
-    stat_add(fired, 1);                                    \
-    return name##_fired(ctx);                              \
-  }                                                        \
+  SEC("usdt") int name(struct pt_regs *ctx) {                   \
+    if (filtered_out()) return 0;                               \
+    stat_add(fired, 1);                                         \
+    return name##_fired(ctx);                                   \
+  }                                                             \
   static __always_inline int name##_fired(struct pt_regs *ctx)
 
 #endif /* PARCAGPU_TRACE_COMMON_BPF_H */

@@ -120,15 +120,24 @@ static __always_inline __u32 capped(__u32 pid, __u32 n, __u32 cap, __u32 records
   return cap;
 }
 
-/* Whether `key` of a first-firing-only probe was seen in map `seen` (a repeat, counted in
- * `repeat_stat`), and marking it seen once its event is out (a dropped one gets another chance). */
-#define SEEN_BEFORE(seen, key, pid, repeat_stat) \
-  (bpf_map_lookup_elem(&(seen), &(key)) ? (count(pid, repeat_stat, 1), true) : false)
-#define MARK_SEEN(seen, key)                               \
-  do {                                                     \
-    __u8 one = 1;                                          \
-    bpf_map_update_elem(&(seen), &(key), &one, BPF_ANY);   \
-  } while (0)
+/* Sends the event at `e` (`size` bytes, its type and pid set here) of a first-firing-only probe,
+ * unless `key` is in map `seen` already (a repeat, counted in `repeat_stat`). The key is marked
+ * seen once the event is out: a dropped one gets another chance. */
+static __always_inline void send_once(void *seen, const void *key, __u32 pid, __u32 repeat_stat,
+                                      __u32 type, __u32 *e, __u64 size) {
+  if (bpf_map_lookup_elem(seen, key)) {
+    count(pid, repeat_stat, 1);
+    return;
+  }
+  e[0] = type;
+  e[1] = pid;
+  if (bpf_ringbuf_output(&events, e, size, 0) != 0) {
+    count(pid, AC_STAT_RINGBUF_DROPS, 1);
+    return;
+  }
+  const __u8 one = 1;
+  bpf_map_update_elem(seen, key, &one, BPF_ANY);
+}
 
 /* Argument n of the firing probe, from its note's spec. 0 and a counted failure when it cannot be
  * evaluated (the agent then goes on with 0 too). */
@@ -300,34 +309,23 @@ int ac_kernel_executed(struct pt_regs *ctx) {
 SEC("uprobe")
 int ac_cubin_loaded(struct pt_regs *ctx) {
   const __u32 pid = fired(AC_PROBE_CUBIN_LOADED);
-  const __u64 crc = arg(ctx, pid, 0), ptr = arg(ctx, pid, 1), size = arg(ctx, pid, 2);
-  struct cubin_seen_key key = {.crc = crc, .pid = pid, .pad = 0};
-  if (SEEN_BEFORE(cubin_seen, key, pid, AC_STAT_CUBIN_REPEATS)) return 0;
-  struct ac_cubin_event *e = event(pid, AC_EV_CUBIN, sizeof(*e));
-  if (!e) return 0;
-  e->crc = crc;
-  e->ptr = ptr;
-  e->size = size;
-  bpf_ringbuf_submit(e, 0);
-  MARK_SEEN(cubin_seen, key);
+  struct ac_cubin_event e = {
+      .crc = arg(ctx, pid, 0), .ptr = arg(ctx, pid, 1), .size = arg(ctx, pid, 2)};
+  const struct cubin_seen_key key = {.crc = e.crc, .pid = pid, .pad = 0};
+  send_once(&cubin_seen, &key, pid, AC_STAT_CUBIN_REPEATS, AC_EV_CUBIN, &e.type, sizeof(e));
   return 0;
 }
 
 SEC("uprobe")
 int ac_gpu_config(struct pt_regs *ctx) {
   const __u32 pid = fired(AC_PROBE_GPU_CONFIG);
-  const __u32 dev = arg(ctx, pid, 0), factor = arg(ctx, pid, 1);
-  const __u32 clock = arg(ctx, pid, 2), sms = arg(ctx, pid, 3);
-  struct gpu_config_seen_key key = {.pid = pid, .device_id = dev};
-  if (SEEN_BEFORE(gpu_config_seen, key, pid, AC_STAT_GPU_CONFIG_REPEATS)) return 0;
-  struct ac_gpu_config_event *e = event(pid, AC_EV_GPU_CONFIG, sizeof(*e));
-  if (!e) return 0;
-  e->device_id = dev;
-  e->sampling_factor = factor;
-  e->clock_khz = clock;
-  e->sm_count = sms;
-  bpf_ringbuf_submit(e, 0);
-  MARK_SEEN(gpu_config_seen, key);
+  struct ac_gpu_config_event e = {.device_id = arg(ctx, pid, 0),
+                                  .sampling_factor = arg(ctx, pid, 1),
+                                  .clock_khz = arg(ctx, pid, 2),
+                                  .sm_count = arg(ctx, pid, 3)};
+  const struct gpu_config_seen_key key = {.pid = pid, .device_id = e.device_id};
+  send_once(&gpu_config_seen, &key, pid, AC_STAT_GPU_CONFIG_REPEATS, AC_EV_GPU_CONFIG, &e.type,
+            sizeof(e));
   return 0;
 }
 

@@ -17,40 +17,9 @@ bad() { echo "FAIL $*"; failures=$((failures + 1)); }
 # ---- fakes -------------------------------------------------------------------------------------
 touch "$T/libparcagpu.so"
 
-# The tables graph_repro prints (tests/gpu/graph_repro.cu), legacy and per-thread builds.
-cat >"$T/table-legacy.tsv" <<'EOF'
-# graph_repro pid=100 device=NVIDIA H100 80GB HBM3
-phase	class	kernel	kernels_run	launches	api	cbids
-chevron	eager	_Z9k_chevronPjPiy	8	8	<<<>>>	rt211/drv307
-launch_kernel	eager	_Z15k_launch_kernelPjPiy	8	8	cudaLaunchKernel	rt211/drv307
-launch_kernel_ex	eager	_Z18k_launch_kernel_exPjPiy	8	8	cudaLaunchKernelEx	rt430/drv652
-cooperative	eager	_Z13k_cooperativePjPiy	8	8	cudaLaunchCooperativeKernel	rt269/drv477
-cu_launch_kernel	eager	_Z18k_cu_launch_kernelPjPiy	8	8	cuLaunchKernel	drv307
-cu_launch_kernel_ex	eager	_Z21k_cu_launch_kernel_exPjPiy	8	8	cuLaunchKernelEx	drv652
-capture	capture	-	0	6	streamCapture(<<<>>>)	rt211/drv307
-graph_launch	graph	_Z14k_graph_launchPjPiy	12	4	cudaGraphLaunch	rt311/drv514
-cu_graph_launch	graph	_Z17k_cu_graph_launchPjPiy	12	4	cuGraphLaunch	drv514
-explicit_graph	graph	_Z16k_explicit_graphPjPiy	8	4	cudaGraphAddKernelNode+cudaGraphLaunch	rt311/drv514
-conditional	conditional	_Z18k_conditional_bodyPjPiy	10	2	cudaGraphLaunch(WHILE-node)	rt311/drv514
-conditional	conditional	_Z18k_conditional_condPjPiy	10	2	cudaGraphLaunch(WHILE-node)	rt311/drv514
-hostonly	hostonly	-	0	3	cudaGraphLaunch(host-fn-only)	rt311/drv514
-threads	eager	_Z9k_threadsPjPiy	32	32	<<<>>>(4-threads)	rt211/drv307
-# end status=ok
-EOF
-cat >"$T/table-ptsz.tsv" <<'EOF'
-# graph_repro_ptsz pid=101 device=NVIDIA H100 80GB HBM3
-phase	class	kernel	kernels_run	launches	api	cbids
-ptsz_chevron	eager	_Z14k_ptsz_chevronPjPiy	8	8	<<<>>>	rt214/drv442
-ptsz_launch_kernel	eager	_Z20k_ptsz_launch_kernelPjPiy	8	8	cudaLaunchKernel_ptsz	rt214/drv442
-ptsz_launch_kernel_ex	eager	_Z23k_ptsz_launch_kernel_exPjPiy	8	8	cudaLaunchKernelEx_ptsz	rt431/drv653
-ptsz_cooperative	eager	_Z18k_ptsz_cooperativePjPiy	8	8	cudaLaunchCooperativeKernel_ptsz	rt270/drv478
-ptsz_cu_launch_kernel	eager	_Z23k_ptsz_cu_launch_kernelPjPiy	8	8	cuLaunchKernel_ptsz	drv442
-ptsz_cu_launch_kernel_ex	eager	_Z26k_ptsz_cu_launch_kernel_exPjPiy	8	8	cuLaunchKernelEx_ptsz	drv653
-ptsz_capture	capture	-	0	4	streamCapture(<<<>>>)	rt214/drv442
-ptsz_graph_launch	graph	_Z19k_ptsz_graph_launchPjPiy	8	4	cudaGraphLaunch_ptsz	rt311/drv514
-ptsz_cu_graph_launch	graph	_Z22k_ptsz_cu_graph_launchPjPiy	8	4	cuGraphLaunch_ptsz	drv515
-# end status=ok
-EOF
+# The tables graph_repro prints (tests/gpu/graph_repro.cu), legacy and per-thread builds, are in
+# tests/gpu/selftest-tables/.
+TABLES="$ROOT/tests/gpu/selftest-tables"
 
 # Fake programs: print their table; under PARCAGPU_DISABLE_CBIDS leave a mark for the consumer.
 for which in legacy ptsz; do
@@ -61,7 +30,7 @@ for which in legacy ptsz; do
 [ "\${PARCAGPU_RATE_LIMIT:-}" = 100000000 ] || { echo "rate limit not raised" >&2; exit 2; }
 [ -n "\${CUDA_INJECTION64_PATH:-}" ] || exit 0
 echo "fake graph_repro ($which) under \$CUDA_INJECTION64_PATH" >&2
-cat "$T/table-$which.tsv"
+cat "$TABLES/$which.tsv"
 EOF
   chmod +x "$T/prog-$which"
 done
@@ -85,7 +54,7 @@ mkjson() {
       printf "}, \"pids\": [100, 101], \"gpu_config\": {}, \"kernels_by_name\": {"
       for (i = 1; i <= nk; i++) printf "%s\"%s\": {\"records\": %d, \"matched\": %d}", (i > 1 ? ", " : ""), ORDER[i], REC[ORDER[i]], MAT[ORDER[i]]
       printf "}, \"matched_by_cbid\": {}}\n"
-    }' "$T/table-legacy.tsv" "$T/table-ptsz.tsv" >"$out"
+    }' "$TABLES/legacy.tsv" "$TABLES/ptsz.tsv" >"$out"
 }
 
 # Fake parcagpu-trace: announce attachment, wait for SIGTERM, print the scenario's JSON.

@@ -2,6 +2,7 @@
 // so that Python tests and scripts use the one constexpr table instead of a copy of it
 // (tests/integration/harness.py loads it).
 #include <cstdio>
+#include <nlohmann/json.hpp>
 
 #include "parcagpu/cbid_table.h"
 
@@ -40,16 +41,19 @@ const char *role_name(parcagpu::CbRole r) {
 }  // namespace
 
 int main() {
-  std::printf("{\"callbacks\":[");
-  for (size_t i = 0; i < parcagpu::kNumSubscribedCallbacks; i++) {
-    const parcagpu::SubscribedCallback &c = parcagpu::kSubscribedCallbacks[i];
-    char signed_cbid[16] = "null";  // resources are not launches: no probe carries them
-    if (c.domain != parcagpu::CbDomain::Resource)
-      std::snprintf(signed_cbid, sizeof signed_cbid, "%d", parcagpu::signed_cbid(c.domain, c.cbid));
-    std::printf(
-        "%s{\"domain\":\"%s\",\"cbid\":%u,\"signed_cbid\":%s,\"role\":\"%s\",\"name\":\"%s\"}",
-        i ? "," : "", domain_name(c.domain), c.cbid, signed_cbid, role_name(c.role), c.name);
+  using Json = nlohmann::ordered_json;
+  Json callbacks = Json::array();
+  for (const parcagpu::SubscribedCallback &c : parcagpu::kSubscribedCallbacks) {
+    // Resources are not launches: no probe carries them, so they have no signed cbid.
+    const Json signed_cbid = c.domain == parcagpu::CbDomain::Resource
+                                 ? Json(nullptr)
+                                 : Json(parcagpu::signed_cbid(c.domain, c.cbid));
+    callbacks.push_back(Json{{"domain", domain_name(c.domain)},
+                             {"cbid", c.cbid},
+                             {"signed_cbid", signed_cbid},
+                             {"role", role_name(c.role)},
+                             {"name", c.name}});
   }
-  std::printf("]}\n");
+  std::printf("%s\n", Json{{"callbacks", callbacks}}.dump().c_str());
   return 0;
 }
