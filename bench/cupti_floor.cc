@@ -1,8 +1,14 @@
 // What CUPTI itself costs per launch: a tiny CUDA injection library whose callback does nothing,
 // so scripts/bench-gpu-overhead.sh carries the floor of every run in the same run.
 //
-//   CUPTI_FLOOR=resource  only the cbids parcagpu enables from process start (graph resources),
-//                         i.e. the least any CUPTI subscriber can cost
+//   CUPTI_FLOOR=subscribe subscribed, nothing enabled: what a subscriber alone costs
+//   CUPTI_FLOOR=resource  the graph-resource cbids of the table (CbRole::GraphResource), which
+//                         parcagpu enables from process start
+//   CUPTI_FLOOR=from-start every cbid parcagpu enables from process start (enabled_from_start:
+//                         graph resources, uploads, instantiations, modules and contexts)
+//   CUPTI_FLOOR_DOMAIN=resource|api  with resource or from-start: only the cbids of the resource
+//                         domain, or only those of the driver and runtime APIs (which of them
+//                         costs a graph launch)
 //   CUPTI_FLOOR=launch    every cbid of include/parcagpu/cbid_table.h, all the time: the floor of
 //                         a library that is called on every launch
 //   CUPTI_FLOOR=window    experiment behind parcagpu's sampling windows: the resource cbids from
@@ -195,11 +201,18 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
   g_mode = mode ? mode : "launch";
   const bool window = !std::strcmp(g_mode, "window");
   const bool launch = !std::strcmp(g_mode, "launch");
-  if (!window && !launch && std::strcmp(g_mode, "resource")) {
-    std::fprintf(stderr, "cupti-floor: CUPTI_FLOOR=%s: expected resource, launch or window\n",
+  const bool from_start = !std::strcmp(g_mode, "from-start");
+  const bool subscribe_only = !std::strcmp(g_mode, "subscribe");
+  if (!window && !launch && !from_start && !subscribe_only && std::strcmp(g_mode, "resource")) {
+    std::fprintf(stderr,
+                 "cupti-floor: CUPTI_FLOOR=%s: expected subscribe, resource, from-start, launch "
+                 "or window\n",
                  g_mode);
     return 1;
   }
+  const char *domain = std::getenv("CUPTI_FLOOR_DOMAIN");
+  const bool only_resource = domain && !std::strcmp(domain, "resource");
+  const bool only_api = domain && !std::strcmp(domain, "api");
   void *h = nullptr;
   const char *path = std::getenv("PARCAGPU_CUPTI_PATH");
   for (const char *n : {path, "libcupti.so", "libcupti.so.13", "libcupti.so.12"})
@@ -215,9 +228,13 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
     std::fprintf(stderr, "cupti-floor: cannot subscribe\n");
     return 1;
   }
-  for (const auto &cb : kSubscribedCallbacks)
-    if (cb.role == CbRole::GraphResource || launch)
+  for (const auto &cb : kSubscribedCallbacks) {
+    const bool is_resource = cb.domain == CbDomain::Resource;
+    if ((only_resource && !is_resource) || (only_api && is_resource) || subscribe_only) continue;
+    if (launch || (from_start && parcagpu::enabled_from_start(cb.role)) ||
+        (!from_start && cb.role == CbRole::GraphResource))
       p_enable(1, g_sub, static_cast<CUpti_CallbackDomain>(cb.domain), cb.cbid);
+  }
   if (window) {
     const char *set = std::getenv("CUPTI_FLOOR_SET");
     const bool minimal = set && !std::strcmp(set, "minimal");

@@ -7,15 +7,14 @@
 // exits 0 if it ran fine itself: tests rely on a broken or inert library never failing it.
 #include "mockapp.h"
 
-#include "parcagpu/cbid_table.h"
-
+#include <argp.h>
 #include <dlfcn.h>
-#include <getopt.h>
 #include <limits.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <charconv>
 #include <chrono>
@@ -30,6 +29,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "parcagpu/cbid_table.h"
 
 namespace mockapp {
 namespace {
@@ -83,7 +84,7 @@ bool fail(const std::string &message) {
   return false;
 }
 
-// The options, one row each: the usage and the parse are both made from this table.
+// The options, one row each: argp's help and the parse are both made from this table.
 struct OptionSpec {
   const char *name;
   const char *arg;   // its argument in the usage; nullptr: a flag
@@ -244,41 +245,46 @@ const std::vector<OptionSpec> &option_table() {
   return kTable;
 }
 
-void usage(FILE *out) {
-  std::fprintf(out,
-               "usage: parcagpu-mockapp LIB [options]\n"
-               "  LIB                  injection library (CUDA_INJECTION64_PATH); 'none' for none\n");
-  for (const OptionSpec &spec : option_table()) {
-    const std::string left = std::string("--") + spec.name + (spec.arg ? "=" : "") +
-                             (spec.arg ? spec.arg : "");
-    const std::vector<std::string> lines = split_list(spec.help, "\n");
-    std::fprintf(out, "  %-20s %s\n", left.c_str(), lines[0].c_str());
-    for (size_t i = 1; i < lines.size(); ++i) std::fprintf(out, "%23s%s\n", "", lines[i].c_str());
+// argp reads the table: the option of row i has key kFirstKey + i (long names only).
+constexpr int kFirstKey = 1000;
+
+error_t parse_opt(int key, char *arg, argp_state *state) {
+  auto *o = static_cast<Options *>(state->input);
+  const std::vector<OptionSpec> &table = option_table();
+  if (key >= kFirstKey && key < kFirstKey + static_cast<int>(table.size()))
+    return table[key - kFirstKey].apply(arg ? arg : "", o) ? 0 : EINVAL;
+  if (key == ARGP_KEY_ARG && state->arg_num == 0) {
+    o->library = arg;
+    return 0;
   }
-  std::fprintf(out, "%23s", "");
-  for (const std::string &s : scenario_names()) std::fprintf(out, "%s ", s.c_str());
-  std::fprintf(out, "\n");
+  if (key == ARGP_KEY_ARG || key == ARGP_KEY_NO_ARGS)
+    return fail("expected exactly one LIB argument (or 'none')"), EINVAL;
+  return ARGP_ERR_UNKNOWN;
 }
 
 bool parse_options(int argc, char **argv, Options *o) {
   const std::vector<OptionSpec> &table = option_table();
-  constexpr int kFirst = 1000, kHelp = 999;
-  std::vector<option> longs;
-  for (size_t i = 0; i < table.size(); ++i)
-    longs.push_back({table[i].name, table[i].arg ? required_argument : no_argument, nullptr,
-                     kFirst + static_cast<int>(i)});
-  longs.push_back({"help", no_argument, nullptr, kHelp});
-  longs.push_back({nullptr, 0, nullptr, 0});
-  if (const char *v = std::getenv("MOCKAPP_CUDART"); v && *v) o->cudart = v;
-  for (int c; (c = getopt_long(argc, argv, "h", longs.data(), nullptr)) != -1;) {
-    if (c == 'h' || c == kHelp) {
-      usage(stdout);
-      std::exit(0);
-    }
-    if (c < kFirst || !table[c - kFirst].apply(optarg ? optarg : "", o)) return false;
+  // argp wraps the help itself; the scenarios follow --scenario's.
+  std::vector<std::string> help;
+  for (const OptionSpec &spec : table) {
+    std::string text = spec.help;
+    std::replace(text.begin(), text.end(), '\n', ' ');
+    if (spec.name == std::string("scenario"))
+      for (const std::string &name : scenario_names()) text += " " + name;
+    help.push_back(text);
   }
-  if (optind != argc - 1) return fail("expected exactly one LIB argument (or 'none')");
-  o->library = argv[optind];
+  std::vector<argp_option> options;
+  for (size_t i = 0; i < table.size(); ++i)
+    options.push_back(
+        {table[i].name, kFirstKey + static_cast<int>(i), table[i].arg, 0, help[i].c_str(), 0});
+  options.push_back({});
+  static const char kDoc[] =
+      "A fake CUDA application on the mock driver: loads LIB as the driver does "
+      "(CUDA_INJECTION64_PATH; 'none' for none) and launches kernels.";
+  const argp parser = {options.data(), parse_opt, "LIB", kDoc, nullptr, nullptr, nullptr};
+  argp_err_exit_status = 2;
+  if (const char *v = std::getenv("MOCKAPP_CUDART"); v && *v) o->cudart = v;
+  if (argp_parse(&parser, argc, argv, 0, nullptr, o) != 0) return false;
   if (o->graph_rate > o->launch_rate)
     return fail("--graph-rate must not exceed --launch-rate (graph launches are part of it)");
   if (o->library == "none" && o->preload) return fail("--preload needs a LIB");
@@ -446,9 +452,9 @@ class Forker {
         }
         it = alive->erase(it);
       } else if (kill_late && std::chrono::steady_clock::now() - it->second > kChildTimeout) {
-        std::fprintf(stderr, "parcagpu-mockapp: forked child %d did not exit within %lld s; killed\n",
-                     static_cast<int>(it->first),
-                     static_cast<long long>(kChildTimeout.count()));
+        std::fprintf(stderr,
+                     "parcagpu-mockapp: forked child %d did not exit within %lld s; killed\n",
+                     static_cast<int>(it->first), static_cast<long long>(kChildTimeout.count()));
         kill(it->first, SIGKILL);
         waitpid(it->first, &status, 0);
         ++g_fork_report.hung;
@@ -545,7 +551,7 @@ int main(int argc, char **argv) {
   setvbuf(stdout, nullptr, _IOLBF, 0);  // status lines must reach a pipe as they happen
   Options o;
   if (!parse_options(argc, argv, &o)) {
-    usage(stderr);
+    std::fprintf(stderr, "Try 'parcagpu-mockapp --help'.\n");
     return 2;
   }
   reexec_if_needed(o, argv);

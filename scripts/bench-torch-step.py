@@ -18,10 +18,22 @@ got, and the targets (agent graph-replay step <= 1.05; p99 <= 1.2x none; overlap
   agent-first the agent variant with PARCAGPU_PC_SAMPLING_RATE=0.001: the sample credit is never
           regained, so only the process's first (learning) episodes run: whether a cost lasts
           after them or comes with each later episode
+  floor-*    with --floor-lib (bench/cupti_floor.cc, built by bench-gpu-overhead.sh): an empty
+          CUPTI subscriber (its callback does nothing), the floor under nocons, enabling
+            floor-sub        nothing (subscribed only)
+            floor-res        the graph-resource cbids (resource domain 13, 18, 19, 20)
+            floor-start-api  the driver and runtime cbids parcagpu enables from the start
+                             (graph instantiations, uploads, captures)
+            floor-start      every cbid parcagpu enables from the start (the two above, modules
+                             and contexts)
+            floor-launch     every cbid of the table, launches included
+--cupti PATH: the libcupti the floor variants load (PARCAGPU_CUPTI_PATH; default: the loader's
+          libcupti.so), to compare with the one parcagpu finds (PARCAGPU_DEBUG says which)
 
 Usage: bench-torch-step.py [--python PY] [--lib LIB] [--agent AGENT] [--rounds 7]
                            [--seconds 4] [--out DIR] [--base-lib LIB] [--debug]
                            [--variants "none nocons agent agent-nopc agent-first"]
+                           [--floor-lib LIB --cupti PATH] (the floor-* variants)
 --warmup S: before round 1 every worker runs S/2 seconds of each mode, unmeasured: the first
 episode (PC sampling kept enabled while kernels are used for the first time, docs/pc-sampling.md
 "First uses") is a start-up cost, reported apart from the steady state (the agent worker's
@@ -61,8 +73,11 @@ def main():
     ap.add_argument("--base-lib", default=None)
     ap.add_argument("--debug", action="store_true")
     ap.add_argument("--warmup", type=float, default=0)
+    ap.add_argument("--floor-lib", default=None)
+    ap.add_argument("--cupti", default=None)
     ap.add_argument("--variants", default="none nocons agent",
-                    help="of none, nocons, agent, agent-nopc, agent-first (none and agent "
+                    help="of none, nocons, agent, agent-nopc, agent-first, floor-sub, "
+                         "floor-res, floor-start-api, floor-start, floor-launch (none and agent "
                          "always run)")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
@@ -85,6 +100,17 @@ def main():
             libs[v] = os.path.join(tmp, "libparcagpu-%s.so" % v)
             shutil.copy(a.lib, libs[v])
             envs[v] = dict(base, CUDA_INJECTION64_PATH=libs[v], **dbg, **extra)
+    floors = {"floor-sub": {"CUPTI_FLOOR": "subscribe"},
+              "floor-res": {"CUPTI_FLOOR": "resource"},
+              "floor-start-api": {"CUPTI_FLOOR": "from-start", "CUPTI_FLOOR_DOMAIN": "api"},
+              "floor-start": {"CUPTI_FLOOR": "from-start"},
+              "floor-launch": {"CUPTI_FLOOR": "launch"}}
+    for v, floor_env in floors.items():
+        if v in wanted:
+            if not a.floor_lib:
+                sys.exit("variant %s needs --floor-lib" % v)
+            envs[v] = dict(base, CUDA_INJECTION64_PATH=os.path.abspath(a.floor_lib), **floor_env,
+                           **({"PARCAGPU_CUPTI_PATH": a.cupti} if a.cupti else {}))
     if a.base_lib:
         libs["agentbase"] = os.path.join(tmp, "libparcagpu-agentbase.so")
         shutil.copy(a.base_lib, libs["agentbase"])
@@ -152,7 +178,7 @@ def main():
     # median_us: the median of the per-round medians (the steady state: a step slowed by an
     # episode hardly moves it). mean_us: every step's time averaged over all rounds, episodes
     # included (what a long job pays).
-    out.append("%-11s %-6s %6s %10s %7s %10s %7s %10s %7s" % (
+    out.append("%-15s %-6s %6s %10s %7s %10s %7s %10s %7s" % (
         "variant", "mode", "steps", "median_us", "x_none", "mean_us", "x_none", "p99_us", "x_none"))
     ratio, p99r, meanr = {}, {}, {}
     for m in ("eager", "graph"):
@@ -164,7 +190,7 @@ def main():
             mean = statistics.fmean(steps[(v, m)])
             nmean = statistics.fmean(steps[("none", m)])
             ratio[(v, m)], p99r[(v, m)], meanr[(v, m)] = med / nmed, p99 / np99, mean / nmean
-            out.append("%-11s %-6s %6d %10.1f %7.3f %10.1f %7.3f %10.1f %7.3f" % (
+            out.append("%-15s %-6s %6d %10.1f %7.3f %10.1f %7.3f %10.1f %7.3f" % (
                 v, m, len(steps[(v, m)]), med, med / nmed, mean, mean / nmean, p99, p99 / np99))
     out.append("")
     out.append("per-round medians (us/step), in round order:")

@@ -38,9 +38,9 @@ check "bpftrace script" '[ -f "$root/usr/share/parcagpu/parcagpu.bt" ]'
 check "README, parcagpu-trace.md, LICENSE (Apache-2.0)" \
   '[ -f "$root/usr/share/doc/parcagpu/README.md" ] && [ -f "$root/usr/share/doc/parcagpu/parcagpu-trace.md" ] &&
    grep -q "Apache License" "$root/usr/share/doc/parcagpu/LICENSE"'
-check "depends on libdw (parcagpu-trace's symbols and the PC view's cubin line tables)" \
+check "depends on libdw (parcagpu-trace's symbols and the PC profile's cubin line tables)" \
   'dpkg-deb -f "$deb" Depends | grep -q "libdw1"'
-# parcagpu-trace --pc from the unpacked files on the demo's app: its PC view works from the
+# parcagpu-trace --pc from the unpacked files on the demo's app: its PC profile works from the
 # package (BPF object in the binary, libdw, the demo's mock cubin with line information).
 pc_json=$root/pc.json
 "$root/usr/bin/parcagpu-trace" -l "$lib" --pc --json >"$pc_json" 2>"$root/pc.err" &

@@ -58,7 +58,7 @@ ActivityCollector::~ActivityCollector() = default;
 // The launch path's calls: the policy is ActivitySwitch's.
 bool ActivityCollector::launch_begin() { return switch_->launch_begin(); }
 void ActivityCollector::launch_end() { switch_->launch_end(); }
-bool ActivityCollector::enabled() const { return switch_->armed(); }
+bool ActivityCollector::armed() const { return switch_->armed(); }
 void ActivityCollector::hold_on(bool hold) { switch_->hold(hold); }
 
 void ActivityCollector::set_launch_counts(std::function<LaunchCounts()> fn) {
@@ -71,8 +71,7 @@ void ActivityCollector::set_launch_counts(std::function<LaunchCounts()> fn) {
 
 bool ActivityCollector::init() {
   g_collector = this;
-  CUptiResult r =
-      cupti_.cuptiActivityRegisterCallbacks(&on_buffer_requested, &on_buffer_completed);
+  CUptiResult r = cupti_.cuptiActivityRegisterCallbacks(&on_buffer_requested, &on_buffer_completed);
   if (r != CUPTI_SUCCESS) {
     report_error(r, "activity",
                  "cuptiActivityRegisterCallbacks failed: %s; kernel timing will not be collected",
@@ -82,7 +81,7 @@ bool ActivityCollector::init() {
   return true;
 }
 
-void ActivityCollector::set_enabled(bool on) {
+void ActivityCollector::arm(bool on) {
   // Disarming flushes what was collected; the housekeeping begins at the first arm (on_tick).
   if (switch_->arm(on) && !on) flush(true);
 }
@@ -127,7 +126,7 @@ uint64_t ActivityCollector::on_tick(uint64_t now) {
 }
 
 void ActivityCollector::housekeeping() {
-  if (enabled()) flush(false);
+  if (armed()) flush(false);
   switch_->end_sticky_if_quiet();
   switch_->recheck_sticky();
   switch_->retry_stuck_disable();
@@ -139,7 +138,7 @@ void ActivityCollector::shutdown() {
   // Also when disarmed: kernels of launches announced just before the last consumer left may
   // have been recorded after that flush.
   if (switch_->armed_once()) flush(true);
-  set_enabled(false);
+  arm(false);
   // A disable that failed before gets one more try, whatever the back-off says.
   switch_->force_off();
   // The flush delivered on this thread what was complete, but CUPTI's own thread may still be
@@ -152,8 +151,8 @@ void ActivityCollector::shutdown() {
 // A loss count that grew since it was last said (`seen`): the growth is said as lost data, fmt
 // taking the growth and the setting that bounds it.
 [[gnu::format(printf, 4, 0)]] static void say_growth(RepeatedError &error, uint64_t total,
-                                                      uint64_t &seen, const char *fmt,
-                                                      uint32_t setting) {
+                                                     uint64_t &seen, const char *fmt,
+                                                     uint32_t setting) {
   if (total > seen)
     error.report_n(total - seen, kErrDataLost, fmt, static_cast<unsigned long long>(total - seen),
                    setting);
@@ -263,11 +262,11 @@ void ActivityCollector::process_buffer(CUcontext ctx, uint32_t stream_id, uint8_
           // (Without cuptiGetGraphId no graph is known: reported once at start.)
           if (cupti_.available(cupti_.cuptiGetGraphId))
             g_conditional_unattributed.report(
-              kErrDataLost,
-              "a kernel record of graph %u carries correlation ID 0 (a conditional body) and "
-              "no known graph exec owns that graph: conditional body kernels of such graphs "
-              "are not delivered",
-              k.graph_id);
+                kErrDataLost,
+                "a kernel record of graph %u carries correlation ID 0 (a conditional body) and "
+                "no known graph exec owns that graph: conditional body kernels of such graphs "
+                "are not delivered",
+                k.graph_id);
         }
         return;
       }
@@ -276,8 +275,8 @@ void ActivityCollector::process_buffer(CUcontext ctx, uint32_t stream_id, uint8_
     if (!tracker_.on_kernel(k.correlation_id, now)) return;
     ++delivered;
     if (per_kernel)
-      usdt::kernel_executed(k.start, k.end, k.correlation_id, k.device_id, k.stream_id,
-                            k.graph_id, k.graph_node_id, k.name);
+      usdt::kernel_executed(k.start, k.end, k.correlation_id, k.device_id, k.stream_id, k.graph_id,
+                            k.graph_node_id, k.name);
     batch[n++] = k.record;
     if (n == PARCAGPU_ACTIVITY_BATCH_MAX) {
       usdt::activity_batch(batch, n);
@@ -302,9 +301,9 @@ void ActivityCollector::process_buffer(CUcontext ctx, uint32_t stream_id, uint8_
     // (A libcupti without it was reported once at start.)
     if (cupti_.available(cupti_.cuptiActivityGetNumDroppedRecords))
       g_dropped_query_failed.report(dr,
-                                  "cuptiActivityGetNumDroppedRecords failed: %s; records CUPTI "
-                                  "drops (buffers at their cap) go uncounted",
-                                  cupti_result_string(cupti_, dr));
+                                    "cuptiActivityGetNumDroppedRecords failed: %s; records CUPTI "
+                                    "drops (buffers at their cap) go uncounted",
+                                    cupti_result_string(cupti_, dr));
   } else if (dropped > 0) {
     g_records_dropped.report_n(dropped, kErrRecordsDropped,
                                "CUPTI dropped %zu activity records, kernels among them are not "

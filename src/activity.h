@@ -17,11 +17,11 @@
 
 namespace parcagpu {
 
-class ActivitySwitch;    // the on/off policy (activity_switch.h)
-class BufferPool;        // activity_buffers.h
+class ActivitySwitch;  // the on/off policy (activity_switch.h)
+class BufferPool;      // activity_buffers.h
 class CorrelationTracker;
 class GraphTracker;
-struct LaunchCounts;     // activity_switch.h
+struct LaunchCounts;  // activity_switch.h
 
 struct ActivityStats {
   uint64_t buffers_completed = 0;
@@ -29,8 +29,8 @@ struct ActivityStats {
   uint64_t kernel_records = 0;     // kernel records seen
   uint64_t kernels_delivered = 0;  // ... of announced launches, fired to consumers
   uint64_t batches_fired = 0;
-  uint64_t records_dropped = 0;    // reported by cuptiActivityGetNumDroppedRecords
-  uint64_t buffers_cut_short = 0;  // cuptiActivityGetNextRecord failed: the rest was lost
+  uint64_t records_dropped = 0;           // reported by cuptiActivityGetNumDroppedRecords
+  uint64_t buffers_cut_short = 0;         // cuptiActivityGetNextRecord failed: the rest was lost
   uint64_t conditional_unattributed = 0;  // correlation-0 records of no known exec
   uint64_t flushes = 0;
   uint64_t enables = 0;
@@ -52,7 +52,7 @@ class ActivityCollector : public ConsumerWatcher::Client {
   // Arms kernel collection (a consumer wants kernels) or disarms it; disarming flushes what was
   // collected. In WhileConsumer mode CUPTI activity is on exactly while armed. Called by the
   // consumer watcher, never on the launch path.
-  void set_enabled(bool on);
+  void arm(bool on);
   // AroundLaunch mode: CUPTI activity is on only while an announced launch is in its API call,
   // so unannounced launches don't pay for activity collection. No-ops in the other mode. Called
   // by the launch path, at the ENTER and EXIT of each announced launch.
@@ -60,7 +60,7 @@ class ActivityCollector : public ConsumerWatcher::Client {
   // launch_end is for counted launches only.
   bool launch_begin();
   void launch_end();
-  bool enabled() const;
+  bool armed() const;  // a consumer wants kernels (arm(true) last)
   // PC sampling is about to be enabled (true) or is disabled everywhere again (false): kernel
   // activity is held on meanwhile (ActivitySwitch::hold). Called by the PC sampler, on an
   // application thread at a launch.
@@ -71,7 +71,7 @@ class ActivityCollector : public ConsumerWatcher::Client {
   // How request_flush wakes the watcher (never waits); set by the profiler before launches come.
   void set_tick_request(std::function<void()> request) { request_tick_ = std::move(request); }
   // ConsumerWatcher::Client. The housekeeping, once kernels were first armed, every
-  // flush_interval_ms or at once after request_flush. Consumer changes reach set_enabled through
+  // flush_interval_ms or at once after request_flush. Consumer changes reach arm() through
   // the profiler, not on_consumers.
   void on_consumers(const Consumers &, const Consumers &) override {}
   uint64_t on_tick(uint64_t now_ns) override;
@@ -86,11 +86,12 @@ class ActivityCollector : public ConsumerWatcher::Client {
   void set_launch_counts(std::function<LaunchCounts()> fn);
   // Told the function name of every kernel record read (CUPTI's buffer thread or a flushing one);
   // set before activity is first enabled. PC sampling learns from it which kernels are new.
-  void set_kernel_observer(std::function<void(const char *)> fn) { kernel_observer_ = std::move(fn); }
+  void set_kernel_observer(std::function<void(const char *)> fn) {
+    kernel_observer_ = std::move(fn);
+  }
 
  private:
-  static void CUPTIAPI on_buffer_requested(uint8_t **buffer, size_t *size,
-                                           size_t *max_num_records);
+  static void CUPTIAPI on_buffer_requested(uint8_t **buffer, size_t *size, size_t *max_num_records);
   static void CUPTIAPI on_buffer_completed(CUcontext ctx, uint32_t stream_id, uint8_t *buffer,
                                            size_t size, size_t valid_size);
   void process_buffer(CUcontext ctx, uint32_t stream_id, uint8_t *buffer, size_t valid_size);

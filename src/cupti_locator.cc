@@ -1,17 +1,15 @@
 #include "cupti_locator.h"
 
-#include <dirent.h>
 #include <dlfcn.h>
 #include <elf.h>
 #include <fcntl.h>
 #include <link.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <climits>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <set>
 
 #include "log.h"
@@ -40,46 +38,39 @@ bool starts_with(const std::string &s, const char *prefix) {
   return s.compare(0, std::strlen(prefix), prefix) == 0;
 }
 
-std::string basename_of(const std::string &path) {
-  const size_t slash = path.rfind('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
-}
+namespace fs = std::filesystem;
+
+std::string basename_of(const std::string &path) { return fs::path(path).filename().string(); }
 
 // Lexical clean-up: no trailing '/', no empty or "." components, ".." folded where possible.
 std::string clean_path(const std::string &path) {
-  if (path.empty()) return path;
-  const bool absolute = path[0] == '/';
-  std::vector<std::string> parts;
-  size_t pos = 0;
-  while (pos <= path.size()) {
-    size_t end = path.find('/', pos);
-    if (end == std::string::npos) end = path.size();
-    const std::string part = path.substr(pos, end - pos);
-    if (part == "..") {
-      if (!parts.empty() && parts.back() != "..")
-        parts.pop_back();
-      else if (!absolute)
-        parts.push_back(part);
-    } else if (!part.empty() && part != ".") {
-      parts.push_back(part);
-    }
-    pos = end + 1;
-  }
-  std::string out = absolute ? "/" : "";
-  for (size_t i = 0; i < parts.size(); ++i) out += (i ? "/" : "") + parts[i];
-  return out.empty() ? "." : out;
+  std::string out = fs::path(path).lexically_normal().string();
+  if (out.size() > 1 && out.back() == '/') out.pop_back();
+  return out;
 }
 
 std::string parent_of(const std::string &path) { return clean_path(path + "/.."); }
 
+// The file's real path, links resolved; "" if it does not exist.
 std::string real_path(const std::string &path) {
-  char buf[PATH_MAX];
-  return realpath(path.c_str(), buf) ? std::string(buf) : std::string();
+  std::error_code ec;
+  const fs::path real = fs::canonical(path, ec);
+  return ec ? std::string() : real.string();
 }
 
-bool is_directory(const std::string &path) {
-  struct stat st {};
-  return stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+// The names in directory `dir` that begin with `prefix`, sorted; *exists whether dir could be read.
+std::vector<std::string> names_in(const std::string &dir, const char *prefix,
+                                  bool *exists = nullptr) {
+  std::vector<std::string> names;
+  std::error_code ec;
+  fs::directory_iterator it(dir, ec);
+  if (exists) *exists = !ec;
+  for (; !ec && it != fs::directory_iterator(); it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (starts_with(name, prefix)) names.push_back(name);
+  }
+  std::sort(names.begin(), names.end());
+  return names;
 }
 
 // The toolkit root a runtime directory belongs to: X for X/lib64 and X/lib, and for
@@ -324,16 +315,14 @@ SearchInputs gather_search_inputs(const std::string &explicit_path, CudaInUse *c
   in.cuda_path = env("CUDA_PATH");
   in.conda_prefix = env("CONDA_PREFIX");
   std::vector<std::string> roots;
-  if (DIR *d = opendir("/usr/local")) {
-    while (dirent *e = readdir(d))
-      if (starts_with(e->d_name, "cuda-")) roots.push_back(std::string("/usr/local/") + e->d_name);
-    closedir(d);
-  }
+  for (const std::string &name : names_in("/usr/local", "cuda-"))
+    roots.push_back("/usr/local/" + name);
   std::sort(roots.begin(), roots.end(), newer_toolkit_first);
   roots.insert(roots.begin(), "/usr/local/cuda");
   roots.push_back("/opt/cuda");
+  std::error_code ec;
   for (const std::string &r : roots)
-    if (is_directory(r)) in.toolkit_roots.push_back(r);
+    if (fs::is_directory(r, ec)) in.toolkit_roots.push_back(r);
   return in;
 }
 
@@ -349,16 +338,8 @@ struct Candidate {
 // those of the wanted major first.
 std::vector<Candidate> cupti_files_in(const SearchPlace &place, int wanted, bool *exists) {
   std::vector<Candidate> out;
-  DIR *d = opendir(place.path.c_str());
-  *exists = d != nullptr;
-  if (!d) return out;
-  std::vector<std::string> names;
-  while (dirent *e = readdir(d))
-    if (starts_with(e->d_name, "libcupti.so")) names.push_back(e->d_name);
-  closedir(d);
-  std::sort(names.begin(), names.end());
   std::set<std::string> files;
-  for (const std::string &n : names) {
+  for (const std::string &n : names_in(place.path, "libcupti.so", exists)) {
     const std::string path = place.path + "/" + n;
     const std::string real = real_path(path);
     if (real.empty() || !files.insert(real).second) continue;

@@ -428,7 +428,7 @@ void LaunchCallbacks::begin_announced(Role &r, RoleState state, const CUpti_Call
   // tracker refuses it: not announced, as no kernel of it could be matched (counted there).
   // Not tracked while no consumer wants kernels (one that attached cuda_correlation alone, say):
   // no record would come to match it.
-  if (!activity_.enabled()) return;
+  if (!activity_.armed()) return;
   if (!tracker_.insert(cb->correlationId, graph ? LaunchKind::Graph : LaunchKind::Eager,
                        coarse_ns(), expected_kernels)) {
     t.announce = false;

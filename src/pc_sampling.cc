@@ -57,7 +57,7 @@ RepeatedError g_in_flight_at_start("pc_sampling",
                                    "PC samples of launches that were not announced, left out",
                                    "samples");
 RepeatedError g_nonuser_samples("pc_sampling", "PC samples of kernels CUPTI does not attribute",
-                                 "samples");
+                                "samples");
 
 void pause_briefly() {
   timespec ts{0, 20'000};  // 20 us
@@ -71,12 +71,12 @@ struct PcSampler::Context {
   CUcontext ctx;
   uint32_t device = 0;
   bool enabled = false;
-  bool ever_enabled = false;  // its kernels first launched since then give records (P19, P20)
-  uint64_t last_window = 0;  // the number of the last window that ran on it (0: none yet)
-  std::string gpu;           // its GPU's name for PcDeviceLocks ("" until first asked)
-  bool gpu_locked = false;   // this process holds that GPU's lock
+  bool ever_enabled = false;   // its kernels first launched since then give records (P19, P20)
+  uint64_t last_window = 0;    // the number of the last window that ran on it (0: none yet)
+  std::string gpu;             // its GPU's name for PcDeviceLocks ("" until first asked)
+  bool gpu_locked = false;     // this process holds that GPU's lock
   uint64_t lock_retry_ns = 0;  // the GPU's lock was taken: not asked again before this
-  PcSession session;         // the PC Sampling API calls on it
+  PcSession session;           // the PC Sampling API calls on it
 };
 
 PcSampler::PcSampler(const CuptiApi &cupti, const CudaApi *cuda, const Config &config)
@@ -96,14 +96,15 @@ void PcSampler::init() {
     return;
   }
   // A missing entry point was reported once by load_cupti ("lacks ... (PC sampling)").
-  const bool present =
-      cupti_.available(cupti_.cuptiPCSamplingEnable) && cupti_.available(cupti_.cuptiPCSamplingDisable) &&
-      cupti_.available(cupti_.cuptiPCSamplingStart) && cupti_.available(cupti_.cuptiPCSamplingStop) &&
-      cupti_.available(cupti_.cuptiPCSamplingGetData) &&
-      cupti_.available(cupti_.cuptiPCSamplingSetConfigurationAttribute) &&
-      cupti_.available(cupti_.cuptiPCSamplingGetConfigurationAttribute) &&
-      cupti_.available(cupti_.cuptiPCSamplingGetNumStallReasons) &&
-      cupti_.available(cupti_.cuptiPCSamplingGetStallReasons);
+  const bool present = cupti_.available(cupti_.cuptiPCSamplingEnable) &&
+                       cupti_.available(cupti_.cuptiPCSamplingDisable) &&
+                       cupti_.available(cupti_.cuptiPCSamplingStart) &&
+                       cupti_.available(cupti_.cuptiPCSamplingStop) &&
+                       cupti_.available(cupti_.cuptiPCSamplingGetData) &&
+                       cupti_.available(cupti_.cuptiPCSamplingSetConfigurationAttribute) &&
+                       cupti_.available(cupti_.cuptiPCSamplingGetConfigurationAttribute) &&
+                       cupti_.available(cupti_.cuptiPCSamplingGetNumStallReasons) &&
+                       cupti_.available(cupti_.cuptiPCSamplingGetStallReasons);
   if (!present) {
     debug_log("PC sampling off: %s lacks PC Sampling API entry points", cupti_.path.c_str());
     return;
@@ -111,22 +112,23 @@ void PcSampler::init() {
   uint32_t version = 0;
   if (cupti_.cuptiGetVersion(&version) != CUPTI_SUCCESS || version < kMinCuptiVersion) {
     // Not an error of anyone's: CUDA 12.0-12.3 simply predate it (README: PC sampling).
-    debug_log("PC sampling off: CUPTI API version %u is older than CUDA 12.4's (%u), whose PC "
-              "records carry the correlation ID",
-              version, kMinCuptiVersion);
+    debug_log(
+        "PC sampling off: CUPTI API version %u is older than CUDA 12.4's (%u), whose PC "
+        "records carry the correlation ID",
+        version, kMinCuptiVersion);
     return;
   }
   PcRateController::Params windows;
   windows.target_rate = config_.pc_sampling_rate;
   PcScheduler::Params episodes;
   episodes.drain_delay_ns = kDrainDelayNs;
-  episodes.launch_budget = std::max<uint64_t>(
-      1024, uint64_t{config_.max_buffers} * config_.buffer_kib * 1024 / kKernelRecordBytes /
-                kRecordsPerLaunch / kEpisodeShareOfBuffers);
+  episodes.launch_budget =
+      std::max<uint64_t>(1024, uint64_t{config_.max_buffers} * config_.buffer_kib * 1024 /
+                                   kKernelRecordBytes / kRecordsPerLaunch / kEpisodeShareOfBuffers);
   launch_budget_ = episodes.launch_budget;
   const uint64_t now = monotonic_ns();
-  scheduler_ = std::make_unique<PcScheduler>(episodes, windows, now,
-                                             now ^ static_cast<uint64_t>(getpid()));
+  scheduler_ =
+      std::make_unique<PcScheduler>(episodes, windows, now, now ^ static_cast<uint64_t>(getpid()));
   usable_ = true;
   debug_log("PC sampling ready: target %g samples/s, sampling factor %s%u, hardware buffer %s%u MB",
             config_.pc_sampling_rate, config_.sampling_factor ? "" : "CUPTI's default, not ",
@@ -214,7 +216,7 @@ void PcSampler::mark_enabled(CUcontext ctx, bool enabled) {
   }
 }
 
-bool PcSampler::work_due(CUcontext ctx, bool want, uint64_t now) const {
+bool PcSampler::step_due(CUcontext ctx, bool want, uint64_t now) const {
   if (!want) return any_enabled_.load(std::memory_order_relaxed);
   if (!any_enabled_.load(std::memory_order_acquire))
     return launches_observed_.load(std::memory_order_relaxed) && scheduler_->episode_due(now);
@@ -236,8 +238,8 @@ void PcSampler::on_launch_enter(CUcontext ctx, uint64_t now, bool uploads_graph)
   if (!usable_.load(std::memory_order_relaxed)) return;
   const bool want = wanted();
   if (!want && !any_enabled_.load(std::memory_order_relaxed)) return;
-  if (ctx && work_due(ctx, want, monotonic_ns()))
-    do_work(ctx, want, /*may_enable=*/!uploads_graph || config_.pc_graphs);
+  if (ctx && step_due(ctx, want, monotonic_ns()))
+    take_step(ctx, want, /*may_enable=*/!uploads_graph || config_.pc_graphs);
   if (want) refresh_metadata(now);
   if (!any_enabled_.load(std::memory_order_relaxed) || t_counted) return;
   // Half the budget gone: the records so far are read now, not at the next periodic flush.
@@ -252,8 +254,7 @@ void PcSampler::on_launch_enter(CUcontext ctx, uint64_t now, bool uploads_graph)
     in_launch_.fetch_add(1, std::memory_order_seq_cst);
     if (!exclusive_.load(std::memory_order_seq_cst) || monotonic_ns() > give_up) break;
     in_launch_.fetch_sub(1, std::memory_order_seq_cst);
-    while (exclusive_.load(std::memory_order_seq_cst) && monotonic_ns() <= give_up)
-      pause_briefly();
+    while (exclusive_.load(std::memory_order_seq_cst) && monotonic_ns() <= give_up) pause_briefly();
   }
   t_counted = true;
 }
@@ -305,7 +306,7 @@ bool PcSampler::older_goes_first(const Context &here, bool may_wait, bool enable
   return false;
 }
 
-void PcSampler::do_work(CUcontext ctx, bool want, bool may_enable) {
+void PcSampler::take_step(CUcontext ctx, bool want, bool may_enable) {
   // Inside a launch call already (a nested driver callback): waiting for the launches in flight
   // would wait for this one. The next launch does the work.
   if (t_counted) return;
@@ -349,7 +350,8 @@ void PcSampler::do_work(CUcontext ctx, bool want, bool may_enable) {
   switch (scheduler_->next_step(now, episode_launches_.load(std::memory_order_relaxed),
                                 window_launches_.load(std::memory_order_relaxed),
                                 last_first_use_ns_.load(std::memory_order_relaxed))) {
-    case Step::kNone: return;
+    case Step::kNone:
+      return;
     case Step::kEnable: {
       if (!launches_observed_.load(std::memory_order_relaxed) || !may_enable) return;
       Context &c = here;
@@ -456,7 +458,8 @@ std::string PcSampler::gpu_name(CUcontext ctx) const {
   CUdevice dev = 0;
   if (!cuda_ || cupti_.cuptiGetDeviceId(ctx, &ordinal) != CUPTI_SUCCESS ||
       cuda_->cuDeviceGet(&dev, static_cast<int>(ordinal)) != CUDA_SUCCESS ||
-      cuda_->cuDeviceGetAttribute(&domain, CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID, dev) != CUDA_SUCCESS ||
+      cuda_->cuDeviceGetAttribute(&domain, CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID, dev) !=
+          CUDA_SUCCESS ||
       cuda_->cuDeviceGetAttribute(&bus, CU_DEVICE_ATTRIBUTE_PCI_BUS_ID, dev) != CUDA_SUCCESS ||
       cuda_->cuDeviceGetAttribute(&slot, CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID, dev) != CUDA_SUCCESS)
     return "any";
@@ -478,9 +481,11 @@ bool PcSampler::lock_gpu(Context &c, uint64_t now) {
       c.lock_retry_ns = now + kOtherProcessRetryNs;
       if (!said_other_process_) {
         said_other_process_ = true;
-        debug_log("PC sampling put off: another process samples GPU %s (%s); tried again every "
-                  "%llu ms", c.gpu.c_str(), locks_.path(c.gpu).c_str(),
-                  static_cast<unsigned long long>(kOtherProcessRetryNs / 1000000));
+        debug_log(
+            "PC sampling put off: another process samples GPU %s (%s); tried again every "
+            "%llu ms",
+            c.gpu.c_str(), locks_.path(c.gpu).c_str(),
+            static_cast<unsigned long long>(kOtherProcessRetryNs / 1000000));
       }
       return false;
     case PcDeviceLocks::Result::kUnavailable:
@@ -557,7 +562,8 @@ bool PcSampler::configure(Context &c) {
       // fired for want of a clock rate, or carries 0 SMs).
       static RepeatedError device_query_failed("gpu_config", "device queries failed");
       CUresult r = cuda_->cuDeviceGet(&dev, static_cast<int>(device));
-      if (r == CUDA_SUCCESS) r = cuda_->cuDeviceGetAttribute(&clock_khz, CU_DEVICE_ATTRIBUTE_CLOCK_RATE, dev);
+      if (r == CUDA_SUCCESS)
+        r = cuda_->cuDeviceGetAttribute(&clock_khz, CU_DEVICE_ATTRIBUTE_CLOCK_RATE, dev);
       if (r == CUDA_SUCCESS)
         r = cuda_->cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev);
       if (r != CUDA_SUCCESS)
@@ -569,11 +575,12 @@ bool PcSampler::configure(Context &c) {
     if (clock_khz > 0) {
       {
         std::lock_guard<std::mutex> lock(meta_mu_);
-        configs_.push_back({device, factor, static_cast<uint32_t>(clock_khz),
-                            static_cast<uint32_t>(sms)});
+        configs_.push_back(
+            {device, factor, static_cast<uint32_t>(clock_khz), static_cast<uint32_t>(sms)});
       }
       // Now the factor is in force: the first gpu_config a consumer keeps is right.
-      usdt::gpu_config(device, factor, static_cast<uint32_t>(clock_khz), static_cast<uint32_t>(sms));
+      usdt::gpu_config(device, factor, static_cast<uint32_t>(clock_khz),
+                       static_cast<uint32_t>(sms));
       debug_log("gpu_config device %u: sampling factor %u, %d kHz, %d SMs", device, factor,
                 clock_khz, sms);
     } else {
@@ -694,7 +701,9 @@ void PcSampler::end_episode(Context &c, bool wait_for_workers, bool for_graph) {
             static_cast<unsigned long long>(stats_.episodes),
             (disabled_at - std::min(disabled_at, episode_started_ns_)) / 1e6,
             (disabled_at - disable_at) / 1e6,
-            scheduler_->episodes_cut_by_budget() > stats_.episodes_cut ? " (its launch budget spent)" : "");
+            scheduler_->episodes_cut_by_budget() > stats_.episodes_cut
+                ? " (its launch budget spent)"
+                : "");
   stats_.episodes_cut = scheduler_->episodes_cut_by_budget();
   if (!r.ok()) return fail(r);
   stats_.disables++;
@@ -708,13 +717,13 @@ void PcSampler::fail(const PcResult &failed) {
   const char *call = failed.call;
   if (!usable_.exchange(false)) return;
   stats_.failed = true;
-  report_error(r, "pc_sampling", "%s failed: %s; PC sampling is off for this process (kernel timing goes on)",
-               call, cupti_result_string(cupti_, r));
+  report_error(r, "pc_sampling",
+               "%s failed: %s; PC sampling is off for this process (kernel timing goes on)", call,
+               cupti_result_string(cupti_, r));
   // Leave nothing started or enabled behind (errors ignored: already off).
   for (auto &c : contexts_) {
     if (!c->enabled) continue;
-    if (window_open_.load(std::memory_order_relaxed) && episode_ctx_ == c.get())
-      c->session.stop();
+    if (window_open_.load(std::memory_order_relaxed) && episode_ctx_ == c.get()) c->session.stop();
     if (c->session.disable().ok()) stats_.disables++;
     c->enabled = false;
     mark_enabled(c->ctx, false);
@@ -752,8 +761,10 @@ void PcSampler::keep_graph_out(const char *step, uint64_t &ended, uint64_t &went
   if (!usable_) return;
   ++ended;
   if (scheduler_->resume_due()) stats_.learning_resumes++;
-  debug_log("PC sampling: the episode under way ended before a graph's %s "
-            "(PARCAGPU_PC_GRAPHS=0: graphs are kept out of PC sampling)", step);
+  debug_log(
+      "PC sampling: the episode under way ended before a graph's %s "
+      "(PARCAGPU_PC_GRAPHS=0: graphs are kept out of PC sampling)",
+      step);
 }
 
 void PcSampler::on_context_created() {

@@ -28,10 +28,10 @@
 // Metadata: stall_reason_map once PC sampling is configured, gpu_config per device with the
 // sampling factor read back from CUPTI (the one in force; never before, never 0), cubins from
 // process start (CubinRegistry); all fired again a moment after their semaphore count rises
-// (kAttachSettleNs, consumers.h), and every kMetadataRefreshNs while consumers listen: the kernel raises a USDT semaphore only when the
-// first uprobe on that probe is installed in the process, so a consumer that attaches while
-// another is attached raises nothing (seen here, kernel 6.18) and would otherwise never get
-// what was fired before it came.
+// (kAttachSettleNs, consumers.h), and every kMetadataRefreshNs while consumers listen: the kernel
+// raises a USDT semaphore only when the first uprobe on that probe is installed in the process, so
+// a consumer that attaches while another is attached raises nothing (seen here, kernel 6.18) and
+// would otherwise never get what was fired before it came.
 //
 // Any error from the PC Sampling API (OUT_OF_MEMORY, NOT_SUPPORTED on this device, ...) turns
 // PC sampling off for the life of the process with one error; kernel timing goes on.
@@ -40,8 +40,8 @@
 #include <cupti.h>
 
 #include <atomic>
-#include <functional>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <unordered_set>
@@ -65,24 +65,24 @@ struct PcStats {
   uint64_t enables = 0, disables = 0;       // cuptiPCSamplingEnable/Disable calls that succeeded
   uint64_t episodes = 0, episodes_cut = 0;  // episodes; ... ended early at their launch budget
   uint64_t windows = 0, window_launches = 0;
-  uint64_t window_ns = 0;                   // wall time inside windows
-  uint64_t enabled_ns = 0;                  // wall time with PC sampling enabled (episodes)
+  uint64_t window_ns = 0;                       // wall time inside windows
+  uint64_t enabled_ns = 0;                      // wall time with PC sampling enabled (episodes)
   uint64_t disable_ns = 0, max_disable_ns = 0;  // inside cuptiPCSamplingDisable
-  uint64_t drains = 0, batches = 0;         // drains, pc_sample_batch firings
+  uint64_t drains = 0, batches = 0;             // drains, pc_sample_batch firings
   uint64_t records = 0, pairs = 0, samples = 0;
-  uint64_t uncorrelated = 0;                // records with correlationId 0
+  uint64_t uncorrelated = 0;                          // records with correlationId 0
   uint64_t unannounced = 0, unannounced_samples = 0;  // left out: kernels in flight at Start
-  uint64_t unpublished = 0;                 // records drained with no consumer attached
-  uint64_t nonuser_samples = 0;             // CUPTI's nonUsrKernelsTotalSamples
-  uint64_t dropped_samples = 0;             // CUPTI's droppedSamples
-  uint64_t gate_timeouts = 0;               // work put off: other launches did not leave in time
-  uint64_t ended_for_graphs = 0;            // episodes ended before a graph's first launch
-  uint64_t ended_for_instantiations = 0;    // ... before a graph's instantiation
-  uint64_t graphs_uploaded_enabled = 0;     // graphs first launched while PC sampling was on
-  uint64_t graphs_instantiated_enabled = 0; // graphs instantiated while PC sampling was on
-  uint64_t learning_resumes = 0;            // episodes begun again after such an end
-  uint64_t put_off_for_other_process = 0;   // enables put off: another process samples the GPU
-  uint32_t sampling_factor = 0;             // in force (read back), 0 = not configured yet
+  uint64_t unpublished = 0;                           // records drained with no consumer attached
+  uint64_t nonuser_samples = 0;                       // CUPTI's nonUsrKernelsTotalSamples
+  uint64_t dropped_samples = 0;                       // CUPTI's droppedSamples
+  uint64_t gate_timeouts = 0;                // work put off: other launches did not leave in time
+  uint64_t ended_for_graphs = 0;             // episodes ended before a graph's first launch
+  uint64_t ended_for_instantiations = 0;     // ... before a graph's instantiation
+  uint64_t graphs_uploaded_enabled = 0;      // graphs first launched while PC sampling was on
+  uint64_t graphs_instantiated_enabled = 0;  // graphs instantiated while PC sampling was on
+  uint64_t learning_resumes = 0;             // episodes begun again after such an end
+  uint64_t put_off_for_other_process = 0;    // enables put off: another process samples the GPU
+  uint32_t sampling_factor = 0;              // in force (read back), 0 = not configured yet
   bool failed = false;
 };
 
@@ -96,7 +96,9 @@ class PcSampler {
   void init();
   // Called with true before PC sampling is first enabled and with false once it is disabled
   // everywhere (ActivityCollector::hold_on): kernel activity must be on before.
-  void set_kernel_activity_hold(std::function<void(bool)> hold) { activity_hold_ = std::move(hold); }
+  void set_kernel_activity_hold(std::function<void(bool)> hold) {
+    activity_hold_ = std::move(hold);
+  }
   // Asks for the activity buffers to be read soon (never waits): an episode's records of every
   // launch are read as it ends, not at the next periodic flush.
   void set_flush_request(std::function<void()> request) { request_flush_ = std::move(request); }
@@ -175,17 +177,22 @@ class PcSampler {
   struct Context;
   Context *find(CUcontext ctx);
   Context &find_or_add(CUcontext ctx);
-  bool work_due(CUcontext ctx, bool want, uint64_t now_ns) const;
+  // Whether a launch on ctx must take the episode's next step (PcScheduler::Step): a lock-free
+  // pre-check on the launch path, from the copies of the scheduler's state below.
+  bool step_due(CUcontext ctx, bool want, uint64_t now_ns) const;
   // Several GPUs take their windows in turn: whether this launch on `here` lets a context whose
   // last window is older (an enabled one, if enabled_only) go first, counting the launches it
   // waited in `waits` (at most kUnsampledWaitLaunches, then it goes; reset when it goes).
   bool older_goes_first(const Context &here, bool may_wait, bool enabled_only,
                         uint32_t &waits) const;
   // Contexts with PC sampling enabled now, for the launch path: a launch on any other context
-  // during an episode comes to do_work, which lets it join (docs/pc-sampling.md P23).
+  // during an episode comes to take_step, which lets it join (docs/pc-sampling.md P23).
   bool enabled_here(CUcontext ctx) const;
   void mark_enabled(CUcontext ctx, bool enabled);
-  void do_work(CUcontext ctx, bool want, bool may_enable);
+  // The step due, under mu_ (skipped if another thread holds it): enable, start, stop, drain or
+  // disable, or a context joining the episode under way; may_enable false keeps an episode from
+  // beginning (a graph's first launch or upload, P21).
+  void take_step(CUcontext ctx, bool want, bool may_enable);
   // The steps of an episode (PcScheduler::Step), each with the gate held exclusively.
   bool enable(Context &c);
   // The GPU's lock (PcDeviceLocks) for c, taken before its Enable and given back after its
@@ -232,7 +239,7 @@ class PcSampler {
   std::atomic<bool> launches_observed_{false};
   static constexpr size_t kEnabledSlots = 16;
   std::atomic<CUcontext> enabled_ctx_[kEnabledSlots] = {};
-  // Lock-free copies of the scheduler's state for the launch path's pre-check (work_due).
+  // Lock-free copies of the scheduler's state for the launch path's pre-check (step_due).
   std::atomic<bool> window_open_{false};
   std::atomic<bool> drain_pending_{false};
   std::atomic<uint64_t> drain_due_ns_{0};
@@ -254,7 +261,7 @@ class PcSampler {
   // Launches still to let pass before the next window opens (-1: not drawn yet), and its dice.
   int32_t open_skip_ = -1;
   uint64_t skip_rng_ = 0x9E3779B97F4A7C15ull;
-  Context *episode_ctx_ = nullptr;  // where PC sampling is enabled now
+  Context *episode_ctx_ = nullptr;                           // where PC sampling is enabled now
   uint64_t window_started_ns_ = 0, episode_started_ns_ = 0;  // for PcStats
   uint32_t unsampled_waits_ = 0, start_waits_ = 0;
 

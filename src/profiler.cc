@@ -115,11 +115,11 @@ void Profiler::on_consumers(const Consumers &now, const Consumers &before) {
   if (shut_down_.load(std::memory_order_relaxed) || process_guard::forked_child()) return;
   const bool kernels = activity_usable_ && now.wants_kernels();
   if (kernels) {
-    activity_->set_enabled(true);
+    activity_->arm(true);
     if (completion_) completion_->start_thread();
   }
   callbacks_->on_consumers(now, before);
-  if (!kernels) activity_->set_enabled(false);
+  if (!kernels) activity_->arm(false);
   // Metadata probes fire again whenever another consumer attaches: it missed the first firing.
   // Not at once: the new consumer's programs may not be in place yet (kAttachSettleNs). PC
   // sampling's metadata only if some was fired already (at start nothing was, and what comes

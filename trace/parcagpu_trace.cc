@@ -8,6 +8,7 @@
 // outputs), and with --pc the PC sampling extension: pc_session.cc (its BPF object, attached to
 // each library before the tracer's) and pc_profile.cc (what the tracer feeds). This file is the
 // loop and the exit sequence.
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/select.h>
 #include <sys/syscall.h>
@@ -18,7 +19,6 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
-#include <fcntl.h>
 #include <memory>
 #include <string>
 #include <vector>
@@ -46,7 +46,9 @@ void on_signal(int) { g_signals = g_signals + 1; }
   std::exit(1);
 }
 
-double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+double since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
 
 uint64_t monotonic_ns() {
   timespec ts{};
@@ -125,10 +127,13 @@ void setup_pc_sampling(Tool &t, int cgroup_fd) {
     int err = 0;
     const int n = t.pc.attach(l.path, t.opt.pid, l.probes, error, &err);
     if (n < 0) {
-      if (std::string hint = pt::privilege_hint(pt::Step::AttachUprobe, err); !hint.empty()) *error += "; " + hint;
+      if (std::string hint = pt::privilege_hint(pt::Step::AttachUprobe, err); !hint.empty())
+        *error += "; " + hint;
       return false;
     }
-    if (t.opt.verbose) std::fprintf(stderr, "parcagpu-trace: PC view: attached %d probes to %s\n", n, l.shown.c_str());
+    if (t.opt.verbose)
+      std::fprintf(stderr, "parcagpu-trace: PC sampling: attached %d probes to %s\n", n,
+                   l.shown.c_str());
     return true;
   };
 }
@@ -139,10 +144,12 @@ void setup(Tool &t) {
   const pt::Options &opt = t.opt;
   std::string error;
   int err = 0;
-  const int cgroup_fd = opt.cgroup.empty() ? -1 : open(opt.cgroup.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  const int cgroup_fd =
+      opt.cgroup.empty() ? -1 : open(opt.cgroup.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (!opt.cgroup.empty() && (cgroup_fd < 0 || pt::cgroup_v2_path(opt.cgroup).empty()))
     die("-c " + opt.cgroup + ": not a directory of a cgroup v2 file system");
-  if (!t.bpf.load({opt.verbose, opt.stacks, opt.capture_sites, opt.stack_bytes, opt.ringbuf_mb << 20, cgroup_fd},
+  if (!t.bpf.load({opt.verbose, opt.stacks, opt.capture_sites, opt.stack_bytes,
+                   opt.ringbuf_mb << 20, cgroup_fd},
                   &error, &err)) {
     const std::string hint = pt::privilege_hint(pt::Step::LoadBpf, err);
     die(error + (hint.empty() ? "" : "; " + hint));
@@ -150,12 +157,21 @@ void setup(Tool &t) {
   if (opt.pc) setup_pc_sampling(t, cgroup_fd);
   if (!t.bpf.open_ringbuf(&pt::Tracer::handle, &t.tracer, &error)) die(error);
   if (!t.mmaps.open(&error))
-    std::fprintf(stderr, "parcagpu-trace: warning: %s (%s); stacks of processes that exit quickly may "
-                 "stay unsymbolized%s\n", error.c_str(), pt::privilege_hint(pt::Step::MappingRecords, EACCES).c_str(),
-                 t.targets.discovering() ? ", new libraries are found by rescanning /proc every 2 s" : "");
-  t.tracer.python_map = [&t](uint32_t pid, const pt_py_proc *p) { return t.bpf.set_python_process(pid, p); };
-  t.tracer.use_mapping_records(&t.mmaps, {[&t](uint32_t pid, const pt::MapEntry &m) { t.targets.on_mapping(pid, m); }, {}, {}});
-  t.targets.on_attached = [&t](const pt::Library &l) { t.tracer.on_library(l.path, l.shown, l.pid); };
+    std::fprintf(
+        stderr,
+        "parcagpu-trace: warning: %s (%s); stacks of processes that exit quickly may "
+        "stay unsymbolized%s\n",
+        error.c_str(), pt::privilege_hint(pt::Step::MappingRecords, EACCES).c_str(),
+        t.targets.discovering() ? ", new libraries are found by rescanning /proc every 2 s" : "");
+  t.tracer.python_map = [&t](uint32_t pid, const pt_py_proc *p) {
+    return t.bpf.set_python_process(pid, p);
+  };
+  t.tracer.use_mapping_records(
+      &t.mmaps,
+      {[&t](uint32_t pid, const pt::MapEntry &m) { t.targets.on_mapping(pid, m); }, {}, {}});
+  t.targets.on_attached = [&t](const pt::Library &l) {
+    t.tracer.on_library(l.path, l.shown, l.pid);
+  };
   if (!t.targets.start(&error, &err)) die(error);
 }
 

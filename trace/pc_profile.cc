@@ -2,11 +2,11 @@
 
 #include <fcntl.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include <algorithm>
 #include <cinttypes>
 #include <cstring>
-#include <zlib.h>
 
 #include "parcagpu/abi.h"
 #include "parcagpu/cbid_table.h"
@@ -20,7 +20,8 @@ namespace {
 template <typename K>
 std::vector<std::pair<K, uint64_t>> top(const std::map<K, uint64_t> &m, size_t n) {
   std::vector<std::pair<K, uint64_t>> v(m.begin(), m.end());
-  std::stable_sort(v.begin(), v.end(), [](const auto &a, const auto &b) { return a.second > b.second; });
+  std::stable_sort(v.begin(), v.end(),
+                   [](const auto &a, const auto &b) { return a.second > b.second; });
   if (v.size() > n) v.resize(n);
   return v;
 }
@@ -58,7 +59,8 @@ void PcProfile::on_stall_map(uint32_t pid, const char *names, size_t size) {
   stall_names_[pid] = std::move(v);
 }
 
-void PcProfile::on_cubin(uint32_t pid, uint64_t crc, uint64_t size, const std::vector<uint8_t> &bytes) {
+void PcProfile::on_cubin(uint32_t pid, uint64_t crc, uint64_t size,
+                         const std::vector<uint8_t> &bytes) {
   auto &c = cubins_[{pid, crc}];
   if (c && c->read) return;  // fired again for another consumer: the first read stands
   c = std::make_unique<Cubin>();
@@ -121,7 +123,8 @@ const PcProfile::Cubin *PcProfile::cubin(uint32_t pid, uint64_t crc) const {
 std::vector<const PcProfile::Kernel *> PcProfile::ranked() const {
   std::vector<const Kernel *> v;
   for (const auto &kv : kernels_) v.push_back(&kv.second);
-  std::stable_sort(v.begin(), v.end(), [](const Kernel *a, const Kernel *b) { return a->samples > b->samples; });
+  std::stable_sort(v.begin(), v.end(),
+                   [](const Kernel *a, const Kernel *b) { return a->samples > b->samples; });
   return v;
 }
 
@@ -139,21 +142,25 @@ std::map<std::string, uint64_t> PcProfile::by_launch(const Kernel &k) const {
 }
 
 void PcProfile::print(FILE *out, size_t nkernels, size_t npcs) const {
-  std::fprintf(out, "\nPC samples: %" PRIu64 " samples in %" PRIu64 " records (%" PRIu64
-                    " PC/stall-reason pairs), %zu kernels\n",
+  std::fprintf(out,
+               "\nPC samples: %" PRIu64 " samples in %" PRIu64 " records (%" PRIu64
+               " PC/stall-reason pairs), %zu kernels\n",
                samples_, records_, pairs_, kernels_.size());
   for (const auto &[key, c] : configs_) {
     const double ns = c.clock_khz ? (double)(1ull << c.factor) * 1e6 / c.clock_khz : 0;
-    std::fprintf(out, "  pid %u device %u: sampling factor %u (every 2^%u cycles, %.0f ns at %u kHz), %u SMs\n",
-                 key.first, c.device, c.factor, c.factor, ns, c.clock_khz, c.sm_count);
+    std::fprintf(
+        out,
+        "  pid %u device %u: sampling factor %u (every 2^%u cycles, %.0f ns at %u kHz), %u SMs\n",
+        key.first, c.device, c.factor, c.factor, ns, c.clock_khz, c.sm_count);
   }
   if (records_ == 0) return;
   const auto v = ranked();
   for (size_t i = 0; i < v.size() && i < nkernels; ++i) {
     const Kernel &k = *v[i];
     std::fprintf(out, "\n%3zu. %s  (pid %u)\n     %" PRIu64 " samples, %s of all; %zu launch%s;",
-                 i + 1, demangle(k.function).c_str(), k.pid, k.samples, pct(k.samples, samples_).c_str(),
-                 k.by_correlation.size(), k.by_correlation.size() == 1 ? "" : "es");
+                 i + 1, demangle(k.function).c_str(), k.pid, k.samples,
+                 pct(k.samples, samples_).c_str(), k.by_correlation.size(),
+                 k.by_correlation.size() == 1 ? "" : "es");
     for (const auto &[what, n] : by_launch(k)) {
       const bool api = what != "unannounced" && what != "uncorrelated";
       std::fprintf(out, " %s %s", api ? launch_api_name(std::stoi(what)) : what.c_str(),
@@ -176,8 +183,8 @@ void PcProfile::print(FILE *out, size_t nkernels, size_t npcs) const {
       const auto &st = k.pcs.at(pc).stalls;
       const auto t = top(st, 1);
       std::fprintf(out, "       +0x%04" PRIx64 " %6" PRIu64 " %6s  %-20s %s\n", pc, n,
-                   pct(n, k.samples).c_str(), t.empty() ? "" : stall_name(k.pid, t[0].first).c_str(),
-                   where.c_str());
+                   pct(n, k.samples).c_str(),
+                   t.empty() ? "" : stall_name(k.pid, t[0].first).c_str(), where.c_str());
     }
   }
 }
@@ -260,7 +267,9 @@ Json PcProfile::json(size_t nkernels, size_t npcs) const {
       CubinLines::Line line;
       const bool have = c && c->read && c->lines.lookup(k.function, pc, &line);
       const auto t = top(k.pcs.at(pc).stalls, 1);
-      Json h = {{"pc_offset", pc}, {"samples", n}, {"stall", t.empty() ? "" : stall_name(k.pid, t[0].first)}};
+      Json h = {{"pc_offset", pc},
+                {"samples", n},
+                {"stall", t.empty() ? "" : stall_name(k.pid, t[0].first)}};
       if (have) {
         h["file"] = line.file;
         h["line"] = line.line;
@@ -269,7 +278,8 @@ Json PcProfile::json(size_t nkernels, size_t npcs) const {
     }
     jk["hot_pcs"] = std::move(hot);
     Json lines = Json::array();
-    for (const auto &[where, n] : top(by_line, npcs)) lines.push_back({{"where", where}, {"samples", n}});
+    for (const auto &[where, n] : top(by_line, npcs))
+      lines.push_back({{"where", where}, {"samples", n}});
     jk["source_lines"] = std::move(lines);
     kernels.push_back(std::move(jk));
   }
@@ -301,7 +311,6 @@ std::vector<uint8_t> read_process(uint32_t pid, uint64_t addr, uint64_t size) {
   return bytes;
 }
 
-
 }  // namespace
 
 bool PcSampling::wants(uint32_t type) const {
@@ -331,7 +340,8 @@ void PcSampling::on_event(const pt_header &h, const void *data, size_t size) {
       s.function.assign(e->function_name, strnlen(e->function_name, sizeof e->function_name));
       uint64_t count = record_field<uint64_t>(e->record, 40);
       if (count > PARCAGPU_STALL_REASON_MAX) count = PARCAGPU_STALL_REASON_MAX;
-      for (uint64_t i = 0; i < count; ++i) s.stalls.push_back({e->stall[2 * i], e->stall[2 * i + 1]});
+      for (uint64_t i = 0; i < count; ++i)
+        s.stalls.push_back({e->stall[2 * i], e->stall[2 * i + 1]});
       profile_.on_sample(s);
       return;
     }
@@ -349,8 +359,9 @@ void PcSampling::on_event(const pt_header &h, const void *data, size_t size) {
       } else {
         const auto bytes = read_process(h.pid, e->ptr, e->size);
         if (verbose_)
-          std::fprintf(stderr, "[%u] pc view: cubin crc=0x%" PRIx64 " size=%" PRIu64 " read=%s\n", h.pid,
-                       static_cast<uint64_t>(e->crc), static_cast<uint64_t>(e->size),
+          std::fprintf(stderr,
+                       "[%u] pc sampling: cubin crc=0x%" PRIx64 " size=%" PRIu64 " read=%s\n",
+                       h.pid, static_cast<uint64_t>(e->crc), static_cast<uint64_t>(e->size),
                        bytes.empty() ? "no" : "yes");
         profile_.on_cubin(h.pid, e->crc, e->size, bytes);
       }

@@ -29,11 +29,12 @@ PcSession::~PcSession() {
   if (skel_) pc_sampling_bpf__destroy(skel_);
 }
 
-bool PcSession::load(int events_fd, int cgroup_map_fd, bool filter_cgroup, std::string *error, int *err) {
+bool PcSession::load(int events_fd, int cgroup_map_fd, bool filter_cgroup, std::string *error,
+                     int *err) {
   skel_ = pc_sampling_bpf__open();
   if (!skel_) {
     *err = errno;
-    *error = std::string("cannot open the PC view's BPF object: ") + std::strerror(*err);
+    *error = std::string("cannot open the PC sampling BPF object: ") + std::strerror(*err);
     return false;
   }
   skel_->rodata->filter_cgroup = filter_cgroup;
@@ -42,7 +43,7 @@ bool PcSession::load(int events_fd, int cgroup_map_fd, bool filter_cgroup, std::
   if (e == 0) e = pc_sampling_bpf__load(skel_);
   if (e != 0) {
     *err = -e;
-    *error = std::string("cannot load the PC view's BPF programs: ") + std::strerror(*err);
+    *error = std::string("cannot load the PC sampling BPF programs: ") + std::strerror(*err);
     return false;
   }
   return true;
@@ -50,8 +51,8 @@ bool PcSession::load(int events_fd, int cgroup_map_fd, bool filter_cgroup, std::
 
 int PcSession::attach(const std::string &path, int pid, const std::vector<std::string> &present,
                       std::string *error, int *err) {
-  return attach_usdt(usdt_programs(kProbes, skel_->progs), path, pid, present, "the PC view", &links_, error,
-                     err);
+  return attach_usdt(usdt_programs(kProbes, skel_->progs), path, pid, present,
+                     "the PC sampling programs", &links_, error, err);
 }
 
 void PcSession::detach_all() { destroy_links(&links_); }

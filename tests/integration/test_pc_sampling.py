@@ -9,7 +9,7 @@
   error, and kernel timing goes on;
 - bad values of the PC variables: a warning, the error probe, the default;
 - parcagpu-trace --pc as a user runs it: the PC section in the text report, in --json and in
-  --json-lines' summary; the PC view attached to libraries found without -l (by -p, or in a
+  --json-lines' summary; the PC sampling programs attached to libraries found without -l (by -p, or in a
   cgroup by a process that starts later) and kept out of processes outside -c's cgroup.
 """
 import datetime
@@ -387,7 +387,7 @@ class PcSamplingInTheTool(unittest.TestCase):
         shutil.rmtree(self.tmp, ignore_errors=True)
 
     def assert_pc_of(self, pc, pid):
-        """Everything the PC view shows of process `pid`: samples with named stall reasons tied
+        """Everything the PC profile shows of process `pid`: samples with named stall reasons tied
         to announced launches, its cubin read with the CRC it was announced with and mapped to
         source lines, gpu_config with the factor in force, and no read lost."""
         mine = [k for k in pc["kernels"] if k["pid"] == pid]
