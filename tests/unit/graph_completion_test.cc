@@ -61,10 +61,17 @@ class GraphCompletionTest : public ::testing::Test {
   }
   // The GraphCompletion under test, on `api`, ending launches into ended_ at the clock now_.
   GraphCompletion &completion(const CudaApi *api) {
-    completion_.emplace(api, [this] { ++ended_; }, [this] { return now_; });
+    completion_.emplace(
+        api, [this] { ++ended_; }, [this] { return now_; });
     return *completion_;
   }
   GraphCompletion &completion() { return completion(&api_); }
+  // The completion under test watching `launches` graph launches on the null stream.
+  GraphCompletion &watching(int launches) {
+    GraphCompletion &c = completion();
+    for (int i = 0; i < launches; ++i) EXPECT_TRUE(c.watch(nullptr));
+    return c;
+  }
   void finish_all() {
     for (auto &e : fake_.ready) e.second = true;
   }
@@ -96,9 +103,7 @@ TEST_F(GraphCompletionTest, EndsALaunchOnlyOnceTheGpuIsPastIt) {
 }
 
 TEST_F(GraphCompletionTest, LaunchesEndInAnyOrder) {
-  GraphCompletion &c = completion();
-  ASSERT_TRUE(c.watch(nullptr));
-  ASSERT_TRUE(c.watch(nullptr));
+  GraphCompletion &c = watching(2);
   fake_.ready.rbegin()->second = true;  // the second one first (another stream)
   c.poll();
   EXPECT_EQ(ended_, 1);
@@ -122,8 +127,7 @@ TEST_F(GraphCompletionTest, AFailedCreateOrRecordIsNotWatched) {
 }
 
 TEST_F(GraphCompletionTest, AFailedQueryEndsTheLaunch) {
-  GraphCompletion &c = completion();
-  ASSERT_TRUE(c.watch(nullptr));
+  GraphCompletion &c = watching(1);
   fake_.query_error = CUDA_ERROR_LAUNCH_FAILED;
   c.poll();
   EXPECT_EQ(ended_, 1);
@@ -131,8 +135,7 @@ TEST_F(GraphCompletionTest, AFailedQueryEndsTheLaunch) {
 }
 
 TEST_F(GraphCompletionTest, ALaunchStillRunningAtTheTimeoutEnds) {
-  GraphCompletion &c = completion();
-  ASSERT_TRUE(c.watch(nullptr));
+  GraphCompletion &c = watching(1);
   now_ += GraphCompletion::kTimeoutNs - 1;
   c.poll();
   EXPECT_EQ(ended_, 0);
@@ -143,9 +146,7 @@ TEST_F(GraphCompletionTest, ALaunchStillRunningAtTheTimeoutEnds) {
 }
 
 TEST_F(GraphCompletionTest, ShutdownEndsWhatIsWatchedAndWatchesNoMore) {
-  GraphCompletion &c = completion();
-  ASSERT_TRUE(c.watch(nullptr));
-  ASSERT_TRUE(c.watch(nullptr));
+  GraphCompletion &c = watching(2);
   c.shutdown();
   EXPECT_EQ(ended_, 2);
   EXPECT_EQ(fake_.destroyed, 2) << "their events are given back";

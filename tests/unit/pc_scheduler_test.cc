@@ -44,6 +44,12 @@ uint64_t play_episode(PcScheduler &s, uint64_t t, uint64_t samples) {
   return t;
 }
 
+// The first episode's first step, at time 0: it is enabled.
+void enable_first_episode(PcScheduler &s) {
+  ASSERT_EQ(s.next_step(0, 0, 0), Step::kEnable);
+  s.on_enabled(0);
+}
+
 TEST(PcScheduler, TheFirstEpisodeBeginsAtTheFirstLaunch) {
   PcScheduler s(episodes(), {}, 0, 1);
   EXPECT_TRUE(s.episode_due(0));
@@ -128,8 +134,7 @@ TEST(PcScheduler, TheSampleCreditSpacesEpisodesAtTheTargetRate) {
 
 TEST(PcScheduler, AnEpisodeEndsAtItsLaunchBudgetWhereverItIs) {
   PcScheduler s(episodes(), {}, 0, 1);
-  ASSERT_EQ(s.next_step(0, 0, 0), Step::kEnable);
-  s.on_enabled(0);
+  enable_first_episode(s);
   // Enabled, before its window: the launches of other threads spent the budget.
   EXPECT_EQ(s.next_step(kMs, 1000, 0), Step::kDisable);
   s.on_disabled(kMs);
@@ -152,8 +157,7 @@ TEST(PcScheduler, AnEpisodeEndsAtItsLaunchBudgetWhereverItIs) {
 
 TEST(PcScheduler, AnEpisodeEndsAfterItsLongestTime) {
   PcScheduler s(episodes(), {}, 0, 1);
-  ASSERT_EQ(s.next_step(0, 0, 0), Step::kEnable);
-  s.on_enabled(0);
+  enable_first_episode(s);
   ASSERT_EQ(s.next_step(kMs, 1, 0), Step::kStart);
   s.on_started(kMs);
   // A window's own deadline (PcRateController's max_window_ns, 250 ms) closes it first.
