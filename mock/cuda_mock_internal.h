@@ -143,11 +143,10 @@ enum Counter : size_t {
 #define MOCK_CUDA_STAT_ENUM(name) name,
   MOCK_CUDA_STATS(MOCK_CUDA_STAT_ENUM)
 #undef MOCK_CUDA_STAT_ENUM
+      kCount
 };
 }  // namespace stat
-#define MOCK_CUDA_STAT_ONE(name) +1
-inline constexpr size_t kNumScalarCounters = 0 MOCK_CUDA_STATS(MOCK_CUDA_STAT_ONE);
-#undef MOCK_CUDA_STAT_ONE
+inline constexpr size_t kNumScalarCounters = stat::kCount;
 static_assert(sizeof(MockCudaStats) == kNumScalarCounters * sizeof(uint64_t));
 
 // Launch APIs the mock knows, indexed for the per-cbid counters (see cuda_mock_launch.cc).

@@ -215,7 +215,6 @@ std::string report_json() {
       {"subscribed", mock_cupti_subscribed() != 0},
       {"still_enabled", pair_labels(g_enabled)},
       {"ever_enabled", pair_labels(g_ever_enabled)},
-      {"whole_domain_enables", st.whole_domain_enables},
       {"activity_kinds_still_enabled", activity_kinds(false)},
       {"activity_kinds_ever_enabled", activity_kinds(true)},
       {"stats", stats},

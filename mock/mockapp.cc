@@ -88,7 +88,7 @@ bool fail(const std::string &message) {
 struct OptionSpec {
   const char *name;
   const char *arg;   // its argument in the usage; nullptr: a flag
-  const char *help;  // lines after the first are indented under it
+  const char *help;  // argp wraps it
   std::function<bool(const std::string &arg, Options *o)> apply;  // false: it said why
 };
 
@@ -125,15 +125,15 @@ const std::vector<OptionSpec> &option_table() {
        flag(&Options::preload)},
       {"no-inject", nullptr, "do not set CUDA_INJECTION64_PATH", flag(&Options::no_inject)},
       {"no-mock-path", nullptr,
-       "do not prefix LD_LIBRARY_PATH with the mock library dir\n"
+       "do not prefix LD_LIBRARY_PATH with the mock library dir "
        "(nor drop CUDA_HOME, CUDA_PATH, CONDA_PREFIX)",
        flag(&Options::no_mock_path)},
       {"cudart", "PATH",
-       "load this CUDA runtime before cuInit, as an application\n"
+       "load this CUDA runtime before cuInit, as an application "
        "linked to it would (default: $MOCKAPP_CUDART)",
        [](const std::string &arg, Options *o) { return o->cudart = arg, true; }},
       {"threads", "N",
-       "launching threads (default 1); with --scenario, each\n"
+       "launching threads (default 1); with --scenario, each "
        "replays the scenarios",
        integer("threads", 1, 1024, &Options::threads)},
       {"launch-rate", "N", "launches/s per simulated GPU (default 1000)",
@@ -143,8 +143,8 @@ const std::vector<OptionSpec> &option_table() {
       {"num-gpus", "N", "simulated GPUs (default 1)",
        integer("num-gpus", 1, MOCK_CUDA_MAX_DEVICES, &Options::num_gpus)},
       {"device-batch", "N",
-       "with --num-gpus: N launches on one device, then N on\n"
-       "the next (default 1: devices round-robin), as a program\n"
+       "with --num-gpus: N launches on one device, then N on "
+       "the next (default 1: devices round-robin), as a program "
        "that drives its GPUs in turn from one thread",
        integer("device-batch", 1, 1000000, &Options::device_batch)},
       {"procs", "N", "fork N processes before cuInit, each runs the workload",
@@ -169,7 +169,7 @@ const std::vector<OptionSpec> &option_table() {
       {"status-interval", "MS", "print MOCKAPP_STATUS {json} every MS ms",
        integer("status-interval", 1, 3600000, &Options::status_interval_ms)},
       {"fork-children", "N",
-       "fork N children while the workload runs, spread over\n"
+       "fork N children while the workload runs, spread over "
        "--duration; each calls exit() at once (fork safety)",
        integer("fork-children", 1, 10000, &Options::fork_children)},
       {"exit", "HOW", "end with exit (default), quick_exit or _exit",
@@ -181,8 +181,8 @@ const std::vector<OptionSpec> &option_table() {
        }},
       {"loop", nullptr, "repeat --scenario until --duration has passed", flag(&Options::loop)},
       {"apis", "LIST",
-       "the timed workload launches through these APIs only\n"
-       "(cbid table names: cudaLaunchKernel,cuGraphLaunch,...),\n"
+       "the timed workload launches through these APIs only "
+       "(cbid table names: cudaLaunchKernel,cuGraphLaunch,...), "
        "each thread cycling through them",
        [](const std::string &arg, Options *o) {
          for (const std::string &a : split_list(arg)) {
@@ -197,9 +197,9 @@ const std::vector<OptionSpec> &option_table() {
       {"api-per-thread", nullptr, "with --apis: thread t launches through API t % n alone",
        flag(&Options::api_per_thread)},
       {"gpu-bound", "K:US,...",
-       "instead of the timed mix, a GPU-bound loop: each step\n"
-       "launches kernels K (cudaLaunchKernel) taking US us of\n"
-       "GPU time each, then synchronizes the stream; prints\n"
+       "instead of the timed mix, a GPU-bound loop: each step "
+       "launches kernels K (cudaLaunchKernel) taking US us of "
+       "GPU time each, then synchronizes the stream; prints "
        "MOCKAPP_GPU_TRUTH {kernel: GPU ns} at the end",
        [](const std::string &arg, Options *o) {
          for (const std::string &item : split_list(arg)) {
@@ -215,7 +215,7 @@ const std::vector<OptionSpec> &option_table() {
       {"sync-every", "N", "--gpu-bound: synchronize every N steps (0: never)",
        integer("sync-every", 0, 1000000, &Options::sync_every)},
       {"queue-limit-us", "N",
-       "a launch blocks while its stream has more than N us of\n"
+       "a launch blocks while its stream has more than N us of "
        "GPU work queued (a full launch queue)",
        [](const std::string &arg, Options *o) {
          long n = 0;
@@ -224,7 +224,7 @@ const std::vector<OptionSpec> &option_table() {
          return true;
        }},
       {"fake-consumer", "P",
-       "after cuInit raise the library's semaphores of probes P\n"
+       "after cuInit raise the library's semaphores of probes P "
        "(\"all\" or a list) as an attaching consumer would",
        [](const std::string &arg, Options *o) {
          if (arg.empty()) return fail("--fake-consumer needs probe names or 'all'");
@@ -264,14 +264,12 @@ error_t parse_opt(int key, char *arg, argp_state *state) {
 
 bool parse_options(int argc, char **argv, Options *o) {
   const std::vector<OptionSpec> &table = option_table();
-  // argp wraps the help itself; the scenarios follow --scenario's.
+  // The scenarios follow --scenario's help.
   std::vector<std::string> help;
   for (const OptionSpec &spec : table) {
-    std::string text = spec.help;
-    std::replace(text.begin(), text.end(), '\n', ' ');
+    help.push_back(spec.help);
     if (spec.name == std::string("scenario"))
-      for (const std::string &name : scenario_names()) text += " " + name;
-    help.push_back(text);
+      for (const std::string &name : scenario_names()) help.back() += " " + name;
   }
   std::vector<argp_option> options;
   for (size_t i = 0; i < table.size(); ++i)
