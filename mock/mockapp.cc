@@ -114,6 +114,22 @@ std::function<bool(const std::string &, Options *)> rate(const char *name, doubl
   };
 }
 
+// A list of kernels with their GPU time, NAME:MICROSECONDS,..., stored in *field of Options.
+std::function<bool(const std::string &, Options *)> kernel_times(
+    const char *name, std::vector<std::pair<std::string, uint64_t>> Options::*field) {
+  return [=](const std::string &arg, Options *o) {
+    for (const std::string &item : split_list(arg)) {
+      const size_t colon = item.rfind(':');
+      double us = 0;
+      if (colon == std::string::npos || colon == 0 ||
+          !parse_number(item.substr(colon + 1), 0.001, kNoLimit, &us))
+        return fail(std::string("--") + name + " wants NAME:MICROSECONDS,...: " + item);
+      (o->*field).emplace_back(item.substr(0, colon), static_cast<uint64_t>(us * 1000));
+    }
+    return true;
+  };
+}
+
 // A flag that sets *field of Options.
 std::function<bool(const std::string &, Options *)> flag(bool Options::*field) {
   return [=](const std::string &, Options *o) { return o->*field = true; };
@@ -198,20 +214,14 @@ const std::vector<OptionSpec> &option_table() {
        flag(&Options::api_per_thread)},
       {"gpu-bound", "K:US,...",
        "instead of the timed mix, a GPU-bound loop: each step "
-       "launches kernels K (cudaLaunchKernel) taking US us of "
+       "launches kernels K (cudaLaunchKernel, or --apis' eager APIs in turn) taking US us of "
        "GPU time each, then synchronizes the stream; prints "
        "MOCKAPP_GPU_TRUTH {kernel: GPU ns} at the end",
-       [](const std::string &arg, Options *o) {
-         for (const std::string &item : split_list(arg)) {
-           const size_t colon = item.rfind(':');
-           double us = 0;
-           if (colon == std::string::npos || colon == 0 ||
-               !parse_number(item.substr(colon + 1), 0.001, kNoLimit, &us))
-             return fail("--gpu-bound wants NAME:MICROSECONDS,...: " + item);
-           o->gpu_bound.emplace_back(item.substr(0, colon), static_cast<uint64_t>(us * 1000));
-         }
-         return true;
-       }},
+       kernel_times("gpu-bound", &Options::gpu_bound)},
+      {"gpu-graph", "K:US,...",
+       "--gpu-bound: each step also launches one graph of kernels K "
+       "(cudaGraphLaunch, or --apis' graph APIs in turn), US us of GPU time each",
+       kernel_times("gpu-graph", &Options::gpu_graph)},
       {"sync-every", "N", "--gpu-bound: synchronize every N steps (0: never)",
        integer("sync-every", 0, 1000000, &Options::sync_every)},
       {"queue-limit-us", "N",
@@ -287,6 +297,7 @@ bool parse_options(int argc, char **argv, Options *o) {
     return fail("--graph-rate must not exceed --launch-rate (graph launches are part of it)");
   if (o->library == "none" && o->preload) return fail("--preload needs a LIB");
   if (o->loop && o->scenarios.empty()) return fail("--loop needs --scenario");
+  if (!o->gpu_graph.empty() && o->gpu_bound.empty()) return fail("--gpu-graph needs --gpu-bound");
   return true;
 }
 

@@ -39,6 +39,11 @@ struct Options {
   // --gpu-bound: a loop of steps, each launching these kernels (name, GPU time in ns) through
   // cudaLaunchKernel, then a cudaStreamSynchronize every sync_every steps (0: never).
   std::vector<std::pair<std::string, uint64_t>> gpu_bound;
+  // --gpu-graph: each step also launches one graph of these kernels (name, GPU time in ns). With
+  // --apis the eager kernels go through its eager APIs and the graphs through its graph APIs, in
+  // turn (an inference server's eager prefill and graph decode, a training step's eager
+  // forward/backward and captured optimizer).
+  std::vector<std::pair<std::string, uint64_t>> gpu_graph;
   int sync_every = 1;
   uint64_t queue_limit_ns = 0;  // --queue-limit-us: launches block on a full queue
 };

@@ -12,6 +12,8 @@
 #include <thread>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "parcagpu/cbid_table.h"
 #include "mockapp.h"
 
@@ -392,32 +394,74 @@ void launch_thread(const Options &o, Kernels &kernels, int index,
 }
 
 // --gpu-bound: a training step's shape. Each step launches the kernels in order, each taking its
-// GPU time on the mock GPU's timeline, and synchronizes every --sync-every steps: the thread
-// waits for the GPU most of the time, and the launch after the wait follows the idle stretch.
-// With --queue-limit-us launches also block on a full queue.
-void gpu_bound_thread(const Options &o, std::vector<CUfunction> *functions,
+// GPU time on the mock GPU's timeline, then (--gpu-graph) one graph of other kernels, and
+// synchronizes every --sync-every steps: the thread waits for the GPU most of the time, and the
+// launch after the wait follows the idle stretch. With --queue-limit-us launches also block on a
+// full queue. Eager kernels go through the eager APIs in turn, graphs through the graph APIs.
+struct GpuBoundApis {
+  std::vector<Path> eager, graph;
+};
+
+GpuBoundApis gpu_bound_apis(const Options &o) {
+  GpuBoundApis a;
+  for (const std::string &name : o.apis)
+    for (const parcagpu::SubscribedCallback &cb : parcagpu::kSubscribedCallbacks)
+      if (is_launch_role(cb.role) && name == cb.name)
+        (cb.role == parcagpu::CbRole::GraphLaunch ? a.graph : a.eager)
+            .push_back({static_cast<uint32_t>(cb.domain), cb.cbid, is_ptsz(cb.name)});
+  if (a.eager.empty()) a.eager.push_back({kRt, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, false});
+  if (a.graph.empty())
+    a.graph.push_back({kRt, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000, false});
+  return a;
+}
+
+void gpu_bound_thread(const Options &o, const std::vector<CUfunction> *functions,
+                      const std::vector<CUfunction> *graph_functions,
                       std::chrono::steady_clock::time_point end, uint64_t *steps) {
   check(mock_cuda_set_device(0), "cudaSetDevice");
   CUstream stream = new_stream();
-  uint64_t step = 0;
+  const GpuBoundApis apis = gpu_bound_apis(o);
+  CUgraphExec exec = nullptr;
+  if (!graph_functions->empty()) {
+    CUgraph graph = nullptr;
+    check(mock_cuda_graph_create(&graph), "cudaGraphCreate");
+    for (CUfunction f : *graph_functions) {
+      CUgraphNode node;
+      check(mock_cuda_graph_add_kernel_node(graph, f, &node), "cudaGraphAddKernelNode");
+    }
+    check(mock_cuda_graph_instantiate(&exec, graph), "cudaGraphInstantiate");
+    check(mock_cuda_graph_destroy(graph), "cudaGraphDestroy");
+  }
+  // Every launch on the one stream, whatever its API: the step's kernels run one after another.
+  uint64_t step = 0, eager = 0;
   while (std::chrono::steady_clock::now() < end) {
-    for (CUfunction f : *functions)
-      check(mock_cuda_launch(kRt, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, f, stream),
-            "cudaLaunchKernel");
+    for (CUfunction f : *functions) {
+      const Path &p = apis.eager[eager++ % apis.eager.size()];
+      check(mock_cuda_launch(p.domain, p.cbid, f, stream), mock_cuda_api_name(p.domain, p.cbid));
+    }
+    if (exec) {
+      const Path &p = apis.graph[step % apis.graph.size()];
+      check(mock_cuda_graph_launch(p.domain, p.cbid, exec, stream),
+            mock_cuda_api_name(p.domain, p.cbid));
+    }
     ++step;
     if (o.sync_every > 0 && step % o.sync_every == 0)
       check(mock_cuda_stream_synchronize(stream), "cudaStreamSynchronize");
   }
   check(mock_cuda_stream_synchronize(stream), "cudaStreamSynchronize");
-  destroy(nullptr, nullptr, stream);
+  destroy(exec, nullptr, stream);
   *steps = step;
 }
 
 void run_gpu_bound(const Options &o, Kernels &) {
-  std::vector<CUfunction> functions;
+  std::vector<CUfunction> functions, graph_functions;
   for (const auto &k : o.gpu_bound) {
     functions.push_back(mock_cuda_function(k.first.c_str()));
     mock_cuda_set_kernel_duration(functions.back(), k.second);
+  }
+  for (const auto &k : o.gpu_graph) {
+    graph_functions.push_back(mock_cuda_function(k.first.c_str()));
+    mock_cuda_set_kernel_duration(graph_functions.back(), k.second);
   }
   const auto end = std::chrono::steady_clock::now() +
                    std::chrono::duration_cast<std::chrono::steady_clock::duration>(
@@ -425,17 +469,18 @@ void run_gpu_bound(const Options &o, Kernels &) {
   std::vector<uint64_t> steps(o.threads);
   std::vector<std::thread> threads;
   for (int t = 0; t < o.threads; ++t)
-    threads.emplace_back(gpu_bound_thread, std::cref(o), &functions, end, &steps[t]);
+    threads.emplace_back(gpu_bound_thread, std::cref(o), &functions, &graph_functions, end,
+                         &steps[t]);
   for (std::thread &t : threads) t.join();
   uint64_t total = 0;
   for (uint64_t s : steps) total += s;
-  // The whole run's GPU time by kernel: every step ran every kernel once.
-  std::string json = "{";
-  for (size_t i = 0; i < o.gpu_bound.size(); ++i)
-    json += (i ? ", \"" : "\"") + o.gpu_bound[i].first +
-            "\": " + std::to_string(total * o.gpu_bound[i].second);
-  json += "}";
-  std::printf("MOCKAPP_GPU_TRUTH %s\n", json.c_str());
+  // The whole run's GPU time by kernel: every step ran every kernel once (a name in both lists
+  // counts both).
+  nlohmann::json truth = nlohmann::json::object();
+  for (const auto *list : {&o.gpu_bound, &o.gpu_graph})
+    for (const auto &[name, ns] : *list)
+      truth[name] = truth.value(name, uint64_t{0}) + total * ns;
+  std::printf("MOCKAPP_GPU_TRUTH %s\n", truth.dump().c_str());
   std::fprintf(stderr, "parcagpu-mockapp: --gpu-bound: %llu steps\n",
                static_cast<unsigned long long>(total));
 }

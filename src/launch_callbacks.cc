@@ -21,7 +21,7 @@ namespace parcagpu {
 namespace {
 
 // Role of each launch cbid, indexed directly: the launch path must not search the table.
-// 0 = not a launch callback, 1 + index into roles_ otherwise.
+// 0 = not a launch callback, 1 + its kind (kEagerRole, kGraphRole) otherwise.
 constexpr uint32_t kMaxCbid = 1024;
 struct RoleIndex {
   uint8_t driver[kMaxCbid] = {};
@@ -137,14 +137,13 @@ LaunchCallbacks::LaunchCallbacks(const CuptiApi &cupti, const Config &config,
       activity_(activity),
       pc_(pc),
       completion_(completion),
-      roles_{{config.eager_rate_limit, std::max(coarse_resolution_ns(), kSafetyCapBurstNs)},
-             {config.graph_rate_limit, std::max(coarse_resolution_ns(), kSafetyCapBurstNs)}} {
-  const double rates[2] = {config.eager_rate_limit, config.graph_rate_limit};
-  for (uint8_t i = 0; i < 2; ++i) {
-    roles_[i].rate_allows_windows = rates[i] <= kMaxWindowRate;
-    roles_[i].interval_ns = rates[i] > 0 ? static_cast<uint64_t>(1e9 / rates[i]) : 0;
-    roles_[i].coin.set_mean(roles_[i].rate_allows_windows ? kWindowMeanLaunches : 1);
-  }
+      role_(config.eager_rate_limit, config.graph_rate_limit,
+            std::max(coarse_resolution_ns(), kSafetyCapBurstNs)) {
+  role_.rate_allows_windows =
+      config.eager_rate_limit <= kMaxWindowRate && config.graph_rate_limit <= kMaxWindowRate;
+  const double rate = window_rate(role_.limit, role_.window_counts);
+  role_.interval_ns = rate > 0 ? static_cast<uint64_t>(1e9 / rate) : 0;
+  role_.coin.set_mean(role_.rate_allows_windows ? kWindowMeanLaunches : 1);
 }
 
 bool LaunchCallbacks::subscribe() {
@@ -168,7 +167,7 @@ bool LaunchCallbacks::subscribe() {
       if (d.domain == cb.domain && d.cbid == cb.cbid) return true;
     return false;
   };
-  // Driver launch cbids first in each role, then the runtime ones: every runtime ENTER seen then
+  // Driver launch cbids first, then the runtime ones: every runtime ENTER seen then
   // nests a driver call that is seen too. On the H100 a prototype that enabled runtime cbids
   // first and matched a claimed launch's EXIT by thread, cbid and correlation ID had windows that
   // stayed claimed for good (a runtime ENTER seen while its driver cbid was still off, whose EXIT
@@ -181,7 +180,7 @@ bool LaunchCallbacks::subscribe() {
         continue;
       }
       if (!known(cb)) continue;
-      roles_[cb.role == CbRole::GraphLaunch ? kGraphRole : kEagerRole].cbids.push_back(cb);
+      role_.cbids.push_back(cb);
     }
   // A failing cuptiEnableCallback fails for most cbids alike: the first failure is reported,
   // the rest go into one summary line.
@@ -214,19 +213,18 @@ bool LaunchCallbacks::subscribe() {
     report_error(last_failure, "callbacks",
                  "cuptiEnableCallback failed for %zu of %zu callbacks; not collected: %s", failed,
                  attempted, failed_names.c_str());
-  debug_log("subscribed: %zu callbacks from the start; launch callbacks (%zu eager, %zu graph) "
-            "while a consumer listens: eager %s at %g/s, graph %s at %g/s",
-            from_start_.size(), roles_[kEagerRole].cbids.size(), roles_[kGraphRole].cbids.size(),
-            roles_[kEagerRole].rate_allows_windows ? "in sampling windows" : "continuously",
-            config_.eager_rate_limit,
-            roles_[kGraphRole].rate_allows_windows ? "in sampling windows" : "continuously",
-            config_.graph_rate_limit);
+  debug_log("subscribed: %zu callbacks from the start; %zu launch callbacks while a consumer "
+            "listens, %s; rate limits: eager %g/s, graph %g/s",
+            from_start_.size(), role_.cbids.size(),
+            role_.rate_allows_windows ? "in sampling windows" : "continuously",
+            config_.eager_rate_limit, config_.graph_rate_limit);
   return true;
 }
 
 void LaunchCallbacks::unsubscribe() {
   if (!subscriber_) return;
-  for (Role &r : roles_) {
+  {
+    Role &r = role_;
     std::lock_guard<std::mutex> lock(r.toggle_mu);
     const RoleState s = r.state.exchange(r.state.load().with(kOff));
     if (s.phase() != kOff) set_cbids_locked(r, false);  // kOff: they are off already
@@ -288,13 +286,13 @@ void LaunchCallbacks::on_enter(CbDomain domain, uint32_t cbid, const CUpti_Callb
     if (sub && sub->role == CbRole::GraphInstantiate && pc_) pc_->on_graph_instantiate();
     return;
   }
-  const uint8_t ri = v - 1;
-  Role &r = roles_[ri];
+  const uint8_t kind = v - 1;
+  Role &r = role_;
   ThreadLaunch &t = t_launch;
   const RoleState state = r.state.load(std::memory_order_acquire);
   const uint64_t epoch = state.epoch();
   const GateEnterResult g =
-      gate_enter(t.g, r.coin, ri, epoch, r.clean_epoch.load(std::memory_order_relaxed) == epoch,
+      gate_enter(t.g, r.coin, kind, epoch, r.clean_epoch.load(std::memory_order_relaxed) == epoch,
                  domain, cbid, cb->correlationId);
   if (__builtin_expect(g.stale, 0)) {
     // The launch this thread was in never left as expected: given up.
@@ -302,23 +300,19 @@ void LaunchCallbacks::on_enter(CbDomain domain, uint32_t cbid, const CUpti_Callb
     if (t.announce) abandon(r, epoch, g.stale_corr, t.windowed, t.holds_activity);
   }
   if (g.what == GateEnter::kNotLaunch) return;
-  // PC sampling's windows open and close at launch entries, announced or not; a launch that
-  // enters while one is open is sampled, so it must be announced.
-  bool in_pc_window = false;
+  // PC sampling's windows open and close at launch entries, announced or not.
   if (pc_needs_launches_.load(std::memory_order_relaxed)) {
     if (t.gated) release_pc_gate(t, pc_);  // an untracked call that never came back to us
     // A graph's first launch uploads it: not while PC sampling is enabled (P21, PcSampler).
-    const bool uploads = ri == kGraphRole && cb->functionParams &&
+    const bool uploads = kind == kGraphRole && cb->functionParams &&
                          graphs_.take_first_launch(*static_cast<void *const *>(cb->functionParams));
     if (uploads) pc_->on_graph_first_launch();
     pc_->on_launch_enter(cb->context, coarse_ns(), uploads);
-    in_pc_window = pc_->window_open();
   }
   if (g.what == GateEnter::kUntracked) {
     // Not followed (maybe nested in a runtime launch whose ENTER came before the enabling), so
-    // not announced; if a window is open its samples are left out by PC sampling (counted).
-    // Counted at PC sampling's gate all the same, so no Stop or Disable runs while it is in its
-    // call (P15): released at its EXIT.
+    // not announced. Counted at PC sampling's gate all the same, so no Stop or Disable runs
+    // while it is in its call (P15): released at its EXIT.
     if (pc_needs_launches_.load(std::memory_order_relaxed)) {
       t.gated = true;
       t.gated_corr = cb->correlationId;
@@ -328,20 +322,19 @@ void LaunchCallbacks::on_enter(CbDomain domain, uint32_t cbid, const CUpti_Callb
   t.captured = false;
   t.holds_activity = false;
   t.windowed = state.phase() == kOpen;
-  t.announce = admit(r, state, cb->correlationId, g.what == GateEnter::kPicked, in_pc_window);
-  if (t.announce) begin_announced(r, state, cb);
+  t.announce = g.what == GateEnter::kPicked && admit(r, state, kind, cb->correlationId);
+  if (t.announce) begin_announced(r, state, kind, cb);
 }
 
-bool LaunchCallbacks::admit(Role &r, RoleState state, uint32_t correlation_id, bool picked,
-                            bool in_pc_window) {
-  // A launch PC sampling samples is announced whatever the coin says: samples of an unannounced
-  // launch hang under no stack. Windows are few (PcRateController) and span at most 32 launches.
-  if (!picked && !in_pc_window) return false;
+bool LaunchCallbacks::admit(Role &r, RoleState state, uint8_t kind, uint32_t correlation_id) {
+  // Picked by the coin: the one probability every launch has. A launch PC sampling samples is
+  // no exception (announcing every launch of a PC window over-weighted whatever ran then, at
+  // the slower durations PC sampling gives; its samples go out with correlation ID 0).
+  if (r.limit[kind] <= 0) return false;  // the operator's: this kind is never announced
   const RolePhase phase = state.phase();
   if (phase != kOpen && phase != kContinuous) return false;
   if (usdt::correlation_consumers() == 0) return false;  // left; the watcher follows
   if (phase == kOpen) {
-    if (!picked) return false;
     // The time goes first: the watcher must never read an older claim's time for this one.
     r.claimed_at_ns.store(coarse_ns(), std::memory_order_relaxed);
     RoleState expected = state;  // the epoch too: a window of a later epoch is not ours
@@ -349,9 +342,9 @@ bool LaunchCallbacks::admit(Role &r, RoleState state, uint32_t correlation_id, b
     r.claim_corr.store(correlation_id, std::memory_order_relaxed);
     return true;
   }
-  // The coin meets the rate limit on average; the gate only caps the moment the launch rate
+  // The coin meets the rate limits on average; the gate only caps the moment a launch rate
   // jumps, before the watcher has set the coin's mean for it.
-  if (!in_pc_window && !r.safety_cap.try_take(coarse_ns())) {
+  if (!r.safety_cap[kind].try_take(coarse_ns())) {
     stats_.rate_limited.fetch_add(1, std::memory_order_relaxed);
     return false;
   }
@@ -396,9 +389,10 @@ void LaunchCallbacks::abandon(Role &r, uint64_t epoch, uint32_t correlation_id, 
   close_if_requested(r);
 }
 
-void LaunchCallbacks::begin_announced(Role &r, RoleState state, const CUpti_CallbackData *cb) {
+void LaunchCallbacks::begin_announced(Role &r, RoleState state, uint8_t kind,
+                                      const CUpti_CallbackData *cb) {
   ThreadLaunch &t = t_launch;
-  const bool graph = &r == &roles_[kGraphRole];
+  const bool graph = kind == kGraphRole;
   uint32_t expected_kernels = graph ? 0 : 1;
   if (graph && cb->functionParams) {
     // Every graph launch's parameters start with the exec handle (cuGraphLaunch_params,
@@ -443,12 +437,11 @@ void LaunchCallbacks::begin_announced(Role &r, RoleState state, const CUpti_Call
 void LaunchCallbacks::on_exit(CbDomain domain, uint32_t cbid, const CUpti_CallbackData *cb) {
   const uint8_t v = role_of(domain, cbid);
   if (v == 0) return;
-  const uint8_t ri = v - 1;
-  Role &r = roles_[ri];
+  Role &r = role_;
   ThreadLaunch &t = t_launch;
   if (t.gated && t.gated_corr == cb->correlationId) release_pc_gate(t, pc_);
   const uint64_t epoch = r.state.load(std::memory_order_acquire).epoch();
-  if (!gate_exit(t.g, ri, epoch, domain, cbid)) return;  // not the end of the call we followed
+  if (!gate_exit(t.g, epoch, domain, cbid)) return;  // not the end of the call we followed
   if (pc_) pc_->on_launch_exit();  // counted only if its ENTER was
   if (!t.announce) return;
   if (t.g.correlation_id != cb->correlationId) {
@@ -456,17 +449,17 @@ void LaunchCallbacks::on_exit(CbDomain domain, uint32_t cbid, const CUpti_Callba
     abandon(r, epoch, t.g.correlation_id, t.windowed, t.holds_activity);
     return;
   }
-  end_announced(r, epoch, domain, cbid, cb);
+  end_announced(r, epoch, t.g.kind, domain, cbid, cb);
 }
 
-void LaunchCallbacks::end_announced(Role &r, uint64_t epoch, CbDomain domain, uint32_t cbid,
-                                    const CUpti_CallbackData *cb) {
+void LaunchCallbacks::end_announced(Role &r, uint64_t epoch, uint8_t kind, CbDomain domain,
+                                    uint32_t cbid, const CUpti_CallbackData *cb) {
   ThreadLaunch &t = t_launch;
   if (!finish_admission(r, epoch, t.windowed)) return;  // abandoned by the watcher meanwhile
   // A graph's kernels run after its call returns, and one that finishes while kernel activity
   // is off gets a wrong end timestamp (docs/cupti-facts.md): activity stays on until the GPU is
   // past the launch. Eager kernels' records are right either way.
-  if (t.holds_activity && !(&r == &roles_[kGraphRole] && !t.captured && completion_ &&
+  if (t.holds_activity && !(kind == kGraphRole && !t.captured && completion_ &&
                      completion_->watch(graph_launch_stream(domain, cbid, cb))))
     activity_.launch_end();
   const int32_t scbid = signed_cbid(domain, cbid);
@@ -478,7 +471,7 @@ void LaunchCallbacks::end_announced(Role &r, uint64_t epoch, CbDomain domain, ui
     usdt::graph_capture_launch(cb->correlationId, scbid, name, t.capture_graph_id,
                                t.capture_node_id);
   } else if (usdt::correlation_consumers() != 0) {
-    (&r == &roles_[kGraphRole] ? stats_.announced_graph : stats_.announced_eager)
+    (kind == kGraphRole ? stats_.announced_graph : stats_.announced_eager)
         .fetch_add(1, std::memory_order_relaxed);
     usdt::cuda_correlation(cb->correlationId, scbid, name);
     if (pc_ && pc_needs_launches_.load(std::memory_order_relaxed))
@@ -512,7 +505,7 @@ void LaunchCallbacks::close_if_requested(Role &r) {
 // false if this thread is in no launch call of the current epoch.
 bool LaunchCallbacks::note_captured_launch(const CUpti_GraphData *gd) {
   ThreadLaunch &t = t_launch;
-  if (!t.g.active || t.g.epoch != roles_[t.g.role].state.load().epoch()) return false;
+  if (!t.g.active || t.g.epoch != role_.state.load().epoch()) return false;
   if (!t.announce) return true;  // somebody else's sample: nothing to record
   t.captured = true;
   t.capture_graph_id = 0;

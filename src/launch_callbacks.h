@@ -1,40 +1,46 @@
 // CUPTI's callback API: which callbacks are enabled when, and what the library does inside them.
-// The launch path reads: subscription (which cbids are on, per role), gate (launch_gate.h: is
-// this callback an outermost launch, and is it picked), path (announce it: tracker, kernel
-// activity, the probe at its EXIT).
+// The launch path reads: subscription (which cbids are on), gate (launch_gate.h: is this
+// callback an outermost launch, and is it picked), path (announce it: tracker, kernel activity,
+// the probe at its EXIT).
 // One class in three files: launch_callbacks.cc (subscribing, the launch path), launch_roles.cc
-// (the watcher: each role's phase, toggling its cbids, the coin's mean) and resource_callbacks.cc
-// (graph, module and context resources, graph uploads). A role's phase and epoch: role_state.h.
+// (the watcher: the launch callbacks' phase, toggling their cbids, the coin's mean, the window
+// rate) and resource_callbacks.cc (graph, module and context resources, graph uploads). The
+// phase and epoch: role_state.h.
 //
 // From process start only the non-launch entries of kSubscribedCallbacks are enabled (graph
 // resources: what must be seen before any consumer comes). The launch callbacks are enabled
 // only while a consumer listens to cuda_correlation, so with nobody listening the library is
 // never called on a launch; and even then not on every launch. Which launches are announced is
 // decided by launch count, never by time (launch_gate.h says why): each candidate launch is
-// picked by a coin. Per role (eager, graph):
+// picked by one coin, the same for eager and graph launches, so every launch has the same
+// probability of being announced at any moment (the consumer sums the GPU time of what it is
+// told about and cannot be told a weight). Each kind's rate limit (eager, graph) caps that one
+// probability; it never starves one kind against the other:
 //
-//  - Windowed (the role's rate limit is at most kMaxWindowRate per second; the defaults are),
-//    while the role's launches come fast enough for windows to pay: the watcher enables the
-//    role's cbids at the rate limit; launches inside the window toss a coin of mean
-//    kWindowMeanLaunches (each thread's first launch in the window is not a candidate); the
-//    first one picked claims the window, is announced, and its own EXIT closes the window. So a
-//    window spans ~kWindowMeanLaunches launches and the one it announces is nearly uniform among
-//    them, not the one after the idle stretch the window opened in. Launches between windows
-//    cost what no subscriber costs.
+//  - Windowed (both rate limits at most kMaxWindowRate per second; the defaults are), while
+//    launches come fast enough for windows to pay: the watcher enables every launch cbid
+//    window_rate() times a second (the most windows that keep each kind within its limit, from
+//    each kind's share of the launches counted in windows); launches inside the window toss the
+//    coin of mean kWindowMeanLaunches (each thread's first launch in the window is not a
+//    candidate); the first one picked, eager or graph, claims the window, is announced, and its
+//    own EXIT closes the window. So a window spans ~kWindowMeanLaunches launches and the one it
+//    announces is nearly uniform among them, not the one after the idle stretch the window
+//    opened in. Launches between windows cost what no subscriber costs.
 //  - Continuous: above kMaxWindowRate (e.g. "announce everything"), while PC sampling wants
 //    every launch (its windows open and close at launch entries, on application threads) or
 //    still has to be torn down at one (PcSampler::needs_launch_path()), and while windows would
-//    be open most of the time anyway (the role launches less than about
-//    kWindowMeanLaunches x the rate limit per second: windows still open when the next is due,
-//    kSaturatedWindows times in a row). The role's cbids stay on while a consumer listens; each
-//    launch tosses the coin, whose mean the watcher sets from the launches counted so that the
-//    picks meet the rate limit; a process-wide RateGate at kSafetyCapFactor x the limit is only
-//    a cap for the moment the launch rate jumps.
+//    be open most of the time anyway (launches come at less than about kWindowMeanLaunches x
+//    the window rate: windows still open when the next is due, kSaturatedWindows times in a
+//    row). The cbids stay on while a consumer listens; each launch tosses the coin, whose mean
+//    the watcher sets from each kind's launches counted (inclusion_mean: the kind furthest over
+//    its limit sets it); a RateGate per kind at kSafetyCapFactor x its limit is only a cap for
+//    the moment a launch rate jumps. A launch inside a PC sampling window is announced only if
+//    the coin picks it; the samples of the others go out GPU-only (correlation ID 0).
 //
 // Enabling callbacks while launches are in flight means the first callback a thread sees may be
 // the driver call nested in a runtime launch whose ENTER came before the enable: announcing it
 // would report the driver cbid for a runtime launch. Each enabling starts a new epoch once every
-// cbid of the role is on; a thread's first launch ENTER in an epoch is never a candidate,
+// launch cbid is on; a thread's first launch ENTER in an epoch is never a candidate,
 // whatever its API (launch_gate.h). An announced launch keeps the
 // callbacks on until its EXIT: a window is closed by its claimant, and a continuous subscription
 // is drained of announced launches before its cbids go off. If the EXIT does not come as
@@ -134,10 +140,12 @@ class LaunchCallbacks : public ConsumerWatcher::Client {
  private:
   // A role's phase (role_state.h), unqualified in the member functions: kOff, kOpen, ...
   using enum RolePhase;
+  // Every launch cbid, eager and graph, is in the one Role: one epoch, one phase, one coin
+  // (launch_gate.h: one inclusion probability for every launch), with each kind's rate limit.
   struct Role {
-    std::vector<SubscribedCallback> cbids;  // runtime ones first: see open_window
-    bool rate_allows_windows = true;  // rate limit <= kMaxWindowRate: windows may serve it
-    uint64_t interval_ns = 0;  // windowed: between window openings
+    std::vector<SubscribedCallback> cbids;  // driver ones first: see subscribe
+    bool rate_allows_windows = true;  // every limit <= kMaxWindowRate: windows may serve them
+    uint64_t interval_ns = 0;  // windowed: between window openings (window_rate)
     // Epoch and phase in one atomic word (role_state.h says why). The epoch grows each time the
     // cbids are all enabled.
     alignas(64) AtomicRoleState state;
@@ -151,19 +159,24 @@ class LaunchCallbacks : public ConsumerWatcher::Client {
     std::atomic<uint64_t> claimed_at_ns{0};  // coarse clock
     uint64_t draining_since_ns = 0;          // watcher thread only
     LaunchCoin coin;                    // which launches are picked (launch_gate.h)
-    RateGate safety_cap;                // continuous: a cap on picks (kSafetyCapFactor)
+    // Continuous: a cap on picks per kind (kSafetyCapFactor x its limit).
+    RateGate safety_cap[kGateRoles];
     std::mutex toggle_mu;               // enabling and disabling never interleave
     uint64_t next_open_ns = 0;          // watcher thread only
-    // Watcher thread only: the rate limit, windows found still open when the next was due (in a
-    // row), continuous because windows saturated, and the launch-rate estimate (per second; < 0:
-    // none yet) with when it was last updated.
-    double rate = 0;
+    // Watcher thread only: each kind's rate limit, windows found still open when the next was
+    // due (in a row), continuous because windows saturated, each kind's launch-rate estimate
+    // (per second; < 0: none yet) with when it was last updated, and each kind's share of the
+    // launches counted in windows (smoothed counts).
+    double limit[kGateRoles];
     uint32_t saturated = 0;
     bool low_rate = false;
-    double launch_rate = -1;
+    double launch_rate[kGateRoles] = {-1, -1};
     uint64_t rate_at_ns = 0;
-    Role(double rate_limit, uint64_t tolerance_ns)
-        : safety_cap(rate_limit * kSafetyCapFactor, tolerance_ns), rate(rate_limit) {}
+    double window_counts[kGateRoles] = {0, 0};
+    Role(double eager_limit, double graph_limit, uint64_t tolerance_ns)
+        : safety_cap{{eager_limit * kSafetyCapFactor, tolerance_ns},
+                     {graph_limit * kSafetyCapFactor, tolerance_ns}},
+          limit{eager_limit, graph_limit} {}
   };
   // The watcher's side (launch_roles.cc).
   enum class Want : uint8_t { kNone, kWindows, kContinuous };
@@ -171,7 +184,10 @@ class LaunchCallbacks : public ConsumerWatcher::Client {
   // Continuous: the coin's mean from the launches counted (watcher thread).
   void adapt_coin(Role &r, uint64_t now_ns);
   void start_coin(Role &r);  // entering continuous: the mean from what is known
-  // Moves a role towards what is wanted now (watcher thread); returns when to look again.
+  // Windowed: each kind's share of the launches counted, and the interval to the next window.
+  void adapt_windows(Role &r);
+  // Moves the launch callbacks towards what is wanted now (watcher thread); returns when to
+  // look again.
   uint64_t reconcile(Role &r, uint64_t now_ns);
   void tell_pc_whether_observed();
 
@@ -183,12 +199,14 @@ class LaunchCallbacks : public ConsumerWatcher::Client {
   // Out of line and cold: the announced launches' work is one launch in thousands at the default
   // rates (scripts/callgrind-launch-cost.sh also tells it from the rest of the launch path by
   // these functions).
-  // in_pc_window: PC sampling samples this launch; announced whatever the rate limits say.
-  bool admit(Role &r, RoleState state, uint32_t correlation_id, bool picked, bool in_pc_window);
-  __attribute__((noinline, cold)) void begin_announced(Role &r, RoleState state,
+  // Picked launches only: one inside a PC sampling window is no exception (its PC samples go
+  // out without a CPU stack, correlation ID 0, unless the coin picked it).
+  bool admit(Role &r, RoleState state, uint8_t kind, uint32_t correlation_id);
+  __attribute__((noinline, cold)) void begin_announced(Role &r, RoleState state, uint8_t kind,
                                                        const CUpti_CallbackData *cb);
-  __attribute__((noinline, cold)) void end_announced(Role &r, uint64_t epoch, CbDomain domain,
-                                                     uint32_t cbid, const CUpti_CallbackData *cb);
+  __attribute__((noinline, cold)) void end_announced(Role &r, uint64_t epoch, uint8_t kind,
+                                                     CbDomain domain, uint32_t cbid,
+                                                     const CUpti_CallbackData *cb);
   __attribute__((noinline, cold)) void abandon(Role &r, uint64_t epoch, uint32_t correlation_id,
                                                bool windowed, bool holds_activity);
   bool finish_admission(Role &r, uint64_t epoch, bool windowed);
@@ -223,7 +241,7 @@ class LaunchCallbacks : public ConsumerWatcher::Client {
   CUpti_SubscriberHandle subscriber_ = nullptr;
   std::vector<SubscribedCallback> from_start_;
   bool starting_ = false;
-  Role roles_[kGateRoles];  // [kEagerRole], [kGraphRole]
+  Role role_;  // every launch cbid
   LaunchStats stats_;
 };
 

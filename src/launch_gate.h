@@ -31,6 +31,7 @@
 // flight (the library starting) is clean: every ENTER is a candidate from the first.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstdint>
@@ -39,32 +40,38 @@
 
 namespace parcagpu {
 
-// The launch roles, each with its own epochs and coin: the index of its state here (GateThread)
-// and in LaunchCallbacks.
+// The kinds of launch (eager, graph). They share one epoch, one phase and one coin
+// (LaunchCallbacks): every launch, whatever its kind, is announced with the same probability at
+// any moment, so the GPU time a consumer sums over the announced launches weighs eager and
+// graph kernels alike (issue 27: with a coin and windows per kind at each kind's rate limit, an
+// eager launch was 2.5 to 5 times as likely to be announced as a graph launch). A kind's rate
+// limit is a cap on cost, met by lowering the one probability (inclusion_mean, window_rate).
+// The kind only says which counter a launch is counted in.
 inline constexpr uint8_t kEagerRole = 0, kGraphRole = 1;
 inline constexpr int kGateRoles = 2;
 
 // One thread's launch calls as its callbacks tell them. Trivially constructible (the library
 // keeps it in initial-exec TLS: no guard, no __tls_get_addr on the launch path).
 struct GateThread {
-  // The outermost launch call in flight whose ENTER was taken into account (any role).
+  // The outermost launch call in flight whose ENTER was taken into account (any kind).
   uint32_t correlation_id;
   uint32_t cbid;
-  uint64_t epoch;  // of its role, when it entered; a later epoch makes it stale
+  uint64_t epoch;  // when it entered; a later epoch makes it stale
   CbDomain domain;
-  uint8_t role;
+  uint8_t kind;
   bool active;
-  // Per role: the epoch in which this thread's first ENTER was seen (its nesting is known after).
-  uint64_t seen_epoch[kGateRoles];
-  // Per role, the coin: launches to the next pick (this one included), how many were drawn, and
-  // the generation of the mean they were drawn with (0: never drawn).
-  uint32_t countdown[kGateRoles];
-  uint32_t drawn[kGateRoles];
-  uint32_t coin_gen[kGateRoles];
+  // The epoch in which this thread's first launch ENTER was seen (its nesting is known after).
+  uint64_t seen_epoch;
+  // The coin: launches to the next pick (this one included), and the generation of the mean it
+  // was drawn with (0: never drawn).
+  uint32_t countdown;
+  uint32_t coin_gen;
+  // Candidates tossed since this thread last added them to the coin's shared counters, by kind.
+  uint32_t uncounted[kGateRoles];
   uint64_t rng;
 };
 
-// The coin of one role: mean launches per pick, set by the watcher, read by every launch.
+// The coin: mean launches per pick, set by the watcher, read by every launch of every kind.
 class LaunchCoin {
  public:
   explicit LaunchCoin(double mean = 1) { set_mean(mean); }
@@ -84,41 +91,43 @@ class LaunchCoin {
            16;
   }
 
-  // A candidate launch of `role` on this thread: true if it is picked.
-  bool toss(GateThread &t, int role) {
+  // A candidate launch of `kind` on this thread: true if it is picked.
+  bool toss(GateThread &t, int kind) {
     const uint64_t gm = gen_mean_.load(std::memory_order_relaxed);
-    if (__builtin_expect(t.coin_gen[role] == static_cast<uint32_t>(gm >> 32) &&
-                             t.countdown[role] > 1,
-                         1)) {
-      --t.countdown[role];
+    ++t.uncounted[kind];
+    if (__builtin_expect(t.coin_gen == static_cast<uint32_t>(gm >> 32) && t.countdown > 1, 1)) {
+      --t.countdown;
       return false;
     }
-    return toss_slow(t, role, gm);
+    return toss_slow(t, gm);
   }
 
-  // Candidate launches counted since the last call (those of threads whose countdown has not
-  // fired since the mean last changed are counted later).
-  uint64_t take_counted() { return counted_.exchange(0, std::memory_order_relaxed); }
+  // Candidate launches of `kind` counted since the last call (a thread adds its own when its
+  // countdown fires or the mean changes, so a thread that has not tossed since is counted
+  // later).
+  uint64_t take_counted(int kind) { return counted_[kind].exchange(0, std::memory_order_relaxed); }
 
   static constexpr double kMaxMean = 1 << 26;
 
  private:
-  __attribute__((noinline)) bool toss_slow(GateThread &t, int role, uint64_t gm) {
+  __attribute__((noinline)) bool toss_slow(GateThread &t, uint64_t gm) {
     const uint32_t gen = static_cast<uint32_t>(gm >> 32);
     const double mean = static_cast<double>(static_cast<uint32_t>(gm)) / 16;
-    if (t.coin_gen[role] != gen) {
-      if (t.coin_gen[role] != 0 && t.drawn[role] > t.countdown[role])
-        counted_.fetch_add(t.drawn[role] - t.countdown[role], std::memory_order_relaxed);
-      t.coin_gen[role] = gen;
-      t.countdown[role] = t.drawn[role] = draw(t, mean);
+    if (t.coin_gen != gen) {
+      t.coin_gen = gen;
+      t.countdown = draw(t, mean);
     }
-    if (t.countdown[role] > 1) {
-      --t.countdown[role];
-      return false;
-    }
-    counted_.fetch_add(t.drawn[role], std::memory_order_relaxed);
-    t.countdown[role] = t.drawn[role] = draw(t, mean);
-    return true;
+    const bool picked = t.countdown <= 1;
+    if (picked)
+      t.countdown = draw(t, mean);
+    else
+      --t.countdown;
+    for (int k = 0; k < kGateRoles; ++k)
+      if (t.uncounted[k]) {
+        counted_[k].fetch_add(t.uncounted[k], std::memory_order_relaxed);
+        t.uncounted[k] = 0;
+      }
+    return picked;
   }
 
   // Launches up to and including the next pick: geometric with p = 1/mean, at least 1.
@@ -135,10 +144,36 @@ class LaunchCoin {
 
   // gen << 32 | mean * 16.
   alignas(64) std::atomic<uint64_t> gen_mean_{0};
-  alignas(64) std::atomic<uint64_t> counted_{0};
+  alignas(64) std::atomic<uint64_t> counted_[kGateRoles] = {};
 };
 
-// What a launch callback is, for one thread and one role.
+// The one probability, from each kind's rate limit (announced launches per second; <= 0: that
+// kind is never announced and left out) and what is known of its launches. Pure: unit-tested.
+//
+// Continuous (every launch tosses the coin): the coin's mean, so that no kind's announced
+// launches exceed its limit: max over kinds of launch rate / limit, at least 1. `launch_rate`
+// < 0: not known yet (left out).
+inline double inclusion_mean(const double limit[kGateRoles], const double launch_rate[kGateRoles]) {
+  double mean = 1;
+  for (int k = 0; k < kGateRoles; ++k)
+    if (limit[k] > 0 && launch_rate[k] > 0) mean = std::max(mean, launch_rate[k] / limit[k]);
+  return mean;
+}
+// Windowed (each window announces one launch, the first the coin picks, whatever its kind):
+// windows per second, so that kind k's announcements (windows x its share of the launches)
+// stay within its limit: min over kinds of limit / share. `share`: each kind's fraction of the
+// launches counted in windows (all 0: not known yet, then the smallest limit, the safe side).
+inline double window_rate(const double limit[kGateRoles], const double share[kGateRoles]) {
+  double rate = -1, smallest = -1;
+  for (int k = 0; k < kGateRoles; ++k) {
+    if (limit[k] <= 0) continue;
+    if (smallest < 0 || limit[k] < smallest) smallest = limit[k];
+    if (share[k] > 0 && (rate < 0 || limit[k] / share[k] < rate)) rate = limit[k] / share[k];
+  }
+  return rate > 0 ? rate : std::max(smallest, 0.0);
+}
+
+// What a launch callback is, for one thread.
 enum class GateEnter : uint8_t {
   kNotLaunch,  // nested in the outermost call this thread is in (same correlation ID)
   kUntracked,  // first of the thread in the epoch, a driver call: maybe nested in a runtime
@@ -156,13 +191,13 @@ struct GateEnterResult {
   uint32_t stale_corr;
 };
 
-// ENTER of a launch cbid of `role`, at the role's current epoch. `clean`: the epoch began before
-// any launch could be in flight.
-inline GateEnterResult gate_enter(GateThread &t, LaunchCoin &coin, int role, uint64_t epoch,
+// ENTER of a launch cbid of `kind`, at the current epoch. `clean`: the epoch began before any
+// launch could be in flight.
+inline GateEnterResult gate_enter(GateThread &t, LaunchCoin &coin, int kind, uint64_t epoch,
                                   bool clean, CbDomain domain, uint32_t cbid,
                                   uint32_t correlation_id) {
   GateEnterResult res{GateEnter::kSkipped, false, 0};
-  if (t.active && t.epoch == epoch && t.role == role) {
+  if (t.active && t.epoch == epoch) {
     // The driver call nested in the outermost launch we are in: not a launch of its own.
     if (t.correlation_id == correlation_id) return {GateEnter::kNotLaunch, false, 0};
     // Another ID although the one we saw enter never left: its EXIT did not come as expected.
@@ -171,8 +206,8 @@ inline GateEnterResult gate_enter(GateThread &t, LaunchCoin &coin, int role, uin
     res.stale_corr = t.correlation_id;
   }
   bool candidate = true;
-  if (t.seen_epoch[role] != epoch) {
-    t.seen_epoch[role] = epoch;
+  if (t.seen_epoch != epoch) {
+    t.seen_epoch = epoch;
     if (!clean) {
       if (domain == CbDomain::Driver) {
         res.what = GateEnter::kUntracked;
@@ -183,21 +218,20 @@ inline GateEnterResult gate_enter(GateThread &t, LaunchCoin &coin, int role, uin
   }
   t.active = true;
   t.epoch = epoch;
-  t.role = static_cast<uint8_t>(role);
+  t.kind = static_cast<uint8_t>(kind);
   t.correlation_id = correlation_id;
   t.cbid = cbid;
   t.domain = domain;
   res.what = !candidate ? GateEnter::kFirst
-             : coin.toss(t, role) ? GateEnter::kPicked
+             : coin.toss(t, kind) ? GateEnter::kPicked
                                   : GateEnter::kSkipped;
   return res;
 }
 
-// EXIT of a launch cbid of `role`: true if it ends the outermost call followed since its ENTER
-// (which then is no longer active).
-inline bool gate_exit(GateThread &t, int role, uint64_t epoch, CbDomain domain, uint32_t cbid) {
-  if (!t.active || t.cbid != cbid || t.domain != domain || t.role != role || t.epoch != epoch)
-    return false;
+// EXIT of a launch cbid: true if it ends the outermost call followed since its ENTER (which then
+// is no longer active).
+inline bool gate_exit(GateThread &t, uint64_t epoch, CbDomain domain, uint32_t cbid) {
+  if (!t.active || t.cbid != cbid || t.domain != domain || t.epoch != epoch) return false;
   t.active = false;
   return true;
 }

@@ -60,30 +60,25 @@ void LaunchCallbacks::on_consumers(const Consumers &now, const Consumers &) {
   launch_consumers_ = now.wants_launches();
   const uint64_t t = monotonic_ns();
   pc_needs_launches_.store(pc_ && pc_->needs_launches(t));
-  for (Role &r : roles_) {
-    if (attach) r.next_open_ns = 0;  // the first window at once
-    reconcile(r, t);
-  }
+  if (attach) role_.next_open_ns = 0;  // the first window at once
+  reconcile(role_, t);
   tell_pc_whether_observed();
 }
 
-// PC sampling samples every kernel while a window is started: an episode may begin only once
-// every launch of every role reaches the callbacks (each role continuous), or the launches of a
-// role still between windows would be sampled without being announced.
+// PC sampling counts and gates launches at their ENTER (its windows span launches, and no Stop
+// or Disable may run while one is in its call): an episode may begin only once every launch
+// reaches the callbacks (continuous).
 void LaunchCallbacks::tell_pc_whether_observed() {
   if (!pc_) return;
-  bool all = true;
-  for (const Role &r : roles_)
-    if (!r.cbids.empty() && r.state.load().phase() != kContinuous) all = false;
-  pc_->set_launches_observed(all);
+  pc_->set_launches_observed(role_.cbids.empty() ||
+                             role_.state.load().phase() == kContinuous);
 }
 
 uint64_t LaunchCallbacks::on_tick(uint64_t now) {
   // PC sampling's needs change without a semaphore changing: an episode falls due, or ends at
   // some launch.
   pc_needs_launches_.store(pc_ && pc_->needs_launches(now));
-  uint64_t next = now + (1ull << 62);
-  for (Role &r : roles_) next = std::min(next, reconcile(r, now));
+  uint64_t next = reconcile(role_, now);
   tell_pc_whether_observed();
   // Back when the next episode is due, to turn the launch callbacks on for it.
   if (pc_ && !pc_needs_launches_.load(std::memory_order_relaxed))
@@ -94,35 +89,57 @@ uint64_t LaunchCallbacks::on_tick(uint64_t now) {
 
 void LaunchCallbacks::start_coin(Role &r) {
   r.rate_at_ns = 0;
-  if (r.launch_rate >= 0 && r.rate > 0)
-    r.coin.set_mean(r.launch_rate / r.rate);
+  if (r.launch_rate[kEagerRole] >= 0 || r.launch_rate[kGraphRole] >= 0)
+    r.coin.set_mean(inclusion_mean(r.limit, r.launch_rate));
   else
     r.coin.set_mean(r.rate_allows_windows ? kWindowMeanLaunches : 1);
 }
 
 void LaunchCallbacks::adapt_coin(Role &r, uint64_t now) {
   if (r.rate_at_ns == 0 || now < r.rate_at_ns) {
-    r.coin.take_counted();
+    for (int k = 0; k < kGateRoles; ++k) r.coin.take_counted(k);
     r.rate_at_ns = now;
     return;
   }
   const uint64_t dt = now - r.rate_at_ns;
   if (dt < kCoinTickNs / 2) return;
-  const double seen = static_cast<double>(r.coin.take_counted()) * 1e9 / static_cast<double>(dt);
-  // Up at once (a rise would otherwise be picked at the old mean, up to the safety cap), down
-  // smoothly.
-  if (r.launch_rate < 0 || seen > 2 * r.launch_rate)
-    r.launch_rate = seen;
-  else
-    r.launch_rate += std::min(1.0, static_cast<double>(dt) / kRateSmoothingNs) *
-                     (seen - r.launch_rate);
-  r.rate_at_ns = now;
-  if (r.rate > 0) r.coin.set_mean(r.launch_rate / r.rate);
-  if (r.low_rate && r.launch_rate > kBackToWindowsFactor * kWindowMeanLaunches * r.rate) {
-    r.low_rate = false;
-    debug_log("%s launches at %.0f/s: back to sampling windows",
-              &r == &roles_[kGraphRole] ? "graph" : "eager", r.launch_rate);
+  double total = 0;
+  for (int k = 0; k < kGateRoles; ++k) {
+    const double seen =
+        static_cast<double>(r.coin.take_counted(k)) * 1e9 / static_cast<double>(dt);
+    double &rate = r.launch_rate[k];
+    // Up at once (a rise would otherwise be picked at the old mean, up to the safety cap), down
+    // smoothly.
+    if (rate < 0 || seen > 2 * rate)
+      rate = seen;
+    else
+      rate += std::min(1.0, static_cast<double>(dt) / kRateSmoothingNs) * (seen - rate);
+    total += rate;
   }
+  r.rate_at_ns = now;
+  r.coin.set_mean(inclusion_mean(r.limit, r.launch_rate));
+  // Windows announce about window_rate launches a second, each spanning ~kWindowMeanLaunches.
+  const double share[kGateRoles] = {total > 0 ? r.launch_rate[kEagerRole] / total : 0,
+                                    total > 0 ? r.launch_rate[kGraphRole] / total : 0};
+  if (r.low_rate &&
+      total > kBackToWindowsFactor * kWindowMeanLaunches * window_rate(r.limit, share)) {
+    r.low_rate = false;
+    debug_log("launches at %.0f/s: back to sampling windows", total);
+  }
+}
+
+void LaunchCallbacks::adapt_windows(Role &r) {
+  // Each kind's share of the candidates the windows counted, smoothed over about the last
+  // kShareWindows windows' worth, sets how many windows a second the limits allow.
+  constexpr double kShareWindows = 16;
+  for (int k = 0; k < kGateRoles; ++k)
+    r.window_counts[k] += (static_cast<double>(r.coin.take_counted(k)) - r.window_counts[k]) /
+                          kShareWindows;
+  const double total = r.window_counts[kEagerRole] + r.window_counts[kGraphRole];
+  const double share[kGateRoles] = {total > 0 ? r.window_counts[kEagerRole] / total : 0,
+                                    total > 0 ? r.window_counts[kGraphRole] / total : 0};
+  const double rate = std::min(window_rate(r.limit, share), kMaxWindowRate);
+  r.interval_ns = rate > 0 ? static_cast<uint64_t>(1e9 / rate) : 0;
 }
 
 uint64_t LaunchCallbacks::reconcile(Role &r, uint64_t now) {
@@ -189,14 +206,14 @@ uint64_t LaunchCallbacks::reconcile(Role &r, uint64_t now) {
         if (phase == kOff) {
           r.saturated = 0;
           if (r.coin.mean() != kWindowMeanLaunches) r.coin.set_mean(kWindowMeanLaunches);
+          adapt_windows(r);
           open_window(r);
         } else if (++r.saturated >= kSaturatedWindows) {
           // Still open when the next is due, again and again: the role launches too rarely for
           // windows to save anything, and they would announce fewer launches than the limit.
           r.low_rate = true;
           r.saturated = 0;
-          debug_log("%s launches: sampling windows stay open; callbacks on continuously",
-                    &r == &roles_[kGraphRole] ? "graph" : "eager");
+          debug_log("sampling windows stay open; launch callbacks on continuously");
           return now;
         }
         r.next_open_ns = now + r.interval_ns;

@@ -91,9 +91,11 @@ PcBatchTally PcRecordBuffer::prepare(FunctionNames &names,
       samples += r.stallReason[s].samples;
     }
     if (announced && r.correlationId != 0 && !announced(ctx, r.correlationId)) {
-      t.unannounced++;
-      t.unannounced_samples += samples;
-      continue;
+      // No CPU stack will come for this ID: published with ID 0, which the consumer reports at
+      // once as a GPU-only stack, where a nonzero ID never announced would be held and dropped.
+      r.correlationId = 0;
+      t.gpu_only++;
+      t.gpu_only_samples += samples;
     }
     t.pairs += pairs;
     t.samples += samples;

@@ -77,9 +77,9 @@ struct PcBatchTally {
   size_t records = 0;
   uint64_t samples = 0;       // sum of the stall-reason sample counts
   uint64_t pairs = 0;         // (PC, stall reason) pairs with samples: what a consumer counts
-  uint64_t uncorrelated = 0;  // records with correlationId 0
-  size_t unannounced = 0;     // left out: their launch was never announced
-  uint64_t unannounced_samples = 0;
+  uint64_t uncorrelated = 0;  // records with correlationId 0 (gpu_only ones included)
+  size_t gpu_only = 0;        // their launch was not announced: published with correlationId 0
+  uint64_t gpu_only_samples = 0;
 };
 
 // A CUpti_PCSamplingData with room for `capacity` PC records, each with a stall-reason array
@@ -98,8 +98,9 @@ class PcRecordBuffer {
   // After a drain: points each record's functionName at an interned copy, fills ptrs() with the
   // records (at most capacity, so at most one firing of PARCAGPU_PC_SAMPLE_BATCH_MAX when
   // capacity is that) and adds them up.
-  // Records whose correlation ID `announced` says no to are left out (counted): their samples
-  // would hang under no launch stack. ID 0 (no correlation) is kept.
+  // Records whose correlation ID `announced` says no to get correlation ID 0 (counted): no
+  // launch stack will come for them, and the consumer reports ID 0 at once as a GPU-only stack
+  // where it would hold a nonzero ID and drop it. Nothing is left out.
   PcBatchTally prepare(FunctionNames &names, bool (*announced)(const void *ctx, uint32_t) = nullptr,
                        const void *ctx = nullptr);
   const void **ptrs() { return ptrs_.data(); }

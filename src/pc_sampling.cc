@@ -53,9 +53,6 @@ constexpr uint64_t kOtherProcessRetryNs = 50'000'000;
 // This thread's outermost launch is counted in in_launch_.
 __attribute__((tls_model("initial-exec"))) thread_local bool t_counted = false;
 
-RepeatedError g_in_flight_at_start("pc_sampling",
-                                   "PC samples of launches that were not announced, left out",
-                                   "samples");
 RepeatedError g_nonuser_samples("pc_sampling", "PC samples of kernels CUPTI does not attribute",
                                 "samples");
 
@@ -609,14 +606,8 @@ bool PcSampler::was_announced(const void *self, uint32_t correlation_id) {
 
 void PcSampler::publish(PcRecordBuffer &buf) {
   const PcBatchTally t = buf.prepare(*names_, &PcSampler::was_announced, this);
-  stats_.unannounced += t.unannounced;
-  stats_.unannounced_samples += t.unannounced_samples;
-  if (t.unannounced)
-    g_in_flight_at_start.report_n(
-        t.unannounced_samples, kErrDataLost,
-        "%llu PC samples of launches that were not announced (kernels still running when a "
-        "sampling window started) left out: no launch stack to put them under",
-        static_cast<unsigned long long>(t.unannounced_samples));
+  stats_.gpu_only += t.gpu_only;
+  stats_.gpu_only_samples += t.gpu_only_samples;
   if (t.records == 0) return;
   stats_.records += t.records;
   stats_.pairs += t.pairs;

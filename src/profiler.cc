@@ -223,6 +223,7 @@ void Profiler::log_stats() const {
   log_totals("pc sampling", {{"drains", u(p.drains)}, {"batches", u(p.batches)},
                              {"records", u(p.records)}, {"samples", u(p.samples)},
                              {"pairs", u(p.pairs)}, {"uncorrelated", u(p.uncorrelated)},
+                             {"gpu-only (not announced)", u(p.gpu_only)},
                              {"unpublished", u(p.unpublished)},
                              {"non-user samples", u(p.nonuser_samples)},
                              {"dropped samples", u(p.dropped_samples)},

@@ -35,9 +35,9 @@ GateEnter launch(GateThread &t, LaunchCoin &coin, int role, uint64_t epoch, bool
         gate_enter(t, coin, role, epoch, clean, CbDomain::Driver, l.nested, corr);
     // Nested in a followed runtime call: not a launch of its own.
     EXPECT_EQ(inner.what, GateEnter::kNotLaunch);
-    EXPECT_FALSE(gate_exit(t, role, epoch, CbDomain::Driver, l.nested));
+    EXPECT_FALSE(gate_exit(t, epoch, CbDomain::Driver, l.nested));
   }
-  const bool ended = gate_exit(t, role, epoch, l.domain, l.cbid);
+  const bool ended = gate_exit(t, epoch, l.domain, l.cbid);
   EXPECT_EQ(ended, outer.what != GateEnter::kUntracked);
   EXPECT_FALSE(t.active);
   return outer.what;
@@ -74,8 +74,8 @@ TEST(LaunchGate, DriverCallNestedInARuntimeLaunchThatEnteredBeforeTheEnablingIsN
   LaunchCoin coin(1);
   const GateEnterResult e = gate_enter(t, coin, kEager, 3, false, CbDomain::Driver, 307, 50);
   EXPECT_EQ(e.what, GateEnter::kUntracked);  // never announced as a driver launch
-  EXPECT_FALSE(gate_exit(t, kEager, 3, CbDomain::Driver, 307));
-  EXPECT_FALSE(gate_exit(t, kEager, 3, CbDomain::Runtime, 211));  // the unseen launch ends
+  EXPECT_FALSE(gate_exit(t, 3, CbDomain::Driver, 307));
+  EXPECT_FALSE(gate_exit(t, 3, CbDomain::Runtime, 211));  // the unseen launch ends
   // From here the thread's nesting is known: a driver launch is a launch, a runtime one too.
   EXPECT_EQ(launch(t, coin, kEager, 3, false, kDrv307, 51), GateEnter::kPicked);
   EXPECT_EQ(launch(t, coin, kEager, 3, false, kRt211, 52), GateEnter::kPicked);
@@ -84,7 +84,7 @@ TEST(LaunchGate, DriverCallNestedInARuntimeLaunchThatEnteredBeforeTheEnablingIsN
 TEST(LaunchGate, EnabledBetweenTheNestedDriverExitAndTheRuntimeExit) {
   GateThread t{};
   LaunchCoin coin(1);
-  EXPECT_FALSE(gate_exit(t, kEager, 2, CbDomain::Runtime, 211));  // the only callback of it seen
+  EXPECT_FALSE(gate_exit(t, 2, CbDomain::Runtime, 211));  // the only callback of it seen
   EXPECT_EQ(launch(t, coin, kEager, 2, false, kRt211, 61), GateEnter::kFirst);
   EXPECT_EQ(launch(t, coin, kEager, 2, false, kRt211, 62), GateEnter::kPicked);
 }
@@ -99,16 +99,94 @@ TEST(LaunchGate, AnExitThatNeverCameIsGivenUpAtTheNextLaunch) {
   EXPECT_TRUE(e.stale);
   EXPECT_EQ(e.stale_corr, 70u);
   EXPECT_EQ(e.what, GateEnter::kPicked);
-  EXPECT_TRUE(gate_exit(t, kGraph, 1, CbDomain::Driver, 514));
+  EXPECT_TRUE(gate_exit(t, 1, CbDomain::Driver, 514));
 }
 
-TEST(LaunchGate, RolesKeepTheirOwnEpochs) {
+// Eager and graph launches share one epoch: a thread's first launch of the epoch, whatever its
+// kind, tells its nesting, and every later one is a candidate. (With an epoch per kind, a
+// thread's first graph launch of each window was never a candidate: in a loop of many eager
+// launches and one graph launch, nearly no graph launch would ever be picked.)
+TEST(LaunchGate, KindsShareOneEpoch) {
   GateThread t{};
-  LaunchCoin eager(1), graph(1);
-  EXPECT_EQ(launch(t, eager, kEager, 4, false, kRt211, 1), GateEnter::kFirst);
-  EXPECT_EQ(launch(t, graph, kGraph, 9, false, kDrv514, 2), GateEnter::kUntracked);
-  EXPECT_EQ(launch(t, eager, kEager, 4, false, kDrv307, 3), GateEnter::kPicked);
-  EXPECT_EQ(launch(t, graph, kGraph, 9, false, kRt311, 4), GateEnter::kPicked);
+  LaunchCoin coin(1);
+  EXPECT_EQ(launch(t, coin, kEager, 4, false, kRt211, 1), GateEnter::kFirst);
+  EXPECT_EQ(launch(t, coin, kGraph, 4, false, kDrv514, 2), GateEnter::kPicked);
+  EXPECT_EQ(launch(t, coin, kEager, 4, false, kDrv307, 3), GateEnter::kPicked);
+  EXPECT_EQ(launch(t, coin, kGraph, 4, false, kRt311, 4), GateEnter::kPicked);
+  // A new epoch: the first launch, a graph one, is not a candidate; the eager one after it is.
+  EXPECT_EQ(launch(t, coin, kGraph, 5, false, kRt311, 5), GateEnter::kFirst);
+  EXPECT_EQ(launch(t, coin, kEager, 5, false, kRt211, 6), GateEnter::kPicked);
+}
+
+// One inclusion probability: whatever the mix of kinds, each kind's launches are picked at the
+// coin's one rate, and each kind's candidates are counted apart.
+TEST(LaunchCoin, EveryKindIsPickedWithTheSameProbabilityAndCountedApart) {
+  LaunchCoin coin(40);
+  GateThread t{};
+  uint64_t picks[2] = {0, 0}, tossed[2] = {0, 0};
+  uint64_t corr = 1;
+  for (int i = 0; i < 600000; ++i) {
+    // Two eager launches then one graph launch, as a prefill/decode loop might.
+    const int kind = i % 3 == 2 ? kGraph : kEager;
+    const GateEnter e = launch(t, coin, kind, 1, true, kind == kGraph ? kDrv514 : kRt211, corr++);
+    tossed[kind]++;
+    picks[kind] += e == GateEnter::kPicked;
+  }
+  coin.set_mean(40);  // the next toss flushes what the thread counted
+  launch(t, coin, kEager, 1, true, kRt211, corr++);
+  EXPECT_EQ(coin.take_counted(kEager), tossed[kEager] + 1);
+  EXPECT_EQ(coin.take_counted(kGraph), tossed[kGraph]);
+  for (int k : {kEager, kGraph}) {
+    const double expect = tossed[k] / 40.0;
+    EXPECT_NEAR(picks[k], expect, 5 * std::sqrt(expect)) << k;
+  }
+}
+
+// The one probability from the kinds' limits: the tightest limit binds every kind.
+TEST(InclusionRate, ContinuousMeanMeetsTheTightestLimit) {
+  const double limit[2] = {100, 20};
+  {
+    const double rate[2] = {2000, 1000};  // eager 20x its limit, graph 50x: 50 binds
+    EXPECT_DOUBLE_EQ(inclusion_mean(limit, rate), 50);
+  }
+  {
+    const double rate[2] = {10000, 100};  // eager 100x binds
+    EXPECT_DOUBLE_EQ(inclusion_mean(limit, rate), 100);
+  }
+  {
+    const double rate[2] = {50, -1};  // graph unknown, eager under its limit: every launch
+    EXPECT_DOUBLE_EQ(inclusion_mean(limit, rate), 1);
+  }
+  {
+    const double off[2] = {100, 0};  // graph never announced: it does not lower the eager one
+    const double rate[2] = {1000, 100000};
+    EXPECT_DOUBLE_EQ(inclusion_mean(off, rate), 10);
+  }
+}
+
+TEST(InclusionRate, WindowsPerSecondKeepEveryKindWithinItsLimit) {
+  const double limit[2] = {100, 20};
+  {
+    const double share[2] = {2.0 / 3, 1.0 / 3};  // graph's 20/s binds: 60 windows, 40 eager
+    EXPECT_DOUBLE_EQ(window_rate(limit, share), 60);
+  }
+  {
+    const double share[2] = {1, 0};  // eager only: its own limit
+    EXPECT_DOUBLE_EQ(window_rate(limit, share), 100);
+  }
+  {
+    const double share[2] = {0, 1};  // graph only
+    EXPECT_DOUBLE_EQ(window_rate(limit, share), 20);
+  }
+  {
+    const double share[2] = {0, 0};  // nothing known yet: the smallest limit
+    EXPECT_DOUBLE_EQ(window_rate(limit, share), 20);
+  }
+  {
+    const double off[2] = {0, 20};
+    const double share[2] = {0.9, 0.1};
+    EXPECT_DOUBLE_EQ(window_rate(off, share), 200);
+  }
 }
 
 // The coin takes each launch with probability 1/mean whatever the API: a mix of runtime and
@@ -180,14 +258,15 @@ TEST(LaunchCoin, CountsEveryCandidateOnceAcrossMeanChanges) {
       picks += coin.toss(b, kEager);
       launches += 2;
     }
-    counted += coin.take_counted();
+    counted += coin.take_counted(kEager);
     coin.set_mean(phase % 2 ? 10 : 50);  // each thread flushes its count at its next toss
   }
-  // The two tosses after the last change flush what came before; they count themselves only
-  // if picked (a countdown drawn as 1).
-  const int final_picks = coin.toss(a, kEager) + coin.toss(b, kEager);
-  counted += coin.take_counted();
-  EXPECT_EQ(counted, launches + final_picks);
+  // The two tosses after the last change flush what came before, themselves included.
+  coin.toss(a, kEager);
+  coin.toss(b, kEager);
+  counted += coin.take_counted(kEager);
+  EXPECT_EQ(counted, launches + 2);
+  EXPECT_EQ(coin.take_counted(kGraph), 0u);
   EXPECT_GT(picks, launches / 50 * 0.8);
   EXPECT_LT(picks, launches / 10 * 1.2);
 }
@@ -196,7 +275,7 @@ TEST(LaunchCoin, MeanOfOnePicksEveryLaunch) {
   LaunchCoin coin(1);
   GateThread t{};
   for (int i = 0; i < 1000; ++i) ASSERT_TRUE(coin.toss(t, kGraph));
-  EXPECT_EQ(coin.take_counted(), 1000u);
+  EXPECT_EQ(coin.take_counted(kGraph), 1000u);
 }
 
 TEST(LaunchCoin, PickRateFollowsTheMean) {

@@ -270,15 +270,16 @@ TEST(PcRecordBuffer, RecordsAreWhatTheConsumerReads) {
   EXPECT_NE(buf.data()->pPcData[0].stallReason, nullptr);
 }
 
-TEST(PcRecordBuffer, RecordsOfLaunchesNotAnnouncedAreLeftOutAndCounted) {
-  // Kernels still running when a window started are sampled too (P6); their launches were not
-  // announced, so their samples would hang under no stack.
+TEST(PcRecordBuffer, RecordsOfLaunchesNotAnnouncedGoOutGpuOnly) {
+  // Kernels still running when a window started are sampled too (P6), and launches inside a
+  // window are announced only if the coin picks them: no stack will come for their IDs, so
+  // they are published with ID 0 (the consumer's GPU-only stack) and counted, never left out.
   PcRecordBuffer buf(4);
   FunctionNames names;
   CUpti_PCSamplingData *d = buf.data();
   char name[] = "_Z1kPf";
   d->totalNumPcs = 3;
-  const uint32_t ids[] = {7, 42, 0};  // 7 announced, 42 not, 0 uncorrelated (kept)
+  const uint32_t ids[] = {7, 42, 0};  // 7 announced, 42 not, 0 uncorrelated
   for (int i = 0; i < 3; ++i) {
     CUpti_PCSamplingPCData &r = d->pPcData[i];
     r.functionName = name;
@@ -288,12 +289,14 @@ TEST(PcRecordBuffer, RecordsOfLaunchesNotAnnouncedAreLeftOutAndCounted) {
   }
   auto announced = [](const void *, uint32_t id) { return id == 7; };
   const PcBatchTally t = buf.prepare(names, announced, nullptr);
-  EXPECT_EQ(t.records, 2u);
-  EXPECT_EQ(t.unannounced, 1u);
-  EXPECT_EQ(t.unannounced_samples, 20u);
-  EXPECT_EQ(t.samples, 10u + 30u);
+  EXPECT_EQ(t.records, 3u);
+  EXPECT_EQ(t.gpu_only, 1u);
+  EXPECT_EQ(t.gpu_only_samples, 20u);
+  EXPECT_EQ(t.uncorrelated, 2u);
+  EXPECT_EQ(t.samples, 10u + 20u + 30u);
   EXPECT_EQ(static_cast<const CUpti_PCSamplingPCData *>(buf.ptrs()[0])->correlationId, 7u);
   EXPECT_EQ(static_cast<const CUpti_PCSamplingPCData *>(buf.ptrs()[1])->correlationId, 0u);
+  EXPECT_EQ(static_cast<const CUpti_PCSamplingPCData *>(buf.ptrs()[2])->correlationId, 0u);
 }
 
 // ---- CubinRegistry ----
