@@ -10,8 +10,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <set>
 
+#include "elf_check.h"
 #include "log.h"
 
 namespace parcagpu {
@@ -236,6 +239,99 @@ std::vector<SearchPlace> search_places(const SearchInputs &in) {
 
 namespace {
 
+// ld.so.cache's entries for this machine's libraries (glibc's dl-cache.h: FLAG_ELF_LIBC6 and the
+// FLAG_*_LIB64 of the architecture).
+#if defined(__x86_64__)
+constexpr int32_t kCacheFlags = 0x0303;
+#elif defined(__aarch64__)
+constexpr int32_t kCacheFlags = 0x0a03;
+#else
+constexpr int32_t kCacheFlags = -1;  // no lookup
+#endif
+
+// The file /etc/ld.so.cache names for `name`, or "". The new format ("glibc-ld.so.cache1.1"),
+// alone or after the old one ("ld.so-1.7.0"); its string offsets count from its own header.
+std::string cache_lookup(const std::string &name) {
+  if (kCacheFlags < 0) return "";
+  std::ifstream f("/etc/ld.so.cache", std::ios::binary);
+  std::string d((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  auto u32 = [&d](size_t at) {
+    uint32_t v = 0;
+    if (at + 4 <= d.size()) std::memcpy(&v, d.data() + at, 4);
+    return v;
+  };
+  static constexpr char kOld[] = "ld.so-1.7.0", kNew[] = "glibc-ld.so.cache1.1";
+  size_t base = 0;
+  if (d.compare(0, sizeof kOld - 1, kOld) == 0)
+    base = (16 + static_cast<size_t>(u32(12)) * 12 + 7) & ~size_t{7};
+  if (base >= d.size() || d.compare(base, sizeof kNew - 1, kNew) != 0) return "";
+  const size_t n = u32(base + 20);
+  auto str = [&d, base](uint32_t off) {
+    const size_t at = base + off;
+    if (at >= d.size()) return std::string();
+    const size_t end = d.find('\0', at);
+    return end == std::string::npos ? std::string() : d.substr(at, end - at);
+  };
+  for (size_t i = 0, at = base + 48; i < n && at + 24 <= d.size(); ++i, at += 24) {
+    if (static_cast<int32_t>(u32(at)) != kCacheFlags || str(u32(at + 4)) != name) continue;
+    return str(u32(at + 8));
+  }
+  return "";
+}
+
+bool is_system_dir(const std::string &dir) {
+  static const std::set<std::string> system = {
+      "/lib", "/usr/lib", "/lib64", "/usr/lib64",
+#if defined(__x86_64__)
+      "/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu",
+#elif defined(__aarch64__)
+      "/lib/aarch64-linux-gnu", "/usr/lib/aarch64-linux-gnu",
+#endif
+  };
+  return system.count(clean_path(dir)) > 0;
+}
+
+// The directories the loader searches for a dlopen(name) of this library, in its order: RPATH,
+// LD_LIBRARY_PATH, RUNPATH and the system directories (dlinfo RTLD_DI_SERINFO).
+std::vector<std::string> loader_dirs() {
+  std::vector<std::string> dirs;
+  Dl_info info{};
+  void *self = nullptr;
+  if (dladdr(reinterpret_cast<void *>(&loader_dirs), &info) && info.dli_fname)
+    self = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
+  if (!self) self = dlopen(nullptr, RTLD_LAZY);
+  if (!self) return dirs;
+  Dl_serinfo size{};
+  if (dlinfo(self, RTLD_DI_SERINFOSIZE, &size) == 0 && size.dls_size >= sizeof(Dl_serinfo)) {
+    std::vector<uint64_t> storage((size.dls_size + 7) / 8);  // aligned for Dl_serinfo
+    auto *si = reinterpret_cast<Dl_serinfo *>(storage.data());
+    if (dlinfo(self, RTLD_DI_SERINFOSIZE, si) == 0 && dlinfo(self, RTLD_DI_SERINFO, si) == 0)
+      for (unsigned i = 0; i < si->dls_cnt; ++i)
+        if (si->dls_serpath[i].dls_name && *si->dls_serpath[i].dls_name)
+          push_unique(&dirs, si->dls_serpath[i].dls_name);
+  }
+  dlclose(self);
+  return dirs;
+}
+
+// The regular file the loader would open for a bare name, looked up as it looks: the
+// directories of loader_dirs() but the system ones, ld.so.cache, the system directories.
+// "" when none (then the loader finds none either).
+std::string loader_file_for(const std::string &name) {
+  auto regular = [](const std::string &path) {
+    std::error_code ec;
+    return fs::is_regular_file(path, ec);  // links followed; a device (a bound /dev/null) is not
+  };
+  const std::vector<std::string> dirs = loader_dirs();
+  for (const std::string &d : dirs)
+    if (!is_system_dir(d) && regular(d + "/" + name)) return d + "/" + name;
+  const std::string cached = cache_lookup(name);
+  if (!cached.empty() && regular(cached)) return cached;
+  for (const std::string &d : dirs)
+    if (is_system_dir(d) && regular(d + "/" + name)) return d + "/" + name;
+  return "";
+}
+
 struct Scan {
   std::vector<std::string> cupti, cudart, python;
 };
@@ -415,34 +511,52 @@ bool locate_cupti(const std::string &explicit_path, const CuptiUsable &usable, L
   // Loads one candidate; true if it is the one.
   auto try_load = [&](const Candidate &c, bool accept_mismatch) {
     const bool bare = c.place->kind == SearchPlace::Kind::LoaderName;
-    if (!bare) {
-      const std::string real = real_path(c.path);
-      if (real.empty()) {
-        reject(c, "no such file");
+    const bool loaded = c.place->kind == SearchPlace::Kind::Loaded;
+    // What dlopen is given: the file itself; for a bare name, the file the loader would pick.
+    std::string open_path = c.path;
+    if (bare) {
+      open_path = loader_file_for(c.path);
+      if (open_path.empty()) {
+        debug_log("cupti search: loader path: %s: not found", c.path.c_str());
         return false;
       }
-      if (tried.count(real)) return false;
     }
-    const int mode =
-        RTLD_NOW | (c.place->kind == SearchPlace::Kind::Loaded ? RTLD_NOLOAD : RTLD_LOCAL);
-    void *h = dlopen(c.path.c_str(), mode);
-    if (!h) {
-      const char *e = dlerror();
-      if (bare)
-        debug_log("cupti search: loader path: %s: not found", c.path.c_str());
-      else
-        reject(c, std::string("cannot load: ") + (e ? e : "unknown"));
+    const std::string real = real_path(open_path);
+    if (real.empty()) {
+      reject(c, "no such file");
       return false;
     }
-    const std::string file = loaded_path(h, c.path);
-    const std::string real = real_path(file);
+    if (tried.count(real)) {
+      if (bare) debug_log("cupti search: loader path: %s = %s: tried already", c.path.c_str(),
+                          open_path.c_str());
+      return false;
+    }
+    // Never map a file that would crash the process (elf_check.h). One already in the process
+    // is not opened again.
+    if (!loaded) {
+      const std::string problem = elf_file_problem(open_path);
+      if (!problem.empty()) {
+        tried.insert(real);
+        reject(bare ? Candidate{c.path + " = " + open_path, c.place, c.major} : c, problem);
+        return false;
+      }
+    }
+    const int mode = RTLD_NOW | (loaded ? RTLD_NOLOAD : RTLD_LOCAL);
+    void *h = dlopen(open_path.c_str(), mode);
+    if (!h) {
+      const char *e = dlerror();
+      reject(bare ? Candidate{c.path + " = " + open_path, c.place, c.major} : c,
+             std::string("cannot load: ") + (e ? e : "unknown"));
+      return false;
+    }
+    const std::string file = loaded_path(h, open_path);
     auto give_up = [&](const std::string &why) {
       reject(bare ? Candidate{c.path + " = " + file, c.place, c.major} : c, why);
-      if (!real.empty()) tried.insert(real);
+      const std::string loaded_real = real_path(file);
+      tried.insert(loaded_real.empty() ? real : loaded_real);
       dlclose(h);
       return false;
     };
-    if (bare && tried.count(real)) return give_up("tried already");
     using GetVersion = int (*)(uint32_t *);
     auto get_version = reinterpret_cast<GetVersion>(dlsym(h, "cuptiGetVersion"));
     uint32_t version = 0;
