@@ -513,32 +513,41 @@ bool locate_cupti(const std::string &explicit_path, const CuptiUsable &usable, L
     const bool bare = c.place->kind == SearchPlace::Kind::LoaderName;
     const bool loaded = c.place->kind == SearchPlace::Kind::Loaded;
     // What dlopen is given: the file itself; for a bare name, the file the loader would pick.
+    // A bare name our lookup does not resolve (a loader detail it does not copy, such as
+    // glibc-hwcaps directories) is left to the loader, unchecked, as before the check existed:
+    // better an unchecked CUPTI than none.
     std::string open_path = c.path;
+    bool resolved = !bare;
     if (bare) {
-      open_path = loader_file_for(c.path);
-      if (open_path.empty()) {
-        debug_log("cupti search: loader path: %s: not found", c.path.c_str());
-        return false;
+      if (std::string file = loader_file_for(c.path); !file.empty()) {
+        open_path = std::move(file);
+        resolved = true;
+      } else {
+        debug_log("cupti search: loader path: %s: not found by our lookup, left to the loader "
+                  "unchecked", c.path.c_str());
       }
     }
-    const std::string real = real_path(open_path);
-    if (real.empty()) {
-      reject(c, "no such file");
-      return false;
-    }
-    if (tried.count(real)) {
-      if (bare) debug_log("cupti search: loader path: %s = %s: tried already", c.path.c_str(),
-                          open_path.c_str());
-      return false;
-    }
-    // Never map a file that would crash the process (elf_check.h). One already in the process
-    // is not opened again.
-    if (!loaded) {
-      const std::string problem = elf_file_problem(open_path);
-      if (!problem.empty()) {
-        tried.insert(real);
-        reject(bare ? Candidate{c.path + " = " + open_path, c.place, c.major} : c, problem);
+    std::string real;
+    if (resolved) {
+      real = real_path(open_path);
+      if (real.empty()) {
+        reject(c, "no such file");
         return false;
+      }
+      if (tried.count(real)) {
+        if (bare) debug_log("cupti search: loader path: %s = %s: tried already", c.path.c_str(),
+                            open_path.c_str());
+        return false;
+      }
+      // Never map a file that would crash the process (elf_check.h). One already in the
+      // process is not opened again.
+      if (!loaded) {
+        const std::string problem = elf_file_problem(open_path);
+        if (!problem.empty()) {
+          tried.insert(real);
+          reject(bare ? Candidate{c.path + " = " + open_path, c.place, c.major} : c, problem);
+          return false;
+        }
       }
     }
     const int mode = RTLD_NOW | (loaded ? RTLD_NOLOAD : RTLD_LOCAL);
