@@ -79,9 +79,19 @@ void GraphCompletion::poll() {
     std::lock_guard<std::mutex> lock(mu_);
     const uint64_t now = now_ns_();
     size_t kept = 0;
-    for (const Watched &w : watched_) {
+    for (Watched &w : watched_) {
+      if (w.complete_ns != 0) {
+        if (now - w.complete_ns < kGraceNs) watched_[kept++] = w;
+        else ended.push_back(w);
+        continue;
+      }
       const CUresult r = cuda_->cuEventQuery(w.event);
       if (r == CUDA_ERROR_NOT_READY && now - w.since_ns < kTimeoutNs) {
+        watched_[kept++] = w;
+        continue;
+      }
+      if (r == CUDA_SUCCESS && kGraceNs > 0) {
+        w.complete_ns = now;
         watched_[kept++] = w;
         continue;
       }

@@ -58,6 +58,12 @@ class GraphCompletion {
   // off before they end (their end timestamps are then wrong, said once).
   static constexpr uint64_t kTimeoutNs = 2000000000ull;  // 2 s
   static constexpr uint64_t kPollNs = 200000;            // 200 us between looks while waiting
+  // Kernel activity stays on this long after the GPU is past the launch: CUPTI finishes a graph's
+  // kernel records after the GPU ran them, and a record it finishes after kernel activity went
+  // off gets the time of the next enable as its end. H100 (docs/cupti-facts.md): a 117-kernel
+  // training-step graph, 10 s at the default rates, 7 of 176 announced launches with kernels tens
+  // of ms long (53 s of GPU time summed over 10 s); with 1, 5 or 20 ms of grace none, same steps.
+  static constexpr uint64_t kGraceNs = 2000000;  // 2 ms
 
   // Starts the waiter thread (not in unit tests).
   void start_thread();
@@ -66,6 +72,7 @@ class GraphCompletion {
   struct Watched {
     CUevent event;
     uint64_t since_ns;
+    uint64_t complete_ns = 0;  // when the event was first seen complete (0: not yet)
   };
   void waiter_main();
 
