@@ -12,7 +12,7 @@
 #     ran there (none of another device's, none missing), never more than it ran; one gpu_config
 #     per device (agent and parcagpu-trace); PC samples from every device, each under an announced
 #     launch (agent: correlation IDs unannounced 0 and zero 0; parcagpu-trace: by_launch has no
-#     unannounced/uncorrelated).
+#     unannounced/gpu_only).
 # (b) bench/nccl_step.py under torchrun --nproc_per_node=2 (NCCL: matmul, all_reduce, broadcast;
 #     eager, then replayed as a CUDA graph), twice: without the library ("none") and with it and
 #     both consumers ("agent"); each under `timeout`. Judged: both ranks finished with right
@@ -279,7 +279,7 @@ def part_a():
         for corr in k.get("correlation_ids", []):
             if corr in dev_of_corr:
                 pc_launch[dev_of_corr[corr]] += 1
-        for what in ("unannounced", "uncorrelated"):
+        for what in ("unannounced", "gpu_only"):
             pc_bad[what] += k.get("by_launch", {}).get(what, 0)
     check(sum(pc_bad.values()) == 0, "trace: PC samples all under announced launches %s" % dict(pc_bad))
 

@@ -45,7 +45,7 @@ for k in pc.values():
 print("announced launches %d, kernels matched %d; PC: %d records, %d sampled launches, samples by "
       "launch kind %s" % (j.get("correlations", 0), j.get("kernels_matched", 0),
                           j.get("pc", {}).get("records", 0), launches, by))
-ok = launches >= 50 and by.get("unannounced", 0) == 0 and by.get("uncorrelated", 0) == 0
+ok = launches >= 50 and by.get("unannounced", 0) == 0 and by.get("gpu_only", 0) == 0
 print("%-60s %7s %9s %9s" % ("kernel", "gpu_%", "samples", "launches"))
 for name, ns in sorted(gpu.items(), key=lambda kv: -kv[1]):
     share = 100.0 * ns / total

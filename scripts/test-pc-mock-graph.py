@@ -235,7 +235,7 @@ def main():
             seen[what] = seen.get(what, 0) + n
     print("graphs: samples by the launch that announced their correlation ID:", seen)
     graph_launch_cbids = {-514, -515, 311}
-    bad = [w for w in seen if w in ("unannounced", "uncorrelated") or int(w) not in graph_launch_cbids]
+    bad = [w for w in seen if w in ("unannounced", "gpu_only") or int(w) not in graph_launch_cbids]
     if not seen or bad:
         failures.append("graphs: parcagpu-trace: samples not tied to graph launches: %s" % seen)
     if agent:

@@ -44,7 +44,20 @@ constexpr ProbeProgram<Progs> kProbes[] = {
 };
 #undef PARCAGPU_PROBE
 
+// What only PC sampling (--pc) needs. pc_sample_batch's consumer is what makes the library
+// sample PCs; the others are fired only for PC sampling (stall-reason names, the sampling
+// factor once sampling is configured, the cubins for source lines) and their semaphores make the
+// library fire its stored metadata again.
+constexpr const char *kPcProbes[] = {"pc_sample_batch", "stall_reason_map", "cubin_loaded",
+                                     "cubin_unloaded", "gpu_config"};
+
 }  // namespace
+
+bool is_pc_probe(const char *probe) {
+  for (const char *p : kPcProbes)
+    if (std::strcmp(p, probe) == 0) return true;
+  return false;
+}
 
 const std::vector<const char *> &handled_probes() {
   static const std::vector<const char *> probes = [] {
@@ -75,6 +88,7 @@ bool BpfSession::load(const LoadOptions &o, std::string *error, int *err) {
     *error = std::string("cannot open the BPF object: ") + std::strerror(*err);
     return false;
   }
+  pc_probes_ = o.pc_probes;
   skel_->rodata->verbose_events = o.verbose_events;
   skel_->rodata->launch_stacks = o.launch_stacks;
   skel_->rodata->capture_stacks = o.capture_stacks;
@@ -100,7 +114,10 @@ bool BpfSession::load(const LoadOptions &o, std::string *error, int *err) {
 
 int BpfSession::attach(const std::string &path, int pid, const std::vector<std::string> &present,
                        std::string *error, int *err) {
-  return attach_usdt(usdt_programs(kProbes, skel_->progs), path, pid, present, "", &links_, error, err);
+  std::vector<UsdtProgram> programs = usdt_programs(kProbes, skel_->progs);
+  if (!pc_probes_)
+    std::erase_if(programs, [](const UsdtProgram &p) { return is_pc_probe(p.probe); });
+  return attach_usdt(programs, path, pid, present, "", &links_, error, err);
 }
 
 void BpfSession::detach(const char *probe) { destroy_links(&links_, probe); }

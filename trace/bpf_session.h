@@ -31,7 +31,14 @@ struct LoadOptions {
   uint32_t stack_copy_bytes = 0; // with stacks: registers and this much user stack (DWARF unwinding)
   uint32_t ringbuf_bytes = 32u << 20;
   int cgroup_fd = -1;            // >= 0: only tasks in this cgroup
+  // Also PC sampling's probes (--pc): pc_sample_batch, stall_reason_map, cubin_loaded,
+  // cubin_unloaded, gpu_config (is_pc_probe). Without it they are not attached: a consumer of
+  // pc_sample_batch is what turns PC sampling on in the library.
+  bool pc_probes = false;
 };
+
+// The probes only PC sampling needs: attached with LoadOptions::pc_probes only.
+bool is_pc_probe(const char *probe);
 
 class BpfSession {
  public:
@@ -51,7 +58,8 @@ class BpfSession {
   // in *err.
   bool load(const LoadOptions &o, std::string *error, int *err);
 
-  // Attaches every handled probe named in `present` to the library file `path` for `pid`
+  // Attaches every handled probe named in `present` (without pc_probes: but PC sampling's) to
+  // the library file `path` for `pid`
   // (-1 = every process). Returns the number attached, or -1 with *error / *err set (what was
   // attached to this file before the failure is detached again).
   int attach(const std::string &path, int pid, const std::vector<std::string> &present,
@@ -82,6 +90,7 @@ class BpfSession {
   parcagpu_trace_bpf *skel_ = nullptr;
   ring_buffer *rb_ = nullptr;
   std::vector<UsdtLink> links_;
+  bool pc_probes_ = false;
 };
 
 }  // namespace parcagpu::trace

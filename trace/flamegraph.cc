@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <map>
 #include <memory>
+#include <unordered_map>
+#include <utility>
 
 #include "report.h"  // human_ns
 
@@ -128,14 +130,24 @@ const char *kind_name(FlameFrame::Kind k) {
 }
 
 std::string folded_text(const std::vector<FoldedStack> &stacks) {
-  std::string out;
+  // One line per key: stacks that come out the same (';' and newlines replaced, or frames that
+  // print alike) are added up in the first one's place, as flamegraph.pl would.
+  std::vector<std::pair<std::string, uint64_t>> lines;
+  std::unordered_map<std::string, size_t> index;
   for (const FoldedStack &s : stacks) {
+    std::string key;
     for (size_t i = 0; i < s.frames.size(); ++i) {
-      if (i) out += ';';
-      for (char c : s.frames[i].name) out += c == ';' ? ':' : (c == '\n' ? ' ' : c);
+      if (i) key += ';';
+      for (char c : s.frames[i].name) key += c == ';' ? ':' : (c == '\n' ? ' ' : c);
     }
-    out += ' ' + std::to_string(s.value) + '\n';
+    auto [it, fresh] = index.try_emplace(key, lines.size());
+    if (fresh)
+      lines.emplace_back(std::move(key), s.value);
+    else
+      lines[it->second].second += s.value;
   }
+  std::string out;
+  for (const auto &[key, value] : lines) out += key + ' ' + std::to_string(value) + '\n';
   return out;
 }
 

@@ -1,6 +1,9 @@
 #include "options.h"
 
 #include <argp.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <climits>
@@ -81,7 +84,7 @@ const argp_option kOptions[] = {
     {"capture-sites", kCaptureSites, nullptr, 0,
      "Graph kernels under the stack that captured them (stream capture), not the replay", 0},
     {"pc", kPc, nullptr, 0,
-     "Also PC sampling (the library samples while this is attached): the hottest kernels by "
+     "Also PC sampling (the library samples only while this is attached): the hottest kernels by "
      "PC samples, their stall reasons, hottest PC offsets and source lines (-lineinfo)", 0},
     {"json", kJson, nullptr, 0, "The summary as one JSON object on stdout", 0},
     {"json-lines", kJsonLines, nullptr, 0,
@@ -188,6 +191,26 @@ error_t parse_opt(int key, char *arg, argp_state *state) {
   return 0;
 }
 
+// Why the file output `path` could not be written at exit, or "" when it can: an existing file
+// is opened for writing (not truncated: it is written only at exit), a new one is created and
+// removed again. Checked at start, so that a typo costs nothing but a message, not the trace.
+std::string unwritable(const std::string &path) {
+  struct stat st {};
+  if (stat(path.c_str(), &st) == 0) {
+    if (S_ISDIR(st.st_mode)) return std::strerror(EISDIR);
+    if (S_ISFIFO(st.st_mode)) return "";  // a pipe: its reader may come later
+    const int fd = open(path.c_str(), O_WRONLY | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0) return std::strerror(errno);
+    close(fd);
+    return "";
+  }
+  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) return std::strerror(errno);
+  close(fd);
+  unlink(path.c_str());
+  return "";
+}
+
 }  // namespace
 
 bool parse_duration(const char *text, double *seconds) {
@@ -230,6 +253,14 @@ Options parse_options(int argc, char **argv) {
     std::fprintf(stderr, "parcagpu-trace: %s writes to stdout (-), so does %s: give one of them a file\n",
                  on_stdout.c_str(), o.json ? "--json" : "--json-lines");
     std::exit(2);
+  }
+  for (const auto &[flag, path] : {std::pair{"--folded", &o.folded_path}, std::pair{"--svg", &o.svg_path},
+                                   std::pair{"--pprof", &o.pprof_path}}) {
+    if (path->empty() || *path == "-" || o.list_counters) continue;
+    if (const std::string why = unwritable(*path); !why.empty()) {
+      std::fprintf(stderr, "parcagpu-trace: %s %s: cannot write it: %s\n", flag, path->c_str(), why.c_str());
+      std::exit(2);
+    }
   }
   return o;
 }

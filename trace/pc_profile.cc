@@ -132,7 +132,7 @@ std::map<std::string, uint64_t> PcProfile::by_launch(const Kernel &k) const {
   std::map<std::string, uint64_t> m;
   for (const auto &[corr, n] : k.by_correlation) {
     if (corr == 0) {
-      m["uncorrelated"] += n;
+      m["gpu_only"] += n;
       continue;
     }
     auto it = announced_.find({k.pid, corr});
@@ -141,11 +141,40 @@ std::map<std::string, uint64_t> PcProfile::by_launch(const Kernel &k) const {
   return m;
 }
 
+PcProfile::StackShare PcProfile::stack_share(const Kernel &k) const {
+  StackShare s;
+  for (const auto &[corr, n] : k.by_correlation) {
+    if (corr == 0) {
+      s.gpu_only += n;
+      continue;
+    }
+    ++s.launches;
+    (announced_.count({k.pid, corr}) ? s.with_stack : s.unannounced) += n;
+  }
+  return s;
+}
+
+PcProfile::StackShare PcProfile::stack_share() const {
+  StackShare all;
+  for (const auto &[key, k] : kernels_) {
+    const StackShare s = stack_share(k);
+    all.with_stack += s.with_stack;
+    all.gpu_only += s.gpu_only;
+    all.unannounced += s.unannounced;
+    all.launches += s.launches;
+  }
+  return all;
+}
+
 void PcProfile::print(FILE *out, size_t nkernels, size_t npcs) const {
+  const StackShare all = stack_share();
   std::fprintf(out,
                "\nPC samples: %" PRIu64 " samples in %" PRIu64 " records (%" PRIu64
-               " PC/stall-reason pairs), %zu kernels\n",
-               samples_, records_, pairs_, kernels_.size());
+               " PC/stall-reason pairs), %zu kernels; %" PRIu64 " with a CPU stack, %" PRIu64
+               " GPU-only",
+               samples_, records_, pairs_, kernels_.size(), all.with_stack, all.gpu_only);
+  if (all.unannounced) std::fprintf(out, ", %" PRIu64 " unannounced", all.unannounced);
+  std::fprintf(out, "\n");
   for (const auto &[key, c] : configs_) {
     const double ns = c.clock_khz ? (double)(1ull << c.factor) * 1e6 / c.clock_khz : 0;
     std::fprintf(
@@ -157,14 +186,20 @@ void PcProfile::print(FILE *out, size_t nkernels, size_t npcs) const {
   const auto v = ranked();
   for (size_t i = 0; i < v.size() && i < nkernels; ++i) {
     const Kernel &k = *v[i];
-    std::fprintf(out, "\n%3zu. %s  (pid %u)\n     %" PRIu64 " samples, %s of all; %zu launch%s;",
+    const StackShare share = stack_share(k);
+    std::fprintf(out,
+                 "\n%3zu. %s  (pid %u)\n     %" PRIu64 " samples, %s of all: %" PRIu64
+                 " with a CPU stack (%" PRIu64 " launch%s), %" PRIu64 " GPU-only",
                  i + 1, demangle(k.function).c_str(), k.pid, k.samples,
-                 pct(k.samples, samples_).c_str(), k.by_correlation.size(),
-                 k.by_correlation.size() == 1 ? "" : "es");
+                 pct(k.samples, samples_).c_str(), share.with_stack, share.launches,
+                 share.launches == 1 ? "" : "es", share.gpu_only);
+    if (share.unannounced) std::fprintf(out, ", %" PRIu64 " unannounced", share.unannounced);
+    std::fprintf(out, "\n     by launch:");
     for (const auto &[what, n] : by_launch(k)) {
-      const bool api = what != "unannounced" && what != "uncorrelated";
-      std::fprintf(out, " %s %s", api ? launch_api_name(std::stoi(what)) : what.c_str(),
-                   pct(n, k.samples).c_str());
+      const char *label = what == "gpu_only"      ? "GPU-only"
+                          : what == "unannounced" ? "unannounced"
+                                                  : launch_api_name(std::stoi(what));
+      std::fprintf(out, " %s %s", label, pct(n, k.samples).c_str());
     }
     std::fprintf(out, "\n     stalls:");
     for (const auto &[index, n] : top(k.stalls, 4))
@@ -195,6 +230,10 @@ Json PcProfile::json(size_t nkernels, size_t npcs) const {
   j["samples"] = samples_;
   j["pairs"] = pairs_;
   j["records_without_stall_samples"] = records_no_stalls_;
+  const StackShare all = stack_share();
+  j["samples_with_stack"] = all.with_stack;
+  j["samples_gpu_only"] = all.gpu_only;
+  j["samples_unannounced"] = all.unannounced;
   j["stall_reason_maps"] = stall_maps_;
   j["gpu_config_firings"] = gpu_config_firings_;
   j["cubins_unloaded"] = cubins_unloaded_;
@@ -239,14 +278,18 @@ Json PcProfile::json(size_t nkernels, size_t npcs) const {
     jk["samples"] = k.samples;
     jk["records"] = k.records;
     jk["pairs"] = k.pairs;
-    jk["launches"] = k.by_correlation.size();
+    const StackShare share = stack_share(k);
+    jk["samples_with_stack"] = share.with_stack;
+    jk["samples_gpu_only"] = share.gpu_only;
+    jk["samples_unannounced"] = share.unannounced;
+    jk["launches"] = share.launches;
     Json launches = Json::object();
     for (const auto &[what, n] : by_launch(k)) launches[what] = n;
     jk["by_launch"] = std::move(launches);
     Json ids = Json::array();
     for (const auto &[corr, n] : k.by_correlation) {
       if (ids.size() == 64) break;
-      ids.push_back(corr);
+      if (corr != 0) ids.push_back(corr);  // 0 is no launch: the GPU-only samples
     }
     jk["correlation_ids"] = std::move(ids);
     Json stalls = Json::array();

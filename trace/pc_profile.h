@@ -88,9 +88,17 @@ class PcProfile {
   std::string stall_name(uint32_t pid, uint32_t index) const;
   const Cubin *cubin(uint32_t pid, uint64_t crc) const;
   std::vector<const Kernel *> ranked() const;
-  // Samples of a kernel by what announced their correlation ID: a launch API name, or
-  // "unannounced" / "uncorrelated" (ID 0).
+  // Samples of a kernel by what announced their correlation ID: a launch API's signed cbid, or
+  // "unannounced" (an ID no cuda_correlation named) / "gpu_only" (ID 0: a launch the library did
+  // not announce, published without a CPU stack).
   std::map<std::string, uint64_t> by_launch(const Kernel &k) const;
+  // A kernel's samples by whether a CPU stack goes with them: announced (with_stack), ID 0
+  // (gpu_only), a nonzero ID never announced (unannounced); and its launches (nonzero IDs).
+  struct StackShare {
+    uint64_t with_stack = 0, gpu_only = 0, unannounced = 0, launches = 0;
+  };
+  StackShare stack_share(const Kernel &k) const;
+  StackShare stack_share() const;  // every kernel's
 
   std::map<std::pair<uint32_t, uint32_t>, int32_t> announced_;  // (pid, corr) -> signed cbid
   std::map<uint32_t, std::vector<std::string>> stall_names_;     // pid -> 64 names

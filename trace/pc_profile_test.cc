@@ -126,6 +126,59 @@ TEST(PcProfile, KernelsStallsLaunchesAndLines) {
   EXPECT_NE(j.find("\"records\":3,\"samples\":67,\"pairs\":5"), std::string::npos) << j;
 }
 
+// Samples of launches the library did not announce come with correlation ID 0 (issue 28): a
+// GPU-only stack, not an error. They are counted apart from the samples under a CPU stack (an
+// announced ID) and from those of IDs never announced, and 0 is no launch.
+TEST(PcProfile, GpuOnlySamplesApartFromThoseWithAStack) {
+  PcProfile p;
+  p.on_correlation(7, 100, 211);  // cudaLaunchKernel
+  PcSample s;
+  s.pid = 7;
+  s.function = "_Z5k_mulPfi";
+  s.correlation_id = 100;
+  s.stalls = {{16, 30}};
+  p.on_sample(s);
+  s.correlation_id = 0;  // two records of unannounced launches
+  s.stalls = {{16, 5}, {14, 4}};
+  p.on_sample(s);
+  s.pc_offset = 0x80;
+  s.stalls = {{14, 1}};
+  p.on_sample(s);
+  s.correlation_id = 555;  // an ID no cuda_correlation named
+  s.stalls = {{14, 2}};
+  p.on_sample(s);
+  const Json j = p.json();
+  EXPECT_EQ(j["samples"], 42);
+  EXPECT_EQ(j["samples_with_stack"], 30);
+  EXPECT_EQ(j["samples_gpu_only"], 10);
+  EXPECT_EQ(j["samples_unannounced"], 2);
+  ASSERT_EQ(j["kernels"].size(), 1u);
+  const Json &k = j["kernels"][0];
+  EXPECT_EQ(k["samples"], 42);
+  EXPECT_EQ(k["samples_with_stack"], 30);
+  EXPECT_EQ(k["samples_gpu_only"], 10);
+  EXPECT_EQ(k["samples_unannounced"], 2);
+  EXPECT_EQ(k["launches"], 2);  // 100 and 555; 0 is none
+  EXPECT_EQ(k["correlation_ids"], Json({100, 555}));
+  EXPECT_EQ(k["by_launch"], Json({{"211", 30}, {"gpu_only", 10}, {"unannounced", 2}}));
+
+  char *text = nullptr;
+  size_t len = 0;
+  FILE *out = open_memstream(&text, &len);
+  p.print(out);
+  std::fclose(out);
+  const std::string printed(text, len);
+  std::free(text);
+  EXPECT_NE(printed.find("4 records (5 PC/stall-reason pairs), 1 kernels; 30 with a CPU stack, 10 GPU-only, "
+                         "2 unannounced\n"),
+            std::string::npos)
+      << printed;
+  EXPECT_NE(printed.find("42 samples, 100.0% of all: 30 with a CPU stack (2 launches), 10 GPU-only, 2 "
+                         "unannounced\n     by launch: cudaLaunchKernel 71.4% GPU-only 23.8% unannounced 4.8%\n"),
+            std::string::npos)
+      << printed;
+}
+
 // PcSampling as the tracer feeds it: its own events (PC records, the stall-reason blob) and the
 // tracer's (cuda_correlation, cubin_loaded with the cubin's address in the process, gpu_config).
 // The cubin lies in this test's own memory, so the extension reads it from /proc/self's pid.

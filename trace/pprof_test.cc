@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <zlib.h>
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -136,6 +137,36 @@ TEST(PprofTest, RoundTripThroughGzipAndTheGeneratedClasses) {
   EXPECT_TRUE(d.p.mapping(0).has_inline_frames());
   for (const pb::Function &f : d.p.function()) EXPECT_NE(f.id(), 0u);
   for (const pb::Location &l : d.p.location()) EXPECT_NE(l.id(), 0u);
+}
+
+// Two launch sites of one function (issue 29): two locations, told apart by their lines, or
+// without debug lines by their offsets, as the stack table and the text report tell them apart.
+TEST(PprofTest, TwoLaunchSitesOfOneFunctionAreTwoLocations) {
+  StackTable stacks;
+  NameTable names;
+  GpuProfile gp;
+  const uint32_t add = names.id("_Z5k_addPfi");
+  Frame a = fr("worker(int)"), b = fr("worker(int)");
+  a.offset = 0x1a;
+  b.offset = 0x2f;
+  gp.add(stacks.intern({fr("launch(int)", "/src/a.cc", 10), fr("main", "/src/main.cc", 3)}), add, 300);
+  gp.add(stacks.intern({fr("launch(int)", "/src/a.cc", 12), fr("main", "/src/main.cc", 3)}), add, 200);
+  gp.add(stacks.intern({a, fr("main", "/src/main.cc", 4)}), add, 20);
+  gp.add(stacks.intern({b, fr("main", "/src/main.cc", 4)}), add, 10);
+  Decoded d;
+  ASSERT_TRUE(d.p.ParseFromString(pprof_profile(gp, stacks, names, {})));
+  ASSERT_EQ(d.p.sample_size(), 4);
+  std::set<uint64_t> leaves;
+  std::set<std::vector<uint64_t>> stacks_seen;
+  for (const pb::Sample &smp : d.p.sample()) {
+    leaves.insert(smp.location_id(0));
+    stacks_seen.insert({smp.location_id().begin(), smp.location_id().end()});
+  }
+  EXPECT_EQ(leaves.size(), 4u);
+  EXPECT_EQ(stacks_seen.size(), 4u);
+  // launch at its two lines, worker twice (one function, no line), main at its two lines.
+  EXPECT_EQ(d.p.location_size(), 6);
+  EXPECT_EQ(d.p.function_size(), 3);
 }
 
 TEST(PprofTest, EmptyProfileIsValid) {

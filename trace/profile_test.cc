@@ -2,7 +2,9 @@
 // of trace/report.h.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <regex>
+#include <set>
 #include <string>
 
 #include "flamegraph.h"
@@ -62,9 +64,9 @@ TEST(ProfileTest, FoldedStacksRootFirst) {
   Fixture x;
   const std::string folded = folded_text(folded_stacks(x.p, x.stacks, x.names));
   EXPECT_EQ(folded,
-            "main;train_loop;model::step;[gpu] k_add 3000\n"
-            "main;train_loop;model::step;[gpu] k_mul 500\n"
-            "main;model::eval;[gpu] k_mul 2000\n"
+            "main (main.cc:3);train_loop (main.cc:10);model::step (model.cc:40);[gpu] k_add 3000\n"
+            "main (main.cc:3);train_loop (main.cc:10);model::step (model.cc:40);[gpu] k_mul 500\n"
+            "main (main.cc:5);model::eval (model.cc:90) [inlined];[gpu] k_mul 2000\n"
             "[no stack];[gpu] k_add 100\n");
   // Every line: frames separated by ';', a space, an integer (flamegraph.pl's format).
   const std::regex line("^[^ ;][^;]*(;[^;]+)* [0-9]+$");
@@ -76,6 +78,65 @@ TEST(ProfileTest, FoldedStacksRootFirst) {
   }
 }
 
+// Two launch sites of one function are two stacks in the text report: in the folded stacks and
+// the flame graph too (issue 29), by line, or without one by offset. Never one key twice.
+TEST(ProfileTest, TwoLaunchSitesOfOneFunctionStayApart) {
+  StackTable stacks;
+  NameTable names;
+  GpuProfile p;
+  const uint32_t add = names.id("_Z5k_addPfi");
+  Frame no_line_a = fr("worker(int)"), no_line_b = fr("worker(int)");
+  no_line_a.offset = 0x1a;
+  no_line_b.offset = 0x2f;
+  const uint32_t site_a = stacks.intern({fr("launch(int)", "/src/a.cc", 10), fr("main", "/src/main.cc", 3)});
+  const uint32_t site_b = stacks.intern({fr("launch(int)", "/src/a.cc", 12), fr("main", "/src/main.cc", 3)});
+  const uint32_t site_c = stacks.intern({no_line_a, fr("main", "/src/main.cc", 4)});
+  const uint32_t site_d = stacks.intern({no_line_b, fr("main", "/src/main.cc", 4)});
+  ASSERT_EQ(std::set<uint32_t>({site_a, site_b, site_c, site_d}).size(), 4u);
+  p.add(site_a, add, 300);
+  p.add(site_b, add, 200);
+  p.add(site_c, add, 20);
+  p.add(site_d, add, 10);
+  EXPECT_EQ(summarize_stacks(p, stacks, names, 10).size(), 4u);
+  const std::vector<FoldedStack> folded = folded_stacks(p, stacks, names);
+  EXPECT_EQ(folded_text(folded),
+            "main (main.cc:3);launch (a.cc:10);[gpu] k_add 300\n"
+            "main (main.cc:3);launch (a.cc:12);[gpu] k_add 200\n"
+            "main (main.cc:4);worker+0x1a (app);[gpu] k_add 20\n"
+            "main (main.cc:4);worker+0x2f (app);[gpu] k_add 10\n");
+  // The flame graph: one main per line, the two launch sites side by side above it.
+  const std::string svg = flamegraph_svg(folded, {});
+  const std::regex frame_re("data-name=\"([^\"]*)\" data-kind=\"[a-z]+\" data-value=\"([0-9]+)\" "
+                            "data-depth=\"([0-9]+)\"");
+  std::map<std::string, uint64_t> value;
+  int add_leaves = 0;
+  for (auto it = std::sregex_iterator(svg.begin(), svg.end(), frame_re); it != std::sregex_iterator(); ++it) {
+    if ((*it)[1] == "[gpu] k_add") {
+      ++add_leaves;  // one above each launch site
+      continue;
+    }
+    EXPECT_TRUE(value.emplace((*it)[1].str() + "@" + (*it)[3].str(), std::stoull((*it)[2])).second) << (*it)[0];
+  }
+  EXPECT_EQ(add_leaves, 4);
+  EXPECT_EQ(value.at("main (main.cc:3)@1"), 500u);
+  EXPECT_EQ(value.at("launch (a.cc:10)@2"), 300u);
+  EXPECT_EQ(value.at("launch (a.cc:12)@2"), 200u);
+  EXPECT_EQ(value.at("worker+0x1a (app)@2"), 20u);
+  EXPECT_EQ(value.at("worker+0x2f (app)@2"), 10u);
+}
+
+// Stacks that still print alike (a ';' replaced, two stacks of one text) are one line.
+TEST(ProfileTest, FoldedTextNeverRepeatsAKey) {
+  std::vector<FoldedStack> s(3);
+  s[0].frames = {{"a;b"}, {"[gpu] k", FlameFrame::Kind::Gpu}};
+  s[0].value = 5;
+  s[1].frames = {{"c"}, {"[gpu] k", FlameFrame::Kind::Gpu}};
+  s[1].value = 7;
+  s[2].frames = {{"a:b"}, {"[gpu] k", FlameFrame::Kind::Gpu}};
+  s[2].value = 1;
+  EXPECT_EQ(folded_text(s), "a:b;[gpu] k 6\nc;[gpu] k 7\n");
+}
+
 TEST(FlameGraphTest, WidthIsGpuTime) {
   Fixture x;
   FlameGraphOptions o;
@@ -83,8 +144,8 @@ TEST(FlameGraphTest, WidthIsGpuTime) {
   const std::string svg = flamegraph_svg(folded_stacks(x.p, x.stacks, x.names), o);
   EXPECT_EQ(svg.rfind("<?xml", 0), 0u);
   EXPECT_NE(svg.find("data-total-ns=\"5600\""), std::string::npos);
-  // One <g> per node of the merged tree: all, [no stack], main, train_loop, model::eval,
-  // model::step, and the kernels under them: 4 GPU leaves.
+  // One <g> per node of the merged tree: all, [no stack], main at its two lines, train_loop,
+  // model::eval, model::step, and the kernels under them: 4 GPU leaves.
   const std::regex frame_re("<g class=\"frame\" data-name=\"([^\"]*)\" data-kind=\"([a-z]+)\" "
                             "data-value=\"([0-9]+)\" data-depth=\"([0-9]+)\"><title>[^<]*</title>"
                             "<rect x=\"([0-9.]+)\" y=\"([0-9]+)\" width=\"([0-9.]+)\"");
@@ -96,7 +157,7 @@ TEST(FlameGraphTest, WidthIsGpuTime) {
     frames[key] = {m[2], std::stoull(m[3]), std::stoi(m[4]), std::stod(m[5]), std::stoi(m[6]), std::stod(m[7])};
     gpu += m[2] == "gpu";
   }
-  EXPECT_EQ(frames.size(), 10u) << svg;
+  EXPECT_EQ(frames.size(), 11u) << svg;
   EXPECT_EQ(gpu, 4);
   for (const auto &[k, f] : frames) {
     const auto &[kind, value, depth, xpos, y, w] = f;
@@ -108,8 +169,9 @@ TEST(FlameGraphTest, WidthIsGpuTime) {
   const auto &root = frames.at("all@0");
   EXPECT_EQ(std::get<1>(root), 5600u);
   EXPECT_NEAR(std::get<5>(root), 1000.0, 0.01);
-  const auto &main = frames.at("main@1");
-  EXPECT_EQ(std::get<1>(main), 5500u);
+  const auto &main = frames.at("main (main.cc:3)@1");
+  EXPECT_EQ(std::get<1>(main), 3500u);
+  EXPECT_EQ(std::get<1>(frames.at("main (main.cc:5)@1")), 2000u);
   EXPECT_EQ(std::get<4>(main), std::get<4>(root) - o.frame_height);
   EXPECT_NE(svg.find("<title>[gpu] k_add (3.000 us, 53.57%)</title>"), std::string::npos);
   // Names are escaped.
@@ -118,7 +180,7 @@ TEST(FlameGraphTest, WidthIsGpuTime) {
   NameTable names;
   p.add(st.intern({fr("ns::f<a&b>(int)")}), names.id("k\"<>"), 10);
   const std::string esc = flamegraph_svg(folded_stacks(p, st, names), o);
-  EXPECT_NE(esc.find("data-name=\"ns::f&lt;a&amp;b&gt;\""), std::string::npos) << esc;
+  EXPECT_NE(esc.find("data-name=\"ns::f&lt;a&amp;b&gt;+0x0 (app)\""), std::string::npos) << esc;
   EXPECT_NE(esc.find("[gpu] k&quot;&lt;&gt;"), std::string::npos);
   EXPECT_NE(flamegraph_svg({}, o).find("no GPU time recorded"), std::string::npos);
 }

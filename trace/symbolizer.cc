@@ -102,6 +102,13 @@ std::string Frame::text() const {
   return t;
 }
 
+std::string Frame::site_text() const {
+  if (python || function.empty() || (line > 0 && !file.empty())) return text();
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "+0x%" PRIx64, offset);
+  return name() + buf + " (" + module + ")" + (inlined ? " [inlined]" : "");
+}
+
 // ---- one ELF file ----
 
 namespace {

@@ -55,6 +55,10 @@ struct Frame {
   std::string name() const;
   // name(), then " (file.cc:12)" with a line, else " (module)"; " [inlined]" when inlined.
   std::string text() const;
+  // text(), but a function's frame without a line keeps its offset ("f+0x1a (module)"): what
+  // tells two call sites in one function apart, as the stack table does. The frame names of the
+  // folded stacks, the flame graph and pprof's locations: one distinct stack, one distinct key.
+  std::string site_text() const;
 };
 
 // "ret ns::fn<T>(args) const" -> "ns::fn<T>": no return type, no parameters.

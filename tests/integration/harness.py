@@ -513,6 +513,17 @@ def cbid_key(d):
     return {int(k): v for k, v in d.items()}
 
 
+_SITE = re.compile(r"(\+0x[0-9a-f]+)? \([^()]*\)( \[inlined\])?$")
+
+
+def frame_function(name):
+    """The function of a folded / flame graph frame name: parcagpu-trace names a frame as its text
+    report does, with its call site ("f (file.cc:12)", "f+0x1a (libx.so)", issue 29); this is
+    "f". Python frames ("file.py:12 qualname") and module offsets ("libx.so+0x1a") stay as
+    they are."""
+    return _SITE.sub("", name)
+
+
 @functools.lru_cache(maxsize=None)
 def counters():
     """The counters of parcagpu-trace's summary (trace/counters.h), from `parcagpu-trace

@@ -401,7 +401,7 @@ class PcSamplingInTheTool(unittest.TestCase):
             self.assertTrue(c["read"] and c["bytes_crc32"] == c["crc"] and c["has_lines"], c)
         self.assertEqual([g["sampling_factor"] for g in pc["gpu_configs"] if g["pid"] == pid], [11])
         announced = sum(n for k in mine for what, n in k["by_launch"].items()
-                        if what not in ("unannounced", "uncorrelated"))
+                        if what not in ("unannounced", "gpu_only"))
         self.assertGreater(announced, 0, [k["by_launch"] for k in mine])
         self.assertTrue(any(h.get("file", "").endswith("pc_kernels.cu") for k in mine for h in k["hot_pcs"]),
                         [k["hot_pcs"] for k in mine])
@@ -427,6 +427,53 @@ class PcSamplingInTheTool(unittest.TestCase):
         self.assertRegex(out, r"\n +1\. \w+\([^)]*\)  \(pid %d\)\n" % pid)
         self.assertRegex(out, r"\n +stalls: [a-z_]+ \d+\.\d%")
         self.assertRegex(out, r"\n +\+0x[0-9a-f]{4} +\d+ +\d+\.\d% +[a-z_]+ +\S*pc_kernels\.cu:\d+\n")
+
+    def test_gpu_only_samples_apart_from_those_with_a_stack(self):
+        # Default rate limits: a launch inside a sampling window that the coin did not pick is not
+        # announced, and the library publishes its samples with correlation ID 0 (a GPU-only
+        # stack, issue 28). The tool counts them per kernel apart from the samples under a CPU
+        # stack, in the JSON and in the text, and never as errors.
+        app = ["--duration=3s", "--launch-rate=2000", "--graph-rate=200", "--threads=2"]
+        tool = harness.TraceTool(["-l", self.lib, "--pc", "--json"])
+        r = harness.run_mockapp(app, lib=self.lib)
+        tool.stop()
+        self.assertEqual(r.returncode, 0, r.stderr[-2000:])
+        self.assertEqual(tool.proc.returncode, 0, tool.stderr)
+        j = tool.last_json()
+        pc, pid = j["pc"], r.summary["pid"]
+        self.assertLess(j[C.correlations], r.summary["launches"] / 2, "the rate limits are not in force")
+        mine = [k for k in pc["kernels"] if k["pid"] == pid]
+        self.assertTrue(mine, pc)
+        for k in mine:
+            self.assertEqual(k["samples"], k["samples_with_stack"] + k["samples_gpu_only"] +
+                             k["samples_unannounced"], k)
+            self.assertEqual(k["by_launch"].get("gpu_only", 0), k["samples_gpu_only"], k)
+            self.assertNotIn("uncorrelated", k["by_launch"])
+            self.assertNotIn(0, k["correlation_ids"])
+        self.assertGreater(sum(k["samples_gpu_only"] for k in mine), 0, [k["by_launch"] for k in mine])
+        self.assertGreater(sum(k["samples_with_stack"] for k in mine), 0, [k["by_launch"] for k in mine])
+        self.assertEqual(pc["samples_gpu_only"], sum(k["samples_gpu_only"] for k in pc["kernels"]))
+        self.assertEqual(pc["samples"], pc["samples_with_stack"] + pc["samples_gpu_only"] +
+                         pc["samples_unannounced"])
+        # Not errors: nothing malformed, no complaint, the exit status 0 (above). (The library may
+        # report its non-user kernels' samples on its error probe: that is no ID 0 sample.)
+        self.assertEqual(pc["malformed_events"], 0)
+        self.assertNotRegex(tool.stderr, r"(?i)gpu.only|uncorrelated|correlation id 0")
+
+        # The text report: per kernel, its samples with a CPU stack and its GPU-only ones.
+        tool = harness.TraceTool(["-l", self.lib, "--pc"])
+        r = harness.run_mockapp(app, lib=self.lib)
+        tool.stop()
+        self.assertEqual(r.returncode, 0, r.stderr[-2000:])
+        self.assertEqual(tool.proc.returncode, 0, tool.stderr)
+        out = tool.stdout
+        m = re.search(r"\nPC samples: (\d+) samples in \d+ records \(\d+ PC/stall-reason pairs\), \d+ kernels; "
+                      r"(\d+) with a CPU stack, (\d+) GPU-only", out)
+        self.assertIsNotNone(m, out)
+        self.assertGreater(int(m[3]), 0, out)
+        self.assertRegex(out, r"\n +\d+ samples, \d+\.\d% of all: \d+ with a CPU stack \(\d+ launch(es)?\), "
+                              r"[1-9]\d* GPU-only")
+        self.assertRegex(out, r"\n +by launch: .*GPU-only \d+\.\d%")
 
     def test_json_lines_summary_has_the_pc_section(self):
         tool = harness.TraceTool(["-l", self.lib, "--pc", "--json-lines"])

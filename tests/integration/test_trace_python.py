@@ -115,7 +115,9 @@ def run_python_launch(python, extra_trace_args, threads=False, pid_namespace=Fal
         lines = f.read().splitlines()
     os.unlink(folded)
     assert p.returncode == 0 and "0 failed" in done, done + out + err
-    return tr, [(l.rsplit(" ", 1)[0].split(";"), int(l.rsplit(" ", 1)[1])) for l in lines]
+    # Frames by function: the folded names carry their call sites ("main (x.c:12)").
+    return tr, [([harness.frame_function(f) for f in l.rsplit(" ", 1)[0].split(";")],
+                 int(l.rsplit(" ", 1)[1])) for l in lines]
 
 
 def holds_chain(frames, want):

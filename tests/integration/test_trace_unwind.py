@@ -33,7 +33,9 @@ def run_deep_launch(extra_trace_args):
         lines = f.read().splitlines()
     os.unlink(folded)
     assert r.returncode == 0, r.stdout + r.stderr
-    return tr, [(l.rsplit(" ", 1)[0].split(";"), int(l.rsplit(" ", 1)[1])) for l in lines]
+    # Frames by function: the folded names carry their call sites ("main (x.c:12)").
+    return tr, [([harness.frame_function(f) for f in l.rsplit(" ", 1)[0].split(";")],
+                 int(l.rsplit(" ", 1)[1])) for l in lines]
 
 
 def holds_chain(frames):
