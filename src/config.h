@@ -49,8 +49,13 @@ struct Config {
   bool pc_sampling = true;          // PARCAGPU_PC_SAMPLING: ours, an operator's off switch
   double pc_sampling_rate = 100.0;  // PARCAGPU_PC_SAMPLING_RATE: target samples per second;
                                     // 0 = no rate control (windows as the duty cap allows)
-  uint32_t sampling_factor = 0;     // PARCAGPU_SAMPLING_FACTOR: the hardware samples every
-                                    // 2^factor cycles, 5..31; 0 = CUPTI's default for the device
+  // PARCAGPU_SAMPLING_FACTOR: the hardware samples every 2^factor cycles, 5..31; 0 = CUPTI's
+  // default for the device (11 on an H100). 17 by default: breadth over depth. The rate
+  // controller spends a budget of samples; at 2^11 a window of one GEMM spent it, and a 40 s
+  // eager transformer-block loop on the H100 gave PC samples for 6 of its 7 kernels with 2% or
+  // more of the GPU time, at 2^17 for 7 of 7, stall-reason shares within 4 points of a dense
+  // run (docs/pc-sampling.md, "Breadth").
+  uint32_t sampling_factor = 17;
   // PARCAGPU_PC_HW_BUFFER_MB: 0 = CUPTI's default (512 MB). Every episode's first sampled launch
   // and its Disable wait on this buffer: 304 + 67-81 ms at 512 MB, 67-70 + 35-47 ms at 8 MB on an
   // H100 (docs/pc-sampling.md P13).

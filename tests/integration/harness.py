@@ -444,6 +444,11 @@ class AgentConsumer(_Consumer):
         return p
 
 
+# The library's default PC sampling factor (src/config.h): what gpu_config reports unless
+# PARCAGPU_SAMPLING_FACTOR says otherwise.
+DEFAULT_SAMPLING_FACTOR = 17
+
+
 def pc_sampling_problems(process):
     """What keeps the agent from using a process's PC samples, from AgentConsumer.process(pid):
     a list of sentences, empty when the stall-reason map, the cubins (by CRC, readable from

@@ -123,14 +123,14 @@ class WithBpftrace(unittest.TestCase):
     def test_metadata_and_batches_follow_the_abi(self):
         r, _, kernels, bt = self.run_scenario("eager-runtime,graph-runtime")
         # This consumer attaches pc_sample_batch: PC sampling is configured at the first launch,
-        # and gpu_config then carries the sampling factor in force (CUPTI's default, 11). A
+        # and gpu_config then carries the sampling factor in force (the library's default). A
         # CUPTI older than 12.4 (personality 12) has no PC sampling for us: no factor, no firing.
         mine = [g for g in bt.gpu_configs if int(g["pid"]) == r.summary["pid"]]
         if harness.PERSONALITY == "12":
             self.assertEqual(mine, [], "gpu_config without PC sampling configured")
         else:
             self.assertTrue(mine, "gpu_config fires once PC sampling is configured")
-            self.assertTrue(all(int(g["sampling"]) == 11 for g in mine), mine)
+            self.assertTrue(all(int(g["sampling"]) == harness.DEFAULT_SAMPLING_FACTOR for g in mine), mine)
         self.assertTrue(bt.batches)
         self.assertTrue(all(0 < n <= 128 for _, n in bt.batches))
         self.assertEqual(sum(n for p, n in bt.batches if p == r.summary["pid"]), len(kernels))

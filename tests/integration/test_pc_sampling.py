@@ -217,7 +217,7 @@ class AttachDetach(unittest.TestCase):
         for i, t in enumerate(traces):
             pc = t.result["pc"]
             self.assertTrue(pc["stall_reasons_named"], (i, {k: pc[k] for k in ("records", "stall_reason_maps", "gpu_configs")}))
-            self.assertEqual([g["sampling_factor"] for g in pc["gpu_configs"]], [11], i)
+            self.assertEqual([g["sampling_factor"] for g in pc["gpu_configs"]], [harness.DEFAULT_SAMPLING_FACTOR], i)
             self.assertTrue(pc["cubins"] and all(c["read"] and c["bytes_crc32"] == c["crc"]
                                                  for c in pc["cubins"]), (i, pc["cubins"]))
             self.assertGreater(pc["records"], 0, i)
@@ -265,7 +265,7 @@ class AttachDetach(unittest.TestCase):
         self.assertTrue(in_time, "parcagpu-trace never attached within 0.6 s")
         pc = second.result["pc"]
         self.assertTrue(pc["stall_reasons_named"], {k: pc[k] for k in ("records", "stall_reason_maps")})
-        self.assertEqual([g["sampling_factor"] for g in pc["gpu_configs"]], [11])
+        self.assertEqual([g["sampling_factor"] for g in pc["gpu_configs"]], [harness.DEFAULT_SAMPLING_FACTOR])
         self.assertTrue(pc["cubins"], pc["cubins"])
         app.kill()
         harness.finish_mockapp(app, timeout=60)
@@ -360,8 +360,8 @@ class BadValues(unittest.TestCase):
                     "PARCAGPU_PC_HW_BUFFER_MB"):
             self.assertEqual(len([l for l in errs if var in l]), 1, errs)
         self.assertGreaterEqual(trace.result[C.errors], 3)
-        # The default factor is CUPTI's (11 on the mock, as on the H100), reported as in force.
-        self.assertEqual([g["sampling_factor"] for g in trace.result["pc"]["gpu_configs"]], [11])
+        # The library's default factor, reported as in force (CUPTI's would be 11, as on the H100).
+        self.assertEqual([g["sampling_factor"] for g in trace.result["pc"]["gpu_configs"]], [harness.DEFAULT_SAMPLING_FACTOR])
 
     def test_off_switch(self):
         trace = harness.Trace(extra=["--pc"])
@@ -399,7 +399,7 @@ class PcSamplingInTheTool(unittest.TestCase):
         self.assertTrue(cubins, pc["cubins"])
         for c in cubins:
             self.assertTrue(c["read"] and c["bytes_crc32"] == c["crc"] and c["has_lines"], c)
-        self.assertEqual([g["sampling_factor"] for g in pc["gpu_configs"] if g["pid"] == pid], [11])
+        self.assertEqual([g["sampling_factor"] for g in pc["gpu_configs"] if g["pid"] == pid], [harness.DEFAULT_SAMPLING_FACTOR])
         announced = sum(n for k in mine for what, n in k["by_launch"].items()
                         if what not in ("unannounced", "gpu_only"))
         self.assertGreater(announced, 0, [k["by_launch"] for k in mine])
@@ -422,7 +422,7 @@ class PcSamplingInTheTool(unittest.TestCase):
         self.assertRegex(out, r"\nPC samples: [1-9]\d* samples in \d+ records")
         self.assertLess(out.index("GPU time by launch stack"), out.index("PC samples:"))
         pid = r.summary["pid"]
-        self.assertIn("device 0: sampling factor 11", out)
+        self.assertIn("device 0: sampling factor %d" % harness.DEFAULT_SAMPLING_FACTOR, out)
         # Kernels demangled as everywhere in the tool, with stall reasons and source lines.
         self.assertRegex(out, r"\n +1\. \w+\([^)]*\)  \(pid %d\)\n" % pid)
         self.assertRegex(out, r"\n +stalls: [a-z_]+ \d+\.\d%")

@@ -118,7 +118,7 @@ TEST(Config, PcSamplingDefaultsAndValues) {
   const Config d = Env{}.parse(&w);
   EXPECT_TRUE(d.pc_sampling);
   EXPECT_EQ(d.pc_sampling_rate, 100.0);
-  EXPECT_EQ(d.sampling_factor, 0u);  // CUPTI's default for the device
+  EXPECT_EQ(d.sampling_factor, 17u);  // breadth: many sparse windows, not one dense one
   EXPECT_EQ(d.pc_hw_buffer_mb, 8u);  // small: episodes wait on it (P13)
   EXPECT_EQ(d.pc_lock_dir, "/dev/shm");  // shared by the processes of a host (P27)
   Config c = Env{{{"PARCAGPU_PC_SAMPLING_RATE", "0"},
