@@ -10,12 +10,15 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <mutex>
 #include <new>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #pragma GCC visibility push(default)
@@ -128,6 +131,78 @@ void drain_on_caller(size_t limit = SIZE_MAX) {
     lock.unlock();
     deliver(b);
     lock.lock();
+  }
+}
+
+// MOCK_CUPTI_BAD_TIMESTAMPS=overlap|reversed|long: every kBadEvery-th kernel record gets times no
+// GPU could give, for the consumers' impossible-record checks (trace/timestamp_check.h) to be
+// seen firing. reversed: start and end swapped; long: an end an hour after the start; overlap:
+// the record moves (keeping its length) to the start of the last record written for its stream
+// (context, stream) of another launch, so it overlaps that one by the shorter of their lengths
+// (give kernels a length over a microsecond, MOCK_CUDA_KERNEL_NS, for the overlap to count).
+// Counted in records_spoiled.
+enum class BadTimes { kNone, kOverlap, kReversed, kLong };
+constexpr uint64_t kBadEvery = 10;
+
+BadTimes bad_times() {
+  static const BadTimes mode = [] {
+    const char *v = std::getenv("MOCK_CUPTI_BAD_TIMESTAMPS");
+    if (!v || !*v) return BadTimes::kNone;
+    const std::string s = v;
+    if (s == "overlap") return BadTimes::kOverlap;
+    if (s == "reversed") return BadTimes::kReversed;
+    if (s == "long") return BadTimes::kLong;
+    std::fprintf(stderr, "mock-cupti: warning: MOCK_CUPTI_BAD_TIMESTAMPS=%s: not overlap, reversed "
+                 "or long; ignored\n", v);
+    return BadTimes::kNone;
+  }();
+  return mode;
+}
+
+struct LastOnStream {
+  uint64_t start, end;
+  uint32_t correlation;
+};
+std::mutex g_bad_mu;
+uint64_t g_bad_seen = 0;      // kernel records written under the knob
+bool g_bad_due = false;       // overlap: the next record that can overlap another launch's is spoiled
+std::unordered_map<uint64_t, LastOnStream> *g_last_on_stream = nullptr;
+
+// Spoils the kernel record about to be written, if it is its turn.
+template <typename Record>
+void spoil_times(Record *r) {
+  const BadTimes mode = bad_times();
+  if (mode == BadTimes::kNone) return;
+  std::lock_guard<std::mutex> lock(g_bad_mu);
+  const bool turn = ++g_bad_seen % kBadEvery == 0;
+  bool spoiled = false;
+  if (mode == BadTimes::kReversed && turn) {
+    const uint64_t start = r->start, end = r->end;  // packed fields: no std::swap
+    r->start = end > start ? end : start + 1;
+    r->end = start;
+    spoiled = true;
+  } else if (mode == BadTimes::kLong && turn) {
+    r->end = r->start + 3600ull * 1000000000ull;
+    spoiled = true;
+  } else if (mode == BadTimes::kOverlap) {
+    if (!g_last_on_stream) g_last_on_stream = new std::unordered_map<uint64_t, LastOnStream>;
+    g_bad_due |= turn;
+    const uint64_t key = static_cast<uint64_t>(r->contextId) << 32 | r->streamId;
+    auto it = g_last_on_stream->find(key);
+    if (g_bad_due && it != g_last_on_stream->end() && it->second.correlation != r->correlationId &&
+        r->end > r->start) {
+      const uint64_t length = r->end - r->start;
+      r->start = it->second.start;
+      r->end = r->start + length;
+      g_bad_due = false;
+      spoiled = true;
+    } else {
+      (*g_last_on_stream)[key] = {r->start, r->end, r->correlationId};
+    }
+  }
+  if (spoiled) {
+    r->completed = r->end;
+    Stats::add(stat::records_spoiled);
   }
 }
 
@@ -332,9 +407,11 @@ __attribute__((constructor)) void register_held_fork_handler() {
 void write_held(HeldRecord &h, uint64_t end) {
   if (personality() == 12) {
     h.k9.end = h.k9.completed = end;
+    spoil_times(&h.k9);
     write_record(&h.k9);
   } else {
     h.k10.end = h.k10.completed = end;
+    spoil_times(&h.k10);
     write_record(&h.k10);
   }
 }
@@ -406,10 +483,12 @@ void kernel_ran(const mockbridge::KernelRun *run) {
   if (personality() == 12) {
     CUpti_ActivityKernel9 r;
     fill_kernel_record(&r, kind, run);
+    spoil_times(&r);
     write_record(&r);
   } else {
     CUpti_ActivityKernel10 r;
     fill_kernel_record(&r, kind, run);
+    spoil_times(&r);
     write_record(&r);
   }
 }

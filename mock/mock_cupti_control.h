@@ -66,7 +66,8 @@ const char *mock_cupti_activity_kind_name(uint32_t kind);
   X(flush_all_calls)        /* cuptiActivityFlushAll calls */                            \
   X(finalize_calls)         /* cuptiFinalize calls */                                    \
   X(injected_failures)      /* entry point calls failed on purpose by MOCK_CUPTI_FAIL */ \
-  X(refused_enables)        /* enables made no-ops by MOCK_CUPTI_REFUSE */
+  X(refused_enables)        /* enables made no-ops by MOCK_CUPTI_REFUSE */                \
+  X(records_spoiled)        /* kernel records given impossible times (BAD_TIMESTAMPS) */
 
 typedef struct MockCuptiStats {
 #define MOCK_CUPTI_STAT_FIELD(name) uint64_t name;

@@ -89,7 +89,7 @@ void Joiner::on_correlation(uint32_t pid, uint32_t corr, int32_t cbid, uint32_t 
   ++c_.correlations_by_cbid[cbid];
   const uint64_t k = key(pid, corr);
   const bool graph = is_graph_cbid(cbid);
-  const Launch launch{pid, corr, cbid, stack_id};
+  const Launch launch{pid, corr, cbid, stack_id, now_ns};
 
   // A (pid, ID) announced again: the earlier announcement ends here.
   for (Generation *g : {&cur_, &old_}) {
@@ -178,6 +178,29 @@ Joiner::Match Joiner::on_kernel(const KernelRecord &r, uint32_t tag) {
   return {};
 }
 
+Impossible Joiner::judge(KernelRecord *r) {
+  KernelTimes t;
+  t.pid = r->pid;
+  t.device = r->device_id;
+  t.context = r->context_id;
+  t.stream = r->stream_id;
+  t.correlation = r->correlation_id;
+  t.start = r->start;
+  t.end = r->end;
+  t.delivered_ns = r->seen_ns;
+  t.process_start_ns = r->process_start_ns;
+  const uint64_t k = key(r->pid, r->correlation_id);  // the launch, if announced already
+  if (auto it = cur_.live.find(k); it != cur_.live.end()) {
+    t.announced_ns = it->second.launch.announced_ns;
+  } else if (auto o = old_.live.find(k); o != old_.live.end()) {
+    t.announced_ns = o->second.launch.announced_ns;
+  } else if (auto d = retired_.find(k); d != retired_.end()) {
+    t.announced_ns = d->second.announced_ns;
+  }
+  r->impossible = times_.check(t);
+  return r->impossible;
+}
+
 void Joiner::on_error(uint32_t pid) {
   see_pid(pid);
   ++c_.errors;
@@ -218,6 +241,12 @@ void Joiner::add_to(Counters *s) const {
   c.joiner_max_entries = limits_.max_entries;
   c.joiner_max_age_s = static_cast<double>(limits_.max_age_ns) * 1e-9;
   c.pids = pids_.size();
+  c.impossible_kernel_records = times_.total();
+  c.impossible_reversed = times_.count(Impossible::kReversed);
+  c.impossible_longer_than_process = times_.count(Impossible::kLongerThanProcess);
+  c.impossible_longer_than_launch = times_.count(Impossible::kLongerThanLaunch);
+  c.impossible_stream_overlap = times_.count(Impossible::kStreamOverlap);
+  c.impossible_device_overfull = times_.count(Impossible::kDeviceOverfull);
   for (size_t i = 0; i < name_counts_.size(); ++i)
     c.kernels_by_name[names_.raw(static_cast<uint32_t>(i))] = name_counts_[i];
   add_counters(s, c);

@@ -21,6 +21,7 @@
 
 #include "counters.h"
 #include "stacks.h"
+#include "timestamp_check.h"
 
 namespace parcagpu::trace {
 
@@ -32,14 +33,21 @@ struct KernelRecord {
   uint32_t pid = 0;
   uint32_t correlation_id = 0;
   uint32_t device_id = 0;
+  uint32_t context_id = 0;
   uint32_t stream_id = 0;
   uint32_t graph_id = 0;
   uint64_t graph_node_id = 0;
   uint64_t start = 0;
   uint64_t end = 0;
   uint64_t seen_ns = 0;  // when the event fired (CLOCK_MONOTONIC): the joiner's clock
+  uint64_t process_start_ns = 0;  // when its process started (CLOCK_MONOTONIC), 0 unknown
   std::string_view name;
+  // Joiner::judge's verdict (trace/timestamp_check.h): an impossible record counts as a kernel
+  // with no GPU time.
+  Impossible impossible = Impossible::kNone;
   uint64_t duration_ns() const { return end > start ? end - start : 0; }
+  // What it adds to GPU time: nothing when its times are impossible.
+  uint64_t gpu_ns() const { return impossible == Impossible::kNone ? duration_ns() : 0; }
 };
 
 // A launch as announced by cuda_correlation.
@@ -48,6 +56,7 @@ struct Launch {
   uint32_t correlation_id = 0;
   int32_t signed_cbid = 0;
   uint32_t stack_id = 0;  // StackTable id of the launch site
+  uint64_t announced_ns = 0;  // when cuda_correlation fired (CLOCK_MONOTONIC), 0 unknown
 };
 
 // Receives every kernel matched to its launch, when it is matched: at once, or when its
@@ -124,6 +133,12 @@ class Joiner {
                       uint32_t stack_id = 0, uint64_t now_ns = 0);
   // `tag` goes to the sink with the kernel (capture stack of a graph kernel, or 0).
   Match on_kernel(const KernelRecord &k, uint32_t tag = 0);
+  // Checks a kernel record's times (trace/timestamp_check.h) before on_kernel, with its launch's
+  // announcement when that came first, and sets k->impossible. Counted in the impossible_*
+  // counters; each record should be judged once.
+  Impossible judge(KernelRecord *k);
+  // A process gone: what the timestamp check remembers of it.
+  void forget_process(uint32_t pid) { times_.forget_process(pid); }
   // Other events: counted for "events", "pids" and their own figures.
   void on_error(uint32_t pid);
   void on_gpu_config(uint32_t pid);
@@ -188,6 +203,7 @@ class Joiner {
   std::deque<uint64_t> retired_order_;
   std::vector<NameCounts> name_counts_;
   std::unordered_set<uint32_t> pids_;
+  TimestampCheck times_;
   uint32_t last_pid_ = 0;
   bool have_pid_ = false;
   bool closing_ = false;

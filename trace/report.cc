@@ -238,6 +238,17 @@ void print_summary(FILE *f, const Summary &s, bool verbose) {
     std::fprintf(f, "  of which forgotten after %.0f s: launches %" PRIu64 ", kernels %" PRIu64 "\n",
                  s.joiner_max_age_s, s.forgotten_correlations_eager + s.forgotten_correlations_graph,
                  s.forgotten_kernels);
+  if (s.impossible_kernel_records) {
+    std::string why;
+    for (const auto &[what, n] : {std::pair{"reversed or 0", s.impossible_reversed},
+                                  std::pair{"longer than their process", s.impossible_longer_than_process},
+                                  std::pair{"longer than launch to delivery", s.impossible_longer_than_launch},
+                                  std::pair{"overlapping their stream", s.impossible_stream_overlap},
+                                  std::pair{"beyond their device in a second", s.impossible_device_overfull}})
+      if (n) why += (why.empty() ? "" : ", ") + std::string(what) + " " + std::to_string(n);
+    std::fprintf(f, "  impossible kernel records: %" PRIu64 " of %" PRIu64 " (%s), left out of the GPU time\n",
+                 s.impossible_kernel_records, s.kernel_records, why.c_str());
+  }
   if (s.errors) std::fprintf(f, "  library errors (error probe): %" PRIu64 "\n", s.errors);
   if (s.kernels_ignored_at_exit)
     std::fprintf(f, "  unmatched kernels of launches announced while detaching: %" PRIu64 "\n",

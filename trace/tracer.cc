@@ -123,6 +123,8 @@ void Tracer::forget_process(uint32_t pid) {
   resolver_.forget(pid);
   unwinder_.forget(pid);
   captures_.forget(pid);
+  joiner_.forget_process(pid);
+  process_start_.erase(pid);
   seen_pids_.erase(pid);
 }
 
@@ -202,6 +204,9 @@ void Tracer::on_event(const void *data, size_t size) {
   if (!have_pid_ || h->pid != last_pid_) {
     last_pid_ = h->pid;
     have_pid_ = true;
+    auto [start, first_sight] = process_start_.try_emplace(h->pid, 0);
+    if (first_sight) start->second = process_start_monotonic_ns(h->pid);
+    last_process_start_ns_ = start->second;
     if (seen_pids_.insert(h->pid).second) {
       // A process already running at attach: its maps now, while it surely lives.
       drain_mapping_records();
@@ -317,27 +322,31 @@ void Tracer::on_kernel(const pt_kernel_event &e) {
     joiner_.on_other(e.h.pid);
     return;
   }
+  k.context_id = e.context_id;
+  k.process_start_ns = e.h.pid == last_pid_ ? last_process_start_ns_ : 0;
+  joiner_.judge(&k);  // impossible times: a kernel without GPU time, here and in every table
   // A graph kernel's capture site, whatever becomes of its launch: the tag carries its stack.
   uint32_t tag = 0;
   if (k.graph_id != 0) {
     const uint32_t name = joiner_.names().id(k.name);
-    if (const CaptureSites::Site *site = captures_.on_graph_kernel(k.pid, k.graph_node_id, name, k.duration_ns()))
+    if (const CaptureSites::Site *site = captures_.on_graph_kernel(k.pid, k.graph_node_id, name, k.gpu_ns()))
       tag = site->stack_id + 1;
   }
   devices_.on_record(k.pid, k.device_id);
   const Joiner::Match m = joiner_.on_kernel(k, tag);
   if (opt_.verbose)
-    std::fprintf(stderr, "[%u/%u] kernel corr=%u dev=%u stream=%u graph=%u node=%" PRIu64 " %s name=%s\n",
+    std::fprintf(stderr, "[%u/%u] kernel corr=%u dev=%u stream=%u graph=%u node=%" PRIu64 " %s%s%s name=%s\n",
                  e.h.pid, e.h.tid, e.correlation_id, e.device_id, e.stream_id, e.graph_id,
-                 static_cast<uint64_t>(e.graph_node_id), m.matched ? "matched" : "waiting", e.name);
+                 static_cast<uint64_t>(e.graph_node_id), m.matched ? "matched" : "waiting",
+                 k.impossible != Impossible::kNone ? " impossible=" : "", impossible_name(k.impossible), e.name);
 }
 
 void Tracer::on_match(const Launch &l, const KernelRecord &k, uint32_t name_id, uint32_t tag) {
   // Graph kernels go under their capture stack with --capture-sites (when they have one).
   const uint32_t stack = opt_.capture_sites && tag > StackTable::kFirstReal ? tag - 1 : l.stack_id;
-  profile_.add(stack, name_id, k.duration_ns());
-  devices_.on_match(k.device_id, name_id, k.duration_ns());
-  if (opt_.interval_s > 0) interval_profile_.add(stack, name_id, k.duration_ns());
+  profile_.add(stack, name_id, k.gpu_ns());
+  devices_.on_match(k.device_id, name_id, k.gpu_ns());
+  if (opt_.interval_s > 0) interval_profile_.add(stack, name_id, k.gpu_ns());
   if (opt_.kernels) {
     std::string site;
     if (const char *p = StackTable::pseudo_name(stack))
@@ -358,7 +367,8 @@ void Tracer::on_match(const Launch &l, const KernelRecord &k, uint32_t name_id, 
     j["demangled"] = joiner_.names().demangled(name_id);
     j["start"] = k.start;
     j["end"] = k.end;
-    j["gpu_ns"] = k.duration_ns();
+    j["gpu_ns"] = k.gpu_ns();
+    if (k.impossible != Impossible::kNone) j["impossible"] = impossible_name(k.impossible);
     j["device"] = k.device_id;
     j["stream"] = k.stream_id;
     j["graph_id"] = k.graph_id;

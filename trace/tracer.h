@@ -9,6 +9,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -103,6 +104,9 @@ class Tracer : public MatchSink {
   std::unordered_set<uint32_t> seen_pids_, emitted_stacks_;
   PythonFrames python_;
   uint64_t python_map_full_ = 0;  // Python processes the BPF map refused (warned once)
+  // When each process started (CLOCK_MONOTONIC, 0 unknown): the timestamp check's bound.
+  std::unordered_map<uint32_t, uint64_t> process_start_;
+  uint64_t last_process_start_ns_ = 0;  // of last_pid_
   uint32_t last_pid_ = 0;
   bool have_pid_ = false;
   Counters meta_;  // figures counted here rather than in the joiner

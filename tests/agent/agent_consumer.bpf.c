@@ -185,6 +185,7 @@ int ac_cuda_correlation(struct pt_regs *ctx) {
   e->correlation_id = corr;
   e->signed_cbid = cbid;
   e->pad = 0;
+  e->ts = bpf_ktime_get_ns();
   bpf_ringbuf_submit(e, 0);
   return 0;
 }
@@ -209,7 +210,7 @@ static __always_inline void read_kernel_name(__u32 pid, struct ac_kernel_event *
  * (kind 0). */
 struct kernel_fields {
   __u64 start, end, graph_node_id, name;
-  __u32 kind, correlation_id, device_id, stream_id, graph_id;
+  __u32 kind, correlation_id, device_id, context_id, stream_id, graph_id;
 };
 static __always_inline void submit_kernel(__u32 pid, const struct kernel_fields *k) {
   struct ac_kernel_event *e = event(pid, AC_EV_KERNEL, sizeof(*e));
@@ -218,7 +219,10 @@ static __always_inline void submit_kernel(__u32 pid, const struct kernel_fields 
   e->start = k->start;
   e->end = k->end;
   e->device_id = k->device_id;
+  e->context_id = k->context_id;
   e->stream_id = k->stream_id;
+  e->ts = bpf_ktime_get_ns();
+  e->pad = 0;
   e->correlation_id = k->correlation_id;
   e->graph_node_id = k->graph_node_id;
   e->graph_id = k->graph_id;
@@ -267,6 +271,7 @@ static long batch_group(__u32 g, void *data) {
         .start = FIELD(__u64, rec, PARCAGPU_KREC_OFF_START),
         .end = FIELD(__u64, rec, PARCAGPU_KREC_OFF_END),
         .device_id = FIELD(__u32, rec, PARCAGPU_KREC_OFF_DEVICE_ID),
+        .context_id = FIELD(__u32, rec, PARCAGPU_KREC_OFF_CONTEXT_ID),
         .stream_id = FIELD(__u32, rec, PARCAGPU_KREC_OFF_STREAM_ID),
         .correlation_id = FIELD(__u32, rec, PARCAGPU_KREC_OFF_CORRELATION_ID),
         .graph_node_id = FIELD(__u64, rec, PARCAGPU_KREC_OFF_GRAPH_NODE_ID),

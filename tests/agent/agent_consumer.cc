@@ -176,7 +176,7 @@ int main(int argc, char **argv) {
   for (const ag::SdtNote &n : notes)
     if (n.provider == "parcagpu") sites[n.name]++;
 
-  ag::Summary summary(read_process_memory);
+  ag::Summary summary(read_process_memory, parcagpu::trace::process_start_monotonic_ns);
   summary.set_attached(attached, ignored, sites);
   ring_buffer *rb = ring_buffer__new(bpf_map__fd(skel->maps.events), on_event, &summary, nullptr);
   if (!rb) die("cannot open the ring buffer");
@@ -193,6 +193,9 @@ int main(int argc, char **argv) {
   ring_buffer__consume(rb);
   read_pid_stats(skel, &summary);
   std::printf("%s\n", summary.json().c_str());
+  // Said at the end, as parcagpu-trace says it in its report (the JSON has the counts).
+  if (const std::string line = summary.impossible_line(); !line.empty())
+    std::fprintf(stderr, "agent-consumer: %s\n", line.c_str());
   ring_buffer__free(rb);
   agent_consumer_bpf__destroy(skel);
   return 0;

@@ -92,14 +92,17 @@ struct ac_correlation_event {
   __u32 correlation_id;
   __s32 signed_cbid;
   __u32 pad;
+  __u64 ts; /* bpf_ktime_get_ns() at the firing: for the timestamp check (not the agent's) */
 };
 
 struct ac_kernel_event {
   __u32 type, pid;
   __u64 start, end, graph_node_id;
-  __u32 correlation_id, device_id, stream_id, graph_id;
+  __u64 ts; /* bpf_ktime_get_ns() at the firing that carried it: for the timestamp check */
+  __u32 correlation_id, device_id, context_id, stream_id, graph_id;
   __u32 kind;       /* 3 or 10; 0 from kernel_executed */
   __u32 name_fault; /* the name could not be read (the agent names it "err") */
+  __u32 pad;
   char name[AC_KERNEL_NAME_LEN];
 };
 

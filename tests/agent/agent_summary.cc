@@ -99,6 +99,9 @@ Json process_json(const ProcessView &v) {
                    {"records_by_crc", by_crc},
                    {"records_without_cubin", without_cubin},
                    {"function_names", v.pc_function_names.size()}};
+  Json impossible = Json::object();
+  for (size_t r = 1; r < v.impossible.size(); ++r)
+    impossible[trace::impossible_name(static_cast<trace::Impossible>(r))] = v.impossible[r];
   Json errors = Json::array();
   for (const auto &e : v.errors)
     errors.push_back({{"code", e.code}, {"component", e.component}, {"message", e.message}});
@@ -113,6 +116,8 @@ Json process_json(const ProcessView &v) {
           {"orphan_correlations_graph", orphan_graph},
           {"graph_kernels_matched", graph_matched},
           {"graph_launches_with_kernels", graph_launches_with_kernels},
+          {"impossible_kernel_records", v.impossible_total()},
+          {"impossible_by_reason", impossible},
           {"read_failures", v.read_failures()},
           {"read_failures_by_kind", failures},
           {"firings", firings},
@@ -162,6 +167,18 @@ PcRecord decode_pc_record(const uint8_t r[AC_PC_RECORD_SIZE]) {
   return p;
 }
 
+uint64_t ProcessView::impossible_total() const {
+  uint64_t n = 0;
+  for (size_t r = 1; r < impossible.size(); ++r) n += impossible[r];
+  return n;
+}
+
+ProcessView &Summary::process(uint32_t pid) {
+  auto [it, fresh] = pids_.try_emplace(pid);
+  if (fresh && process_start_) it->second.process_start_ns = process_start_(pid);
+  return it->second;
+}
+
 uint64_t ProcessView::read_failures() const {
   uint64_t n = 0;
   for (uint32_t s = AC_STAT_READ_FAIL_ARG; s <= AC_STAT_READ_FAIL_LAST; s++) n += stats[s];
@@ -174,7 +191,7 @@ bool Summary::on_event(const void *data, size_t size) {
   std::memcpy(&type, data, 4);
   std::memcpy(&pid, static_cast<const char *>(data) + 4, 4);
   auto fits = [&](size_t need) { return size >= need || (++bad_events_, false); };
-  ProcessView &v = pids_[pid];
+  ProcessView &v = process(pid);
   switch (type) {
     case AC_EV_CORRELATION: {
       if (!fits(sizeof(ac_correlation_event))) return false;
@@ -182,6 +199,7 @@ bool Summary::on_event(const void *data, size_t size) {
       v.correlations++;
       v.correlations_by_cbid[e->signed_cbid]++;
       if (!v.announced.emplace(e->correlation_id, e->signed_cbid).second) v.correlation_repeats++;
+      v.announced_ns[e->correlation_id] = e->ts;
       return true;
     }
     case AC_EV_KERNEL: {
@@ -191,6 +209,19 @@ bool Summary::on_event(const void *data, size_t size) {
       if (e->start == 0 || e->end < e->start || e->end - e->start > 60'000'000'000ull)
         v.invalid_timestamps++;
       v.kernels_by_correlation[e->correlation_id]++;
+      trace::KernelTimes t;
+      t.pid = pid;
+      t.device = e->device_id;
+      t.context = e->context_id;
+      t.stream = e->stream_id;
+      t.correlation = e->correlation_id;
+      t.start = e->start;
+      t.end = e->end;
+      t.delivered_ns = e->ts;
+      t.process_start_ns = v.process_start_ns;
+      if (auto a = v.announced_ns.find(e->correlation_id); a != v.announced_ns.end())
+        t.announced_ns = a->second;  // announced before it came
+      v.impossible[static_cast<size_t>(times_.check(t))]++;
       return true;
     }
     case AC_EV_CUBIN: {
@@ -258,6 +289,25 @@ void Summary::add_stat(uint32_t pid, uint32_t stat, uint64_t value) {
   if (stat < AC_STAT_MAX) pids_[pid].stats[stat] += value;
 }
 
+std::string Summary::impossible_line() const {
+  std::array<uint64_t, static_cast<size_t>(trace::Impossible::kCount)> by{};
+  uint64_t total = 0, kernels = 0;
+  for (const auto &[pid, v] : pids_) {
+    for (size_t r = 1; r < by.size(); ++r) by[r] += v.impossible[r];
+    total += v.impossible_total();
+    kernels += v.kernel_records;
+  }
+  if (total == 0) return "";
+  std::string why;
+  for (size_t r = 1; r < by.size(); ++r)
+    if (by[r])
+      why += (why.empty() ? "" : ", ") +
+             std::string(trace::impossible_name(static_cast<trace::Impossible>(r))) + " " +
+             std::to_string(by[r]);
+  return std::to_string(total) + " impossible kernel records of " + std::to_string(kernels) +
+         " (" + why + ")";
+}
+
 void Summary::set_attached(std::vector<std::string> attached, std::vector<std::string> ignored,
                            std::map<std::string, int> sites) {
   attached_ = std::move(attached);
@@ -267,10 +317,11 @@ void Summary::set_attached(std::vector<std::string> attached, std::vector<std::s
 
 std::string Summary::json() const {
   Json pids = Json::object();
-  uint64_t kernels = 0, correlations = 0, failures = 0;
+  uint64_t kernels = 0, correlations = 0, failures = 0, impossible = 0;
   for (const auto &[pid, v] : pids_) {
     pids[std::to_string(pid)] = process_json(v);
     kernels += v.kernel_records;
+    impossible += v.impossible_total();
     correlations += v.correlations;
     failures += v.read_failures();
   }
@@ -280,6 +331,7 @@ std::string Summary::json() const {
                   {"processes", pids_.size()},
                   {"correlations", correlations},
                   {"kernel_records", kernels},
+                  {"impossible_kernel_records", impossible},
                   {"read_failures", failures},
                   {"bad_events", bad_events_},
                   {"pids", pids}};

@@ -3,6 +3,7 @@
 // in agent_summary_test.cc.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "agent_consumer.h"
+#include "trace/timestamp_check.h"
 
 namespace parcagpu::agent {
 
@@ -19,6 +21,8 @@ namespace parcagpu::agent {
 // /proc/PID/mem); false when they cannot all be read.
 using MemoryReader =
     std::function<bool(uint32_t pid, uint64_t addr, uint64_t size, std::vector<uint8_t> *bytes)>;
+// When process `pid` started, on CLOCK_MONOTONIC (trace::process_start_monotonic_ns); 0 unknown.
+using ProcessStartReader = std::function<uint64_t(uint32_t pid)>;
 
 // Whether `bytes` is an ELF image whose section headers can be read: the agent parses each cubin
 // it reads as an ELF file and drops those it cannot parse.
@@ -41,6 +45,13 @@ struct ProcessView {
   // start 0, end before start, or longer than a minute: what upstream users saw after ~25M
   // records of sustained graph replay (parcagpu#23).
   uint64_t invalid_timestamps = 0;
+  // Kernel records whose times no GPU could give, by reason (trace/timestamp_check.h: the
+  // check parcagpu-trace makes), and what the check needs: when each launch was announced, when
+  // the process started.
+  std::array<uint64_t, static_cast<size_t>(trace::Impossible::kCount)> impossible{};
+  std::unordered_map<uint32_t, uint64_t> announced_ns;  // correlation ID -> cuda_correlation's time
+  uint64_t process_start_ns = 0;
+  uint64_t impossible_total() const;
   // Metadata.
   struct GpuConfig {
     uint32_t device_id, sampling_factor, clock_khz, sm_count;
@@ -77,7 +88,8 @@ struct ProcessView {
 
 class Summary {
  public:
-  explicit Summary(MemoryReader read_memory) : read_memory_(std::move(read_memory)) {}
+  explicit Summary(MemoryReader read_memory, ProcessStartReader process_start = nullptr)
+      : read_memory_(std::move(read_memory)), process_start_(std::move(process_start)) {}
 
   // One ring-buffer event. Returns false for an event it does not understand (counted).
   bool on_event(const void *data, size_t size);
@@ -88,9 +100,16 @@ class Summary {
 
   const std::map<uint32_t, ProcessView> &processes() const { return pids_; }
   std::string json() const;
+  // What the consumer says at the end about impossible kernel records ("" when there were none):
+  // "N impossible kernel records of M (reason n, ...)".
+  std::string impossible_line() const;
 
  private:
+  ProcessView &process(uint32_t pid);
+
   MemoryReader read_memory_;
+  ProcessStartReader process_start_;
+  trace::TimestampCheck times_;
   std::map<uint32_t, ProcessView> pids_;
   uint64_t bad_events_ = 0;
   std::vector<std::string> attached_, ignored_;

@@ -118,6 +118,43 @@ TEST(Summary, KernelTimestampsThatCannotBeAreCounted) {
   EXPECT_TRUE(Holds(s.json(), "\"invalid_timestamps\":3"));
 }
 
+// The check parcagpu-trace makes (trace/timestamp_check.h), with the firing times the BPF side
+// stamps and the process's start.
+TEST(Summary, ImpossibleKernelRecordsAreCountedAndSaid) {
+  constexpr uint64_t kS = 1'000'000'000, kBase = 1'700'000'000 * kS;
+  Summary s(no_memory, [](uint32_t pid) -> uint64_t { return pid == 1 ? 100 * kS : 0; });
+  EXPECT_EQ(s.impossible_line(), "");
+  ac_correlation_event c = corr(1, 10, 211);
+  c.ts = 200 * kS;
+  feed(s, c);
+  ac_kernel_event k = kernel(1, 10);
+  k.ts = 200 * kS + kS / 10;  // delivered 0.1 s after the announcement
+  k.start = kBase;
+  k.end = kBase + kS / 1000;
+  feed(s, k);  // fine
+  k.correlation_id = 11;
+  k.start = kBase + kS / 2000;  // overlaps the first, another launch of the same stream
+  feed(s, k);
+  k.correlation_id = 10;
+  k.start = kBase + kS;
+  k.end = kBase + kS + kS / 2;  // 0.5 s, longer than from its announcement to its delivery
+  feed(s, k);
+  k.end = kBase + kS + 200 * kS;  // 200 s, longer than the process (100 s old) had lived
+  feed(s, k);
+  k.end = k.start - 1;
+  feed(s, k);
+  const ProcessView &v = s.processes().at(1);
+  EXPECT_EQ(v.impossible_total(), 4u);
+  const std::string j = s.json();
+  EXPECT_TRUE(Holds(j, "\"impossible_kernel_records\":4,\"impossible_by_reason\":{\"reversed\":1,"
+                       "\"longer_than_process\":1,\"longer_than_launch\":1,\"stream_overlap\":1,"
+                       "\"device_overfull\":0}"));
+  EXPECT_TRUE(Holds(j, "\"kernel_records\":5,\"impossible_kernel_records\":4,"));
+  EXPECT_EQ(s.impossible_line(),
+            "4 impossible kernel records of 5 (reversed 1, longer_than_process 1, "
+            "longer_than_launch 1, stream_overlap 1)");
+}
+
 TEST(Summary, ReadFailuresAreSummedFromTheCounters) {
   Summary s(no_memory);
   s.add_stat(7, AC_STAT_READ_FAIL_RECORD, 2);

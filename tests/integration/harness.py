@@ -159,6 +159,9 @@ def finish_mockapp(p, timeout=120):
 class _Consumer:
     """A consumer process that prints a ready line once its probes are attached."""
     ready_pattern = None
+    # Its JSON summary may count impossible kernel records (_last_line_json); only tests that
+    # make them on purpose set it.
+    allow_impossible = False
 
     def __init__(self, cmd):
         self.out = tempfile.TemporaryFile(mode="w+")
@@ -305,13 +308,41 @@ class Bpftrace(_Consumer):
 
 
 def _last_line_json(consumer):
-    """A stopped consumer's last stdout line, its JSON summary."""
+    """A stopped consumer's last stdout line, its JSON summary. A summary (parcagpu-trace's or
+    agent-consumer's: one with kernel_records) must count no impossible kernel record
+    (trace/timestamp_check.h), unless the consumer was made with allow_impossible=True: every test
+    that delivers kernels through the mock checks the mock's times and the consumers' judging of
+    them here."""
     try:
-        return json.loads(consumer.stdout.strip().splitlines()[-1])
+        j = json.loads(consumer.stdout.strip().splitlines()[-1])
     except (ValueError, IndexError):
         raise AssertionError("%s printed no JSON:\n%s\n%s" % (
             os.path.basename(consumer.proc.args[0]), consumer.stdout[-2000:],
             consumer.stderr[-2000:]))
+    if isinstance(j, dict) and "kernel_records" in j and not consumer.allow_impossible:
+        check_no_impossible_records(j, os.path.basename(consumer.proc.args[0]))
+    return j
+
+
+def impossible_records(summary):
+    """The impossible kernel records a consumer's JSON summary counts (parcagpu-trace's
+    impossible_kernel_records, or agent-consumer's total of its processes'); a summary without
+    the count fails."""
+    assert "impossible_kernel_records" in summary, (
+        "the summary has no impossible_kernel_records: %s" % sorted(summary))
+    return summary["impossible_kernel_records"]
+
+
+def check_no_impossible_records(summary, who="consumer"):
+    n = impossible_records(summary)
+    if n:
+        if isinstance(summary.get("pids"), dict):  # agent-consumer: by process and reason
+            why = {pid: p.get("impossible_by_reason") for pid, p in summary["pids"].items()
+                   if p.get("impossible_kernel_records")}
+        else:
+            why = {k: v for k, v in summary.items() if k.startswith("impossible_") and v}
+        raise AssertionError("%s counted %d impossible kernel records of %d (times no GPU could "
+                             "give): %s" % (who, n, summary["kernel_records"], why))
 
 
 def _stop_with_json_result(consumer, base_stop, timeout):
@@ -328,9 +359,10 @@ class TraceTool(_Consumer):
     After stop(), last_json() is its last output line as JSON."""
     ready_pattern = r"parcagpu-trace: attached \d+ probes"
 
-    def __init__(self, args, ready=None):
+    def __init__(self, args, ready=None, allow_impossible=False):
         if ready:
             self.ready_pattern = ready
+        self.allow_impossible = allow_impossible
         super().__init__([TRACE] + list(args))
 
     def last_json(self):
@@ -411,10 +443,11 @@ class Trace(_Consumer):
     """build/bin/parcagpu-trace --json, system-wide or on one pid."""
     ready_pattern = r"parcagpu-trace: attached \d+ probes"
 
-    def __init__(self, lib=LIB, pid=None, extra=()):
+    def __init__(self, lib=LIB, pid=None, extra=(), allow_impossible=False):
         cmd = [TRACE, "-l", os.path.abspath(lib), "--json"] + list(extra)
         if pid:
             cmd += ["-p", str(pid)]
+        self.allow_impossible = allow_impossible
         super().__init__(cmd)
 
     def stop(self, timeout=60):
@@ -427,10 +460,11 @@ class AgentConsumer(_Consumer):
     process(pid) the part about one process."""
     ready_pattern = r"agent-consumer: attached \d+ probes"
 
-    def __init__(self, lib=LIB, pid=None):
+    def __init__(self, lib=LIB, pid=None, allow_impossible=False):
         cmd = [AGENT_CONSUMER, "-l", os.path.abspath(lib)]
         if pid:
             cmd += ["-p", str(pid)]
+        self.allow_impossible = allow_impossible
         super().__init__(cmd)
 
     def stop(self, timeout=60):

@@ -1,0 +1,186 @@
+#include "timestamp_check.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <string>
+
+namespace parcagpu::trace {
+namespace {
+
+constexpr uint64_t kSecond = 1'000'000'000ull;
+
+uint64_t clock_ns(clockid_t c) {
+  timespec ts{};
+  clock_gettime(c, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * kSecond + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+}  // namespace
+
+const char *impossible_name(Impossible r) {
+  switch (r) {
+    case Impossible::kReversed: return "reversed";
+    case Impossible::kLongerThanProcess: return "longer_than_process";
+    case Impossible::kLongerThanLaunch: return "longer_than_launch";
+    case Impossible::kStreamOverlap: return "stream_overlap";
+    case Impossible::kDeviceOverfull: return "device_overfull";
+    case Impossible::kNone:
+    case Impossible::kCount: break;
+  }
+  return "";
+}
+
+uint64_t TimestampCheck::total() const {
+  uint64_t n = 0;
+  for (size_t i = 1; i < counts_.size(); ++i) n += counts_[i];
+  return n;
+}
+
+bool TimestampCheck::overlaps(const Window &w, const KernelTimes &k) const {
+  for (uint32_t i = 0; i < w.n; ++i) {
+    const Interval &v = w.iv[i];
+    if (v.correlation == k.correlation) continue;  // one graph launch's kernels may run side by side
+    const uint64_t lo = std::max(v.start, k.start), hi = std::min(v.end, k.end);
+    if (hi > lo && hi - lo > limits_.overlap_ns) return true;
+  }
+  return false;
+}
+
+void TimestampCheck::remember(Window *w, const KernelTimes &k) {
+  if (w->n < kWindow) {
+    w->iv[w->n++] = {k.start, k.end, k.correlation};
+    return;
+  }
+  // Full: the new one takes the place of the one that ended first, unless it ended before them all.
+  Interval *oldest = &w->iv[0];
+  for (Interval &v : w->iv)
+    if (v.end < oldest->end) oldest = &v;
+  if (k.end > oldest->end) *oldest = {k.start, k.end, k.correlation};
+}
+
+bool TimestampCheck::fits_device(Device *d, uint64_t stream_key, const KernelTimes &k) const {
+  uint64_t first = k.start / kSecond, last = (k.end > k.start ? k.end - 1 : k.end) / kSecond;
+  if (last - first >= kSeconds) first = last - kSeconds + 1;  // a long one: its last seconds
+  struct Piece {
+    Bucket *b;
+    uint64_t tag, ns;
+    bool fresh, new_stream;
+  };
+  std::array<Piece, kSeconds> pieces;
+  size_t n = 0;
+  for (uint64_t s = first; s <= last; ++s) {
+    Bucket &b = d->b[s % kSeconds];
+    const uint64_t tag = s + 1;  // 0: unused
+    if (b.second > tag) continue;  // a second too old to be remembered still
+    const bool fresh = b.second < tag;
+    const uint64_t lo = std::max(k.start, s * kSecond), hi = std::min(k.end, (s + 1) * kSecond);
+    const uint64_t ns = hi > lo ? hi - lo : 0;
+    const uint32_t streams = fresh ? 0 : b.n_streams;
+    bool new_stream = true;
+    for (uint32_t i = 0; i < std::min<uint32_t>(streams, kBucketStreams); ++i)
+      if (b.streams[i] == stream_key) new_stream = false;
+    const uint64_t active = streams + (new_stream ? 1 : 0);
+    if (active <= kBucketStreams) {
+      const double capacity =
+          static_cast<double>(active * kSecond) * (1.0 + limits_.bucket_slack) + static_cast<double>(limits_.bucket_slack_ns);
+      if (static_cast<double>((fresh ? 0 : b.sum_ns) + ns) > capacity) return false;
+    }
+    pieces[n++] = {&b, tag, ns, fresh, new_stream};
+  }
+  for (size_t i = 0; i < n; ++i) {
+    Piece &p = pieces[i];
+    if (p.fresh) {
+      p.b->second = p.tag;
+      p.b->sum_ns = 0;
+      p.b->n_streams = 0;
+    }
+    p.b->sum_ns += p.ns;
+    if (p.new_stream && p.b->n_streams <= kBucketStreams) {
+      if (p.b->n_streams < kBucketStreams) p.b->streams[p.b->n_streams] = stream_key;
+      ++p.b->n_streams;  // kBucketStreams + 1: too many to count
+    }
+  }
+  return true;
+}
+
+Impossible TimestampCheck::check(const KernelTimes &k) {
+  Impossible r = Impossible::kNone;
+  const uint64_t dur = k.end - k.start;
+  if (k.start == 0 || k.end == 0 || k.end < k.start) {
+    r = Impossible::kReversed;
+  } else if (k.delivered_ns &&
+             dur > (k.process_start_ns && k.process_start_ns < k.delivered_ns ? k.delivered_ns - k.process_start_ns
+                                                                              : k.delivered_ns) +
+                       limits_.slack_ns) {
+    r = Impossible::kLongerThanProcess;
+  } else if (k.announced_ns && k.delivered_ns >= k.announced_ns &&
+             dur > k.delivered_ns - k.announced_ns + limits_.slack_ns) {
+    r = Impossible::kLongerThanLaunch;
+  } else {
+    const Key key{static_cast<uint64_t>(k.pid) << 32 | k.device, static_cast<uint64_t>(k.context) << 32 | k.stream};
+    auto s = streams_.find(key);
+    if (s == streams_.end()) {
+      if (streams_.size() >= limits_.max_streams) streams_.clear();
+      s = streams_.emplace(key, Window{}).first;
+    }
+    if (overlaps(s->second, k)) {
+      r = Impossible::kStreamOverlap;
+    } else {
+      const uint64_t dkey = key.a;
+      auto d = devices_.find(dkey);
+      if (d == devices_.end()) {
+        if (devices_.size() >= limits_.max_streams) devices_.clear();
+        d = devices_.emplace(dkey, Device{}).first;
+      }
+      if (!fits_device(&d->second, key.b, k))
+        r = Impossible::kDeviceOverfull;
+      else
+        remember(&s->second, k);
+    }
+  }
+  if (r != Impossible::kNone) ++counts_[static_cast<size_t>(r)];
+  return r;
+}
+
+void TimestampCheck::forget_process(uint32_t pid) {
+  for (auto it = streams_.begin(); it != streams_.end();)
+    it = (it->first.a >> 32) == pid ? streams_.erase(it) : std::next(it);
+  for (auto it = devices_.begin(); it != devices_.end();)
+    it = (it->first >> 32) == pid ? devices_.erase(it) : std::next(it);
+}
+
+uint64_t process_start_monotonic_ns(uint32_t pid) {
+  char path[48];
+  std::snprintf(path, sizeof path, "/proc/%u/stat", pid);
+  FILE *f = std::fopen(path, "re");
+  if (!f) return 0;
+  char buf[1024];
+  const size_t n = std::fread(buf, 1, sizeof buf - 1, f);
+  std::fclose(f);
+  buf[n] = 0;
+  // Fields after the command's closing parenthesis (the command may hold spaces and ')'):
+  // state is field 3, starttime field 22.
+  const char *p = std::strrchr(buf, ')');
+  if (!p) return 0;
+  ++p;
+  for (int field = 3; field < 22; ++field) {
+    while (*p == ' ') ++p;
+    while (*p && *p != ' ') ++p;
+    if (!*p) return 0;
+  }
+  unsigned long long ticks = 0;
+  if (std::sscanf(p, " %llu", &ticks) != 1) return 0;
+  const long hz = sysconf(_SC_CLK_TCK);
+  if (hz <= 0) return 0;
+  const uint64_t start_boottime = ticks * (kSecond / static_cast<uint64_t>(hz));
+  // CLOCK_BOOTTIME - CLOCK_MONOTONIC: the time spent suspended since boot.
+  const uint64_t mono = clock_ns(CLOCK_MONOTONIC), boot = clock_ns(CLOCK_BOOTTIME);
+  const uint64_t suspended = boot > mono ? boot - mono : 0;
+  return start_boottime > suspended ? start_boottime - suspended : 1;
+}
+
+}  // namespace parcagpu::trace
