@@ -239,6 +239,7 @@ void Profiler::log_stats() const {
                         {"bytes held", u(cs.copied_bytes)}, {"no crc", u(cs.no_crc)}});
   const GraphStats g = graphs_->stats();
   log_totals("graphs", {{"execs", u(g.execs)}, {"clones", u(g.clones)},
+                        {"clones not fired live", u(g.clones_not_fired)},
                         {"host-only launches", u(g.hostonly_launches)},
                         {"conditional records", u(g.conditional_records)},
                         {"ambiguous owner", u(g.conditional_ambiguous)},
