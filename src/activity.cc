@@ -34,6 +34,14 @@ RepeatedError g_refused("activity", "launches not announced: the correlation tra
                         "launches");
 RepeatedError g_expired("activity", "announced launches given up without their kernels",
                         "launches");
+RepeatedError g_kernels_unheard("activity",
+                                 "kernels of announced launches fired after the last kernel "
+                                 "consumer left",
+                                 "kernels");
+RepeatedError g_launches_unheard("activity",
+                                 "announced launches still waiting for kernels when the last "
+                                 "kernel consumer left",
+                                 "launches");
 RepeatedError g_buffer_exception("activity", "exceptions while reading a buffer");
 RepeatedError g_housekeeping_exception("activity", "exceptions in the activity housekeeping");
 
@@ -83,7 +91,24 @@ bool ActivityCollector::init() {
 
 void ActivityCollector::arm(bool on) {
   // Disarming flushes what was collected; the housekeeping begins at the first arm (on_tick).
-  if (switch_->arm(on) && !on) flush(true);
+  if (!switch_->arm(on) || on) return;
+  flush(true);
+  if (shutting_down_) return;
+  // The last kernel consumer left (its semaphores are down already: the flush above fired to
+  // nobody, counted in process_buffer). What the tracker still waits for will reach nobody
+  // either: a loss, said here, and forgotten (a later consumer must not get these kernels).
+  const uint64_t n = tracker_.drop_all();
+  if (n == 0) return;
+  {
+    std::lock_guard<std::mutex> s(stats_mu_);
+    stats_.launches_unheard += n;
+  }
+  g_launches_unheard.report_n(n, kErrDataLost,
+                              "%llu announced launches were still waiting for their kernel "
+                              "records when the last kernel consumer (activity_batch, "
+                              "kernel_executed) detached: their kernels reach no consumer (a "
+                              "consumer should detach cuda_correlation first and drain)",
+                              static_cast<unsigned long long>(n));
 }
 
 void ActivityCollector::request_flush() {
@@ -135,6 +160,7 @@ void ActivityCollector::housekeeping() {
 }
 
 void ActivityCollector::shutdown() {
+  shutting_down_ = true;
   // Also when disarmed: kernels of launches announced just before the last consumer left may
   // have been recorded after that flush.
   if (switch_->armed_once()) flush(true);
@@ -238,6 +264,9 @@ void CUPTIAPI ActivityCollector::on_buffer_completed(CUcontext ctx, uint32_t str
 void ActivityCollector::process_buffer(CUcontext ctx, uint32_t stream_id, uint8_t *buffer,
                                        size_t valid_size) {
   const bool per_kernel = usdt::kernel_executed_consumers() != 0;
+  // Nobody attached to either kernel probe: what is delivered now reaches no consumer (the last
+  // one left after these launches were announced, before the watcher disarmed).
+  const bool heard = per_kernel || usdt::activity_batch_consumers() != 0;
   const void *batch[PARCAGPU_ACTIVITY_BATCH_MAX];
   uint32_t n = 0;
   uint64_t delivered = 0, batches = 0, unattributed = 0;
@@ -311,7 +340,14 @@ void ActivityCollector::process_buffer(CUcontext ctx, uint32_t stream_id, uint8_
                                "KiB (PARCAGPU_MAX_BUFFERS, PARCAGPU_BUFFER_KIB)",
                                dropped, config_.max_buffers, config_.buffer_kib);
   }
+  if (!heard && delivered > 0)
+    g_kernels_unheard.report_n(delivered, kErrDataLost,
+                               "%llu kernel records of announced launches were fired after the "
+                               "last kernel consumer (activity_batch, kernel_executed) detached: "
+                               "no consumer got them",
+                               static_cast<unsigned long long>(delivered));
   std::lock_guard<std::mutex> s(stats_mu_);
+  if (!heard) stats_.kernels_unheard += delivered;
   ++stats_.buffers_completed;
   stats_.kernel_records += walk.kernel_records;
   stats_.kernels_delivered += delivered;

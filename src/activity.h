@@ -32,6 +32,11 @@ struct ActivityStats {
   uint64_t records_dropped = 0;           // reported by cuptiActivityGetNumDroppedRecords
   uint64_t buffers_cut_short = 0;         // cuptiActivityGetNextRecord failed: the rest was lost
   uint64_t conditional_unattributed = 0;  // correlation-0 records of no known exec
+  // Losses at a consumer's detach (said as errors): kernels of announced launches fired while no
+  // kernel consumer (activity_batch, kernel_executed) was attached any more, and announced
+  // launches still waiting for kernels when the last one left (given up there).
+  uint64_t kernels_unheard = 0;
+  uint64_t launches_unheard = 0;
   uint64_t flushes = 0;
   uint64_t enables = 0;
   uint64_t disables = 0;
@@ -112,7 +117,8 @@ class ActivityCollector : public ConsumerWatcher::Client {
   uint64_t expired_seen_ = 0;
   uint64_t next_progress_ns_ = 0;
 
-  std::atomic<uint32_t> buffers_in_flight_{0};  // bufferCompleted calls running now
+  std::atomic<uint32_t> buffers_in_flight_{0};
+  bool shutting_down_ = false;  // shutdown(): what still waits is accounted there, not dropped  // bufferCompleted calls running now
 
   std::function<void()> request_tick_;
   std::atomic<bool> flush_requested_{false};

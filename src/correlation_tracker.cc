@@ -74,6 +74,24 @@ void CorrelationTracker::remove(uint32_t id) {
   ++stats_.removed;
 }
 
+uint64_t CorrelationTracker::drop_all() {
+  std::lock_guard<std::mutex> lock(mu_);
+  uint64_t n = 0;
+  for (const auto &[id, e] : entries_) {
+    if (e.kind == LaunchKind::Graph && e.expected == 0 && e.kernels_seen > 0) {
+      ++stats_.completed;
+    } else {
+      ++n;
+    }
+  }
+  entries_.clear();
+  pending_.store(0, std::memory_order_relaxed);
+  order_.clear();
+  settled_.clear();
+  stats_.dropped_unheard += n;
+  return n;
+}
+
 uint64_t CorrelationTracker::expire(uint64_t now_ns) {
   std::lock_guard<std::mutex> lock(mu_);
   return expire_locked(now_ns);

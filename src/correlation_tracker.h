@@ -37,6 +37,7 @@ struct TrackerStats {
   uint64_t refused = 0;           // not inserted at the cap: the launch was not announced
   uint64_t retired_at_cap = 0;    // graph entries of unknown count, with kernels, let go at the cap
   uint64_t removed = 0;           // withdrawn by the caller (e.g. captured launches)
+  uint64_t dropped_unheard = 0;   // still waiting when the last kernel consumer left: lost
   uint64_t live = 0;              // entries now
   uint64_t pending = 0;           // entries that have seen no kernel yet
 };
@@ -59,6 +60,11 @@ class CorrelationTracker {
 
   // Forget an entry without a kernel (the launch turned out not to execute).
   void remove(uint32_t correlation_id);
+
+  // The last kernel consumer left: every entry still waiting for kernels is given up (its
+  // kernels reach nobody) and counted in dropped_unheard; graph entries of unknown kernel count
+  // that already got kernels are done (completed). Returns how many were still waiting.
+  uint64_t drop_all();
 
   // Drops entries past the age limit. Returns how many.
   uint64_t expire(uint64_t now_ns);

@@ -10,6 +10,7 @@ namespace parcagpu {
 namespace {
 
 constexpr size_t kMaxClones = 1 << 20;
+constexpr size_t kMaxWantedNodes = 1 << 16;
 constexpr size_t kMaxExecs = 1 << 16;
 constexpr size_t kMaxOpenLaunches = 64;
 constexpr size_t kMaxRetiredExecs = 1024;
@@ -106,14 +107,36 @@ void GraphTracker::on_node_cloned(const CUpti_GraphData *gd) {
             static_cast<unsigned long long>(cloned), graph_id, static_cast<int>(type));
   // Without node ids (a CUPTI lacking cuptiGetGraphNodeId) a clone links nothing to nothing.
   if (!cupti_.available(cupti_.cuptiGetGraphNodeId)) return;
-  usdt::graph_node_clone(original, cloned, graph_id);
   std::lock_guard<std::mutex> lock(mu_);
+  if (wanted_nodes_.count(original)) {
+    want_locked(cloned);
+    usdt::graph_node_clone(original, cloned, graph_id);
+  } else {
+    ++stats_.clones_not_fired;
+  }
   if (clones_.size() >= kMaxClones) {
     clones_.erase(clones_.begin(), clones_.begin() + kMaxClones / 2);
     clone_seq_base_ += kMaxClones / 2;
   }
   clones_.push_back({original, cloned, graph_id});
   ++stats_.clones;
+}
+
+void GraphTracker::note_capture_node(uint64_t node_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  want_locked(node_id);
+}
+
+void GraphTracker::want_locked(uint64_t node) {
+  const uint64_t seq = ++wanted_seq_;
+  wanted_nodes_[node] = seq;
+  wanted_order_.emplace_back(node, seq);
+  while (wanted_order_.size() > kMaxWantedNodes) {
+    const auto [old, old_seq] = wanted_order_.front();
+    wanted_order_.pop_front();
+    if (auto it = wanted_nodes_.find(old); it != wanted_nodes_.end() && it->second == old_seq)
+      wanted_nodes_.erase(it);
+  }
 }
 
 void GraphTracker::on_exec_created(const CUpti_GraphData *gd) {

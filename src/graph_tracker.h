@@ -27,6 +27,7 @@ namespace parcagpu {
 struct GraphStats {
   uint64_t execs = 0;
   uint64_t clones = 0;
+  uint64_t clones_not_fired = 0;      // of no announced capture: stored, fired only on re-firing
   uint64_t hostonly_launches = 0;     // not announced: no kernel could ever match
   uint64_t conditional_records = 0;   // correlation-0 records handed back to their launch
   uint64_t conditional_ambiguous = 0; // ... where several launches of the exec were open
@@ -43,6 +44,12 @@ class GraphTracker {
   void on_node_cloned(const CUpti_GraphData *gd);
   void on_exec_created(const CUpti_GraphData *gd);
   void on_exec_destroyed(const CUpti_GraphData *gd);
+  // A captured launch was announced (graph_capture_launch) as node `node_id`: the clones of that
+  // node, and the clones of those, are fired live at instantiation (graph_node_clone); other
+  // clones are only stored, for re-firing. Firing every clone of every instantiation put half a
+  // million events a second into a consumer's ring buffer at the default rate limits (issue 30),
+  // though a clone is of use only on the way to an announced capture site.
+  void note_capture_node(uint64_t node_id);
 
   struct ExecFacts {
     bool known = false;
@@ -115,6 +122,12 @@ class GraphTracker {
   uint64_t clone_seq_base_ = 0;
   uint64_t refire_next_ = 0, refire_end_ = 0;  // sequence numbers; next == end: nothing to do
   GraphStats stats_;
+  // Nodes whose clones are fired live (note_capture_node and their clones), bounded: the oldest
+  // go first.
+  std::unordered_map<uint64_t, uint64_t> wanted_nodes_;  // node -> insertion number
+  std::deque<std::pair<uint64_t, uint64_t>> wanted_order_;
+  uint64_t wanted_seq_ = 0;
+  void want_locked(uint64_t node);
 };
 
 template <typename Alive>

@@ -422,7 +422,16 @@ void LaunchCallbacks::begin_announced(Role &r, RoleState state, uint8_t kind,
   // tracker refuses it: not announced, as no kernel of it could be matched (counted there).
   // Not tracked while no consumer wants kernels (one that attached cuda_correlation alone, say):
   // no record would come to match it.
-  if (!activity_.armed()) return;
+  if (!activity_.armed()) {
+    // A kernel consumer attached that the watcher has not armed kernel collection for yet (it
+    // sees the semaphores every 100 ms): this launch's kernels would never be collected, a
+    // silent loss for that consumer. Not announced.
+    if (usdt::activity_batch_consumers() != 0 || usdt::kernel_executed_consumers() != 0) {
+      t.announce = false;
+      withdraw_admission(r, state);
+    }
+    return;
+  }
   if (!tracker_.insert(cb->correlationId, graph ? LaunchKind::Graph : LaunchKind::Eager,
                        coarse_ns(), expected_kernels)) {
     t.announce = false;
@@ -468,6 +477,7 @@ void LaunchCallbacks::end_announced(Role &r, uint64_t epoch, uint8_t kind, CbDom
     // Recorded into a graph by stream capture: it never runs under this ID.
     tracker_.remove(cb->correlationId);
     stats_.captured.fetch_add(1, std::memory_order_relaxed);
+    graphs_.note_capture_node(t.capture_node_id);  // its clones are fired live from now on
     usdt::graph_capture_launch(cb->correlationId, scbid, name, t.capture_graph_id,
                                t.capture_node_id);
   } else if (usdt::correlation_consumers() != 0) {

@@ -204,7 +204,10 @@ void Profiler::log_stats() const {
   log_totals("activity", {{"buffers", u(a.buffers_completed)}, {"refused", u(a.buffers_refused)},
                           {"kernel records", u(a.kernel_records)},
                           {"delivered", u(a.kernels_delivered)}, {"batches", u(a.batches_fired)},
-                          {"dropped", u(a.records_dropped)}, {"flushes", u(a.flushes)},
+                          {"dropped", u(a.records_dropped)},
+                          {"kernels after the last consumer left", u(a.kernels_unheard)},
+                          {"launches waiting when it left", u(a.launches_unheard)},
+                          {"flushes", u(a.flushes)},
                           {"enables", u(a.enables)}, {"disables", u(a.disables)}});
   const PcStats p = pc_->stats();
   log_totals("pc sampling", {{"episodes", u(p.episodes)},
@@ -236,6 +239,7 @@ void Profiler::log_stats() const {
                         {"bytes held", u(cs.copied_bytes)}, {"no crc", u(cs.no_crc)}});
   const GraphStats g = graphs_->stats();
   log_totals("graphs", {{"execs", u(g.execs)}, {"clones", u(g.clones)},
+                        {"clones not fired live", u(g.clones_not_fired)},
                         {"host-only launches", u(g.hostonly_launches)},
                         {"conditional records", u(g.conditional_records)},
                         {"ambiguous owner", u(g.conditional_ambiguous)},
@@ -245,7 +249,8 @@ void Profiler::log_stats() const {
                          {"matched", u(t.kernels_matched)}, {"unmatched", u(t.kernels_unmatched)},
                          {"expired", u(t.expired)}, {"never seen", u(t.expired_unseen)},
                          {"refused", u(t.refused)}, {"retired at the cap", u(t.retired_at_cap)},
-                         {"removed", u(t.removed)}, {"live", u(t.live)}});
+                         {"removed", u(t.removed)}, {"dropped unheard", u(t.dropped_unheard)},
+                         {"live", u(t.live)}});
 }
 
 bool start_profiler(const char *how) noexcept {

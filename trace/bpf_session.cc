@@ -33,14 +33,19 @@ int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list args) {
 // Probe name -> its program in the skeleton, typed: a probe without a program does not compile.
 using Progs = decltype(parcagpu_trace_bpf::progs);
 #define PARCAGPU_PROBE(name) ProbeProgram<Progs>{#name, &Progs::name}
+// Attached in this order and detached in it too (cuda_correlation by itself first at exit):
+// cuda_correlation last. The library announces launches as soon as it sees that semaphore up,
+// and collects their kernels only once it has seen a kernel probe's: announced before that,
+// their kernels never come (seen in the attach/detach storm as a few hundred orphan launches
+// of the first 100 ms).
 constexpr ProbeProgram<Progs> kProbes[] = {
-    PARCAGPU_PROBE(cuda_correlation), PARCAGPU_PROBE(activity_batch),
-    PARCAGPU_PROBE(kernel_executed),  PARCAGPU_PROBE(error),
-    PARCAGPU_PROBE(gpu_config),       PARCAGPU_PROBE(cubin_loaded),
-    PARCAGPU_PROBE(cubin_unloaded),   PARCAGPU_PROBE(stall_reason_map),
-    PARCAGPU_PROBE(pc_sample_batch),
+    PARCAGPU_PROBE(activity_batch),   PARCAGPU_PROBE(kernel_executed),
+    PARCAGPU_PROBE(error),            PARCAGPU_PROBE(gpu_config),
+    PARCAGPU_PROBE(cubin_loaded),     PARCAGPU_PROBE(cubin_unloaded),
+    PARCAGPU_PROBE(stall_reason_map), PARCAGPU_PROBE(pc_sample_batch),
     // Capture-site attribution: optional, a library without them is still traced.
     PARCAGPU_PROBE(graph_capture_launch), PARCAGPU_PROBE(graph_node_clone),
+    PARCAGPU_PROBE(cuda_correlation),
 };
 #undef PARCAGPU_PROBE
 

@@ -82,12 +82,15 @@ bool alive(const std::vector<uint32_t> &pids) {
   return false;
 }
 
-// Exit with traced processes still running: stop announcements first, so the library (its
-// consumer count dropping) flushes the kernels of what it announced, and wait for those kernels
+// Exit with traced processes still running: stop announcements first, always (detaching the
+// kernel probes with cuda_correlation still attached would take launches announced meanwhile
+// without their kernels), then read what came, and wait for the kernels of what was announced
 // while a process that still awaits them lives, at most --linger.
 void linger(pt::BpfSession &bpf, const pt::Options &o, const pt::Joiner &j) {
-  if (o.linger_s <= 0 || j.awaiting_kernels() == 0 || !alive(j.awaiting_pids())) return;
   bpf.detach("cuda_correlation");
+  while (bpf.consume() > 0) {
+  }
+  if (o.linger_s <= 0 || j.awaiting_kernels() == 0 || !alive(j.awaiting_pids())) return;
   const sig_atomic_t signals = g_signals;
   const auto until = Clock::now() + std::chrono::duration<double>(o.linger_s);
   auto next_check = Clock::now();
@@ -220,7 +223,10 @@ int main(int argc, char **argv) {
   while (t.bpf.consume() > 0) {
   }
   t.tracer.set_closing();
-  if (!exited) linger(t.bpf, opt, t.tracer.joiner());
+  if (!exited)
+    linger(t.bpf, opt, t.tracer.joiner());
+  else
+    t.bpf.detach("cuda_correlation");
   const double traced_s = since(start);
   t.bpf.detach_all();  // ~0.1 s per probe: the kernel's uprobe unregistration
   t.pc.detach_all();

@@ -209,8 +209,9 @@ class CloneRefire(unittest.TestCase):
                 if l.startswith("MOCKAPP_CLONES ")][0]
         per_thread = rec.clone_counts(r.summary["pid"])
         app_tid = info["app_tid"]
-        # Fired live at instantiation, on the instantiating thread (probes fire whoever listens).
-        self.assertEqual(per_thread.get(app_tid, 0), info["clones"], per_thread)
+        # Not fired live at instantiation: no announced capture is behind these nodes (issue 30:
+        # firing every clone of every instantiation flooded consumers); stored all the same.
+        self.assertEqual(per_thread.get(app_tid, 0), 0, per_thread)
         refired = sum(n for tid, n in per_thread.items() if tid != app_tid)
         self.assertGreaterEqual(refired, 1024, per_thread)
         self.assertLessEqual(refired, info["clones"], per_thread)

@@ -53,5 +53,34 @@ TEST(GraphRefire, OnlyWhatWasStoredBeforeTheAttach) {
   EXPECT_EQ(total, 150u);
 }
 
+CUptiResult CUPTIAPI node_id_of_handle(CUgraphNode node, uint64_t *id) {
+  *id = reinterpret_cast<uintptr_t>(node);
+  return CUPTI_SUCCESS;
+}
+
+void clone_node(GraphTracker &g, uintptr_t original, uintptr_t cloned) {
+  CUpti_GraphData gd{};
+  gd.originalNode = reinterpret_cast<CUgraphNode>(original);
+  gd.node = reinterpret_cast<CUgraphNode>(cloned);
+  g.on_node_cloned(&gd);
+}
+
+// Issue 30: only the clones of an announced capture (and their clones) are fired live; every
+// clone is stored for re-firing as before.
+TEST(GraphClones, FiredLiveOnlyOnTheWayToAnAnnouncedCapture) {
+  CuptiApi cupti;
+  cupti.cuptiGetGraphNodeId = &node_id_of_handle;
+  GraphTracker g(cupti, nullptr);
+  clone_node(g, 1, 2);  // nothing announced behind node 1
+  EXPECT_EQ(g.stats().clones_not_fired, 1u);
+  g.note_capture_node(1);
+  clone_node(g, 1, 3);  // fired
+  clone_node(g, 3, 4);  // a clone of that clone (a cloned graph instantiated): fired
+  clone_node(g, 2, 5);  // still nothing behind node 2
+  EXPECT_EQ(g.stats().clones_not_fired, 2u);
+  EXPECT_EQ(g.stats().clones, 4u);
+  EXPECT_EQ(g.clones_stored(), 4u);
+}
+
 }  // namespace
 }  // namespace parcagpu
