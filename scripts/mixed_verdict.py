@@ -16,10 +16,11 @@ def last_json(path):
 
 
 def trace_by_kernel(path):
-    """GPU ns by (demangled) kernel name from parcagpu-trace --json."""
+    """GPU ns by (demangled) kernel name from parcagpu-trace --json: by device, which holds every
+    kernel (gpu_time_by_stack holds the top stacks only)."""
     j = last_json(path)
     g = {}
-    for s in j["gpu_time_by_stack"]:
+    for s in j["gpu_time_by_device"]:
         for k in s["by_kernel"]:
             name = k.get("demangled") or k["kernel"]
             g[name] = g.get(name, 0) + k["gpu_ns"]

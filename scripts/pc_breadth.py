@@ -22,7 +22,8 @@ def last_json(path):
 def load(path):
     j = last_json(path)
     gpu = {}
-    for st in j.get("gpu_time_by_stack", []):
+    # By device: every kernel (gpu_time_by_stack holds the top stacks only).
+    for st in j.get("gpu_time_by_device", []):
         for k in st.get("by_kernel", []):
             gpu[k["kernel"][:NAME_MAX]] = gpu.get(k["kernel"][:NAME_MAX], 0) + k["gpu_ns"]
     pc = {}
@@ -32,7 +33,7 @@ def load(path):
         e["samples"] += k.get("samples", 0)
         e["launches"] += k.get("launches", 0)
         for what, n in k.get("by_launch", {}).items():
-            if what in ("unannounced", "uncorrelated"):
+            if what in ("unannounced", "uncorrelated", "gpu_only"):
                 e["gpu_only"] += n
             else:
                 e["stack"] += n

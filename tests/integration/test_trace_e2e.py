@@ -57,7 +57,9 @@ class TraceEndToEnd(unittest.TestCase):
         self.assertEqual(j[C.graph_launches_with_kernels], graph_launches)
 
     def test_default_rate_limits_one_thread(self):
-        r, j = self.traced(["--duration=2s", "--launch-rate=1000", "--graph-rate=100"])
+        # The production configuration: a PC-sample consumer attached (--pc), default rates.
+        r, j = self.traced(["--duration=2s", "--launch-rate=1000", "--graph-rate=100"],
+                           trace_args=("--pc",))
         self.assert_clean(j)
         s = r.summary
         self.assertGreater(j[C.correlations], 0)
@@ -79,7 +81,7 @@ class TraceEndToEnd(unittest.TestCase):
 
     def test_default_rate_limits_eight_threads(self):
         r, j = self.traced(["--duration=2s", "--launch-rate=4000", "--graph-rate=400",
-                            "--threads=8"])
+                            "--threads=8"], trace_args=("--pc",))
         self.assert_clean(j)
         self.assertLessEqual(j[C.correlations], 8 * ((100 + 20) * 3 + 5))
 
