@@ -520,10 +520,12 @@ bool LaunchCallbacks::note_captured_launch(const CUpti_GraphData *gd) {
   t.captured = true;
   t.capture_graph_id = 0;
   t.capture_node_id = 0;
-  CUptiResult ir = CUPTI_SUCCESS;
-  if (gd && gd->graph) ir = cupti_.cuptiGetGraphId(gd->graph, &t.capture_graph_id);
-  if (ir == CUPTI_SUCCESS && gd && gd->node)
-    ir = cupti_.cuptiGetGraphNodeId(gd->node, &t.capture_node_id);
+  // Each ID on its own: a CUPTI lacking one still gives the other (the node ID is what ties the
+  // capture's clones to it, GraphTracker::note_capture_node).
+  CUptiResult graph_ir = CUPTI_SUCCESS, node_ir = CUPTI_SUCCESS;
+  if (gd && gd->graph) graph_ir = cupti_.cuptiGetGraphId(gd->graph, &t.capture_graph_id);
+  if (gd && gd->node) node_ir = cupti_.cuptiGetGraphNodeId(gd->node, &t.capture_node_id);
+  const CUptiResult ir = graph_ir != CUPTI_SUCCESS ? graph_ir : node_ir;
   // (A libcupti lacking either was reported once at start.)
   if (ir != CUPTI_SUCCESS && cupti_.available(cupti_.cuptiGetGraphId) &&
       cupti_.available(cupti_.cuptiGetGraphNodeId))
