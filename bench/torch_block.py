@@ -10,10 +10,11 @@ Prints one line `TORCH_BLOCK {"mode": ..., "steps": N}` at the end.
 """
 import argparse
 import json
-import time
 
 import torch
 import torch.nn.functional as F
+
+from torch_loop import profile_to, run
 
 VOCAB, DIM, HEADS, SEQ, BATCH = 8192, 512, 8, 256, 8
 
@@ -80,14 +81,6 @@ def build(mode):
     return replay
 
 
-def run(step, seconds):
-    n, end = 0, time.perf_counter() + seconds
-    while time.perf_counter() < end:
-        step()
-        n += 1
-    return n
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--mode", choices=["eager", "graph"], default="eager")
@@ -99,16 +92,8 @@ def main():
     if not a.profile:
         print("TORCH_BLOCK " + json.dumps({"mode": a.mode, "steps": run(step, a.seconds)}), flush=True)
         return
-    from torch.profiler import ProfilerActivity, profile
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        n = run(step, a.seconds)
-    by_kernel = {}
-    for e in prof.events():
-        if e.device_type == torch.autograd.DeviceType.CUDA and e.time_range.elapsed_us() > 0:
-            by_kernel[e.name] = by_kernel.get(e.name, 0) + int(e.time_range.elapsed_us() * 1000)
-    with open(a.profile, "w") as f:
-        json.dump({"mode": a.mode, "steps": n, "gpu_ns_by_kernel": by_kernel}, f)
-    print("TORCH_BLOCK " + json.dumps({"mode": a.mode, "steps": n, "kernels": len(by_kernel)}), flush=True)
+    n, kernels = profile_to(a.profile, step, a.seconds, mode=a.mode)
+    print("TORCH_BLOCK " + json.dumps({"mode": a.mode, "steps": n, "kernels": kernels}), flush=True)
 
 
 if __name__ == "__main__":

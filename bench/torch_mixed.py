@@ -11,9 +11,10 @@ Prints one line `TORCH_MIXED {"iterations": N, ...}` at the end.
 """
 import argparse
 import json
-import time
 
 import torch
+
+from torch_loop import profile_to, run
 
 REPLAYS = 4
 
@@ -63,14 +64,6 @@ def build():
     return iteration
 
 
-def run(iteration, seconds):
-    n, end = 0, time.perf_counter() + seconds
-    while time.perf_counter() < end:
-        iteration()
-        n += 1
-    return n
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--seconds", type=float, default=10)
@@ -81,16 +74,8 @@ def main():
     if not a.profile:
         print("TORCH_MIXED " + json.dumps({"iterations": run(iteration, a.seconds)}), flush=True)
         return
-    from torch.profiler import ProfilerActivity, profile
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        n = run(iteration, a.seconds)
-    by_kernel = {}
-    for e in prof.events():
-        if e.device_type == torch.autograd.DeviceType.CUDA and e.time_range.elapsed_us() > 0:
-            by_kernel[e.name] = by_kernel.get(e.name, 0) + int(e.time_range.elapsed_us() * 1000)
-    with open(a.profile, "w") as f:
-        json.dump({"iterations": n, "gpu_ns_by_kernel": by_kernel}, f)
-    print("TORCH_MIXED " + json.dumps({"iterations": n, "kernels": len(by_kernel)}), flush=True)
+    n, kernels = profile_to(a.profile, iteration, a.seconds)
+    print("TORCH_MIXED " + json.dumps({"iterations": n, "kernels": kernels}), flush=True)
 
 
 if __name__ == "__main__":
