@@ -117,7 +117,9 @@ if len({dominant.get(k) for k in expect}) < 3:
     fail("the three kernels' dominant stall reasons do not all differ: %s" % dominant)
 for k in pc["kernels"]:
     bl = k["by_launch"]
-    bad = {w: n for w, n in bl.items() if w in ("unannounced", "gpu_only")}
+    # GPU-only samples (ID 0: a launch the library did not announce) are the agent's GPU-only
+    # stacks, not a fault; a nonzero ID never announced would be dropped by the agent.
+    bad = {w: n for w, n in bl.items() if w == "unannounced"}
     if "block_reduce" in k["function"] and not any(w in bl for w in ("311", "-514", "-515")):
         fail("block_reduce's samples carry no graph launch's ID: %s" % bl)
     if bad and sum(bad.values()) > 0.05 * k["samples"]:
