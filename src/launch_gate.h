@@ -161,14 +161,18 @@ inline double inclusion_mean(const double limit[kGateRoles], const double launch
 }
 // Windowed (each window announces one launch, the first the coin picks, whatever its kind):
 // windows per second, so that kind k's announcements (windows x its share of the launches)
-// stay within its limit: min over kinds of limit / share. `share`: each kind's fraction of the
-// launches counted in windows (all 0: not known yet, then the smallest limit, the safe side).
-inline double window_rate(const double limit[kGateRoles], const double share[kGateRoles]) {
+// stay within its limit: min over kinds of limit / share. `weight`: each kind's launches in any
+// unit (counts, rates; < 0 counts as 0), its share being its part of their sum (all 0: not
+// known yet, then the smallest limit, the safe side).
+inline double window_rate(const double limit[kGateRoles], const double weight[kGateRoles]) {
+  double total = 0;
+  for (int k = 0; k < kGateRoles; ++k) total += std::max(weight[k], 0.0);
   double rate = -1, smallest = -1;
   for (int k = 0; k < kGateRoles; ++k) {
     if (limit[k] <= 0) continue;
     if (smallest < 0 || limit[k] < smallest) smallest = limit[k];
-    if (share[k] > 0 && (rate < 0 || limit[k] / share[k] < rate)) rate = limit[k] / share[k];
+    const double share = total > 0 ? std::max(weight[k], 0.0) / total : 0;
+    if (share > 0 && (rate < 0 || limit[k] / share < rate)) rate = limit[k] / share;
   }
   return rate > 0 ? rate : std::max(smallest, 0.0);
 }

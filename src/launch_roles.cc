@@ -119,10 +119,8 @@ void LaunchCallbacks::adapt_coin(Role &r, uint64_t now) {
   r.rate_at_ns = now;
   r.coin.set_mean(inclusion_mean(r.limit, r.launch_rate));
   // Windows announce about window_rate launches a second, each spanning ~kWindowMeanLaunches.
-  const double share[kGateRoles] = {total > 0 ? r.launch_rate[kEagerRole] / total : 0,
-                                    total > 0 ? r.launch_rate[kGraphRole] / total : 0};
   if (r.low_rate &&
-      total > kBackToWindowsFactor * kWindowMeanLaunches * window_rate(r.limit, share)) {
+      total > kBackToWindowsFactor * kWindowMeanLaunches * window_rate(r.limit, r.launch_rate)) {
     r.low_rate = false;
     debug_log("launches at %.0f/s: back to sampling windows", total);
   }
@@ -135,10 +133,7 @@ void LaunchCallbacks::adapt_windows(Role &r) {
   for (int k = 0; k < kGateRoles; ++k)
     r.window_counts[k] += (static_cast<double>(r.coin.take_counted(k)) - r.window_counts[k]) /
                           kShareWindows;
-  const double total = r.window_counts[kEagerRole] + r.window_counts[kGraphRole];
-  const double share[kGateRoles] = {total > 0 ? r.window_counts[kEagerRole] / total : 0,
-                                    total > 0 ? r.window_counts[kGraphRole] / total : 0};
-  const double rate = std::min(window_rate(r.limit, share), kMaxWindowRate);
+  const double rate = std::min(window_rate(r.limit, r.window_counts), kMaxWindowRate);
   r.interval_ns = rate > 0 ? static_cast<uint64_t>(1e9 / rate) : 0;
 }
 

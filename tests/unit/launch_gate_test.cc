@@ -187,6 +187,12 @@ TEST(InclusionRate, WindowsPerSecondKeepEveryKindWithinItsLimit) {
     const double share[2] = {0.9, 0.1};
     EXPECT_DOUBLE_EQ(window_rate(off, share), 200);
   }
+  {
+    const double counts[2] = {200, 100};  // counts or rates: the shares are their parts
+    EXPECT_DOUBLE_EQ(window_rate(limit, counts), 60);
+    const double unknown[2] = {-1, 300};  // a rate not known yet counts as none
+    EXPECT_DOUBLE_EQ(window_rate(limit, unknown), 20);
+  }
 }
 
 // The coin takes each launch with probability 1/mean whatever the API: a mix of runtime and
