@@ -23,7 +23,8 @@ struct Options {
   bool pc = false;           // --pc: PC sampling (trace/pc_profile.h)
   bool stacks = true;        // --no-stacks: no user stack at cuda_correlation
   bool python = true;        // --no-python: no CPython frames in launch stacks
-  uint32_t stack_bytes = 8192;  // --stack-bytes: user stack copied per stack for DWARF unwinding
+  uint32_t stack_bytes = 65536;  // --stack-bytes: user stack copied per stack for DWARF unwinding;
+                                // a GEMM library's frames alone passed 8 KiB on the H100 (issue 29)
   std::string folded_path;   // --folded FILE ("-" = stdout)
   std::string svg_path;      // --svg FILE ("-" = stdout)
   std::string pprof_path;    // --pprof FILE ("-" = stdout): gzipped pprof profile
@@ -35,7 +36,7 @@ struct Options {
   double linger_s = 2;       // --linger
   double max_age_s = 30;     // --max-age: the joiner forgets what waited this long
   size_t max_pending = 1 << 18;  // --max-pending: launches + kernels the joiner holds
-  uint32_t ringbuf_mb = 0;   // 0 = default: 16, or 64 with stacks and --capture-sites
+  uint32_t ringbuf_mb = 0;   // 0 = default: 64, or 128 with --capture-sites
 };
 
 // Parses argv; prints --help / --version and exits 0, or a message and exits 2 on bad input.

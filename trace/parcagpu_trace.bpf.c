@@ -95,9 +95,25 @@ static __always_inline void take_stack(struct pt_regs *ctx, struct pt_stack *s) 
   s->bytes = n;
 }
 
+/* One step of the stack copy below: `chunk` more bytes where they fit in the configured size and
+ * the stack holds them. A read that runs past the stack's end fails whole (and zeroes its
+ * destination), so a failed chunk is skipped and the next, half as big, is tried. */
+#define COPY_CHUNK(chunk)                                                                   \
+  do {                                                                                      \
+    const __u32 last = stack_copy_bytes - (chunk); /* a constant: the verifier bounds got */ \
+    if ((chunk) <= stack_copy_bytes && got <= last &&                                       \
+        bpf_probe_read_user(data + got, (chunk), (const void *)(ctx->rsp + got)) == 0)     \
+      got += (chunk);                                                                       \
+  } while (0)
+
 /* The registers and the top of the user stack (struct pt_stack_copy, then stack_copy_bytes of
- * data at `data`). A read that runs past the stack's end fails whole, so the size is halved
- * until it fits: the main thread's stack may end a few hundred bytes above main's frame. */
+ * data at `data`). Usually the whole configured size is there and one read takes it. Where the
+ * stack ends sooner (the main thread's stack ends a few hundred bytes above main's frame, plus
+ * the environment), the copy descends in chunks of halving size, each kept when it reads: the
+ * copy then reaches within 8 bytes of the stack's end, so the outermost frames (main, _start)
+ * are in it wherever the stack's end falls. Halving the whole size instead lost up to half of the
+ * stack, and which half depended on where the kernel put the stack's top (a 4 or an 8 KiB copy of
+ * the same stack, run to run). */
 static __always_inline void copy_stack(struct pt_regs *ctx, struct pt_stack_copy *c, __u8 *data) {
   c->regs[0] = ctx->rax;
   c->regs[1] = ctx->rdx;
@@ -117,20 +133,33 @@ static __always_inline void copy_stack(struct pt_regs *ctx, struct pt_stack_copy
   c->regs[15] = ctx->r15;
   c->regs[16] = ctx->rip;
   c->size = stack_copy_bytes;
-  __u32 n = stack_copy_bytes;
-  long err = -1;
-  for (int i = 0; i < 6 && n >= 64; i++) {
-    err = bpf_probe_read_user(data, n, (const void *)ctx->rsp);
-    if (err == 0) break;
-    n >>= 1;
+  __u32 got = 0;
+  if (bpf_probe_read_user(data, stack_copy_bytes, (const void *)ctx->rsp) == 0) {
+    got = stack_copy_bytes;
+  } else {
+    stat_add(PT_STAT_STACK_COPY_SHORT, 1);
+    /* Powers of two below PT_STACK_COPY_MAX: their sum covers any configured size. */
+    COPY_CHUNK(32768);
+    COPY_CHUNK(16384);
+    COPY_CHUNK(8192);
+    COPY_CHUNK(4096);
+    COPY_CHUNK(2048);
+    COPY_CHUNK(1024);
+    COPY_CHUNK(512);
+    COPY_CHUNK(256);
+    COPY_CHUNK(128);
+    COPY_CHUNK(64);
+    COPY_CHUNK(32);
+    COPY_CHUNK(16);
+    COPY_CHUNK(8);
   }
-  if (err) {
-    c->bytes = err;
+  if (got == 0) {
+    c->bytes = -14; /* -EFAULT: not even 8 bytes at rsp */
     stat_add(PT_STAT_STACK_COPY_ERRORS, 1);
     return;
   }
-  c->bytes = n;
-  stat_add(PT_STAT_STACK_COPY_BYTES, n);
+  c->bytes = got;
+  stat_add(PT_STAT_STACK_COPY_BYTES, got);
 }
 
 static __always_inline int read_ptr(__u64 *dst, __u64 addr) {

@@ -250,6 +250,7 @@ enum pt_stat {
   PT_STAT_STACKS_DROPPED,      /* no ring space for an event with its stack: sent without it */
   PT_STAT_STACK_COPY_BYTES,    /* user stack bytes copied for DWARF unwinding */
   PT_STAT_STACK_COPY_ERRORS,   /* the user stack could not be read even at the smallest size */
+  PT_STAT_STACK_COPY_SHORT,    /* copies that reached the stack's end before stack_copy_bytes */
   PT_STAT_PY_STACKS,           /* launches in a Python process whose thread state was found */
   PT_STAT_PY_NO_THREAD,        /* ... whose thread had no PyThreadState (native stack only) */
   PT_STAT_PY_READ_ERRORS,      /* a thread-state or frame pointer was unreadable */

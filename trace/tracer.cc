@@ -456,6 +456,7 @@ Summary Tracer::summarize(const uint64_t st[PT_STAT_MAX], double duration,
   sum.stack_errors = st[PT_STAT_STACK_ERRORS];
   sum.stack_copy_bytes = st[PT_STAT_STACK_COPY_BYTES];
   sum.stack_copy_errors = st[PT_STAT_STACK_COPY_ERRORS];
+  sum.stack_copies_to_stack_end = st[PT_STAT_STACK_COPY_SHORT];
   sum.stacks_cut_at_non_code = resolver_.cut_at_non_code();
   sum.python_no_thread = st[PT_STAT_PY_NO_THREAD];
   sum.python_read_errors = st[PT_STAT_PY_READ_ERRORS];

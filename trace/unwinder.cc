@@ -20,7 +20,6 @@ const Dwfl_Callbacks kCallbacks = {dwfl_build_id_find_elf, dwfl_standard_find_de
 struct DwarfUnwinder::Process {
   uint32_t pid = 0;
   Dwfl *dwfl = nullptr;
-  int mem_fd = -1;                 // /proc/PID/mem, opened on first need
   bool attached = false;
   std::set<std::string> reported;  // path|load address
   // The unwind under way (the thread callbacks get this Process).
@@ -31,7 +30,6 @@ struct DwarfUnwinder::Process {
 
   ~Process() {
     if (dwfl) dwfl_end(dwfl);
-    if (mem_fd >= 0) close(mem_fd);
   }
 
   // Every executable file mapping not reported yet, at its load address: base = start - file
@@ -58,9 +56,11 @@ struct DwarfUnwinder::Process {
       std::memcpy(out, stack.data + (addr - sp), sizeof *out);
       return true;
     }
-    // Outside the copy (a frame above it, or data the CFI points at): the process's memory now.
-    if (mem_fd < 0) mem_fd = open(("/proc/" + std::to_string(pid) + "/mem").c_str(), O_RDONLY | O_CLOEXEC);
-    return mem_fd >= 0 && pread(mem_fd, out, sizeof *out, static_cast<off_t>(addr)) == sizeof *out;
+    // Outside the copy: no answer, so the walk ends there. The process's memory now (what was
+    // read here before) holds the stack of a later moment: frames above the copy read from it
+    // are another call's, or garbage, and a stack made of them would be invented. The copy
+    // reaches the stack's end wherever that is within --stack-bytes (copy_stack).
+    return false;
   }
 
   static pid_t next_thread(Dwfl *, void *arg, void **thread_argp) {

@@ -4,8 +4,8 @@
 // dwfl_getthread_frames). Code built without frame pointers unwinds whole.
 //
 // One Dwfl per process, its modules the process's executable file mappings at their load
-// addresses (reported as they become known). Stack reads are served from the copy; an address
-// outside it is read from /proc/PID/mem while the process lives. The walk ends at the first
+// addresses (reported as they become known). Memory reads are served from the copy alone: the
+// live process's stack is another moment's, so the walk ends where the copy ends. It ends at the first
 // address that lies in no module (heap, stack, JIT code, garbage): such a frame is never
 // returned, and the caller learns that the walk ended there.
 #pragma once

@@ -1,48 +1,58 @@
 /* A CUDA program as distributions build them: -O2 -fomit-frame-pointer (tests/CMakeLists.txt),
- * launching k_add through the mock driver five calls below main (deep_a .. deep_e). The launch
- * stack parcagpu-trace shows must hold the whole chain main;deep_a;...;deep_e, which only DWARF
- * CFI unwinding finds: none of these functions keeps a frame pointer (issue 18).
+ * launching k_add through the mock driver five calls below main, in a library of deep frames
+ * (deep_a .. deep_e, libdeep-frames.so, about 36 KiB of stack). The launch stack parcagpu-trace
+ * shows must hold the whole chain main;deep_a;...;deep_e and end at the thread's first frame,
+ * which only DWARF CFI unwinding of a copy reaching the stack's end finds: none of these
+ * functions keeps a frame pointer (issues 18 and 29).
  *
- *   deep_launch [LAUNCHES]   (default 200; the injection library comes from CUDA_INJECTION64_PATH)
- */
+ *   deep_launch [LAUNCHES] [--thread]
+ *
+ * LAUNCHES defaults to 200. With --thread the launches come from a second thread (whose stack is
+ * megabytes deep, so the copy never reaches its end) instead of the main thread (whose stack ends
+ * a few KiB above main, inside any copy of 64 KiB). The injection library comes from
+ * CUDA_INJECTION64_PATH. */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
-#include "mock_cuda.h"
+#include "deep_frames.h"
 
-#define DRIVER_CBID_cuLaunchKernel 307u /* CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel */
+struct launches {
+  CUfunction f;
+  int count;
+  int failed;
+};
 
-/* Kept out of registers, so that every level does work after its call: no tail calls, each
- * function keeps its own frame (without a frame pointer). */
-static volatile int depth_sum;
-
-__attribute__((noinline, noclone)) static int deep_e(CUfunction f, int i) {
-  CUresult r = mock_cuda_launch(MOCK_CUDA_DOMAIN_DRIVER, DRIVER_CBID_cuLaunchKernel, f, NULL);
-  depth_sum += i;
-  return r == CUDA_SUCCESS ? 0 : 1;
+static void *launch_all(void *arg) {
+  struct launches *l = arg;
+  for (int i = 0; i < l->count; i++) l->failed += deep_a(l->f, 0);
+  return NULL;
 }
-/* One level of the chain: calls the next one down, then does work after the call. */
-#define DEEP_LEVEL(name, next)                                                \
-  __attribute__((noinline, noclone)) static int name(CUfunction f, int i) { \
-    int r = next(f, i + 1);                                                   \
-    depth_sum += i;                                                           \
-    return r;                                                                 \
-  }
-DEEP_LEVEL(deep_d, deep_e)
-DEEP_LEVEL(deep_c, deep_d)
-DEEP_LEVEL(deep_b, deep_c)
-DEEP_LEVEL(deep_a, deep_b)
 
 int main(int argc, char **argv) {
-  const int launches = argc > 1 ? atoi(argv[1]) : 200;
+  int launches = 200, thread = 0;
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--thread") == 0)
+      thread = 1;
+    else
+      launches = atoi(argv[i]);
+  }
   if (launches <= 0) {
-    fprintf(stderr, "usage: deep_launch [LAUNCHES > 0]\n");
+    fprintf(stderr, "usage: deep_launch [LAUNCHES > 0] [--thread]\n");
     return 2;
   }
-  CUfunction f = mock_cuda_function("k_add");
-  int failed = 0;
-  for (int i = 0; i < launches; i++) failed += deep_a(f, 0);
+  struct launches l = {mock_cuda_function("k_add"), launches, 0};
+  if (thread) {
+    pthread_t t;
+    if (pthread_create(&t, NULL, launch_all, &l) != 0 || pthread_join(t, NULL) != 0) {
+      fprintf(stderr, "deep_launch: no thread\n");
+      return 1;
+    }
+  } else {
+    launch_all(&l);
+  }
   mock_cuda_device_synchronize();
-  printf("deep_launch: %d launches, %d failed\n", launches, failed);
-  return failed != 0;
+  printf("deep_launch: %d launches, %d failed%s\n", launches, l.failed, thread ? " (thread)" : "");
+  return l.failed != 0;
 }
