@@ -450,8 +450,13 @@ void LaunchCallbacks::on_exit(CbDomain domain, uint32_t cbid, const CUpti_Callba
   ThreadLaunch &t = t_launch;
   if (t.gated && t.gated_corr == cb->correlationId) release_pc_gate(t, pc_);
   const uint64_t epoch = r.state.load(std::memory_order_acquire).epoch();
-  if (!gate_exit(t.g, epoch, domain, cbid)) return;  // not the end of the call we followed
-  if (pc_) pc_->on_launch_exit();  // counted only if its ENTER was
+  const GateExit ends = gate_exit(t.g, epoch, domain, cbid);
+  if (ends == GateExit::kOther) return;  // not the end of the call we followed
+  // Counted only if its ENTER was; released whatever the epoch: a count kept past its call
+  // would hold off PC sampling's Stop and Disable until their wait times out, on every
+  // attempt, for the rest of the process (and its thread would never be counted again).
+  if (pc_) pc_->on_launch_exit();
+  if (ends == GateExit::kEndsEarlier) return;  // its announcement was settled at the change
   if (!t.announce) return;
   if (t.g.correlation_id != cb->correlationId) {
     // Its EXIT carries another ID than its ENTER: which one its kernels carry is unknown.

@@ -232,12 +232,20 @@ inline GateEnterResult gate_enter(GateThread &t, LaunchCoin &coin, int kind, uin
   return res;
 }
 
-// EXIT of a launch cbid: true if it ends the outermost call followed since its ENTER (which then
+enum class GateExit : uint8_t {
+  kOther,         // not the end of the call followed (a nested call's, or one never followed)
+  kEnds,          // ends the outermost call followed since its ENTER, in this epoch
+  kEndsEarlier,   // ends it, but the callbacks went off and on since its ENTER (a new epoch):
+                  // what was decided at its ENTER was settled by the epoch change, except what
+                  // the thread itself holds for the call (PC sampling's launch gate)
+};
+
+// EXIT of a launch cbid: whether it ends the outermost call followed since its ENTER (which then
 // is no longer active).
-inline bool gate_exit(GateThread &t, uint64_t epoch, CbDomain domain, uint32_t cbid) {
-  if (!t.active || t.cbid != cbid || t.domain != domain || t.epoch != epoch) return false;
+inline GateExit gate_exit(GateThread &t, uint64_t epoch, CbDomain domain, uint32_t cbid) {
+  if (!t.active || t.cbid != cbid || t.domain != domain) return GateExit::kOther;
   t.active = false;
-  return true;
+  return t.epoch == epoch ? GateExit::kEnds : GateExit::kEndsEarlier;
 }
 
 }  // namespace parcagpu

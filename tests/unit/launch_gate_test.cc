@@ -35,9 +35,9 @@ GateEnter launch(GateThread &t, LaunchCoin &coin, int role, uint64_t epoch, bool
         gate_enter(t, coin, role, epoch, clean, CbDomain::Driver, l.nested, corr);
     // Nested in a followed runtime call: not a launch of its own.
     EXPECT_EQ(inner.what, GateEnter::kNotLaunch);
-    EXPECT_FALSE(gate_exit(t, epoch, CbDomain::Driver, l.nested));
+    EXPECT_EQ(gate_exit(t, epoch, CbDomain::Driver, l.nested), GateExit::kOther);
   }
-  const bool ended = gate_exit(t, epoch, l.domain, l.cbid);
+  const bool ended = gate_exit(t, epoch, l.domain, l.cbid) == GateExit::kEnds;
   EXPECT_EQ(ended, outer.what != GateEnter::kUntracked);
   EXPECT_FALSE(t.active);
   return outer.what;
@@ -74,8 +74,8 @@ TEST(LaunchGate, DriverCallNestedInARuntimeLaunchThatEnteredBeforeTheEnablingIsN
   LaunchCoin coin(1);
   const GateEnterResult e = gate_enter(t, coin, kEager, 3, false, CbDomain::Driver, 307, 50);
   EXPECT_EQ(e.what, GateEnter::kUntracked);  // never announced as a driver launch
-  EXPECT_FALSE(gate_exit(t, 3, CbDomain::Driver, 307));
-  EXPECT_FALSE(gate_exit(t, 3, CbDomain::Runtime, 211));  // the unseen launch ends
+  EXPECT_EQ(gate_exit(t, 3, CbDomain::Driver, 307), GateExit::kOther);
+  EXPECT_EQ(gate_exit(t, 3, CbDomain::Runtime, 211), GateExit::kOther);  // the unseen launch ends
   // From here the thread's nesting is known: a driver launch is a launch, a runtime one too.
   EXPECT_EQ(launch(t, coin, kEager, 3, false, kDrv307, 51), GateEnter::kPicked);
   EXPECT_EQ(launch(t, coin, kEager, 3, false, kRt211, 52), GateEnter::kPicked);
@@ -84,7 +84,7 @@ TEST(LaunchGate, DriverCallNestedInARuntimeLaunchThatEnteredBeforeTheEnablingIsN
 TEST(LaunchGate, EnabledBetweenTheNestedDriverExitAndTheRuntimeExit) {
   GateThread t{};
   LaunchCoin coin(1);
-  EXPECT_FALSE(gate_exit(t, 2, CbDomain::Runtime, 211));  // the only callback of it seen
+  EXPECT_EQ(gate_exit(t, 2, CbDomain::Runtime, 211), GateExit::kOther);  // the only callback of it seen
   EXPECT_EQ(launch(t, coin, kEager, 2, false, kRt211, 61), GateEnter::kFirst);
   EXPECT_EQ(launch(t, coin, kEager, 2, false, kRt211, 62), GateEnter::kPicked);
 }
@@ -99,7 +99,21 @@ TEST(LaunchGate, AnExitThatNeverCameIsGivenUpAtTheNextLaunch) {
   EXPECT_TRUE(e.stale);
   EXPECT_EQ(e.stale_corr, 70u);
   EXPECT_EQ(e.what, GateEnter::kPicked);
-  EXPECT_TRUE(gate_exit(t, 1, CbDomain::Driver, 514));
+  EXPECT_EQ(gate_exit(t, 1, CbDomain::Driver, 514), GateExit::kEnds);
+}
+
+// The callbacks go off and on (a new epoch) while a thread is inside a followed launch: its EXIT
+// still ends that call, told apart from one of this epoch, so that what the thread holds for the
+// call (PC sampling's launch gate) is let go; nothing of it is announced.
+TEST(LaunchGate, AnExitInALaterEpochEndsTheCallItsEnterBegan) {
+  GateThread t{};
+  LaunchCoin coin(1);
+  EXPECT_EQ(gate_enter(t, coin, kGraph, 4, true, CbDomain::Runtime, 311, 80).what,
+            GateEnter::kPicked);
+  EXPECT_EQ(gate_exit(t, 5, CbDomain::Driver, 514), GateExit::kOther);  // its nested call
+  EXPECT_EQ(gate_exit(t, 5, CbDomain::Runtime, 311), GateExit::kEndsEarlier);
+  EXPECT_FALSE(t.active);
+  EXPECT_EQ(gate_exit(t, 5, CbDomain::Runtime, 311), GateExit::kOther);  // only once
 }
 
 // Eager and graph launches share one epoch: a thread's first launch of the epoch, whatever its
