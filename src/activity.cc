@@ -52,14 +52,21 @@ constexpr uint64_t kNever = ~uint64_t{0};
 }  // namespace
 
 ActivityCollector::ActivityCollector(const CuptiApi &cupti, const Config &config,
-                                     CorrelationTracker &tracker, GraphTracker &graphs)
+                                     CorrelationTracker &tracker, GraphTracker &graphs,
+                                     const LaunchCountSource *launches,
+                                     KernelRecordObserver *kernels, WatcherWake *wake)
     : cupti_(cupti),
       config_(config),
       tracker_(tracker),
       graphs_(graphs),
+      launches_(launches),
+      kernels_(kernels),
+      wake_(wake),
       pool_(std::make_unique<BufferPool>(static_cast<size_t>(config.buffer_kib) * 1024,
                                          config.max_buffers)),
-      switch_(std::make_unique<ActivitySwitch>(cupti, config.activity_mode)) {}
+      switch_(std::make_unique<ActivitySwitch>(cupti, config.activity_mode,
+                                               launches ? static_cast<const LaunchCountSource *>(this)
+                                                        : nullptr)) {}
 
 ActivityCollector::~ActivityCollector() = default;
 
@@ -69,12 +76,10 @@ void ActivityCollector::launch_end() { switch_->launch_end(); }
 bool ActivityCollector::armed() const { return switch_->armed(); }
 void ActivityCollector::hold_on(bool hold) { switch_->hold(hold); }
 
-void ActivityCollector::set_launch_counts(std::function<LaunchCounts()> fn) {
-  switch_->set_launch_counts([fn = std::move(fn), this] {
-    LaunchCounts c = fn();
-    c.unannounced += tracker_.refused();  // refused at the tracker's cap: not announced either
-    return c;
-  });
+LaunchCounts ActivityCollector::launch_counts() const {
+  LaunchCounts c = launches_->launch_counts();
+  c.unannounced += tracker_.refused();  // refused at the tracker's cap: not announced either
+  return c;
 }
 
 bool ActivityCollector::init() {
@@ -114,7 +119,7 @@ void ActivityCollector::arm(bool on) {
 void ActivityCollector::request_flush() {
   // Once until the watcher takes it (each launch past the threshold asks); wake never waits.
   if (flush_requested_.exchange(true, std::memory_order_relaxed)) return;
-  if (request_tick_) request_tick_();
+  if (wake_) wake_->wake();
 }
 
 void ActivityCollector::flush(bool forced) {
@@ -272,7 +277,7 @@ void ActivityCollector::process_buffer(CUcontext ctx, uint32_t stream_id, uint8_
   uint64_t delivered = 0, batches = 0, unattributed = 0;
   const uint64_t now = coarse_ns();
   const BufferWalk walk = walk_kernel_records(cupti_, buffer, valid_size, [&](KernelRecord &k) {
-    if (kernel_observer_) kernel_observer_(k.name);
+    if (kernels_) kernels_->on_kernel_record(k.name);
     if (k.correlation_id == 0) {
       // A kernel of a conditional node's body: CUPTI drops the launch's correlation ID (ground
       // truth, fact 7). Hand it back to the launch that owns the body graph; the buffer is

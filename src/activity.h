@@ -7,13 +7,13 @@
 
 #include <atomic>
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <mutex>
 
 #include "config.h"
 #include "consumers.h"
 #include "cupti_api.h"
+#include "subsystem_links.h"
 
 namespace parcagpu {
 
@@ -21,7 +21,6 @@ class ActivitySwitch;  // the on/off policy (activity_switch.h)
 class BufferPool;      // activity_buffers.h
 class CorrelationTracker;
 class GraphTracker;
-struct LaunchCounts;  // activity_switch.h
 
 struct ActivityStats {
   uint64_t buffers_completed = 0;
@@ -46,10 +45,17 @@ struct ActivityStats {
 // as consumers come and go): every flush interval, on the watcher thread, it flushes CUPTI's
 // buffers, ends sticky collection that no longer pays, retries a failed disable, gives up tracker
 // entries past their age and reports losses.
-class ActivityCollector : public ConsumerWatcher::Client {
+class ActivityCollector : public ConsumerWatcher::Client,
+                          public KernelActivityControl,
+                          private LaunchCountSource {
  public:
+  // `launches`: launches announced and not so far, for the sticky policy (ActivitySwitch; launches
+  // the correlation tracker refused count as unannounced too). `kernels`: told the function name
+  // of every kernel record read, before its delivery. `wake`: how request_flush wakes the
+  // watcher. Any may be null (no sticky refusal, nobody told, no early flush).
   ActivityCollector(const CuptiApi &cupti, const Config &config, CorrelationTracker &tracker,
-                    GraphTracker &graphs);
+                    GraphTracker &graphs, const LaunchCountSource *launches,
+                    KernelRecordObserver *kernels, WatcherWake *wake);
   ~ActivityCollector() override;
 
   // Registers the buffer callbacks. Activity stays disabled.
@@ -66,15 +72,13 @@ class ActivityCollector : public ConsumerWatcher::Client {
   bool launch_begin();
   void launch_end();
   bool armed() const;  // a consumer wants kernels (arm(true) last)
-  // PC sampling is about to be enabled (true) or is disabled everywhere again (false): kernel
-  // activity is held on meanwhile (ActivitySwitch::hold). Called by the PC sampler, on an
-  // application thread at a launch.
-  void hold_on(bool hold);
+  // KernelActivityControl. PC sampling is about to be enabled (true) or is disabled everywhere
+  // again (false): kernel activity is held on meanwhile (ActivitySwitch::hold). Called by the PC
+  // sampler, on an application thread at a launch.
+  void hold_on(bool hold) override;
   // Asks for a flush soon, on the watcher thread (from the launch path: never flush there, never
   // wait for it).
-  void request_flush();
-  // How request_flush wakes the watcher (never waits); set by the profiler before launches come.
-  void set_tick_request(std::function<void()> request) { request_tick_ = std::move(request); }
+  void request_flush() override;
   // ConsumerWatcher::Client. The housekeeping, once kernels were first armed, every
   // flush_interval_ms or at once after request_flush. Consumer changes reach arm() through
   // the profiler, not on_consumers.
@@ -85,16 +89,6 @@ class ActivityCollector : public ConsumerWatcher::Client {
   void shutdown();
   ActivityStats stats() const;
 
-  // Launches announced and not (rate-limited) so far, for the sticky policy (ActivitySwitch),
-  // from the launch callbacks' statistics; set by the profiler, which owns both. Launches the
-  // correlation tracker refused count as unannounced too.
-  void set_launch_counts(std::function<LaunchCounts()> fn);
-  // Told the function name of every kernel record read (CUPTI's buffer thread or a flushing one);
-  // set before activity is first enabled. PC sampling learns from it which kernels are new.
-  void set_kernel_observer(std::function<void(const char *)> fn) {
-    kernel_observer_ = std::move(fn);
-  }
-
  private:
   static void CUPTIAPI on_buffer_requested(uint8_t **buffer, size_t *size, size_t *max_num_records);
   static void CUPTIAPI on_buffer_completed(CUcontext ctx, uint32_t stream_id, uint8_t *buffer,
@@ -104,14 +98,18 @@ class ActivityCollector : public ConsumerWatcher::Client {
   void flush(bool forced);
   // Loss accounting (watcher thread, then shutdown).
   void account_losses(bool at_exit);
+  // LaunchCountSource, for the switch: `launches` plus the launches the tracker refused.
+  LaunchCounts launch_counts() const override;
 
   const CuptiApi &cupti_;
   const Config &config_;
   CorrelationTracker &tracker_;
   GraphTracker &graphs_;
+  const LaunchCountSource *const launches_;
+  KernelRecordObserver *const kernels_;
+  WatcherWake *const wake_;
   const std::unique_ptr<BufferPool> pool_;
   const std::unique_ptr<ActivitySwitch> switch_;
-  std::function<void(const char *)> kernel_observer_;
   // account_losses(): tracker counts already reported (watcher thread, then shutdown).
   uint64_t refused_seen_ = 0;
   uint64_t expired_seen_ = 0;
@@ -120,7 +118,6 @@ class ActivityCollector : public ConsumerWatcher::Client {
   std::atomic<uint32_t> buffers_in_flight_{0};
   bool shutting_down_ = false;  // shutdown(): what still waits is accounted there, not dropped  // bufferCompleted calls running now
 
-  std::function<void()> request_tick_;
   std::atomic<bool> flush_requested_{false};
   uint64_t next_housekeeping_ns_ = 0;  // the watcher thread's; 0: not armed yet
 

@@ -170,8 +170,8 @@ void ActivitySwitch::force_off() {
 // announced kernels dropped at the buffer cap. So sticky needs at least as many announced
 // launches as unannounced ones since the last look.
 bool ActivitySwitch::sticky_pays_locked(uint64_t now) {
-  if (!launch_counts_) return true;
-  const LaunchCounts c = launch_counts_();
+  if (!launches_) return true;
+  const LaunchCounts c = launches_->launch_counts();
   const uint64_t announced = c.announced - counts_seen_.announced;
   const uint64_t unannounced = c.unannounced - counts_seen_.unannounced;
   counts_seen_ = c;

@@ -13,29 +13,22 @@
 
 #include <atomic>
 #include <cstdint>
-#include <functional>
 #include <mutex>
 
 #include "clock.h"
 #include "config.h"
 #include "cupti_api.h"
+#include "subsystem_links.h"
 
 namespace parcagpu {
 
-// Launches announced and not (rate-limited, or refused by the correlation tracker) so far:
-// activity stays on for every kernel (sticky) only while announced launches are at least half
-// of all (see ActivitySwitch::launch_begin).
-struct LaunchCounts {
-  uint64_t announced = 0;
-  uint64_t unannounced = 0;
-};
-
 class ActivitySwitch {
  public:
-
-  // `clock`: monotonic ns (a fake one in unit tests).
-  ActivitySwitch(const CuptiApi &cupti, ActivityMode mode, uint64_t (*clock)() = &monotonic_ns)
-      : cupti_(cupti), mode_(mode), clock_(clock) {}
+  // `launches`: where LaunchCounts come from (null: sticky is never refused for want of announced
+  // launches). `clock`: monotonic ns (a fake one in unit tests).
+  ActivitySwitch(const CuptiApi &cupti, ActivityMode mode, const LaunchCountSource *launches,
+                 uint64_t (*clock)() = &monotonic_ns)
+      : cupti_(cupti), mode_(mode), clock_(clock), launches_(launches) {}
 
   // Arms (a consumer wants kernels) or disarms. In WhileConsumer mode activity is switched on
   // here; if CUPTI refuses, it stays disarmed. Returns whether it changed: the caller flushes
@@ -65,8 +58,6 @@ class ActivitySwitch {
   // on recording the exiting process's kernels).
   void force_off();
 
-  // Where LaunchCounts come from; unset, sticky is never refused for want of announced launches.
-  void set_launch_counts(std::function<LaunchCounts()> fn) { launch_counts_ = std::move(fn); }
   // Successful cuptiActivityEnable / cuptiActivityDisable calls.
   uint64_t enables() const { return enables_.load(std::memory_order_relaxed); }
   uint64_t disables() const { return disables_.load(std::memory_order_relaxed); }
@@ -96,8 +87,8 @@ class ActivitySwitch {
   uint64_t retry_after_ns_ = 0;    // after a failed enable, don't hammer CUPTI
   uint64_t disable_retry_after_ns_ = 0;  // ... nor after a failed disable (activity stays on)
   // Sticky collection records every kernel: worth it only while most launches are announced.
-  std::function<LaunchCounts()> launch_counts_;
-  LaunchCounts counts_seen_{};     // launch_counts_() at the last look
+  const LaunchCountSource *const launches_;  // null: sticky never refused for want of them
+  LaunchCounts counts_seen_{};     // launches_->launch_counts() at the last look
   uint64_t sticky_banned_until_ns_ = 0;
 };
 

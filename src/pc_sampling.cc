@@ -76,13 +76,16 @@ struct PcSampler::Context {
   PcSession session;           // the PC Sampling API calls on it
 };
 
-PcSampler::PcSampler(const CuptiApi &cupti, const CudaApi *cuda, const Config &config)
+PcSampler::PcSampler(const CuptiApi &cupti, const CudaApi *cuda, const Config &config,
+                     KernelActivityControl *activity, WatcherWake *wake)
     : cupti_(cupti),
       cuda_(cuda),
       config_(config),
       cubins_(std::make_unique<CubinRegistry>(cupti)),
       names_(std::make_unique<FunctionNames>()),
       stall_(std::make_unique<StallReasonTable>()),
+      activity_(activity),
+      wake_(wake),
       locks_(config.pc_lock_dir) {}
 
 PcSampler::~PcSampler() = default;
@@ -241,8 +244,8 @@ void PcSampler::on_launch_enter(CUcontext ctx, uint64_t now, bool uploads_graph)
   if (!any_enabled_.load(std::memory_order_relaxed) || t_counted) return;
   // Half the budget gone: the records so far are read now, not at the next periodic flush.
   if (episode_launches_.fetch_add(1, std::memory_order_relaxed) == launch_budget_ / 2 &&
-      request_flush_)
-    request_flush_();
+      activity_)
+    activity_->request_flush();
   if (window_open_.load(std::memory_order_relaxed))
     window_launches_.fetch_add(1, std::memory_order_relaxed);
   // The gate: counted as inside a launch call, unless Stop / Get Data / Disable run right now.
@@ -504,7 +507,7 @@ void PcSampler::unlock_gpu(Context &c) {
 
 bool PcSampler::enable(Context &c) {
   // Kernel activity first: CUPTI will not enable it while PC sampling is (P12).
-  if (activity_hold_) activity_hold_(true);
+  if (activity_) activity_->hold_on(true);
   const uint64_t t0 = monotonic_ns();
   const PcResult r = c.session.enable();
   if (!r.ok()) {
@@ -685,8 +688,8 @@ void PcSampler::end_episode(Context &c, bool wait_for_workers, bool for_graph) {
   any_enabled_.store(any, std::memory_order_release);
   if (!any && episode_started_ns_ && disabled_at > episode_started_ns_)
     stats_.enabled_ns += disabled_at - episode_started_ns_;
-  if (!any && activity_hold_) activity_hold_(false);
-  if (request_flush_) request_flush_();  // the episode's records, before they pile up
+  if (!any && activity_) activity_->hold_on(false);
+  if (activity_) activity_->request_flush();  // the episode's records, before they pile up
   scheduler_->on_disabled(monotonic_ns(), for_graph);
   debug_log("PC sampling disabled: episode %llu over after %.1f ms (Disable %.1f ms)%s",
             static_cast<unsigned long long>(stats_.episodes),
@@ -724,7 +727,7 @@ void PcSampler::fail(const PcResult &failed) {
   drain_pending_.store(false, std::memory_order_release);
   episode_ctx_ = nullptr;
   any_enabled_.store(false, std::memory_order_release);
-  if (activity_hold_) activity_hold_(false);
+  if (activity_) activity_->hold_on(false);
 }
 
 void PcSampler::on_graph_first_launch() {
@@ -766,7 +769,7 @@ void PcSampler::on_context_created() {
     scheduler_->learn_again(monotonic_ns());
     if (!scheduler_->resume_due()) return;
   }
-  if (request_tick_) request_tick_();
+  if (wake_) wake_->wake();
 }
 
 void PcSampler::on_context_destroy(CUcontext ctx) {

@@ -49,6 +49,7 @@
 
 #include "config.h"
 #include "cupti_api.h"
+#include "subsystem_links.h"
 #include "pc_device_lock.h"
 
 namespace parcagpu {
@@ -86,25 +87,19 @@ struct PcStats {
   bool failed = false;
 };
 
-class PcSampler {
+class PcSampler : public KernelRecordObserver {
  public:
-  PcSampler(const CuptiApi &cupti, const CudaApi *cuda, const Config &config);
+  // `activity`: held on before PC sampling is first enabled and let go once it is disabled
+  // everywhere (kernel activity must be on before, P12), and asked to read its buffers as an
+  // episode ends. `wake`: a watcher tick now (an episode fell due off schedule, and the launch
+  // callbacks must turn on for it). Either may be null (nothing held, no early flush or tick).
+  PcSampler(const CuptiApi &cupti, const CudaApi *cuda, const Config &config,
+            KernelActivityControl *activity, WatcherWake *wake);
   ~PcSampler();
 
   // Whether PC sampling can run here (config, CUPTI entry points and version); says why not,
   // once. Cubins are tracked either way.
   void init();
-  // Called with true before PC sampling is first enabled and with false once it is disabled
-  // everywhere (ActivityCollector::hold_on): kernel activity must be on before.
-  void set_kernel_activity_hold(std::function<void(bool)> hold) {
-    activity_hold_ = std::move(hold);
-  }
-  // Asks for the activity buffers to be read soon (never waits): an episode's records of every
-  // launch are read as it ends, not at the next periodic flush.
-  void set_flush_request(std::function<void()> request) { request_flush_ = std::move(request); }
-  // Asks the watcher for a tick now (never waits): an episode fell due off schedule, and the
-  // launch callbacks must turn on for it.
-  void set_tick_request(std::function<void()> request) { request_tick_ = std::move(request); }
   bool usable() const { return usable_.load(std::memory_order_relaxed); }
 
   // PC sampling runs while a consumer is attached to pc_sample_batch and the launch path is
@@ -148,7 +143,7 @@ class PcSampler {
   void note_first_use();
   // Every kernel activity record's function name (the activity collector, on CUPTI's buffer
   // thread): a name not seen before is a first use.
-  void on_kernel_record(const char *name);
+  void on_kernel_record(const char *name) override;
 
   // A launch was announced (its cuda_correlation fired) while PC sampling is enabled: its
   // samples are published. Samples of other launches are kernels that were still running when a
@@ -231,9 +226,8 @@ class PcSampler {
   bool stall_built_ = false;
   bool stall_map_fired_ = false;
 
-  std::function<void(bool)> activity_hold_;
-  std::function<void()> request_flush_;
-  std::function<void()> request_tick_;
+  KernelActivityControl *const activity_;
+  WatcherWake *const wake_;
   std::atomic<bool> usable_{false};
   std::atomic<bool> any_enabled_{false};
   std::atomic<bool> launches_observed_{false};

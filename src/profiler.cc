@@ -63,27 +63,20 @@ bool Profiler::start() {
   debug_log("loaded %s, CUPTI API version %u", cupti_.path.c_str(), version);
   have_cuda_ = load_cuda(&cuda_, &err);
   if (!have_cuda_) debug_log("%s; gpu_config will not be fired", err.c_str());
-  pc_ = std::make_unique<PcSampler>(cupti_, have_cuda_ ? &cuda_ : nullptr, config_);
+  // The links this profiler stands for (subsystem_links.h).
+  KernelActivityControl *const activity_link = this;
+  KernelRecordObserver *const kernel_link = this;
+  const LaunchCountSource *const launch_link = this;
+  WatcherWake *const wake_link = this;
+  pc_ = std::make_unique<PcSampler>(cupti_, have_cuda_ ? &cuda_ : nullptr, config_,
+                                    activity_link, wake_link);
   pc_->init();
 
   tracker_ = std::make_unique<CorrelationTracker>(
       config_.max_outstanding, static_cast<uint64_t>(config_.max_age_ms) * 1000000ull);
   graphs_ = std::make_unique<GraphTracker>(cupti_, have_cuda_ ? &cuda_ : nullptr);
-  activity_ = std::make_unique<ActivityCollector>(cupti_, config_, *tracker_, *graphs_);
-  // The activity collector's view of the launch callbacks' statistics (which exist once the
-  // callbacks do; until then nothing was announced).
-  activity_->set_launch_counts([this] {
-    LaunchCounts c;
-    if (!callbacks_) return c;
-    const LaunchStats &l = launch_stats();
-    c.announced = l.announced_eager.load(std::memory_order_relaxed) +
-                  l.announced_graph.load(std::memory_order_relaxed);
-    c.unannounced = l.rate_limited.load(std::memory_order_relaxed);
-    return c;
-  });
-  pc_->set_kernel_activity_hold([a = activity_.get()](bool on) { a->hold_on(on); });
-  activity_->set_kernel_observer([p = pc_.get()](const char *name) { p->on_kernel_record(name); });
-  pc_->set_flush_request([a = activity_.get()] { a->request_flush(); });
+  activity_ = std::make_unique<ActivityCollector>(cupti_, config_, *tracker_, *graphs_,
+                                                  launch_link, kernel_link, wake_link);
   if (have_cuda_)
     completion_ = std::make_unique<GraphCompletion>(
         &cuda_, [a = activity_.get()] { a->launch_end(); }, &monotonic_ns);
@@ -100,8 +93,7 @@ bool Profiler::start() {
   // watcher thread too: one housekeeping thread. GraphCompletion keeps its own, which polls GPU
   // events every 200 us, far finer than a watcher tick.
   watcher_->add(activity_.get());
-  activity_->set_tick_request([w = watcher_.get()] { w->wake(); });
-  pc_->set_tick_request([w = watcher_.get()] { w->wake(); });
+  watcher_ready_.store(watcher_.get(), std::memory_order_release);
   // A consumer attached system-wide before the process started already raised the semaphores:
   // it is served before this returns, so the first launch is already sampled.
   callbacks_->set_starting(true);
@@ -109,6 +101,34 @@ bool Profiler::start() {
   callbacks_->set_starting(false);
   watcher_->start_thread();
   return true;
+}
+
+LaunchCounts Profiler::launch_counts() const {
+  // The launch callbacks' statistics exist once the callbacks do; until then nothing was
+  // announced.
+  LaunchCounts c;
+  if (!callbacks_) return c;
+  const LaunchStats &l = launch_stats();
+  c.announced = l.announced_eager.load(std::memory_order_relaxed) +
+                l.announced_graph.load(std::memory_order_relaxed);
+  c.unannounced = l.rate_limited.load(std::memory_order_relaxed);
+  return c;
+}
+
+void Profiler::hold_on(bool on) {
+  if (activity_) activity_->hold_on(on);
+}
+
+void Profiler::request_flush() {
+  if (activity_) activity_->request_flush();
+}
+
+void Profiler::on_kernel_record(const char *function_name) {
+  if (pc_) pc_->on_kernel_record(function_name);
+}
+
+void Profiler::wake() {
+  if (ConsumerWatcher *w = watcher_ready_.load(std::memory_order_acquire)) w->wake();
 }
 
 void Profiler::on_consumers(const Consumers &now, const Consumers &before) {

@@ -11,6 +11,7 @@
 #include "config.h"
 #include "consumers.h"
 #include "cupti_api.h"
+#include "subsystem_links.h"
 
 namespace parcagpu {
 
@@ -23,7 +24,14 @@ class LaunchCallbacks;
 class PcSampler;
 struct LaunchStats;
 
-class Profiler : public ConsumerWatcher::Client {
+// The only place the subsystems are built and joined: each gets what it calls in its
+// constructor. Kernel activity and PC sampling call each other, so the profiler implements the
+// links between them (subsystem_links.h), forwarding each call to the subsystem that does the work.
+class Profiler : public ConsumerWatcher::Client,
+                 private LaunchCountSource,
+                 private KernelActivityControl,
+                 private KernelRecordObserver,
+                 private WatcherWake {
  public:
   explicit Profiler(const Config &config);
   ~Profiler() override;
@@ -45,6 +53,14 @@ class Profiler : public ConsumerWatcher::Client {
 
  private:
   void log_stats() const;
+  // The links (subsystem_links.h): kernel activity's sticky policy reads the launch statistics;
+  // PC sampling holds activity on and asks for flushes; activity tells PC sampling each kernel
+  // record's name; both wake the watcher. Each is a no-op until its target is built.
+  LaunchCounts launch_counts() const override;
+  void hold_on(bool on) override;
+  void request_flush() override;
+  void on_kernel_record(const char *function_name) override;
+  void wake() override;
 
   Config config_;
   CuptiApi cupti_;
@@ -57,6 +73,9 @@ class Profiler : public ConsumerWatcher::Client {
   std::unique_ptr<GraphCompletion> completion_;
   std::unique_ptr<LaunchCallbacks> callbacks_;
   std::unique_ptr<ConsumerWatcher> watcher_;
+  // watcher_ for wake(): the launch path may ask before the watcher exists (callbacks are
+  // subscribed first), so it is published once built.
+  std::atomic<ConsumerWatcher *> watcher_ready_{nullptr};
   bool activity_usable_ = false;
   // The watcher thread's: what a consumer that attached is owed, and when (0: nothing).
   uint64_t refire_due_ns_ = 0;

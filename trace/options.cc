@@ -100,7 +100,7 @@ const argp_option kOptions[] = {
     {"max-age", kMaxAge, "DURATION", 0, "Forget launches and kernels that waited this long for "
                                         "each other, counted (default 30s)", 0},
     {"max-pending", kMaxPending, "N", 0, "Launches and kernels waiting at most (default 262144)", 0},
-    {"ringbuf-mb", kRingbuf, "N", 0, "Ring buffer MiB, a power of two (default 64; 128 with "
+    {"ringbuf-mb", kRingbuf, "N", 0, "Ring buffer MiB, a power of two (default 32; 64 with "
                                      "--capture-sites)", 0},
     {"list-counters", kListCounters, nullptr, 0, "List the summary's counters (JSON keys, -v lines, "
                                                  "what each counts) and exit; with --json as JSON", 0},
@@ -235,9 +235,10 @@ Options parse_options(int argc, char **argv) {
   argp_err_exit_status = 2;
   static const argp parser = {kOptions, parse_opt, "[INTERVAL [COUNT]]", kDoc, nullptr, nullptr, nullptr};
   argp_parse(&parser, argc, argv, 0, nullptr, &o);
-  // 64 MiB holds about 1,000 launch events with a whole 64 KiB stack copy each: 8 s of the
-  // library's default announcement rate (100 eager + 20 graph launches a second per process).
-  if (o.ringbuf_mb == 0) o.ringbuf_mb = o.capture_sites ? 128 : 64;
+  // 32 MiB holds about 490 launch events with a whole 64 KiB stack copy each: 4 s of the
+  // library's default announcement rate (100 eager + 20 graph launches a second per process),
+  // read every 100 ms. Larger costs attach time (the kernel allocates and zeroes it all).
+  if (o.ringbuf_mb == 0) o.ringbuf_mb = o.capture_sites ? 64 : 32;
   if (o.json && o.json_lines) {
     std::fprintf(stderr, "parcagpu-trace: --json and --json-lines exclude each other\n");
     std::exit(2);

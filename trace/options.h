@@ -36,7 +36,7 @@ struct Options {
   double linger_s = 2;       // --linger
   double max_age_s = 30;     // --max-age: the joiner forgets what waited this long
   size_t max_pending = 1 << 18;  // --max-pending: launches + kernels the joiner holds
-  uint32_t ringbuf_mb = 0;   // 0 = default: 64, or 128 with --capture-sites
+  uint32_t ringbuf_mb = 0;   // 0 = default: 32, or 64 with --capture-sites
 };
 
 // Parses argv; prints --help / --version and exits 0, or a message and exits 2 on bad input.

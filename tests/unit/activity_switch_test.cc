@@ -56,7 +56,7 @@ class ActivitySwitchTest : public ::testing::Test {
 };
 
 TEST_F(ActivitySwitchTest, WhileConsumerIsOnExactlyWhileArmed) {
-  ActivitySwitch s(api_, ActivityMode::WhileConsumer, &fake_clock);
+  ActivitySwitch s(api_, ActivityMode::WhileConsumer, nullptr, &fake_clock);
   EXPECT_TRUE(s.arm(true));
   EXPECT_EQ(fake_.enables, 1);
   EXPECT_EQ(fake_.last_kind, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
@@ -71,7 +71,7 @@ TEST_F(ActivitySwitchTest, WhileConsumerIsOnExactlyWhileArmed) {
 }
 
 TEST_F(ActivitySwitchTest, AFailedEnableLeavesItDisarmedAndIsRetriedAfterTheBackOff) {
-  ActivitySwitch s(api_, ActivityMode::WhileConsumer, &fake_clock);
+  ActivitySwitch s(api_, ActivityMode::WhileConsumer, nullptr, &fake_clock);
   fake_.enable_result = CUPTI_ERROR_NOT_COMPATIBLE;
   EXPECT_FALSE(s.arm(true));
   EXPECT_FALSE(s.armed());
@@ -87,7 +87,7 @@ TEST_F(ActivitySwitchTest, AFailedEnableLeavesItDisarmedAndIsRetriedAfterTheBack
 }
 
 TEST_F(ActivitySwitchTest, AroundLaunchIsOnOnlyInsideAnnouncedLaunches) {
-  ActivitySwitch s(api_, ActivityMode::AroundLaunch, &fake_clock);
+  ActivitySwitch s(api_, ActivityMode::AroundLaunch, nullptr, &fake_clock);
   EXPECT_FALSE(s.launch_begin()) << "not armed";
   EXPECT_TRUE(s.arm(true));
   EXPECT_EQ(fake_.enables, 0) << "armed, but no launch yet";
@@ -105,7 +105,7 @@ TEST_F(ActivitySwitchTest, AroundLaunchIsOnOnlyInsideAnnouncedLaunches) {
 }
 
 TEST_F(ActivitySwitchTest, DisarmingInsideALaunchSwitchesOffAndItsEndIsANoOp) {
-  ActivitySwitch s(api_, ActivityMode::AroundLaunch, &fake_clock);
+  ActivitySwitch s(api_, ActivityMode::AroundLaunch, nullptr, &fake_clock);
   s.arm(true);
   ASSERT_TRUE(s.launch_begin());
   EXPECT_TRUE(s.arm(false));
@@ -115,7 +115,7 @@ TEST_F(ActivitySwitchTest, DisarmingInsideALaunchSwitchesOffAndItsEndIsANoOp) {
 }
 
 TEST_F(ActivitySwitchTest, FastAnnouncedLaunchesLeaveItOnUntilTheyPause) {
-  ActivitySwitch s(api_, ActivityMode::AroundLaunch, &fake_clock);
+  ActivitySwitch s(api_, ActivityMode::AroundLaunch, nullptr, &fake_clock);
   s.arm(true);
   // Announced launches every 0.2 ms: the moving average of the gaps falls under 1 ms.
   for (int i = 0; i < 40; ++i) {
@@ -136,9 +136,12 @@ TEST_F(ActivitySwitchTest, FastAnnouncedLaunchesLeaveItOnUntilTheyPause) {
 }
 
 TEST_F(ActivitySwitchTest, StickyOnlyWhileMostLaunchesAreAnnounced) {
-  ActivitySwitch s(api_, ActivityMode::AroundLaunch, &fake_clock);
-  LaunchCounts counts;
-  s.set_launch_counts([&counts] { return counts; });
+  struct Counts : LaunchCountSource {
+    LaunchCounts c;
+    LaunchCounts launch_counts() const override { return c; }
+  } source;
+  LaunchCounts &counts = source.c;
+  ActivitySwitch s(api_, ActivityMode::AroundLaunch, &source, &fake_clock);
   s.arm(true);
   for (int i = 0; i < 40; ++i) {
     counts.announced += 1;
@@ -165,7 +168,7 @@ TEST_F(ActivitySwitchTest, StickyOnlyWhileMostLaunchesAreAnnounced) {
 }
 
 TEST_F(ActivitySwitchTest, HeldOnForPcSamplingWhateverTheLaunchesSay) {
-  ActivitySwitch s(api_, ActivityMode::AroundLaunch, &fake_clock);
+  ActivitySwitch s(api_, ActivityMode::AroundLaunch, nullptr, &fake_clock);
   s.arm(true);
   s.hold(true);
   EXPECT_EQ(fake_.enables, 1) << "on before PC sampling is enabled";
@@ -185,7 +188,7 @@ TEST_F(ActivitySwitchTest, HeldOnForPcSamplingWhateverTheLaunchesSay) {
 }
 
 TEST_F(ActivitySwitchTest, AFailedDisableIsRetriedAfterASecondNotPerLaunch) {
-  ActivitySwitch s(api_, ActivityMode::AroundLaunch, &fake_clock);
+  ActivitySwitch s(api_, ActivityMode::AroundLaunch, nullptr, &fake_clock);
   s.arm(true);
   fake_.disable_result = CUPTI_ERROR_UNKNOWN;
   launch(s);
@@ -206,7 +209,7 @@ TEST_F(ActivitySwitchTest, AFailedDisableIsRetriedAfterASecondNotPerLaunch) {
 }
 
 TEST_F(ActivitySwitchTest, ForceOffIgnoresTheHoldAndTheBackOff) {
-  ActivitySwitch s(api_, ActivityMode::WhileConsumer, &fake_clock);
+  ActivitySwitch s(api_, ActivityMode::WhileConsumer, nullptr, &fake_clock);
   s.arm(true);
   fake_.disable_result = CUPTI_ERROR_UNKNOWN;
   s.arm(false);
