@@ -267,6 +267,47 @@ static __always_inline void *reserve_with_stacks(bool want, __u64 size) {
   return e;
 }
 
+/* Where a stack event is built when it is not written in place: one slot per CPU, so that the
+ * event goes into the ring buffer at its size (the stack bytes actually copied) and not at the
+ * configured size. Most stacks end well inside 64 KiB (a thread's stack ends a few KiB above its
+ * first frame), and a reservation of the whole size made the ring buffer hold ~500 launches.
+ * A plain array indexed by CPU, sized by userland to the CPUs (per-CPU values are limited to
+ * 32 KiB). `busy`: uprobe programs are preemptible, so another task on this CPU may find the slot
+ * taken; it then reserves in place, at the full size. */
+struct stack_slot {
+  __u64 busy; /* 64 bits: BPF's 32-bit atomics need -mcpu=v3 */
+  __u8 event[PT_STACK_EVENT_MAX + PT_STACK_COPY_MAX];
+};
+struct {
+  __uint(type, BPF_MAP_TYPE_ARRAY);
+  __uint(max_entries, 1); /* the CPUs: set by userland before load */
+  __type(key, __u32);
+  __type(value, struct stack_slot);
+} stack_slots SEC(".maps");
+
+static __always_inline struct stack_slot *take_slot(bool want) {
+  if (!want) return 0;
+  __u32 cpu = bpf_get_smp_processor_id();
+  struct stack_slot *s = bpf_map_lookup_elem(&stack_slots, &cpu);
+  if (!s || __sync_val_compare_and_swap(&s->busy, 0, 1) != 0) return 0;
+  return s;
+}
+
+/* Sends the event built in slot s: `fixed` bytes (the event and its pt_stacks) and the stack bytes
+ * copied. With no room for it, the event alone goes (counted as a stack dropped). Frees the slot. */
+static __always_inline void send_slot(struct stack_slot *s, __u64 fixed, __s32 copied) {
+  __u64 size = fixed + (copied > 0 ? (__u32)copied : 0);
+  if (size > sizeof(s->event)) size = sizeof(s->event);
+  if (bpf_ringbuf_output(&events, s->event, size, 0) != 0) {
+    stat_add(PT_STAT_STACKS_DROPPED, 1);
+    struct pt_header *h = (struct pt_header *)s->event;
+    h->flags &= ~(PT_F_STACK | PT_F_STACK_COPY | PT_F_PY_STACK);
+    if (fixed > sizeof(s->event)) fixed = sizeof(s->event);
+    bpf_ringbuf_output(&events, s->event, fixed, 0); /* a full ring counts its own drop */
+  }
+  __sync_val_compare_and_swap(&s->busy, 1, 0); /* an atomic release (no atomic store in BPF) */
+}
+
 /* The stacks of the event whose header is h, at the probe. */
 static __always_inline void take_stacks(struct pt_regs *ctx, struct pt_header *h,
                                         struct pt_stacks *s) {
@@ -280,16 +321,27 @@ static __always_inline void take_stacks(struct pt_regs *ctx, struct pt_header *h
 }
 
 /* Sends a launch or capture event (struct kind##_event, filled by fill(event, ctx)), with its
- * stacks (struct kind##_stack_event) when `want` and the ring buffer has room for them. */
-#define SEND_WITH_STACKS(want, kind, fill)                                \
-  do {                                                                    \
-    struct kind##_stack_event *e = reserve_with_stacks(want, sizeof(*e)); \
-    struct kind##_event *c = e ? &e->c : reserve(sizeof(*c));             \
-    if (!c) return 0;                                                     \
-    fill(c, ctx);                                                         \
-    if (e) take_stacks(ctx, &c->h, &e->stacks);                           \
-    bpf_ringbuf_submit(c, 0);                                             \
-    return 0;                                                             \
+ * stacks (struct kind##_stack_event) when `want` and the ring buffer has room for them: built in
+ * this CPU's slot and sent at its size, or (slot taken) reserved in place at the full size. */
+#define SEND_WITH_STACKS(want, kind, fill)                                        \
+  do {                                                                            \
+    _Static_assert(sizeof(struct kind##_stack_event) <= PT_STACK_EVENT_MAX,        \
+                   "PT_STACK_EVENT_MAX too small");                               \
+    struct stack_slot *slot = take_slot(want);                                    \
+    if (slot) {                                                                   \
+      struct kind##_stack_event *e = (struct kind##_stack_event *)slot->event;    \
+      fill(&e->c, ctx);                                                           \
+      take_stacks(ctx, &e->c.h, &e->stacks);                                      \
+      send_slot(slot, sizeof(*e), stack_copy_bytes ? e->stacks.copy.bytes : 0);   \
+      return 0;                                                                   \
+    }                                                                             \
+    struct kind##_stack_event *e = reserve_with_stacks(want, sizeof(*e));         \
+    struct kind##_event *c = e ? &e->c : reserve(sizeof(*c));                     \
+    if (!c) return 0;                                                             \
+    fill(c, ctx);                                                                 \
+    if (e) take_stacks(ctx, &c->h, &e->stacks);                                   \
+    bpf_ringbuf_submit(c, 0);                                                     \
+    return 0;                                                                     \
   } while (0)
 
 PROBE(cuda_correlation, PT_STAT_FIRE_CUDA_CORRELATION) {

@@ -54,16 +54,20 @@ struct pt_stack {
 /* For unwinding by DWARF CFI in userland (as perf --call-graph dwarf): the user registers at the
  * probe, in DWARF register order for x86-64 (rax rdx rcx rbx rsi rdi rbp rsp r8..r15, then rip
  * as 16, the return-address column), and the top of the user stack from rsp. `bytes` of the data
- * were copied: the configured size, or less where the stack ends sooner (halved until the read
- * succeeds), or a negative errno. The data has the configured size (stack_copy_bytes in the BPF
- * program, --stack-bytes) and follows this struct, which ends the event. */
+ * were copied: the configured size, or less where the stack ends sooner (to within 8 bytes of its
+ * end), or a negative errno. The data follows this struct, which ends the event: the event ends
+ * after the `bytes` copied (built in a per-CPU slot and sent at its size), or after the
+ * configured size (stack_copy_bytes in the BPF program, --stack-bytes; reserved in place when the
+ * slot was taken). */
 #define PT_DWARF_REGS 17
 #define PT_STACK_COPY_MAX 65536
+/* The largest launch or capture event with its stacks, before the stack data. */
+#define PT_STACK_EVENT_MAX 4096
 
 struct pt_stack_copy {
   __u64 regs[PT_DWARF_REGS];
   __s32 bytes;
-  __u32 size; /* bytes of stack data after this struct in the event (the configured size) */
+  __u32 size; /* the configured size (--stack-bytes); the event may end after `bytes` */
 };
 
 /* CPython (3.11+) at a launch. Userland puts one struct pt_py_proc per Python process in the
