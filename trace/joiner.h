@@ -159,6 +159,10 @@ class Joiner {
   std::vector<uint32_t> awaiting_pids() const;
   // Launches and pending kernels held now (bounded by Limits::max_entries).
   size_t entries() const;
+  // What waited and was forgotten because the joiner held max_entries: launches without their
+  // kernel and kernels without their launch (cheap: for the live loss warning).
+  uint64_t forgotten_at_max_pending() const { return c_.forgotten_at_max_pending; }
+  size_t max_entries() const { return limits_.max_entries; }
   // Adds the join figures at this point to s (orphans = what is still waiting now + what was
   // forgotten).
   void add_to(Counters *s) const;
@@ -172,7 +176,10 @@ class Joiner {
   void see_time(uint64_t now_ns);
   void count_match(int32_t cbid, bool graph_record, uint32_t name, uint64_t n = 1);
   void retire(uint64_t k, const Launch &l);
-  void rotate();
+  // Why the old generation is forgotten: it aged (max_age/2 passed), or the current one holds
+  // max_entries/2 (--max-pending: what waited is lost to the cap, counted apart).
+  enum class Rotation { kByAge, kAtMaxPending };
+  void rotate(Rotation why);
 
   struct Correlation {
     Launch launch;
@@ -191,7 +198,7 @@ class Joiner {
     size_t size() const { return live.size() + pending_kernels; }
   };
   Correlation *find_live(uint64_t k);  // refreshes (moves to the current generation)
-  void forget(Generation &g);
+  void forget(Generation &g, Rotation why);
 
   Limits limits_;
   MatchSink *sink_;

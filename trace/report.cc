@@ -231,13 +231,21 @@ void print_summary(FILE *f, const Summary &s, bool verbose) {
   add("launches without kernels (eager)", s.orphan_correlations_eager);
   add("launches without kernels (graph)", s.orphan_correlations_graph);
   add("ring-buffer drops", s.ringbuf_drops);
+  add("metadata ring-buffer drops", s.meta_ringbuf_drops);
+  add("error firings lost", s.errors_lost);
   add("read errors", s.read_errors);
   add("stacks dropped", s.stacks_dropped);
   std::fprintf(f, "  lost: %s\n", lost.empty() ? "nothing (every kernel record matched its launch)" : lost.c_str());
-  if (s.forgotten_correlations_eager + s.forgotten_correlations_graph + s.forgotten_kernels)
-    std::fprintf(f, "  of which forgotten after %.0f s: launches %" PRIu64 ", kernels %" PRIu64 "\n",
-                 s.joiner_max_age_s, s.forgotten_correlations_eager + s.forgotten_correlations_graph,
-                 s.forgotten_kernels);
+  if (s.forgotten_correlations_eager + s.forgotten_correlations_graph + s.forgotten_kernels) {
+    std::fprintf(f, "  of which forgotten: launches %" PRIu64 ", kernels %" PRIu64,
+                 s.forgotten_correlations_eager + s.forgotten_correlations_graph, s.forgotten_kernels);
+    if (s.forgotten_at_max_pending)
+      std::fprintf(f, " (%" PRIu64 " of them at --max-pending %" PRIu64 ", the rest after %.0f s)",
+                   s.forgotten_at_max_pending, s.joiner_max_entries, s.joiner_max_age_s);
+    else
+      std::fprintf(f, " (after %.0f s)", s.joiner_max_age_s);
+    std::fprintf(f, "\n");
+  }
   if (s.impossible_kernel_records) {
     std::string why;
     for (const auto &[what, n] : {std::pair{"reversed or 0", s.impossible_reversed},
@@ -249,7 +257,9 @@ void print_summary(FILE *f, const Summary &s, bool verbose) {
     std::fprintf(f, "  impossible kernel records: %" PRIu64 " of %" PRIu64 " (%s), left out of the GPU time\n",
                  s.impossible_kernel_records, s.kernel_records, why.c_str());
   }
-  if (s.errors) std::fprintf(f, "  library errors (error probe): %" PRIu64 "\n", s.errors);
+  if (s.error_firings || s.errors)
+    std::fprintf(f, "  library errors (error probe): %" PRIu64 " received of %" PRIu64 " fired\n", s.errors,
+                 s.error_firings);
   if (s.kernels_ignored_at_exit)
     std::fprintf(f, "  unmatched kernels of launches announced while detaching: %" PRIu64 "\n",
                  s.kernels_ignored_at_exit);

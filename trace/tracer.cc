@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstring>
 #include <ctime>
+#include <iterator>
 
 #include "parcagpu_version.h"
 #include "pprof.h"
@@ -407,6 +408,33 @@ void Tracer::on_meta(const pt_meta_event &e) {
                  static_cast<uint64_t>(e.size), (e.h.flags & PT_F_BLOB_FAULT) ? " (blob unreadable)" : "");
 }
 
+void Tracer::warn_of_losses(const BpfLosses &b) {
+  // Each row: the count so far, the JSON key the summary counts it under, what it means.
+  char max_pending[128];
+  std::snprintf(max_pending, sizeof max_pending,
+                "the joiner held --max-pending %zu launches and kernels: the oldest waiting ones are "
+                "forgotten as orphans", joiner_.max_entries());
+  const struct {
+    uint64_t count;
+    const char *what, *key, *hint;
+  } kinds[] = {
+      {b.ringbuf_drops, "ring buffer full: launches, kernel records or stacks dropped", "ringbuf_drops",
+       "; a larger --ringbuf-mb holds more"},
+      {b.meta_ringbuf_drops, "metadata ring buffer full: error, cubin, stall-reason or gpu_config events dropped",
+       "meta_ringbuf_drops", ""},
+      {b.error_drops, "library error firings lost: the error probe fired, its event found no room", "errors_lost",
+       ""},
+      {joiner_.forgotten_at_max_pending(), max_pending, "forgotten_at_max_pending",
+       "; a larger --max-pending holds more"},
+  };
+  for (size_t i = 0; i < std::size(kinds); ++i) {
+    if (kinds[i].count == 0 || (losses_said_ & (1u << i))) continue;
+    losses_said_ |= 1u << i;
+    std::fprintf(stderr, "parcagpu-trace: warning: %s (counted as %s%s)\n", kinds[i].what, kinds[i].key,
+                 kinds[i].hint);
+  }
+}
+
 void Tracer::begin_output() {
   if (opt_.kernels && !opt_.json && !opt_.json_lines) table_.header();
 }
@@ -446,6 +474,10 @@ Summary Tracer::summarize(const uint64_t st[PT_STAT_MAX], double duration,
   joiner_.add_to(&sum);
   captures_.fill(&sum, opt_.capture_sites);
   sum.ringbuf_drops = st[PT_STAT_RINGBUF_DROPS];
+  sum.meta_ringbuf_drops = st[PT_STAT_META_RINGBUF_DROPS];
+  // Firings minus what arrived: an error the user never saw (its event found no room).
+  sum.error_firings = st[PT_STAT_FIRE_ERROR];
+  sum.errors_lost = sum.error_firings > sum.errors ? sum.error_firings - sum.errors : 0;
   sum.read_errors = st[PT_STAT_READ_ERRORS];
   sum.kernel_executed_events = st[PT_STAT_FIRE_KERNEL_EXECUTED];
   sum.activity_batches = st[PT_STAT_FIRE_ACTIVITY_BATCH];
@@ -485,19 +517,23 @@ Summary Tracer::summarize(const uint64_t st[PT_STAT_MAX], double duration,
 }
 
 bool Tracer::report(const Summary &s) const {
-  if (opt_.json || opt_.json_lines) {
+  auto json = [&](bool json_lines) {
     Json j;
-    if (opt_.json_lines) j["type"] = "summary";
+    if (json_lines) j["type"] = "summary";
     j["version"] = PARCAGPU_VERSION;
     j.update(summary_json(s));
     for (const auto &v : extensions_) v->add_json(j);
-    print_line(j);
+    return j;
+  };
+  if (opt_.json || opt_.json_lines) {
+    print_line(json(opt_.json_lines));
   } else {
     print_summary(report_out_, s, opt_.verbose);
     for (const auto &v : extensions_) v->print(report_out_);
   }
   std::fflush(report_out_);
   bool ok = true;
+  if (!opt_.json_path.empty()) ok &= write_file(opt_.json_path, json_line(json(false)) + "\n");
   if (!opt_.folded_path.empty() || !opt_.svg_path.empty()) {
     const std::vector<FoldedStack> folded = folded_stacks(profile_, stacks_, joiner_.names());
     if (!opt_.folded_path.empty()) ok &= write_file(opt_.folded_path, folded_text(folded));
