@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -102,11 +103,28 @@ struct DeviceSummary {
   std::vector<StackKernelSummary> by_kernel;  // most GPU time first
 };
 
+// One row of GPU time by process (trace/processes.h): a process's matched kernels, with the
+// labels that tell the ranks of one job apart.
+struct ProcessSummary {
+  uint32_t pid = 0;
+  std::string comm;
+  std::optional<int64_t> rank, local_rank;  // RANK / LOCAL_RANK of its environment
+  uint64_t gpu_ns = 0, kernels = 0;
+  struct Device {
+    uint32_t device = 0;
+    uint64_t gpu_ns = 0, kernels = 0;
+  };
+  std::vector<Device> devices;                // by ordinal
+  uint64_t kernel_names = 0;                  // distinct kernels (by_kernel holds the top N)
+  std::vector<StackKernelSummary> by_kernel;  // most GPU time first
+};
+
 // Everything the tool reports: the counters (trace/counters.h: the joiner's, the capture sites',
 // the tracer's and the BPF side's, added up) and the tables.
 struct Summary : Counters {
   std::vector<StackSummary> gpu_time_by_stack;  // top N, most GPU time first
   std::vector<DeviceSummary> gpu_time_by_device;  // every device seen, by ordinal
+  std::vector<ProcessSummary> gpu_time_by_process;  // every process with GPU time, by rank then pid
   bool capture_sites_enabled = false;               // --capture-sites: the table below is output
   std::vector<CaptureSiteSummary> capture_sites;    // sorted by total_ns, descending
   std::vector<std::string> libraries;               // library files attached to

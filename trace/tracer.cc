@@ -126,6 +126,7 @@ void Tracer::forget_process(uint32_t pid) {
   captures_.forget(pid);
   joiner_.forget_process(pid);
   process_start_.erase(pid);
+  processes_.forget(pid);
   seen_pids_.erase(pid);
 }
 
@@ -212,6 +213,7 @@ void Tracer::on_event(const void *data, size_t size) {
       // A process already running at attach: its maps now, while it surely lives.
       drain_mapping_records();
       symbolizer_.note_process(h->pid);
+      processes_.id(h->pid);  // its comm and rank now, while it surely lives
       check_python(h->pid, symbolizer_.maps(h->pid));
       if (python_.knows(h->pid)) ++meta_.python_processes;
     }
@@ -345,9 +347,10 @@ void Tracer::on_kernel(const pt_kernel_event &e) {
 void Tracer::on_match(const Launch &l, const KernelRecord &k, uint32_t name_id, uint32_t tag) {
   // Graph kernels go under their capture stack with --capture-sites (when they have one).
   const uint32_t stack = opt_.capture_sites && tag > StackTable::kFirstReal ? tag - 1 : l.stack_id;
-  profile_.add(stack, name_id, k.gpu_ns());
+  const Origin origin{processes_.id(k.pid), k.device_id};
+  profile_.add(stack, name_id, k.gpu_ns(), origin);
   devices_.on_match(k.device_id, name_id, k.gpu_ns());
-  if (opt_.interval_s > 0) interval_profile_.add(stack, name_id, k.gpu_ns());
+  if (opt_.interval_s > 0) interval_profile_.add(stack, name_id, k.gpu_ns(), origin);
   if (opt_.kernels) {
     std::string site;
     if (const char *p = StackTable::pseudo_name(stack))
@@ -361,6 +364,9 @@ void Tracer::on_match(const Launch &l, const KernelRecord &k, uint32_t name_id, 
     Json j;
     j["type"] = "kernel";
     j["pid"] = k.pid;
+    const ProcessInfo &process = processes_.info(origin.process);
+    j["comm"] = process.comm;
+    j["rank"] = process.rank ? Json(*process.rank) : Json(nullptr);
     j["correlation_id"] = k.correlation_id;
     j["cbid"] = l.signed_cbid;
     j["api"] = api_name(l.signed_cbid);
@@ -498,6 +504,7 @@ Summary Tracer::summarize(const uint64_t st[PT_STAT_MAX], double duration,
   sum.gpu_time_by_stack = summarize_stacks(profile_, stacks_, joiner_.names(), opt_.top);
   sum.stacks_total = profile_.stacks();
   sum.gpu_time_by_device = devices_.summarize(joiner_.names(), opt_.top);
+  sum.gpu_time_by_process = summarize_processes(profile_, processes_, joiner_.names(), opt_.top);
   sum.libraries = libraries;
   sum.duration_s = duration;
   sum.events_per_s = duration > 0 ? static_cast<double>(sum.events) / duration : 0;
@@ -555,7 +562,7 @@ bool Tracer::report(const Summary &s) const {
     info.duration_nanos = static_cast<int64_t>(s.duration_s * 1e9);
     info.time_nanos = static_cast<int64_t>(now.tv_sec) * 1000000000 + now.tv_nsec - info.duration_nanos;
     std::string gz;
-    if (!gzip_compress(pprof_profile(profile_, stacks_, joiner_.names(), info), &gz)) {
+    if (!gzip_compress(pprof_profile(profile_, stacks_, joiner_.names(), processes_, info), &gz)) {
       std::fprintf(stderr, "parcagpu-trace: --pprof %s: zlib could not compress the profile\n", opt_.pprof_path.c_str());
       ok = false;
     } else {

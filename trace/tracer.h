@@ -19,6 +19,7 @@
 #include "mmap_tracker.h"
 #include "options.h"
 #include "trace_events.h"
+#include "processes.h"
 #include "profile.h"
 #include "python.h"
 #include "report.h"
@@ -110,6 +111,7 @@ class Tracer : public MatchSink {
   CaptureSites captures_;
   GpuProfile profile_, interval_profile_;
   DeviceProfile devices_;
+  ProcessTable processes_;  // pid, comm, rank of each process heard from: the profile's origins
   KernelTable table_{report_out_};
   MmapTracker *mmaps_ = nullptr;
   MmapTracker::Hooks hooks_;
