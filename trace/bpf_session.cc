@@ -136,9 +136,10 @@ void BpfSession::detach(const char *probe) { destroy_links(&links_, probe); }
 void BpfSession::detach_all() { destroy_links(&links_); }
 
 bool BpfSession::open_ringbuf(Handler handler, void *ctx, std::string *error) {
-  rb_ = ring_buffer__new(bpf_map__fd(skel_->maps.events), handler, ctx, nullptr);
-  if (!rb_) {
-    *error = std::string("cannot open the ring buffer: ") + std::strerror(errno);
+  // The metadata ring first: one manager polls both (an event in either wakes it).
+  rb_ = ring_buffer__new(bpf_map__fd(skel_->maps.meta_events), handler, ctx, nullptr);
+  if (!rb_ || ring_buffer__add(rb_, bpf_map__fd(skel_->maps.events), handler, ctx) != 0) {
+    *error = std::string("cannot open the ring buffers: ") + std::strerror(errno);
     return false;
   }
   return true;
@@ -157,7 +158,19 @@ bool BpfSession::set_python_process(uint32_t pid, const pt_py_proc *p) {
 
 int BpfSession::events_fd() const { return bpf_map__fd(skel_->maps.events); }
 
+int BpfSession::meta_events_fd() const { return bpf_map__fd(skel_->maps.meta_events); }
+
 int BpfSession::cgroup_map_fd() const { return bpf_map__fd(skel_->maps.cgroup_map); }
+
+uint64_t BpfSession::read_stat(uint32_t index) const {
+  const int ncpu = libbpf_num_possible_cpus();
+  if (ncpu <= 0 || !skel_ || index >= PT_STAT_MAX) return 0;
+  std::vector<uint64_t> values(ncpu);
+  if (bpf_map_lookup_elem(bpf_map__fd(skel_->maps.stats), &index, values.data()) != 0) return 0;
+  uint64_t sum = 0;
+  for (uint64_t v : values) sum += v;
+  return sum;
+}
 
 void BpfSession::read_stats(uint64_t out[PT_STAT_MAX]) const {
   std::fill(out, out + PT_STAT_MAX, 0);

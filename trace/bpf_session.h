@@ -70,6 +70,8 @@ class BpfSession {
   void detach_all();
   size_t links() const { return links_.size(); }
 
+  // Both ring buffers (events, and meta_events: the library's error and metadata firings) into
+  // one handler.
   bool open_ringbuf(Handler handler, void *ctx, std::string *error);
   int poll(int timeout_ms);  // events handled, or a negative errno
   int consume();             // everything committed now; events handled or negative errno
@@ -78,12 +80,14 @@ class BpfSession {
   // one that is gone. False when the map is full or the update refused.
   bool set_python_process(uint32_t pid, const pt_py_proc *p);
 
-  // The per-CPU counters summed over CPUs.
+  // The per-CPU counters summed over CPUs: all of them, or one (cheap enough for every poll tick).
   void read_stats(uint64_t out[PT_STAT_MAX]) const;
+  uint64_t read_stat(uint32_t index) const;
 
-  // The ring buffer and the cgroup filter, for an extension's BPF object that writes into the same
+  // The ring buffers and the cgroup filter, for an extension's BPF object that writes into the same
   // ring buffer (trace/pc_session.h). After load().
   int events_fd() const;
+  int meta_events_fd() const;
   int cgroup_map_fd() const;
 
  private:

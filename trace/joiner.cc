@@ -26,8 +26,8 @@ void Joiner::see_time(uint64_t now_ns) {
   if (rotated_at_ns_ == 0) rotated_at_ns_ = now_ns;
   const uint64_t half = std::max<uint64_t>(limits_.max_age_ns / 2, 1);
   if (now_ns_ - rotated_at_ns_ < half) return;
-  rotate();
-  if (now_ns_ - rotated_at_ns_ >= 2 * half) rotate();  // quiet for max_age: the rest goes too
+  rotate(Rotation::kByAge);
+  if (now_ns_ - rotated_at_ns_ >= 2 * half) rotate(Rotation::kByAge);  // quiet for max_age: the rest goes too
   rotated_at_ns_ = now_ns_;
 }
 
@@ -35,23 +35,26 @@ void Joiner::tick(uint64_t now_ns) { see_time(now_ns); }
 
 size_t Joiner::entries() const { return cur_.size() + old_.size(); }
 
-void Joiner::forget(Generation &g) {
+void Joiner::forget(Generation &g, Rotation why) {
   for (auto &[k, c] : g.live) {
     if (c.kernels == 0) {
       --awaiting_;
+      if (why == Rotation::kAtMaxPending) ++c_.forgotten_at_max_pending;
       (is_graph_cbid(c.launch.signed_cbid) ? c_.forgotten_correlations_graph : c_.forgotten_correlations_eager)++;
     } else {
       ++c_.retired_graph_launches;  // later kernels of it still match, within the retired window
       retire(k, c.launch);
     }
   }
-  for (auto &[k, v] : g.pending)
+  for (auto &[k, v] : g.pending) {
     for (const PendingKernel &p : v) (p.while_closing ? forgotten_kernels_closing_ : forgotten_kernels_)++;
+    if (why == Rotation::kAtMaxPending) c_.forgotten_at_max_pending += v.size();
+  }
   g = Generation{};
 }
 
-void Joiner::rotate() {
-  forget(old_);
+void Joiner::rotate(Rotation why) {
+  forget(old_, why);
   old_ = std::move(cur_);
   cur_ = Generation{};
 }
@@ -128,7 +131,7 @@ void Joiner::on_correlation(uint32_t pid, uint32_t corr, int32_t cbid, uint32_t 
   } else {
     retire(k, launch);
   }
-  if (cur_.size() >= limits_.max_entries / 2) rotate();
+  if (cur_.size() >= limits_.max_entries / 2) rotate(Rotation::kAtMaxPending);
   peak_entries_ = std::max(peak_entries_, entries());
 }
 
@@ -156,7 +159,7 @@ Joiner::Match Joiner::on_kernel(const KernelRecord &r, uint32_t tag) {
       }
     }
     if (sink_) sink_->on_match(launch, r, name, tag);
-    if (cur_.size() >= limits_.max_entries / 2) rotate();
+    if (cur_.size() >= limits_.max_entries / 2) rotate(Rotation::kAtMaxPending);
     peak_entries_ = std::max(peak_entries_, entries());
     return {true, launch.signed_cbid};
   }
@@ -173,7 +176,7 @@ Joiner::Match Joiner::on_kernel(const KernelRecord &r, uint32_t tag) {
   p.while_closing = closing_;
   cur_.pending[k].push_back(p);
   ++cur_.pending_kernels;
-  if (cur_.size() >= limits_.max_entries / 2) rotate();
+  if (cur_.size() >= limits_.max_entries / 2) rotate(Rotation::kAtMaxPending);
   peak_entries_ = std::max(peak_entries_, entries());
   return {};
 }

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -102,11 +103,28 @@ struct DeviceSummary {
   std::vector<StackKernelSummary> by_kernel;  // most GPU time first
 };
 
+// One row of GPU time by process (trace/processes.h): a process's matched kernels, with the
+// labels that tell the ranks of one job apart.
+struct ProcessSummary {
+  uint32_t pid = 0;
+  std::string comm;
+  std::optional<int64_t> rank, local_rank;  // RANK / LOCAL_RANK of its environment
+  uint64_t gpu_ns = 0, kernels = 0;
+  struct Device {
+    uint32_t device = 0;
+    uint64_t gpu_ns = 0, kernels = 0;
+  };
+  std::vector<Device> devices;                // by ordinal
+  uint64_t kernel_names = 0;                  // distinct kernels (by_kernel holds the top N)
+  std::vector<StackKernelSummary> by_kernel;  // most GPU time first
+};
+
 // Everything the tool reports: the counters (trace/counters.h: the joiner's, the capture sites',
 // the tracer's and the BPF side's, added up) and the tables.
 struct Summary : Counters {
   std::vector<StackSummary> gpu_time_by_stack;  // top N, most GPU time first
   std::vector<DeviceSummary> gpu_time_by_device;  // every device seen, by ordinal
+  std::vector<ProcessSummary> gpu_time_by_process;  // every process with GPU time, by rank then pid
   bool capture_sites_enabled = false;               // --capture-sites: the table below is output
   std::vector<CaptureSiteSummary> capture_sites;    // sorted by total_ns, descending
   std::vector<std::string> libraries;               // library files attached to
@@ -159,6 +177,10 @@ class Joiner {
   std::vector<uint32_t> awaiting_pids() const;
   // Launches and pending kernels held now (bounded by Limits::max_entries).
   size_t entries() const;
+  // What waited and was forgotten because the joiner held max_entries: launches without their
+  // kernel and kernels without their launch (cheap: for the live loss warning).
+  uint64_t forgotten_at_max_pending() const { return c_.forgotten_at_max_pending; }
+  size_t max_entries() const { return limits_.max_entries; }
   // Adds the join figures at this point to s (orphans = what is still waiting now + what was
   // forgotten).
   void add_to(Counters *s) const;
@@ -172,7 +194,10 @@ class Joiner {
   void see_time(uint64_t now_ns);
   void count_match(int32_t cbid, bool graph_record, uint32_t name, uint64_t n = 1);
   void retire(uint64_t k, const Launch &l);
-  void rotate();
+  // Why the old generation is forgotten: it aged (max_age/2 passed), or the current one holds
+  // max_entries/2 (--max-pending: what waited is lost to the cap, counted apart).
+  enum class Rotation { kByAge, kAtMaxPending };
+  void rotate(Rotation why);
 
   struct Correlation {
     Launch launch;
@@ -191,7 +216,7 @@ class Joiner {
     size_t size() const { return live.size() + pending_kernels; }
   };
   Correlation *find_live(uint64_t k);  // refreshes (moves to the current generation)
-  void forget(Generation &g);
+  void forget(Generation &g, Rotation why);
 
   Limits limits_;
   MatchSink *sink_;

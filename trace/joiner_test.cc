@@ -248,6 +248,10 @@ TEST(JoinerBoundTest, NeverHoldsMoreThanMaxEntries) {
   EXPECT_GT(s.forgotten_correlations_eager, 0u);
   EXPECT_GT(s.forgotten_correlations_graph, 0u);
   EXPECT_GT(s.forgotten_kernels, 0u);
+  // All of it for the cap (no time passed): the count the tool warns of as it happens.
+  EXPECT_EQ(s.forgotten_at_max_pending,
+            s.forgotten_correlations_eager + s.forgotten_correlations_graph + s.forgotten_kernels);
+  EXPECT_EQ(j.forgotten_at_max_pending(), s.forgotten_at_max_pending);
   // Forgotten ones are orphans: nothing leaves the accounting.
   EXPECT_EQ(s.orphan_correlations_eager + s.orphan_correlations_graph, n);
   EXPECT_EQ(s.orphan_kernels, n);
@@ -271,6 +275,7 @@ TEST(JoinerBoundTest, ForgetsByAgeButKeepsWhatIsActive) {
   j.add_to(&s);
   EXPECT_EQ(s.forgotten_correlations_eager, 1u);
   EXPECT_EQ(s.forgotten_kernels, 1u);
+  EXPECT_EQ(s.forgotten_at_max_pending, 0u);  // by age, not for the cap
   EXPECT_EQ(s.retired_graph_launches, 0u);  // active: kept
   EXPECT_EQ(j.entries(), 1u);
   EXPECT_EQ(j.awaiting_kernels(), 0u);

@@ -39,6 +39,7 @@ const char kDoc[] =
     "  parcagpu-trace --capture-sites  # graph kernels where they were captured\n"
     "  parcagpu-trace --pc -p 1234     # and PC samples: stall reasons, lines\n"
     "  parcagpu-trace --json -d 10s     # one JSON object at exit\n"
+    "  parcagpu-trace --json=s.json     # the text report, and the JSON summary in s.json\n"
     "  parcagpu-trace --json-lines      # a JSON line per kernel, stack, interval\n"
     "  parcagpu-trace -k               # a line per kernel as it is matched\n"
     "\n"
@@ -86,7 +87,9 @@ const argp_option kOptions[] = {
     {"pc", kPc, nullptr, 0,
      "Also PC sampling (the library samples only while this is attached): the hottest kernels by "
      "PC samples, their stall reasons, hottest PC offsets and source lines (-lineinfo)", 0},
-    {"json", kJson, nullptr, 0, "The summary as one JSON object on stdout", 0},
+    {"json", kJson, "FILE", OPTION_ARG_OPTIONAL,
+     "The summary as one JSON object on stdout; --json=FILE: in FILE at exit, and the text report "
+     "on stdout as without it", 0},
     {"json-lines", kJsonLines, nullptr, 0,
      "JSON objects, one per line: stack, kernel (when matched), interval, summary (last)", 0},
     {"no-stacks", kNoStacks, nullptr, 0, "Take no user stack at the launch probe", 0},
@@ -143,7 +146,12 @@ error_t parse_opt(int key, char *arg, argp_state *state) {
       break;
     case 'k': o->kernels = true; break;
     case 'v': o->verbose = true; break;
-    case kJson: o->json = true; break;
+    case kJson:
+      if (arg)
+        o->json_path = arg;
+      else
+        o->json = true;
+      break;
     case kJsonLines: o->json_lines = true; break;
     case kCaptureSites: o->capture_sites = true; break;
     case kPc: o->pc = true; break;
@@ -239,6 +247,10 @@ Options parse_options(int argc, char **argv) {
   // library's default announcement rate (100 eager + 20 graph launches a second per process),
   // read every 100 ms. Larger costs attach time (the kernel allocates and zeroes it all).
   if (o.ringbuf_mb == 0) o.ringbuf_mb = o.capture_sites ? 64 : 32;
+  if (o.json_path == "-") {  // --json=- is --json
+    o.json = true;
+    o.json_path.clear();
+  }
   if (o.json && o.json_lines) {
     std::fprintf(stderr, "parcagpu-trace: --json and --json-lines exclude each other\n");
     std::exit(2);
@@ -258,7 +270,7 @@ Options parse_options(int argc, char **argv) {
     std::exit(2);
   }
   for (const auto &[flag, path] : {std::pair{"--folded", &o.folded_path}, std::pair{"--svg", &o.svg_path},
-                                   std::pair{"--pprof", &o.pprof_path}}) {
+                                   std::pair{"--pprof", &o.pprof_path}, std::pair{"--json", &o.json_path}}) {
     if (path->empty() || *path == "-" || o.list_counters) continue;
     if (const std::string why = unwritable(*path); !why.empty()) {
       std::fprintf(stderr, "parcagpu-trace: %s %s: cannot write it: %s\n", flag, path->c_str(), why.c_str());

@@ -14,7 +14,8 @@ struct Options {
   double duration_s = 0;     // -d: 0 = until Ctrl-C / SIGTERM / -p's exit
   double interval_s = 0;     // INTERVAL: a summary of the last interval every INTERVAL
   long count = 0;            // COUNT: stop after COUNT intervals (0 = no limit)
-  bool json = false;         // the summary as one JSON object on stdout
+  bool json = false;         // the summary as one JSON object on stdout (instead of the text)
+  std::string json_path;     // --json=FILE: the JSON summary in FILE, the text report as usual
   bool json_lines = false;   // a JSON object per line: kernels, stacks, intervals, summary
   bool kernels = false;      // -k: one line per matched kernel
   bool verbose = false;      // -v

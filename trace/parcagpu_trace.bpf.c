@@ -21,6 +21,7 @@
 
 #define TRACE_STATS_MAX PT_STAT_MAX
 #define TRACE_STAT_RINGBUF_DROPS PT_STAT_RINGBUF_DROPS
+#define TRACE_STAT_META_RINGBUF_DROPS PT_STAT_META_RINGBUF_DROPS
 #include "trace_common.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
@@ -434,8 +435,11 @@ PROBE(error, PT_STAT_FIRE_ERROR) {
   __s32 code = arg(ctx, 0);
   const char *msg = (const char *)arg(ctx, 1);
   const char *component = (const char *)arg(ctx, 2);
-  struct pt_error_event *e = reserve_event(sizeof(*e), PT_EV_ERROR);
-  if (!e) return 0;
+  struct pt_error_event *e = reserve_meta_event(sizeof(*e), PT_EV_ERROR);
+  if (!e) {
+    stat_add(PT_STAT_ERROR_DROPS, 1); /* the user's warning: fired_error - received */
+    return 0;
+  }
   e->code = code;
   e->pad = 0;
   e->h.flags = read_str(e->message, sizeof(e->message), msg, 0, PT_F_MSG_FAULT) |
@@ -449,13 +453,18 @@ PROBE(gpu_config, PT_STAT_FIRE_GPU_CONFIG) {
                                   .sampling_factor = arg(ctx, 1),
                                   .clock_khz = arg(ctx, 2),
                                   .sm_count = arg(ctx, 3)};
-  send_event(&e, sizeof(e), PT_EV_GPU_CONFIG);
+  send_meta_event(&e, sizeof(e), PT_EV_GPU_CONFIG);
   return 0;
 }
 
+/* A pt_meta_event: into the metadata ring buffer, except pc_sample_batch's, which come as often
+ * as kernel records and go with them. */
 static __always_inline int send_meta(__u32 type, __u64 crc, __u64 ptr, __u64 size, __u32 flags) {
   struct pt_meta_event e = {.h.flags = flags, .crc = crc, .ptr = ptr, .size = size};
-  send_event(&e, sizeof(e), type);
+  if (type == PT_EV_PC_SAMPLE_BATCH)
+    send_event(&e, sizeof(e), type);
+  else
+    send_meta_event(&e, sizeof(e), type);
   return 0;
 }
 

@@ -119,7 +119,7 @@ struct Tool {
 void setup_pc_sampling(Tool &t, int cgroup_fd) {
   std::string error;
   int err = 0;
-  if (!t.pc.load(t.bpf.events_fd(), t.bpf.cgroup_map_fd(), cgroup_fd >= 0, &error, &err)) {
+  if (!t.pc.load(t.bpf.events_fd(), t.bpf.meta_events_fd(), t.bpf.cgroup_map_fd(), cgroup_fd >= 0, &error, &err)) {
     const std::string hint = pt::privilege_hint(pt::Step::LoadBpf, err);
     die(error + (hint.empty() ? "" : "; " + hint));
   }
@@ -183,13 +183,20 @@ bool run(Tool &t, const Target &target, Clock::time_point start) {
   const pt::Options &opt = t.opt;
   auto interval_start = start;
   long intervals = 0;
+  uint64_t next_loss_check = 0;
   t.tracer.begin_output();
   while (!g_signals) {
     const int n = t.bpf.poll(100);
     if (n < 0 && n != -EINTR) die(std::string("ring buffer poll failed: ") + std::strerror(-n));
     t.tracer.drain_mapping_records();  // keeps the perf buffers from filling; finds new libraries
     if (!t.mmaps.is_open()) t.targets.rescan(monotonic_ns());
-    t.tracer.tick(monotonic_ns());
+    const uint64_t now = monotonic_ns();
+    t.tracer.tick(now);
+    if (now >= next_loss_check) {  // the live loss warnings: a few map lookups, 10 times a second
+      t.tracer.warn_of_losses({t.bpf.read_stat(PT_STAT_RINGBUF_DROPS), t.bpf.read_stat(PT_STAT_META_RINGBUF_DROPS),
+                               t.bpf.read_stat(PT_STAT_ERROR_DROPS)});
+      next_loss_check = now + 100'000'000;
+    }
     if (opt.interval_s > 0 && since(interval_start) >= opt.interval_s) {
       t.tracer.print_interval(since(interval_start));
       interval_start = Clock::now();
@@ -235,6 +242,8 @@ int main(int argc, char **argv) {
   if (t.pc_sampling) t.pc_sampling->set_bpf(t.pc.counters());
   uint64_t stats[PT_STAT_MAX];
   t.bpf.read_stats(stats);
+  // Losses that began after the last poll tick (while lingering or detaching) are said too.
+  t.tracer.warn_of_losses({stats[PT_STAT_RINGBUF_DROPS], stats[PT_STAT_META_RINGBUF_DROPS], stats[PT_STAT_ERROR_DROPS]});
   std::vector<std::string> libs;
   for (const pt::Library &l : t.targets.libraries()) libs.push_back(l.shown);
   return t.tracer.report(t.tracer.summarize(stats, traced_s, libs)) ? 0 : 1;

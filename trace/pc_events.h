@@ -55,6 +55,7 @@ enum pv_stat {
   PV_STAT_ERR_NAME,        /* functionName unreadable */
   PV_STAT_ERR_STALL,       /* the 512 stall-reason bytes unreadable */
   PV_STAT_ERR_MAP,         /* the 64 x 64 stall-reason blob unreadable */
+  PV_STAT_META_RINGBUF_DROPS, /* stall-reason names that found the metadata ring buffer full */
   PV_STAT_MAX,
 };
 

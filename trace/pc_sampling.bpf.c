@@ -15,6 +15,7 @@
 
 #define TRACE_STATS_MAX PV_STAT_MAX
 #define TRACE_STAT_RINGBUF_DROPS PV_STAT_RINGBUF_DROPS
+#define TRACE_STAT_META_RINGBUF_DROPS PV_STAT_META_RINGBUF_DROPS
 #include "trace_common.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
@@ -87,7 +88,9 @@ int stall_reason_map(struct pt_regs *ctx) {
   if (filtered_out()) return 0;
   const void *names = (const void *)arg(ctx, 0);
   __u32 count = arg(ctx, 1);
-  struct pv_stall_map_event *e = reserve_event(sizeof(*e), PV_EV_STALL_REASON_MAP);
+  /* Metadata (once per process, and every PC sample needs it): the ring buffer kernel events
+   * cannot fill. */
+  struct pv_stall_map_event *e = reserve_meta_event(sizeof(*e), PV_EV_STALL_REASON_MAP);
   if (!e) return 0;
   e->count = count;
   e->pad = 0;

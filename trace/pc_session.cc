@@ -29,7 +29,7 @@ PcSession::~PcSession() {
   if (skel_) pc_sampling_bpf__destroy(skel_);
 }
 
-bool PcSession::load(int events_fd, int cgroup_map_fd, bool filter_cgroup, std::string *error,
+bool PcSession::load(int events_fd, int meta_events_fd, int cgroup_map_fd, bool filter_cgroup, std::string *error,
                      int *err) {
   skel_ = pc_sampling_bpf__open();
   if (!skel_) {
@@ -39,6 +39,7 @@ bool PcSession::load(int events_fd, int cgroup_map_fd, bool filter_cgroup, std::
   }
   skel_->rodata->filter_cgroup = filter_cgroup;
   int e = bpf_map__reuse_fd(skel_->maps.events, events_fd);
+  if (e == 0) e = bpf_map__reuse_fd(skel_->maps.meta_events, meta_events_fd);
   if (e == 0) e = bpf_map__reuse_fd(skel_->maps.cgroup_map, cgroup_map_fd);
   if (e == 0) e = pc_sampling_bpf__load(skel_);
   if (e != 0) {
@@ -71,7 +72,7 @@ PcBpfCounters PcSession::counters() const {
   c.batches = st[PV_STAT_BATCHES];
   c.records = st[PV_STAT_RECORDS];
   c.over_cap = st[PV_STAT_OVER_CAP];
-  c.ringbuf_drops = st[PV_STAT_RINGBUF_DROPS];
+  c.ringbuf_drops = st[PV_STAT_RINGBUF_DROPS] + st[PV_STAT_META_RINGBUF_DROPS];
   c.read_errors = st[PV_STAT_ERR_ARG] + st[PV_STAT_ERR_POINTER] + st[PV_STAT_ERR_RECORD] +
                   st[PV_STAT_ERR_NAME] + st[PV_STAT_ERR_STALL] + st[PV_STAT_ERR_MAP];
   return c;

@@ -24,10 +24,11 @@ class PcSession {
   PcSession &operator=(const PcSession &) = delete;
   ~PcSession();
 
-  // Opens and loads the programs, writing into the ring buffer `events_fd` and filtering by the
-  // cgroup array `cgroup_map_fd` when `filter_cgroup` (both BpfSession's). False with *error /
+  // Opens and loads the programs, writing into the ring buffers `events_fd` (PC records) and
+  // `meta_events_fd` (the stall-reason names) and filtering by the cgroup array `cgroup_map_fd`
+  // when `filter_cgroup` (all BpfSession's). False with *error /
   // *err on failure.
-  bool load(int events_fd, int cgroup_map_fd, bool filter_cgroup, std::string *error, int *err);
+  bool load(int events_fd, int meta_events_fd, int cgroup_map_fd, bool filter_cgroup, std::string *error, int *err);
 
   // Attaches the PC sampling programs for the probes named in `present` to the library file `path`
   // for `pid` (-1 = every process). Must come before the tracer's attach to the same file: the

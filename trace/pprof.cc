@@ -92,7 +92,7 @@ class Builder {
 }  // namespace
 
 std::string pprof_profile(const GpuProfile &gp, const StackTable &stacks, const NameTable &names,
-                          const PprofInfo &info) {
+                          const ProcessTable &processes, const PprofInfo &info) {
   pb::Profile p;
   Builder b(&p);
   // The count first and the time last, as pprof's convention has it; the time is the default.
@@ -109,30 +109,51 @@ std::string pprof_profile(const GpuProfile &gp, const StackTable &stacks, const 
   p.set_time_nanos(info.time_nanos);
   p.set_duration_nanos(info.duration_nanos);
   p.add_comment(b.str("GPU time by CUDA launch stack: parcagpu-trace"));
-  const int64_t kernel_key = b.str("kernel");
+  const int64_t kernel_key = b.str("kernel"), pid_key = b.str("pid"), comm_key = b.str("comm"),
+                rank_key = b.str("rank"), local_rank_key = b.str("local_rank"), device_key = b.str("device");
 
-  for (const GpuProfile::Row &r : gp.rows()) {
-    std::vector<uint64_t> locations;  // leaf first
-    if (const char *pseudo = StackTable::pseudo_name(r.stack_id)) {
-      locations.push_back(b.pseudo_location(pseudo));
+  std::unordered_map<uint32_t, std::vector<uint64_t>> locations_of;  // stack id -> leaf first
+  auto locations = [&](uint32_t stack_id) -> const std::vector<uint64_t> & {
+    auto [it, fresh] = locations_of.try_emplace(stack_id);
+    if (!fresh) return it->second;
+    if (const char *pseudo = StackTable::pseudo_name(stack_id)) {
+      it->second.push_back(b.pseudo_location(pseudo));
     } else {
-      const std::vector<Frame> &fs = stacks.frames(r.stack_id);  // innermost first
+      const std::vector<Frame> &fs = stacks.frames(stack_id);  // innermost first
       size_t start = 0;
       for (size_t i = 0; i < fs.size(); ++i) {
         if (fs[i].inlined && i + 1 < fs.size()) continue;  // inlined into the next frame
-        locations.push_back(b.location(&fs[start], i - start + 1));
+        it->second.push_back(b.location(&fs[start], i - start + 1));
         start = i + 1;
       }
     }
-    for (const GpuProfile::KernelCell &k : r.by_kernel) {
-      pb::Sample *s = p.add_sample();
-      for (uint64_t id : locations) s->add_location_id(id);
-      s->add_value(static_cast<int64_t>(k.kernels));
-      s->add_value(static_cast<int64_t>(k.gpu_ns));
+    return it->second;
+  };
+  // One sample per (stack, kernel, process, device): `pprof -tagfocus=rank=1`, `-tagshow=comm`,
+  // Parca's and Pyroscope's label filters tell the ranks of one job apart.
+  for (const GpuProfile::Cell &c : gp.cells()) {
+    pb::Sample *s = p.add_sample();
+    for (uint64_t id : locations(c.stack_id)) s->add_location_id(id);
+    s->add_value(static_cast<int64_t>(c.kernels));
+    s->add_value(static_cast<int64_t>(c.gpu_ns));
+    auto str_label = [&](int64_t key, const std::string &v) {
       pb::Label *l = s->add_label();
-      l->set_key(kernel_key);
-      l->set_str(b.str(names.demangled(k.kernel)));
-    }
+      l->set_key(key);
+      l->set_str(b.str(v));
+    };
+    auto num_label = [&](int64_t key, int64_t v) {
+      pb::Label *l = s->add_label();
+      l->set_key(key);
+      l->set_num(v);
+    };
+    str_label(kernel_key, names.demangled(c.kernel));
+    num_label(device_key, c.origin.device);
+    if (c.origin.process >= processes.size()) continue;  // no process known: no process labels
+    const ProcessInfo &info = processes.info(c.origin.process);
+    num_label(pid_key, info.pid);
+    if (!info.comm.empty()) str_label(comm_key, info.comm);
+    if (info.rank) num_label(rank_key, *info.rank);
+    if (info.local_rank) num_label(local_rank_key, *info.local_rank);
   }
   return p.SerializeAsString();
 }

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <zlib.h>
 
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -80,7 +81,7 @@ TEST(PprofTest, RoundTripThroughGzipAndTheGeneratedClasses) {
   gp.add(StackTable::kNone, add, 100);
 
   std::string gz;
-  ASSERT_TRUE(gzip_compress(pprof_profile(gp, stacks, names, {1700000000000000000, 3000000000}), &gz));
+  ASSERT_TRUE(gzip_compress(pprof_profile(gp, stacks, names, ProcessTable{}, {1700000000000000000, 3000000000}), &gz));
   ASSERT_GE(gz.size(), 2u);
   EXPECT_EQ(static_cast<unsigned char>(gz[0]), 0x1f);  // gzip magic, as pprof expects on disk
   EXPECT_EQ(static_cast<unsigned char>(gz[1]), 0x8b);
@@ -154,7 +155,7 @@ TEST(PprofTest, TwoLaunchSitesOfOneFunctionAreTwoLocations) {
   gp.add(stacks.intern({a, fr("main", "/src/main.cc", 4)}), add, 20);
   gp.add(stacks.intern({b, fr("main", "/src/main.cc", 4)}), add, 10);
   Decoded d;
-  ASSERT_TRUE(d.p.ParseFromString(pprof_profile(gp, stacks, names, {})));
+  ASSERT_TRUE(d.p.ParseFromString(pprof_profile(gp, stacks, names, ProcessTable{}, {})));
   ASSERT_EQ(d.p.sample_size(), 4);
   std::set<uint64_t> leaves;
   std::set<std::vector<uint64_t>> stacks_seen;
@@ -169,12 +170,56 @@ TEST(PprofTest, TwoLaunchSitesOfOneFunctionAreTwoLocations) {
   EXPECT_EQ(d.p.function_size(), 3);
 }
 
+// Issue 29 item 3: the ranks of one job in one profile. One launch site in two processes is one
+// stack, but two samples, each with its process's labels.
+TEST(PprofTest, SamplesCarryTheirProcessAndRank) {
+  StackTable stacks;
+  NameTable names;
+  GpuProfile gp;
+  ProcessTable processes;
+  processes.read = [](uint32_t pid) {
+    ProcessInfo p;
+    p.comm = "train";
+    if (pid == 100) p.rank = 0;
+    if (pid == 101) {
+      p.rank = 1;
+      p.local_rank = 1;
+    }
+    return p;  // pid 102: no rank in its environment
+  };
+  const uint32_t site = stacks.intern({fr("launch(int)", "/src/a.cc", 10), fr("main", "/src/main.cc", 3)});
+  const uint32_t add = names.id("_Z5k_addPfi");
+  gp.add(site, add, 300, {processes.id(100), 0});
+  gp.add(site, add, 700, {processes.id(101), 1});
+  gp.add(site, add, 50, {processes.id(102), 0});
+  gp.add(site, add, 5);  // no process known: kernel and device labels only
+  Decoded d;
+  ASSERT_TRUE(d.p.ParseFromString(pprof_profile(gp, stacks, names, processes, {})));
+  ASSERT_EQ(d.p.sample_size(), 4);
+  std::map<int64_t, std::map<std::string, int64_t>> by_ns;  // GPU ns -> numeric labels
+  for (const pb::Sample &smp : d.p.sample()) {
+    EXPECT_EQ(d.label(smp, "kernel"), "k_add(float*, int)");
+    auto &labels = by_ns[smp.value(1)];
+    for (const pb::Label &l : smp.label())
+      if (l.str() == 0) labels[d.s(l.key())] = l.num();
+    if (smp.value(1) != 5) {
+      EXPECT_EQ(d.label(smp, "comm"), "train");
+    }
+  }
+  using Labels = std::map<std::string, int64_t>;
+  EXPECT_EQ(by_ns[300], (Labels{{"device", 0}, {"pid", 100}, {"rank", 0}}));
+  EXPECT_EQ(by_ns[700], (Labels{{"device", 1}, {"pid", 101}, {"rank", 1}, {"local_rank", 1}}));
+  EXPECT_EQ(by_ns[50], (Labels{{"device", 0}, {"pid", 102}}));
+  EXPECT_EQ(by_ns[5], (Labels{{"device", 0}}));
+  EXPECT_EQ(d.p.location_size(), 2);  // the one stack's locations, shared
+}
+
 TEST(PprofTest, EmptyProfileIsValid) {
   StackTable stacks;
   NameTable names;
   GpuProfile gp;
   std::string gz;
-  ASSERT_TRUE(gzip_compress(pprof_profile(gp, stacks, names, {}), &gz));
+  ASSERT_TRUE(gzip_compress(pprof_profile(gp, stacks, names, ProcessTable{}, {}), &gz));
   pb::Profile p;
   ASSERT_TRUE(p.ParseFromString(gunzip(gz)));
   EXPECT_EQ(p.sample_size(), 0);

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "flamegraph.h"
+#include "processes.h"
 #include "profile.h"
 #include "report.h"
 #include "test_frames.h"
@@ -201,6 +202,79 @@ TEST(ReportTest, StackTableText) {
   EXPECT_NE(out.find("kernels       3.000 us        3  k_add(float*, int)"), std::string::npos) << out;
   EXPECT_NE(out.find("stack     model::step (model.cc:40)"), std::string::npos) << out;
   EXPECT_NE(out.find("          train_loop (main.cc:10)"), std::string::npos) << out;
+}
+
+TEST(ProcessesTest, RankFromTheEnvironmentBlock) {
+  using namespace std::string_literals;
+  const std::string env = "PATH=/bin\0MASTER_RANK=9\0RANK=3\0LOCAL_RANK=1\0WORLD_SIZE=8\0"s;
+  EXPECT_EQ(environ_integer(env, "RANK"), 3);  // not MASTER_RANK's
+  EXPECT_EQ(environ_integer(env, "LOCAL_RANK"), 1);
+  EXPECT_EQ(environ_integer(env, "NODE_RANK"), std::nullopt);
+  EXPECT_EQ(environ_integer("RANK=x1\0"s, "RANK"), std::nullopt);
+  EXPECT_EQ(environ_integer("RANK=\0"s, "RANK"), std::nullopt);
+  EXPECT_EQ(environ_integer("RANK=12"s, "RANK"), 12);  // the last variable, no NUL after it
+  EXPECT_EQ(environ_integer("", "RANK"), std::nullopt);  // unreadable /proc/PID/environ
+}
+
+TEST(ProcessesTest, APidSeenAgainAfterItsProcessIsGoneIsAnotherProcess) {
+  ProcessTable t;
+  t.read = [](uint32_t) { return ProcessInfo{0, "app", 2, std::nullopt}; };
+  const uint32_t a = t.id(50);
+  EXPECT_EQ(t.id(50), a);
+  EXPECT_EQ(t.info(a).pid, 50u);
+  EXPECT_EQ(t.info(a).rank, 2);
+  t.forget(50);
+  EXPECT_NE(t.id(50), a);
+  EXPECT_EQ(t.size(), 2u);
+}
+
+// Issue 29 item 3: GPU time by rank, each process's own kernels, ranked processes by rank.
+TEST(ProcessesTest, GpuTimeByRank) {
+  Fixture x;
+  ProcessTable t;
+  t.read = [](uint32_t pid) {
+    ProcessInfo p;
+    p.comm = "train";
+    if (pid != 30) p.rank = pid == 10 ? 1 : 0;
+    return p;
+  };
+  GpuProfile p;
+  p.add(x.train, x.add, 1000, {t.id(10), 1});  // rank 1
+  p.add(x.train, x.add, 1000, {t.id(10), 1});
+  p.add(x.eval, x.mul, 500, {t.id(20), 0});  // rank 0
+  p.add(x.train, x.mul, 300, {t.id(30), 0});  // no rank
+  p.add(x.train, x.mul, 7);                   // no process: not in the table
+  const std::vector<ProcessSummary> rows = summarize_processes(p, t, x.names, 10);
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[0].pid, 20u);
+  EXPECT_EQ(rows[0].rank, 0);
+  EXPECT_EQ(rows[0].gpu_ns, 500u);
+  EXPECT_EQ(rows[1].pid, 10u);
+  EXPECT_EQ(rows[1].gpu_ns, 2000u);
+  EXPECT_EQ(rows[1].kernels, 2u);
+  ASSERT_EQ(rows[1].devices.size(), 1u);
+  EXPECT_EQ(rows[1].devices[0].device, 1u);
+  EXPECT_EQ(rows[1].by_kernel[0].kernel_demangled, "k_add(float*, int)");
+  EXPECT_EQ(rows[2].pid, 30u);
+  EXPECT_FALSE(rows[2].rank);
+  // The stack table still adds the processes up.
+  EXPECT_EQ(summarize_stacks(p, x.stacks, x.names, 10)[0].gpu_ns, 1000u + 1000u + 300u + 7u);
+
+  char *buf = nullptr;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  print_process_table(f, rows);
+  std::fclose(f);
+  const std::string out(buf, len);
+  std::free(buf);
+  EXPECT_NE(out.find("GPU time by rank: 2.800 us of GPU time in 4 kernels, 3 processes"), std::string::npos) << out;
+  EXPECT_TRUE(std::regex_search(out, std::regex(R"(\n  rank 1 +pid 10 +train +2\.000 us +71\.4% +2 kernels +device 1 +top k_add)")))
+      << out;
+  EXPECT_TRUE(std::regex_search(out, std::regex(R"(\n  rank - +pid 30 )"))) << out;
+  const Json j = processes_json(rows);
+  EXPECT_EQ(j[0]["rank"], 0);
+  EXPECT_EQ(j[2]["rank"], nullptr);
+  EXPECT_EQ(j[1]["devices"].dump(), "[{\"device\":1,\"gpu_ns\":2000,\"kernels\":2}]");
 }
 
 }  // namespace

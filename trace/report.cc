@@ -74,6 +74,62 @@ Json devices_json(const std::vector<DeviceSummary> &devices) {
   return out;
 }
 
+Json processes_json(const std::vector<ProcessSummary> &processes) {
+  Json out = Json::array();
+  auto optional = [](const std::optional<int64_t> &v) { return v ? Json(*v) : Json(nullptr); };
+  for (const ProcessSummary &p : processes) {
+    Json devices = Json::array();
+    for (const ProcessSummary::Device &d : p.devices)
+      devices.push_back({{"device", d.device}, {"gpu_ns", d.gpu_ns}, {"kernels", d.kernels}});
+    out.push_back({{"pid", p.pid},
+                   {"comm", p.comm},
+                   {"rank", optional(p.rank)},
+                   {"local_rank", optional(p.local_rank)},
+                   {"gpu_ns", p.gpu_ns},
+                   {"kernels", p.kernels},
+                   {"devices", std::move(devices)},
+                   {"kernel_names", p.kernel_names},
+                   {"by_kernel", kernels_json(p.by_kernel)}});
+  }
+  return out;
+}
+
+std::string process_label(const ProcessSummary &p) {
+  std::string who;
+  if (p.rank) who = "rank " + std::to_string(*p.rank);
+  if (p.local_rank) who += (who.empty() ? "" : " ") + std::string("local_rank ") + std::to_string(*p.local_rank);
+  if (who.empty()) who = "rank -";
+  return who;
+}
+
+void print_process_table(FILE *f, const std::vector<ProcessSummary> &processes) {
+  uint64_t total_ns = 0, kernels = 0;
+  bool ranked = false;
+  for (const ProcessSummary &p : processes) {
+    total_ns += p.gpu_ns;
+    kernels += p.kernels;
+    ranked |= p.rank.has_value() || p.local_rank.has_value();
+  }
+  std::fprintf(f, "GPU time by %s: %s of GPU time in %" PRIu64 " kernels, %zu process%s\n",
+               ranked ? "rank" : "process", human_ns(total_ns).c_str(), kernels, processes.size(),
+               processes.size() == 1 ? "" : "es");
+  for (const ProcessSummary &p : processes) {
+    std::string devices;
+    for (const ProcessSummary::Device &d : p.devices)
+      devices += (devices.empty() ? "" : ",") + std::to_string(d.device);
+    std::fprintf(f, "  %-20s pid %-7u %-15s %12s %6.1f%% %8" PRIu64 " kernels   device%s %s", process_label(p).c_str(),
+                 p.pid, p.comm.empty() ? "?" : p.comm.c_str(), human_ns(p.gpu_ns).c_str(),
+                 total_ns ? 100.0 * p.gpu_ns / total_ns : 0.0, p.kernels, p.devices.size() == 1 ? "" : "s",
+                 devices.c_str());
+    if (!p.by_kernel.empty()) {
+      const StackKernelSummary &top = p.by_kernel.front();
+      std::fprintf(f, "   top %s %.1f%%", top.kernel.empty() ? "(no name)" : top.kernel_demangled.c_str(),
+                   p.gpu_ns ? 100.0 * top.gpu_ns / p.gpu_ns : 0.0);
+    }
+    std::fprintf(f, "\n");
+  }
+}
+
 Json summary_json(const Summary &s) {
   Json o;
   // The keys tests and GPU scripts rely on first, in this order.
@@ -90,6 +146,7 @@ Json summary_json(const Summary &s) {
   }
   o["gpu_time_by_stack"] = std::move(rows);
   o["gpu_time_by_device"] = devices_json(s.gpu_time_by_device);
+  o["gpu_time_by_process"] = processes_json(s.gpu_time_by_process);
   o["libraries"] = s.libraries;
   if (s.capture_sites_enabled) {
     Json sites = Json::array();
@@ -231,13 +288,21 @@ void print_summary(FILE *f, const Summary &s, bool verbose) {
   add("launches without kernels (eager)", s.orphan_correlations_eager);
   add("launches without kernels (graph)", s.orphan_correlations_graph);
   add("ring-buffer drops", s.ringbuf_drops);
+  add("metadata ring-buffer drops", s.meta_ringbuf_drops);
+  add("error firings lost", s.errors_lost);
   add("read errors", s.read_errors);
   add("stacks dropped", s.stacks_dropped);
   std::fprintf(f, "  lost: %s\n", lost.empty() ? "nothing (every kernel record matched its launch)" : lost.c_str());
-  if (s.forgotten_correlations_eager + s.forgotten_correlations_graph + s.forgotten_kernels)
-    std::fprintf(f, "  of which forgotten after %.0f s: launches %" PRIu64 ", kernels %" PRIu64 "\n",
-                 s.joiner_max_age_s, s.forgotten_correlations_eager + s.forgotten_correlations_graph,
-                 s.forgotten_kernels);
+  if (s.forgotten_correlations_eager + s.forgotten_correlations_graph + s.forgotten_kernels) {
+    std::fprintf(f, "  of which forgotten: launches %" PRIu64 ", kernels %" PRIu64,
+                 s.forgotten_correlations_eager + s.forgotten_correlations_graph, s.forgotten_kernels);
+    if (s.forgotten_at_max_pending)
+      std::fprintf(f, " (%" PRIu64 " of them at --max-pending %" PRIu64 ", the rest after %.0f s)",
+                   s.forgotten_at_max_pending, s.joiner_max_entries, s.joiner_max_age_s);
+    else
+      std::fprintf(f, " (after %.0f s)", s.joiner_max_age_s);
+    std::fprintf(f, "\n");
+  }
   if (s.impossible_kernel_records) {
     std::string why;
     for (const auto &[what, n] : {std::pair{"reversed or 0", s.impossible_reversed},
@@ -249,11 +314,17 @@ void print_summary(FILE *f, const Summary &s, bool verbose) {
     std::fprintf(f, "  impossible kernel records: %" PRIu64 " of %" PRIu64 " (%s), left out of the GPU time\n",
                  s.impossible_kernel_records, s.kernel_records, why.c_str());
   }
-  if (s.errors) std::fprintf(f, "  library errors (error probe): %" PRIu64 "\n", s.errors);
+  if (s.error_firings || s.errors)
+    std::fprintf(f, "  library errors (error probe): %" PRIu64 " received of %" PRIu64 " fired\n", s.errors,
+                 s.error_firings);
   if (s.kernels_ignored_at_exit)
     std::fprintf(f, "  unmatched kernels of launches announced while detaching: %" PRIu64 "\n",
                  s.kernels_ignored_at_exit);
   std::fprintf(f, "\n");
+  if (s.gpu_time_by_process.size() > 1) {  // several ranks (or processes): which spends what
+    print_process_table(f, s.gpu_time_by_process);
+    std::fprintf(f, "\n");
+  }
   if (s.gpu_time_by_device.size() > 1) {  // one device: the stack table says it all
     print_device_table(f, s.gpu_time_by_device);
     std::fprintf(f, "\n");

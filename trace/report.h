@@ -40,6 +40,13 @@ void print_capture_sites(FILE *out, const Summary &s);
 void print_device_table(FILE *out, const std::vector<DeviceSummary> &devices);
 // gpu_time_by_device of the JSON summary.
 Json devices_json(const std::vector<DeviceSummary> &devices);
+// GPU time by rank (or by process, when no process has a RANK / LOCAL_RANK): print_summary shows
+// it when more than one process has GPU time.
+void print_process_table(FILE *out, const std::vector<ProcessSummary> &processes);
+// gpu_time_by_process of the JSON summary.
+Json processes_json(const std::vector<ProcessSummary> &processes);
+// "rank 1", "rank 3 local_rank 1", "local_rank 0", or "rank -" (neither known).
+std::string process_label(const ProcessSummary &p);
 
 // --list-counters: the counter table (trace/counters.h), a line per counter or (json) one object
 // {"counters": [{"name", "kind", "text", "label", "help"}]} (tests/integration/harness.py reads it).

@@ -4,7 +4,8 @@
  * them, the event header and the shape of a probe's program. The including file includes
  * trace_events.h (struct pt_header) and defines, before including this:
  *   TRACE_STATS_MAX            how many per-CPU counters its "stats" map has
- *   TRACE_STAT_RINGBUF_DROPS   the counter of failed ring-buffer reservations */
+ *   TRACE_STAT_RINGBUF_DROPS   the counter of failed ring-buffer reservations
+ *   TRACE_STAT_META_RINGBUF_DROPS  ... of the metadata ring buffer (meta_events) */
 #ifndef PARCAGPU_TRACE_COMMON_BPF_H
 #define PARCAGPU_TRACE_COMMON_BPF_H
 
@@ -14,8 +15,9 @@
 #include <bpf/bpf_helpers.h>
 /* clang-format on */
 
-#if !defined(TRACE_STATS_MAX) || !defined(TRACE_STAT_RINGBUF_DROPS)
-#error "define TRACE_STATS_MAX and TRACE_STAT_RINGBUF_DROPS before including trace_common.bpf.h"
+#if !defined(TRACE_STATS_MAX) || !defined(TRACE_STAT_RINGBUF_DROPS) || \
+    !defined(TRACE_STAT_META_RINGBUF_DROPS)
+#error "define TRACE_STATS_MAX, TRACE_STAT_RINGBUF_DROPS and TRACE_STAT_META_RINGBUF_DROPS before including trace_common.bpf.h"
 #endif
 
 /* Set by userland before load (-c): only tasks in the cgroup of cgroup_map[0] are traced. */
@@ -25,6 +27,17 @@ struct {
   __uint(type, BPF_MAP_TYPE_RINGBUF);
   __uint(max_entries, 16 << 20); /* resized by userland before load */
 } events SEC(".maps");
+
+/* The library's error and metadata firings (error, cubin_loaded, cubin_unloaded,
+ * stall_reason_map, gpu_config): a few per process, and each one matters (an error the user must
+ * see, a cubin or the stall-reason names the PC samples need). They get a ring buffer of their
+ * own, so that a storm of launches and kernel records that fills `events` cannot crowd them out;
+ * what still finds this one full is counted (TRACE_STAT_META_RINGBUF_DROPS). */
+#define TRACE_META_RINGBUF_BYTES (256 << 10)
+struct {
+  __uint(type, BPF_MAP_TYPE_RINGBUF);
+  __uint(max_entries, TRACE_META_RINGBUF_BYTES);
+} meta_events SEC(".maps");
 
 struct {
   __uint(type, BPF_MAP_TYPE_CGROUP_ARRAY);
@@ -92,6 +105,29 @@ static __always_inline void send_event(void *e, __u64 size, __u32 type) {
   fill_header(h, type);
   h->flags = flags;
   if (bpf_ringbuf_output(&events, e, size, 0) != 0) stat_add(TRACE_STAT_RINGBUF_DROPS, 1);
+}
+
+/* Reserves an event of `type` in the metadata ring buffer (meta_events) and fills its header;
+ * NULL when that is full (counted). */
+static __always_inline void *reserve_meta_event(__u64 size, __u32 type) {
+  struct pt_header *h = bpf_ringbuf_reserve(&meta_events, size, 0);
+  if (!h) {
+    stat_add(TRACE_STAT_META_RINGBUF_DROPS, 1);
+    return 0;
+  }
+  fill_header(h, type);
+  return h;
+}
+
+/* send_event into the metadata ring buffer. False when it was full (counted). */
+static __always_inline bool send_meta_event(void *e, __u64 size, __u32 type) {
+  struct pt_header *h = e;
+  const __u32 flags = h->flags;
+  fill_header(h, type);
+  h->flags = flags;
+  if (bpf_ringbuf_output(&meta_events, e, size, 0) == 0) return true;
+  stat_add(TRACE_STAT_META_RINGBUF_DROPS, 1);
+  return false;
 }
 
 /* The program of USDT probe `name`: tasks the cgroup filter drops end here, the others count a

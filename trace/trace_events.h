@@ -1,5 +1,6 @@
-/* Events that parcagpu_trace.bpf.c sends to userland through the ring buffer, and the per-CPU
- * counters it keeps. Plain C: included by the BPF program and by the C++ userland.
+/* Events that parcagpu_trace.bpf.c sends to userland through its two ring buffers (`events`:
+ * launches, kernels and the rest; `meta_events`: the library's error and metadata firings, which
+ * a storm of kernel events must not crowd out), and the per-CPU counters it keeps. Plain C: included by the BPF program and by the C++ userland.
  *
  * Every event starts with struct pt_header; `type` says which struct follows. Adding a probe
  * = a new PT_EV_* type, its struct here, a SEC("usdt") program, and a row in the userland probe
@@ -259,6 +260,9 @@ enum pt_stat {
   PT_STAT_PY_NO_THREAD,        /* ... whose thread had no PyThreadState (native stack only) */
   PT_STAT_PY_READ_ERRORS,      /* a thread-state or frame pointer was unreadable */
   PT_STAT_PY_TRUNCATED,        /* frame chains longer than PT_PY_FRAMES_MAX */
+  PT_STAT_META_RINGBUF_DROPS,  /* metadata events (error, cubin_*, stall_reason_map, gpu_config)
+                                  that found their own ring buffer (meta_events) full */
+  PT_STAT_ERROR_DROPS,         /* ... of which error firings: lost, the user never sees them */
   PT_STAT_MAX,
 };
 

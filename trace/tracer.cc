@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstring>
 #include <ctime>
+#include <iterator>
 
 #include "parcagpu_version.h"
 #include "pprof.h"
@@ -125,6 +126,7 @@ void Tracer::forget_process(uint32_t pid) {
   captures_.forget(pid);
   joiner_.forget_process(pid);
   process_start_.erase(pid);
+  processes_.forget(pid);
   seen_pids_.erase(pid);
 }
 
@@ -211,6 +213,7 @@ void Tracer::on_event(const void *data, size_t size) {
       // A process already running at attach: its maps now, while it surely lives.
       drain_mapping_records();
       symbolizer_.note_process(h->pid);
+      processes_.id(h->pid);  // its comm and rank now, while it surely lives
       check_python(h->pid, symbolizer_.maps(h->pid));
       if (python_.knows(h->pid)) ++meta_.python_processes;
     }
@@ -344,9 +347,10 @@ void Tracer::on_kernel(const pt_kernel_event &e) {
 void Tracer::on_match(const Launch &l, const KernelRecord &k, uint32_t name_id, uint32_t tag) {
   // Graph kernels go under their capture stack with --capture-sites (when they have one).
   const uint32_t stack = opt_.capture_sites && tag > StackTable::kFirstReal ? tag - 1 : l.stack_id;
-  profile_.add(stack, name_id, k.gpu_ns());
+  const Origin origin{processes_.id(k.pid), k.device_id};
+  profile_.add(stack, name_id, k.gpu_ns(), origin);
   devices_.on_match(k.device_id, name_id, k.gpu_ns());
-  if (opt_.interval_s > 0) interval_profile_.add(stack, name_id, k.gpu_ns());
+  if (opt_.interval_s > 0) interval_profile_.add(stack, name_id, k.gpu_ns(), origin);
   if (opt_.kernels) {
     std::string site;
     if (const char *p = StackTable::pseudo_name(stack))
@@ -360,6 +364,9 @@ void Tracer::on_match(const Launch &l, const KernelRecord &k, uint32_t name_id, 
     Json j;
     j["type"] = "kernel";
     j["pid"] = k.pid;
+    const ProcessInfo &process = processes_.info(origin.process);
+    j["comm"] = process.comm;
+    j["rank"] = process.rank ? Json(*process.rank) : Json(nullptr);
     j["correlation_id"] = k.correlation_id;
     j["cbid"] = l.signed_cbid;
     j["api"] = api_name(l.signed_cbid);
@@ -407,6 +414,33 @@ void Tracer::on_meta(const pt_meta_event &e) {
                  static_cast<uint64_t>(e.size), (e.h.flags & PT_F_BLOB_FAULT) ? " (blob unreadable)" : "");
 }
 
+void Tracer::warn_of_losses(const BpfLosses &b) {
+  // Each row: the count so far, the JSON key the summary counts it under, what it means.
+  char max_pending[128];
+  std::snprintf(max_pending, sizeof max_pending,
+                "the joiner held --max-pending %zu launches and kernels: the oldest waiting ones are "
+                "forgotten as orphans", joiner_.max_entries());
+  const struct {
+    uint64_t count;
+    const char *what, *key, *hint;
+  } kinds[] = {
+      {b.ringbuf_drops, "ring buffer full: launches, kernel records or stacks dropped", "ringbuf_drops",
+       "; a larger --ringbuf-mb holds more"},
+      {b.meta_ringbuf_drops, "metadata ring buffer full: error, cubin, stall-reason or gpu_config events dropped",
+       "meta_ringbuf_drops", ""},
+      {b.error_drops, "library error firings lost: the error probe fired, its event found no room", "errors_lost",
+       ""},
+      {joiner_.forgotten_at_max_pending(), max_pending, "forgotten_at_max_pending",
+       "; a larger --max-pending holds more"},
+  };
+  for (size_t i = 0; i < std::size(kinds); ++i) {
+    if (kinds[i].count == 0 || (losses_said_ & (1u << i))) continue;
+    losses_said_ |= 1u << i;
+    std::fprintf(stderr, "parcagpu-trace: warning: %s (counted as %s%s)\n", kinds[i].what, kinds[i].key,
+                 kinds[i].hint);
+  }
+}
+
 void Tracer::begin_output() {
   if (opt_.kernels && !opt_.json && !opt_.json_lines) table_.header();
 }
@@ -446,6 +480,10 @@ Summary Tracer::summarize(const uint64_t st[PT_STAT_MAX], double duration,
   joiner_.add_to(&sum);
   captures_.fill(&sum, opt_.capture_sites);
   sum.ringbuf_drops = st[PT_STAT_RINGBUF_DROPS];
+  sum.meta_ringbuf_drops = st[PT_STAT_META_RINGBUF_DROPS];
+  // Firings minus what arrived: an error the user never saw (its event found no room).
+  sum.error_firings = st[PT_STAT_FIRE_ERROR];
+  sum.errors_lost = sum.error_firings > sum.errors ? sum.error_firings - sum.errors : 0;
   sum.read_errors = st[PT_STAT_READ_ERRORS];
   sum.kernel_executed_events = st[PT_STAT_FIRE_KERNEL_EXECUTED];
   sum.activity_batches = st[PT_STAT_FIRE_ACTIVITY_BATCH];
@@ -467,6 +505,7 @@ Summary Tracer::summarize(const uint64_t st[PT_STAT_MAX], double duration,
   sum.gpu_time_by_stack = summarize_stacks(profile_, stacks_, joiner_.names(), opt_.top);
   sum.stacks_total = profile_.stacks();
   sum.gpu_time_by_device = devices_.summarize(joiner_.names(), opt_.top);
+  sum.gpu_time_by_process = summarize_processes(profile_, processes_, joiner_.names(), opt_.top);
   sum.libraries = libraries;
   sum.duration_s = duration;
   sum.events_per_s = duration > 0 ? static_cast<double>(sum.events) / duration : 0;
@@ -486,19 +525,23 @@ Summary Tracer::summarize(const uint64_t st[PT_STAT_MAX], double duration,
 }
 
 bool Tracer::report(const Summary &s) const {
-  if (opt_.json || opt_.json_lines) {
+  auto json = [&](bool json_lines) {
     Json j;
-    if (opt_.json_lines) j["type"] = "summary";
+    if (json_lines) j["type"] = "summary";
     j["version"] = PARCAGPU_VERSION;
     j.update(summary_json(s));
     for (const auto &v : extensions_) v->add_json(j);
-    print_line(j);
+    return j;
+  };
+  if (opt_.json || opt_.json_lines) {
+    print_line(json(opt_.json_lines));
   } else {
     print_summary(report_out_, s, opt_.verbose);
     for (const auto &v : extensions_) v->print(report_out_);
   }
   std::fflush(report_out_);
   bool ok = true;
+  if (!opt_.json_path.empty()) ok &= write_file(opt_.json_path, json_line(json(false)) + "\n");
   if (!opt_.folded_path.empty() || !opt_.svg_path.empty()) {
     const std::vector<FoldedStack> folded = folded_stacks(profile_, stacks_, joiner_.names());
     if (!opt_.folded_path.empty()) ok &= write_file(opt_.folded_path, folded_text(folded));
@@ -520,7 +563,7 @@ bool Tracer::report(const Summary &s) const {
     info.duration_nanos = static_cast<int64_t>(s.duration_s * 1e9);
     info.time_nanos = static_cast<int64_t>(now.tv_sec) * 1000000000 + now.tv_nsec - info.duration_nanos;
     std::string gz;
-    if (!gzip_compress(pprof_profile(profile_, stacks_, joiner_.names(), info), &gz)) {
+    if (!gzip_compress(pprof_profile(profile_, stacks_, joiner_.names(), processes_, info), &gz)) {
       std::fprintf(stderr, "parcagpu-trace: --pprof %s: zlib could not compress the profile\n", opt_.pprof_path.c_str());
       ok = false;
     } else {

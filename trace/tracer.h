@@ -19,6 +19,7 @@
 #include "mmap_tracker.h"
 #include "options.h"
 #include "trace_events.h"
+#include "processes.h"
 #include "profile.h"
 #include "python.h"
 #include "report.h"
@@ -53,6 +54,18 @@ class Tracer : public MatchSink {
   // process maps a python* / libpython3* file, and on a process's first event (one running
   // before the tool started).
   void check_python(uint32_t pid, const std::vector<MapEntry> &maps);
+
+  // What the BPF side has lost so far, for the live warnings (main reads these counters once per
+  // poll tick: a few map lookups).
+  struct BpfLosses {
+    uint64_t ringbuf_drops = 0;       // PT_STAT_RINGBUF_DROPS
+    uint64_t meta_ringbuf_drops = 0;  // PT_STAT_META_RINGBUF_DROPS
+    uint64_t error_drops = 0;         // PT_STAT_ERROR_DROPS
+  };
+  // Says each kind of loss on stderr once, when it is first seen: events the ring buffer had no
+  // room for, metadata its own ring buffer had no room for, error firings lost, what the joiner
+  // forgot at --max-pending. The summary counts them all at exit; these say when they begin.
+  void warn_of_losses(const BpfLosses &b);
 
   void begin_output();              // headers (-k)
   void tick(uint64_t now_ns) { joiner_.tick(now_ns); }
@@ -98,6 +111,7 @@ class Tracer : public MatchSink {
   CaptureSites captures_;
   GpuProfile profile_, interval_profile_;
   DeviceProfile devices_;
+  ProcessTable processes_;  // pid, comm, rank of each process heard from: the profile's origins
   KernelTable table_{report_out_};
   MmapTracker *mmaps_ = nullptr;
   MmapTracker::Hooks hooks_;
@@ -110,6 +124,8 @@ class Tracer : public MatchSink {
   uint32_t last_pid_ = 0;
   bool have_pid_ = false;
   Counters meta_;  // figures counted here rather than in the joiner
+  // The kinds of loss warn_of_losses said already (each once): a bit per row of its table.
+  unsigned losses_said_ = 0;
   uint64_t malformed_ = 0;
   std::vector<std::unique_ptr<Extension>> extensions_;
 };
