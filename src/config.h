@@ -45,7 +45,7 @@ struct Config {
 
   // PC sampling (CUPTI's PC Sampling API), while a consumer is attached to pc_sample_batch.
   // The three numbers keep the upstream library's (parca-dev/parcagpu) names and meanings, so
-  // deployments keep their settings; README.md "PC sampling".
+  // deployments keep their settings; docs/how-it-works.md "PC sampling".
   bool pc_sampling = true;          // PARCAGPU_PC_SAMPLING: ours, an operator's off switch
   double pc_sampling_rate = 100.0;  // PARCAGPU_PC_SAMPLING_RATE: target samples per second;
                                     // 0 = no rate control (windows as the duty cap allows)

@@ -86,7 +86,7 @@ struct LaunchStats {
 
 // Sampling windows serve rate limits up to this many announced launches per second per role;
 // above it the role's callbacks stay on (toggling would cost more than leaving them on).
-// Measured on an H100: see README, "Where the attached cost goes".
+// Measured on an H100: see docs/measurements/history.md, "Where the attached cost goes".
 inline constexpr double kMaxWindowRate = 1000;
 // An announced launch still inside its API call after this long is abandoned by the watcher, so
 // one stuck thread cannot hold a window (or a detach) forever.

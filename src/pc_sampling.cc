@@ -108,7 +108,7 @@ void PcSampler::init() {
   }
   uint32_t version = 0;
   if (cupti_.cuptiGetVersion(&version) != CUPTI_SUCCESS || version < kMinCuptiVersion) {
-    // Not an error of anyone's: CUDA 12.0-12.3 simply predate it (README: PC sampling).
+    // Not an error of anyone's: CUDA 12.0-12.3 simply predate it (docs/how-it-works.md).
     debug_log(
         "PC sampling off: CUPTI API version %u is older than CUDA 12.4's (%u), whose PC "
         "records carry the correlation ID",
