@@ -25,7 +25,8 @@
  *     records: const void *[count], each a CUPTI kernel activity record (layout below).
  *     count <= PARCAGPU_ACTIVITY_BATCH_MAX.
  * pc_sample_batch(ptr records, u32 count)
- *     records: const void *[count] of CUpti_PCSamplingPCData (PARCAGPU_PC_SAMPLE_RECORD_SIZE bytes).
+ *     records: const void *[count] of CUpti_PCSamplingPCData
+ *     (PARCAGPU_PC_SAMPLE_RECORD_SIZE bytes).
  * stall_reason_map(ptr names, u32 count)
  *     One blob of PARCAGPU_STALL_REASON_MAX names of PARCAGPU_STALL_REASON_NAME_LEN bytes.
  * cubin_loaded(u64 cubinCrc, ptr cubin, u64 cubinSize)
