@@ -35,9 +35,9 @@ RepeatedError g_refused("activity", "launches not announced: the correlation tra
 RepeatedError g_expired("activity", "announced launches given up without their kernels",
                         "launches");
 RepeatedError g_kernels_unheard("activity",
-                                 "kernels of announced launches fired after the last kernel "
-                                 "consumer left",
-                                 "kernels");
+                                "kernels of announced launches fired after the last kernel "
+                                "consumer left",
+                                "kernels");
 RepeatedError g_launches_unheard("activity",
                                  "announced launches still waiting for kernels when the last "
                                  "kernel consumer left",

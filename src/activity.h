@@ -118,7 +118,8 @@ class ActivityCollector : public ConsumerWatcher::Client {
   uint64_t next_progress_ns_ = 0;
 
   std::atomic<uint32_t> buffers_in_flight_{0};
-  bool shutting_down_ = false;  // shutdown(): what still waits is accounted there, not dropped  // bufferCompleted calls running now
+  bool shutting_down_ = false;  // shutdown(): what still waits is accounted there, not dropped  //
+                                // bufferCompleted calls running now
 
   std::function<void()> request_tick_;
   std::atomic<bool> flush_requested_{false};
