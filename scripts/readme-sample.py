@@ -133,7 +133,7 @@ def readme_block(readme_text):
 
 def diff(readme, generated):
     return "".join(difflib.unified_diff(
-        (readme or "").splitlines(True), [l + "\n" for l in generated.splitlines()],
+        [l + "\n" for l in (readme or "").splitlines()], [l + "\n" for l in generated.splitlines()],
         "README.md (between the demo-output markers)", "scripts/readme-sample.py (the demo now)"))
 
 
