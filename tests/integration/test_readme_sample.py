@@ -46,6 +46,7 @@ class ReadmeShape(unittest.TestCase):
         self.assertIsNotNone(block, "README.md: no sh block")
         commands = [l.split("#")[0].strip() for l in block.group(1).splitlines()]
         self.assertEqual(commands[:2], ["scripts/install-deps.sh && make demo", "make test"])
+        self.assertNotIn("", commands, "README.md: the first sh block holds commands only (closed?)")
 
 
 if __name__ == "__main__":
