@@ -6,7 +6,9 @@ The sample: scripts/readme-sample.py runs the demo (scripts/demo.sh, as `make de
 normalizes what changes from run to run (the library's random sample: announced launches, matched
 records, GPU times and shares; the temporary directory; the order of stacks; which kernels are
 the top 4); the block between README.md's demo-output markers must equal it. When it does not,
-the failure shows the diff and the command that regenerates the block."""
+the failure shows the diff and the command that regenerates the block. The demo's consumer
+attaches to the library's file, so a program using this build's library while the demo runs (a
+second test run in the same build tree) adds its stacks: ctest runs integration tests serially."""
 import importlib.util
 import os
 import re
