@@ -35,6 +35,10 @@ check "parcagpu-trace --version: parcagpu-trace $version" \
 check "headers abi.h, cbid_table.h" \
   '[ -f "$root/usr/include/parcagpu/abi.h" ] && [ -f "$root/usr/include/parcagpu/cbid_table.h" ]'
 check "bpftrace script" '[ -f "$root/usr/share/parcagpu/parcagpu.bt" ]'
+demo=$root/usr/lib/parcagpu/demo
+check "demo: the mock app, libcuda.so.1 and libcupti.so.13 only, none with debug info ($(du -sk "$demo" | cut -f1) KiB)" \
+  '[ "$(cd "$demo" && find . -type f -o -type l | sort | tr "\n" " ")" = "./bin/parcagpu-mockapp ./demo.sh ./mock/libcuda.so ./mock/libcuda.so.1 ./mock/libcupti.so ./mock/libcupti.so.13 " ] &&
+   ! readelf -S "$demo"/bin/parcagpu-mockapp "$demo"/mock/libcuda.so.1 "$demo"/mock/libcupti.so.13 | grep -q "\.debug_info"'
 check "README, parcagpu-trace.md, LICENSE (Apache-2.0)" \
   '[ -f "$root/usr/share/doc/parcagpu/README.md" ] && [ -f "$root/usr/share/doc/parcagpu/parcagpu-trace.md" ] &&
    grep -q "Apache License" "$root/usr/share/doc/parcagpu/LICENSE"'

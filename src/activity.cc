@@ -35,9 +35,9 @@ RepeatedError g_refused("activity", "launches not announced: the correlation tra
 RepeatedError g_expired("activity", "announced launches given up without their kernels",
                         "launches");
 RepeatedError g_kernels_unheard("activity",
-                                 "kernels of announced launches fired after the last kernel "
-                                 "consumer left",
-                                 "kernels");
+                                "kernels of announced launches fired after the last kernel "
+                                "consumer left",
+                                "kernels");
 RepeatedError g_launches_unheard("activity",
                                  "announced launches still waiting for kernels when the last "
                                  "kernel consumer left",
@@ -64,9 +64,9 @@ ActivityCollector::ActivityCollector(const CuptiApi &cupti, const Config &config
       wake_(wake),
       pool_(std::make_unique<BufferPool>(static_cast<size_t>(config.buffer_kib) * 1024,
                                          config.max_buffers)),
-      switch_(std::make_unique<ActivitySwitch>(cupti, config.activity_mode,
-                                               launches ? static_cast<const LaunchCountSource *>(this)
-                                                        : nullptr)) {}
+      switch_(std::make_unique<ActivitySwitch>(
+          cupti, config.activity_mode,
+          launches ? static_cast<const LaunchCountSource *>(this) : nullptr)) {}
 
 ActivityCollector::~ActivityCollector() = default;
 

@@ -116,7 +116,8 @@ class ActivityCollector : public ConsumerWatcher::Client,
   uint64_t next_progress_ns_ = 0;
 
   std::atomic<uint32_t> buffers_in_flight_{0};
-  bool shutting_down_ = false;  // shutdown(): what still waits is accounted there, not dropped  // bufferCompleted calls running now
+  bool shutting_down_ = false;  // shutdown(): what still waits is accounted there, not dropped  //
+                                // bufferCompleted calls running now
 
   std::atomic<bool> flush_requested_{false};
   uint64_t next_housekeeping_ns_ = 0;  // the watcher thread's; 0: not armed yet

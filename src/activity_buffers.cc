@@ -10,7 +10,6 @@ namespace {
 
 constexpr size_t kRecordAlign = 8;  // CUPTI requires 8-byte aligned buffers
 
-
 }  // namespace
 
 BufferPool::~BufferPool() {
@@ -48,8 +47,8 @@ BufferWalk walk_kernel_records(const CuptiApi &cupti, uint8_t *buffer, size_t va
   BufferWalk walk;
   CUpti_Activity *record = nullptr;
   CUptiResult next = CUPTI_ERROR_MAX_LIMIT_REACHED;
-  while (valid_size > 0 && (next = cupti.cuptiActivityGetNextRecord(buffer, valid_size,
-                                                                     &record)) == CUPTI_SUCCESS) {
+  while (valid_size > 0 &&
+         (next = cupti.cuptiActivityGetNextRecord(buffer, valid_size, &record)) == CUPTI_SUCCESS) {
     if (record->kind != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL &&
         record->kind != CUPTI_ACTIVITY_KIND_KERNEL)
       continue;

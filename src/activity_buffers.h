@@ -19,8 +19,7 @@ namespace parcagpu {
 // Fixed-size activity buffers with a cap on how many exist at once, reused through a free list.
 class BufferPool {
  public:
-  BufferPool(size_t buffer_bytes, uint32_t max_buffers)
-      : bytes_(buffer_bytes), max_(max_buffers) {}
+  BufferPool(size_t buffer_bytes, uint32_t max_buffers) : bytes_(buffer_bytes), max_(max_buffers) {}
   ~BufferPool();
   uint8_t *acquire();  // nullptr at the cap
   void release(uint8_t *buf);

@@ -119,7 +119,8 @@ bool ActivitySwitch::launch_begin() {
   if (active_launches_++ == 0 && !on_) {
     if (last_enable_ns_ != 0) {
       const uint64_t interval = now - last_enable_ns_;
-      enable_interval_avg_ns_ = enable_interval_avg_ns_ - enable_interval_avg_ns_ / 8 + interval / 8;
+      enable_interval_avg_ns_ =
+          enable_interval_avg_ns_ - enable_interval_avg_ns_ / 8 + interval / 8;
       if (!sticky_ && enable_interval_avg_ns_ < kStickyIntervalNs &&
           now >= sticky_banned_until_ns_ && sticky_pays_locked(now)) {
         sticky_ = true;

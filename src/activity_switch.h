@@ -77,18 +77,18 @@ class ActivitySwitch {
   std::atomic<uint64_t> enables_{0}, disables_{0};
 
   std::mutex mu_;
-  bool on_ = false;                // CUPTI's CONCURRENT_KERNEL activity is enabled
-  bool held_ = false;              // hold: kept on while PC sampling is enabled
-  uint32_t active_launches_ = 0;   // AroundLaunch: announced launches inside their API call
-  bool sticky_ = false;            // AroundLaunch at a high announced rate: left on
+  bool on_ = false;               // CUPTI's CONCURRENT_KERNEL activity is enabled
+  bool held_ = false;             // hold: kept on while PC sampling is enabled
+  uint32_t active_launches_ = 0;  // AroundLaunch: announced launches inside their API call
+  bool sticky_ = false;           // AroundLaunch at a high announced rate: left on
   uint64_t last_begin_ns_ = 0;
   uint64_t last_enable_ns_ = 0;
   uint64_t enable_interval_avg_ns_ = 10000000;  // moving average of the gaps between enables
-  uint64_t retry_after_ns_ = 0;    // after a failed enable, don't hammer CUPTI
+  uint64_t retry_after_ns_ = 0;                 // after a failed enable, don't hammer CUPTI
   uint64_t disable_retry_after_ns_ = 0;  // ... nor after a failed disable (activity stays on)
   // Sticky collection records every kernel: worth it only while most launches are announced.
   const LaunchCountSource *const launches_;  // null: sticky never refused for want of them
-  LaunchCounts counts_seen_{};     // launches_->launch_counts() at the last look
+  LaunchCounts counts_seen_{};               // launches_->launch_counts() at the last look
   uint64_t sticky_banned_until_ns_ = 0;
 };
 

@@ -56,8 +56,8 @@ struct Parser {
     errno = 0;
     char *end = nullptr;
     double d = std::strtod(v, &end);
-    if (end == v || *end != '\0' || errno == ERANGE || !std::isfinite(d) ||
-        std::strchr(v, 'x') || std::strchr(v, 'X')) {
+    if (end == v || *end != '\0' || errno == ERANGE || !std::isfinite(d) || std::strchr(v, 'x') ||
+        std::strchr(v, 'X')) {
       warn(name, v, "not a number");
       return;
     }
@@ -100,7 +100,8 @@ struct Parser {
     size_t pos = 0;
     while (pos <= s.size()) {
       size_t comma = s.find(',', pos);
-      std::string item = s.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+      std::string item =
+          s.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
       pos = comma == std::string::npos ? s.size() + 1 : comma + 1;
       if (item.empty()) continue;
       size_t colon = item.find(':');
@@ -139,10 +140,10 @@ struct Parser {
 
 const std::vector<const char *> &known_config_names() {
   static const std::vector<const char *> names = {
-      kDebug,     kRate,           kGraphRate,    kCuptiPath, kMaxOutstanding, kMaxAge,
-      kFlushThreshold, kFlushInterval, kBufferKib, kMaxBuffers, kDisableCbids, kActivityMode,
-      kLimiterDisable, kPcSampling, kPcRate, kSamplingFactor, kPcHwBufferMb, kPcGraphs, kWatchInterval,
-      kPcLockDir};
+      kDebug,          kRate,           kGraphRate,      kCuptiPath,     kMaxOutstanding,
+      kMaxAge,         kFlushThreshold, kFlushInterval,  kBufferKib,     kMaxBuffers,
+      kDisableCbids,   kActivityMode,   kLimiterDisable, kPcSampling,    kPcRate,
+      kSamplingFactor, kPcHwBufferMb,   kPcGraphs,       kWatchInterval, kPcLockDir};
   return names;
 }
 

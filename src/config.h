@@ -25,15 +25,15 @@ enum class ActivityMode : uint8_t {
 
 struct Config {
   bool debug = false;
-  double eager_rate_limit = 100.0;   // announced eager launches per second (per process)
-  double graph_rate_limit = 20.0;    // announced graph launches per second (per process)
-  std::string cupti_path;            // explicit libcupti path; empty = search
-  uint32_t max_outstanding = 16384;  // correlation tracker cap (entries)
-  uint32_t max_age_ms = 30000;       // a tracked launch older than this is given up
-  uint32_t flush_threshold = 256;    // launches awaiting kernels before an early flush
-  uint32_t flush_interval_ms = 1000; // periodic flush while kernel activity is collected
-  uint32_t buffer_kib = 1024;        // size of one activity buffer
-  uint32_t max_buffers = 32;         // activity buffers alive at once (memory cap)
+  double eager_rate_limit = 100.0;      // announced eager launches per second (per process)
+  double graph_rate_limit = 20.0;       // announced graph launches per second (per process)
+  std::string cupti_path;               // explicit libcupti path; empty = search
+  uint32_t max_outstanding = 16384;     // correlation tracker cap (entries)
+  uint32_t max_age_ms = 30000;          // a tracked launch older than this is given up
+  uint32_t flush_threshold = 256;       // launches awaiting kernels before an early flush
+  uint32_t flush_interval_ms = 1000;    // periodic flush while kernel activity is collected
+  uint32_t buffer_kib = 1024;           // size of one activity buffer
+  uint32_t max_buffers = 32;            // activity buffers alive at once (memory cap)
   std::vector<CbidRef> disabled_cbids;  // operator knob: launch paths not to subscribe
   // Where the GPUs' PC sampling lock files are (PcDeviceLocks): processes that share this
   // directory sample a GPU in turn. Containers sharing a GPU can share a mounted directory.
@@ -45,7 +45,7 @@ struct Config {
 
   // PC sampling (CUPTI's PC Sampling API), while a consumer is attached to pc_sample_batch.
   // The three numbers keep the upstream library's (parca-dev/parcagpu) names and meanings, so
-  // deployments keep their settings; README.md "PC sampling".
+  // deployments keep their settings; docs/how-it-works.md "PC sampling".
   bool pc_sampling = true;          // PARCAGPU_PC_SAMPLING: ours, an operator's off switch
   double pc_sampling_rate = 100.0;  // PARCAGPU_PC_SAMPLING_RATE: target samples per second;
                                     // 0 = no rate control (windows as the duty cap allows)

@@ -132,9 +132,7 @@ void CorrelationTracker::erase_locked(std::unordered_map<uint32_t, Entry>::itera
   entries_.erase(it);
 }
 
-uint64_t CorrelationTracker::pending() const {
-  return pending_.load(std::memory_order_relaxed);
-}
+uint64_t CorrelationTracker::pending() const { return pending_.load(std::memory_order_relaxed); }
 
 TrackerStats CorrelationTracker::stats() const {
   std::lock_guard<std::mutex> lock(mu_);

@@ -29,17 +29,17 @@ enum class LaunchKind : uint8_t { Eager, Graph };
 
 struct TrackerStats {
   uint64_t inserted = 0;
-  uint64_t completed = 0;         // eager: kernel seen; graph: all expected kernels seen
-  uint64_t kernels_matched = 0;   // records delivered
-  uint64_t kernels_unmatched = 0; // records of launches never announced (or already gone)
-  uint64_t expired = 0;           // aged out
-  uint64_t expired_unseen = 0;    // ... of which no kernel was ever seen
-  uint64_t refused = 0;           // not inserted at the cap: the launch was not announced
-  uint64_t retired_at_cap = 0;    // graph entries of unknown count, with kernels, let go at the cap
-  uint64_t removed = 0;           // withdrawn by the caller (e.g. captured launches)
-  uint64_t dropped_unheard = 0;   // still waiting when the last kernel consumer left: lost
-  uint64_t live = 0;              // entries now
-  uint64_t pending = 0;           // entries that have seen no kernel yet
+  uint64_t completed = 0;          // eager: kernel seen; graph: all expected kernels seen
+  uint64_t kernels_matched = 0;    // records delivered
+  uint64_t kernels_unmatched = 0;  // records of launches never announced (or already gone)
+  uint64_t expired = 0;            // aged out
+  uint64_t expired_unseen = 0;     // ... of which no kernel was ever seen
+  uint64_t refused = 0;            // not inserted at the cap: the launch was not announced
+  uint64_t retired_at_cap = 0;   // graph entries of unknown count, with kernels, let go at the cap
+  uint64_t removed = 0;          // withdrawn by the caller (e.g. captured launches)
+  uint64_t dropped_unheard = 0;  // still waiting when the last kernel consumer left: lost
+  uint64_t live = 0;             // entries now
+  uint64_t pending = 0;          // entries that have seen no kernel yet
 };
 
 class CorrelationTracker {

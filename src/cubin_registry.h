@@ -28,12 +28,12 @@
 namespace parcagpu {
 
 struct CubinStats {
-  uint64_t loaded = 0;       // MODULE_LOADED callbacks with a cubin
-  uint64_t unloaded = 0;     // MODULE_UNLOAD_STARTING callbacks matched to a loaded cubin
-  uint64_t copied = 0;       // cubins whose bytes we copied (not inside a loaded object)
-  uint64_t copied_bytes = 0; // bytes held now
-  uint64_t live = 0;         // distinct CRCs loaded now
-  uint64_t no_crc = 0;       // cuptiGetCubinCrc missing or failed: not published
+  uint64_t loaded = 0;        // MODULE_LOADED callbacks with a cubin
+  uint64_t unloaded = 0;      // MODULE_UNLOAD_STARTING callbacks matched to a loaded cubin
+  uint64_t copied = 0;        // cubins whose bytes we copied (not inside a loaded object)
+  uint64_t copied_bytes = 0;  // bytes held now
+  uint64_t live = 0;          // distinct CRCs loaded now
+  uint64_t no_crc = 0;        // cuptiGetCubinCrc missing or failed: not published
 };
 
 class CubinRegistry {
@@ -49,11 +49,11 @@ class CubinRegistry {
  private:
   struct Entry {
     uint64_t crc;
-    const void *source;         // the callback's pointer (to match the unload)
+    const void *source;  // the callback's pointer (to match the unload)
     size_t size;
-    const char *published;      // what consumers read: `copy` or `source`
+    const char *published;  // what consumers read: `copy` or `source`
     std::unique_ptr<char[]> copy;
-    uint32_t refs;              // modules loaded with this CRC
+    uint32_t refs;  // modules loaded with this CRC
   };
   bool crc_of(const void *cubin, size_t size, uint64_t *crc);
   void free_retired(uint64_t now_ns);  // under mu_

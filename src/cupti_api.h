@@ -37,17 +37,17 @@ namespace parcagpu {
   X(cuptiGetGraphId, "graph ids, conditional-body kernels")               \
   X(cuptiGetGraphNodeId, "graph node ids, graph_node_clone")              \
   X(cuptiGetGraphExecId, "exec ids in the debug log")                     \
-  X(cuptiGetTimestamp, "launch times of conditional graphs")                \
-  X(cuptiPCSamplingEnable, "PC sampling")                                  \
-  X(cuptiPCSamplingDisable, "PC sampling")                                 \
-  X(cuptiPCSamplingStart, "PC sampling")                                   \
-  X(cuptiPCSamplingStop, "PC sampling")                                    \
-  X(cuptiPCSamplingGetData, "PC sampling")                                 \
-  X(cuptiPCSamplingSetConfigurationAttribute, "PC sampling")               \
-  X(cuptiPCSamplingGetConfigurationAttribute, "PC sampling")               \
-  X(cuptiPCSamplingGetNumStallReasons, "PC sampling")                      \
-  X(cuptiPCSamplingGetStallReasons, "PC sampling")                         \
-  X(cuptiGetCubinCrc, "PC sampling (cubins)")                              \
+  X(cuptiGetTimestamp, "launch times of conditional graphs")              \
+  X(cuptiPCSamplingEnable, "PC sampling")                                 \
+  X(cuptiPCSamplingDisable, "PC sampling")                                \
+  X(cuptiPCSamplingStart, "PC sampling")                                  \
+  X(cuptiPCSamplingStop, "PC sampling")                                   \
+  X(cuptiPCSamplingGetData, "PC sampling")                                \
+  X(cuptiPCSamplingSetConfigurationAttribute, "PC sampling")              \
+  X(cuptiPCSamplingGetConfigurationAttribute, "PC sampling")              \
+  X(cuptiPCSamplingGetNumStallReasons, "PC sampling")                     \
+  X(cuptiPCSamplingGetStallReasons, "PC sampling")                        \
+  X(cuptiGetCubinCrc, "PC sampling (cubins)")                             \
   X(cuptiGetDeviceId, "PC sampling (gpu_config of devices other than 0)")
 
 #define PARCAGPU_CUDA_FUNCTIONS(X) \

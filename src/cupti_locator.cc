@@ -281,11 +281,16 @@ std::string cache_lookup(const std::string &name) {
 
 bool is_system_dir(const std::string &dir) {
   static const std::set<std::string> system = {
-      "/lib", "/usr/lib", "/lib64", "/usr/lib64",
+    "/lib",
+    "/usr/lib",
+    "/lib64",
+    "/usr/lib64",
 #if defined(__x86_64__)
-      "/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu",
+    "/lib/x86_64-linux-gnu",
+    "/usr/lib/x86_64-linux-gnu",
 #elif defined(__aarch64__)
-      "/lib/aarch64-linux-gnu", "/usr/lib/aarch64-linux-gnu",
+    "/lib/aarch64-linux-gnu",
+    "/usr/lib/aarch64-linux-gnu",
 #endif
   };
   return system.count(clean_path(dir)) > 0;
@@ -523,8 +528,10 @@ bool locate_cupti(const std::string &explicit_path, const CuptiUsable &usable, L
         open_path = std::move(file);
         resolved = true;
       } else {
-        debug_log("cupti search: loader path: %s: not found by our lookup, left to the loader "
-                  "unchecked", c.path.c_str());
+        debug_log(
+            "cupti search: loader path: %s: not found by our lookup, left to the loader "
+            "unchecked",
+            c.path.c_str());
       }
     }
     std::string real;
@@ -535,8 +542,9 @@ bool locate_cupti(const std::string &explicit_path, const CuptiUsable &usable, L
         return false;
       }
       if (tried.count(real)) {
-        if (bare) debug_log("cupti search: loader path: %s = %s: tried already", c.path.c_str(),
-                            open_path.c_str());
+        if (bare)
+          debug_log("cupti search: loader path: %s = %s: tried already", c.path.c_str(),
+                    open_path.c_str());
         return false;
       }
       // Never map a file that would crash the process (elf_check.h). One already in the

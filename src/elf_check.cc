@@ -46,8 +46,7 @@ std::string elf_image_problem(uint64_t size, const ReadAt &read_at) {
   unsigned char ident[EI_NIDENT] = {};
   const size_t ident_have = size < EI_NIDENT ? static_cast<size_t>(size) : EI_NIDENT;
   if (ident_have > 0 && !read_at(ident, ident_have, 0)) return "cannot read its ELF header";
-  if (std::memcmp(ident, ELFMAG, ident_have < SELFMAG ? ident_have : SELFMAG) != 0 ||
-      size == 0)
+  if (std::memcmp(ident, ELFMAG, ident_have < SELFMAG ? ident_have : SELFMAG) != 0 || size == 0)
     return size == 0 ? "empty file" : "not an ELF file";
   if (size < sizeof(Elf64_Ehdr)) {
     if (size > EI_CLASS && ident[EI_CLASS] != ELFCLASS64) return "not a 64-bit ELF file";
@@ -60,7 +59,8 @@ std::string elf_image_problem(uint64_t size, const ReadAt &read_at) {
   if (eh.e_ident[EI_DATA] != kData) return "an ELF file of the other byte order";
   if (kMachine != EM_NONE && eh.e_machine != kMachine)
     return "an ELF file for machine " + std::to_string(eh.e_machine) + ", not " + kMachineName;
-  if (eh.e_type != ET_DYN) return "not a shared object (ELF type " + std::to_string(eh.e_type) + ")";
+  if (eh.e_type != ET_DYN)
+    return "not a shared object (ELF type " + std::to_string(eh.e_type) + ")";
   if (eh.e_phnum == 0 || eh.e_phnum == PN_XNUM) return "no program headers";
   if (eh.e_phentsize != sizeof(Elf64_Phdr))
     return "program headers of " + std::to_string(eh.e_phentsize) + " bytes, not " +
@@ -109,19 +109,18 @@ std::string elf_file_problem(const std::string &path) {
   } else if (!S_ISREG(st.st_mode)) {
     problem = "not a regular file";
   } else {
-    problem = elf_image_problem(static_cast<uint64_t>(st.st_size),
-                                [fd](void *buf, size_t n, uint64_t offset) {
-                                  size_t done = 0;
-                                  while (done < n) {
-                                    const ssize_t r =
-                                        pread(fd, static_cast<char *>(buf) + done, n - done,
-                                              static_cast<off_t>(offset + done));
-                                    if (r < 0 && errno == EINTR) continue;
-                                    if (r <= 0) return false;
-                                    done += static_cast<size_t>(r);
-                                  }
-                                  return true;
-                                });
+    problem = elf_image_problem(
+        static_cast<uint64_t>(st.st_size), [fd](void *buf, size_t n, uint64_t offset) {
+          size_t done = 0;
+          while (done < n) {
+            const ssize_t r = pread(fd, static_cast<char *>(buf) + done, n - done,
+                                    static_cast<off_t>(offset + done));
+            if (r < 0 && errno == EINTR) continue;
+            if (r <= 0) return false;
+            done += static_cast<size_t>(r);
+          }
+          return true;
+        });
   }
   close(fd);
   return problem;

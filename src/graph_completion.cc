@@ -81,8 +81,10 @@ void GraphCompletion::poll() {
     size_t kept = 0;
     for (Watched &w : watched_) {
       if (w.complete_ns != 0) {
-        if (now - w.complete_ns < kGraceNs) watched_[kept++] = w;
-        else ended.push_back(w);
+        if (now - w.complete_ns < kGraceNs)
+          watched_[kept++] = w;
+        else
+          ended.push_back(w);
         continue;
       }
       const CUresult r = cuda_->cuEventQuery(w.event);

@@ -264,7 +264,8 @@ size_t GraphTracker::refire_some(size_t max) {
     if (refire_next_ < clone_seq_base_) refire_next_ = clone_seq_base_;  // the oldest went
     if (refire_next_ >= refire_end_) return 0;
     const uint64_t n = std::min<uint64_t>(max, refire_end_ - refire_next_);
-    const auto first = clones_.begin() + static_cast<std::ptrdiff_t>(refire_next_ - clone_seq_base_);
+    const auto first =
+        clones_.begin() + static_cast<std::ptrdiff_t>(refire_next_ - clone_seq_base_);
     chunk.assign(first, first + static_cast<std::ptrdiff_t>(n));
     refire_next_ += n;
   }

@@ -27,11 +27,11 @@ namespace parcagpu {
 struct GraphStats {
   uint64_t execs = 0;
   uint64_t clones = 0;
-  uint64_t clones_not_fired = 0;      // of no announced capture: stored, fired only on re-firing
-  uint64_t hostonly_launches = 0;     // not announced: no kernel could ever match
-  uint64_t conditional_records = 0;   // correlation-0 records handed back to their launch
-  uint64_t conditional_ambiguous = 0; // ... where several launches of the exec were open
-  uint64_t conditional_orphans = 0;   // ... with no known owner
+  uint64_t clones_not_fired = 0;       // of no announced capture: stored, fired only on re-firing
+  uint64_t hostonly_launches = 0;      // not announced: no kernel could ever match
+  uint64_t conditional_records = 0;    // correlation-0 records handed back to their launch
+  uint64_t conditional_ambiguous = 0;  // ... where several launches of the exec were open
+  uint64_t conditional_orphans = 0;    // ... with no known owner
 };
 
 class GraphTracker {
@@ -93,7 +93,7 @@ class GraphTracker {
   struct Exec {
     uint32_t kernel_nodes = 0;
     bool has_conditional = false;
-    bool launched = false;  // seen launched (on_launch, take_first_launch)
+    bool launched = false;            // seen launched (on_launch, take_first_launch)
     std::vector<uint32_t> graph_ids;  // every graph seen while it was instantiated
     struct OpenLaunch {
       uint32_t correlation_id;
@@ -111,10 +111,10 @@ class GraphTracker {
   // Execs by a serial number rather than by handle: an exec destroyed right after its launch
   // (common) still owns the kernels whose records arrive later, and a new exec may reuse the
   // handle meanwhile. Destroyed execs are retired, not erased, and the oldest retired ones go.
-  std::unordered_map<const void *, uint64_t> live_execs_;   // handle -> serial
-  std::unordered_map<uint64_t, Exec> execs_;                 // serial -> facts
-  std::deque<uint64_t> retired_;                             // destroyed serials, oldest first
-  std::unordered_map<uint32_t, uint64_t> graph_to_exec_;     // exec and body graph ids -> serial
+  std::unordered_map<const void *, uint64_t> live_execs_;  // handle -> serial
+  std::unordered_map<uint64_t, Exec> execs_;               // serial -> facts
+  std::deque<uint64_t> retired_;                           // destroyed serials, oldest first
+  std::unordered_map<uint32_t, uint64_t> graph_to_exec_;   // exec and body graph ids -> serial
   uint64_t next_serial_ = 1;
   // Bounded: the oldest half goes at the cap. clone_seq_base_ numbers clones_.front(), so the
   // re-firing cursor survives that.
@@ -176,11 +176,12 @@ uint32_t GraphTracker::conditional_owner(uint32_t graph_id, uint64_t start, uint
   auto &owner = open[k - 1];
   if (end > owner.last_end) owner.last_end = end;
   if (ambiguous && stats_.conditional_ambiguous++ % 1000 == 0)
-    debug_log("conditional kernel of graph %u: %zu launches of its exec are in flight and the "
-              "earlier one may still have been running; attributed to correlation %u "
-              "(%llu such records so far)",
-              graph_id, open.size(), owner.correlation_id,
-              static_cast<unsigned long long>(stats_.conditional_ambiguous));
+    debug_log(
+        "conditional kernel of graph %u: %zu launches of its exec are in flight and the "
+        "earlier one may still have been running; attributed to correlation %u "
+        "(%llu such records so far)",
+        graph_id, open.size(), owner.correlation_id,
+        static_cast<unsigned long long>(stats_.conditional_ambiguous));
   return owner.correlation_id;
 }
 

@@ -52,8 +52,8 @@ struct ThreadLaunch {
   // its coin (launch_gate.h).
   GateThread g;
   bool announce;
-  bool windowed;  // announced through a sampling window (else a continuous subscription)
-  bool captured;  // a graph node was created inside it: recorded by stream capture, not run
+  bool windowed;        // announced through a sampling window (else a continuous subscription)
+  bool captured;        // a graph node was created inside it: recorded by stream capture, not run
   bool holds_activity;  // announced and counted in by ActivityCollector::launch_begin: owes its
                         // launch_end
   // A suspect driver call (see clean_epoch) counted at PC sampling's gate, released at its EXIT.
@@ -116,8 +116,7 @@ const char *subscribe_failure_meaning(CUptiResult r) {
 // calls' NULL stream is the calling thread's per-thread default stream.
 CUstream graph_launch_stream(CbDomain domain, uint32_t cbid, const CUpti_CallbackData *cb) {
   CUstream stream = nullptr;
-  if (cb->functionParams)
-    stream = static_cast<const CUstream *>(cb->functionParams)[1];
+  if (cb->functionParams) stream = static_cast<const CUstream *>(cb->functionParams)[1];
   const bool per_thread =
       (domain == CbDomain::Driver && cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz) ||
       (domain == CbDomain::Runtime && cbid == CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000);
@@ -213,11 +212,12 @@ bool LaunchCallbacks::subscribe() {
     report_error(last_failure, "callbacks",
                  "cuptiEnableCallback failed for %zu of %zu callbacks; not collected: %s", failed,
                  attempted, failed_names.c_str());
-  debug_log("subscribed: %zu callbacks from the start; %zu launch callbacks while a consumer "
-            "listens, %s; rate limits: eager %g/s, graph %g/s",
-            from_start_.size(), role_.cbids.size(),
-            role_.rate_allows_windows ? "in sampling windows" : "continuously",
-            config_.eager_rate_limit, config_.graph_rate_limit);
+  debug_log(
+      "subscribed: %zu callbacks from the start; %zu launch callbacks while a consumer "
+      "listens, %s; rate limits: eager %g/s, graph %g/s",
+      from_start_.size(), role_.cbids.size(),
+      role_.rate_allows_windows ? "in sampling windows" : "continuously", config_.eager_rate_limit,
+      config_.graph_rate_limit);
   return true;
 }
 
@@ -474,7 +474,7 @@ void LaunchCallbacks::end_announced(Role &r, uint64_t epoch, uint8_t kind, CbDom
   // is off gets a wrong end timestamp (docs/cupti-facts.md): activity stays on until the GPU is
   // past the launch. Eager kernels' records are right either way.
   if (t.holds_activity && !(kind == kGraphRole && !t.captured && completion_ &&
-                     completion_->watch(graph_launch_stream(domain, cbid, cb))))
+                            completion_->watch(graph_launch_stream(domain, cbid, cb))))
     activity_.launch_end();
   const int32_t scbid = signed_cbid(domain, cbid);
   const char *name = cb->symbolName ? cb->symbolName : cb->functionName;

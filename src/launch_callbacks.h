@@ -76,17 +76,17 @@ class PcSampler;
 struct LaunchStats {
   std::atomic<uint64_t> announced_eager{0};
   std::atomic<uint64_t> announced_graph{0};
-  std::atomic<uint64_t> rate_limited{0};  // continuous mode: picked, over the safety cap
-  std::atomic<uint64_t> captured{0};      // launches recorded into a graph: not executions
-  std::atomic<uint64_t> windows{0};       // sampling windows opened
+  std::atomic<uint64_t> rate_limited{0};      // continuous mode: picked, over the safety cap
+  std::atomic<uint64_t> captured{0};          // launches recorded into a graph: not executions
+  std::atomic<uint64_t> windows{0};           // sampling windows opened
   std::atomic<uint64_t> left_unannounced{0};  // admitted, but the consumer left before EXIT
-  std::atomic<uint64_t> abandoned{0};  // admitted, EXIT not as expected: not announced
+  std::atomic<uint64_t> abandoned{0};         // admitted, EXIT not as expected: not announced
   std::atomic<uint64_t> callback_errors{0};
 };
 
 // Sampling windows serve rate limits up to this many announced launches per second per role;
 // above it the role's callbacks stay on (toggling would cost more than leaving them on).
-// Measured on an H100: see README, "Where the attached cost goes".
+// Measured on an H100: see docs/measurements/history.md, "Where the attached cost goes".
 inline constexpr double kMaxWindowRate = 1000;
 // An announced launch still inside its API call after this long is abandoned by the watcher, so
 // one stuck thread cannot hold a window (or a detach) forever.
@@ -144,8 +144,8 @@ class LaunchCallbacks : public ConsumerWatcher::Client {
   // (launch_gate.h: one inclusion probability for every launch), with each kind's rate limit.
   struct Role {
     std::vector<SubscribedCallback> cbids;  // driver ones first: see subscribe
-    bool rate_allows_windows = true;  // every limit <= kMaxWindowRate: windows may serve them
-    uint64_t interval_ns = 0;  // windowed: between window openings (window_rate)
+    bool rate_allows_windows = true;        // every limit <= kMaxWindowRate: windows may serve them
+    uint64_t interval_ns = 0;               // windowed: between window openings (window_rate)
     // Epoch and phase in one atomic word (role_state.h says why). The epoch grows each time the
     // cbids are all enabled.
     alignas(64) AtomicRoleState state;
@@ -158,11 +158,11 @@ class LaunchCallbacks : public ConsumerWatcher::Client {
     std::atomic<bool> claim_holds_activity{false};
     std::atomic<uint64_t> claimed_at_ns{0};  // coarse clock
     uint64_t draining_since_ns = 0;          // watcher thread only
-    LaunchCoin coin;                    // which launches are picked (launch_gate.h)
+    LaunchCoin coin;                         // which launches are picked (launch_gate.h)
     // Continuous: a cap on picks per kind (kSafetyCapFactor x its limit).
     RateGate safety_cap[kGateRoles];
-    std::mutex toggle_mu;               // enabling and disabling never interleave
-    uint64_t next_open_ns = 0;          // watcher thread only
+    std::mutex toggle_mu;       // enabling and disabling never interleave
+    uint64_t next_open_ns = 0;  // watcher thread only
     // Watcher thread only: each kind's rate limit, windows found still open when the next was
     // due (in a row), continuous because windows saturated, each kind's launch-rate estimate
     // (per second; < 0: none yet) with when it was last updated, and each kind's share of the

@@ -226,18 +226,18 @@ inline GateEnterResult gate_enter(GateThread &t, LaunchCoin &coin, int kind, uin
   t.correlation_id = correlation_id;
   t.cbid = cbid;
   t.domain = domain;
-  res.what = !candidate ? GateEnter::kFirst
+  res.what = !candidate           ? GateEnter::kFirst
              : coin.toss(t, kind) ? GateEnter::kPicked
                                   : GateEnter::kSkipped;
   return res;
 }
 
 enum class GateExit : uint8_t {
-  kOther,         // not the end of the call followed (a nested call's, or one never followed)
-  kEnds,          // ends the outermost call followed since its ENTER, in this epoch
-  kEndsEarlier,   // ends it, but the callbacks went off and on since its ENTER (a new epoch):
-                  // what was decided at its ENTER was settled by the epoch change, except what
-                  // the thread itself holds for the call (PC sampling's launch gate)
+  kOther,        // not the end of the call followed (a nested call's, or one never followed)
+  kEnds,         // ends the outermost call followed since its ENTER, in this epoch
+  kEndsEarlier,  // ends it, but the callbacks went off and on since its ENTER (a new epoch):
+                 // what was decided at its ENTER was settled by the epoch change, except what
+                 // the thread itself holds for the call (PC sampling's launch gate)
 };
 
 // EXIT of a launch cbid: whether it ends the outermost call followed since its ENTER (which then

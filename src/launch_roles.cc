@@ -25,8 +25,9 @@ void LaunchCallbacks::set_cbids_locked(Role &r, bool on) {
     const CUptiResult res = cupti_.cuptiEnableCallback(
         on ? 1 : 0, subscriber_, static_cast<CUpti_CallbackDomain>(cb.domain), cb.cbid);
     if (res != CUPTI_SUCCESS)
-      g_enable_error.report(res, "cuptiEnableCallback(%d, %s) failed: %s; launches of that path "
-                                 "may go unannounced",
+      g_enable_error.report(res,
+                            "cuptiEnableCallback(%d, %s) failed: %s; launches of that path "
+                            "may go unannounced",
                             on ? 1 : 0, cb.name, cupti_result_string(cupti_, res));
   }
 }
@@ -70,8 +71,7 @@ void LaunchCallbacks::on_consumers(const Consumers &now, const Consumers &) {
 // reaches the callbacks (continuous).
 void LaunchCallbacks::tell_pc_whether_observed() {
   if (!pc_) return;
-  pc_->set_launches_observed(role_.cbids.empty() ||
-                             role_.state.load().phase() == kContinuous);
+  pc_->set_launches_observed(role_.cbids.empty() || role_.state.load().phase() == kContinuous);
 }
 
 uint64_t LaunchCallbacks::on_tick(uint64_t now) {
@@ -105,8 +105,7 @@ void LaunchCallbacks::adapt_coin(Role &r, uint64_t now) {
   if (dt < kCoinTickNs / 2) return;
   double total = 0;
   for (int k = 0; k < kGateRoles; ++k) {
-    const double seen =
-        static_cast<double>(r.coin.take_counted(k)) * 1e9 / static_cast<double>(dt);
+    const double seen = static_cast<double>(r.coin.take_counted(k)) * 1e9 / static_cast<double>(dt);
     double &rate = r.launch_rate[k];
     // Up at once (a rise would otherwise be picked at the old mean, up to the safety cap), down
     // smoothly.
@@ -131,8 +130,8 @@ void LaunchCallbacks::adapt_windows(Role &r) {
   // kShareWindows windows' worth, sets how many windows a second the limits allow.
   constexpr double kShareWindows = 16;
   for (int k = 0; k < kGateRoles; ++k)
-    r.window_counts[k] += (static_cast<double>(r.coin.take_counted(k)) - r.window_counts[k]) /
-                          kShareWindows;
+    r.window_counts[k] +=
+        (static_cast<double>(r.coin.take_counted(k)) - r.window_counts[k]) / kShareWindows;
   const double rate = std::min(window_rate(r.limit, r.window_counts), kMaxWindowRate);
   r.interval_ns = rate > 0 ? static_cast<uint64_t>(1e9 / rate) : 0;
 }
@@ -215,8 +214,7 @@ uint64_t LaunchCallbacks::reconcile(Role &r, uint64_t now) {
       }
       // Closed: open the next one on time. Open: look again an interval later (a window nobody
       // claims costs nothing; one claimed and closed meanwhile reopens then).
-      return r.state.load().phase() == kOff ? std::max(r.next_open_ns, now)
-                                             : now + r.interval_ns;
+      return r.state.load().phase() == kOff ? std::max(r.next_open_ns, now) : now + r.interval_ns;
     case Want::kNone:
       if (phase == kOpen) {
         // An open window goes; a claimed one is closed by its claimant, who sees the consumer

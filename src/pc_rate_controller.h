@@ -1,5 +1,6 @@
 // When to open a PC sampling window and how many launches it spans. Pure arithmetic on what the
-// sampler feeds it (times in ns, sample counts); unit-tested in tests/unit/pc_rate_controller_test.cc.
+// sampler feeds it (times in ns, sample counts); unit-tested in
+// tests/unit/pc_rate_controller_test.cc.
 //
 // What a window costs, as measured on an H100 (docs/pc-sampling.md): while CUPTI's
 // kernel-serialized PC sampling is started, every kernel runs alone and its launch returns only
@@ -28,8 +29,8 @@ namespace parcagpu {
 class PcRateController {
  public:
   struct Params {
-    double target_rate = 100;               // samples per second; 0 = no rate control
-    double max_duty = 0.02;                 // fraction of wall time spent inside windows
+    double target_rate = 100;  // samples per second; 0 = no rate control
+    double max_duty = 0.02;    // fraction of wall time spent inside windows
     // Launches one window spans, at least and at most. An episode costs about 110 ms whatever
     // its window samples (the hardware buffer's setup at the first sampled launch and Disable,
     // docs/pc-sampling.md P13), against about 1 ms per sampled launch (P5): so a window spans
@@ -43,8 +44,8 @@ class PcRateController {
     // for the hardware buffer's setup (57-91 ms at 1-64 MB, P13): at 50 ms every window closed
     // after that one launch.
     uint64_t max_window_ns = 250'000'000;
-    uint64_t min_gap_ns = 20'000'000;       // between the end of one window and the next
-    double burst_s = 1.0;                   // credit is capped at this many seconds of samples
+    uint64_t min_gap_ns = 20'000'000;  // between the end of one window and the next
+    double burst_s = 1.0;              // credit is capped at this many seconds of samples
   };
 
   PcRateController(const Params &params, uint64_t now_ns, uint64_t seed);

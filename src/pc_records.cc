@@ -82,7 +82,8 @@ PcBatchTally PcRecordBuffer::prepare(FunctionNames &names,
     r.functionName = const_cast<char *>(names.intern(r.functionName));
     // CUPTI writes at most as many reasons as were configured, never more than the array holds;
     // a count past it would make the consumer use garbage.
-    if (r.stallReasonCount > PARCAGPU_STALL_REASON_MAX) r.stallReasonCount = PARCAGPU_STALL_REASON_MAX;
+    if (r.stallReasonCount > PARCAGPU_STALL_REASON_MAX)
+      r.stallReasonCount = PARCAGPU_STALL_REASON_MAX;
     r.stallReason = &stall_[i * PARCAGPU_STALL_REASON_MAX];
     uint64_t pairs = 0, samples = 0;
     for (size_t s = 0; s < r.stallReasonCount; ++s) {

@@ -111,7 +111,7 @@ void PcSampler::init() {
   }
   uint32_t version = 0;
   if (cupti_.cuptiGetVersion(&version) != CUPTI_SUCCESS || version < kMinCuptiVersion) {
-    // Not an error of anyone's: CUDA 12.0-12.3 simply predate it (README: PC sampling).
+    // Not an error of anyone's: CUDA 12.0-12.3 simply predate it (docs/how-it-works.md).
     debug_log(
         "PC sampling off: CUPTI API version %u is older than CUDA 12.4's (%u), whose PC "
         "records carry the correlation ID",
@@ -243,8 +243,7 @@ void PcSampler::on_launch_enter(CUcontext ctx, uint64_t now, bool uploads_graph)
   if (want) refresh_metadata(now);
   if (!any_enabled_.load(std::memory_order_relaxed) || t_counted) return;
   // Half the budget gone: the records so far are read now, not at the next periodic flush.
-  if (episode_launches_.fetch_add(1, std::memory_order_relaxed) == launch_budget_ / 2 &&
-      activity_)
+  if (episode_launches_.fetch_add(1, std::memory_order_relaxed) == launch_budget_ / 2 && activity_)
     activity_->request_flush();
   if (window_open_.load(std::memory_order_relaxed))
     window_launches_.fetch_add(1, std::memory_order_relaxed);

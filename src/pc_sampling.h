@@ -49,8 +49,8 @@
 
 #include "config.h"
 #include "cupti_api.h"
-#include "subsystem_links.h"
 #include "pc_device_lock.h"
+#include "subsystem_links.h"
 
 namespace parcagpu {
 
@@ -73,9 +73,9 @@ struct PcStats {
   uint64_t records = 0, pairs = 0, samples = 0;
   uint64_t uncorrelated = 0;                    // records with correlationId 0
   uint64_t gpu_only = 0, gpu_only_samples = 0;  // of launches not announced: ID 0 (GPU-only)
-  uint64_t unpublished = 0;                           // records drained with no consumer attached
-  uint64_t nonuser_samples = 0;                       // CUPTI's nonUsrKernelsTotalSamples
-  uint64_t dropped_samples = 0;                       // CUPTI's droppedSamples
+  uint64_t unpublished = 0;                     // records drained with no consumer attached
+  uint64_t nonuser_samples = 0;                 // CUPTI's nonUsrKernelsTotalSamples
+  uint64_t dropped_samples = 0;                 // CUPTI's droppedSamples
   uint64_t gate_timeouts = 0;                // work put off: other launches did not leave in time
   uint64_t ended_for_graphs = 0;             // episodes ended before a graph's first launch
   uint64_t ended_for_instantiations = 0;     // ... before a graph's instantiation

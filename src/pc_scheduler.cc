@@ -21,8 +21,7 @@ bool PcScheduler::learning(uint64_t now_ns) const {
 
 bool PcScheduler::over(uint64_t now_ns, uint64_t episode_launches) const {
   if (episode_launches >= p_.launch_budget) return true;
-  return now_ns - episode_start_ns_ >=
-         (learning(now_ns) ? p_.max_learning_ns : p_.max_episode_ns);
+  return now_ns - episode_start_ns_ >= (learning(now_ns) ? p_.max_learning_ns : p_.max_episode_ns);
 }
 
 PcScheduler::Step PcScheduler::next_step(uint64_t now_ns, uint64_t episode_launches,
@@ -149,8 +148,7 @@ void PcScheduler::on_disabled(uint64_t now_ns, bool for_graph) {
   // Ended before a graph step while kernels are still first used: the next launch resumes
   // learning. Decided here, in the same store that ends the episode, so that no thread (the
   // watcher, woken by the episode's flush request) ever sees the episode over and none due.
-  const bool resume =
-      for_graph && learning(now_ns) && resumes_ < p_.max_learning_resumes;
+  const bool resume = for_graph && learning(now_ns) && resumes_ < p_.max_learning_resumes;
   if (resume) {
     ++resumes_;
     resume_ = true;

@@ -13,12 +13,12 @@
 //   idle --(due)--> enable --> window: Start .. n launches .. Stop --> drain --> disable --> idle
 //
 // One window per episode: the controller keeps windows at least tens of milliseconds apart, far
-// longer than an episode needs to be. An episode ends when its window is drained, after max_episode_ns, or as soon as
-// launch_budget launches entered during it (each left a kernel record to read: the budget keeps
-// one episode's records well inside the activity buffers). Episodes take at most max_duty of the
-// wall time (enable to disable, the drain delay and CUPTI's Disable included), and the next one
-// begins no earlier than the window schedule (PcRateController: sample credit and window duty)
-// allows.
+// longer than an episode needs to be. An episode ends when its window is drained, after
+// max_episode_ns, or as soon as launch_budget launches entered during it (each left a kernel record
+// to read: the budget keeps one episode's records well inside the activity buffers). Episodes take
+// at most max_duty of the wall time (enable to disable, the drain delay and CUPTI's Disable
+// included), and the next one begins no earlier than the window schedule (PcRateController: sample
+// credit and window duty) allows.
 #pragma once
 
 #include <atomic>

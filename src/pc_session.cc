@@ -18,8 +18,8 @@ PcResult call(CUptiResult (*fn)(Params *), Params params, const char *name) {
 
 PcResult PcSession::read_stall_reasons(StallReasonTable *table) {
   size_t count = 0;
-  CUpti_PCSamplingGetNumStallReasonsParams np{CUpti_PCSamplingGetNumStallReasonsParamsSize,
-                                              nullptr, ctx_, &count};
+  CUpti_PCSamplingGetNumStallReasonsParams np{CUpti_PCSamplingGetNumStallReasonsParamsSize, nullptr,
+                                              ctx_, &count};
   CUptiResult r = cupti_.cuptiPCSamplingGetNumStallReasons(&np);
   if (r != CUPTI_SUCCESS) return {r, "cuptiPCSamplingGetNumStallReasons"};
   std::vector<uint32_t> indices(count);
@@ -29,8 +29,12 @@ PcResult PcSession::read_stall_reasons(StallReasonTable *table) {
     storage[i].reset(new char[CUPTI_STALL_REASON_STRING_SIZE]());
     names[i] = storage[i].get();
   }
-  CUpti_PCSamplingGetStallReasonsParams sp{CUpti_PCSamplingGetStallReasonsParamsSize, nullptr,
-                                           ctx_, count, indices.data(), names.data()};
+  CUpti_PCSamplingGetStallReasonsParams sp{CUpti_PCSamplingGetStallReasonsParamsSize,
+                                           nullptr,
+                                           ctx_,
+                                           count,
+                                           indices.data(),
+                                           names.data()};
   r = cupti_.cuptiPCSamplingGetStallReasons(&sp);
   if (r != CUPTI_SUCCESS) return {r, "cuptiPCSamplingGetStallReasons"};
   table->build(count, indices.data(), names.data());
@@ -45,8 +49,8 @@ PcResult PcSession::enable() {
               "cuptiPCSamplingEnable");
 }
 
-PcResult PcSession::configure(const std::vector<uint32_t> &stall_reasons,
-                              const Settings &settings, uint32_t *factor) {
+PcResult PcSession::configure(const std::vector<uint32_t> &stall_reasons, const Settings &settings,
+                              uint32_t *factor) {
   if (!disable_buf_) {
     disable_buf_ = std::make_unique<PcRecordBuffer>(batch_);
     data_buf_ = std::make_unique<PcRecordBuffer>(batch_);
@@ -68,8 +72,8 @@ PcResult PcSession::configure(const std::vector<uint32_t> &stall_reasons,
   add(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_DATA_BUFFER)
       .samplingDataBufferData.samplingDataBuffer = disable_buf_->data();
   if (settings.sampling_factor)
-    add(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_PERIOD).samplingPeriodData.samplingPeriod =
-        settings.sampling_factor;
+    add(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_PERIOD)
+        .samplingPeriodData.samplingPeriod = settings.sampling_factor;
   if (settings.hw_buffer_mb)
     add(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_HARDWARE_BUFFER_SIZE)
         .hardwareBufferSizeData.hardwareBufferSize = size_t{settings.hw_buffer_mb} << 20;
@@ -115,10 +119,10 @@ PcResult PcSession::stop() {
 PcResult PcSession::get_data() {
   PcRecordBuffer &buf = *data_buf_;
   buf.reset();
-  return call(cupti_.cuptiPCSamplingGetData,
-              CUpti_PCSamplingGetDataParams{CUpti_PCSamplingGetDataParamsSize, nullptr, ctx_,
-                                            buf.data()},
-              "cuptiPCSamplingGetData");
+  return call(
+      cupti_.cuptiPCSamplingGetData,
+      CUpti_PCSamplingGetDataParams{CUpti_PCSamplingGetDataParamsSize, nullptr, ctx_, buf.data()},
+      "cuptiPCSamplingGetData");
 }
 
 PcResult PcSession::disable() {

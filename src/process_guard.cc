@@ -20,8 +20,8 @@ struct ParcagpuInstanceMarkerV1 {
 };
 // This copy's own marker, by a hidden name: references to an exported symbol go through the GOT
 // and may be bound to another copy's definition (an LD_PRELOADed copy interposes it).
-__attribute__((visibility("hidden"))) ParcagpuInstanceMarkerV1 parcagpu_instance_marker_self = {
-    "parcagpu instance marker v1", {nullptr}};
+__attribute__((visibility("hidden")))
+ParcagpuInstanceMarkerV1 parcagpu_instance_marker_self = {"parcagpu instance marker v1", {nullptr}};
 // ... exported under the name other copies look up.
 extern ParcagpuInstanceMarkerV1 parcagpu_instance_marker_v1
     __attribute__((alias("parcagpu_instance_marker_self"), visibility("default")));
@@ -50,7 +50,8 @@ std::vector<LoadedObject> loaded_objects() {
   dl_iterate_phdr(
       [](dl_phdr_info *info, size_t, void *arg) -> int {
         if (info->dlpi_name && *info->dlpi_name)
-          static_cast<std::vector<LoadedObject> *>(arg)->push_back({info->dlpi_name, info->dlpi_addr});
+          static_cast<std::vector<LoadedObject> *>(arg)->push_back(
+              {info->dlpi_name, info->dlpi_addr});
         return 0;
       },
       &objects);

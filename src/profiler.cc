@@ -68,20 +68,20 @@ bool Profiler::start() {
   KernelRecordObserver *const kernel_link = this;
   const LaunchCountSource *const launch_link = this;
   WatcherWake *const wake_link = this;
-  pc_ = std::make_unique<PcSampler>(cupti_, have_cuda_ ? &cuda_ : nullptr, config_,
-                                    activity_link, wake_link);
+  pc_ = std::make_unique<PcSampler>(cupti_, have_cuda_ ? &cuda_ : nullptr, config_, activity_link,
+                                    wake_link);
   pc_->init();
 
   tracker_ = std::make_unique<CorrelationTracker>(
       config_.max_outstanding, static_cast<uint64_t>(config_.max_age_ms) * 1000000ull);
   graphs_ = std::make_unique<GraphTracker>(cupti_, have_cuda_ ? &cuda_ : nullptr);
-  activity_ = std::make_unique<ActivityCollector>(cupti_, config_, *tracker_, *graphs_,
-                                                  launch_link, kernel_link, wake_link);
+  activity_ = std::make_unique<ActivityCollector>(cupti_, config_, *tracker_, *graphs_, launch_link,
+                                                  kernel_link, wake_link);
   if (have_cuda_)
     completion_ = std::make_unique<GraphCompletion>(
         &cuda_, [a = activity_.get()] { a->launch_end(); }, &monotonic_ns);
-  callbacks_ = std::make_unique<LaunchCallbacks>(cupti_, config_, *tracker_, *graphs_,
-                                                 *activity_, pc_.get(), completion_.get());
+  callbacks_ = std::make_unique<LaunchCallbacks>(cupti_, config_, *tracker_, *graphs_, *activity_,
+                                                 pc_.get(), completion_.get());
   // The subscription first: CUPTI takes one subscriber, so a refusal (another CUPTI client in
   // the process) leaves the buffer callbacks to whoever registered them.
   if (!callbacks_->subscribe()) return false;
@@ -145,10 +145,10 @@ void Profiler::on_consumers(const Consumers &now, const Consumers &before) {
   // sampling's metadata only if some was fired already (at start nothing was, and what comes
   // later is fired live); the stored graph_node_clone mappings whatever they are.
   const bool clones_rose = now.graph_node_clone > before.graph_node_clone;
-  const bool pc_rose = (now.stall_reason_map > before.stall_reason_map ||
-                        now.cubin_loaded > before.cubin_loaded ||
-                        now.gpu_config > before.gpu_config) &&
-                       pc_->has_fired_metadata();
+  const bool pc_rose =
+      (now.stall_reason_map > before.stall_reason_map || now.cubin_loaded > before.cubin_loaded ||
+       now.gpu_config > before.gpu_config) &&
+      pc_->has_fired_metadata();
   if (clones_rose || pc_rose) {
     refire_due_ns_ = monotonic_ns() + kAttachSettleNs;
     refire_clones_ |= clones_rose;
@@ -221,55 +221,74 @@ void Profiler::log_stats() const {
                           {"abandoned", u(l.abandoned.load())},
                           {"callback errors", u(l.callback_errors.load())}});
   const ActivityStats a = activity_->stats();
-  log_totals("activity", {{"buffers", u(a.buffers_completed)}, {"refused", u(a.buffers_refused)},
+  log_totals("activity", {{"buffers", u(a.buffers_completed)},
+                          {"refused", u(a.buffers_refused)},
                           {"kernel records", u(a.kernel_records)},
-                          {"delivered", u(a.kernels_delivered)}, {"batches", u(a.batches_fired)},
+                          {"delivered", u(a.kernels_delivered)},
+                          {"batches", u(a.batches_fired)},
                           {"dropped", u(a.records_dropped)},
                           {"kernels after the last consumer left", u(a.kernels_unheard)},
                           {"launches waiting when it left", u(a.launches_unheard)},
                           {"flushes", u(a.flushes)},
-                          {"enables", u(a.enables)}, {"disables", u(a.disables)}});
+                          {"enables", u(a.enables)},
+                          {"disables", u(a.disables)}});
   const PcStats p = pc_->stats();
-  log_totals("pc sampling", {{"episodes", u(p.episodes)},
-                             {"ended before a graph's first launch", u(p.ended_for_graphs)},
-                             {"graphs first launched while enabled", u(p.graphs_uploaded_enabled)},
-                             {"ended before a graph's instantiation", u(p.ended_for_instantiations)},
-                             {"graphs instantiated while enabled", u(p.graphs_instantiated_enabled)},
-                             {"learning resumed after one", u(p.learning_resumes)},
-                             {"put off for another process", u(p.put_off_for_other_process)},
-                             {"enables", u(p.enables)}, {"disables", u(p.disables)},
-                             {"enabled ms", p.enabled_ns / 1e6, 1},
-                             {"disable ms", p.disable_ns / 1e6, 1},
-                             {"longest disable ms", p.max_disable_ns / 1e6, 1},
-                             {"windows", u(p.windows)}, {"window launches", u(p.window_launches)},
-                             {"window ms", p.window_ns / 1e6, 1}});
-  log_totals("pc sampling", {{"drains", u(p.drains)}, {"batches", u(p.batches)},
-                             {"records", u(p.records)}, {"samples", u(p.samples)},
-                             {"pairs", u(p.pairs)}, {"uncorrelated", u(p.uncorrelated)},
-                             {"gpu-only (not announced)", u(p.gpu_only)},
-                             {"unpublished", u(p.unpublished)},
-                             {"non-user samples", u(p.nonuser_samples)},
-                             {"dropped samples", u(p.dropped_samples)},
-                             {"gate timeouts", u(p.gate_timeouts)},
-                             {"factor", u(p.sampling_factor)}},
+  log_totals("pc sampling",
+             {{"episodes", u(p.episodes)},
+              {"ended before a graph's first launch", u(p.ended_for_graphs)},
+              {"graphs first launched while enabled", u(p.graphs_uploaded_enabled)},
+              {"ended before a graph's instantiation", u(p.ended_for_instantiations)},
+              {"graphs instantiated while enabled", u(p.graphs_instantiated_enabled)},
+              {"learning resumed after one", u(p.learning_resumes)},
+              {"put off for another process", u(p.put_off_for_other_process)},
+              {"enables", u(p.enables)},
+              {"disables", u(p.disables)},
+              {"enabled ms", p.enabled_ns / 1e6, 1},
+              {"disable ms", p.disable_ns / 1e6, 1},
+              {"longest disable ms", p.max_disable_ns / 1e6, 1},
+              {"windows", u(p.windows)},
+              {"window launches", u(p.window_launches)},
+              {"window ms", p.window_ns / 1e6, 1}});
+  log_totals("pc sampling",
+             {{"drains", u(p.drains)},
+              {"batches", u(p.batches)},
+              {"records", u(p.records)},
+              {"samples", u(p.samples)},
+              {"pairs", u(p.pairs)},
+              {"uncorrelated", u(p.uncorrelated)},
+              {"gpu-only (not announced)", u(p.gpu_only)},
+              {"unpublished", u(p.unpublished)},
+              {"non-user samples", u(p.nonuser_samples)},
+              {"dropped samples", u(p.dropped_samples)},
+              {"gate timeouts", u(p.gate_timeouts)},
+              {"factor", u(p.sampling_factor)}},
              p.failed ? " (failed)" : "");
   const CubinStats cs = pc_->cubins().stats();
-  log_totals("cubins", {{"loaded", u(cs.loaded)}, {"unloaded", u(cs.unloaded)},
-                        {"live", u(cs.live)}, {"copied", u(cs.copied)},
-                        {"bytes held", u(cs.copied_bytes)}, {"no crc", u(cs.no_crc)}});
+  log_totals("cubins", {{"loaded", u(cs.loaded)},
+                        {"unloaded", u(cs.unloaded)},
+                        {"live", u(cs.live)},
+                        {"copied", u(cs.copied)},
+                        {"bytes held", u(cs.copied_bytes)},
+                        {"no crc", u(cs.no_crc)}});
   const GraphStats g = graphs_->stats();
-  log_totals("graphs", {{"execs", u(g.execs)}, {"clones", u(g.clones)},
+  log_totals("graphs", {{"execs", u(g.execs)},
+                        {"clones", u(g.clones)},
                         {"clones not fired live", u(g.clones_not_fired)},
                         {"host-only launches", u(g.hostonly_launches)},
                         {"conditional records", u(g.conditional_records)},
                         {"ambiguous owner", u(g.conditional_ambiguous)},
                         {"no owner", u(g.conditional_orphans)}});
   const TrackerStats t = tracker_->stats();
-  log_totals("tracker", {{"inserted", u(t.inserted)}, {"completed", u(t.completed)},
-                         {"matched", u(t.kernels_matched)}, {"unmatched", u(t.kernels_unmatched)},
-                         {"expired", u(t.expired)}, {"never seen", u(t.expired_unseen)},
-                         {"refused", u(t.refused)}, {"retired at the cap", u(t.retired_at_cap)},
-                         {"removed", u(t.removed)}, {"dropped unheard", u(t.dropped_unheard)},
+  log_totals("tracker", {{"inserted", u(t.inserted)},
+                         {"completed", u(t.completed)},
+                         {"matched", u(t.kernels_matched)},
+                         {"unmatched", u(t.kernels_unmatched)},
+                         {"expired", u(t.expired)},
+                         {"never seen", u(t.expired_unseen)},
+                         {"refused", u(t.refused)},
+                         {"retired at the cap", u(t.retired_at_cap)},
+                         {"removed", u(t.removed)},
+                         {"dropped unheard", u(t.dropped_unheard)},
                          {"live", u(t.live)}});
 }
 
@@ -298,8 +317,8 @@ bool start_profiler(const char *how) noexcept {
     for (const auto &w : warnings)
       report_error(kErrConfig, "config", "%s=\"%s\": %s; using the default", w.variable.c_str(),
                    w.value.c_str(), w.reason.c_str());
-    debug_log("parcagpu %s starting (%s): rate limits eager=%g/s graph=%g/s per process",
-              version(), how, config.eager_rate_limit, config.graph_rate_limit);
+    debug_log("parcagpu %s starting (%s): rate limits eager=%g/s graph=%g/s per process", version(),
+              how, config.eager_rate_limit, config.graph_rate_limit);
     // Never freed, even when start fails: CUPTI may still hold pointers into it. Kept reachable.
     // (volatile: a store nothing reads would be optimized away, and LeakSanitizer would see a
     // leak).

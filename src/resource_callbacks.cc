@@ -2,10 +2,10 @@
 // GraphTracker, modules and contexts for PC sampling) and explicit graph uploads. Enabled from
 // process start (kSubscribedCallbacks), whether a consumer listens or not. Dispatched by
 // LaunchCallbacks::on_callback (launch_callbacks.cc).
-#include "launch_callbacks.h"
 #include "correlation_tracker.h"
 #include "cubin_registry.h"
 #include "graph_tracker.h"
+#include "launch_callbacks.h"
 #include "pc_sampling.h"
 
 namespace parcagpu {
@@ -28,9 +28,15 @@ void LaunchCallbacks::on_resource(CUpti_CallbackId cbid, const CUpti_ResourceDat
       // Inside a launch call on this thread, stream capture; else graph building or instantiation.
       if (!note_captured_launch(gd)) graphs_.on_node_created(gd);
       break;
-    case CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED: graphs_.on_node_cloned(gd); break;
-    case CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED: graphs_.on_exec_created(gd); break;
-    case CUPTI_CBID_RESOURCE_GRAPHEXEC_DESTROY_STARTING: graphs_.on_exec_destroyed(gd); break;
+    case CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED:
+      graphs_.on_node_cloned(gd);
+      break;
+    case CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED:
+      graphs_.on_exec_created(gd);
+      break;
+    case CUPTI_CBID_RESOURCE_GRAPHEXEC_DESTROY_STARTING:
+      graphs_.on_exec_destroyed(gd);
+      break;
     case CUPTI_CBID_RESOURCE_MODULE_LOADED:
     case CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING: {
       if (!pc_ || !rd) break;
@@ -48,7 +54,8 @@ void LaunchCallbacks::on_resource(CUpti_CallbackId cbid, const CUpti_ResourceDat
     case CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING:
       if (pc_ && rd) pc_->on_context_destroy(rd->context);
       break;
-    default: break;
+    default:
+      break;
   }
 }
 

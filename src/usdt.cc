@@ -46,8 +46,7 @@ void graph_capture_launch(uint32_t correlation_id, int32_t signed_cbid, const ch
   PARCAGPU_GRAPH_CAPTURE_LAUNCH(correlation_id, signed_cbid, name, graph_id, graph_node_id);
 }
 
-void graph_node_clone(uint64_t original_node_id, uint64_t cloned_node_id,
-                      uint32_t exec_graph_id) {
+void graph_node_clone(uint64_t original_node_id, uint64_t cloned_node_id, uint32_t exec_graph_id) {
   PARCAGPU_GRAPH_NODE_CLONE(original_node_id, cloned_node_id, exec_graph_id);
 }
 

@@ -19,15 +19,14 @@
 
 namespace parcagpu::usdt {
 
-#define PARCAGPU_SEMAPHORE(name) (*static_cast<volatile unsigned short *>(&parcagpu_##name##_semaphore))
+#define PARCAGPU_SEMAPHORE(name) \
+  (*static_cast<volatile unsigned short *>(&parcagpu_##name##_semaphore))
 
 inline unsigned short correlation_consumers() { return PARCAGPU_SEMAPHORE(cuda_correlation); }
 inline unsigned short kernel_executed_consumers() { return PARCAGPU_SEMAPHORE(kernel_executed); }
 inline unsigned short activity_batch_consumers() { return PARCAGPU_SEMAPHORE(activity_batch); }
 inline unsigned short gpu_config_consumers() { return PARCAGPU_SEMAPHORE(gpu_config); }
-inline unsigned short graph_node_clone_consumers() {
-  return PARCAGPU_SEMAPHORE(graph_node_clone);
-}
+inline unsigned short graph_node_clone_consumers() { return PARCAGPU_SEMAPHORE(graph_node_clone); }
 inline unsigned short pc_sample_batch_consumers() { return PARCAGPU_SEMAPHORE(pc_sample_batch); }
 inline unsigned short stall_reason_map_consumers() { return PARCAGPU_SEMAPHORE(stall_reason_map); }
 inline unsigned short cubin_loaded_consumers() { return PARCAGPU_SEMAPHORE(cubin_loaded); }
@@ -46,8 +45,8 @@ PARCAGPU_PROBE_FN void pc_sample_batch(const void **records, uint32_t count);
 PARCAGPU_PROBE_FN void stall_reason_map(const char *names, uint32_t count);
 PARCAGPU_PROBE_FN void cubin_loaded(uint64_t crc, const char *cubin, uint64_t size);
 PARCAGPU_PROBE_FN void cubin_unloaded(uint64_t crc);
-PARCAGPU_PROBE_FN void gpu_config(uint32_t device_id, uint32_t sampling_factor,
-                                  uint32_t clock_khz, uint32_t sm_count);
+PARCAGPU_PROBE_FN void gpu_config(uint32_t device_id, uint32_t sampling_factor, uint32_t clock_khz,
+                                  uint32_t sm_count);
 PARCAGPU_PROBE_FN void error(int32_t code, const char *message, const char *component);
 PARCAGPU_PROBE_FN void graph_capture_launch(uint32_t correlation_id, int32_t signed_cbid,
                                             const char *name, uint32_t graph_id,

@@ -183,11 +183,13 @@ void print_stack_table(FILE *f, const char *title, const std::vector<StackSummar
                    ks.kernel.empty() ? "(no name)" : ks.kernel_demangled.c_str());
     }
     if (r.by_kernel.size() > kKernelsShown)
-      std::fprintf(f, "       %-9s %zu more kernel names\n", "", r.by_kernel.size() - kKernelsShown);
+      std::fprintf(f, "       %-9s %zu more kernel name%s\n", "", r.by_kernel.size() - kKernelsShown,
+                   r.by_kernel.size() - kKernelsShown == 1 ? "" : "s");
     for (size_t k = 0; k < r.frames.size() && k < kFramesShown; ++k)
       std::fprintf(f, "       %-9s %s\n", k == 0 ? "stack" : "", r.frames[k].c_str());
     if (r.frames.size() > kFramesShown)
-      std::fprintf(f, "       %-9s ... %zu outer frames\n", "", r.frames.size() - kFramesShown);
+      std::fprintf(f, "       %-9s ... %zu outer frame%s\n", "", r.frames.size() - kFramesShown,
+                   r.frames.size() - kFramesShown == 1 ? "" : "s");
   }
 }
 

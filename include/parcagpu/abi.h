@@ -25,7 +25,8 @@
  *     records: const void *[count], each a CUPTI kernel activity record (layout below).
  *     count <= PARCAGPU_ACTIVITY_BATCH_MAX.
  * pc_sample_batch(ptr records, u32 count)
- *     records: const void *[count] of CUpti_PCSamplingPCData (PARCAGPU_PC_SAMPLE_RECORD_SIZE bytes).
+ *     records: const void *[count] of CUpti_PCSamplingPCData
+ *     (PARCAGPU_PC_SAMPLE_RECORD_SIZE bytes).
  * stall_reason_map(ptr names, u32 count)
  *     One blob of PARCAGPU_STALL_REASON_MAX names of PARCAGPU_STALL_REASON_NAME_LEN bytes.
  * cubin_loaded(u64 cubinCrc, ptr cubin, u64 cubinSize)
@@ -56,16 +57,16 @@
 /* The kernel activity record as the consumer reads it: it copies PARCAGPU_KREC_SIZE bytes from
  * each activity_batch pointer. Same offsets in CUpti_ActivityKernel5 .. CUpti_ActivityKernel10. */
 #define PARCAGPU_KREC_SIZE 160
-#define PARCAGPU_KREC_OFF_KIND 0           /* u32: 3 = KERNEL, 10 = CONCURRENT_KERNEL */
-#define PARCAGPU_KREC_OFF_START 16         /* u64 ns */
-#define PARCAGPU_KREC_OFF_END 24           /* u64 ns */
-#define PARCAGPU_KREC_OFF_DEVICE_ID 40     /* u32 */
-#define PARCAGPU_KREC_OFF_CONTEXT_ID 44    /* u32 */
-#define PARCAGPU_KREC_OFF_STREAM_ID 48     /* u32 */
+#define PARCAGPU_KREC_OFF_KIND 0            /* u32: 3 = KERNEL, 10 = CONCURRENT_KERNEL */
+#define PARCAGPU_KREC_OFF_START 16          /* u64 ns */
+#define PARCAGPU_KREC_OFF_END 24            /* u64 ns */
+#define PARCAGPU_KREC_OFF_DEVICE_ID 40      /* u32 */
+#define PARCAGPU_KREC_OFF_CONTEXT_ID 44     /* u32 */
+#define PARCAGPU_KREC_OFF_STREAM_ID 48      /* u32 */
 #define PARCAGPU_KREC_OFF_CORRELATION_ID 92 /* u32 */
-#define PARCAGPU_KREC_OFF_NAME 104         /* const char * in the traced process */
+#define PARCAGPU_KREC_OFF_NAME 104          /* const char * in the traced process */
 #define PARCAGPU_KREC_OFF_GRAPH_NODE_ID 144 /* u64 */
-#define PARCAGPU_KREC_OFF_GRAPH_ID 156     /* u32 */
+#define PARCAGPU_KREC_OFF_GRAPH_ID 156      /* u32 */
 
 #define PARCAGPU_KIND_KERNEL 3
 #define PARCAGPU_KIND_CONCURRENT_KERNEL 10
@@ -102,19 +103,18 @@ inline constexpr ProbeSpec kProbes[] = {
 #if defined(__has_include)
 #if __has_include(<cupti_activity.h>)
 #include <cupti_activity.h>
-#define PARCAGPU_ABI_CHECK_RECORD(T)                                                      \
-  static_assert(offsetof(T, kind) == PARCAGPU_KREC_OFF_KIND, #T ".kind");                 \
-  static_assert(offsetof(T, start) == PARCAGPU_KREC_OFF_START, #T ".start");              \
-  static_assert(offsetof(T, end) == PARCAGPU_KREC_OFF_END, #T ".end");                    \
-  static_assert(offsetof(T, deviceId) == PARCAGPU_KREC_OFF_DEVICE_ID, #T ".deviceId");    \
-  static_assert(offsetof(T, contextId) == PARCAGPU_KREC_OFF_CONTEXT_ID, #T ".contextId"); \
-  static_assert(offsetof(T, streamId) == PARCAGPU_KREC_OFF_STREAM_ID, #T ".streamId");    \
-  static_assert(offsetof(T, correlationId) == PARCAGPU_KREC_OFF_CORRELATION_ID,           \
-                #T ".correlationId");                                                     \
-  static_assert(offsetof(T, name) == PARCAGPU_KREC_OFF_NAME, #T ".name");                 \
-  static_assert(offsetof(T, graphNodeId) == PARCAGPU_KREC_OFF_GRAPH_NODE_ID,              \
-                #T ".graphNodeId");                                                       \
-  static_assert(offsetof(T, graphId) == PARCAGPU_KREC_OFF_GRAPH_ID, #T ".graphId");       \
+#define PARCAGPU_ABI_CHECK_RECORD(T)                                                             \
+  static_assert(offsetof(T, kind) == PARCAGPU_KREC_OFF_KIND, #T ".kind");                        \
+  static_assert(offsetof(T, start) == PARCAGPU_KREC_OFF_START, #T ".start");                     \
+  static_assert(offsetof(T, end) == PARCAGPU_KREC_OFF_END, #T ".end");                           \
+  static_assert(offsetof(T, deviceId) == PARCAGPU_KREC_OFF_DEVICE_ID, #T ".deviceId");           \
+  static_assert(offsetof(T, contextId) == PARCAGPU_KREC_OFF_CONTEXT_ID, #T ".contextId");        \
+  static_assert(offsetof(T, streamId) == PARCAGPU_KREC_OFF_STREAM_ID, #T ".streamId");           \
+  static_assert(offsetof(T, correlationId) == PARCAGPU_KREC_OFF_CORRELATION_ID,                  \
+                #T ".correlationId");                                                            \
+  static_assert(offsetof(T, name) == PARCAGPU_KREC_OFF_NAME, #T ".name");                        \
+  static_assert(offsetof(T, graphNodeId) == PARCAGPU_KREC_OFF_GRAPH_NODE_ID, #T ".graphNodeId"); \
+  static_assert(offsetof(T, graphId) == PARCAGPU_KREC_OFF_GRAPH_ID, #T ".graphId");              \
   static_assert(sizeof(T) >= PARCAGPU_KREC_SIZE, #T " is shorter than the consumer's copy")
 PARCAGPU_ABI_CHECK_RECORD(CUpti_ActivityKernel10);
 #if __has_include(<cupti_activity_deprecated.h>)
