@@ -83,6 +83,7 @@ const std::string &BpfSession::last_libbpf_warning() { return g_last_warning; }
 BpfSession::~BpfSession() {
   detach_all();
   if (rb_) ring_buffer__free(rb_);
+  if (exit_link_) bpf_link__destroy(exit_link_);
   if (skel_) parcagpu_trace_bpf__destroy(skel_);
 }
 
@@ -111,6 +112,16 @@ bool BpfSession::load(const LoadOptions &o, std::string *error, int *err) {
     *err = -e;
     *error = std::string("cannot load the BPF programs: ") + std::strerror(*err);
     return false;
+  }
+  // Stack ends found per thread are forgotten when the thread exits (parcagpu_trace.bpf.c,
+  // stack_ends): without it a thread id used again would copy only up to the old thread's end.
+  if (o.stack_copy_bytes > 0 && (o.launch_stacks || o.capture_stacks)) {
+    exit_link_ = bpf_program__attach(skel_->progs.forget_stack_end);
+    if (!exit_link_) {
+      *err = errno;
+      *error = std::string("cannot attach to sched_process_exit: ") + std::strerror(*err);
+      return false;
+    }
   }
   if (o.cgroup_fd >= 0) {
     const uint32_t zero = 0;

@@ -94,6 +94,7 @@ class BpfSession {
   parcagpu_trace_bpf *skel_ = nullptr;
   ring_buffer *rb_ = nullptr;
   std::vector<UsdtLink> links_;
+  bpf_link *exit_link_ = nullptr;  // forget_stack_end at sched_process_exit (with stack copies)
   bool pc_probes_ = false;
 };
 
