@@ -64,6 +64,7 @@ function(parcagpu_bpf_skeleton)
   add_custom_command(
     OUTPUT ${_obj}
     COMMAND ${PARCAGPU_BPF_CLANG} -g -O2 -target bpf -D__TARGET_ARCH_${_arch} -Wall
+            -Werror=implicit-function-declaration
             -I${PROJECT_SOURCE_DIR}/include -I${_srcdir} -I${LIBBPF_INCLUDE_DIR} ${_sys}
             -c ${_src} -o ${_obj}
     ${_strip}

@@ -121,14 +121,36 @@ static __always_inline bool readable(__u64 addr) {
   return bpf_probe_read_user(&b, 1, (const void *)addr) == 0;
 }
 
-/* One step of the search for the stack's end below: `chunk` more bytes where they fit in the
- * configured size and the last of them can be read. */
-#define FIND_END_STEP(chunk)                                                         \
-  do {                                                                               \
-    if ((chunk) <= stack_copy_bytes && got <= stack_copy_bytes - (chunk) &&          \
-        readable(sp + got + (chunk) - 1))                                      \
-      got += (chunk);                                                                \
+/* One step of the search for the stack's end below: `chunk` more bytes where the last of them can
+ * be read. No bound on `got`: it is only added to sp, so the verifier needs none, and a bound
+ * checked against it would make it track every outcome of the search as a path of its own
+ * (2^13 of them: loading took 4 s at 64 KiB). Past the configured size, the end found is not
+ * used (copy_stack). */
+#define FIND_END_STEP(chunk)                       \
+  do {                                             \
+    if (readable(sp + got + (chunk) - 1)) got += (chunk); \
   } while (0)
+
+/* Finds where the stack above sp ends, to within 8 bytes (up to 64 KiB above sp), by one-byte
+ * reads at halving distances, and keeps it for this thread (stack_ends). */
+static __always_inline void remember_stack_end(__u64 sp, __u64 thread) {
+  __u64 got = 0;
+  FIND_END_STEP(32768);
+  FIND_END_STEP(16384);
+  FIND_END_STEP(8192);
+  FIND_END_STEP(4096);
+  FIND_END_STEP(2048);
+  FIND_END_STEP(1024);
+  FIND_END_STEP(512);
+  FIND_END_STEP(256);
+  FIND_END_STEP(128);
+  FIND_END_STEP(64);
+  FIND_END_STEP(32);
+  FIND_END_STEP(16);
+  FIND_END_STEP(8);
+  const __u64 end = sp + got;
+  bpf_map_update_elem(&stack_ends, &thread, &end, BPF_ANY);
+}
 
 /* One step of the chunked copy below: `chunk` more bytes where they fit and read. A read that
  * runs past the stack's end fails whole (and zeroes its destination). */
@@ -172,45 +194,29 @@ static __always_inline void copy_stack(struct pt_regs *ctx, struct pt_stack_copy
   c->size = stack_copy_bytes;
   /* Read once: a ctx pointer moved to a field may not be dereferenced (the verifier). */
   const __u64 sp = ctx->rsp;
-  __u32 got = 0;
   const __u64 thread = bpf_get_current_pid_tgid();
+  __u32 got = 0;
   const __u64 *known_end = bpf_map_lookup_elem(&stack_ends, &thread);
-  const __u64 end_at = known_end ? *known_end : 0;
-  if (end_at > sp && end_at - sp < stack_copy_bytes) {
-    /* This thread's stack ends within the copy's size, where it was found before. */
-    __u32 n = end_at - sp;
-    if (n <= stack_copy_bytes && bpf_probe_read_user(data, n, (const void *)sp) == 0) {
-      stat_add(PT_STAT_STACK_COPY_SHORT, 1);
-      got = n;
+  if (!known_end || *known_end <= sp || *known_end - sp >= stack_copy_bytes) {
+    /* No end known within reach: the whole size, if its last byte reads. */
+    if (readable(sp + stack_copy_bytes - 1) &&
+        bpf_probe_read_user(data, stack_copy_bytes, (const void *)sp) == 0) {
+      got = stack_copy_bytes;
+    } else {
+      remember_stack_end(sp, thread);
+      known_end = bpf_map_lookup_elem(&stack_ends, &thread);
     }
   }
-  if (got) {
-  } else if (readable(sp + stack_copy_bytes - 1) &&
-             bpf_probe_read_user(data, stack_copy_bytes, (const void *)sp) == 0) {
-    got = stack_copy_bytes;
-  } else {
+  if (!got) {
     stat_add(PT_STAT_STACK_COPY_SHORT, 1);
-    /* Powers of two below PT_STACK_COPY_MAX: their sum covers any configured size. */
-    FIND_END_STEP(32768);
-    FIND_END_STEP(16384);
-    FIND_END_STEP(8192);
-    FIND_END_STEP(4096);
-    FIND_END_STEP(2048);
-    FIND_END_STEP(1024);
-    FIND_END_STEP(512);
-    FIND_END_STEP(256);
-    FIND_END_STEP(128);
-    FIND_END_STEP(64);
-    FIND_END_STEP(32);
-    FIND_END_STEP(16);
-    FIND_END_STEP(8);
-    const __u32 end = got;
-    if (end > 0 && end <= stack_copy_bytes &&
-        bpf_probe_read_user(data, end, (const void *)sp) == 0) {
-      const __u64 found = sp + end;
-      bpf_map_update_elem(&stack_ends, &thread, &found, BPF_ANY);
-    } else {
-      got = 0;
+    /* Up to the end, as the map holds it. */
+    const __u64 end_at = known_end ? *known_end : 0;
+    if (end_at > sp && end_at - sp <= stack_copy_bytes) {
+      __u32 n = end_at - sp;
+      if (n <= stack_copy_bytes && bpf_probe_read_user(data, n, (const void *)sp) == 0) got = n;
+    }
+    if (!got) {
+      /* Not contiguous up to that end: chunks of halving size, each kept when it reads. */
       COPY_CHUNK(32768);
       COPY_CHUNK(16384);
       COPY_CHUNK(8192);
