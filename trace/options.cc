@@ -58,6 +58,7 @@ enum Key {
   kFolded,
   kSvg,
   kPprof,
+  kSummaryJson,
   kNoStacks,
   kNoPython,
   kMaxAge,
@@ -78,6 +79,8 @@ const argp_option kOptions[] = {
                                    "flamegraph.pl, inferno, speedscope read them; with -, stdout carries "
                                    "nothing else and the report goes to stderr", 0},
     {"svg", kSvg, "FILE", 0, "A flame graph of GPU time by launch stack at exit", 0},
+    {"summary-json", kSummaryJson, "FILE", 0, "The summary as --json's JSON object in FILE at exit, "
+                                              "the text report still printed", 0},
     {"pprof", kPprof, "FILE", 0, "A gzipped pprof profile at exit: GPU ns and kernels by launch "
                                  "stack, the kernel as label \"kernel\" (pprof, Parca, Pyroscope, "
                                  "speedscope)", 0},
@@ -158,6 +161,11 @@ error_t parse_opt(int key, char *arg, argp_state *state) {
       break;
     case kSvg: o->svg_path = arg; break;
     case kPprof: o->pprof_path = arg; break;
+    case kSummaryJson:
+      // On stdout it would be mixed into the text report: --json is that.
+      if (std::string(arg) == "-") bad(state, "--summary-json wants a file (--json prints to stdout)");
+      o->summary_json_path = arg;
+      break;
     case kLinger:
       if (!parse_duration(arg, &d) || d < 0 || d > 600) bad(state, std::string("bad linger '") + arg + "'");
       o->linger_s = d;
@@ -255,7 +263,8 @@ Options parse_options(int argc, char **argv) {
     std::exit(2);
   }
   for (const auto &[flag, path] : {std::pair{"--folded", &o.folded_path}, std::pair{"--svg", &o.svg_path},
-                                   std::pair{"--pprof", &o.pprof_path}}) {
+                                   std::pair{"--pprof", &o.pprof_path},
+                                   std::pair{"--summary-json", &o.summary_json_path}}) {
     if (path->empty() || *path == "-" || o.list_counters) continue;
     if (const std::string why = unwritable(*path); !why.empty()) {
       std::fprintf(stderr, "parcagpu-trace: %s %s: cannot write it: %s\n", flag, path->c_str(), why.c_str());

@@ -27,6 +27,10 @@ struct Options {
   std::string folded_path;   // --folded FILE ("-" = stdout)
   std::string svg_path;      // --svg FILE ("-" = stdout)
   std::string pprof_path;    // --pprof FILE ("-" = stdout): gzipped pprof profile
+  // --summary-json FILE: the summary as --json prints it, written to FILE at exit while the text
+  // report still goes to stdout: a soak (tests/integration/test_soak.py) checks from one run that
+  // every loss the counters hold is also said in the text a person reads.
+  std::string summary_json_path;
 
   // Whether a file output (--folded, --svg, --pprof) is "-": stdout then carries that file alone,
   // and the text report goes to stderr, so that `--folded=- | flamegraph.pl` reads nothing else.

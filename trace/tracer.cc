@@ -485,19 +485,24 @@ Summary Tracer::summarize(const uint64_t st[PT_STAT_MAX], double duration,
 }
 
 bool Tracer::report(const Summary &s) const {
-  if (opt_.json || opt_.json_lines) {
+  auto summary = [&](bool lines) {
     Json j;
-    if (opt_.json_lines) j["type"] = "summary";
+    if (lines) j["type"] = "summary";
     j["version"] = PARCAGPU_VERSION;
     j.update(summary_json(s));
     for (const auto &v : extensions_) v->add_json(j);
-    print_line(j);
+    return j;
+  };
+  if (opt_.json || opt_.json_lines) {
+    print_line(summary(opt_.json_lines));
   } else {
     print_summary(report_out_, s, opt_.verbose);
     for (const auto &v : extensions_) v->print(report_out_);
   }
   std::fflush(report_out_);
   bool ok = true;
+  if (!opt_.summary_json_path.empty())
+    ok &= write_file(opt_.summary_json_path, json_line(summary(false)) + "\n");
   if (!opt_.folded_path.empty() || !opt_.svg_path.empty()) {
     const std::vector<FoldedStack> folded = folded_stacks(profile_, stacks_, joiner_.names());
     if (!opt_.folded_path.empty()) ok &= write_file(opt_.folded_path, folded_text(folded));
