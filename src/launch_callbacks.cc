@@ -477,7 +477,8 @@ void LaunchCallbacks::end_announced(Role &r, uint64_t epoch, uint8_t kind, CbDom
     // Recorded into a graph by stream capture: it never runs under this ID.
     tracker_.remove(cb->correlationId);
     stats_.captured.fetch_add(1, std::memory_order_relaxed);
-    graphs_.note_capture_node(t.capture_node_id);  // its clones are fired live from now on
+    // Its clones are fired live from now on, until its graph is destroyed.
+    graphs_.note_capture_node(t.capture_graph_id, t.capture_node_id);
     usdt::graph_capture_launch(cb->correlationId, scbid, name, t.capture_graph_id,
                                t.capture_node_id);
   } else if (usdt::correlation_consumers() != 0) {

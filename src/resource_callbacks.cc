@@ -31,6 +31,7 @@ void LaunchCallbacks::on_resource(CUpti_CallbackId cbid, const CUpti_ResourceDat
     case CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED: graphs_.on_node_cloned(gd); break;
     case CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED: graphs_.on_exec_created(gd); break;
     case CUPTI_CBID_RESOURCE_GRAPHEXEC_DESTROY_STARTING: graphs_.on_exec_destroyed(gd); break;
+    case CUPTI_CBID_RESOURCE_GRAPH_DESTROY_STARTING: graphs_.on_graph_destroyed(gd); break;
     case CUPTI_CBID_RESOURCE_MODULE_LOADED:
     case CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING: {
       if (!pc_ || !rd) break;
