@@ -291,6 +291,16 @@ void GraphTracker::on_conditional_launch(const void *exec, uint32_t correlation_
   open.push_back({correlation_id, launch_ts});
 }
 
+void GraphTracker::on_conditional_unannounced(const void *exec, uint32_t correlation_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto live = live_execs_.find(exec);
+  if (live == live_execs_.end()) return;
+  auto it = execs_.find(live->second);
+  if (it == execs_.end()) return;
+  for (auto &l : it->second.open_launches)
+    if (l.correlation_id == correlation_id) l.unannounced = true;
+}
+
 void GraphTracker::count_hostonly_launch() {
   std::lock_guard<std::mutex> lock(mu_);
   ++stats_.hostonly_launches;

@@ -45,6 +45,7 @@ struct GraphStats {
   uint64_t conditional_records = 0;   // correlation-0 records handed back to their launch
   uint64_t conditional_ambiguous = 0; // ... where several launches of the exec were open
   uint64_t conditional_orphans = 0;   // ... with no known owner
+  uint64_t conditional_unannounced = 0;  // ... of a launch the tracker refused: not delivered
 };
 
 // A node cloned at instantiation: what graph_node_clone carries.
@@ -90,6 +91,12 @@ class GraphTracker {
   // An announced launch of an exec with conditional nodes: the owner of its body kernels.
   // launch_ts: CUPTI's clock (cuptiGetTimestamp) at the launch, the clock of kernel records.
   void on_conditional_launch(const void *exec, uint32_t correlation_id, uint64_t launch_ts);
+  // That launch was not announced after all (the correlation tracker was full): its body kernels
+  // still run after the launch before it and must not be handed to that one. Seen in a soak with
+  // every launch announced: such a kernel, ended late (activity went off while it ran, as the
+  // launch held none), was attributed to the previous launch and overlapped its stream's next
+  // kernel (an impossible record).
+  void on_conditional_unannounced(const void *exec, uint32_t correlation_id);
   void count_hostonly_launch();
   // The launch that owns a correlation-0 kernel record of graph `graph_id` that ran from
   // `start` to `end`; 0 if unknown. `alive` says whether a launch is still being tracked.
@@ -123,6 +130,7 @@ class GraphTracker {
       uint32_t correlation_id;
       uint64_t launch_ts;
       uint64_t last_end = 0;  // end of the last kernel attributed to it
+      bool unannounced = false;  // its kernels are dropped (on_conditional_unannounced)
     };
     std::deque<OpenLaunch> open_launches;  // conditional execs: launches that may own kernels
   };
@@ -167,7 +175,12 @@ uint32_t GraphTracker::conditional_owner(uint32_t graph_id, uint64_t start, uint
     return 0;
   }
   auto &open = e->second.open_launches;
-  while (!open.empty() && !alive(open.front().correlation_id)) open.pop_front();
+  // An announced launch goes when it is no longer tracked; an unannounced one once the launch
+  // after it got a kernel (launches of one exec run in order: the GPU is past it).
+  while (!open.empty() && (open.front().unannounced
+                               ? open.size() > 1 && open[1].last_end != 0
+                               : !alive(open.front().correlation_id)))
+    open.pop_front();
   if (open.empty()) {
     if (stats_.conditional_orphans++ < 8)
       debug_log("correlation-0 kernel record of graph %u: its exec has no launch in flight",
@@ -198,6 +211,11 @@ uint32_t GraphTracker::conditional_owner(uint32_t graph_id, uint64_t start, uint
   }
   auto &owner = open[k - 1];
   if (end > owner.last_end) owner.last_end = end;
+  if (owner.unannounced) {
+    --stats_.conditional_records;
+    ++stats_.conditional_unannounced;
+    return 0;  // a kernel of an unannounced launch: nobody waits for it
+  }
   if (ambiguous && stats_.conditional_ambiguous++ % 1000 == 0)
     debug_log("conditional kernel of graph %u: %zu launches of its exec are in flight and the "
               "earlier one may still have been running; attributed to correlation %u "

@@ -394,6 +394,7 @@ void LaunchCallbacks::begin_announced(Role &r, RoleState state, uint8_t kind,
   ThreadLaunch &t = t_launch;
   const bool graph = kind == kGraphRole;
   uint32_t expected_kernels = graph ? 0 : 1;
+  const void *conditional_exec = nullptr;  // registered as an open launch of its exec
   if (graph && cb->functionParams) {
     // Every graph launch's parameters start with the exec handle (cuGraphLaunch_params,
     // cudaGraphLaunch_v10000_params and their _ptsz twins).
@@ -416,6 +417,7 @@ void LaunchCallbacks::begin_announced(Role &r, RoleState state, uint8_t kind,
                                   "queued launches are attributed by launch order alone",
                                   cupti_result_string(cupti_, tr));
       graphs_.on_conditional_launch(exec, cb->correlationId, ts);
+      conditional_exec = exec;
     }
   }
   // Tracked from ENTER: the kernel may complete and be flushed before our EXIT runs. A full
@@ -434,6 +436,7 @@ void LaunchCallbacks::begin_announced(Role &r, RoleState state, uint8_t kind,
   }
   if (!tracker_.insert(cb->correlationId, graph ? LaunchKind::Graph : LaunchKind::Eager,
                        coarse_ns(), expected_kernels)) {
+    if (conditional_exec) graphs_.on_conditional_unannounced(conditional_exec, cb->correlationId);
     t.announce = false;
     withdraw_admission(r, state);
     return;

@@ -246,7 +246,8 @@ void Profiler::log_stats() const {
                         {"host-only launches", u(g.hostonly_launches)},
                         {"conditional records", u(g.conditional_records)},
                         {"ambiguous owner", u(g.conditional_ambiguous)},
-                        {"no owner", u(g.conditional_orphans)}});
+                        {"no owner", u(g.conditional_orphans)},
+                        {"of unannounced launches", u(g.conditional_unannounced)}});
   const TrackerStats t = tracker_->stats();
   log_totals("tracker", {{"inserted", u(t.inserted)}, {"completed", u(t.completed)},
                          {"matched", u(t.kernels_matched)}, {"unmatched", u(t.kernels_unmatched)},

@@ -151,3 +151,40 @@ TEST(GraphStores, BoundedByWhatIsLive) {
 
 }  // namespace
 }  // namespace parcagpu
+
+namespace parcagpu {
+namespace {
+
+// A conditional exec (handle and graph 77, body graph 78) launched twice; the first launch was
+// refused by the full correlation tracker (never tracked), the second announced. The first one's
+// body kernels were handed to the second (its only tracked sibling) once the first was popped as
+// not alive; now they stay the first's and are not delivered.
+TEST(GraphConditional, KernelsOfAnUnannouncedLaunchAreNotHandedToItsSibling) {
+  const CuptiApi cupti = cupti_with_ids();
+  GraphTracker g(cupti, nullptr);
+  CUpti_GraphData cond{};
+  cond.graph = reinterpret_cast<CUgraph>(uintptr_t{77});
+  cond.nodeType = CU_GRAPH_NODE_TYPE_CONDITIONAL;
+  g.on_node_cloned(&cond);
+  CUpti_GraphData body{};
+  body.graph = reinterpret_cast<CUgraph>(uintptr_t{78});
+  g.on_node_created(&body);
+  exec_event(g, 77, true);
+  const void *exec = reinterpret_cast<const void *>(uintptr_t{77});
+  g.on_conditional_launch(exec, 10, 100);
+  g.on_conditional_unannounced(exec, 10);
+  g.on_conditional_launch(exec, 11, 150);
+  auto alive = [](uint32_t c) { return c == 11; };
+  // The first launch's body kernels (from 110; the second was issued at 150, clocks may
+  // disagree): not the second's.
+  EXPECT_EQ(g.conditional_owner(78, 110, 120, alive), 0u);
+  EXPECT_EQ(g.conditional_owner(78, 140, 160, alive), 0u);
+  // The second's, once they start after its launch.
+  EXPECT_EQ(g.conditional_owner(78, 170, 180, alive), 11u);
+  EXPECT_EQ(g.conditional_owner(78, 190, 200, alive), 11u);
+  EXPECT_EQ(g.stats().conditional_unannounced, 2u);
+  EXPECT_EQ(g.stats().conditional_records, 2u);
+}
+
+}  // namespace
+}  // namespace parcagpu
