@@ -6,7 +6,9 @@ with every launch announced (harness.UNLIMITED). In each phase:
 
 - the application's RSS grows less than 16 MiB after warm-up (the first minute, or the first
   25% of a shorter phase): the library's and the mock's stores are bounded by what is live;
-- parcagpu-trace's RSS grows less than 16 MiB after its own warm-up (TRACE_WARMUP_S, below);
+- parcagpu-trace's RSS grows less than 16 MiB after its own warm-up (TRACE_WARMUP_S, below) at
+  the default rates, and stays under the ceiling its caps allow with every launch announced,
+  where the mock outruns it (TRACE_CEILING_MIB);
 - every loss parcagpu-trace counts in its JSON summary is also said in its text report;
 - no impossible kernel record (trace/timestamp_check.h);
 and at the default rates, no ring-buffer drop at all (issue 30 item 3: 22M drops in 180 s once,
@@ -56,6 +58,13 @@ APP_GROWTH_MIB = 16
 # default rates the trace held within 1 MiB of its start for the whole phase.
 TRACE_WARMUP_S = 45.0
 TRACE_GROWTH_MIB = 16
+# With every launch announced the mock outruns the trace for the whole phase, and its stores fill
+# toward their caps past the joiner's: the capture sites (2^20 entries, two generations) took
+# ~60 MiB more between the 4th and 5th minute of the 10-minute run, at about half their cap. So
+# there the bound is a ceiling from the caps: the trace's start (~75 MiB: ring buffer and maps),
+# the joiner at its cap (~160 MiB seen), the capture sites at theirs (~150 MiB), with room:
+# 512 MiB. A leak of an entry per event (23k events/s) would pass it within the 6-minute phase.
+TRACE_CEILING_MIB = 512
 # The mock app's loop on 2 shared CPUs with the trace attached put ~370k graph kernel records a
 # second through the library with every launch announced (26.6M in 72 s); the floor of the short
 # form is a twentieth of that, so that a loaded CI machine passes and a phase that did not run
@@ -91,11 +100,16 @@ def rss_kib(pid):
 
 
 def growth_after_warmup(series, column, warmup_s):
-    """MiB the column grew from the first sample at or after the warm-up to its largest after."""
+    """MiB the column grew after the warm-up: the median of the last quarter of the samples after
+    it against the median of the first quarter. A leak grows from one to the other; a burst that
+    is given back (the activity buffers taken by records outrunning delivery on a busy machine)
+    moves neither median."""
     after = [s[column] for s in series if s[0] >= warmup_s and s[column] is not None]
     if len(after) < 2:
         return 0.0, after
-    return (max(after) - after[0]) / 1024.0, after
+    q = max(1, len(after) // 4)
+    first, last = sorted(after[:q]), sorted(after[-q:])
+    return (last[len(last) // 2] - first[len(first) // 2]) / 1024.0, after
 
 
 def unsaid_losses(j, text):
@@ -183,9 +197,14 @@ class Soak(unittest.TestCase):
         self.assertLess(app_growth, APP_GROWTH_MIB,
                         "%s: the app's RSS grew %.1f MiB after warm-up (KiB: %s)" % (
                             name, app_growth, app_after))
-        self.assertLess(trace_growth, TRACE_GROWTH_MIB,
-                        "%s: parcagpu-trace's RSS grew %.1f MiB after warm-up (KiB: %s)" % (
-                            name, trace_growth, trace_after))
+        if default_rates:
+            self.assertLess(trace_growth, TRACE_GROWTH_MIB,
+                            "%s: parcagpu-trace's RSS grew %.1f MiB after warm-up (KiB: %s)" % (
+                                name, trace_growth, trace_after))
+        else:
+            self.assertLess(max(s[2] or 0 for s in series) / 1024.0, TRACE_CEILING_MIB,
+                            "%s: parcagpu-trace's RSS past its caps' ceiling (KiB: %s)" % (
+                                name, [s[2] for s in series]))
         self.assertEqual(unsaid_losses(j, text), [],
                          "%s: losses in the JSON summary its text does not say:\n%s" % (name, text))
         harness.check_no_impossible_records(j, "parcagpu-trace (%s)" % name)
