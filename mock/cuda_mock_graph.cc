@@ -43,6 +43,14 @@ void free_graph(CUgraph_st *graph) {
   delete graph;
 }
 
+// The mock CUPTI forgets an exec's graph and its conditional bodies (their kernels carry those
+// IDs) when the exec goes.
+void forget_graphs(const mockbridge::CuptiHooks *h, CUctx_st *ctx, CUgraph_st *graph) {
+  h->graph_destroyed(ctx->id, graph->id);
+  for (CUgraphNode_st *n : graph->nodes)
+    if (n->body) forget_graphs(h, ctx, n->body);
+}
+
 void node_created(CUctx_st *ctx, CUgraph_st *graph, CUgraphNode_st *node) {
   graph_event(CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED, ctx, graph, nullptr, node, nullptr, nullptr);
 }
@@ -289,6 +297,7 @@ CUresult mock_cuda_graph_exec_destroy(CUgraphExec exec) {
     graph_event(CUPTI_CBID_RESOURCE_GRAPHEXEC_DESTROY_STARTING, ctx, exec->exec_graph,
                 exec->original, nullptr, nullptr, exec);
   }
+  if (const auto *h = hooks()) forget_graphs(h, ctx, exec->exec_graph);
   exec->magic = 0;
   free_graph(exec->exec_graph);
   delete_stream(exec->body_stream);

@@ -172,7 +172,8 @@ void process_exit() {
 
 constexpr mockbridge::CuptiHooks kHooks = {
     api_enter,  api_exit,          domain_event,          kernel_activity_enabled,
-    kernel_ran, pc_graph_uploaded, pc_graph_instantiated, process_exit,
+    kernel_ran, pc_graph_uploaded, pc_graph_instantiated, pc_graph_destroyed,
+    process_exit,
 };
 
 size_t list_pairs(const std::atomic<uint64_t> (&set)[kNumDomains][kWords], MockCuptiPair *out,

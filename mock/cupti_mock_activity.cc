@@ -218,6 +218,9 @@ void write_record(const void *record) {
         b.used += kRecordSize;
         ++b.records;
         Stats::add(stat::records_written);
+        // graphId sits at the same offset in Kernel9 and Kernel10 (include/parcagpu/abi.h).
+        if (static_cast<const CUpti_ActivityKernel9 *>(record)->graphId != 0)
+          Stats::add(stat::graph_records_written);
         return;
       }
       q.has_current = false;  // full: to the worker thread, as real CUPTI does

@@ -122,6 +122,7 @@ void pc_module_unloaded(uint32_t context_id);
 void pc_kernel_ran(const mockbridge::KernelRun *run);
 void pc_graph_uploaded(uint32_t context_id, uint32_t graph_id);
 void pc_graph_instantiated(uint32_t context_id, uint32_t graph_id);
+void pc_graph_destroyed(uint32_t context_id, uint32_t graph_id);
 nlohmann::ordered_json pc_report();
 // PC sampling is enabled on some context. Real CUPTI (13.0, H100) then refuses to enable kernel
 // activity: cuptiActivityEnable(CONCURRENT_KERNEL) returns CUPTI_ERROR_NOT_COMPATIBLE (kernel

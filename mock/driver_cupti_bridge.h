@@ -63,6 +63,10 @@ struct CuptiHooks {
   void (*graph_uploaded)(uint32_t context_id, uint32_t graph_id);
   // A graph exec instantiated (inside the instantiate call, after its ENTER callbacks).
   void (*graph_instantiated)(uint32_t context_id, uint32_t graph_id);
+  // A graph whose kernels may have run is gone (an exec's graph or one of its conditional
+  // bodies, at cudaGraphExecDestroy): what the mock CUPTI kept about it goes too, so the mock's
+  // memory is bounded by the live graphs and a soak measures the library alone.
+  void (*graph_destroyed)(uint32_t context_id, uint32_t graph_id);
   // Called from the mock driver's destructor, the last mock code to run at process exit: by
   // then the library under test has torn down (its atexit handlers and, in the usual load
   // order, its destructors have run), so this is where the exit report is printed.

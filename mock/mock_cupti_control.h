@@ -67,7 +67,8 @@ const char *mock_cupti_activity_kind_name(uint32_t kind);
   X(finalize_calls)         /* cuptiFinalize calls */                                    \
   X(injected_failures)      /* entry point calls failed on purpose by MOCK_CUPTI_FAIL */ \
   X(refused_enables)        /* enables made no-ops by MOCK_CUPTI_REFUSE */                \
-  X(records_spoiled)        /* kernel records given impossible times (BAD_TIMESTAMPS) */
+  X(records_spoiled)        /* kernel records given impossible times (BAD_TIMESTAMPS) */ \
+  X(graph_records_written)  /* of records_written, of graph launches (graphId != 0) */
 
 typedef struct MockCuptiStats {
 #define MOCK_CUPTI_STAT_FIELD(name) uint64_t name;

@@ -1,5 +1,7 @@
 #include "activity_buffers.h"
 
+#include <sys/mman.h>
+
 #include <cstdlib>
 
 #include "parcagpu/abi.h"
@@ -13,7 +15,7 @@ constexpr size_t kRecordAlign = 8;  // CUPTI requires 8-byte aligned buffers
 }  // namespace
 
 BufferPool::~BufferPool() {
-  for (uint8_t *b : free_) std::free(b);
+  for (uint8_t *b : free_) munmap(b, bytes_);
 }
 
 uint8_t *BufferPool::acquire() {
@@ -24,8 +26,9 @@ uint8_t *BufferPool::acquire() {
     return b;
   }
   if (alive_ >= max_) return nullptr;
-  void *p = std::aligned_alloc(kRecordAlign, bytes_);
-  if (!p) return nullptr;
+  // Page-aligned, so 8-byte aligned as CUPTI requires (kRecordAlign).
+  void *p = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) return nullptr;
   ++alive_;
   return static_cast<uint8_t *>(p);
 }
@@ -33,7 +36,17 @@ uint8_t *BufferPool::acquire() {
 void BufferPool::release(uint8_t *buf) {
   if (!buf) return;
   std::lock_guard<std::mutex> lock(mu_);
-  free_.push_back(buf);
+  if (free_.size() < kKeepIdle) {
+    free_.push_back(buf);
+    return;
+  }
+  munmap(buf, bytes_);
+  --alive_;
+}
+
+size_t BufferPool::idle() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return free_.size();
 }
 
 void KernelRecord::set_correlation_id(uint32_t id) {

@@ -9,6 +9,8 @@
 namespace parcagpu {
 namespace {
 
+// Caps on what live graphs hold (graph_tracker.h): reached only by a program that keeps that
+// many alive at once. ~24 B a clone, ~100 B a wanted node: at most ~25 MB and ~7 MB.
 constexpr size_t kMaxClones = 1 << 20;
 constexpr size_t kMaxWantedNodes = 1 << 16;
 constexpr size_t kMaxExecs = 1 << 16;
@@ -21,12 +23,17 @@ struct PendingInstantiation {
   uint32_t kernel_nodes = 0;
   bool has_conditional = false;
   std::vector<uint32_t> graph_ids;
+  std::vector<GraphClone> clones;
 };
 thread_local PendingInstantiation t_pending;
 
 RepeatedError g_graph_id_failed("graphs", "cuptiGetGraphId failed at instantiation");
 RepeatedError g_node_id_failed("graphs", "cuptiGetGraphNodeId failed at instantiation");
 RepeatedError g_node_type_failed("graphs", "cuGraphNodeGetType failed");
+// Losses at the caps, said at their first occurrence and counted (GraphStats too).
+RepeatedError g_clone_cap("graphs", "graph node clones not stored (cap)");
+RepeatedError g_wanted_cap("graphs", "wanted graph nodes forgotten (cap)", "nodes");
+RepeatedError g_exec_cap("graphs", "graph execs forgotten (cap)", "execs");
 
 void graph_id_failed(const CuptiApi &cupti, CUptiResult r) {
   if (!cupti.available(cupti.cuptiGetGraphId)) return;  // reported once at start
@@ -109,34 +116,60 @@ void GraphTracker::on_node_cloned(const CUpti_GraphData *gd) {
   if (!cupti_.available(cupti_.cuptiGetGraphNodeId)) return;
   std::lock_guard<std::mutex> lock(mu_);
   if (wanted_nodes_.count(original)) {
-    want_locked(cloned);
+    want_locked(graph_id, cloned);
     usdt::graph_node_clone(original, cloned, graph_id);
   } else {
     ++stats_.clones_not_fired;
   }
-  if (clones_.size() >= kMaxClones) {
-    clones_.erase(clones_.begin(), clones_.begin() + kMaxClones / 2);
-    clone_seq_base_ += kMaxClones / 2;
-  }
-  clones_.push_back({original, cloned, graph_id});
   ++stats_.clones;
-}
-
-void GraphTracker::note_capture_node(uint64_t node_id) {
-  std::lock_guard<std::mutex> lock(mu_);
-  want_locked(node_id);
-}
-
-void GraphTracker::want_locked(uint64_t node) {
-  const uint64_t seq = ++wanted_seq_;
-  wanted_nodes_[node] = seq;
-  wanted_order_.emplace_back(node, seq);
-  while (wanted_order_.size() > kMaxWantedNodes) {
-    const auto [old, old_seq] = wanted_order_.front();
-    wanted_order_.pop_front();
-    if (auto it = wanted_nodes_.find(old); it != wanted_nodes_.end() && it->second == old_seq)
-      wanted_nodes_.erase(it);
+  // Stored with its exec (GRAPHEXEC_CREATED) for re-firing, while the live execs' mappings fit.
+  if (clones_stored_ + p.clones.size() >= kMaxClones) {
+    ++stats_.clones_not_stored;
+    g_clone_cap.report(kErrDataLost,
+                       "%zu graph node clones of live graph execs stored: further ones are not "
+                       "re-fired to a consumer that attaches later (counted as clones not stored)",
+                       kMaxClones);
+    return;
   }
+  p.clones.push_back({original, cloned, graph_id});
+}
+
+void GraphTracker::note_capture_node(uint32_t graph_id, uint64_t node_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  want_locked(graph_id, node_id);
+}
+
+void GraphTracker::want_locked(uint32_t graph_id, uint64_t node) {
+  if (wanted_nodes_.size() >= kMaxWantedNodes) {
+    // So many live graphs with announced captures: start over rather than grow.
+    stats_.wanted_forgotten_at_cap += wanted_nodes_.size();
+    g_wanted_cap.report_n(wanted_nodes_.size(), kErrDataLost,
+                          "%zu graph nodes on the way to announced captures held by live graphs: "
+                          "forgotten, their later clones are not fired live (graph kernels "
+                          "without a capture site)",
+                          kMaxWantedNodes);
+    wanted_nodes_.clear();
+    wanted_by_graph_.clear();
+  }
+  if (wanted_nodes_.emplace(node, graph_id).second) wanted_by_graph_[graph_id].push_back(node);
+}
+
+void GraphTracker::forget_wanted_locked(uint32_t graph_id) {
+  auto g = wanted_by_graph_.find(graph_id);
+  if (g == wanted_by_graph_.end()) return;
+  for (uint64_t node : g->second) {
+    auto w = wanted_nodes_.find(node);
+    if (w != wanted_nodes_.end() && w->second == graph_id) wanted_nodes_.erase(w);
+  }
+  wanted_by_graph_.erase(g);
+}
+
+void GraphTracker::on_graph_destroyed(const CUpti_GraphData *gd) {
+  if (!gd || !gd->graph) return;
+  uint32_t id = 0;
+  if (cupti_.cuptiGetGraphId(gd->graph, &id) != CUPTI_SUCCESS) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  forget_wanted_locked(id);
 }
 
 void GraphTracker::on_exec_created(const CUpti_GraphData *gd) {
@@ -147,6 +180,7 @@ void GraphTracker::on_exec_created(const CUpti_GraphData *gd) {
   e.kernel_nodes = p.kernel_nodes;
   e.has_conditional = p.has_conditional;
   e.graph_ids = std::move(p.graph_ids);
+  e.clones = std::move(p.clones);
   std::string ids;
   for (uint32_t id : e.graph_ids) ids += " " + std::to_string(id);
   uint32_t exec_id = 0;
@@ -156,12 +190,22 @@ void GraphTracker::on_exec_created(const CUpti_GraphData *gd) {
             e.has_conditional ? ", conditional" : "", ids.c_str());
   std::lock_guard<std::mutex> lock(mu_);
   if (live_execs_.size() >= kMaxExecs) {
-    // Pathological churn without destroys: start over rather than grow.
+    // So many execs alive (or never destroyed): start over rather than grow. Launches of the
+    // forgotten ones are told as unknown execs (announced, their kernels counted as they come).
+    stats_.execs_forgotten_at_cap += execs_.size();
+    g_exec_cap.report_n(execs_.size(), kErrDataLost,
+                        "%zu graph execs alive: their facts are forgotten (conditional body "
+                        "kernels of them are not delivered, host-only ones are announced)",
+                        kMaxExecs);
     live_execs_.clear();
     execs_.clear();
     retired_.clear();
     graph_to_exec_.clear();
+    wanted_nodes_.clear();
+    wanted_by_graph_.clear();
+    clones_stored_ = 0;
   }
+  clones_stored_ += e.clones.size();
   const uint64_t serial = next_serial_++;
   auto old = live_execs_.find(gd->graphExec);
   if (old != live_execs_.end()) retire_locked(old->second);  // handle reused without a destroy
@@ -179,11 +223,19 @@ void GraphTracker::retire_locked(uint64_t serial) {
       auto g = graph_to_exec_.find(id);
       if (g != graph_to_exec_.end() && g->second == gone) graph_to_exec_.erase(g);
     }
+    clones_stored_ -= it->second.clones.size();
     execs_.erase(it);
   };
+  // A destroyed exec runs nothing more: its mappings are of no use to a consumer attaching
+  // later, and no node of it will be cloned again.
+  auto it = execs_.find(serial);
+  if (it != execs_.end()) {
+    clones_stored_ -= it->second.clones.size();
+    std::vector<Clone>().swap(it->second.clones);
+    for (uint32_t id : it->second.graph_ids) forget_wanted_locked(id);
+  }
   // Only conditional execs are needed after their destroy (their body kernels' records come
   // later); the others go at once, so the retired budget is theirs under heavy exec churn.
-  auto it = execs_.find(serial);
   if (it != execs_.end() && !it->second.has_conditional) return forget(serial);
   retired_.push_back(serial);
   while (retired_.size() > kMaxRetiredExecs) {
@@ -239,6 +291,16 @@ void GraphTracker::on_conditional_launch(const void *exec, uint32_t correlation_
   open.push_back({correlation_id, launch_ts});
 }
 
+void GraphTracker::on_conditional_unannounced(const void *exec, uint32_t correlation_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto live = live_execs_.find(exec);
+  if (live == live_execs_.end()) return;
+  auto it = execs_.find(live->second);
+  if (it == execs_.end()) return;
+  for (auto &l : it->second.open_launches)
+    if (l.correlation_id == correlation_id) l.unannounced = true;
+}
+
 void GraphTracker::count_hostonly_launch() {
   std::lock_guard<std::mutex> lock(mu_);
   ++stats_.hostonly_launches;
@@ -246,28 +308,47 @@ void GraphTracker::count_hostonly_launch() {
 
 void GraphTracker::begin_refire() {
   std::lock_guard<std::mutex> lock(mu_);
-  refire_next_ = clone_seq_base_;
-  refire_end_ = clone_seq_base_ + clones_.size();
-  debug_log("a graph_node_clone consumer attached: re-firing %llu stored mappings",
-            static_cast<unsigned long long>(refire_end_ - refire_next_));
+  refire_serial_ = 0;
+  refire_index_ = 0;
+  refire_end_ = next_serial_;
+  debug_log("a graph_node_clone consumer attached: re-firing %zu stored mappings of live execs",
+            clones_stored_);
 }
 
 size_t GraphTracker::clones_stored() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return clones_.size();
+  return clones_stored_;
+}
+
+size_t GraphTracker::execs_stored() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return execs_.size();
+}
+
+size_t GraphTracker::wanted_stored() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return wanted_nodes_.size();
 }
 
 size_t GraphTracker::refire_some(size_t max) {
   std::vector<Clone> chunk;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (refire_next_ < clone_seq_base_) refire_next_ = clone_seq_base_;  // the oldest went
-    if (refire_next_ >= refire_end_) return 0;
-    const uint64_t n = std::min<uint64_t>(max, refire_end_ - refire_next_);
-    const auto first =
-        clones_.begin() + static_cast<std::ptrdiff_t>(refire_next_ - clone_seq_base_);
-    chunk.assign(first, first + static_cast<std::ptrdiff_t>(n));
-    refire_next_ += n;
+    // Execs destroyed meanwhile are skipped (their mappings went with them), later ones were
+    // fired live.
+    for (auto it = execs_.lower_bound(refire_serial_);
+         it != execs_.end() && it->first < refire_end_ && chunk.size() < max; ++it) {
+      if (it->first != refire_serial_) refire_index_ = 0;
+      refire_serial_ = it->first;
+      const auto &clones = it->second.clones;
+      while (refire_index_ < clones.size() && chunk.size() < max)
+        chunk.push_back(clones[refire_index_++]);
+      if (refire_index_ == clones.size()) {
+        refire_serial_ = it->first + 1;
+        refire_index_ = 0;
+      }
+    }
+    if (chunk.empty()) refire_serial_ = refire_end_;  // done
   }
   for (const Clone &c : chunk) usdt::graph_node_clone(c.original_node, c.cloned_node, c.exec_graph);
   return chunk.size();

@@ -8,6 +8,15 @@
 //    when a consumer attaches later.
 // Instantiation happens inside one API call on one thread: CLONED/CREATED events are gathered
 // per thread until GRAPHEXEC_CREATED closes them into one exec.
+//
+// Memory is bounded by what is live (issue 30): an exec's facts and clone mappings go when
+// CUPTI says it is destroyed (GRAPHEXEC_DESTROY_STARTING; conditional execs' facts stay among the
+// last kMaxRetiredExecs destroyed, their body kernels' records come later), and the nodes whose
+// clones are fired live go with their graph (GRAPH_DESTROY_STARTING for a captured graph, the
+// exec's destroy for its nodes). So the stores hold the live execs (at most kMaxExecs), their
+// clone mappings (at most kMaxClones) and the wanted nodes of live graphs (at most
+// kMaxWantedNodes): caps that only a program keeping that many graphs alive reaches, and what
+// goes at a cap is counted (GraphStats) and said once.
 #pragma once
 
 #include <cupti.h>
@@ -15,6 +24,7 @@
 #include <atomic>
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <mutex>
 #include <unordered_map>
 #include <vector>
@@ -27,11 +37,22 @@ namespace parcagpu {
 struct GraphStats {
   uint64_t execs = 0;
   uint64_t clones = 0;
-  uint64_t clones_not_fired = 0;       // of no announced capture: stored, fired only on re-firing
-  uint64_t hostonly_launches = 0;      // not announced: no kernel could ever match
-  uint64_t conditional_records = 0;    // correlation-0 records handed back to their launch
-  uint64_t conditional_ambiguous = 0;  // ... where several launches of the exec were open
-  uint64_t conditional_orphans = 0;    // ... with no known owner
+  uint64_t clones_not_fired = 0;   // of no announced capture: stored, fired only on re-firing
+  uint64_t clones_not_stored = 0;  // beyond kMaxClones live: never re-fired to a late consumer
+  uint64_t wanted_forgotten_at_cap = 0;  // kMaxWantedNodes: their later clones not fired live
+  uint64_t execs_forgotten_at_cap = 0;   // kMaxExecs live: launches of them not told right
+  uint64_t hostonly_launches = 0;        // not announced: no kernel could ever match
+  uint64_t conditional_records = 0;      // correlation-0 records handed back to their launch
+  uint64_t conditional_ambiguous = 0;    // ... where several launches of the exec were open
+  uint64_t conditional_orphans = 0;      // ... with no known owner
+  uint64_t conditional_unannounced = 0;  // ... of a launch the tracker refused: not delivered
+};
+
+// A node cloned at instantiation: what graph_node_clone carries.
+struct GraphClone {
+  uint64_t original_node;
+  uint64_t cloned_node;
+  uint32_t exec_graph;
 };
 
 class GraphTracker {
@@ -44,12 +65,16 @@ class GraphTracker {
   void on_node_cloned(const CUpti_GraphData *gd);
   void on_exec_created(const CUpti_GraphData *gd);
   void on_exec_destroyed(const CUpti_GraphData *gd);
-  // A captured launch was announced (graph_capture_launch) as node `node_id`: the clones of that
-  // node, and the clones of those, are fired live at instantiation (graph_node_clone); other
-  // clones are only stored, for re-firing. Firing every clone of every instantiation put half a
-  // million events a second into a consumer's ring buffer at the default rate limits (issue 30),
-  // though a clone is of use only on the way to an announced capture site.
-  void note_capture_node(uint64_t node_id);
+  // A graph (not an exec) is being destroyed: nothing will be instantiated from it any more, so
+  // its nodes' clones need no watching.
+  void on_graph_destroyed(const CUpti_GraphData *gd);
+  // A captured launch was announced (graph_capture_launch) as node `node_id` of graph
+  // `graph_id`: the clones of that node, and the clones of those, are fired live at
+  // instantiation (graph_node_clone); other clones are only stored, for re-firing. Firing every
+  // clone of every instantiation put half a million events a second into a consumer's ring
+  // buffer at the default rate limits (issue 30), though a clone is of use only on the way to an
+  // announced capture site.
+  void note_capture_node(uint32_t graph_id, uint64_t node_id);
 
   struct ExecFacts {
     bool known = false;
@@ -66,6 +91,12 @@ class GraphTracker {
   // An announced launch of an exec with conditional nodes: the owner of its body kernels.
   // launch_ts: CUPTI's clock (cuptiGetTimestamp) at the launch, the clock of kernel records.
   void on_conditional_launch(const void *exec, uint32_t correlation_id, uint64_t launch_ts);
+  // That launch was not announced after all (the correlation tracker was full): its body kernels
+  // still run after the launch before it and must not be handed to that one. Seen in a soak with
+  // every launch announced: such a kernel, ended late (activity went off while it ran, as the
+  // launch held none), was attributed to the previous launch and overlapped its stream's next
+  // kernel (an impossible record).
+  void on_conditional_unannounced(const void *exec, uint32_t correlation_id);
   void count_hostonly_launch();
   // The launch that owns a correlation-0 kernel record of graph `graph_id` that ran from
   // `start` to `end`; 0 if unknown. `alive` says whether a launch is still being tracked.
@@ -76,34 +107,36 @@ class GraphTracker {
                              bool *unknown_graph = nullptr);
   // Re-firing graph_node_clone for a consumer that attached late, off the launch path: the
   // watcher calls begin_refire() when the clone consumers grew, then refire_some() each cycle
-  // until it returns 0. Each call fires at most `max` stored mappings (those stored before
-  // begin_refire; later ones were fired live), holds the lock only to copy them, and returns
-  // how many it fired.
+  // until it returns 0. Each call fires at most `max` stored mappings (those of the execs live at
+  // begin_refire; later ones were fired live, destroyed ones will run no kernel), holds the lock
+  // only to copy them, and returns how many it fired.
   void begin_refire();
   size_t refire_some(size_t max);
   size_t clones_stored() const;
+  // Execs (live and retired) and wanted nodes held: what the caps bound.
+  size_t execs_stored() const;
+  size_t wanted_stored() const;
   GraphStats stats() const;
 
  private:
-  struct Clone {
-    uint64_t original_node;
-    uint64_t cloned_node;
-    uint32_t exec_graph;
-  };
+  using Clone = GraphClone;
   struct Exec {
     uint32_t kernel_nodes = 0;
     bool has_conditional = false;
     bool launched = false;            // seen launched (on_launch, take_first_launch)
     std::vector<uint32_t> graph_ids;  // every graph seen while it was instantiated
+    std::vector<Clone> clones;  // its instantiation's mappings, for re-firing; gone at destroy
     struct OpenLaunch {
       uint32_t correlation_id;
       uint64_t launch_ts;
-      uint64_t last_end = 0;  // end of the last kernel attributed to it
+      uint64_t last_end = 0;     // end of the last kernel attributed to it
+      bool unannounced = false;  // its kernels are dropped (on_conditional_unannounced)
     };
     std::deque<OpenLaunch> open_launches;  // conditional execs: launches that may own kernels
   };
   CUgraphNodeType node_type(const CUpti_GraphData *gd) const;
   void retire_locked(uint64_t serial);
+  void forget_wanted_locked(uint32_t graph_id);
 
   const CuptiApi &cupti_;
   const CudaApi *cuda_;
@@ -111,23 +144,21 @@ class GraphTracker {
   // Execs by a serial number rather than by handle: an exec destroyed right after its launch
   // (common) still owns the kernels whose records arrive later, and a new exec may reuse the
   // handle meanwhile. Destroyed execs are retired, not erased, and the oldest retired ones go.
+  // Ordered by serial: re-firing walks them from a cursor.
   std::unordered_map<const void *, uint64_t> live_execs_;  // handle -> serial
-  std::unordered_map<uint64_t, Exec> execs_;               // serial -> facts
+  std::map<uint64_t, Exec> execs_;                         // serial -> facts
   std::deque<uint64_t> retired_;                           // destroyed serials, oldest first
   std::unordered_map<uint32_t, uint64_t> graph_to_exec_;   // exec and body graph ids -> serial
   uint64_t next_serial_ = 1;
-  // Bounded: the oldest half goes at the cap. clone_seq_base_ numbers clones_.front(), so the
-  // re-firing cursor survives that.
-  std::deque<Clone> clones_;
-  uint64_t clone_seq_base_ = 0;
-  uint64_t refire_next_ = 0, refire_end_ = 0;  // sequence numbers; next == end: nothing to do
+  size_t clones_stored_ = 0;  // over execs_, at most kMaxClones
+  // Re-firing cursor: the next exec serial and index in its clones; nothing to do at end.
+  uint64_t refire_serial_ = 0, refire_index_ = 0, refire_end_ = 0;
   GraphStats stats_;
-  // Nodes whose clones are fired live (note_capture_node and their clones), bounded: the oldest
-  // go first.
-  std::unordered_map<uint64_t, uint64_t> wanted_nodes_;  // node -> insertion number
-  std::deque<std::pair<uint64_t, uint64_t>> wanted_order_;
-  uint64_t wanted_seq_ = 0;
-  void want_locked(uint64_t node);
+  // Nodes whose clones are fired live (note_capture_node and their clones), by the graph they
+  // belong to, forgotten with it.
+  std::unordered_map<uint64_t, uint32_t> wanted_nodes_;  // node -> its graph
+  std::unordered_map<uint32_t, std::vector<uint64_t>> wanted_by_graph_;
+  void want_locked(uint32_t graph_id, uint64_t node);
 };
 
 template <typename Alive>
@@ -144,7 +175,11 @@ uint32_t GraphTracker::conditional_owner(uint32_t graph_id, uint64_t start, uint
     return 0;
   }
   auto &open = e->second.open_launches;
-  while (!open.empty() && !alive(open.front().correlation_id)) open.pop_front();
+  // An announced launch goes when it is no longer tracked; an unannounced one once the launch
+  // after it got a kernel (launches of one exec run in order: the GPU is past it).
+  while (!open.empty() && (open.front().unannounced ? open.size() > 1 && open[1].last_end != 0
+                                                    : !alive(open.front().correlation_id)))
+    open.pop_front();
   if (open.empty()) {
     if (stats_.conditional_orphans++ < 8)
       debug_log("correlation-0 kernel record of graph %u: its exec has no launch in flight",
@@ -175,6 +210,11 @@ uint32_t GraphTracker::conditional_owner(uint32_t graph_id, uint64_t start, uint
   }
   auto &owner = open[k - 1];
   if (end > owner.last_end) owner.last_end = end;
+  if (owner.unannounced) {
+    --stats_.conditional_records;
+    ++stats_.conditional_unannounced;
+    return 0;  // a kernel of an unannounced launch: nobody waits for it
+  }
   if (ambiguous && stats_.conditional_ambiguous++ % 1000 == 0)
     debug_log(
         "conditional kernel of graph %u: %zu launches of its exec are in flight and the "

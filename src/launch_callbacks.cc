@@ -394,6 +394,7 @@ void LaunchCallbacks::begin_announced(Role &r, RoleState state, uint8_t kind,
   ThreadLaunch &t = t_launch;
   const bool graph = kind == kGraphRole;
   uint32_t expected_kernels = graph ? 0 : 1;
+  const void *conditional_exec = nullptr;  // registered as an open launch of its exec
   if (graph && cb->functionParams) {
     // Every graph launch's parameters start with the exec handle (cuGraphLaunch_params,
     // cudaGraphLaunch_v10000_params and their _ptsz twins).
@@ -416,6 +417,7 @@ void LaunchCallbacks::begin_announced(Role &r, RoleState state, uint8_t kind,
                                   "queued launches are attributed by launch order alone",
                                   cupti_result_string(cupti_, tr));
       graphs_.on_conditional_launch(exec, cb->correlationId, ts);
+      conditional_exec = exec;
     }
   }
   // Tracked from ENTER: the kernel may complete and be flushed before our EXIT runs. A full
@@ -434,6 +436,7 @@ void LaunchCallbacks::begin_announced(Role &r, RoleState state, uint8_t kind,
   }
   if (!tracker_.insert(cb->correlationId, graph ? LaunchKind::Graph : LaunchKind::Eager,
                        coarse_ns(), expected_kernels)) {
+    if (conditional_exec) graphs_.on_conditional_unannounced(conditional_exec, cb->correlationId);
     t.announce = false;
     withdraw_admission(r, state);
     return;
@@ -482,7 +485,8 @@ void LaunchCallbacks::end_announced(Role &r, uint64_t epoch, uint8_t kind, CbDom
     // Recorded into a graph by stream capture: it never runs under this ID.
     tracker_.remove(cb->correlationId);
     stats_.captured.fetch_add(1, std::memory_order_relaxed);
-    graphs_.note_capture_node(t.capture_node_id);  // its clones are fired live from now on
+    // Its clones are fired live from now on, until its graph is destroyed.
+    graphs_.note_capture_node(t.capture_graph_id, t.capture_node_id);
     usdt::graph_capture_launch(cb->correlationId, scbid, name, t.capture_graph_id,
                                t.capture_node_id);
   } else if (usdt::correlation_consumers() != 0) {

@@ -274,10 +274,14 @@ void Profiler::log_stats() const {
   log_totals("graphs", {{"execs", u(g.execs)},
                         {"clones", u(g.clones)},
                         {"clones not fired live", u(g.clones_not_fired)},
+                        {"clones not stored (cap)", u(g.clones_not_stored)},
+                        {"wanted nodes forgotten (cap)", u(g.wanted_forgotten_at_cap)},
+                        {"execs forgotten (cap)", u(g.execs_forgotten_at_cap)},
                         {"host-only launches", u(g.hostonly_launches)},
                         {"conditional records", u(g.conditional_records)},
                         {"ambiguous owner", u(g.conditional_ambiguous)},
-                        {"no owner", u(g.conditional_orphans)}});
+                        {"no owner", u(g.conditional_orphans)},
+                        {"of unannounced launches", u(g.conditional_unannounced)}});
   const TrackerStats t = tracker_->stats();
   log_totals("tracker", {{"inserted", u(t.inserted)},
                          {"completed", u(t.completed)},

@@ -37,6 +37,9 @@ void LaunchCallbacks::on_resource(CUpti_CallbackId cbid, const CUpti_ResourceDat
     case CUPTI_CBID_RESOURCE_GRAPHEXEC_DESTROY_STARTING:
       graphs_.on_exec_destroyed(gd);
       break;
+    case CUPTI_CBID_RESOURCE_GRAPH_DESTROY_STARTING:
+      graphs_.on_graph_destroyed(gd);
+      break;
     case CUPTI_CBID_RESOURCE_MODULE_LOADED:
     case CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING: {
       if (!pc_ || !rd) break;

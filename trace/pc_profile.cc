@@ -45,7 +45,18 @@ std::string PcProfile::short_reason(const std::string &name) {
 }
 
 void PcProfile::on_correlation(uint32_t pid, uint32_t correlation_id, int32_t signed_cbid) {
-  announced_[{pid, correlation_id}] = signed_cbid;
+  if (announced_.size() >= kAnnouncedGeneration) {
+    announced_old_.swap(announced_);
+    announced_.clear();
+  }
+  announced_[uint64_t{pid} << 32 | correlation_id] = signed_cbid;
+}
+
+const int32_t *PcProfile::announced(uint32_t pid, uint32_t corr) const {
+  const uint64_t key = uint64_t{pid} << 32 | corr;
+  for (const Announced *g : {&announced_, &announced_old_})
+    if (auto it = g->find(key); it != g->end()) return &it->second;
+  return nullptr;
 }
 
 void PcProfile::on_stall_map(uint32_t pid, const char *names, size_t size) {
@@ -106,6 +117,16 @@ void PcProfile::on_sample(const PcSample &s) {
   samples_ += total;
   k.pcs[s.pc_offset].samples += total;
   k.by_correlation[s.correlation_id] += total;
+  if (s.correlation_id == 0) {
+    k.by_launch["gpu_only"] += total;
+    k.gpu_only += total;
+  } else if (const int32_t *cbid = announced(s.pid, s.correlation_id)) {
+    k.by_launch[std::to_string(*cbid)] += total;
+    k.with_stack += total;
+  } else {
+    k.by_launch["unannounced"] += total;
+    k.unannounced += total;
+  }
 }
 
 std::string PcProfile::stall_name(uint32_t pid, uint32_t index) const {
@@ -130,27 +151,16 @@ std::vector<const PcProfile::Kernel *> PcProfile::ranked() const {
 
 std::map<std::string, uint64_t> PcProfile::by_launch(const Kernel &k) const {
   std::map<std::string, uint64_t> m;
-  for (const auto &[corr, n] : k.by_correlation) {
-    if (corr == 0) {
-      m["gpu_only"] += n;
-      continue;
-    }
-    auto it = announced_.find({k.pid, corr});
-    m[it == announced_.end() ? std::string("unannounced") : std::to_string(it->second)] += n;
-  }
+  for (const auto &[what, n] : k.by_launch) m[what] = n;
   return m;
 }
 
 PcProfile::StackShare PcProfile::stack_share(const Kernel &k) const {
   StackShare s;
-  for (const auto &[corr, n] : k.by_correlation) {
-    if (corr == 0) {
-      s.gpu_only += n;
-      continue;
-    }
-    ++s.launches;
-    (announced_.count({k.pid, corr}) ? s.with_stack : s.unannounced) += n;
-  }
+  s.with_stack = k.with_stack;
+  s.gpu_only = k.gpu_only;
+  s.unannounced = k.unannounced;
+  for (const auto &kv : k.by_correlation) s.launches += kv.first != 0;
   return s;
 }
 

@@ -294,6 +294,10 @@ void print_summary(FILE *f, const Summary &s, bool verbose) {
   add("error firings lost", s.errors_lost);
   add("read errors", s.read_errors);
   add("stacks dropped", s.stacks_dropped);
+  // Losses that had only a -v counter line: every loss the JSON counts is said here too.
+  add("records over the activity_batch cap", s.batch_records_over_cap);
+  add("capture sites forgotten", s.capture_entries_forgotten);
+  add("stacks beyond the stack table", s.stack_table_overflows);
   std::fprintf(f, "  lost: %s\n", lost.empty() ? "nothing (every kernel record matched its launch)" : lost.c_str());
   if (s.forgotten_correlations_eager + s.forgotten_correlations_graph + s.forgotten_kernels) {
     std::fprintf(f, "  of which forgotten: launches %" PRIu64 ", kernels %" PRIu64,

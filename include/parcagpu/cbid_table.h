@@ -106,6 +106,9 @@ inline constexpr SubscribedCallback kSubscribedCallbacks[] = {
     // has conditional nodes (whose kernels arrive with correlation ID 0), or none at all.
     {CbDomain::Resource, 18, CbRole::GraphResource, "GRAPHEXEC_CREATED"},
     {CbDomain::Resource, 19, CbRole::GraphResource, "GRAPHEXEC_DESTROY_STARTING"},
+    // A graph going away: its captured nodes' clones need no watching any more (the tracker's
+    // stores stay bounded by the live graphs).
+    {CbDomain::Resource, 10, CbRole::GraphResource, "GRAPH_DESTROY_STARTING"},
     // Cubins: published as cubin_loaded (with cuptiGetCubinCrc, the CRC PC samples carry) and
     // kept readable until MODULE_UNLOAD_STARTING (cubin_unloaded).
     {CbDomain::Resource, 6, CbRole::ModuleResource, "MODULE_LOADED"},

@@ -140,5 +140,26 @@ TEST(BufferPool, ReusesBuffersAndRefusesPastItsCap) {
   pool.release(b);
 }
 
+// A burst's buffers go back to the system once released beyond kKeepIdle (issue 30: the pool's
+// high-water mark stayed resident), and the cap counts only those alive.
+TEST(BufferPool, KeepsFewIdleBuffers) {
+  constexpr size_t kMax = BufferPool::kKeepIdle + 6;
+  BufferPool pool(1 << 20, kMax);
+  std::vector<uint8_t *> taken;
+  for (size_t i = 0; i < kMax; ++i) {
+    taken.push_back(pool.acquire());
+    ASSERT_NE(taken.back(), nullptr);
+    taken.back()[(1 << 20) - 1] = 1;  // writable to its end
+  }
+  EXPECT_EQ(pool.acquire(), nullptr);
+  for (uint8_t *b : taken) pool.release(b);
+  EXPECT_EQ(pool.idle(), BufferPool::kKeepIdle);
+  taken.clear();
+  for (size_t i = 0; i < kMax; ++i) taken.push_back(pool.acquire());
+  for (uint8_t *b : taken) EXPECT_NE(b, nullptr);
+  EXPECT_EQ(pool.acquire(), nullptr);
+  for (uint8_t *b : taken) pool.release(b);
+}
+
 }  // namespace
 }  // namespace parcagpu
