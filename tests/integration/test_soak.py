@@ -92,7 +92,7 @@ LOSS_TEXT = {
     "errors": r"library errors \(error probe\): (\d+)",
 }
 # Forgotten launches and kernels are said as one line of their sums.
-FORGOTTEN_TEXT = r"of which forgotten after \d+ s: launches (\d+), kernels (\d+)"
+FORGOTTEN_TEXT = r"of which forgotten: launches (\d+), kernels (\d+)"
 
 
 def rss_kib(pid):
