@@ -101,12 +101,13 @@ bool BpfSession::load(const LoadOptions &o, std::string *error, int *err) {
   skel_->rodata->stack_copy_bytes = o.stack_copy_bytes;
   skel_->rodata->filter_cgroup = o.cgroup_fd >= 0;
   int e = bpf_map__set_max_entries(skel_->maps.events, o.ringbuf_bytes);
-  // One stack slot per CPU (parcagpu_trace.bpf.c: stack events are built there and sent at
-  // their size); ~70 KiB each, and nothing when no stack is taken.
+  // PT_STACK_SLOTS_PER_CPU stack slots per CPU (parcagpu_trace.bpf.c: stack events are built
+  // there and sent at their size); ~70 KiB each.
   const int ncpu = libbpf_num_possible_cpus();
   if (e == 0)
-    e = bpf_map__set_max_entries(skel_->maps.stack_slots,
-                                 o.launch_stacks || o.capture_stacks ? (ncpu > 0 ? ncpu : 1) : 1);
+    e = bpf_map__set_max_entries(
+        skel_->maps.stack_slots,
+        (o.launch_stacks || o.capture_stacks ? (ncpu > 0 ? ncpu : 1) : 1) * PT_STACK_SLOTS_PER_CPU);
   if (e == 0) e = parcagpu_trace_bpf__load(skel_);
   if (e != 0) {
     *err = -e;

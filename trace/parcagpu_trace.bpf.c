@@ -350,9 +350,10 @@ static __always_inline void *reserve_with_stacks(bool want, __u64 size) {
  * event goes into the ring buffer at its size (the stack bytes actually copied) and not at the
  * configured size. Most stacks end well inside 64 KiB (a thread's stack ends a few KiB above its
  * first frame), and a reservation of the whole size made the ring buffer hold ~500 launches.
- * A plain array indexed by CPU, sized by userland to the CPUs (per-CPU values are limited to
- * 32 KiB). `busy`: uprobe programs are preemptible, so another task on this CPU may find the slot
- * taken; it then reserves in place, at the full size. */
+ * A plain array of PT_STACK_SLOTS_PER_CPU slots per CPU, sized by userland to the CPUs (per-CPU
+ * values are limited to 32 KiB). `busy`: uprobe programs are preemptible, so another task on
+ * this CPU may find a slot taken (16 launching threads on 2 CPUs under TSan: often) and tries the
+ * next; with all taken it reserves in place, at the full size. */
 struct stack_slot {
   __u64 busy; /* 64 bits: BPF's 32-bit atomics need -mcpu=v3 */
   __u8 event[PT_STACK_EVENT_MAX + PT_STACK_COPY_MAX];
@@ -366,10 +367,13 @@ struct {
 
 static __always_inline struct stack_slot *take_slot(bool want) {
   if (!want) return 0;
-  __u32 cpu = bpf_get_smp_processor_id();
-  struct stack_slot *s = bpf_map_lookup_elem(&stack_slots, &cpu);
-  if (!s || __sync_val_compare_and_swap(&s->busy, 0, 1) != 0) return 0;
-  return s;
+  const __u32 first = bpf_get_smp_processor_id() * PT_STACK_SLOTS_PER_CPU;
+  for (__u32 i = 0; i < PT_STACK_SLOTS_PER_CPU; i++) {
+    __u32 k = first + i;
+    struct stack_slot *s = bpf_map_lookup_elem(&stack_slots, &k);
+    if (s && __sync_val_compare_and_swap(&s->busy, 0, 1) == 0) return s;
+  }
+  return 0;
 }
 
 /* Sends the event built in slot s: `fixed` bytes (the event and its pt_stacks) and the stack bytes

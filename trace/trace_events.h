@@ -64,6 +64,8 @@ struct pt_stack {
 #define PT_STACK_COPY_MAX 65536
 /* The largest launch or capture event with its stacks, before the stack data. */
 #define PT_STACK_EVENT_MAX 4096
+/* Slots per CPU where stack events are built (parcagpu_trace.bpf.c, stack_slots). */
+#define PT_STACK_SLOTS_PER_CPU 4
 
 struct pt_stack_copy {
   __u64 regs[PT_DWARF_REGS];
