@@ -29,13 +29,7 @@ std::vector<DeviceSummary> DeviceProfile::summarize(const NameTable &names, size
     s.gpu_ns = d.gpu_ns;
     s.pids = d.pids.size();
     s.kernel_names = d.by_kernel.size();
-    std::vector<std::pair<uint32_t, Cell>> cells(d.by_kernel.begin(), d.by_kernel.end());
-    std::sort(cells.begin(), cells.end(), [](const auto &a, const auto &b) {
-      return a.second.gpu_ns != b.second.gpu_ns ? a.second.gpu_ns > b.second.gpu_ns : a.first < b.first;
-    });
-    for (size_t i = 0; i < cells.size() && i < n; ++i)
-      s.by_kernel.push_back({names.raw(cells[i].first), names.demangled(cells[i].first), cells[i].second.gpu_ns,
-                             cells[i].second.kernels});
+    s.by_kernel = top_kernels(d.by_kernel, names, n);
     out.push_back(std::move(s));
   }
   return out;

@@ -10,6 +10,7 @@
 // activity. Forgotten launches without kernels and kernels without launches are orphans.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <deque>
 #include <map>
@@ -85,6 +86,22 @@ struct StackKernelSummary {
   std::string kernel, kernel_demangled;
   uint64_t gpu_ns = 0, kernels = 0;
 };
+
+// The n kernels of `by_name` (kernel name id -> a cell with gpu_ns and kernels) with the most GPU
+// time, most first (the name id breaks ties), named from `names`: the top kernels of a device and
+// of a process alike.
+template <class Map>
+std::vector<StackKernelSummary> top_kernels(const Map &by_name, const NameTable &names, size_t n) {
+  std::vector<std::pair<uint32_t, typename Map::mapped_type>> cells(by_name.begin(), by_name.end());
+  std::sort(cells.begin(), cells.end(), [](const auto &a, const auto &b) {
+    return a.second.gpu_ns != b.second.gpu_ns ? a.second.gpu_ns > b.second.gpu_ns : a.first < b.first;
+  });
+  std::vector<StackKernelSummary> out;
+  for (size_t i = 0; i < cells.size() && i < n; ++i)
+    out.push_back({names.raw(cells[i].first), names.demangled(cells[i].first), cells[i].second.gpu_ns,
+                   cells[i].second.kernels});
+  return out;
+}
 struct StackSummary {
   uint32_t stack_id = 0;
   uint64_t gpu_ns = 0, kernels = 0;

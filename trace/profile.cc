@@ -115,13 +115,7 @@ std::vector<ProcessSummary> summarize_processes(const GpuProfile &p, const Proce
     s.kernels = pr.total.kernels;
     for (const auto &[device, d] : pr.devices) s.devices.push_back({device, d.gpu_ns, d.kernels});
     s.kernel_names = pr.kernels.size();
-    std::vector<std::pair<uint32_t, Sums>> ks(pr.kernels.begin(), pr.kernels.end());
-    std::sort(ks.begin(), ks.end(), [](const auto &a, const auto &b) {
-      return a.second.gpu_ns != b.second.gpu_ns ? a.second.gpu_ns > b.second.gpu_ns : a.first < b.first;
-    });
-    for (size_t i = 0; i < ks.size() && i < n; ++i)
-      s.by_kernel.push_back({names.raw(ks[i].first), names.demangled(ks[i].first), ks[i].second.gpu_ns,
-                             ks[i].second.kernels});
+    s.by_kernel = top_kernels(pr.kernels, names, n);
     out.push_back(std::move(s));
   }
   // Ranked processes first, by rank (then local rank), then the others; pid breaks ties.

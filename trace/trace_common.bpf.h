@@ -97,14 +97,22 @@ static __always_inline void *reserve_event(__u64 size, __u32 type) {
 }
 
 /* Sends a small event built on the stack at `e` (`size` bytes, its header's flags as set): the
- * header filled as reserve_event fills it, the bytes copied into the ring buffer (a full one
- * counted). Large events are reserved and written in place instead. */
-static __always_inline void send_event(void *e, __u64 size, __u32 type) {
+ * header filled as reserve_event fills it, the bytes copied into `ring` (a full one counted in
+ * stats[drop_stat]; false). Large events are reserved and written in place instead. */
+static __always_inline bool send_event_to(void *ring, __u32 drop_stat, void *e, __u64 size,
+                                          __u32 type) {
   struct pt_header *h = e;
   const __u32 flags = h->flags;
   fill_header(h, type);
   h->flags = flags;
-  if (bpf_ringbuf_output(&events, e, size, 0) != 0) stat_add(TRACE_STAT_RINGBUF_DROPS, 1);
+  if (bpf_ringbuf_output(ring, e, size, 0) == 0) return true;
+  stat_add(drop_stat, 1);
+  return false;
+}
+
+/* ... into the main ring buffer (events). */
+static __always_inline void send_event(void *e, __u64 size, __u32 type) {
+  send_event_to(&events, TRACE_STAT_RINGBUF_DROPS, e, size, type);
 }
 
 /* Reserves an event of `type` in the metadata ring buffer (meta_events) and fills its header;
@@ -121,13 +129,7 @@ static __always_inline void *reserve_meta_event(__u64 size, __u32 type) {
 
 /* send_event into the metadata ring buffer. False when it was full (counted). */
 static __always_inline bool send_meta_event(void *e, __u64 size, __u32 type) {
-  struct pt_header *h = e;
-  const __u32 flags = h->flags;
-  fill_header(h, type);
-  h->flags = flags;
-  if (bpf_ringbuf_output(&meta_events, e, size, 0) == 0) return true;
-  stat_add(TRACE_STAT_META_RINGBUF_DROPS, 1);
-  return false;
+  return send_event_to(&meta_events, TRACE_STAT_META_RINGBUF_DROPS, e, size, type);
 }
 
 /* The program of USDT probe `name`: tasks the cgroup filter drops end here, the others count a
