@@ -4,8 +4,14 @@
 and print the share of GPU time
 
   under a line of the script   a frame `SCRIPT:LINE ...` (a Python frame of the script)
-  whole, no line of the script the stack begins at a thread's first frame (_start, clone3, ...)
-  cut                          it begins anywhere else: the copy ended inside a library
+  whole, no line of the script the stack begins at a thread's first frame: its DWARF walk ended
+                               at the frame whose CFI says it has no caller (_start, clone3, even
+                               where a stripped libc names it only libc.so.6+0x...)
+  cut                          its root frame is parcagpu-trace's `[stack cut short]` (the walk
+                               ended before the thread's start: the copy ran out inside a library)
+
+Folded files of a parcagpu-trace without that root frame (before issue 29) are read by the
+outermost frame's name instead: whole where it is _start, clone3 or start_thread, else cut.
 
 with the outermost frames of the cut stacks, and `STACKS_COMPLETE P%` (the first two rows).
 
@@ -17,6 +23,7 @@ import re
 import sys
 
 THREAD_START = {"_start", "clone3", "clone", "__clone3", "__clone", "start_thread"}
+CUT = "[stack cut short]"
 
 
 def function(frame):
@@ -34,8 +41,9 @@ def main():
     under = whole = cut = 0
     cut_roots = {}
     stacks = 0
-    for text in open(a.folded):
-        text = text.rstrip("\n")
+    lines = [l.rstrip("\n") for l in open(a.folded)]
+    marked = any(l.startswith(CUT + ";") for l in lines)
+    for text in lines:
         if not text:
             continue
         key, value = text.rsplit(" ", 1)
@@ -45,7 +53,7 @@ def main():
         root = function(frames[0])
         if any(line_re.match(f) for f in frames):
             under += ns
-        elif root in THREAD_START:
+        elif (root != CUT) if marked else (root in THREAD_START):
             whole += ns
         else:
             cut += ns

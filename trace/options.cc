@@ -1,5 +1,7 @@
 #include "options.h"
 
+#include "trace_events.h"
+
 #include <argp.h>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -96,8 +98,8 @@ const argp_option kOptions[] = {
     {"no-python", kNoPython, nullptr, 0, "Show no Python frames: a stack through CPython "
                                          "(3.11-3.13) shows the interpreter's native frames only", 0},
     {"stack-bytes", kStackBytes, "N", 0, "User stack copied at each launch for unwinding by DWARF CFI "
-                                        "(code without frame pointers), a multiple of 8 from 64 to 65536 "
-                                        "(default 65536; 0 = frame pointers only)", 0},
+                                        "(code without frame pointers), a multiple of 8 from 64 to 131072 "
+                                        "(default 131072; 0 = frame pointers only)", 0},
     {"linger", kLinger, "DURATION", 0, "At exit, wait up to DURATION for the kernels of announced "
                                        "launches (default 2s; 0 = do not wait)", 0},
     {"max-age", kMaxAge, "DURATION", 0, "Forget launches and kernels that waited this long for "
@@ -160,8 +162,8 @@ error_t parse_opt(int key, char *arg, argp_state *state) {
     case kNoPython: o->python = false; break;
     case kFolded: o->folded_path = arg; break;
     case kStackBytes:
-      if (!parse_count(arg, 0, 65536, &n) || n % 8 || (n > 0 && n < 64))
-        bad(state, std::string("bad --stack-bytes '") + arg + "' (0, or a multiple of 8 from 64 to 65536)");
+      if (!parse_count(arg, 0, PT_STACK_COPY_MAX, &n) || n % 8 || (n > 0 && n < 64))
+        bad(state, std::string("bad --stack-bytes '") + arg + "' (0, or a multiple of 8 from 64 to 131072)");
       o->stack_bytes = static_cast<uint32_t>(n);
       break;
     case kSvg: o->svg_path = arg; break;
@@ -243,7 +245,8 @@ Options parse_options(int argc, char **argv) {
   argp_err_exit_status = 2;
   static const argp parser = {kOptions, parse_opt, "[INTERVAL [COUNT]]", kDoc, nullptr, nullptr, nullptr};
   argp_parse(&parser, argc, argv, 0, nullptr, &o);
-  // 32 MiB holds about 490 launch events with a whole 64 KiB stack copy each: 4 s of the
+  // 32 MiB holds about 250 launch events with a whole 128 KiB stack copy each (most copies end
+  // far sooner, at the stack's end: they are sent at their size): 2 s of the
   // library's default announcement rate (100 eager + 20 graph launches a second per process),
   // read every 100 ms. Larger costs attach time (the kernel allocates and zeroes it all).
   if (o.ringbuf_mb == 0) o.ringbuf_mb = o.capture_sites ? 64 : 32;

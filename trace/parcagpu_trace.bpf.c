@@ -131,10 +131,11 @@ static __always_inline bool readable(__u64 addr) {
     if (readable(sp + got + (chunk) - 1)) got += (chunk); \
   } while (0)
 
-/* Finds where the stack above sp ends, to within 8 bytes (up to 64 KiB above sp), by one-byte
+/* Finds where the stack above sp ends, to within 8 bytes (up to 128 KiB above sp), by one-byte
  * reads at halving distances, and keeps it for this thread (stack_ends). */
 static __always_inline void remember_stack_end(__u64 sp, __u64 thread) {
   __u64 got = 0;
+  FIND_END_STEP(65536);
   FIND_END_STEP(32768);
   FIND_END_STEP(16384);
   FIND_END_STEP(8192);
@@ -217,6 +218,7 @@ static __always_inline void copy_stack(struct pt_regs *ctx, struct pt_stack_copy
     }
     if (!got) {
       /* Not contiguous up to that end: chunks of halving size, each kept when it reads. */
+      COPY_CHUNK(65536);
       COPY_CHUNK(32768);
       COPY_CHUNK(16384);
       COPY_CHUNK(8192);

@@ -61,7 +61,7 @@ struct pt_stack {
  * configured size (stack_copy_bytes in the BPF program, --stack-bytes; reserved in place when the
  * slot was taken). */
 #define PT_DWARF_REGS 17
-#define PT_STACK_COPY_MAX 65536
+#define PT_STACK_COPY_MAX 131072
 /* The largest launch or capture event with its stacks, before the stack data. */
 #define PT_STACK_EVENT_MAX 4096
 /* Slots per CPU where stack events are built (parcagpu_trace.bpf.c, stack_slots). */

@@ -159,6 +159,13 @@ bool Tracer::stack_of(const pt_header &h, const void *data, size_t size, uint32_
   return true;
 }
 
+namespace {
+// The root frame of a DWARF-unwound stack that ended before the thread's first frame, and what it
+// adds to the stack's cache key (the raw addresses of a cut and of a whole walk can be equal).
+constexpr const char *kStackCutFrame = "[stack cut short]";
+constexpr char kCutKey[] = "\0cut";
+}  // namespace
+
 uint32_t Tracer::resolve_stack(const pt_header &h, const pt_stacks &stacks, size_t avail) {
   const pt_stack &s = stacks.stack;
   const pt_py_stack *py = (h.flags & PT_F_PY_STACK) ? &stacks.py : nullptr;
@@ -191,7 +198,19 @@ uint32_t Tracer::resolve_stack(const pt_header &h, const pt_stacks &stacks, size
     if (u.ended_outside_code) ++meta_.dwarf_stacks_ended_outside_code;
     if (u.pcs.size() > 1) {
       ++meta_.dwarf_stacks;
-      return resolver_.resolve(h.pid, u.pcs.data(), u.pcs.size(), py_key, edit);
+      if (u.whole) return resolver_.resolve(h.pid, u.pcs.data(), u.pcs.size(), py_key, edit);
+      // The unwind ended before the thread's start: the stack gets a root frame that says so, so
+      // that a flame graph shows cut stacks as such and not as towers of their own.
+      ++meta_.dwarf_stacks_cut;
+      py_key.append(kCutKey, sizeof kCutKey - 1);
+      auto mark_cut = [edit](std::vector<Frame> *frames) {
+        if (edit) edit(frames);
+        Frame cut;
+        cut.function = kStackCutFrame;
+        cut.marker = true;
+        frames->push_back(std::move(cut));  // innermost first: the root
+      };
+      return resolver_.resolve(h.pid, u.pcs.data(), u.pcs.size(), py_key, mark_cut);
     }
     ++meta_.dwarf_stacks_failed;
   }

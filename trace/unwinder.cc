@@ -27,6 +27,7 @@ struct DwarfUnwinder::Process {
   CopiedStack stack;
   UnwindResult *result = nullptr;
   size_t max = 0;
+  bool read_outside_copy = false;  // a read the copy could not answer: the walk was cut there
 
   ~Process() {
     if (dwfl) dwfl_end(dwfl);
@@ -60,6 +61,7 @@ struct DwarfUnwinder::Process {
     // read here before) holds the stack of a later moment: frames above the copy read from it
     // are another call's, or garbage, and a stack made of them would be invented. The copy
     // reaches the stack's end wherever that is within --stack-bytes (copy_stack).
+    read_outside_copy = true;
     return false;
   }
 
@@ -132,7 +134,12 @@ UnwindResult DwarfUnwinder::unwind(uint32_t pid, uint32_t tid, const std::vector
   p.stack = stack;
   p.result = &r;
   p.max = max;
-  dwfl_getthread_frames(p.dwfl, static_cast<pid_t>(tid), &Process::on_frame, &p);  // -1 at the walk's end
+  p.read_outside_copy = false;
+  const int rc = dwfl_getthread_frames(p.dwfl, static_cast<pid_t>(tid), &Process::on_frame, &p);
+  // libdwfl returns 0 both where a frame's CFI says it has no caller and where the caller's
+  // return address could not be read (past the copy): only the first, with no read refused, is
+  // the thread's start.
+  r.whole = rc == 0 && !p.read_outside_copy;
   p.result = nullptr;
   return r;
 }

@@ -30,6 +30,10 @@ struct CopiedStack {
 struct UnwindResult {
   std::vector<uint64_t> pcs;     // pcs[0] the probe's address, then return addresses
   bool ended_outside_code = false;  // stopped at an address in no module
+  // The walk reached a frame whose CFI says it has no caller (_start, clone3: the return address
+  // marked undefined), so the stack is whole to the thread's start; false where it ended early
+  // (the copy ran out, a frame without CFI, PT_STACK_MAX frames).
+  bool whole = false;
 };
 
 class DwarfUnwinder {

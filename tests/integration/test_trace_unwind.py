@@ -23,6 +23,7 @@ CHAIN = ["launch_all", "deep_a", "deep_b", "deep_c", "deep_d", "deep_e", "[gpu] 
 THREAD_START = {"main": ("_start",), "thread": ("clone3", "clone", "__clone3", "__clone")}
 NOT_CODE = re.compile(r"^\[(heap|stack|anon|unmapped)\]|^\[.*\]\+0x")
 LAUNCHES = 200
+CUT = "[stack cut short]"  # the root frame of a DWARF walk that ended before the thread's start
 
 
 def run_deep_launch(extra_trace_args, thread=False):
@@ -66,19 +67,22 @@ class DwarfUnwinding(unittest.TestCase):
         self.assertEqual(sum(v for frames, v in stacks if frames[0] in starts), j[C.gpu_ns_matched], shown)
         if not thread:
             self.assertIn("main", stacks[0][0], shown)
+        # Whole walks (ended at the frame whose CFI says it has no caller) are not marked cut.
+        self.assertEqual(j[C.dwarf_stacks_cut], 0, shown)
         for frames, _ in stacks:
             for f in frames:
                 self.assertIsNone(NOT_CODE.search(f), frames)
         return j
 
     def test_whole_stack_on_the_main_thread(self):
-        # The main thread's stack ends a few KiB above main, inside the default 64 KiB copy: the
+        # The main thread's stack ends a few KiB above main, inside the default 128 KiB copy: the
         # copy reaches that end in chunks (a whole-size read fails there) on every launch.
         j = self.check_whole(thread=False)
         self.assertEqual(j[C.stack_copies_to_stack_end], LAUNCHES)
 
     def test_whole_stack_on_a_thread(self):
-        # A thread's stack is megabytes deep: the whole 64 KiB are read at once.
+        # A thread's stack is megabytes deep (or memory above it reads): the whole 128 KiB are read
+        # at once, and the walk still ends at clone3, whose CFI says it has no caller.
         j = self.check_whole(thread=True)
         self.assertEqual(j[C.stack_copies_to_stack_end], 0)
 
@@ -90,7 +94,12 @@ class DwarfUnwinding(unittest.TestCase):
         self.assertEqual(tr.proc.returncode, 0, tr.stderr)
         self.assertEqual(tr.result[C.kernels_matched], LAUNCHES)
         self.assertTrue(stacks)
+        # Every walk ended where the copy ended, before the thread's start: each stack says so with
+        # its root frame, so that a flame graph does not show it as a whole stack of its own.
+        self.assertEqual(tr.result[C.dwarf_stacks_cut], LAUNCHES, tr.stderr)
         for frames, _ in stacks:
+            self.assertEqual(frames[0], CUT, frames)
+            self.assertNotIn(CUT, frames[1:], frames)
             self.assertNotIn("main", frames, frames)
             self.assertNotIn("deep_a", frames, frames)
             for f in frames:
