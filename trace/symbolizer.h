@@ -51,6 +51,9 @@ struct Frame {
   // the code's location table; name() and text() are "basename.py:LINE qualname".
   bool python = false;
   std::string python_name() const;  // defined in python.cc
+  // A frame that names something rather than code (the autograd node a backward launch ran
+  // in, "[backward] MmBackward0": trace/autograd.h): name() and text() are `function` as is.
+  bool label = false;
   // The function without return type and parameters ("ns::f<T>", "main"), or "module+0xADDR".
   std::string name() const;
   // name(), then " (file.cc:12)" with a line, else " (module)"; " [inlined]" when inlined.
