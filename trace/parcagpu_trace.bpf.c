@@ -346,8 +346,10 @@ struct {
   __type(value, struct pt_py_stack);
 } autograd_forward SEC(".maps");
 
+/* LRU: a thread that dies inside evaluate_function (or leaves it by an exception, which no
+ * uretprobe sees) leaves its entry behind; the LRU makes room for live threads. */
 struct {
-  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(type, BPF_MAP_TYPE_LRU_HASH);
   __uint(max_entries, 16384);
   __type(key, __u64); /* pid_tgid */
   __type(value, struct pt_autograd_thread);
