@@ -14,6 +14,9 @@ namespace parcagpu::trace {
 namespace {
 
 // CHECK ON THE DEVICE (scripts/autograd-layout-check.py). One row per torch major.minor.
+// 2.11: checked against torch 2.11.0+cu130 (docs/measurements/2026-11-26g-autograd): both symbols
+// exported, sequence_nr_ at 24, the vtable pointer 16 bytes into the _ZTV symbol. Not yet seen: a
+// real backward's launches linked (bench/torch_autograd_lines.py on a GPU).
 constexpr AutogradLayout kLayouts[] = {
     {2, 11, "_ZN2at15sequence_number17get_and_incrementEv",
      "_ZN5torch8autograd6Engine17evaluate_functionERSt10shared_ptrINS0_9GraphTaskEEPNS0_4NodeERNS0_"
