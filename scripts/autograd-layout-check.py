@@ -75,6 +75,8 @@ def main():
 
     a = torch.randn(4, 4, requires_grad=True)
     b = torch.randn(4, 4, requires_grad=True)
+    for _ in range(5):  # numbers past 0, 1: a Node full of small words would match those
+        a @ b
     y = a @ b
     fn = y.grad_fn
     seq = fn._sequence_nr()
