@@ -145,7 +145,39 @@ int BpfSession::attach(const std::string &path, int pid, const std::vector<std::
 
 void BpfSession::detach(const char *probe) { destroy_links(&links_, probe); }
 
-void BpfSession::detach_all() { destroy_links(&links_); }
+void BpfSession::detach_all() {
+  destroy_links(&links_);
+  for (bpf_link *l : autograd_links_) bpf_link__destroy(l);
+  autograd_links_.clear();
+}
+
+bool BpfSession::attach_autograd(const std::string &path, int pid, const char *seq_symbol, const char *eval_symbol,
+                                 uint32_t node_seq_offset, std::string *error) {
+  if (!skel_) return false;
+  struct Want {
+    bpf_program *prog;
+    const char *func;
+    bool retprobe;
+  };
+  const Want wants[] = {{skel_->progs.autograd_seq_return, seq_symbol, true},
+                        {skel_->progs.autograd_node_enter, eval_symbol, false},
+                        {skel_->progs.autograd_node_return, eval_symbol, true}};
+  std::vector<bpf_link *> made;
+  for (const Want &w : wants) {
+    LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = node_seq_offset, .retprobe = w.retprobe,
+                .func_name = w.func);
+    bpf_link *l = bpf_program__attach_uprobe_opts(w.prog, pid, path.c_str(), 0, &opts);
+    if (!l) {
+      const int e = errno;
+      *error = std::string(w.func) + (w.retprobe ? " (return)" : "") + ": " + std::strerror(e);
+      for (bpf_link *m : made) bpf_link__destroy(m);
+      return false;
+    }
+    made.push_back(l);
+  }
+  autograd_links_.insert(autograd_links_.end(), made.begin(), made.end());
+  return true;
+}
 
 bool BpfSession::open_ringbuf(Handler handler, void *ctx, std::string *error) {
   // The metadata ring first: one manager polls both (an event in either wakes it).

@@ -80,6 +80,12 @@ class BpfSession {
   // one that is gone. False when the map is full or the update refused.
   bool set_python_process(uint32_t pid, const pt_py_proc *p);
 
+  // PyTorch autograd (trace/autograd.h): a uretprobe at `seq_symbol` and a uprobe and uretprobe
+  // at `eval_symbol` of the file `path` for `pid` (-1 = every process), the Node's sequence_nr_
+  // at `node_seq_offset` (the attach cookie). False with *error (nothing of it left attached).
+  bool attach_autograd(const std::string &path, int pid, const char *seq_symbol, const char *eval_symbol,
+                       uint32_t node_seq_offset, std::string *error);
+
   // The per-CPU counters summed over CPUs: all of them, or one (cheap enough for every poll tick).
   void read_stats(uint64_t out[PT_STAT_MAX]) const;
   uint64_t read_stat(uint32_t index) const;
@@ -94,6 +100,7 @@ class BpfSession {
   parcagpu_trace_bpf *skel_ = nullptr;
   ring_buffer *rb_ = nullptr;
   std::vector<UsdtLink> links_;
+  std::vector<bpf_link *> autograd_links_;
   bpf_link *exit_link_ = nullptr;  // forget_stack_end at sched_process_exit (with stack copies)
   bool pc_probes_ = false;
 };

@@ -63,6 +63,7 @@ enum Key {
   kPprof,
   kNoStacks,
   kNoPython,
+  kNoAutograd,
   kMaxAge,
   kMaxPending,
   kStackBytes,
@@ -97,6 +98,9 @@ const argp_option kOptions[] = {
     {"no-stacks", kNoStacks, nullptr, 0, "Take no user stack at the launch probe", 0},
     {"no-python", kNoPython, nullptr, 0, "Show no Python frames: a stack through CPython "
                                          "(3.11-3.13) shows the interpreter's native frames only", 0},
+    {"no-autograd", kNoAutograd, nullptr, 0, "PyTorch's backward launches keep their native stack "
+                                             "(by default they go under the Python line of the forward "
+                                             "call that created their autograd node)", 0},
     {"stack-bytes", kStackBytes, "N", 0, "User stack copied at each launch for unwinding by DWARF CFI "
                                         "(code without frame pointers), a multiple of 8 from 64 to 131072 "
                                         "(default 131072; 0 = frame pointers only)", 0},
@@ -160,6 +164,7 @@ error_t parse_opt(int key, char *arg, argp_state *state) {
     case kListCounters: o->list_counters = true; break;
     case kNoStacks: o->stacks = false; break;
     case kNoPython: o->python = false; break;
+    case kNoAutograd: o->autograd = false; break;
     case kFolded: o->folded_path = arg; break;
     case kStackBytes:
       if (!parse_count(arg, 0, PT_STACK_COPY_MAX, &n) || n % 8 || (n > 0 && n < 64))

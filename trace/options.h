@@ -24,6 +24,7 @@ struct Options {
   bool pc = false;           // --pc: PC sampling (trace/pc_profile.h)
   bool stacks = true;        // --no-stacks: no user stack at cuda_correlation
   bool python = true;        // --no-python: no CPython frames in launch stacks
+  bool autograd = true;      // --no-autograd: PyTorch backward launches not put under their forward
   uint32_t stack_bytes = 131072;  // --stack-bytes: user stack copied per stack for DWARF unwinding;
                                 // a GEMM library's frames alone passed 8 KiB on the H100 (issue 29)
   std::string folded_path;   // --folded FILE ("-" = stdout)

@@ -254,13 +254,13 @@ static __always_inline int read_ptr(__u64 *dst, __u64 addr) {
  * torch call, which release the GIL. native_thread_id is the thread id in the process's pid
  * namespace: for a process in another one (a container) it is asked for there. */
 static __always_inline void take_py_stack(const struct pt_py_proc *p, __u32 tid,
-                                          struct pt_py_stack *s) {
+                                          struct pt_py_stack *s, bool at_launch) {
   s->count = 0;
   s->status = PT_PY_NO_THREAD;
   if (p->pidns_ino) {
     struct bpf_pidns_info ns = {};
     if (bpf_get_ns_current_pid_tgid(p->pidns_dev, p->pidns_ino, &ns, sizeof(ns))) {
-      stat_add(PT_STAT_PY_NO_THREAD, 1);
+      if (at_launch) stat_add(PT_STAT_PY_NO_THREAD, 1);
       return;
     }
     tid = ns.pid;
@@ -269,7 +269,7 @@ static __always_inline void take_py_stack(const struct pt_py_proc *p, __u32 tid,
   if (read_ptr(&interp, p->interp_head) || !interp ||
       read_ptr(&ts, interp + p->interp_threads_head)) {
     s->status = PT_PY_READ_ERROR;
-    stat_add(PT_STAT_PY_READ_ERRORS, 1);
+    if (at_launch) stat_add(PT_STAT_PY_READ_ERRORS, 1);
     return;
   }
   bool found = false;
@@ -283,16 +283,16 @@ static __always_inline void take_py_stack(const struct pt_py_proc *p, __u32 tid,
     if (read_ptr(&ts, ts + p->tstate_next)) break;
   }
   if (!found) {
-    stat_add(PT_STAT_PY_NO_THREAD, 1);
+    if (at_launch) stat_add(PT_STAT_PY_NO_THREAD, 1);
     return;
   }
-  stat_add(PT_STAT_PY_STACKS, 1);
+  if (at_launch) stat_add(PT_STAT_PY_STACKS, 1);
   s->status = PT_PY_OK;
   if (read_ptr(&frame, ts + p->tstate_frame) ||
       (p->cframe_current_frame != PT_PY_NO_FIELD && frame &&
        read_ptr(&frame, frame + p->cframe_current_frame))) {
     s->status = PT_PY_READ_ERROR;
-    stat_add(PT_STAT_PY_READ_ERRORS, 1);
+    if (at_launch) stat_add(PT_STAT_PY_READ_ERRORS, 1);
     return;
   }
   __u32 n = 0;
@@ -304,7 +304,7 @@ static __always_inline void take_py_stack(const struct pt_py_proc *p, __u32 tid,
         read_ptr(&prev, frame + p->frame_previous) ||
         bpf_probe_read_user(&entry, 1, (const void *)(frame + p->frame_entry))) {
       s->status = PT_PY_READ_ERROR;
-      stat_add(PT_STAT_PY_READ_ERRORS, 1);
+      if (at_launch) stat_add(PT_STAT_PY_READ_ERRORS, 1);
       break;
     }
     s->code[i] = code;
@@ -316,7 +316,7 @@ static __always_inline void take_py_stack(const struct pt_py_proc *p, __u32 tid,
   s->count = n;
   if (frame && s->status == PT_PY_OK) {
     s->status = PT_PY_TRUNCATED;
-    stat_add(PT_STAT_PY_TRUNCATED, 1);
+    if (at_launch) stat_add(PT_STAT_PY_TRUNCATED, 1);
   }
 }
 
@@ -327,8 +327,129 @@ static __always_inline void take_py_stack_if_python(struct pt_header *h, struct 
   const struct pt_py_proc *py = bpf_map_lookup_elem(&py_procs, &h->pid);
   if (py) {
     h->flags |= PT_F_PY_STACK;
-    take_py_stack(py, h->tid, s);
+    take_py_stack(py, h->tid, s, true);
   }
+}
+
+/* PyTorch autograd (trace/autograd.h; userland attaches these programs to a libtorch_cpu.so
+ * whose version's layout it knows). The backward runs on autograd's engine threads, with no
+ * Python frames: a launch there is put under the Python frames of the forward call that created
+ * the Node being run. Forward: every Node is numbered by at::sequence_number::get_and_increment
+ * (a per-thread counter; the old value is returned and becomes Node::sequence_nr_); at its
+ * return on a thread of a Python process the thread's Python frames are kept by (pid, number).
+ * Backward: Engine::evaluate_function(graph_task, Node *func, ...) runs one Node; at its entry
+ * the Node's vtable pointer and sequence_nr_ (at the attach cookie's offset) are pushed for the
+ * thread, at its return popped. A launch on a thread with a Node open takes the Python frames
+ * kept for that Node's number in place of its own. */
+struct {
+  __uint(type, BPF_MAP_TYPE_LRU_HASH);
+  __uint(max_entries, 8192);
+  __type(key, struct pt_autograd_key);
+  __type(value, struct pt_py_stack);
+} autograd_forward SEC(".maps");
+
+/* LRU: a thread that dies inside evaluate_function (or leaves it by an exception, which no
+ * uretprobe sees) leaves its entry behind; the LRU makes room for live threads. */
+struct {
+  __uint(type, BPF_MAP_TYPE_LRU_HASH);
+  __uint(max_entries, 16384);
+  __type(key, __u64); /* pid_tgid */
+  __type(value, struct pt_autograd_thread);
+} autograd_threads SEC(".maps");
+
+/* A zeroed pt_py_stack: what a new autograd_forward entry is created from (then filled in
+ * place, so that no per-CPU scratch is shared by preempted programs). Never written. */
+struct {
+  __uint(type, BPF_MAP_TYPE_ARRAY);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, struct pt_py_stack);
+} autograd_zero SEC(".maps");
+
+SEC("uretprobe")
+int autograd_seq_return(struct pt_regs *ctx) {
+  const __u64 id = bpf_get_current_pid_tgid();
+  const __u32 pid = id >> 32;
+  if (filtered_out()) return 0;
+  const struct pt_py_proc *py = bpf_map_lookup_elem(&py_procs, &pid);
+  if (!py) return 0;
+  const __u32 zero = 0;
+  const struct pt_py_stack *empty = bpf_map_lookup_elem(&autograd_zero, &zero);
+  if (!empty) return 0;
+  struct pt_autograd_key key = {.pid = pid, .pad = 0, .seq = PT_REGS_RC(ctx)};
+  if (bpf_map_update_elem(&autograd_forward, &key, empty, BPF_ANY)) return 0;
+  struct pt_py_stack *s = bpf_map_lookup_elem(&autograd_forward, &key);
+  if (!s) return 0;
+  take_py_stack(py, (__u32)id, s, false);
+  if (s->count == 0) {
+    bpf_map_delete_elem(&autograd_forward, &key); /* a thread with no Python frames */
+    return 0;
+  }
+  stat_add(PT_STAT_AUTOGRAD_FORWARD_STACKS, 1);
+  return 0;
+}
+
+SEC("uprobe")
+int autograd_node_enter(struct pt_regs *ctx) {
+  const __u64 id = bpf_get_current_pid_tgid();
+  const __u32 pid = id >> 32;
+  if (filtered_out() || !bpf_map_lookup_elem(&py_procs, &pid)) return 0;
+  const __u64 node = PT_REGS_PARM3(ctx); /* this, graph_task, func */
+  const __u64 seq_offset = bpf_get_attach_cookie(ctx);
+  struct pt_autograd_node n = {};
+  if (read_ptr(&n.vtable, node) || read_ptr(&n.seq, node + seq_offset)) {
+    stat_add(PT_STAT_AUTOGRAD_READ_ERRORS, 1);
+    n.vtable = 0;
+    n.seq = ~0ull;
+  }
+  struct pt_autograd_thread *t = bpf_map_lookup_elem(&autograd_threads, &id);
+  if (!t) {
+    struct pt_autograd_thread fresh = {};
+    bpf_map_update_elem(&autograd_threads, &id, &fresh, BPF_NOEXIST);
+    t = bpf_map_lookup_elem(&autograd_threads, &id);
+    if (!t) return 0;
+  }
+  const __u32 d = t->depth;
+  if (d < PT_AUTOGRAD_DEPTH) t->nodes[d & (PT_AUTOGRAD_DEPTH - 1)] = n;
+  t->depth = d + 1;
+  return 0;
+}
+
+SEC("uretprobe")
+int autograd_node_return(struct pt_regs *ctx) {
+  const __u64 id = bpf_get_current_pid_tgid();
+  struct pt_autograd_thread *t = bpf_map_lookup_elem(&autograd_threads, &id);
+  if (!t) return 0;
+  if (t->depth <= 1)
+    bpf_map_delete_elem(&autograd_threads, &id);
+  else
+    t->depth--;
+  return 0;
+}
+
+/* At a launch: the Node this thread is running, if any, and its forward call's Python frames. */
+static __always_inline void take_autograd(struct pt_header *h, struct pt_py_stack *s) {
+  if (!(h->flags & PT_F_PY_STACK)) return; /* a Python process only */
+  const __u64 id = bpf_get_current_pid_tgid();
+  const struct pt_autograd_thread *t = bpf_map_lookup_elem(&autograd_threads, &id);
+  if (!t || t->depth == 0) return;
+  const __u32 d = t->depth > PT_AUTOGRAD_DEPTH ? PT_AUTOGRAD_DEPTH : t->depth;
+  const struct pt_autograd_node n = t->nodes[(d - 1) & (PT_AUTOGRAD_DEPTH - 1)];
+  h->flags |= PT_F_AUTOGRAD;
+  s->node_vtable = n.vtable;
+  s->node_seq = n.seq;
+  s->node_linked = 0;
+  s->node_pad = 0;
+  struct pt_autograd_key key = {.pid = h->pid, .pad = 0, .seq = n.seq};
+  const struct pt_py_stack *fwd = bpf_map_lookup_elem(&autograd_forward, &key);
+  if (!fwd) {
+    stat_add(PT_STAT_AUTOGRAD_FORWARD_MISSING, 1);
+    return;
+  }
+  /* The chain only: count, status, code, instr, entry (the node fields stay this launch's). */
+  bpf_probe_read_kernel(s, __builtin_offsetof(struct pt_py_stack, node_vtable), fwd);
+  s->node_linked = 1;
+  stat_add(PT_STAT_AUTOGRAD_LINKED, 1);
 }
 
 static __always_inline void fill_correlation(struct pt_correlation_event *c, struct pt_regs *ctx) {
@@ -399,6 +520,7 @@ static __always_inline void take_stacks(struct pt_regs *ctx, struct pt_header *h
   h->flags |= PT_F_STACK;
   take_stack(ctx, &s->stack);
   take_py_stack_if_python(h, &s->py);
+  take_autograd(h, &s->py);
   if (stack_copy_bytes) {
     h->flags |= PT_F_STACK_COPY;
     copy_stack(ctx, &s->copy, (__u8 *)(s + 1));

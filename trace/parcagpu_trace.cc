@@ -169,6 +169,10 @@ void setup(Tool &t) {
   t.tracer.python_map = [&t](uint32_t pid, const pt_py_proc *p) {
     return t.bpf.set_python_process(pid, p);
   };
+  if (opt.autograd && opt.python && opt.stacks)
+    t.tracer.autograd_attach = [&t](const std::string &path, const pt::AutogradLayout &l, std::string *error) {
+      return t.bpf.attach_autograd(path, t.opt.pid, l.seq_symbol, l.eval_symbol, l.node_seq_offset, error);
+    };
   t.tracer.use_mapping_records(
       &t.mmaps,
       {[&t](uint32_t pid, const pt::MapEntry &m) { t.targets.on_mapping(pid, m); }, {}, {}});

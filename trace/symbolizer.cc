@@ -77,7 +77,7 @@ std::string short_function_name(std::string_view f) {
 
 std::string Frame::name() const {
   if (python) return python_name();
-  if (marker) return function;
+  if (label) return function;
   if (!function.empty()) {
     std::string n = short_function_name(function);
     // "__libc_start_main@@GLIBC_2.34": the symbol version is not part of the function's name.
@@ -91,7 +91,7 @@ std::string Frame::name() const {
 
 std::string Frame::text() const {
   std::string t = name();
-  if (python || marker) return t;
+  if (python || label) return t;
   if (line > 0 && !file.empty()) {
     const size_t slash = file.rfind('/');
     t += " (" + (slash == std::string::npos ? file : file.substr(slash + 1)) + ":" +
@@ -104,7 +104,7 @@ std::string Frame::text() const {
 }
 
 std::string Frame::site_text() const {
-  if (python || marker || function.empty() || (line > 0 && !file.empty())) return text();
+  if (python || label || function.empty() || (line > 0 && !file.empty())) return text();
   char buf[48];
   std::snprintf(buf, sizeof buf, "+0x%" PRIx64, offset);
   return name() + buf + " (" + module + ")" + (inlined ? " [inlined]" : "");

@@ -50,10 +50,11 @@ struct Frame {
   // A CPython frame (trace/python.h): function = co_qualname, file = co_filename, line from
   // the code's location table; name() and text() are "basename.py:LINE qualname".
   bool python = false;
-  // A frame the tool adds, not code (the root "[stack cut short]" of a stack whose unwind ended
-  // before the thread's start): `function` is its whole text.
-  bool marker = false;
   std::string python_name() const;  // defined in python.cc
+  // A frame that names something rather than code (the autograd node a backward launch ran
+  // in, "[backward] MmBackward0": trace/autograd.h; the root "[stack cut short]" of a stack
+  // whose DWARF walk ended before the thread's start): name() and text() are `function` as is.
+  bool label = false;
   // The function without return type and parameters ("ns::f<T>", "main"), or "module+0xADDR".
   std::string name() const;
   // name(), then " (file.cc:12)" with a line, else " (module)"; " [inlined]" when inlined.

@@ -40,6 +40,9 @@ enum pt_event_type {
 #define PT_F_STACK 0x10      /* the event carries a struct pt_stack after its fixed part */
 #define PT_F_STACK_COPY 0x20 /* ... and after it a struct pt_stack_copy with the stack bytes */
 #define PT_F_PY_STACK 0x40   /* cuda_correlation: `py` holds the thread's CPython frame chain */
+#define PT_F_AUTOGRAD 0x80   /* cuda_correlation in a PyTorch autograd node: `py` holds the
+                                Python frames of the forward call that created the node (when
+                                node_linked), and node_vtable / node_seq name the node */
 
 /* The user stack at a probe: the frame-pointer walk of bpf_get_stack(BPF_F_USER_STACK), as
  * libbpf-tools' profile takes it. ips[0] is the probe's own address, then return addresses.
@@ -118,6 +121,36 @@ struct pt_py_stack {
   __u64 code[PT_PY_FRAMES_MAX];
   __u64 instr[PT_PY_FRAMES_MAX];
   __u8 entry[PT_PY_FRAMES_MAX]; /* is_entry (3.11) or owner (3.12+) */
+  /* With PT_F_AUTOGRAD (trace/autograd.h): the launching thread was running an autograd Node
+   * (torch::autograd::Engine::evaluate_function): its vtable pointer (word 0, names the node's
+   * class) and its sequence_nr_. node_linked: the frames above are the Python frames of the
+   * forward call that created the node (found by (pid, node_seq) in autograd_forward); 0: not
+   * found, the frames are the thread's own. */
+  __u64 node_vtable;
+  __u64 node_seq;
+  __u32 node_linked;
+  __u32 node_pad;
+};
+
+/* PyTorch autograd (trace/autograd.h). Key of the BPF LRU map autograd_forward: the Python
+ * frames of the thread that numbered a Node (at::sequence_number::get_and_increment's return).
+ * The counter is per thread in PyTorch: two Python threads building graphs at once may number
+ * nodes alike, and the later one's frames win. */
+struct pt_autograd_key {
+  __u32 pid;
+  __u32 pad;
+  __u64 seq;
+};
+/* Nodes of one thread being run (evaluate_function nests in reentrant backward). */
+#define PT_AUTOGRAD_DEPTH 4
+struct pt_autograd_node {
+  __u64 vtable;
+  __u64 seq;
+};
+struct pt_autograd_thread {
+  __u32 depth; /* evaluate_function calls open on this thread (may exceed PT_AUTOGRAD_DEPTH) */
+  __u32 pad;
+  struct pt_autograd_node nodes[PT_AUTOGRAD_DEPTH];
 };
 
 /* What follows a launch or capture event that carries its stack: the frame-pointer walk, the
@@ -265,6 +298,10 @@ enum pt_stat {
   PT_STAT_META_RINGBUF_DROPS,  /* metadata events (error, cubin_*, stall_reason_map, gpu_config)
                                   that found their own ring buffer (meta_events) full */
   PT_STAT_ERROR_DROPS,         /* ... of which error firings: lost, the user never sees them */
+  PT_STAT_AUTOGRAD_FORWARD_STACKS, /* Nodes numbered on a Python thread: its frames kept */
+  PT_STAT_AUTOGRAD_LINKED,     /* launches in an autograd node, the forward's frames found */
+  PT_STAT_AUTOGRAD_FORWARD_MISSING, /* ... not found (evicted, or numbered before attach) */
+  PT_STAT_AUTOGRAD_READ_ERRORS, /* the Node's vtable pointer or sequence_nr_ unreadable */
   PT_STAT_MAX,
 };
 

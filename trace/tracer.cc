@@ -7,6 +7,8 @@
 #include <ctime>
 #include <iterator>
 
+#include <unistd.h>
+
 #include "parcagpu_version.h"
 #include "pprof.h"
 
@@ -71,6 +73,7 @@ void Tracer::use_mapping_records(MmapTracker *m, MmapTracker::Hooks hooks) {
     const size_t slash = path.rfind('/');
     const std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
     if (base.compare(0, 6, "python") == 0 || base.compare(0, 10, "libpython3") == 0) check_python(pid, {m});
+    if (is_libtorch_cpu(path)) check_torch(pid, {m});
     if (mapping) mapping(pid, m);
   };
   // A Python process that execs another program: its old interpreter's addresses mean
@@ -118,7 +121,40 @@ void Tracer::check_python(uint32_t pid, const std::vector<MapEntry> &maps) {
                  version.c_str(), static_cast<uint64_t>(p.interp_head));
 }
 
+void Tracer::check_torch(uint32_t pid, const std::vector<MapEntry> &maps) {
+  if (!opt_.autograd || !autograd_attach || !python_.knows(pid)) return;
+  for (const MapEntry &m : maps) {
+    if (m.path.empty() || !is_libtorch_cpu(m.path)) continue;
+    const std::string path = live_path(m.path);
+    if (!torch_files_.insert(path + "|" + m.dev + "|" + std::to_string(m.inode)).second) continue;
+    // The file as this tool sees it (a container's through /proc/PID/root).
+    std::string root = "/proc/" + std::to_string(pid) + "/root";
+    if (access((root + path).c_str(), R_OK) != 0) root.clear();
+    int major = 0, minor = 0;
+    std::string version;
+    const bool have_version = torch_version_of(root, path, &major, &minor, &version);
+    const AutogradLayout *l = have_version ? autograd_layout(major, minor) : nullptr;
+    if (!l) {
+      ++meta_.autograd_layout_unknown;
+      std::fprintf(stderr, "parcagpu-trace: %s: torch %s: autograd layout not known: its backward launches "
+                   "show native stacks\n", path.c_str(), have_version ? version.c_str() : "version unreadable");
+      continue;
+    }
+    std::string error;
+    if (!autograd_attach(root + path, *l, &error)) {
+      ++meta_.autograd_layout_unknown;
+      std::fprintf(stderr, "parcagpu-trace: %s: torch %s: autograd probes not attached (%s): its backward "
+                   "launches show native stacks\n", path.c_str(), version.c_str(), error.c_str());
+      continue;
+    }
+    ++meta_.autograd_libraries;
+    if (opt_.verbose)
+      std::fprintf(stderr, "parcagpu-trace: %s: torch %s: autograd probes attached\n", path.c_str(), version.c_str());
+  }
+}
+
 void Tracer::forget_process(uint32_t pid) {
+  autograd_names_.forget(pid);
   if (python_.knows(pid) && python_map) python_map(pid, nullptr);
   python_.forget(pid);
   resolver_.forget(pid);
@@ -190,6 +226,27 @@ uint32_t Tracer::resolve_stack(const pt_header &h, const pt_stacks &stacks, size
       if (mismatch) ++meta_.python_merge_mismatches;
     };
   }
+  // A launch in an autograd Node (trace/autograd.h): linked, the chain is the forward call's, put
+  // outside the native frames up to evaluate_function and the Node's frame; not linked, the
+  // Node's frame goes in after evaluate_function and the rest stays as it is.
+  if (py && (h.flags & PT_F_AUTOGRAD) && opt_.autograd) {
+    const uint64_t vtable = py->node_vtable;
+    const bool linked = py->node_linked != 0;
+    std::string key(1, linked ? 'A' : 'a');
+    key.append(reinterpret_cast<const char *>(&vtable), sizeof vtable);
+    py_key.insert(0, key);
+    const pt_py_stack *chain = py;
+    const uint32_t pid = h.pid;
+    auto merge = std::move(edit);
+    edit = [this, chain, pid, vtable, linked, merge](std::vector<Frame> *frames) {
+      const std::string node = autograd_names_.name(pid, vtable, symbolizer_.maps(pid));
+      std::vector<Frame> forward;
+      if (linked && chain->count > 0 && python_.knows(pid))
+        for (const auto &g : python_.groups(pid, *chain, &meta_)) forward.insert(forward.end(), g.begin(), g.end());
+      if (!linked && merge) merge(frames);
+      *frames = autograd_stack(*frames, node, forward, linked);
+    };
+  }
   if (copy && avail >= sizeof *copy && copy->bytes > 0 &&
       static_cast<size_t>(copy->bytes) <= std::min<size_t>(copy->size, avail - sizeof *copy)) {
     drain_mapping_records();  // the modules mapped before the launch
@@ -207,7 +264,7 @@ uint32_t Tracer::resolve_stack(const pt_header &h, const pt_stacks &stacks, size
         if (edit) edit(frames);
         Frame cut;
         cut.function = kStackCutFrame;
-        cut.marker = true;
+        cut.label = true;
         frames->push_back(std::move(cut));  // innermost first: the root
       };
       return resolver_.resolve(h.pid, u.pcs.data(), u.pcs.size(), py_key, mark_cut);
@@ -234,6 +291,7 @@ void Tracer::on_event(const void *data, size_t size) {
       symbolizer_.note_process(h->pid);
       processes_.id(h->pid);  // its comm and rank now, while it surely lives
       check_python(h->pid, symbolizer_.maps(h->pid));
+      check_torch(h->pid, symbolizer_.maps(h->pid));
       if (python_.knows(h->pid)) ++meta_.python_processes;
     }
   }
@@ -518,6 +576,10 @@ Summary Tracer::summarize(const uint64_t st[PT_STAT_MAX], double duration,
   sum.python_no_thread = st[PT_STAT_PY_NO_THREAD];
   sum.python_read_errors = st[PT_STAT_PY_READ_ERRORS];
   sum.python_truncated = st[PT_STAT_PY_TRUNCATED];
+  sum.autograd_forward_stacks = st[PT_STAT_AUTOGRAD_FORWARD_STACKS];
+  sum.autograd_linked = st[PT_STAT_AUTOGRAD_LINKED];
+  sum.autograd_forward_missing = st[PT_STAT_AUTOGRAD_FORWARD_MISSING];
+  sum.autograd_read_errors = st[PT_STAT_AUTOGRAD_READ_ERRORS];
   sum.distinct_stacks = stacks_.size() - StackTable::kFirstReal;
   sum.stack_table_overflows = stacks_.overflowed();
   sum.gpu_ns_matched = profile_.total_ns();

@@ -21,6 +21,7 @@
 #include "trace_events.h"
 #include "processes.h"
 #include "profile.h"
+#include "autograd.h"
 #include "python.h"
 #include "report.h"
 #include "stacks.h"
@@ -54,6 +55,12 @@ class Tracer : public MatchSink {
   // process maps a python* / libpython3* file, and on a process's first event (one running
   // before the tool started).
   void check_python(uint32_t pid, const std::vector<MapEntry> &maps);
+  // Attaches the autograd programs (trace/autograd.h) to a libtorch_cpu.so with layout `l`;
+  // unset or --no-autograd: nothing attached. False with *error on failure.
+  std::function<bool(const std::string &path, const AutogradLayout &l, std::string *error)> autograd_attach;
+  // A Python process's mappings: a libtorch_cpu.so among them is attached to (once per file)
+  // when its torch version's layout is known, else counted (autograd_layout_unknown).
+  void check_torch(uint32_t pid, const std::vector<MapEntry> &maps);
 
   // What the BPF side has lost so far, for the live warnings (main reads these counters once per
   // poll tick: a few map lookups).
@@ -117,6 +124,8 @@ class Tracer : public MatchSink {
   MmapTracker::Hooks hooks_;
   std::unordered_set<uint32_t> seen_pids_, emitted_stacks_;
   PythonFrames python_;
+  AutogradNames autograd_names_;
+  std::unordered_set<std::string> torch_files_;  // libtorch_cpu.so files seen (path|dev|inode)
   uint64_t python_map_full_ = 0;  // Python processes the BPF map refused (warned once)
   // When each process started (CLOCK_MONOTONIC, 0 unknown): the timestamp check's bound.
   std::unordered_map<uint32_t, uint64_t> process_start_;
