@@ -38,7 +38,7 @@ def forward(x, target):
     h = F.layer_norm(h, (D,), ln_w, ln_b)  # op: NativeLayerNormBackward0
     logits = h @ w3  # op: MmBackward0
     p = torch.softmax(logits, dim=-1)  # op: SoftmaxBackward0
-    loss = F.cross_entropy(logits, target) + p.mean()  # op: NllLossBackward0 / LogSoftmaxBackward0
+    loss = F.cross_entropy(logits, target) + p.mean()  # op: NllLossBackward0 / LogSoftmaxBackward0 / MeanBackward0 / AddBackward0
     return loss
 
 

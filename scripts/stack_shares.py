@@ -10,8 +10,8 @@ and print the share of GPU time
   cut                          its root frame is parcagpu-trace's `[stack cut short]` (the walk
                                ended before the thread's start: the copy ran out inside a library)
 
-Folded files of a parcagpu-trace without that root frame (before issue 29) are read by the
-outermost frame's name instead: whole where it is _start, clone3 or start_thread, else cut.
+--by-root-name reads folded files of a parcagpu-trace without that root frame (before issue 29)
+by the outermost frame's name instead: whole where it is _start, clone3 or start_thread, else cut.
 
 with the outermost frames of the cut stacks, and `STACKS_COMPLETE P%` (the first two rows).
 
@@ -36,13 +36,14 @@ def main():
     ap.add_argument("folded")
     ap.add_argument("script")
     ap.add_argument("--min-complete", type=float)
+    ap.add_argument("--by-root-name", action="store_true")
     a = ap.parse_args()
     line_re = re.compile(re.escape(a.script) + r":\d+")
     under = whole = cut = 0
     cut_roots = {}
     stacks = 0
     lines = [l.rstrip("\n") for l in open(a.folded)]
-    marked = any(l.startswith(CUT + ";") for l in lines)
+    marked = not a.by_root_name
     for text in lines:
         if not text:
             continue

@@ -200,6 +200,28 @@ namespace {
 // adds to the stack's cache key (the raw addresses of a cut and of a whole walk can be equal).
 constexpr const char *kStackCutFrame = "[stack cut short]";
 constexpr char kCutKey[] = "\0cut";
+
+// Marks a cut stack (innermost first) with "[stack cut short]" at its root. A backward launch's
+// stack (autograd_stack) keeps its native frames only out to the node's frame "[backward] X":
+// a walk cut before evaluate_function is marked there; one cut beyond it is not marked where the
+// forward call's Python frames replace the rest (linked), as nothing of the cut part shows.
+void mark_cut(std::vector<Frame> *frames, Frame cut) {
+  auto node = std::find_if(frames->begin(), frames->end(),
+                           [](const Frame &f) { return f.label && f.module == "[backward]"; });
+  if (node == frames->end()) {
+    frames->push_back(std::move(cut));
+    return;
+  }
+  const bool reached = std::any_of(frames->begin(), node, [](const Frame &f) {
+    return f.function.find("torch::autograd::Engine::evaluate_function") != std::string::npos;
+  });
+  if (!reached) {
+    frames->insert(node, std::move(cut));
+    return;
+  }
+  const bool linked = node + 1 != frames->end() && (node + 1)->python;
+  if (!linked) frames->push_back(std::move(cut));
+}
 }  // namespace
 
 uint32_t Tracer::resolve_stack(const pt_header &h, const pt_stacks &stacks, size_t avail) {
@@ -260,14 +282,14 @@ uint32_t Tracer::resolve_stack(const pt_header &h, const pt_stacks &stacks, size
       // that a flame graph shows cut stacks as such and not as towers of their own.
       ++meta_.dwarf_stacks_cut;
       py_key.append(kCutKey, sizeof kCutKey - 1);
-      auto mark_cut = [edit](std::vector<Frame> *frames) {
+      auto edit_and_mark = [edit](std::vector<Frame> *frames) {
         if (edit) edit(frames);
         Frame cut;
         cut.function = kStackCutFrame;
         cut.label = true;
-        frames->push_back(std::move(cut));  // innermost first: the root
+        mark_cut(frames, std::move(cut));
       };
-      return resolver_.resolve(h.pid, u.pcs.data(), u.pcs.size(), py_key, mark_cut);
+      return resolver_.resolve(h.pid, u.pcs.data(), u.pcs.size(), py_key, edit_and_mark);
     }
     ++meta_.dwarf_stacks_failed;
   }

@@ -602,7 +602,7 @@ class CommandLine(unittest.TestCase):
         self.assertIn("--svg=FILE", r.stdout)
         for bad in (["-d", "ten"], ["-d", "5parsecs"], ["-p", "x"], ["--linger", "-1s"], ["1s", "0"],
                     ["--ringbuf-mb", "3"], ["--json", "--json-lines"], ["--nope"], ["--stack-bytes", "7"],
-                    ["--stack-bytes", "32"], ["--stack-bytes", "65544"]):
+                    ["--stack-bytes", "32"], ["--stack-bytes", "131080"]):
             r = run_trace(bad)
             self.assertEqual(r.returncode, 2, (bad, r.stderr))
         r = run_trace(["-l", harness.LIB, "-d", "700ms", "--json"])  # a duration with a unit
