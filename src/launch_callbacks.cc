@@ -330,17 +330,19 @@ bool LaunchCallbacks::admit(Role &r, RoleState state, uint8_t kind, uint32_t cor
   // Picked by the coin: the one probability every launch has. A launch PC sampling samples is
   // no exception (announcing every launch of a PC window over-weighted whatever ran then, at
   // the slower durations PC sampling gives; its samples go out with correlation ID 0).
-  if (r.limit[kind] <= 0) return false;  // the operator's: this kind is never announced
-  const RolePhase phase = state.phase();
-  if (phase != kOpen && phase != kContinuous) return false;
-  if (usdt::correlation_consumers() == 0) return false;  // left; the watcher follows
-  if (phase == kOpen) {
-    // The time goes first: the watcher must never read an older claim's time for this one.
-    r.claimed_at_ns.store(coarse_ns(), std::memory_order_relaxed);
-    RoleState expected = state;  // the epoch too: a window of a later epoch is not ours
-    if (!r.state.compare_exchange_strong(expected, state.with(kClaimed))) return false;
-    r.claim_corr.store(correlation_id, std::memory_order_relaxed);
-    return true;
+  switch (admission(r.limit[kind], state.phase(), usdt::correlation_consumers() != 0)) {
+    case Admission::kRefused:
+      return false;
+    case Admission::kClaim: {
+      // The time goes first: the watcher must never read an older claim's time for this one.
+      r.claimed_at_ns.store(coarse_ns(), std::memory_order_relaxed);
+      RoleState expected = state;  // the epoch too: a window of a later epoch is not ours
+      if (!r.state.compare_exchange_strong(expected, state.with(kClaimed))) return false;
+      r.claim_corr.store(correlation_id, std::memory_order_relaxed);
+      return true;
+    }
+    case Admission::kContinuous:
+      break;
   }
   // The coin meets the rate limits on average; the gate only caps the moment a launch rate
   // jumps, before the watcher has set the coin's mean for it.

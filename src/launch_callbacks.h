@@ -64,6 +64,7 @@
 #include "parcagpu/cbid_table.h"
 #include "rate_gate.h"
 #include "role_state.h"
+#include "subscription_plan.h"
 
 namespace parcagpu {
 
@@ -88,26 +89,20 @@ struct LaunchStats {
 // above it the role's callbacks stay on (toggling would cost more than leaving them on).
 // Measured on an H100: see docs/measurements/history.md, "Where the attached cost goes".
 inline constexpr double kMaxWindowRate = 1000;
-// An announced launch still inside its API call after this long is abandoned by the watcher, so
-// one stuck thread cannot hold a window (or a detach) forever.
-inline constexpr uint64_t kAbandonAfterNs = 1000000000ull;
 // Windowed: launches a window spans on average before one is picked (each thread's first one
 // not counted). The larger, the nearer to uniform the announced launch's position in a periodic
 // loop (a window opened in the idle stretch before launch 0 of a loop of P launches claims
 // launch i with weight (1 - 1/mean)^i: for P = 3 and 8, 38/33/29%) and the more launches pay
 // the callbacks (about 9 per announced launch, against ~1 before).
 inline constexpr double kWindowMeanLaunches = 8;
-// Windows still open when the next is due this many times in a row: the role goes continuous.
-inline constexpr uint32_t kSaturatedWindows = 3;
 // Continuous because windows saturated: back to windows above this many times
 // kWindowMeanLaunches x the rate limit (launches per second).
 inline constexpr double kBackToWindowsFactor = 3;
 // Continuous: the safety cap on picks, times the rate limit, and its burst (ns of it).
 inline constexpr double kSafetyCapFactor = 4;
 inline constexpr uint64_t kSafetyCapBurstNs = 50000000ull;
-// Continuous: how often the watcher sets the coin's mean from the launches counted, and the
-// time constant of its launch-rate estimate.
-inline constexpr uint64_t kCoinTickNs = 100000000ull;
+// Continuous: the time constant of the launch-rate estimate the coin's mean is set from (every
+// kCoinTickNs, subscription_plan.h).
 inline constexpr double kRateSmoothingNs = 500000000.0;
 
 class LaunchCallbacks : public ConsumerWatcher::Client {
@@ -157,19 +152,16 @@ class LaunchCallbacks : public ConsumerWatcher::Client {
     // Counted in by ActivityCollector::launch_begin: owes a launch_end.
     std::atomic<bool> claim_holds_activity{false};
     std::atomic<uint64_t> claimed_at_ns{0};  // coarse clock
-    uint64_t draining_since_ns = 0;          // watcher thread only
     LaunchCoin coin;                         // which launches are picked (launch_gate.h)
     // Continuous: a cap on picks per kind (kSafetyCapFactor x its limit).
     RateGate safety_cap[kGateRoles];
-    std::mutex toggle_mu;       // enabling and disabling never interleave
-    uint64_t next_open_ns = 0;  // watcher thread only
-    // Watcher thread only: each kind's rate limit, windows found still open when the next was
-    // due (in a row), continuous because windows saturated, each kind's launch-rate estimate
-    // (per second; < 0: none yet) with when it was last updated, and each kind's share of the
-    // launches counted in windows (smoothed counts).
+    std::mutex toggle_mu;  // enabling and disabling never interleave
+    // Watcher thread only: the window schedule, saturation and draining (subscription_plan.h),
+    // each kind's rate limit, each kind's launch-rate estimate (per second; < 0: none yet) with
+    // when it was last updated, and each kind's share of the launches counted in windows
+    // (smoothed counts).
+    WatcherRoleState plan;
     double limit[kGateRoles];
-    uint32_t saturated = 0;
-    bool low_rate = false;
     double launch_rate[kGateRoles] = {-1, -1};
     uint64_t rate_at_ns = 0;
     double window_counts[kGateRoles] = {0, 0};
@@ -179,8 +171,7 @@ class LaunchCallbacks : public ConsumerWatcher::Client {
           limit{eager_limit, graph_limit} {}
   };
   // The watcher's side (launch_roles.cc).
-  enum class Want : uint8_t { kNone, kWindows, kContinuous };
-  Want want(const Role &r) const;
+  SubscriptionWant want(const Role &r) const;
   // Continuous: the coin's mean from the launches counted (watcher thread).
   void adapt_coin(Role &r, uint64_t now_ns);
   void start_coin(Role &r);  // entering continuous: the mean from what is known
@@ -189,6 +180,12 @@ class LaunchCallbacks : public ConsumerWatcher::Client {
   // Moves the launch callbacks towards what is wanted now (watcher thread); returns when to
   // look again.
   uint64_t reconcile(Role &r, uint64_t now_ns);
+  // reconcile's stages, each deciding by subscription_plan.h and applying it: a drain settled
+  // (false: look again at *next_ns), a claim abandoned, the plan's action carried out.
+  bool settle_draining(Role &r, SubscriptionWant w, uint64_t now_ns, uint64_t *next_ns);
+  uint64_t apply_plan(Role &r, const RolePlan &plan, uint64_t now_ns);
+  void enable_continuous(Role &r);
+  void close_open_window(Role &r);
   void tell_pc_whether_observed();
 
   // The launch path (launch_callbacks.cc).

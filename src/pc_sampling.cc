@@ -14,6 +14,7 @@
 #include "pc_records.h"
 #include "pc_scheduler.h"
 #include "pc_session.h"
+#include "pc_step.h"
 #include "usdt.h"
 
 namespace parcagpu {
@@ -34,11 +35,6 @@ constexpr uint64_t kDrainDelayNs = 0;
 // kernels (graph launches carry several): an eighth of the buffers, with room for the records of
 // the launches around the episode and for a periodic flush that runs late on a busy machine.
 constexpr uint64_t kKernelRecordBytes = 256;
-// An episode due waits this many launches on a context for one on a context whose last window is
-// older (several GPUs take their windows in turn; on two H100s, with a context preferred only
-// until it had one window, a window that yielded nothing on device 1 left every later one to
-// device 0: 0 samples of device 1 in 40 s).
-constexpr uint32_t kUnsampledWaitLaunches = 10000;
 constexpr uint64_t kRecordsPerLaunch = 4;
 constexpr uint64_t kEpisodeShareOfBuffers = 8;
 // How long Stop / Get Data / Disable wait for other threads to leave their launch calls before
@@ -86,6 +82,7 @@ PcSampler::PcSampler(const CuptiApi &cupti, const CudaApi *cuda, const Config &c
       stall_(std::make_unique<StallReasonTable>()),
       activity_(activity),
       wake_(wake),
+      step_(std::make_unique<PcStepState>()),
       locks_(config.pc_lock_dir) {}
 
 PcSampler::~PcSampler() = default;
@@ -293,16 +290,30 @@ PcSampler::Context &PcSampler::find_or_add(CUcontext ctx) {
   return *contexts_.back();
 }
 
-bool PcSampler::older_goes_first(const Context &here, bool may_wait, bool enabled_only,
-                                 uint32_t &waits) const {
-  if (may_wait && waits < kUnsampledWaitLaunches)
-    for (const auto &o : contexts_)
-      if (o.get() != &here && (!enabled_only || o->enabled) && o->last_window < here.last_window) {
-        ++waits;  // wait for a launch on that one (a while: it may launch no more)
-        return true;
-      }
-  waits = 0;
-  return false;
+PcStepEvent PcSampler::step_event(const Context *here, bool want, bool may_enable,
+                                  uint64_t now) const {
+  PcStepEvent e;
+  e.now_ns = now;
+  e.want = want;
+  e.may_enable = may_enable;
+  e.launches_observed = launches_observed_.load(std::memory_order_relaxed);
+  e.any_enabled = any_enabled_.load(std::memory_order_relaxed);
+  e.episode_under_way = episode_ctx_ != nullptr;
+  if (!here) return e;
+  e.here_is_episode = here == episode_ctx_;
+  e.here_enabled = here->enabled;
+  e.here_ever_enabled = here->ever_enabled;
+  e.here_last_window = here->last_window;
+  for (const auto &o : contexts_) {
+    if (o.get() == here) continue;
+    e.oldest_other_window = std::min(e.oldest_other_window, o->last_window);
+    if (o->enabled)
+      e.oldest_other_enabled_window = std::min(e.oldest_other_enabled_window, o->last_window);
+  }
+  e.episode_launches = episode_launches_.load(std::memory_order_relaxed);
+  e.window_launches = window_launches_.load(std::memory_order_relaxed);
+  e.last_first_use_ns = last_first_use_ns_.load(std::memory_order_relaxed);
+  return e;
 }
 
 void PcSampler::take_step(CUcontext ctx, bool want, bool may_enable) {
@@ -312,113 +323,82 @@ void PcSampler::take_step(CUcontext ctx, bool want, bool may_enable) {
   std::unique_lock<std::mutex> lock(mu_, std::try_to_lock);
   if (!lock.owns_lock()) return;  // another thread is at it; this launch goes on
   if (!usable_.load(std::memory_order_relaxed)) return;
-  if (!want) {
-    // The last consumer left: the episode under way ends now, nothing is drained for nobody.
-    if (!episode_ctx_ || !exclusive_begin()) return;
-    end_all_episodes(/*wait_for_workers=*/false);
-    exclusive_end();
-    debug_log("PC sampling: no consumer left, the episode under way ended");
-    return;
-  }
   const uint64_t now = monotonic_ns();
-  // Several contexts (GPUs). A context never enabled joins an episode under way, enabled but not
-  // started: its kernels first launched from now on give records in later episodes (P19, P20).
-  // And an episode begins on a context never sampled before, while there is one.
-  Context &here = find_or_add(ctx);
-  // While kernels are still first used (learning), every context that launches joins, also one
-  // enabled before: its kernels first launched while it is disabled would never give records.
-  if (episode_ctx_ && &here != episode_ctx_) {
-    if (!here.enabled && may_enable && (!here.ever_enabled || scheduler_->learning(now)) &&
-        lock_gpu(here, now)) {
+  Context *here = want ? &find_or_add(ctx) : nullptr;
+  const PcAction a = decide_pc_step(*step_, *scheduler_, step_event(here, want, may_enable, now));
+  if (a == PcAction::kNone) return;
+  if (a == PcAction::kEndForNoConsumer || !here) return end_for_no_consumer();
+  apply_step(a, *here, now);
+}
+
+void PcSampler::end_for_no_consumer() {
+  // The last consumer left: the episode under way ends now, nothing is drained for nobody.
+  if (!exclusive_begin()) return;
+  end_all_episodes(/*wait_for_workers=*/false);
+  exclusive_end();
+  debug_log("PC sampling: no consumer left, the episode under way ended");
+}
+
+// Carries out what decide_pc_step decided, each PC Sampling API step with the gate held
+// exclusively.
+void PcSampler::apply_step(PcAction a, Context &here, uint64_t now) {
+  switch (a) {
+    case PcAction::kNone:
+    case PcAction::kEndForNoConsumer:
+      return;
+    case PcAction::kJoin:
+      // Enabled, not started: its kernels first launched from now on give records (P19, P20).
+      if (!lock_gpu(here, now)) return;
       if (!exclusive_begin()) return unlock_gpu(here);
       if (!enable(here)) unlock_gpu(here);
       exclusive_end();
       return;
-    }
-    if (!here.enabled) return;  // (another window may start on it: below)
-  }
-  if (older_goes_first(here, /*may_wait=*/!episode_ctx_ && !scheduler_->resume_due(),
-                       /*enabled_only=*/false, unsampled_waits_))
-    return;
-  // No episode begins at a launch that may not enable (a graph's first) or while some role's
-  // launches still go unseen: the scheduler is not asked.
-  if (!any_enabled_.load(std::memory_order_relaxed) &&
-      (!may_enable || !launches_observed_.load(std::memory_order_relaxed)))
-    return;
-  using Step = PcScheduler::Step;
-  switch (scheduler_->next_step(now, episode_launches_.load(std::memory_order_relaxed),
-                                window_launches_.load(std::memory_order_relaxed),
-                                last_first_use_ns_.load(std::memory_order_relaxed))) {
-    case Step::kNone:
-      return;
-    case Step::kEnable: {
-      if (!launches_observed_.load(std::memory_order_relaxed) || !may_enable) return;
-      Context &c = here;
-      if (!lock_gpu(c, now)) return scheduler_->put_off(now, kOtherProcessRetryNs);
-      if (!exclusive_begin()) return unlock_gpu(c);
-      const bool ok = enable(c);
-      exclusive_end();
-      if (!ok) return unlock_gpu(c);
-      episode_ctx_ = &c;
-      episode_launches_.store(0, std::memory_order_relaxed);
-      // The process's first episode: its kernels are being launched for the first time now, and
-      // their activity records (which tell which are new) come only with the next flush.
-      if (stats_.episodes == 0) note_first_use();
-      episode_started_ns_ = monotonic_ns();
-      scheduler_->on_enabled(episode_started_ns_);
-      stats_.episodes++;
-      return;
-    }
-    case Step::kStart: {
-      // The launch that first finds a window due is, in a periodic loop, nearly always the same
-      // call site: the one after the loop's synchronize, where the waiting happened (on the
-      // H100 every window of tests/gpu/pc_workload.cu began at its first kernel, never at the
-      // other two). So the window opens 0..7 launches later, by a dice roll.
-      if (open_skip_ < 0) {
-        skip_rng_ ^= skip_rng_ << 13;
-        skip_rng_ ^= skip_rng_ >> 7;
-        skip_rng_ ^= skip_rng_ << 17;
-        open_skip_ = static_cast<int32_t>(skip_rng_ % 8);
-      }
-      if (open_skip_ > 0) {
-        --open_skip_;
-        return;
-      }
-      if (!here.enabled) return;
-      // Several contexts enabled (a learning episode, or ones that joined): the window goes to
-      // the one whose last window is oldest.
-      if (older_goes_first(here, /*may_wait=*/true, /*enabled_only=*/true, start_waits_)) return;
-      open_skip_ = -1;
+    case PcAction::kEnable:
+      return begin_episode(here, now);
+    case PcAction::kStart:
       episode_ctx_ = &here;  // the windows of an episode go to the contexts that launch
       // Exclusive, as Stop: a launch of another thread that is inside its call now was told no
       // window is open (so it is not announced for it), and its kernel must not be sampled
       // either; a launch entering after this sees the window open. (Start needs no idle GPU, P6.)
       if (!exclusive_begin()) return;
       start_window(now);
-      exclusive_end();
-      return;
-    }
-    case Step::kStop:
+      return exclusive_end();
+    case PcAction::kStop:
       if (!exclusive_begin()) return;
       close_window(now);
-      exclusive_end();
-      return;
-    case Step::kDrain: {
-      if (!exclusive_begin()) return;
-      const uint64_t before = stats_.pairs;
-      drain(*episode_ctx_);
-      exclusive_end();
-      drain_pending_.store(false, std::memory_order_release);
-      if (usable_)
-        scheduler_->on_drained(stats_.pairs - before, window_limit_.load(), monotonic_ns());
-      return;
-    }
-    case Step::kDisable:
+      return exclusive_end();
+    case PcAction::kDrain:
+      return drain_window();
+    case PcAction::kDisable:
       if (!exclusive_begin()) return;
       end_all_episodes(/*wait_for_workers=*/false);
-      exclusive_end();
-      return;
+      return exclusive_end();
   }
+}
+
+void PcSampler::begin_episode(Context &c, uint64_t now) {
+  if (!lock_gpu(c, now)) return scheduler_->put_off(now, kOtherProcessRetryNs);
+  if (!exclusive_begin()) return unlock_gpu(c);
+  const bool ok = enable(c);
+  exclusive_end();
+  if (!ok) return unlock_gpu(c);
+  episode_ctx_ = &c;
+  episode_launches_.store(0, std::memory_order_relaxed);
+  // The process's first episode: its kernels are being launched for the first time now, and
+  // their activity records (which tell which are new) come only with the next flush.
+  if (stats_.episodes == 0) note_first_use();
+  episode_started_ns_ = monotonic_ns();
+  scheduler_->on_enabled(episode_started_ns_);
+  stats_.episodes++;
+}
+
+void PcSampler::drain_window() {
+  if (!exclusive_begin()) return;
+  const uint64_t before = stats_.pairs;
+  drain(*episode_ctx_);
+  exclusive_end();
+  drain_pending_.store(false, std::memory_order_release);
+  if (usable_) scheduler_->on_drained(stats_.pairs - before, window_limit_.load(), monotonic_ns());
 }
 
 void PcSampler::start_window(uint64_t now) {

@@ -55,12 +55,15 @@
 namespace parcagpu {
 
 // PC sampling's parts, in their own headers (pc_sampling.cc includes them).
-class CubinRegistry;     // cubin_registry.h
-class FunctionNames;     // pc_records.h
-class PcRecordBuffer;    // pc_records.h
-class PcScheduler;       // pc_scheduler.h
-class StallReasonTable;  // pc_records.h
-struct PcResult;         // pc_session.h
+class CubinRegistry;            // cubin_registry.h
+class FunctionNames;            // pc_records.h
+class PcRecordBuffer;           // pc_records.h
+class PcScheduler;              // pc_scheduler.h
+class StallReasonTable;         // pc_records.h
+struct PcResult;                // pc_session.h
+struct PcStepEvent;             // pc_step.h
+struct PcStepState;             // pc_step.h
+enum class PcAction : uint8_t;  // pc_step.h
 
 struct PcStats {
   uint64_t enables = 0, disables = 0;       // cuptiPCSamplingEnable/Disable calls that succeeded
@@ -175,19 +178,20 @@ class PcSampler : public KernelRecordObserver {
   // Whether a launch on ctx must take the episode's next step (PcScheduler::Step): a lock-free
   // pre-check on the launch path, from the copies of the scheduler's state below.
   bool step_due(CUcontext ctx, bool want, uint64_t now_ns) const;
-  // Several GPUs take their windows in turn: whether this launch on `here` lets a context whose
-  // last window is older (an enabled one, if enabled_only) go first, counting the launches it
-  // waited in `waits` (at most kUnsampledWaitLaunches, then it goes; reset when it goes).
-  bool older_goes_first(const Context &here, bool may_wait, bool enabled_only,
-                        uint32_t &waits) const;
   // Contexts with PC sampling enabled now, for the launch path: a launch on any other context
   // during an episode comes to take_step, which lets it join (docs/pc-sampling.md P23).
   bool enabled_here(CUcontext ctx) const;
   void mark_enabled(CUcontext ctx, bool enabled);
   // The step due, under mu_ (skipped if another thread holds it): enable, start, stop, drain or
   // disable, or a context joining the episode under way; may_enable false keeps an episode from
-  // beginning (a graph's first launch or upload, P21).
+  // beginning (a graph's first launch or upload, P21). decide_pc_step (pc_step.h) decides from
+  // step_event's facts; apply_step makes the calls.
   void take_step(CUcontext ctx, bool want, bool may_enable);
+  PcStepEvent step_event(const Context *here, bool want, bool may_enable, uint64_t now_ns) const;
+  void apply_step(PcAction a, Context &here, uint64_t now_ns);
+  void end_for_no_consumer();
+  void begin_episode(Context &c, uint64_t now_ns);
+  void drain_window();
   // The steps of an episode (PcScheduler::Step), each with the gate held exclusively.
   bool enable(Context &c);
   // The GPU's lock (PcDeviceLocks) for c, taken before its Enable and given back after its
@@ -252,12 +256,10 @@ class PcSampler : public KernelRecordObserver {
   std::mutex seen_mu_;
   std::unordered_set<uint64_t> kernels_seen_;  // hashes of kernel names seen while enabled
   uint64_t launch_budget_ = 0;
-  // Launches still to let pass before the next window opens (-1: not drawn yet), and its dice.
-  int32_t open_skip_ = -1;
-  uint64_t skip_rng_ = 0x9E3779B97F4A7C15ull;
+  const std::unique_ptr<PcStepState>
+      step_;  // decide_pc_step's own state (the window's dice, the launches waited)
   Context *episode_ctx_ = nullptr;                           // where PC sampling is enabled now
   uint64_t window_started_ns_ = 0, episode_started_ns_ = 0;  // for PcStats
-  uint32_t unsampled_waits_ = 0, start_waits_ = 0;
 
   // The gate: threads inside a launch call (counted only while PC sampling is enabled), and
   // the flag that holds new launches while Stop / Get Data / Disable run.
