@@ -5,7 +5,6 @@
 #include "launch_callbacks.h"
 
 #include <ctime>
-#include <string>
 
 #include "activity.h"
 #include "clock.h"
@@ -83,34 +82,6 @@ RepeatedError g_callback_exception("callbacks", "exceptions caught in the CUPTI 
 RepeatedError g_timestamp_failed("callbacks", "cuptiGetTimestamp failed");
 RepeatedError g_capture_ids_failed("callbacks", "graph IDs of captured launches unknown");
 
-// What a failed cuptiSubscribe means, beyond the result's name.
-const char *subscribe_failure_meaning(CUptiResult r) {
-  switch (r) {
-    case CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED:
-      return "another CUPTI client is subscribed in this process (Nsight Systems or Compute, a "
-             "profiler inside the application such as PyTorch's, or another CUPTI-based tool)";
-    case CUPTI_ERROR_NOT_INITIALIZED:
-    case CUPTI_ERROR_NOT_COMPATIBLE:
-      return "this libcupti cannot work with the CUDA driver in use (versions?)";
-    case CUPTI_ERROR_INSUFFICIENT_PRIVILEGES:
-    case CUPTI_ERROR_VIRTUALIZED_DEVICE_INSUFFICIENT_PRIVILEGES:
-      return "profiling is restricted to administrators on this machine "
-             "(NVreg_RestrictProfilingToAdminUsers)";
-    case CUPTI_ERROR_NOT_SUPPORTED:
-    case CUPTI_ERROR_VIRTUALIZED_DEVICE_NOT_SUPPORTED:
-    case CUPTI_ERROR_CONFIDENTIAL_COMPUTING_NOT_SUPPORTED:
-    case CUPTI_ERROR_CMP_DEVICE_NOT_SUPPORTED:
-    case CUPTI_ERROR_MIG_DEVICE_NOT_SUPPORTED:
-    case CUPTI_ERROR_SLI_DEVICE_NOT_SUPPORTED:
-    case CUPTI_ERROR_WSL_DEVICE_NOT_SUPPORTED:
-      return "CUPTI does not support this device or configuration";
-    case CUPTI_ERROR_OUT_OF_MEMORY:
-      return "CUPTI is out of memory";
-    default:
-      return "CUPTI refused the subscription";
-  }
-}
-
 // The stream a graph launch call was given: every graph launch's parameters are {exec, stream}
 // (cuGraphLaunch_params, cudaGraphLaunch_v10000_params and their _ptsz twins), and the _ptsz
 // calls' NULL stream is the calling thread's per-thread default stream.
@@ -136,6 +107,7 @@ LaunchCallbacks::LaunchCallbacks(const CuptiApi &cupti, const Config &config,
       activity_(activity),
       pc_(pc),
       completion_(completion),
+      sub_(cupti, config),
       role_(config.eager_rate_limit, config.graph_rate_limit,
             std::max(coarse_resolution_ns(), kSafetyCapBurstNs)) {
   role_.rate_allows_windows =
@@ -147,108 +119,27 @@ LaunchCallbacks::LaunchCallbacks(const CuptiApi &cupti, const Config &config,
 
 bool LaunchCallbacks::subscribe() {
   g_self = this;
-  CUptiResult r = cupti_.cuptiSubscribe(&subscriber_, &on_callback, this);
-  if (r != CUPTI_SUCCESS) {
-    report_error(r, "callbacks", "cuptiSubscribe failed: %s: %s; parcagpu stays inert",
-                 cupti_result_string(cupti_, r), subscribe_failure_meaning(r));
-    subscriber_ = nullptr;
-    return false;
-  }
-  // An older CUPTI refuses cbids newer than itself; its runtime has no such API either.
-  auto known = [this](const SubscribedCallback &cb) {
-    if (callback_known_to(cb, cupti_.major)) return true;
-    debug_log("not subscribing %s: new in CUDA %u, CUPTI is CUDA %d's", cb.name, cb.since_cuda,
-              cupti_.major);
-    return false;
-  };
-  auto disabled = [this](const SubscribedCallback &cb) {
-    for (const auto &d : config_.disabled_cbids)
-      if (d.domain == cb.domain && d.cbid == cb.cbid) return true;
-    return false;
-  };
-  // Driver launch cbids first, then the runtime ones: every runtime ENTER seen then
-  // nests a driver call that is seen too. On the H100 a prototype that enabled runtime cbids
-  // first and matched a claimed launch's EXIT by thread, cbid and correlation ID had windows that
-  // stayed claimed for good (a runtime ENTER seen while its driver cbid was still off, whose EXIT
-  // never matched); the library also abandons such a claim (see on_enter and on_exit).
-  for (CbDomain d : {CbDomain::Driver, CbDomain::Runtime})
-    for (const auto &cb : kSubscribedCallbacks) {
-      if (cb.domain != d || !is_launch_role(cb.role)) continue;
-      if (disabled(cb)) {
-        debug_log("not subscribing %s (PARCAGPU_DISABLE_CBIDS)", cb.name);
-        continue;
-      }
-      if (!known(cb)) continue;
-      role_.cbids.push_back(cb);
-    }
-  // A failing cuptiEnableCallback fails for most cbids alike: the first failure is reported,
-  // the rest go into one summary line.
-  size_t attempted = 0, failed = 0;
-  CUptiResult last_failure = CUPTI_SUCCESS;
-  std::string failed_names;
-  for (const auto &cb : kSubscribedCallbacks) {
-    if (!enabled_from_start(cb.role)) continue;
-    if (disabled(cb) || !known(cb)) continue;
-    ++attempted;
-    r = cupti_.cuptiEnableCallback(1, subscriber_, static_cast<CUpti_CallbackDomain>(cb.domain),
-                                   cb.cbid);
-    if (r != CUPTI_SUCCESS) {
-      if (failed++ == 0)
-        report_error(r, "callbacks", "cuptiEnableCallback(%s) failed: %s", cb.name,
-                     cupti_result_string(cupti_, r));
-      last_failure = r;
-      failed_names += (failed_names.empty() ? "" : " ") + std::string(cb.name);
-      continue;
-    }
-    from_start_.push_back(cb);
-  }
-  if (attempted > 0 && from_start_.empty()) {
-    report_error(last_failure, "callbacks",
-                 "none of the %zu callbacks could be enabled; parcagpu stays inert", attempted);
-    unsubscribe();  // leave CUPTI's one subscription to someone who can use it
-    return false;
-  }
-  if (failed > 0)
-    report_error(last_failure, "callbacks",
-                 "cuptiEnableCallback failed for %zu of %zu callbacks; not collected: %s", failed,
-                 attempted, failed_names.c_str());
+  if (!sub_.subscribe(&on_callback, this)) return false;
+  role_.cbids = sub_.launch_cbids();
+  if (!sub_.enable_from_start()) return false;
   debug_log(
       "subscribed: %zu callbacks from the start; %zu launch callbacks while a consumer "
       "listens, %s; rate limits: eager %g/s, graph %g/s",
-      from_start_.size(), role_.cbids.size(),
+      sub_.from_start().size(), role_.cbids.size(),
       role_.rate_allows_windows ? "in sampling windows" : "continuously", config_.eager_rate_limit,
       config_.graph_rate_limit);
   return true;
 }
 
 void LaunchCallbacks::unsubscribe() {
-  if (!subscriber_) return;
+  if (!sub_.subscribed()) return;
   {
     Role &r = role_;
     std::lock_guard<std::mutex> lock(r.toggle_mu);
     const RoleState s = r.state.exchange(r.state.load().with(kOff));
     if (s.phase() != kOff) set_cbids_locked(r, false);  // kOff: they are off already
   }
-  size_t failed = 0;
-  CUptiResult first_failure = CUPTI_SUCCESS;
-  const char *first_name = "";
-  for (const auto &cb : from_start_) {
-    CUptiResult res = cupti_.cuptiEnableCallback(
-        0, subscriber_, static_cast<CUpti_CallbackDomain>(cb.domain), cb.cbid);
-    if (res != CUPTI_SUCCESS && failed++ == 0) {
-      first_failure = res;
-      first_name = cb.name;
-    }
-  }
-  if (failed > 0)
-    report_error(first_failure, "callbacks",
-                 "disabling %zu of %zu callbacks failed (first: %s: %s)", failed,
-                 from_start_.size(), first_name, cupti_result_string(cupti_, first_failure));
-  from_start_.clear();
-  CUptiResult res = cupti_.cuptiUnsubscribe(subscriber_);
-  if (res != CUPTI_SUCCESS)
-    report_error(res, "callbacks", "cuptiUnsubscribe failed: %s", cupti_result_string(cupti_, res));
-  subscriber_ = nullptr;
+  sub_.unsubscribe();
 }
 
 // ---- The launch path ----

@@ -57,6 +57,7 @@
 #include <mutex>
 #include <vector>
 
+#include "callback_subscription.h"
 #include "config.h"
 #include "consumers.h"
 #include "cupti_api.h"
@@ -129,7 +130,7 @@ class LaunchCallbacks : public ConsumerWatcher::Client {
   // epoch in which every thread's nesting is known from its first callback.
   void set_starting(bool starting) { starting_ = starting; }
 
-  const std::vector<SubscribedCallback> &from_start() const { return from_start_; }
+  const std::vector<SubscribedCallback> &from_start() const { return sub_.from_start(); }
   const LaunchStats &stats() const { return stats_; }
 
  private:
@@ -235,8 +236,7 @@ class LaunchCallbacks : public ConsumerWatcher::Client {
   // PC sampling wants or needs every launch (watcher sets it, the launch path reads it).
   std::atomic<bool> pc_needs_launches_{false};
   bool launch_consumers_ = false;  // watcher thread only
-  CUpti_SubscriberHandle subscriber_ = nullptr;
-  std::vector<SubscribedCallback> from_start_;
+  CallbackSubscription sub_;       // cuptiSubscribe, the callbacks from start, toggling cbids
   bool starting_ = false;
   Role role_;  // every launch cbid
   LaunchStats stats_;

@@ -12,25 +12,9 @@
 #include "pc_sampling.h"
 
 namespace parcagpu {
-namespace {
-
-RepeatedError g_enable_error("callbacks", "enabling or disabling launch callbacks failed");
-
-}  // namespace
-
 // ---- Toggling (watcher thread, and a claimant closing its window), with toggle_mu held ----
 
-void LaunchCallbacks::set_cbids_locked(Role &r, bool on) {
-  for (const auto &cb : r.cbids) {
-    const CUptiResult res = cupti_.cuptiEnableCallback(
-        on ? 1 : 0, subscriber_, static_cast<CUpti_CallbackDomain>(cb.domain), cb.cbid);
-    if (res != CUPTI_SUCCESS)
-      g_enable_error.report(res,
-                            "cuptiEnableCallback(%d, %s) failed: %s; launches of that path "
-                            "may go unannounced",
-                            on ? 1 : 0, cb.name, cupti_result_string(cupti_, res));
-  }
-}
+void LaunchCallbacks::set_cbids_locked(Role &r, bool on) { sub_.set_enabled(r.cbids, on); }
 
 void LaunchCallbacks::open_window(Role &r) {
   {
@@ -50,7 +34,7 @@ void LaunchCallbacks::open_window(Role &r) {
 // ---- What each role should be in, and getting it there (watcher thread) ----
 
 SubscriptionWant LaunchCallbacks::want(const Role &r) const {
-  return subscription_want(subscriber_ && !r.cbids.empty(),
+  return subscription_want(sub_.subscribed() && !r.cbids.empty(),
                            pc_needs_launches_.load(std::memory_order_relaxed), launch_consumers_,
                            r.rate_allows_windows, r.plan.low_rate);
 }

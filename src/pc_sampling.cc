@@ -11,6 +11,7 @@
 #include "clock.h"
 #include "cubin_registry.h"
 #include "log.h"
+#include "pc_metadata.h"
 #include "pc_records.h"
 #include "pc_scheduler.h"
 #include "pc_session.h"
@@ -41,21 +42,14 @@ constexpr uint64_t kEpisodeShareOfBuffers = 8;
 // putting the work off to a later launch, and how long a launch waits for them at most.
 constexpr uint64_t kExclusiveWaitNs = 200'000'000;
 constexpr uint64_t kGateWaitNs = 2'000'000'000;
-// Metadata is fired again this often while consumers listen (see pc_sampling.h).
-constexpr uint64_t kMetadataRefreshNs = 30'000'000'000;
 // How often a process asks again for a GPU another process samples (PcDeviceLocks).
 constexpr uint64_t kOtherProcessRetryNs = 50'000'000;
 
-// This thread's outermost launch is counted in in_launch_.
+// This thread's outermost launch is counted at the gate (PcSampler::gate_).
 __attribute__((tls_model("initial-exec"))) thread_local bool t_counted = false;
 
 RepeatedError g_nonuser_samples("pc_sampling", "PC samples of kernels CUPTI does not attribute",
                                 "samples");
-
-void pause_briefly() {
-  timespec ts{0, 20'000};  // 20 us
-  nanosleep(&ts, nullptr);
-}
 
 }  // namespace
 
@@ -77,9 +71,8 @@ PcSampler::PcSampler(const CuptiApi &cupti, const CudaApi *cuda, const Config &c
     : cupti_(cupti),
       cuda_(cuda),
       config_(config),
-      cubins_(std::make_unique<CubinRegistry>(cupti)),
+      meta_(std::make_unique<PcMetadata>(cupti, cuda)),
       names_(std::make_unique<FunctionNames>()),
-      stall_(std::make_unique<StallReasonTable>()),
       activity_(activity),
       wake_(wake),
       step_(std::make_unique<PcStepState>()),
@@ -139,32 +132,11 @@ bool PcSampler::wanted() {
   return usdt::pc_sample_batch_consumers() != 0 && usdt::correlation_consumers() != 0;
 }
 
-bool PcSampler::has_fired_metadata() const {
-  if (cubins_->stats().live > 0) return true;
-  std::lock_guard<std::mutex> lock(meta_mu_);
-  return stall_built_ || !configs_.empty();
-}
+bool PcSampler::has_fired_metadata() const { return meta_->has_fired(); }
 
-void PcSampler::refresh_metadata(uint64_t now) {
-  uint64_t due = next_refresh_ns_.load(std::memory_order_relaxed);
-  if (now < due) return;
-  if (!next_refresh_ns_.compare_exchange_strong(due, now + kMetadataRefreshNs)) return;
-  if (due == 0) return;  // the first call only sets the clock: everything was just fired
-  fire_metadata();
-}
+void PcSampler::fire_metadata() { meta_->fire(); }
 
-void PcSampler::fire_metadata() {
-  if (usdt::cubin_loaded_consumers()) cubins_->refire();
-  std::lock_guard<std::mutex> lock(meta_mu_);
-  if (stall_built_ && usdt::stall_reason_map_consumers())
-    usdt::stall_reason_map(stall_->blob(), PARCAGPU_STALL_REASON_MAX);
-  if (usdt::gpu_config_consumers()) fire_gpu_configs();
-}
-
-void PcSampler::fire_gpu_configs() {
-  for (const DeviceConfig &d : configs_)
-    usdt::gpu_config(d.device, d.factor, d.clock_khz, d.sm_count);
-}
+CubinRegistry &PcSampler::cubins() { return meta_->cubins(); }
 
 // ---- The launch path ----
 
@@ -237,7 +209,7 @@ void PcSampler::on_launch_enter(CUcontext ctx, uint64_t now, bool uploads_graph)
   if (!want && !any_enabled_.load(std::memory_order_relaxed)) return;
   if (ctx && step_due(ctx, want, monotonic_ns()))
     take_step(ctx, want, /*may_enable=*/!uploads_graph || config_.pc_graphs);
-  if (want) refresh_metadata(now);
+  if (want) meta_->refresh(now);
   if (!any_enabled_.load(std::memory_order_relaxed) || t_counted) return;
   // Half the budget gone: the records so far are read now, not at the next periodic flush.
   if (episode_launches_.fetch_add(1, std::memory_order_relaxed) == launch_budget_ / 2 && activity_)
@@ -245,38 +217,23 @@ void PcSampler::on_launch_enter(CUcontext ctx, uint64_t now, bool uploads_graph)
   if (window_open_.load(std::memory_order_relaxed))
     window_launches_.fetch_add(1, std::memory_order_relaxed);
   // The gate: counted as inside a launch call, unless Stop / Get Data / Disable run right now.
-  const uint64_t give_up = monotonic_ns() + kGateWaitNs;
-  for (;;) {
-    in_launch_.fetch_add(1, std::memory_order_seq_cst);
-    if (!exclusive_.load(std::memory_order_seq_cst) || monotonic_ns() > give_up) break;
-    in_launch_.fetch_sub(1, std::memory_order_seq_cst);
-    while (exclusive_.load(std::memory_order_seq_cst) && monotonic_ns() <= give_up) pause_briefly();
-  }
+  gate_.enter(kGateWaitNs);
   t_counted = true;
 }
 
 void PcSampler::on_launch_exit() {
   if (!t_counted) return;
   t_counted = false;
-  in_launch_.fetch_sub(1, std::memory_order_seq_cst);
+  gate_.leave();
 }
 
 bool PcSampler::exclusive_begin() {
-  exclusive_.store(true, std::memory_order_seq_cst);
-  const uint64_t give_up = monotonic_ns() + kExclusiveWaitNs;
-  // This thread is not counted: the work runs before its own launch call.
-  while (in_launch_.load(std::memory_order_seq_cst) > 0) {
-    if (monotonic_ns() > give_up) {
-      exclusive_.store(false, std::memory_order_seq_cst);
-      stats_.gate_timeouts++;
-      return false;
-    }
-    pause_briefly();
-  }
-  return true;
+  if (gate_.exclusive_begin(kExclusiveWaitNs)) return true;
+  stats_.gate_timeouts++;
+  return false;
 }
 
-void PcSampler::exclusive_end() { exclusive_.store(false, std::memory_order_seq_cst); }
+void PcSampler::exclusive_end() { gate_.exclusive_end(); }
 
 PcSampler::Context *PcSampler::find(CUcontext ctx) {
   for (auto &c : contexts_)
@@ -505,71 +462,18 @@ bool PcSampler::enable(Context &c) {
 }
 
 bool PcSampler::configure(Context &c) {
-  if (!stall_built_) {
-    StallReasonTable table;
-    const PcResult r = c.session.read_stall_reasons(&table);
-    if (!r.ok()) {
-      fail(r);
-      return false;
-    }
-    {
-      std::lock_guard<std::mutex> lock(meta_mu_);
-      *stall_ = table;
-      stall_built_ = true;
-    }
-    debug_log("PC sampling: %zu stall reasons offered, %zu collected, %zu with an index past %d",
-              stall_->offered(), stall_->collected().size(), stall_->unusable(),
-              PARCAGPU_STALL_REASON_MAX);
-  }
+  PcResult r = meta_->read_stall_reasons(c.session);
   uint32_t factor = 0;
-  const PcResult r = c.session.configure(
-      stall_->collected(), {config_.sampling_factor, config_.pc_hw_buffer_mb}, &factor);
+  if (r.ok())
+    r = c.session.configure(meta_->stall().collected(),
+                            {config_.sampling_factor, config_.pc_hw_buffer_mb}, &factor);
   if (!r.ok()) {
     fail(r);
     return false;
   }
   stats_.sampling_factor = factor;
-  const uint32_t device = c.session.device_id();
-  c.device = device;
-  bool known = false;
-  for (const DeviceConfig &d : configs_) known |= d.device == device;
-  if (!known) {
-    int clock_khz = 0, sms = 0;
-    CUdevice dev = 0;
-    if (cuda_) {
-      // Device facts from the driver; a failing query is said once (gpu_config is then not
-      // fired for want of a clock rate, or carries 0 SMs).
-      static RepeatedError device_query_failed("gpu_config", "device queries failed");
-      CUresult r = cuda_->cuDeviceGet(&dev, static_cast<int>(device));
-      if (r == CUDA_SUCCESS)
-        r = cuda_->cuDeviceGetAttribute(&clock_khz, CU_DEVICE_ATTRIBUTE_CLOCK_RATE, dev);
-      if (r == CUDA_SUCCESS)
-        r = cuda_->cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev);
-      if (r != CUDA_SUCCESS)
-        device_query_failed.report(kErrDriver,
-                                   "cuDeviceGet/cuDeviceGetAttribute failed for device %u "
-                                   "(CUresult %d): its gpu_config is not fired or incomplete",
-                                   device, static_cast<int>(r));
-    }
-    if (clock_khz > 0) {
-      {
-        std::lock_guard<std::mutex> lock(meta_mu_);
-        configs_.push_back(
-            {device, factor, static_cast<uint32_t>(clock_khz), static_cast<uint32_t>(sms)});
-      }
-      // Now the factor is in force: the first gpu_config a consumer keeps is right.
-      usdt::gpu_config(device, factor, static_cast<uint32_t>(clock_khz),
-                       static_cast<uint32_t>(sms));
-      debug_log("gpu_config device %u: sampling factor %u, %d kHz, %d SMs", device, factor,
-                clock_khz, sms);
-    } else {
-      debug_log("no clock rate for device %u (libcuda missing?): gpu_config not fired", device);
-    }
-  }
-  if (!stall_map_fired_) {
-    stall_map_fired_ = true;
-    usdt::stall_reason_map(stall_->blob(), PARCAGPU_STALL_REASON_MAX);
-  }
+  c.device = c.session.device_id();
+  meta_->on_configured(c.device, factor);
   return true;
 }
 

@@ -23,15 +23,9 @@
 // callback (or a context-destroy callback, or at exit), never on a thread of ours: on the H100
 // a cuptiPCSamplingStop from another thread while the application was launching hung both
 // threads. For the same reason Stop, Get Data and Disable wait until no other thread is inside
-// a launch call, and launches wait while they run (microseconds).
+// a launch call, and launches wait while they run (microseconds): PcLaunchGate, pc_launch_gate.h.
 //
-// Metadata: stall_reason_map once PC sampling is configured, gpu_config per device with the
-// sampling factor read back from CUPTI (the one in force; never before, never 0), cubins from
-// process start (CubinRegistry); all fired again a moment after their semaphore count rises
-// (kAttachSettleNs, consumers.h), and every kMetadataRefreshNs while consumers listen: the kernel
-// raises a USDT semaphore only when the first uprobe on that probe is installed in the process, so
-// a consumer that attaches while another is attached raises nothing (seen here, kernel 6.18) and
-// would otherwise never get what was fired before it came.
+// Metadata (stall reasons, gpu_config per device, cubins): PcMetadata, pc_metadata.h.
 //
 // Any error from the PC Sampling API (OUT_OF_MEMORY, NOT_SUPPORTED on this device, ...) turns
 // PC sampling off for the life of the process with one error; kernel timing goes on.
@@ -50,16 +44,17 @@
 #include "config.h"
 #include "cupti_api.h"
 #include "pc_device_lock.h"
+#include "pc_launch_gate.h"
 #include "subsystem_links.h"
 
 namespace parcagpu {
 
 // PC sampling's parts, in their own headers (pc_sampling.cc includes them).
 class CubinRegistry;            // cubin_registry.h
+class PcMetadata;               // pc_metadata.h
 class FunctionNames;            // pc_records.h
 class PcRecordBuffer;           // pc_records.h
 class PcScheduler;              // pc_scheduler.h
-class StallReasonTable;         // pc_records.h
 struct PcResult;                // pc_session.h
 struct PcStepEvent;             // pc_step.h
 struct PcStepState;             // pc_step.h
@@ -165,7 +160,7 @@ class PcSampler : public KernelRecordObserver {
   // (its kernels are all first launched from now on, P20).
   void on_context_created();
   void on_context_destroy(CUcontext ctx);
-  CubinRegistry &cubins() { return *cubins_; }
+  CubinRegistry &cubins();
 
   // At exit: stops, drains, publishes and disables everything.
   void shutdown();
@@ -213,22 +208,17 @@ class PcSampler : public KernelRecordObserver {
   void publish(PcRecordBuffer &buf);
   // A PC Sampling API call failed: PC sampling off for the process, said once.
   void fail(const PcResult &failed);
-  void fire_gpu_configs();
   // Ends every episode before a graph step (first launch, instantiation) that would register the
   // graph with PC sampling, counted in `ended`; where it cannot, counted in `went_in`.
   void keep_graph_out(const char *step, uint64_t &ended, uint64_t &went_in);
-  void refresh_metadata(uint64_t now_ns);
   bool exclusive_begin();  // waits for other threads to leave their launch calls
   void exclusive_end();
 
   const CuptiApi &cupti_;
   const CudaApi *cuda_;
   const Config &config_;
-  const std::unique_ptr<CubinRegistry> cubins_;
+  const std::unique_ptr<PcMetadata> meta_;  // stall reasons, gpu_configs, cubins
   const std::unique_ptr<FunctionNames> names_;
-  const std::unique_ptr<StallReasonTable> stall_;
-  bool stall_built_ = false;
-  bool stall_map_fired_ = false;
 
   KernelActivityControl *const activity_;
   WatcherWake *const wake_;
@@ -256,28 +246,16 @@ class PcSampler : public KernelRecordObserver {
   std::mutex seen_mu_;
   std::unordered_set<uint64_t> kernels_seen_;  // hashes of kernel names seen while enabled
   uint64_t launch_budget_ = 0;
-  const std::unique_ptr<PcStepState>
-      step_;  // decide_pc_step's own state (the window's dice, the launches waited)
+  // decide_pc_step's own state (the window's dice, the launches waited).
+  const std::unique_ptr<PcStepState> step_;
   Context *episode_ctx_ = nullptr;                           // where PC sampling is enabled now
   uint64_t window_started_ns_ = 0, episode_started_ns_ = 0;  // for PcStats
 
-  // The gate: threads inside a launch call (counted only while PC sampling is enabled), and
-  // the flag that holds new launches while Stop / Get Data / Disable run.
-  std::atomic<int> in_launch_{0};
-  std::atomic<bool> exclusive_{false};
+  PcLaunchGate gate_;  // threads inside a launch call; Stop / Get Data / Disable hold launches
 
   mutable std::mutex mu_;  // contexts, controller; the PC Sampling API calls
-  // The metadata (stall table once built, per-device configs): taken briefly, never while
-  // waiting for other threads' launches, so firing metadata can't wait on the gate.
-  mutable std::mutex meta_mu_;
   std::vector<std::unique_ptr<Context>> contexts_;
   std::unique_ptr<PcScheduler> scheduler_;
-  struct DeviceConfig {
-    uint32_t device, factor, clock_khz, sm_count;
-  };
-  std::vector<DeviceConfig> configs_;
-
-  std::atomic<uint64_t> next_refresh_ns_{0};
   PcDeviceLocks locks_;  // under mu_ (in config_.pc_lock_dir)
   bool said_other_process_ = false, said_no_lock_ = false;
   PcStats stats_;

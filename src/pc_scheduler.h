@@ -126,6 +126,9 @@ class PcScheduler {
  private:
   enum class Phase : uint8_t { kIdle, kEnabled, kWindow, kDrainPending };
   bool over(uint64_t now_ns, uint64_t episode_launches) const;
+  // next_step with no episode under way, and with one enabled (no window open or draining).
+  Step idle_step(uint64_t now_ns);
+  Step enabled_step(uint64_t now_ns, uint64_t episode_launches);
 
   const Params p_;
   PcRateController windows_;
