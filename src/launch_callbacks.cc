@@ -110,10 +110,8 @@ LaunchCallbacks::LaunchCallbacks(const CuptiApi &cupti, const Config &config,
       sub_(cupti, config),
       role_(config.eager_rate_limit, config.graph_rate_limit,
             std::max(coarse_resolution_ns(), kSafetyCapBurstNs)) {
-  role_.rate_allows_windows =
-      config.eager_rate_limit <= kMaxWindowRate && config.graph_rate_limit <= kMaxWindowRate;
-  const double rate = window_rate(role_.limit, role_.window_counts);
-  role_.interval_ns = rate > 0 ? static_cast<uint64_t>(1e9 / rate) : 0;
+  role_.rate_allows_windows = rate_allows_windows(config.eager_rate_limit, config.graph_rate_limit);
+  role_.interval_ns = window_interval_ns(window_rate(role_.limit, role_.window_counts));
   role_.coin.set_mean(role_.rate_allows_windows ? kWindowMeanLaunches : 1);
 }
 

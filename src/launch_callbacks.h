@@ -5,37 +5,13 @@
 // One class in three files: launch_callbacks.cc (subscribing, the launch path), launch_roles.cc
 // (the watcher: the launch callbacks' phase, toggling their cbids, the coin's mean, the window
 // rate) and resource_callbacks.cc (graph, module and context resources, graph uploads). The
-// phase and epoch: role_state.h.
+// phase and epoch: role_state.h; what the watcher and an admitted launch decide:
+// subscription_plan.h; the CUPTI subscription itself: callback_subscription.h.
 //
 // From process start only the non-launch entries of kSubscribedCallbacks are enabled (graph
 // resources: what must be seen before any consumer comes). The launch callbacks are enabled
-// only while a consumer listens to cuda_correlation, so with nobody listening the library is
-// never called on a launch; and even then not on every launch. Which launches are announced is
-// decided by launch count, never by time (launch_gate.h says why): each candidate launch is
-// picked by one coin, the same for eager and graph launches, so every launch has the same
-// probability of being announced at any moment (the consumer sums the GPU time of what it is
-// told about and cannot be told a weight). Each kind's rate limit (eager, graph) caps that one
-// probability; it never starves one kind against the other:
-//
-//  - Windowed (both rate limits at most kMaxWindowRate per second; the defaults are), while
-//    launches come fast enough for windows to pay: the watcher enables every launch cbid
-//    window_rate() times a second (the most windows that keep each kind within its limit, from
-//    each kind's share of the launches counted in windows); launches inside the window toss the
-//    coin of mean kWindowMeanLaunches (each thread's first launch in the window is not a
-//    candidate); the first one picked, eager or graph, claims the window, is announced, and its
-//    own EXIT closes the window. So a window spans ~kWindowMeanLaunches launches and the one it
-//    announces is nearly uniform among them, not the one after the idle stretch the window
-//    opened in. Launches between windows cost what no subscriber costs.
-//  - Continuous: above kMaxWindowRate (e.g. "announce everything"), while PC sampling wants
-//    every launch (its windows open and close at launch entries, on application threads) or
-//    still has to be torn down at one (PcSampler::needs_launch_path()), and while windows would
-//    be open most of the time anyway (launches come at less than about kWindowMeanLaunches x
-//    the window rate: windows still open when the next is due, kSaturatedWindows times in a
-//    row). The cbids stay on while a consumer listens; each launch tosses the coin, whose mean
-//    the watcher sets from each kind's launches counted (inclusion_mean: the kind furthest over
-//    its limit sets it); a RateGate per kind at kSafetyCapFactor x its limit is only a cap for
-//    the moment a launch rate jumps. A launch inside a PC sampling window is announced only if
-//    the coin picks it; the samples of the others go out GPU-only (correlation ID 0).
+// only while a consumer listens to cuda_correlation, windowed or continuously: the policy, with
+// its constants, is subscription_plan.h; which launches are announced, launch_gate.h.
 //
 // Enabling callbacks while launches are in flight means the first callback a thread sees may be
 // the driver call nested in a runtime launch whose ENTER came before the enable: announcing it
@@ -85,26 +61,6 @@ struct LaunchStats {
   std::atomic<uint64_t> abandoned{0};         // admitted, EXIT not as expected: not announced
   std::atomic<uint64_t> callback_errors{0};
 };
-
-// Sampling windows serve rate limits up to this many announced launches per second per role;
-// above it the role's callbacks stay on (toggling would cost more than leaving them on).
-// Measured on an H100: see docs/measurements/history.md, "Where the attached cost goes".
-inline constexpr double kMaxWindowRate = 1000;
-// Windowed: launches a window spans on average before one is picked (each thread's first one
-// not counted). The larger, the nearer to uniform the announced launch's position in a periodic
-// loop (a window opened in the idle stretch before launch 0 of a loop of P launches claims
-// launch i with weight (1 - 1/mean)^i: for P = 3 and 8, 38/33/29%) and the more launches pay
-// the callbacks (about 9 per announced launch, against ~1 before).
-inline constexpr double kWindowMeanLaunches = 8;
-// Continuous because windows saturated: back to windows above this many times
-// kWindowMeanLaunches x the rate limit (launches per second).
-inline constexpr double kBackToWindowsFactor = 3;
-// Continuous: the safety cap on picks, times the rate limit, and its burst (ns of it).
-inline constexpr double kSafetyCapFactor = 4;
-inline constexpr uint64_t kSafetyCapBurstNs = 50000000ull;
-// Continuous: the time constant of the launch-rate estimate the coin's mean is set from (every
-// kCoinTickNs, subscription_plan.h).
-inline constexpr double kRateSmoothingNs = 500000000.0;
 
 class LaunchCallbacks : public ConsumerWatcher::Client {
  public:

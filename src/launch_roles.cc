@@ -89,34 +89,23 @@ void LaunchCallbacks::adapt_coin(Role &r, uint64_t now) {
   double total = 0;
   for (int k = 0; k < kGateRoles; ++k) {
     const double seen = static_cast<double>(r.coin.take_counted(k)) * 1e9 / static_cast<double>(dt);
-    double &rate = r.launch_rate[k];
-    // Up at once (a rise would otherwise be picked at the old mean, up to the safety cap), down
-    // smoothly.
-    if (rate < 0 || seen > 2 * rate)
-      rate = seen;
-    else
-      rate += std::min(1.0, static_cast<double>(dt) / kRateSmoothingNs) * (seen - rate);
-    total += rate;
+    r.launch_rate[k] = updated_launch_rate(r.launch_rate[k], seen, dt);
+    total += r.launch_rate[k];
   }
   r.rate_at_ns = now;
   r.coin.set_mean(inclusion_mean(r.limit, r.launch_rate));
-  // Windows announce about window_rate launches a second, each spanning ~kWindowMeanLaunches.
-  if (r.plan.low_rate &&
-      total > kBackToWindowsFactor * kWindowMeanLaunches * window_rate(r.limit, r.launch_rate)) {
+  if (r.plan.low_rate && back_to_windows(total, window_rate(r.limit, r.launch_rate))) {
     r.plan.low_rate = false;
     debug_log("launches at %.0f/s: back to sampling windows", total);
   }
 }
 
 void LaunchCallbacks::adapt_windows(Role &r) {
-  // Each kind's share of the candidates the windows counted, smoothed over about the last
-  // kShareWindows windows' worth, sets how many windows a second the limits allow.
-  constexpr double kShareWindows = 16;
+  // Each kind's share of the candidates the windows counted sets how many windows a second the
+  // limits allow.
   for (int k = 0; k < kGateRoles; ++k)
-    r.window_counts[k] +=
-        (static_cast<double>(r.coin.take_counted(k)) - r.window_counts[k]) / kShareWindows;
-  const double rate = std::min(window_rate(r.limit, r.window_counts), kMaxWindowRate);
-  r.interval_ns = rate > 0 ? static_cast<uint64_t>(1e9 / rate) : 0;
+    r.window_counts[k] = smoothed_window_count(r.window_counts[k], r.coin.take_counted(k));
+  r.interval_ns = window_interval_ns(window_rate(r.limit, r.window_counts));
 }
 
 uint64_t LaunchCallbacks::reconcile(Role &r, uint64_t now) {

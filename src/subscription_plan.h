@@ -7,6 +7,36 @@
 // state, takes toggle_mu and compares-and-swaps where the phase may have moved meanwhile, and
 // makes the cuptiEnableCallback calls. Unit-tested on a fake clock and fake launch sequences in
 // tests/unit/subscription_plan_test.cc.
+//
+// From process start only the non-launch entries of kSubscribedCallbacks are enabled (graph
+// resources: what must be seen before any consumer comes). The launch callbacks are enabled
+// only while a consumer listens to cuda_correlation, so with nobody listening the library is
+// never called on a launch; and even then not on every launch. Which launches are announced is
+// decided by launch count, never by time (launch_gate.h says why): each candidate launch is
+// picked by one coin, the same for eager and graph launches, so every launch has the same
+// probability of being announced at any moment (the consumer sums the GPU time of what it is
+// told about and cannot be told a weight). Each kind's rate limit (eager, graph) caps that one
+// probability; it never starves one kind against the other:
+//
+//  - Windowed (both rate limits at most kMaxWindowRate per second; the defaults are), while
+//    launches come fast enough for windows to pay: the watcher enables every launch cbid
+//    window_rate() times a second (the most windows that keep each kind within its limit, from
+//    each kind's share of the launches counted in windows); launches inside the window toss the
+//    coin of mean kWindowMeanLaunches (each thread's first launch in the window is not a
+//    candidate); the first one picked, eager or graph, claims the window, is announced, and its
+//    own EXIT closes the window. So a window spans ~kWindowMeanLaunches launches and the one it
+//    announces is nearly uniform among them, not the one after the idle stretch the window
+//    opened in. Launches between windows cost what no subscriber costs.
+//  - Continuous: above kMaxWindowRate (e.g. "announce everything"), while PC sampling wants
+//    every launch (its windows open and close at launch entries, on application threads) or
+//    still has to be torn down at one (PcSampler::needs_launch_path()), and while windows would
+//    be open most of the time anyway (launches come at less than about kWindowMeanLaunches x
+//    the window rate: windows still open when the next is due, kSaturatedWindows times in a
+//    row). The cbids stay on while a consumer listens; each launch tosses the coin, whose mean
+//    the watcher sets from each kind's launches counted (inclusion_mean: the kind furthest over
+//    its limit sets it); a RateGate per kind at kSafetyCapFactor x its limit is only a cap for
+//    the moment a launch rate jumps. A launch inside a PC sampling window is announced only if
+//    the coin picks it; the samples of the others go out GPU-only (correlation ID 0).
 #pragma once
 
 #include <algorithm>
@@ -15,6 +45,25 @@
 #include "role_state.h"
 
 namespace parcagpu {
+
+// Sampling windows serve rate limits up to this many announced launches per second per role;
+// above it the role's callbacks stay on (toggling would cost more than leaving them on).
+// Measured on an H100: see docs/measurements/history.md, "Where the attached cost goes".
+inline constexpr double kMaxWindowRate = 1000;
+// Windowed: launches a window spans on average before one is picked (each thread's first one
+// not counted). The larger, the nearer to uniform the announced launch's position in a periodic
+// loop (a window opened in the idle stretch before launch 0 of a loop of P launches claims
+// launch i with weight (1 - 1/mean)^i: for P = 3 and 8, 38/33/29%) and the more launches pay
+// the callbacks (about 9 per announced launch, against ~1 before).
+inline constexpr double kWindowMeanLaunches = 8;
+// Continuous because windows saturated: back to windows above this many times
+// kWindowMeanLaunches x the rate limit (launches per second).
+inline constexpr double kBackToWindowsFactor = 3;
+// Continuous: the safety cap on picks, times the rate limit, and its burst (ns of it).
+inline constexpr double kSafetyCapFactor = 4;
+inline constexpr uint64_t kSafetyCapBurstNs = 50000000ull;
+// Continuous: the time constant of the launch-rate estimate the coin's mean is set from.
+inline constexpr double kRateSmoothingNs = 500000000.0;
 
 // An announced launch still inside its API call after this long is abandoned by the watcher, so
 // one stuck thread cannot hold a window (or a detach) forever.
@@ -27,6 +76,39 @@ inline constexpr uint64_t kCoinTickNs = 100000000ull;
 // far away.
 inline constexpr uint64_t kLookSoonNs = 1000000;  // 1 ms
 inline constexpr uint64_t kLookNeverNs = 1ull << 62;
+
+// Windows may serve the rate limits (each kind's, per second): none above kMaxWindowRate.
+inline bool rate_allows_windows(double eager_limit, double graph_limit) {
+  return eager_limit <= kMaxWindowRate && graph_limit <= kMaxWindowRate;
+}
+
+// Windowed: between window openings, from the windows a second the limits allow (window_rate,
+// launch_gate.h), at most kMaxWindowRate; 0: none known.
+inline uint64_t window_interval_ns(double windows_per_s) {
+  const double rate = std::min(windows_per_s, kMaxWindowRate);
+  return rate > 0 ? static_cast<uint64_t>(1e9 / rate) : 0;
+}
+
+// Windowed: a kind's share of the candidates the windows counted, smoothed over about the last
+// kShareWindows windows' worth (the next count given `counted` candidates since the last window).
+inline double smoothed_window_count(double count, uint64_t counted) {
+  constexpr double kShareWindows = 16;
+  return count + (static_cast<double>(counted) - count) / kShareWindows;
+}
+
+// Continuous: a kind's launch-rate estimate (per second; < 0: none yet) once `seen` per second
+// were counted over dt_ns: up at once (a rise would otherwise be picked at the old mean, up to
+// the safety cap), down smoothly.
+inline double updated_launch_rate(double rate, double seen, uint64_t dt_ns) {
+  if (rate < 0 || seen > 2 * rate) return seen;
+  return rate + std::min(1.0, static_cast<double>(dt_ns) / kRateSmoothingNs) * (seen - rate);
+}
+
+// Continuous because windows saturated: back to windows once launches (all kinds, per second)
+// come this fast for the windows a second the limits allow (each spans ~kWindowMeanLaunches).
+inline bool back_to_windows(double total_launch_rate, double windows_per_s) {
+  return total_launch_rate > kBackToWindowsFactor * kWindowMeanLaunches * windows_per_s;
+}
 
 // What the launch callbacks should be doing.
 enum class SubscriptionWant : uint8_t { kNone, kWindows, kContinuous };

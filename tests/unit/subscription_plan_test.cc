@@ -138,5 +138,26 @@ TEST(SubscriptionPlan, AdmissionOfAPickedLaunch) {
     EXPECT_EQ(admission(100, ph, true), Admission::kRefused);
 }
 
+TEST(SubscriptionPlan, LaunchRatesGoUpAtOnceAndDownSmoothly) {
+  EXPECT_EQ(updated_launch_rate(-1, 500, kCoinTickNs), 500);   // none yet
+  EXPECT_EQ(updated_launch_rate(100, 201, kCoinTickNs), 201);  // more than doubled: at once
+  // Down: a fifth of the way per 100 ms tick (time constant 500 ms), all of it after 500 ms.
+  EXPECT_DOUBLE_EQ(updated_launch_rate(100, 0, kCoinTickNs), 80);
+  EXPECT_DOUBLE_EQ(updated_launch_rate(100, 0, 2 * static_cast<uint64_t>(kRateSmoothingNs)), 0);
+}
+
+TEST(SubscriptionPlan, WindowsTheLimitsAllow) {
+  EXPECT_TRUE(rate_allows_windows(kMaxWindowRate, 10));
+  EXPECT_FALSE(rate_allows_windows(kMaxWindowRate + 1, 10));
+  EXPECT_EQ(window_interval_ns(100), 10 * kMs);
+  EXPECT_EQ(window_interval_ns(1e9), 1'000'000u);  // at most kMaxWindowRate a second
+  EXPECT_EQ(window_interval_ns(0), 0u);
+  EXPECT_DOUBLE_EQ(smoothed_window_count(0, 16), 1);
+  EXPECT_DOUBLE_EQ(smoothed_window_count(16, 16), 16);
+  // Saturated windows go back once launches come 3 x 8 x the window rate.
+  EXPECT_FALSE(back_to_windows(2400, 100));
+  EXPECT_TRUE(back_to_windows(2401, 100));
+}
+
 }  // namespace
 }  // namespace parcagpu
