@@ -2,11 +2,14 @@
 // The launch path reads: subscription (which cbids are on), gate (launch_gate.h: is this
 // callback an outermost launch, and is it picked), path (announce it: tracker, kernel activity,
 // the probe at its EXIT).
-// One class in three files: launch_callbacks.cc (subscribing, the launch path), launch_roles.cc
-// (the watcher: the launch callbacks' phase, toggling their cbids, the coin's mean, the window
-// rate) and resource_callbacks.cc (graph, module and context resources, graph uploads). The
-// phase and epoch: role_state.h; what the watcher and an admitted launch decide:
-// subscription_plan.h; the CUPTI subscription itself: callback_subscription.h.
+// One class in four files: launch_callbacks.cc (subscribing, the launch path's hot part: the
+// gate, PC sampling's launch hooks), announced_launches.cc (a picked launch admitted, the
+// announced launch's work at ENTER and EXIT, abandoning one, a claimant closing its window),
+// launch_roles.cc (the watcher: the launch callbacks' phase, toggling their cbids, the coin's
+// mean, the window rate) and resource_callbacks.cc (graph, module and context resources, stream
+// capture, graph uploads). The phase and epoch: role_state.h; what the watcher and an admitted
+// launch decide: subscription_plan.h; the CUPTI subscription itself: callback_subscription.h;
+// the per-thread launch state and the cbid index: launch_path.h.
 //
 // From process start only the non-launch entries of kSubscribedCallbacks are enabled (graph
 // resources: what must be seen before any consumer comes). The launch callbacks are enabled
@@ -50,6 +53,7 @@ class CorrelationTracker;
 class GraphTracker;
 class GraphCompletion;
 class PcSampler;
+struct ThreadLaunch;  // launch_path.h
 
 struct LaunchStats {
   std::atomic<uint64_t> announced_eager{0};
@@ -156,10 +160,12 @@ class LaunchCallbacks : public ConsumerWatcher::Client {
   // Picked launches only: one inside a PC sampling window is no exception (its PC samples go
   // out without a CPU stack, correlation ID 0, unless the coin picked it).
   bool admit(Role &r, RoleState state, uint8_t kind, uint32_t correlation_id);
-  __attribute__((noinline, cold)) void begin_announced(Role &r, RoleState state, uint8_t kind,
-                                                       const CUpti_CallbackData *cb);
-  __attribute__((noinline, cold)) void end_announced(Role &r, uint64_t epoch, uint8_t kind,
-                                                     CbDomain domain, uint32_t cbid,
+  // Those and the rest of the announced launches' work: announced_launches.cc. `t`: the calling
+  // thread's launch (launch_path.h).
+  __attribute__((noinline, cold)) void begin_announced(ThreadLaunch &t, Role &r, RoleState state,
+                                                       uint8_t kind, const CUpti_CallbackData *cb);
+  __attribute__((noinline, cold)) void end_announced(ThreadLaunch &t, Role &r, uint64_t epoch,
+                                                     uint8_t kind, CbDomain domain, uint32_t cbid,
                                                      const CUpti_CallbackData *cb);
   __attribute__((noinline, cold)) void abandon(Role &r, uint64_t epoch, uint32_t correlation_id,
                                                bool windowed, bool holds_activity);
@@ -167,12 +173,11 @@ class LaunchCallbacks : public ConsumerWatcher::Client {
   void withdraw_admission(Role &r, RoleState state);
   // Not launches (resource_callbacks.cc): explicit graph uploads and the resource domain.
   __attribute__((noinline, cold)) void on_graph_upload(const CUpti_CallbackData *cb);
-  __attribute__((noinline, cold)) void on_resource(CUpti_CallbackId cbid,
+  __attribute__((noinline, cold)) void on_resource(ThreadLaunch &t, CUpti_CallbackId cbid,
                                                    const CUpti_ResourceData *rd);
   // A graph node created on this thread inside a launch call: stream capture records that launch
-  // instead of running it. False if the thread is in no launch call (launch_callbacks.cc: the
-  // thread's launch state lives there).
-  bool note_captured_launch(const CUpti_GraphData *gd);
+  // instead of running it. False if the thread (`t`, its launch state) is in no launch call.
+  bool note_captured_launch(ThreadLaunch &t, const CUpti_GraphData *gd);
 
   // Toggling a role's cbids (launch_roles.cc): set_cbids_locked with toggle_mu held,
   // open_window takes it.
