@@ -5,10 +5,19 @@
 
 #include <gtest/gtest.h>
 
+#include <ostream>
 #include <set>
 #include <vector>
 
 namespace parcagpu {
+
+// Failures name the action (gtest finds it by ADL).
+static std::ostream &operator<<(std::ostream &os, PcAction a) {
+  static const char *const names[] = {
+      "kNone", "kEndForNoConsumer", "kJoin", "kEnable", "kStart", "kStop", "kDrain", "kDisable"};
+  return os << names[static_cast<int>(a)];
+}
+
 namespace {
 
 constexpr uint64_t kMs = 1'000'000, kSec = 1'000'000'000;

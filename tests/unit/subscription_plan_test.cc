@@ -5,7 +5,30 @@
 
 #include <gtest/gtest.h>
 
+#include <ostream>
+
 namespace parcagpu {
+
+// Failures name the values (gtest finds these by ADL).
+static std::ostream &operator<<(std::ostream &os, SubscriptionWant w) {
+  static const char *const names[] = {"kNone", "kWindows", "kContinuous"};
+  return os << names[static_cast<int>(w)];
+}
+static std::ostream &operator<<(std::ostream &os, DrainStep d) {
+  static const char *const names[] = {"kBackToContinuous", "kWait", "kOff", "kOffAbandoning"};
+  return os << names[static_cast<int>(d)];
+}
+static std::ostream &operator<<(std::ostream &os, RoleAction a) {
+  static const char *const names[] = {
+      "kNone",  "kEnableContinuous", "kWindowsToContinuous", "kAdaptCoin",
+      "kDrain", "kOpenWindow",       "kSaturated",           "kCloseWindow"};
+  return os << names[static_cast<int>(a)];
+}
+static std::ostream &operator<<(std::ostream &os, Admission a) {
+  static const char *const names[] = {"kRefused", "kClaim", "kContinuous"};
+  return os << names[static_cast<int>(a)];
+}
+
 namespace {
 
 constexpr uint64_t kMs = 1'000'000, kSec = 1'000'000'000;
