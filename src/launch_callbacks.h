@@ -149,19 +149,18 @@ class LaunchCallbacks : public ConsumerWatcher::Client {
   void close_open_window(Role &r);
   void tell_pc_whether_observed();
 
-  // The launch path (launch_callbacks.cc).
+  // The launch path's hot part (launch_callbacks.cc).
   static void CUPTIAPI on_callback(void *userdata, CUpti_CallbackDomain domain,
                                    CUpti_CallbackId cbid, const void *data);
   void on_enter(CbDomain domain, uint32_t cbid, const CUpti_CallbackData *cb);
   void on_exit(CbDomain domain, uint32_t cbid, const CUpti_CallbackData *cb);
-  // Out of line and cold: the announced launches' work is one launch in thousands at the default
-  // rates (scripts/callgrind-launch-cost.sh also tells it from the rest of the launch path by
-  // these functions).
+  // The cold part (announced_launches.cc), out of line: the announced launches' work is one
+  // launch in thousands at the default rates (scripts/callgrind-launch-cost.sh also tells it from
+  // the rest of the launch path by these functions). `t`: the calling thread's launch
+  // (launch_path.h).
   // Picked launches only: one inside a PC sampling window is no exception (its PC samples go
   // out without a CPU stack, correlation ID 0, unless the coin picked it).
   bool admit(Role &r, RoleState state, uint8_t kind, uint32_t correlation_id);
-  // Those and the rest of the announced launches' work: announced_launches.cc. `t`: the calling
-  // thread's launch (launch_path.h).
   __attribute__((noinline, cold)) void begin_announced(ThreadLaunch &t, Role &r, RoleState state,
                                                        uint8_t kind, const CUpti_CallbackData *cb);
   __attribute__((noinline, cold)) void end_announced(ThreadLaunch &t, Role &r, uint64_t epoch,
