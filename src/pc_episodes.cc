@@ -45,9 +45,6 @@ constexpr uint64_t kExclusiveWaitNs = 200'000'000;
 // How often a process asks again for a GPU another process samples (PcDeviceLocks).
 constexpr uint64_t kOtherProcessRetryNs = 50'000'000;
 
-RepeatedError g_nonuser_samples("pc_sampling", "PC samples of kernels CUPTI does not attribute",
-                                "samples");
-
 }  // namespace
 
 struct PcEpisodes::Context {
@@ -73,7 +70,7 @@ PcEpisodes::PcEpisodes(const CuptiApi &cupti, const CudaApi *cuda, const Config 
       state_(state),
       gate_(gate),
       meta_(meta),
-      names_(std::make_unique<FunctionNames>()),
+      publisher_(state),
       step_(std::make_unique<PcStepState>()),
       locks_(config.pc_lock_dir) {}
 
@@ -92,10 +89,6 @@ const PcScheduler &PcEpisodes::start(uint64_t now) {
   scheduler_ =
       std::make_unique<PcScheduler>(episodes, windows, now, now ^ static_cast<uint64_t>(getpid()));
   return *scheduler_;
-}
-
-bool PcEpisodes::was_announced(const void *state, uint32_t correlation_id) {
-  return static_cast<const PcLaunchState *>(state)->was_announced(correlation_id);
 }
 
 bool PcEpisodes::learn_again() {
@@ -355,43 +348,9 @@ bool PcEpisodes::configure(Context &c) {
   return true;
 }
 
-void PcEpisodes::publish(PcRecordBuffer &buf) {
-  const PcBatchTally t = buf.prepare(*names_, &PcEpisodes::was_announced, &state_);
-  stats_.gpu_only += t.gpu_only;
-  stats_.gpu_only_samples += t.gpu_only_samples;
-  if (t.records == 0) return;
-  stats_.records += t.records;
-  stats_.pairs += t.pairs;
-  stats_.samples += t.samples;
-  stats_.uncorrelated += t.uncorrelated;
-  if (usdt::pc_sample_batch_consumers() != 0) {
-    usdt::pc_sample_batch(buf.ptrs(), static_cast<uint32_t>(t.records));
-    stats_.batches++;
-  } else {
-    stats_.unpublished += t.records;
-  }
-}
-
 void PcEpisodes::drain(Context &c) {
-  stats_.drains++;
-  for (int guard = 0; guard < 100000; ++guard) {
-    const PcResult r = c.session.get_data();
-    if (!r.ok()) return fail(r);
-    PcRecordBuffer &buf = c.session.data_buffer();
-    const CUpti_PCSamplingData &d = *buf.data();
-    stats_.nonuser_samples += d.nonUsrKernelsTotalSamples;
-    if (d.nonUsrKernelsTotalSamples > 0)
-      g_nonuser_samples.report_n(
-          d.nonUsrKernelsTotalSamples, kErrDataLost,
-          "%llu PC samples of kernels CUPTI does not attribute (non-user kernels: those first "
-          "launched, or in a graph first uploaded, while PC sampling was off between episodes, "
-          "docs/pc-sampling.md P19-P20): counted, not published",
-          static_cast<unsigned long long>(d.nonUsrKernelsTotalSamples));
-    stats_.dropped_samples += d.droppedSamples;
-    if (d.totalNumPcs == 0) break;
-    publish(buf);
-    if (d.remainingNumPcs == 0) break;
-  }
+  const PcResult r = publisher_.drain(c.session, stats_);
+  if (!r.ok()) fail(r);
 }
 
 void PcEpisodes::end_all_episodes(bool wait_for_workers, bool for_graph) {
@@ -450,7 +409,7 @@ void PcEpisodes::end_episode(Context &c, bool wait_for_workers, bool for_graph) 
   if (!r.ok()) return fail(r);
   stats_.disables++;
   // Disable puts what was left into the configured buffer.
-  publish(c.session.disable_buffer());
+  publisher_.publish(c.session.disable_buffer(), stats_);
   c.session.disable_buffer().reset();
 }
 

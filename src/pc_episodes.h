@@ -1,12 +1,13 @@
 // PC sampling's episodes (PcScheduler, src/pc_scheduler.h), carried out: the contexts and their
 // GPU locks (PcDeviceLocks), the PC Sampling API calls of each step on its context's PcSession
-// (enable and configure, a window's Start and Stop, Get Data, Disable), publishing the samples,
-// and turning PC sampling off for the process at the first error. Everything here runs under one
-// mutex, on an application thread inside a launch callback (or a context-destroy callback, or at
-// exit): PcSampler (pc_sampling.h) calls in from the launch path when a step is due, and reads
-// what it needs lock-free from the PcLaunchState this writes. What each launch does is decided
-// by decide_pc_step (pc_step.h, pure); this gathers its facts (step_event) and applies the
-// action (apply_step), each PC Sampling API step with the launch gate held exclusively.
+// (enable and configure, a window's Start and Stop, Get Data, Disable), publishing the samples
+// (PcPublisher, pc_publish.h), and turning PC sampling off for the process at the first error.
+// Everything here runs under one mutex, on an application thread inside a launch callback (or a
+// context-destroy callback, or at exit): PcSampler (pc_sampling.h) calls in from the launch path
+// when a step is due, and reads what it needs lock-free from the PcLaunchState this writes. What
+// each launch does is decided by decide_pc_step (pc_step.h, pure); this gathers its facts
+// (step_event) and applies the action (apply_step), each PC Sampling API step with the launch gate
+// held exclusively.
 #pragma once
 
 #include <cupti.h>
@@ -18,6 +19,7 @@
 #include <vector>
 
 #include "pc_device_lock.h"
+#include "pc_publish.h"
 #include "pc_stats.h"
 
 namespace parcagpu {
@@ -25,12 +27,10 @@ namespace parcagpu {
 struct Config;                  // config.h
 struct CudaApi;                 // cupti_api.h
 struct CuptiApi;                // cupti_api.h
-class FunctionNames;            // pc_records.h
 class KernelActivityControl;    // subsystem_links.h
 class PcLaunchGate;             // pc_launch_gate.h
 struct PcLaunchState;           // pc_launch_state.h
 class PcMetadata;               // pc_metadata.h
-class PcRecordBuffer;           // pc_records.h
 struct PcResult;                // pc_session.h
 class PcScheduler;              // pc_scheduler.h
 struct PcStepEvent;             // pc_step.h
@@ -93,10 +93,6 @@ class PcEpisodes {
   // for_graph: ended before a graph step (PcScheduler::on_disabled).
   void end_episode(Context &c, bool wait_for_workers, bool for_graph = false);
   void end_all_episodes(bool wait_for_workers, bool for_graph = false);
-  // Fires what a buffer holds to pc_sample_batch consumers (or counts it unpublished); samples
-  // of launches not announced in the window go out with correlation ID 0 (pc_records.h).
-  void publish(PcRecordBuffer &buf);
-  static bool was_announced(const void *state, uint32_t correlation_id);
   // A PC Sampling API call failed: PC sampling off for the process, said once.
   void fail(const PcResult &failed);
   bool exclusive_begin();  // waits for other threads to leave their launch calls
@@ -109,7 +105,7 @@ class PcEpisodes {
   PcLaunchState &state_;
   PcLaunchGate &gate_;
   PcMetadata &meta_;
-  const std::unique_ptr<FunctionNames> names_;
+  PcPublisher publisher_;  // Get Data and pc_sample_batch, counted in stats_
   // decide_pc_step's own state (the window's dice, the launches waited).
   const std::unique_ptr<PcStepState> step_;
 
