@@ -266,6 +266,48 @@ void CUPTIAPI ActivityCollector::on_buffer_completed(CUcontext ctx, uint32_t str
   self->buffers_in_flight_.fetch_sub(1, std::memory_order_acq_rel);
 }
 
+uint32_t ActivityCollector::conditional_body_owner(const KernelRecord &k, uint64_t *unattributed) {
+  if (k.graph_id == 0) return 0;
+  bool unknown_graph = false;
+  const uint32_t owner = graphs_.conditional_owner(
+      k.graph_id, k.start, k.end, [this](uint32_t c) { return tracker_.contains(c); },
+      &unknown_graph);
+  // No exec known for the graph: whichever launch ran it, its kernels cannot be handed back
+  // (graph IDs unknown at instantiation, or the exec long retired). Without an open launch it is
+  // simply a kernel of an unannounced launch.
+  if (owner != 0 || !unknown_graph) return owner;
+  ++*unattributed;
+  // (Without cuptiGetGraphId no graph is known: reported once at start.)
+  if (cupti_.available(cupti_.cuptiGetGraphId))
+    g_conditional_unattributed.report(
+        kErrDataLost,
+        "a kernel record of graph %u carries correlation ID 0 (a conditional body) and no known "
+        "graph exec owns that graph: conditional body kernels of such graphs are not delivered",
+        k.graph_id);
+  return 0;
+}
+
+size_t ActivityCollector::dropped_records(CUcontext ctx, uint32_t stream_id) {
+  size_t dropped = 0;
+  const CUptiResult dr = cupti_.cuptiActivityGetNumDroppedRecords(ctx, stream_id, &dropped);
+  if (dr != CUPTI_SUCCESS) {
+    dropped = 0;
+    // (A libcupti without it was reported once at start.)
+    if (cupti_.available(cupti_.cuptiActivityGetNumDroppedRecords))
+      g_dropped_query_failed.report(dr,
+                                    "cuptiActivityGetNumDroppedRecords failed: %s; records CUPTI "
+                                    "drops (buffers at their cap) go uncounted",
+                                    cupti_result_string(cupti_, dr));
+  } else if (dropped > 0) {
+    g_records_dropped.report_n(dropped, kErrRecordsDropped,
+                               "CUPTI dropped %zu activity records, kernels among them are not "
+                               "delivered: the activity buffers were at their cap of %u x %u "
+                               "KiB (PARCAGPU_MAX_BUFFERS, PARCAGPU_BUFFER_KIB)",
+                               dropped, config_.max_buffers, config_.buffer_kib);
+  }
+  return dropped;
+}
+
 void ActivityCollector::process_buffer(CUcontext ctx, uint32_t stream_id, uint8_t *buffer,
                                        size_t valid_size) {
   const bool per_kernel = usdt::kernel_executed_consumers() != 0;
@@ -282,28 +324,8 @@ void ActivityCollector::process_buffer(CUcontext ctx, uint32_t stream_id, uint8_
       // A kernel of a conditional node's body: CUPTI drops the launch's correlation ID (ground
       // truth, fact 7). Hand it back to the launch that owns the body graph; the buffer is
       // ours, so consumers see the record with that launch's ID.
-      if (k.graph_id == 0) return;
-      bool unknown_graph = false;
-      const uint32_t owner = graphs_.conditional_owner(
-          k.graph_id, k.start, k.end, [this](uint32_t c) { return tracker_.contains(c); },
-          &unknown_graph);
-      if (owner == 0) {
-        // No exec known for the graph: whichever launch ran it, its kernels cannot be handed
-        // back (graph IDs unknown at instantiation, or the exec long retired). Without an open
-        // launch it is simply a kernel of an unannounced launch.
-        if (unknown_graph) {
-          ++unattributed;
-          // (Without cuptiGetGraphId no graph is known: reported once at start.)
-          if (cupti_.available(cupti_.cuptiGetGraphId))
-            g_conditional_unattributed.report(
-                kErrDataLost,
-                "a kernel record of graph %u carries correlation ID 0 (a conditional body) and "
-                "no known graph exec owns that graph: conditional body kernels of such graphs "
-                "are not delivered",
-                k.graph_id);
-        }
-        return;
-      }
+      const uint32_t owner = conditional_body_owner(k, &unattributed);
+      if (owner == 0) return;
       k.set_correlation_id(owner);
     }
     if (!tracker_.on_kernel(k.correlation_id, now)) return;
@@ -328,23 +350,7 @@ void ActivityCollector::process_buffer(CUcontext ctx, uint32_t stream_id, uint8_
                                 "buffer (after %llu kernel records) is lost",
                                 cupti_result_string(cupti_, walk.error), valid_size,
                                 static_cast<unsigned long long>(walk.kernel_records));
-  size_t dropped = 0;
-  const CUptiResult dr = cupti_.cuptiActivityGetNumDroppedRecords(ctx, stream_id, &dropped);
-  if (dr != CUPTI_SUCCESS) {
-    dropped = 0;
-    // (A libcupti without it was reported once at start.)
-    if (cupti_.available(cupti_.cuptiActivityGetNumDroppedRecords))
-      g_dropped_query_failed.report(dr,
-                                    "cuptiActivityGetNumDroppedRecords failed: %s; records CUPTI "
-                                    "drops (buffers at their cap) go uncounted",
-                                    cupti_result_string(cupti_, dr));
-  } else if (dropped > 0) {
-    g_records_dropped.report_n(dropped, kErrRecordsDropped,
-                               "CUPTI dropped %zu activity records, kernels among them are not "
-                               "delivered: the activity buffers were at their cap of %u x %u "
-                               "KiB (PARCAGPU_MAX_BUFFERS, PARCAGPU_BUFFER_KIB)",
-                               dropped, config_.max_buffers, config_.buffer_kib);
-  }
+  const size_t dropped = dropped_records(ctx, stream_id);
   if (!heard && delivered > 0)
     g_kernels_unheard.report_n(delivered, kErrDataLost,
                                "%llu kernel records of announced launches were fired after the "

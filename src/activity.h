@@ -19,6 +19,7 @@ namespace parcagpu {
 
 class ActivitySwitch;  // the on/off policy (activity_switch.h)
 class BufferPool;      // activity_buffers.h
+struct KernelRecord;   // activity_buffers.h
 class CorrelationTracker;
 class GraphTracker;
 
@@ -94,6 +95,11 @@ class ActivityCollector : public ConsumerWatcher::Client,
   static void CUPTIAPI on_buffer_completed(CUcontext ctx, uint32_t stream_id, uint8_t *buffer,
                                            size_t size, size_t valid_size);
   void process_buffer(CUcontext ctx, uint32_t stream_id, uint8_t *buffer, size_t valid_size);
+  // A conditional body's kernel (correlation ID 0): the announced launch that owns its graph, or
+  // 0 (counted in *unattributed when no exec is known for the graph).
+  uint32_t conditional_body_owner(const KernelRecord &k, uint64_t *unattributed);
+  // The records CUPTI dropped for this buffer's context and stream (said once when not 0).
+  size_t dropped_records(CUcontext ctx, uint32_t stream_id);
   void housekeeping();
   void flush(bool forced);
   // Loss accounting (watcher thread, then shutdown).

@@ -147,6 +147,46 @@ const std::vector<const char *> &known_config_names() {
   return names;
 }
 
+namespace {
+
+// PC sampling's settings (parse_config).
+void parse_pc_config(Parser &p, const EnvLookup &getenv, Config *config) {
+  Config &c = *config;
+  p.boolean(kPcSampling, &c.pc_sampling);
+  p.boolean(kPcGraphs, &c.pc_graphs);
+  p.number(kPcRate, 0, 1e6, &c.pc_sampling_rate);
+  // CUPTI accepts sampling periods of 2^5 .. 2^31 cycles; 0 (as upstream) means its default.
+  if (const char *v = getenv(kSamplingFactor)) {
+    uint32_t f = c.sampling_factor;
+    p.integer(kSamplingFactor, 0, 31, &f);
+    if (f != 0 && f < 5)
+      p.warn(kSamplingFactor, v, "out of range: 5..31, or 0 for CUPTI's default");
+    else
+      c.sampling_factor = f;
+  }
+  p.integer(kPcHwBufferMb, 0, 65536, &c.pc_hw_buffer_mb);
+  if (const char *v = getenv(kPcLockDir)) {
+    if (*v == '/')
+      c.pc_lock_dir = v;
+    else
+      p.warn(kPcLockDir, v, "not an absolute path");
+  }
+}
+
+// A PARCAGPU_* variable that is none of ours: said, with its value.
+void warn_unknown(Parser &p, const EnvLookup &getenv, const std::vector<std::string> &all_names) {
+  for (const std::string &n : all_names) {
+    bool known = false;
+    for (const char *k : known_config_names()) known |= (n == k);
+    if (!known) {
+      const char *v = getenv(n.c_str());
+      p.warn(n.c_str(), v, "unknown variable");
+    }
+  }
+}
+
+}  // namespace
+
 Config parse_config(const EnvLookup &getenv, const std::vector<std::string> &all_names,
                     std::vector<ConfigWarning> *warnings) {
   Config c;
@@ -178,34 +218,8 @@ Config parse_config(const EnvLookup &getenv, const std::vector<std::string> &all
       p.warn(kActivityMode, v, "must be 'consumer' or 'launch'");
   }
 
-  p.boolean(kPcSampling, &c.pc_sampling);
-  p.boolean(kPcGraphs, &c.pc_graphs);
-  p.number(kPcRate, 0, 1e6, &c.pc_sampling_rate);
-  // CUPTI accepts sampling periods of 2^5 .. 2^31 cycles; 0 (as upstream) means its default.
-  if (const char *v = getenv(kSamplingFactor)) {
-    uint32_t f = c.sampling_factor;
-    p.integer(kSamplingFactor, 0, 31, &f);
-    if (f != 0 && f < 5)
-      p.warn(kSamplingFactor, v, "out of range: 5..31, or 0 for CUPTI's default");
-    else
-      c.sampling_factor = f;
-  }
-  p.integer(kPcHwBufferMb, 0, 65536, &c.pc_hw_buffer_mb);
-  if (const char *v = getenv(kPcLockDir)) {
-    if (*v == '/')
-      c.pc_lock_dir = v;
-    else
-      p.warn(kPcLockDir, v, "not an absolute path");
-  }
-
-  for (const std::string &n : all_names) {
-    bool known = false;
-    for (const char *k : known_config_names()) known |= (n == k);
-    if (!known) {
-      const char *v = getenv(n.c_str());
-      p.warn(n.c_str(), v, "unknown variable");
-    }
-  }
+  parse_pc_config(p, getenv, &c);
+  warn_unknown(p, getenv, all_names);
   return c;
 }
 

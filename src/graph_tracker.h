@@ -159,7 +159,34 @@ class GraphTracker {
   std::unordered_map<uint64_t, uint32_t> wanted_nodes_;  // node -> its graph
   std::unordered_map<uint32_t, std::vector<uint64_t>> wanted_by_graph_;
   void want_locked(uint32_t graph_id, uint64_t node);
+  template <typename OpenLaunches>
+  static size_t conditional_launch(const OpenLaunches &open, uint64_t start, bool *ambiguous);
 };
+
+// Launches of one exec run one after the other, and a kernel cannot start before its launch was
+// issued: the owner is the latest launch issued before the kernel started. That is certain only
+// if the launch before it had finished by then; if it was still running (queued launches), the
+// kernel may be the earlier launch's: a guess (*ambiguous). Returns its position + 1 in `open`.
+template <typename OpenLaunches>
+size_t GraphTracker::conditional_launch(const OpenLaunches &open, uint64_t start, bool *ambiguous) {
+  size_t k = open.size();
+  while (k > 0 && open[k - 1].launch_ts > start) --k;
+  // An earlier launch that has no kernel yet ran first (same exec: in order), so it takes this
+  // one: queued launches all get kernels, though where one ends is then a guess.
+  for (size_t i = 0; i + 1 < k; ++i)
+    if (open[i].last_end == 0) {
+      k = i + 1;
+      break;
+    }
+  if (k == 0) {
+    k = 1;  // clocks disagree: oldest
+    *ambiguous = open.size() > 1;
+  } else if (k >= 2) {
+    const auto &prev = open[k - 2];
+    *ambiguous = prev.last_end == 0 || prev.last_end >= open[k - 1].launch_ts;
+  }
+  return k;
+}
 
 template <typename Alive>
 uint32_t GraphTracker::conditional_owner(uint32_t graph_id, uint64_t start, uint64_t end,
@@ -187,27 +214,8 @@ uint32_t GraphTracker::conditional_owner(uint32_t graph_id, uint64_t start, uint
     return 0;
   }
   ++stats_.conditional_records;
-  // Launches of one exec run one after the other, and a kernel cannot start before its launch
-  // was issued: the owner is the latest launch issued before the kernel started. That is
-  // certain only if the launch before it had finished by then; if it was still running (queued
-  // launches), the kernel may be the earlier launch's: a guess, counted and logged.
-  size_t k = open.size();
-  while (k > 0 && open[k - 1].launch_ts > start) --k;
-  // An earlier launch that has no kernel yet ran first (same exec: in order), so it takes this
-  // one: queued launches all get kernels, though where one ends is then a guess.
-  for (size_t i = 0; i + 1 < k; ++i)
-    if (open[i].last_end == 0) {
-      k = i + 1;
-      break;
-    }
   bool ambiguous = false;
-  if (k == 0) {
-    k = 1;  // clocks disagree: oldest
-    ambiguous = open.size() > 1;
-  } else if (k >= 2) {
-    const auto &prev = open[k - 2];
-    ambiguous = prev.last_end == 0 || prev.last_end >= open[k - 1].launch_ts;
-  }
+  const size_t k = conditional_launch(open, start, &ambiguous);
   auto &owner = open[k - 1];
   if (end > owner.last_end) owner.last_end = end;
   if (owner.unannounced) {

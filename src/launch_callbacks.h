@@ -2,40 +2,19 @@
 // The launch path reads: subscription (which cbids are on), gate (launch_gate.h: is this
 // callback an outermost launch, and is it picked), path (announce it: tracker, kernel activity,
 // the probe at its EXIT).
-// One class in three files: launch_callbacks.cc (subscribing, the launch path), launch_roles.cc
-// (the watcher: the launch callbacks' phase, toggling their cbids, the coin's mean, the window
-// rate) and resource_callbacks.cc (graph, module and context resources, graph uploads). The
-// phase and epoch: role_state.h.
+// One class in four files: launch_callbacks.cc (subscribing, the launch path's hot part: the
+// gate, PC sampling's launch hooks), announced_launches.cc (a picked launch admitted, the
+// announced launch's work at ENTER and EXIT, abandoning one, a claimant closing its window),
+// launch_roles.cc (the watcher: the launch callbacks' phase, toggling their cbids, the coin's
+// mean, the window rate) and resource_callbacks.cc (graph, module and context resources, stream
+// capture, graph uploads). The phase and epoch: role_state.h; what the watcher and an admitted
+// launch decide: subscription_plan.h; the CUPTI subscription itself: callback_subscription.h;
+// the per-thread launch state and the cbid index: launch_path.h.
 //
 // From process start only the non-launch entries of kSubscribedCallbacks are enabled (graph
 // resources: what must be seen before any consumer comes). The launch callbacks are enabled
-// only while a consumer listens to cuda_correlation, so with nobody listening the library is
-// never called on a launch; and even then not on every launch. Which launches are announced is
-// decided by launch count, never by time (launch_gate.h says why): each candidate launch is
-// picked by one coin, the same for eager and graph launches, so every launch has the same
-// probability of being announced at any moment (the consumer sums the GPU time of what it is
-// told about and cannot be told a weight). Each kind's rate limit (eager, graph) caps that one
-// probability; it never starves one kind against the other:
-//
-//  - Windowed (both rate limits at most kMaxWindowRate per second; the defaults are), while
-//    launches come fast enough for windows to pay: the watcher enables every launch cbid
-//    window_rate() times a second (the most windows that keep each kind within its limit, from
-//    each kind's share of the launches counted in windows); launches inside the window toss the
-//    coin of mean kWindowMeanLaunches (each thread's first launch in the window is not a
-//    candidate); the first one picked, eager or graph, claims the window, is announced, and its
-//    own EXIT closes the window. So a window spans ~kWindowMeanLaunches launches and the one it
-//    announces is nearly uniform among them, not the one after the idle stretch the window
-//    opened in. Launches between windows cost what no subscriber costs.
-//  - Continuous: above kMaxWindowRate (e.g. "announce everything"), while PC sampling wants
-//    every launch (its windows open and close at launch entries, on application threads) or
-//    still has to be torn down at one (PcSampler::needs_launch_path()), and while windows would
-//    be open most of the time anyway (launches come at less than about kWindowMeanLaunches x
-//    the window rate: windows still open when the next is due, kSaturatedWindows times in a
-//    row). The cbids stay on while a consumer listens; each launch tosses the coin, whose mean
-//    the watcher sets from each kind's launches counted (inclusion_mean: the kind furthest over
-//    its limit sets it); a RateGate per kind at kSafetyCapFactor x its limit is only a cap for
-//    the moment a launch rate jumps. A launch inside a PC sampling window is announced only if
-//    the coin picks it; the samples of the others go out GPU-only (correlation ID 0).
+// only while a consumer listens to cuda_correlation, windowed or continuously: the policy, with
+// its constants, is subscription_plan.h; which launches are announced, launch_gate.h.
 //
 // Enabling callbacks while launches are in flight means the first callback a thread sees may be
 // the driver call nested in a runtime launch whose ENTER came before the enable: announcing it
@@ -57,6 +36,7 @@
 #include <mutex>
 #include <vector>
 
+#include "callback_subscription.h"
 #include "config.h"
 #include "consumers.h"
 #include "cupti_api.h"
@@ -64,6 +44,7 @@
 #include "parcagpu/cbid_table.h"
 #include "rate_gate.h"
 #include "role_state.h"
+#include "subscription_plan.h"
 
 namespace parcagpu {
 
@@ -72,6 +53,7 @@ class CorrelationTracker;
 class GraphTracker;
 class GraphCompletion;
 class PcSampler;
+struct ThreadLaunch;  // launch_path.h
 
 struct LaunchStats {
   std::atomic<uint64_t> announced_eager{0};
@@ -83,32 +65,6 @@ struct LaunchStats {
   std::atomic<uint64_t> abandoned{0};         // admitted, EXIT not as expected: not announced
   std::atomic<uint64_t> callback_errors{0};
 };
-
-// Sampling windows serve rate limits up to this many announced launches per second per role;
-// above it the role's callbacks stay on (toggling would cost more than leaving them on).
-// Measured on an H100: see docs/measurements/history.md, "Where the attached cost goes".
-inline constexpr double kMaxWindowRate = 1000;
-// An announced launch still inside its API call after this long is abandoned by the watcher, so
-// one stuck thread cannot hold a window (or a detach) forever.
-inline constexpr uint64_t kAbandonAfterNs = 1000000000ull;
-// Windowed: launches a window spans on average before one is picked (each thread's first one
-// not counted). The larger, the nearer to uniform the announced launch's position in a periodic
-// loop (a window opened in the idle stretch before launch 0 of a loop of P launches claims
-// launch i with weight (1 - 1/mean)^i: for P = 3 and 8, 38/33/29%) and the more launches pay
-// the callbacks (about 9 per announced launch, against ~1 before).
-inline constexpr double kWindowMeanLaunches = 8;
-// Windows still open when the next is due this many times in a row: the role goes continuous.
-inline constexpr uint32_t kSaturatedWindows = 3;
-// Continuous because windows saturated: back to windows above this many times
-// kWindowMeanLaunches x the rate limit (launches per second).
-inline constexpr double kBackToWindowsFactor = 3;
-// Continuous: the safety cap on picks, times the rate limit, and its burst (ns of it).
-inline constexpr double kSafetyCapFactor = 4;
-inline constexpr uint64_t kSafetyCapBurstNs = 50000000ull;
-// Continuous: how often the watcher sets the coin's mean from the launches counted, and the
-// time constant of its launch-rate estimate.
-inline constexpr uint64_t kCoinTickNs = 100000000ull;
-inline constexpr double kRateSmoothingNs = 500000000.0;
 
 class LaunchCallbacks : public ConsumerWatcher::Client {
  public:
@@ -134,7 +90,7 @@ class LaunchCallbacks : public ConsumerWatcher::Client {
   // epoch in which every thread's nesting is known from its first callback.
   void set_starting(bool starting) { starting_ = starting; }
 
-  const std::vector<SubscribedCallback> &from_start() const { return from_start_; }
+  const std::vector<SubscribedCallback> &from_start() const { return sub_.from_start(); }
   const LaunchStats &stats() const { return stats_; }
 
  private:
@@ -157,19 +113,16 @@ class LaunchCallbacks : public ConsumerWatcher::Client {
     // Counted in by ActivityCollector::launch_begin: owes a launch_end.
     std::atomic<bool> claim_holds_activity{false};
     std::atomic<uint64_t> claimed_at_ns{0};  // coarse clock
-    uint64_t draining_since_ns = 0;          // watcher thread only
     LaunchCoin coin;                         // which launches are picked (launch_gate.h)
     // Continuous: a cap on picks per kind (kSafetyCapFactor x its limit).
     RateGate safety_cap[kGateRoles];
-    std::mutex toggle_mu;       // enabling and disabling never interleave
-    uint64_t next_open_ns = 0;  // watcher thread only
-    // Watcher thread only: each kind's rate limit, windows found still open when the next was
-    // due (in a row), continuous because windows saturated, each kind's launch-rate estimate
-    // (per second; < 0: none yet) with when it was last updated, and each kind's share of the
-    // launches counted in windows (smoothed counts).
+    std::mutex toggle_mu;  // enabling and disabling never interleave
+    // Watcher thread only: the window schedule, saturation and draining (subscription_plan.h),
+    // each kind's rate limit, each kind's launch-rate estimate (per second; < 0: none yet) with
+    // when it was last updated, and each kind's share of the launches counted in windows
+    // (smoothed counts).
+    WatcherRoleState plan;
     double limit[kGateRoles];
-    uint32_t saturated = 0;
-    bool low_rate = false;
     double launch_rate[kGateRoles] = {-1, -1};
     uint64_t rate_at_ns = 0;
     double window_counts[kGateRoles] = {0, 0};
@@ -179,8 +132,7 @@ class LaunchCallbacks : public ConsumerWatcher::Client {
           limit{eager_limit, graph_limit} {}
   };
   // The watcher's side (launch_roles.cc).
-  enum class Want : uint8_t { kNone, kWindows, kContinuous };
-  Want want(const Role &r) const;
+  SubscriptionWant want(const Role &r) const;
   // Continuous: the coin's mean from the launches counted (watcher thread).
   void adapt_coin(Role &r, uint64_t now_ns);
   void start_coin(Role &r);  // entering continuous: the mean from what is known
@@ -189,23 +141,30 @@ class LaunchCallbacks : public ConsumerWatcher::Client {
   // Moves the launch callbacks towards what is wanted now (watcher thread); returns when to
   // look again.
   uint64_t reconcile(Role &r, uint64_t now_ns);
+  // reconcile's stages, each deciding by subscription_plan.h and applying it: a drain settled
+  // (false: look again at *next_ns), a claim abandoned, the plan's action carried out.
+  bool settle_draining(Role &r, SubscriptionWant w, uint64_t now_ns, uint64_t *next_ns);
+  uint64_t apply_plan(Role &r, const RolePlan &plan, uint64_t now_ns);
+  void enable_continuous(Role &r);
+  void close_open_window(Role &r);
   void tell_pc_whether_observed();
 
-  // The launch path (launch_callbacks.cc).
+  // The launch path's hot part (launch_callbacks.cc).
   static void CUPTIAPI on_callback(void *userdata, CUpti_CallbackDomain domain,
                                    CUpti_CallbackId cbid, const void *data);
   void on_enter(CbDomain domain, uint32_t cbid, const CUpti_CallbackData *cb);
   void on_exit(CbDomain domain, uint32_t cbid, const CUpti_CallbackData *cb);
-  // Out of line and cold: the announced launches' work is one launch in thousands at the default
-  // rates (scripts/callgrind-launch-cost.sh also tells it from the rest of the launch path by
-  // these functions).
+  // The cold part (announced_launches.cc), out of line: the announced launches' work is one
+  // launch in thousands at the default rates (scripts/callgrind-launch-cost.sh also tells it from
+  // the rest of the launch path by these functions). `t`: the calling thread's launch
+  // (launch_path.h).
   // Picked launches only: one inside a PC sampling window is no exception (its PC samples go
   // out without a CPU stack, correlation ID 0, unless the coin picked it).
   bool admit(Role &r, RoleState state, uint8_t kind, uint32_t correlation_id);
-  __attribute__((noinline, cold)) void begin_announced(Role &r, RoleState state, uint8_t kind,
-                                                       const CUpti_CallbackData *cb);
-  __attribute__((noinline, cold)) void end_announced(Role &r, uint64_t epoch, uint8_t kind,
-                                                     CbDomain domain, uint32_t cbid,
+  __attribute__((noinline, cold)) void begin_announced(ThreadLaunch &t, Role &r, RoleState state,
+                                                       uint8_t kind, const CUpti_CallbackData *cb);
+  __attribute__((noinline, cold)) void end_announced(ThreadLaunch &t, Role &r, uint64_t epoch,
+                                                     uint8_t kind, CbDomain domain, uint32_t cbid,
                                                      const CUpti_CallbackData *cb);
   __attribute__((noinline, cold)) void abandon(Role &r, uint64_t epoch, uint32_t correlation_id,
                                                bool windowed, bool holds_activity);
@@ -213,12 +172,11 @@ class LaunchCallbacks : public ConsumerWatcher::Client {
   void withdraw_admission(Role &r, RoleState state);
   // Not launches (resource_callbacks.cc): explicit graph uploads and the resource domain.
   __attribute__((noinline, cold)) void on_graph_upload(const CUpti_CallbackData *cb);
-  __attribute__((noinline, cold)) void on_resource(CUpti_CallbackId cbid,
+  __attribute__((noinline, cold)) void on_resource(ThreadLaunch &t, CUpti_CallbackId cbid,
                                                    const CUpti_ResourceData *rd);
   // A graph node created on this thread inside a launch call: stream capture records that launch
-  // instead of running it. False if the thread is in no launch call (launch_callbacks.cc: the
-  // thread's launch state lives there).
-  bool note_captured_launch(const CUpti_GraphData *gd);
+  // instead of running it. False if the thread (`t`, its launch state) is in no launch call.
+  bool note_captured_launch(ThreadLaunch &t, const CUpti_GraphData *gd);
 
   // Toggling a role's cbids (launch_roles.cc): set_cbids_locked with toggle_mu held,
   // open_window takes it.
@@ -238,8 +196,7 @@ class LaunchCallbacks : public ConsumerWatcher::Client {
   // PC sampling wants or needs every launch (watcher sets it, the launch path reads it).
   std::atomic<bool> pc_needs_launches_{false};
   bool launch_consumers_ = false;  // watcher thread only
-  CUpti_SubscriberHandle subscriber_ = nullptr;
-  std::vector<SubscribedCallback> from_start_;
+  CallbackSubscription sub_;       // cuptiSubscribe, the callbacks from start, toggling cbids
   bool starting_ = false;
   Role role_;  // every launch cbid
   LaunchStats stats_;

@@ -12,25 +12,9 @@
 #include "pc_sampling.h"
 
 namespace parcagpu {
-namespace {
-
-RepeatedError g_enable_error("callbacks", "enabling or disabling launch callbacks failed");
-
-}  // namespace
-
 // ---- Toggling (watcher thread, and a claimant closing its window), with toggle_mu held ----
 
-void LaunchCallbacks::set_cbids_locked(Role &r, bool on) {
-  for (const auto &cb : r.cbids) {
-    const CUptiResult res = cupti_.cuptiEnableCallback(
-        on ? 1 : 0, subscriber_, static_cast<CUpti_CallbackDomain>(cb.domain), cb.cbid);
-    if (res != CUPTI_SUCCESS)
-      g_enable_error.report(res,
-                            "cuptiEnableCallback(%d, %s) failed: %s; launches of that path "
-                            "may go unannounced",
-                            on ? 1 : 0, cb.name, cupti_result_string(cupti_, res));
-  }
-}
+void LaunchCallbacks::set_cbids_locked(Role &r, bool on) { sub_.set_enabled(r.cbids, on); }
 
 void LaunchCallbacks::open_window(Role &r) {
   {
@@ -49,11 +33,10 @@ void LaunchCallbacks::open_window(Role &r) {
 
 // ---- What each role should be in, and getting it there (watcher thread) ----
 
-LaunchCallbacks::Want LaunchCallbacks::want(const Role &r) const {
-  if (!subscriber_ || r.cbids.empty()) return Want::kNone;
-  if (pc_needs_launches_.load(std::memory_order_relaxed)) return Want::kContinuous;
-  if (!launch_consumers_) return Want::kNone;
-  return r.rate_allows_windows && !r.low_rate ? Want::kWindows : Want::kContinuous;
+SubscriptionWant LaunchCallbacks::want(const Role &r) const {
+  return subscription_want(sub_.subscribed() && !r.cbids.empty(),
+                           pc_needs_launches_.load(std::memory_order_relaxed), launch_consumers_,
+                           r.rate_allows_windows, r.plan.low_rate);
 }
 
 void LaunchCallbacks::on_consumers(const Consumers &now, const Consumers &) {
@@ -61,7 +44,7 @@ void LaunchCallbacks::on_consumers(const Consumers &now, const Consumers &) {
   launch_consumers_ = now.wants_launches();
   const uint64_t t = monotonic_ns();
   pc_needs_launches_.store(pc_ && pc_->needs_launches(t));
-  if (attach) role_.next_open_ns = 0;  // the first window at once
+  if (attach) role_.plan.next_open_ns = 0;  // the first window at once
   reconcile(role_, t);
   tell_pc_whether_observed();
 }
@@ -106,131 +89,123 @@ void LaunchCallbacks::adapt_coin(Role &r, uint64_t now) {
   double total = 0;
   for (int k = 0; k < kGateRoles; ++k) {
     const double seen = static_cast<double>(r.coin.take_counted(k)) * 1e9 / static_cast<double>(dt);
-    double &rate = r.launch_rate[k];
-    // Up at once (a rise would otherwise be picked at the old mean, up to the safety cap), down
-    // smoothly.
-    if (rate < 0 || seen > 2 * rate)
-      rate = seen;
-    else
-      rate += std::min(1.0, static_cast<double>(dt) / kRateSmoothingNs) * (seen - rate);
-    total += rate;
+    r.launch_rate[k] = updated_launch_rate(r.launch_rate[k], seen, dt);
+    total += r.launch_rate[k];
   }
   r.rate_at_ns = now;
   r.coin.set_mean(inclusion_mean(r.limit, r.launch_rate));
-  // Windows announce about window_rate launches a second, each spanning ~kWindowMeanLaunches.
-  if (r.low_rate &&
-      total > kBackToWindowsFactor * kWindowMeanLaunches * window_rate(r.limit, r.launch_rate)) {
-    r.low_rate = false;
+  if (r.plan.low_rate && back_to_windows(total, window_rate(r.limit, r.launch_rate))) {
+    r.plan.low_rate = false;
     debug_log("launches at %.0f/s: back to sampling windows", total);
   }
 }
 
 void LaunchCallbacks::adapt_windows(Role &r) {
-  // Each kind's share of the candidates the windows counted, smoothed over about the last
-  // kShareWindows windows' worth, sets how many windows a second the limits allow.
-  constexpr double kShareWindows = 16;
+  // Each kind's share of the candidates the windows counted sets how many windows a second the
+  // limits allow.
   for (int k = 0; k < kGateRoles; ++k)
-    r.window_counts[k] +=
-        (static_cast<double>(r.coin.take_counted(k)) - r.window_counts[k]) / kShareWindows;
-  const double rate = std::min(window_rate(r.limit, r.window_counts), kMaxWindowRate);
-  r.interval_ns = rate > 0 ? static_cast<uint64_t>(1e9 / rate) : 0;
+    r.window_counts[k] = smoothed_window_count(r.window_counts[k], r.coin.take_counted(k));
+  r.interval_ns = window_interval_ns(window_rate(r.limit, r.window_counts));
 }
 
 uint64_t LaunchCallbacks::reconcile(Role &r, uint64_t now) {
-  constexpr uint64_t kSoon = 1000000;  // 1 ms
-  constexpr uint64_t kNever = 1ull << 62;
-  const Want w = want(r);
+  const SubscriptionWant w = want(r);
+  uint64_t next = 0;
+  if (!settle_draining(r, w, now, &next)) return next;
   RoleState s = r.state.load();
-  if (s.phase() == kDraining) {
-    std::lock_guard<std::mutex> lock(r.toggle_mu);
-    s = r.state.load();
-    if (s.phase() == kDraining) {
-      if (w == Want::kContinuous) {
-        r.state.store(s.with(kContinuous));  // never went off: same epoch
-        return kNever + now;
-      }
-      // seq_cst pairs with admit(): a launch counted in flight after the kDraining mark backs
-      // off, and one counted before it is seen here. One that never comes back is given up.
-      const bool stuck = now - r.draining_since_ns > kAbandonAfterNs;
-      if (r.inflight.load() > 0 && !stuck) return now + kSoon;
-      if (r.state.compare_exchange_strong(s, s.with(kOff))) {
-        set_cbids_locked(r, false);
-        if (stuck) stats_.abandoned.fetch_add(1, std::memory_order_relaxed);
-      }
-    }
-    s = r.state.load();
-  }
-  if (s.phase() == kClaimed &&
-      coarse_ns() - r.claimed_at_ns.load(std::memory_order_relaxed) > kAbandonAfterNs) {
+  if (claim_abandoned(s.phase(), coarse_ns(), r.claimed_at_ns.load(std::memory_order_relaxed))) {
     // Its thread never came back.
     abandon(r, s.epoch(), r.claim_corr.load(), true, r.claim_holds_activity.load());
   }
   if (r.state.load().phase() == kClosing) close_if_requested(r);
-  s = r.state.load();
-  const RolePhase phase = s.phase();
-  if (phase == kClosing || phase == kClaimed) return now + kSoon;  // its claimant closes it
-  switch (w) {
-    case Want::kContinuous:
-      if (phase == kOff) {
-        std::lock_guard<std::mutex> lock(r.toggle_mu);
-        s = r.state.load();
-        if (s.phase() == kOff) {
-          set_cbids_locked(r, true);
-          r.inflight.store(0);  // late EXITs of an abandoned epoch don't count against this one
-          start_coin(r);
-          if (starting_) r.clean_epoch.store(s.epoch() + 1);
-          r.state.store(s.next_epoch(kContinuous));
-        }
-      } else if (phase == kOpen) {
-        // Windows to continuous: the cbids are all on already, the epoch goes on.
-        start_coin(r);
-        r.state.compare_exchange_strong(s, s.with(kContinuous));
-      } else if (phase == kContinuous) {
-        adapt_coin(r, now);
+  const RolePlan plan = plan_role(r.plan, w, r.state.load().phase(), r.interval_ns, now);
+  return apply_plan(r, plan, now);
+}
+
+// A role marked kDraining, under toggle_mu: back to continuous, still waiting for announced
+// launches in their call (false, look again at *next), or off.
+bool LaunchCallbacks::settle_draining(Role &r, SubscriptionWant w, uint64_t now, uint64_t *next) {
+  if (r.state.load().phase() != kDraining) return true;
+  std::lock_guard<std::mutex> lock(r.toggle_mu);
+  RoleState s = r.state.load();
+  if (s.phase() != kDraining) return true;
+  // seq_cst pairs with admit(): a launch counted in flight after the kDraining mark backs off,
+  // and one counted before it is seen here. One that never comes back is given up.
+  switch (drain_step(w, r.inflight.load(), now, r.plan.draining_since_ns)) {
+    case DrainStep::kBackToContinuous:
+      r.state.store(s.with(kContinuous));  // never went off: same epoch
+      *next = now + kLookNeverNs;
+      return false;
+    case DrainStep::kWait:
+      *next = now + kLookSoonNs;
+      return false;
+    case DrainStep::kOff:
+      if (r.state.compare_exchange_strong(s, s.with(kOff))) set_cbids_locked(r, false);
+      return true;
+    case DrainStep::kOffAbandoning:
+      if (r.state.compare_exchange_strong(s, s.with(kOff))) {
+        set_cbids_locked(r, false);
+        stats_.abandoned.fetch_add(1, std::memory_order_relaxed);
       }
-      return now + kCoinTickNs;
-    case Want::kWindows:
-      if (phase == kContinuous) {
-        r.draining_since_ns = now;
-        r.state.store(s.with(kDraining));  // then off, then windows
-        return now + kSoon;
-      }
-      if (r.interval_ns == 0) return now + kNever;
-      if (now >= r.next_open_ns) {
-        if (phase == kOff) {
-          r.saturated = 0;
-          if (r.coin.mean() != kWindowMeanLaunches) r.coin.set_mean(kWindowMeanLaunches);
-          adapt_windows(r);
-          open_window(r);
-        } else if (++r.saturated >= kSaturatedWindows) {
-          // Still open when the next is due, again and again: the role launches too rarely for
-          // windows to save anything, and they would announce fewer launches than the limit.
-          r.low_rate = true;
-          r.saturated = 0;
-          debug_log("sampling windows stay open; launch callbacks on continuously");
-          return now;
-        }
-        r.next_open_ns = now + r.interval_ns;
-      }
-      // Closed: open the next one on time. Open: look again an interval later (a window nobody
-      // claims costs nothing; one claimed and closed meanwhile reopens then).
-      return r.state.load().phase() == kOff ? std::max(r.next_open_ns, now) : now + r.interval_ns;
-    case Want::kNone:
-      if (phase == kOpen) {
-        // An open window goes; a claimed one is closed by its claimant, who sees the consumer
-        // gone.
-        std::lock_guard<std::mutex> lock(r.toggle_mu);
-        RoleState open = r.state.load();
-        if (open.phase() == kOpen && r.state.compare_exchange_strong(open, open.with(kOff)))
-          set_cbids_locked(r, false);
-      } else if (phase == kContinuous) {
-        r.draining_since_ns = now;
-        r.state.store(s.with(kDraining));
-        return now + kSoon;
-      }
-      return now + kNever;
+      return true;
   }
-  return now + kNever;
+  return true;
+}
+
+uint64_t LaunchCallbacks::apply_plan(Role &r, const RolePlan &plan, uint64_t now) {
+  switch (plan.action) {
+    case RoleAction::kNone:
+      break;
+    case RoleAction::kEnableContinuous:
+      enable_continuous(r);
+      break;
+    case RoleAction::kWindowsToContinuous: {
+      // Windows to continuous: the cbids are all on already, the epoch goes on.
+      RoleState s = r.state.load();
+      start_coin(r);
+      if (s.phase() == kOpen) r.state.compare_exchange_strong(s, s.with(kContinuous));
+      break;
+    }
+    case RoleAction::kAdaptCoin:
+      adapt_coin(r, now);
+      break;
+    case RoleAction::kDrain:
+      r.state.store(r.state.load().with(kDraining));
+      break;
+    case RoleAction::kOpenWindow:
+      if (r.coin.mean() != kWindowMeanLaunches) r.coin.set_mean(kWindowMeanLaunches);
+      adapt_windows(r);
+      open_window(r);
+      window_opened(r.plan, r.interval_ns, now);
+      break;
+    case RoleAction::kSaturated:
+      debug_log("sampling windows stay open; launch callbacks on continuously");
+      break;
+    case RoleAction::kCloseWindow:
+      close_open_window(r);
+      break;
+  }
+  return plan.wake_by_phase ? next_window_look(r.state.load().phase(), r.plan, r.interval_ns, now)
+                            : plan.next_ns;
+}
+
+void LaunchCallbacks::enable_continuous(Role &r) {
+  std::lock_guard<std::mutex> lock(r.toggle_mu);
+  const RoleState s = r.state.load();
+  if (s.phase() != kOff) return;
+  set_cbids_locked(r, true);
+  r.inflight.store(0);  // late EXITs of an abandoned epoch don't count against this one
+  start_coin(r);
+  if (starting_) r.clean_epoch.store(s.epoch() + 1);
+  r.state.store(s.next_epoch(kContinuous));
+}
+
+// An open window goes; a claimed one is closed by its claimant, who sees the consumer gone.
+void LaunchCallbacks::close_open_window(Role &r) {
+  std::lock_guard<std::mutex> lock(r.toggle_mu);
+  RoleState open = r.state.load();
+  if (open.phase() == kOpen && r.state.compare_exchange_strong(open, open.with(kOff)))
+    set_cbids_locked(r, false);
 }
 
 }  // namespace parcagpu

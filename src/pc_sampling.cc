@@ -1,19 +1,14 @@
 #include "pc_sampling.h"
 
-#include <sched.h>
-#include <time.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cstring>
 #include <string_view>
 
 #include "clock.h"
 #include "cubin_registry.h"
 #include "log.h"
-#include "pc_records.h"
+#include "pc_episodes.h"
+#include "pc_metadata.h"
 #include "pc_scheduler.h"
-#include "pc_session.h"
 #include "usdt.h"
 
 namespace parcagpu {
@@ -22,71 +17,23 @@ namespace {
 // CUPTI 12.4 (API version 22) added correlationId to CUpti_PCSamplingPCData; an older CUPTI
 // would leave it 0 and no sample could be tied to its launch.
 constexpr uint32_t kMinCuptiVersion = 22;
-// Records per Get Data: one pc_sample_batch firing each.
-constexpr size_t kBatch = PARCAGPU_PC_SAMPLE_BATCH_MAX;
-// Get Data right after Stop: a window's samples are all there (P14). (What an episode costs at
-// its first sampled launch and in Disable is set by the hardware buffer, not by CUPTI's worker
-// threads' sleep span (P13): PARCAGPU_PC_HW_BUFFER_MB.)
-constexpr uint64_t kDrainDelayNs = 0;
-// Kernel records an episode may leave in the activity buffers at most, as a share of them: every
-// launch of an episode leaves one per kernel (kernel activity is on for all, P12), read or not.
-// A kernel record is taken as 256 bytes (CUpti_ActivityKernel is 200-odd) and a launch as 4
-// kernels (graph launches carry several): an eighth of the buffers, with room for the records of
-// the launches around the episode and for a periodic flush that runs late on a busy machine.
-constexpr uint64_t kKernelRecordBytes = 256;
-// An episode due waits this many launches on a context for one on a context whose last window is
-// older (several GPUs take their windows in turn; on two H100s, with a context preferred only
-// until it had one window, a window that yielded nothing on device 1 left every later one to
-// device 0: 0 samples of device 1 in 40 s).
-constexpr uint32_t kUnsampledWaitLaunches = 10000;
-constexpr uint64_t kRecordsPerLaunch = 4;
-constexpr uint64_t kEpisodeShareOfBuffers = 8;
-// How long Stop / Get Data / Disable wait for other threads to leave their launch calls before
-// putting the work off to a later launch, and how long a launch waits for them at most.
-constexpr uint64_t kExclusiveWaitNs = 200'000'000;
+// How long a launch waits at most for Stop / Get Data / Disable to finish (PcLaunchGate).
 constexpr uint64_t kGateWaitNs = 2'000'000'000;
-// Metadata is fired again this often while consumers listen (see pc_sampling.h).
-constexpr uint64_t kMetadataRefreshNs = 30'000'000'000;
-// How often a process asks again for a GPU another process samples (PcDeviceLocks).
-constexpr uint64_t kOtherProcessRetryNs = 50'000'000;
 
-// This thread's outermost launch is counted in in_launch_.
+// This thread's outermost launch is counted at the gate (PcSampler::gate_).
 __attribute__((tls_model("initial-exec"))) thread_local bool t_counted = false;
 
-RepeatedError g_nonuser_samples("pc_sampling", "PC samples of kernels CUPTI does not attribute",
-                                "samples");
-
-void pause_briefly() {
-  timespec ts{0, 20'000};  // 20 us
-  nanosleep(&ts, nullptr);
-}
-
 }  // namespace
-
-struct PcSampler::Context {
-  Context(const CuptiApi &cupti, CUcontext c) : ctx(c), session(cupti, c, kBatch) {}
-  CUcontext ctx;
-  uint32_t device = 0;
-  bool enabled = false;
-  bool ever_enabled = false;   // its kernels first launched since then give records (P19, P20)
-  uint64_t last_window = 0;    // the number of the last window that ran on it (0: none yet)
-  std::string gpu;             // its GPU's name for PcDeviceLocks ("" until first asked)
-  bool gpu_locked = false;     // this process holds that GPU's lock
-  uint64_t lock_retry_ns = 0;  // the GPU's lock was taken: not asked again before this
-  PcSession session;           // the PC Sampling API calls on it
-};
 
 PcSampler::PcSampler(const CuptiApi &cupti, const CudaApi *cuda, const Config &config,
                      KernelActivityControl *activity, WatcherWake *wake)
     : cupti_(cupti),
-      cuda_(cuda),
       config_(config),
-      cubins_(std::make_unique<CubinRegistry>(cupti)),
-      names_(std::make_unique<FunctionNames>()),
-      stall_(std::make_unique<StallReasonTable>()),
+      meta_(std::make_unique<PcMetadata>(cupti, cuda)),
       activity_(activity),
       wake_(wake),
-      locks_(config.pc_lock_dir) {}
+      episodes_(
+          std::make_unique<PcEpisodes>(cupti, cuda, config, activity, state_, gate_, *meta_)) {}
 
 PcSampler::~PcSampler() = default;
 
@@ -118,18 +65,8 @@ void PcSampler::init() {
         version, kMinCuptiVersion);
     return;
   }
-  PcRateController::Params windows;
-  windows.target_rate = config_.pc_sampling_rate;
-  PcScheduler::Params episodes;
-  episodes.drain_delay_ns = kDrainDelayNs;
-  episodes.launch_budget =
-      std::max<uint64_t>(1024, uint64_t{config_.max_buffers} * config_.buffer_kib * 1024 /
-                                   kKernelRecordBytes / kRecordsPerLaunch / kEpisodeShareOfBuffers);
-  launch_budget_ = episodes.launch_budget;
-  const uint64_t now = monotonic_ns();
-  scheduler_ =
-      std::make_unique<PcScheduler>(episodes, windows, now, now ^ static_cast<uint64_t>(getpid()));
-  usable_ = true;
+  scheduler_ = &episodes_->start(monotonic_ns());
+  state_.usable = true;
   debug_log("PC sampling ready: target %g samples/s, sampling factor %s%u, hardware buffer %s%u MB",
             config_.pc_sampling_rate, config_.sampling_factor ? "" : "CUPTI's default, not ",
             config_.sampling_factor, config_.pc_hw_buffer_mb ? "" : "CUPTI's default, not ",
@@ -142,667 +79,111 @@ bool PcSampler::wanted() {
   return usdt::pc_sample_batch_consumers() != 0 && usdt::correlation_consumers() != 0;
 }
 
-bool PcSampler::has_fired_metadata() const {
-  if (cubins_->stats().live > 0) return true;
-  std::lock_guard<std::mutex> lock(meta_mu_);
-  return stall_built_ || !configs_.empty();
-}
+bool PcSampler::has_fired_metadata() const { return meta_->has_fired(); }
 
-void PcSampler::refresh_metadata(uint64_t now) {
-  uint64_t due = next_refresh_ns_.load(std::memory_order_relaxed);
-  if (now < due) return;
-  if (!next_refresh_ns_.compare_exchange_strong(due, now + kMetadataRefreshNs)) return;
-  if (due == 0) return;  // the first call only sets the clock: everything was just fired
-  fire_metadata();
-}
+void PcSampler::fire_metadata() { meta_->fire(); }
 
-void PcSampler::fire_metadata() {
-  if (usdt::cubin_loaded_consumers()) cubins_->refire();
-  std::lock_guard<std::mutex> lock(meta_mu_);
-  if (stall_built_ && usdt::stall_reason_map_consumers())
-    usdt::stall_reason_map(stall_->blob(), PARCAGPU_STALL_REASON_MAX);
-  if (usdt::gpu_config_consumers()) fire_gpu_configs();
-}
-
-void PcSampler::fire_gpu_configs() {
-  for (const DeviceConfig &d : configs_)
-    usdt::gpu_config(d.device, d.factor, d.clock_khz, d.sm_count);
-}
-
-// ---- The launch path ----
+CubinRegistry &PcSampler::cubins() { return meta_->cubins(); }
 
 void PcSampler::note_first_use() {
-  if (!usable_.load(std::memory_order_relaxed)) return;
-  last_first_use_ns_.store(monotonic_ns(), std::memory_order_relaxed);
+  if (!state_.usable.load(std::memory_order_relaxed)) return;
+  state_.last_first_use_ns.store(monotonic_ns(), std::memory_order_relaxed);
 }
 
 void PcSampler::on_kernel_record(const char *name) {
   // Only while enabled: between episodes kernel activity covers announced launches alone, and a
   // kernel first launched then cannot be helped anyway (P20).
-  if (!name || !any_enabled_.load(std::memory_order_relaxed)) return;
+  if (!name || !state_.any_enabled.load(std::memory_order_relaxed)) return;
   const uint64_t h = std::hash<std::string_view>{}(std::string_view(name));
   std::lock_guard<std::mutex> lock(seen_mu_);
   if (kernels_seen_.insert(h).second) note_first_use();
 }
 
 bool PcSampler::needs_launches(uint64_t now) const {
-  if (!usable_.load(std::memory_order_relaxed)) return false;
-  if (any_enabled_.load(std::memory_order_relaxed)) return true;
+  if (!state_.usable.load(std::memory_order_relaxed)) return false;
+  if (state_.any_enabled.load(std::memory_order_relaxed)) return true;
   return wanted() && scheduler_->episode_due(now);
 }
 
 uint64_t PcSampler::next_episode_ns() const {
-  if (!usable_.load(std::memory_order_relaxed) || !wanted()) return 0;
+  if (!state_.usable.load(std::memory_order_relaxed) || !wanted()) return 0;
   return scheduler_->next_episode_ns();
 }
 
-bool PcSampler::enabled_here(CUcontext ctx) const {
-  for (const auto &slot : enabled_ctx_)
-    if (slot.load(std::memory_order_relaxed) == ctx) return true;
-  return false;
-}
-
-void PcSampler::mark_enabled(CUcontext ctx, bool enabled) {
-  // Under mu_: one writer.
-  for (auto &slot : enabled_ctx_) {
-    if (enabled && slot.load(std::memory_order_relaxed) == nullptr) {
-      slot.store(ctx, std::memory_order_release);
-      return;
-    }
-    if (!enabled && slot.load(std::memory_order_relaxed) == ctx) {
-      slot.store(nullptr, std::memory_order_release);
-      return;
-    }
-  }
-}
-
 bool PcSampler::step_due(CUcontext ctx, bool want, uint64_t now) const {
-  if (!want) return any_enabled_.load(std::memory_order_relaxed);
-  if (!any_enabled_.load(std::memory_order_acquire))
-    return launches_observed_.load(std::memory_order_relaxed) && scheduler_->episode_due(now);
+  if (!want) return state_.any_enabled.load(std::memory_order_relaxed);
+  if (!state_.any_enabled.load(std::memory_order_acquire))
+    return state_.launches_observed.load(std::memory_order_relaxed) && scheduler_->episode_due(now);
   // A launch on a context where PC sampling is not enabled, during an episode: it may have to
   // join before its call (a kernel first launched there now would never give records, P23),
   // also while a window is open on another context.
-  if (!enabled_here(ctx)) return true;
-  if (episode_launches_.load(std::memory_order_relaxed) >= launch_budget_) return true;
-  if (window_open_.load(std::memory_order_acquire))
-    return window_launches_.load(std::memory_order_relaxed) >=
-               window_limit_.load(std::memory_order_relaxed) ||
-           now >= window_deadline_ns_.load(std::memory_order_relaxed);
-  if (drain_pending_.load(std::memory_order_acquire))
-    return now >= drain_due_ns_.load(std::memory_order_relaxed);
+  if (!state_.enabled_here(ctx)) return true;
+  if (state_.episode_launches.load(std::memory_order_relaxed) >= state_.launch_budget) return true;
+  if (state_.window_open.load(std::memory_order_acquire))
+    return state_.window_launches.load(std::memory_order_relaxed) >=
+               state_.window_limit.load(std::memory_order_relaxed) ||
+           now >= state_.window_deadline_ns.load(std::memory_order_relaxed);
+  if (state_.drain_pending.load(std::memory_order_acquire))
+    return now >= state_.drain_due_ns.load(std::memory_order_relaxed);
   return true;  // enabled, no window: it opens (dice permitting), or the episode ends
 }
 
 void PcSampler::on_launch_enter(CUcontext ctx, uint64_t now, bool uploads_graph) {
-  if (!usable_.load(std::memory_order_relaxed)) return;
+  if (!state_.usable.load(std::memory_order_relaxed)) return;
   const bool want = wanted();
-  if (!want && !any_enabled_.load(std::memory_order_relaxed)) return;
+  if (!want && !state_.any_enabled.load(std::memory_order_relaxed)) return;
   if (ctx && step_due(ctx, want, monotonic_ns()))
     take_step(ctx, want, /*may_enable=*/!uploads_graph || config_.pc_graphs);
-  if (want) refresh_metadata(now);
-  if (!any_enabled_.load(std::memory_order_relaxed) || t_counted) return;
+  if (want) meta_->refresh(now);
+  if (!state_.any_enabled.load(std::memory_order_relaxed) || t_counted) return;
   // Half the budget gone: the records so far are read now, not at the next periodic flush.
-  if (episode_launches_.fetch_add(1, std::memory_order_relaxed) == launch_budget_ / 2 && activity_)
+  if (state_.episode_launches.fetch_add(1, std::memory_order_relaxed) == state_.launch_budget / 2 &&
+      activity_)
     activity_->request_flush();
-  if (window_open_.load(std::memory_order_relaxed))
-    window_launches_.fetch_add(1, std::memory_order_relaxed);
+  if (state_.window_open.load(std::memory_order_relaxed))
+    state_.window_launches.fetch_add(1, std::memory_order_relaxed);
   // The gate: counted as inside a launch call, unless Stop / Get Data / Disable run right now.
-  const uint64_t give_up = monotonic_ns() + kGateWaitNs;
-  for (;;) {
-    in_launch_.fetch_add(1, std::memory_order_seq_cst);
-    if (!exclusive_.load(std::memory_order_seq_cst) || monotonic_ns() > give_up) break;
-    in_launch_.fetch_sub(1, std::memory_order_seq_cst);
-    while (exclusive_.load(std::memory_order_seq_cst) && monotonic_ns() <= give_up) pause_briefly();
-  }
+  gate_.enter(kGateWaitNs);
   t_counted = true;
 }
 
 void PcSampler::on_launch_exit() {
   if (!t_counted) return;
   t_counted = false;
-  in_launch_.fetch_sub(1, std::memory_order_seq_cst);
-}
-
-bool PcSampler::exclusive_begin() {
-  exclusive_.store(true, std::memory_order_seq_cst);
-  const uint64_t give_up = monotonic_ns() + kExclusiveWaitNs;
-  // This thread is not counted: the work runs before its own launch call.
-  while (in_launch_.load(std::memory_order_seq_cst) > 0) {
-    if (monotonic_ns() > give_up) {
-      exclusive_.store(false, std::memory_order_seq_cst);
-      stats_.gate_timeouts++;
-      return false;
-    }
-    pause_briefly();
-  }
-  return true;
-}
-
-void PcSampler::exclusive_end() { exclusive_.store(false, std::memory_order_seq_cst); }
-
-PcSampler::Context *PcSampler::find(CUcontext ctx) {
-  for (auto &c : contexts_)
-    if (c->ctx == ctx) return c.get();
-  return nullptr;
-}
-
-PcSampler::Context &PcSampler::find_or_add(CUcontext ctx) {
-  if (Context *c = find(ctx)) return *c;
-  contexts_.push_back(std::make_unique<Context>(cupti_, ctx));
-  return *contexts_.back();
-}
-
-bool PcSampler::older_goes_first(const Context &here, bool may_wait, bool enabled_only,
-                                 uint32_t &waits) const {
-  if (may_wait && waits < kUnsampledWaitLaunches)
-    for (const auto &o : contexts_)
-      if (o.get() != &here && (!enabled_only || o->enabled) && o->last_window < here.last_window) {
-        ++waits;  // wait for a launch on that one (a while: it may launch no more)
-        return true;
-      }
-  waits = 0;
-  return false;
+  gate_.leave();
 }
 
 void PcSampler::take_step(CUcontext ctx, bool want, bool may_enable) {
   // Inside a launch call already (a nested driver callback): waiting for the launches in flight
   // would wait for this one. The next launch does the work.
   if (t_counted) return;
-  std::unique_lock<std::mutex> lock(mu_, std::try_to_lock);
-  if (!lock.owns_lock()) return;  // another thread is at it; this launch goes on
-  if (!usable_.load(std::memory_order_relaxed)) return;
-  if (!want) {
-    // The last consumer left: the episode under way ends now, nothing is drained for nobody.
-    if (!episode_ctx_ || !exclusive_begin()) return;
-    end_all_episodes(/*wait_for_workers=*/false);
-    exclusive_end();
-    debug_log("PC sampling: no consumer left, the episode under way ended");
-    return;
-  }
-  const uint64_t now = monotonic_ns();
-  // Several contexts (GPUs). A context never enabled joins an episode under way, enabled but not
-  // started: its kernels first launched from now on give records in later episodes (P19, P20).
-  // And an episode begins on a context never sampled before, while there is one.
-  Context &here = find_or_add(ctx);
-  // While kernels are still first used (learning), every context that launches joins, also one
-  // enabled before: its kernels first launched while it is disabled would never give records.
-  if (episode_ctx_ && &here != episode_ctx_) {
-    if (!here.enabled && may_enable && (!here.ever_enabled || scheduler_->learning(now)) &&
-        lock_gpu(here, now)) {
-      if (!exclusive_begin()) return unlock_gpu(here);
-      if (!enable(here)) unlock_gpu(here);
-      exclusive_end();
-      return;
-    }
-    if (!here.enabled) return;  // (another window may start on it: below)
-  }
-  if (older_goes_first(here, /*may_wait=*/!episode_ctx_ && !scheduler_->resume_due(),
-                       /*enabled_only=*/false, unsampled_waits_))
-    return;
-  // No episode begins at a launch that may not enable (a graph's first) or while some role's
-  // launches still go unseen: the scheduler is not asked.
-  if (!any_enabled_.load(std::memory_order_relaxed) &&
-      (!may_enable || !launches_observed_.load(std::memory_order_relaxed)))
-    return;
-  using Step = PcScheduler::Step;
-  switch (scheduler_->next_step(now, episode_launches_.load(std::memory_order_relaxed),
-                                window_launches_.load(std::memory_order_relaxed),
-                                last_first_use_ns_.load(std::memory_order_relaxed))) {
-    case Step::kNone:
-      return;
-    case Step::kEnable: {
-      if (!launches_observed_.load(std::memory_order_relaxed) || !may_enable) return;
-      Context &c = here;
-      if (!lock_gpu(c, now)) return scheduler_->put_off(now, kOtherProcessRetryNs);
-      if (!exclusive_begin()) return unlock_gpu(c);
-      const bool ok = enable(c);
-      exclusive_end();
-      if (!ok) return unlock_gpu(c);
-      episode_ctx_ = &c;
-      episode_launches_.store(0, std::memory_order_relaxed);
-      // The process's first episode: its kernels are being launched for the first time now, and
-      // their activity records (which tell which are new) come only with the next flush.
-      if (stats_.episodes == 0) note_first_use();
-      episode_started_ns_ = monotonic_ns();
-      scheduler_->on_enabled(episode_started_ns_);
-      stats_.episodes++;
-      return;
-    }
-    case Step::kStart: {
-      // The launch that first finds a window due is, in a periodic loop, nearly always the same
-      // call site: the one after the loop's synchronize, where the waiting happened (on the
-      // H100 every window of tests/gpu/pc_workload.cu began at its first kernel, never at the
-      // other two). So the window opens 0..7 launches later, by a dice roll.
-      if (open_skip_ < 0) {
-        skip_rng_ ^= skip_rng_ << 13;
-        skip_rng_ ^= skip_rng_ >> 7;
-        skip_rng_ ^= skip_rng_ << 17;
-        open_skip_ = static_cast<int32_t>(skip_rng_ % 8);
-      }
-      if (open_skip_ > 0) {
-        --open_skip_;
-        return;
-      }
-      if (!here.enabled) return;
-      // Several contexts enabled (a learning episode, or ones that joined): the window goes to
-      // the one whose last window is oldest.
-      if (older_goes_first(here, /*may_wait=*/true, /*enabled_only=*/true, start_waits_)) return;
-      open_skip_ = -1;
-      episode_ctx_ = &here;  // the windows of an episode go to the contexts that launch
-      // Exclusive, as Stop: a launch of another thread that is inside its call now was told no
-      // window is open (so it is not announced for it), and its kernel must not be sampled
-      // either; a launch entering after this sees the window open. (Start needs no idle GPU, P6.)
-      if (!exclusive_begin()) return;
-      start_window(now);
-      exclusive_end();
-      return;
-    }
-    case Step::kStop:
-      if (!exclusive_begin()) return;
-      close_window(now);
-      exclusive_end();
-      return;
-    case Step::kDrain: {
-      if (!exclusive_begin()) return;
-      const uint64_t before = stats_.pairs;
-      drain(*episode_ctx_);
-      exclusive_end();
-      drain_pending_.store(false, std::memory_order_release);
-      if (usable_)
-        scheduler_->on_drained(stats_.pairs - before, window_limit_.load(), monotonic_ns());
-      return;
-    }
-    case Step::kDisable:
-      if (!exclusive_begin()) return;
-      end_all_episodes(/*wait_for_workers=*/false);
-      exclusive_end();
-      return;
-  }
-}
-
-void PcSampler::start_window(uint64_t now) {
-  const PcResult r = episode_ctx_->session.start();
-  if (!r.ok()) return fail(r);
-  scheduler_->on_started(now);
-  window_started_ns_ = now;
-  episode_ctx_->last_window = stats_.windows + 1;  // stats_.windows counts this one below
-  // Launches announced before this window are not what it samples (their kernels may be: left
-  // out, see note_announced).
-  for (auto &slot : announced_) slot.store(0, std::memory_order_relaxed);
-  window_limit_.store(scheduler_->window_limit(), std::memory_order_relaxed);
-  window_launches_.store(0, std::memory_order_relaxed);
-  window_deadline_ns_.store(scheduler_->window_deadline_ns(), std::memory_order_relaxed);
-  window_open_.store(true, std::memory_order_seq_cst);
-  stats_.windows++;
-}
-
-void PcSampler::close_window(uint64_t now) {
-  const PcResult r = episode_ctx_->session.stop();
-  window_open_.store(false, std::memory_order_release);
-  if (!r.ok()) return fail(r);
-  const uint32_t launches = window_launches_.load(std::memory_order_relaxed);
-  window_limit_.store(launches, std::memory_order_relaxed);  // what the drain's samples came from
-  stats_.window_launches += launches;
-  stats_.window_ns += now > window_started_ns_ ? now - window_started_ns_ : 0;
-  scheduler_->on_stopped(now, launches);
-  drain_due_ns_.store(now + kDrainDelayNs, std::memory_order_relaxed);
-  drain_pending_.store(true, std::memory_order_release);
-}
-
-std::string PcSampler::gpu_name(CUcontext ctx) const {
-  // The PCI address: the same GPU has it in every process, whatever CUDA_VISIBLE_DEVICES says.
-  uint32_t ordinal = 0;
-  int domain = 0, bus = 0, slot = 0;
-  CUdevice dev = 0;
-  if (!cuda_ || cupti_.cuptiGetDeviceId(ctx, &ordinal) != CUPTI_SUCCESS ||
-      cuda_->cuDeviceGet(&dev, static_cast<int>(ordinal)) != CUDA_SUCCESS ||
-      cuda_->cuDeviceGetAttribute(&domain, CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID, dev) !=
-          CUDA_SUCCESS ||
-      cuda_->cuDeviceGetAttribute(&bus, CU_DEVICE_ATTRIBUTE_PCI_BUS_ID, dev) != CUDA_SUCCESS ||
-      cuda_->cuDeviceGetAttribute(&slot, CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID, dev) != CUDA_SUCCESS)
-    return "any";
-  char name[32];
-  std::snprintf(name, sizeof name, "%04x:%02x:%02x", domain, bus, slot);
-  return name;
-}
-
-bool PcSampler::lock_gpu(Context &c, uint64_t now) {
-  if (c.gpu_locked) return true;
-  if (now < c.lock_retry_ns) return false;
-  if (c.gpu.empty()) c.gpu = gpu_name(c.ctx);
-  switch (locks_.try_acquire(c.gpu)) {
-    case PcDeviceLocks::Result::kAcquired:
-      c.gpu_locked = true;
-      return true;
-    case PcDeviceLocks::Result::kBusy:
-      stats_.put_off_for_other_process++;
-      c.lock_retry_ns = now + kOtherProcessRetryNs;
-      if (!said_other_process_) {
-        said_other_process_ = true;
-        debug_log(
-            "PC sampling put off: another process samples GPU %s (%s); tried again every "
-            "%llu ms",
-            c.gpu.c_str(), locks_.path(c.gpu).c_str(),
-            static_cast<unsigned long long>(kOtherProcessRetryNs / 1000000));
-      }
-      return false;
-    case PcDeviceLocks::Result::kUnavailable:
-      if (!said_no_lock_) {
-        said_no_lock_ = true;
-        debug_log("PC sampling: no lock file %s: other processes on this GPU are not kept out",
-                  locks_.path(c.gpu).c_str());
-      }
-      return true;
-  }
-  return true;
-}
-
-void PcSampler::unlock_gpu(Context &c) {
-  if (!c.gpu_locked) return;
-  locks_.release(c.gpu);
-  c.gpu_locked = false;
-}
-
-bool PcSampler::enable(Context &c) {
-  // Kernel activity first: CUPTI will not enable it while PC sampling is (P12).
-  if (activity_) activity_->hold_on(true);
-  const uint64_t t0 = monotonic_ns();
-  const PcResult r = c.session.enable();
-  if (!r.ok()) {
-    fail(r);
-    return false;
-  }
-  c.enabled = true;
-  c.ever_enabled = true;
-  mark_enabled(c.ctx, true);
-  stats_.enables++;
-  any_enabled_.store(true, std::memory_order_release);
-  if (!configure(c)) return false;  // fail() disabled it
-  debug_log("PC sampling enabled on context %p (device %u) in %.1f ms", static_cast<void *>(c.ctx),
-            c.device, (monotonic_ns() - t0) / 1e6);
-  return true;
-}
-
-bool PcSampler::configure(Context &c) {
-  if (!stall_built_) {
-    StallReasonTable table;
-    const PcResult r = c.session.read_stall_reasons(&table);
-    if (!r.ok()) {
-      fail(r);
-      return false;
-    }
-    {
-      std::lock_guard<std::mutex> lock(meta_mu_);
-      *stall_ = table;
-      stall_built_ = true;
-    }
-    debug_log("PC sampling: %zu stall reasons offered, %zu collected, %zu with an index past %d",
-              stall_->offered(), stall_->collected().size(), stall_->unusable(),
-              PARCAGPU_STALL_REASON_MAX);
-  }
-  uint32_t factor = 0;
-  const PcResult r = c.session.configure(
-      stall_->collected(), {config_.sampling_factor, config_.pc_hw_buffer_mb}, &factor);
-  if (!r.ok()) {
-    fail(r);
-    return false;
-  }
-  stats_.sampling_factor = factor;
-  const uint32_t device = c.session.device_id();
-  c.device = device;
-  bool known = false;
-  for (const DeviceConfig &d : configs_) known |= d.device == device;
-  if (!known) {
-    int clock_khz = 0, sms = 0;
-    CUdevice dev = 0;
-    if (cuda_) {
-      // Device facts from the driver; a failing query is said once (gpu_config is then not
-      // fired for want of a clock rate, or carries 0 SMs).
-      static RepeatedError device_query_failed("gpu_config", "device queries failed");
-      CUresult r = cuda_->cuDeviceGet(&dev, static_cast<int>(device));
-      if (r == CUDA_SUCCESS)
-        r = cuda_->cuDeviceGetAttribute(&clock_khz, CU_DEVICE_ATTRIBUTE_CLOCK_RATE, dev);
-      if (r == CUDA_SUCCESS)
-        r = cuda_->cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev);
-      if (r != CUDA_SUCCESS)
-        device_query_failed.report(kErrDriver,
-                                   "cuDeviceGet/cuDeviceGetAttribute failed for device %u "
-                                   "(CUresult %d): its gpu_config is not fired or incomplete",
-                                   device, static_cast<int>(r));
-    }
-    if (clock_khz > 0) {
-      {
-        std::lock_guard<std::mutex> lock(meta_mu_);
-        configs_.push_back(
-            {device, factor, static_cast<uint32_t>(clock_khz), static_cast<uint32_t>(sms)});
-      }
-      // Now the factor is in force: the first gpu_config a consumer keeps is right.
-      usdt::gpu_config(device, factor, static_cast<uint32_t>(clock_khz),
-                       static_cast<uint32_t>(sms));
-      debug_log("gpu_config device %u: sampling factor %u, %d kHz, %d SMs", device, factor,
-                clock_khz, sms);
-    } else {
-      debug_log("no clock rate for device %u (libcuda missing?): gpu_config not fired", device);
-    }
-  }
-  if (!stall_map_fired_) {
-    stall_map_fired_ = true;
-    usdt::stall_reason_map(stall_->blob(), PARCAGPU_STALL_REASON_MAX);
-  }
-  return true;
+  episodes_->take_step(ctx, want, may_enable);
 }
 
 void PcSampler::note_announced(uint32_t correlation_id) {
-  if (!any_enabled_.load(std::memory_order_relaxed)) return;
-  const uint32_t i = announced_next_.fetch_add(1, std::memory_order_relaxed) % kAnnouncedSlots;
-  announced_[i].store(correlation_id, std::memory_order_relaxed);
-}
-
-bool PcSampler::was_announced(const void *self, uint32_t correlation_id) {
-  const auto *p = static_cast<const PcSampler *>(self);
-  for (const auto &slot : p->announced_)
-    if (slot.load(std::memory_order_relaxed) == correlation_id) return true;
-  return false;
-}
-
-void PcSampler::publish(PcRecordBuffer &buf) {
-  const PcBatchTally t = buf.prepare(*names_, &PcSampler::was_announced, this);
-  stats_.gpu_only += t.gpu_only;
-  stats_.gpu_only_samples += t.gpu_only_samples;
-  if (t.records == 0) return;
-  stats_.records += t.records;
-  stats_.pairs += t.pairs;
-  stats_.samples += t.samples;
-  stats_.uncorrelated += t.uncorrelated;
-  if (usdt::pc_sample_batch_consumers() != 0) {
-    usdt::pc_sample_batch(buf.ptrs(), static_cast<uint32_t>(t.records));
-    stats_.batches++;
-  } else {
-    stats_.unpublished += t.records;
-  }
-}
-
-void PcSampler::drain(Context &c) {
-  stats_.drains++;
-  for (int guard = 0; guard < 100000; ++guard) {
-    const PcResult r = c.session.get_data();
-    if (!r.ok()) return fail(r);
-    PcRecordBuffer &buf = c.session.data_buffer();
-    const CUpti_PCSamplingData &d = *buf.data();
-    stats_.nonuser_samples += d.nonUsrKernelsTotalSamples;
-    if (d.nonUsrKernelsTotalSamples > 0)
-      g_nonuser_samples.report_n(
-          d.nonUsrKernelsTotalSamples, kErrDataLost,
-          "%llu PC samples of kernels CUPTI does not attribute (non-user kernels: those first "
-          "launched, or in a graph first uploaded, while PC sampling was off between episodes, "
-          "docs/pc-sampling.md P19-P20): counted, not published",
-          static_cast<unsigned long long>(d.nonUsrKernelsTotalSamples));
-    stats_.dropped_samples += d.droppedSamples;
-    if (d.totalNumPcs == 0) break;
-    publish(buf);
-    if (d.remainingNumPcs == 0) break;
-  }
-}
-
-void PcSampler::end_all_episodes(bool wait_for_workers, bool for_graph) {
-  // The sampled context first (its window, its drain), then the ones that only joined.
-  if (episode_ctx_) end_episode(*episode_ctx_, wait_for_workers, for_graph);
-  for (auto &c : contexts_)
-    if (c->enabled && usable_) end_episode(*c, wait_for_workers, for_graph);
-}
-
-void PcSampler::end_episode(Context &c, bool wait_for_workers, bool for_graph) {
-  if (window_open_.load(std::memory_order_relaxed) && episode_ctx_ == &c) {
-    close_window(monotonic_ns());
-    if (!usable_) return;
-  }
-  if (drain_pending_.load(std::memory_order_relaxed) && episode_ctx_ == &c) {
-    if (wait_for_workers) {
-      // Give CUPTI's workers the time they are given on the launch path.
-      const uint64_t due = drain_due_ns_.load(std::memory_order_relaxed);
-      const uint64_t now = monotonic_ns();
-      if (due > now) {
-        const uint64_t wait = std::min(due - now, kDrainDelayNs);
-        timespec ts{0, static_cast<long>(wait)};
-        nanosleep(&ts, nullptr);
-      }
-    }
-    drain_pending_.store(false, std::memory_order_release);
-    drain(c);
-    if (!usable_) return;
-  }
-  if (!c.enabled) return;
-  const uint64_t disable_at = monotonic_ns();
-  const PcResult r = c.session.disable();
-  const uint64_t disabled_at = monotonic_ns();
-  stats_.disable_ns += disabled_at - disable_at;
-  stats_.max_disable_ns = std::max(stats_.max_disable_ns, disabled_at - disable_at);
-  c.enabled = false;
-  mark_enabled(c.ctx, false);
-  unlock_gpu(c);
-  if (episode_ctx_ == &c) episode_ctx_ = nullptr;
-  bool any = false;
-  for (auto &o : contexts_) any |= o->enabled;
-  any_enabled_.store(any, std::memory_order_release);
-  if (!any && episode_started_ns_ && disabled_at > episode_started_ns_)
-    stats_.enabled_ns += disabled_at - episode_started_ns_;
-  if (!any && activity_) activity_->hold_on(false);
-  if (activity_) activity_->request_flush();  // the episode's records, before they pile up
-  scheduler_->on_disabled(monotonic_ns(), for_graph);
-  debug_log("PC sampling disabled: episode %llu over after %.1f ms (Disable %.1f ms)%s",
-            static_cast<unsigned long long>(stats_.episodes),
-            (disabled_at - std::min(disabled_at, episode_started_ns_)) / 1e6,
-            (disabled_at - disable_at) / 1e6,
-            scheduler_->episodes_cut_by_budget() > stats_.episodes_cut
-                ? " (its launch budget spent)"
-                : "");
-  stats_.episodes_cut = scheduler_->episodes_cut_by_budget();
-  if (!r.ok()) return fail(r);
-  stats_.disables++;
-  // Disable puts what was left into the configured buffer.
-  publish(c.session.disable_buffer());
-  c.session.disable_buffer().reset();
-}
-
-void PcSampler::fail(const PcResult &failed) {
-  const CUptiResult r = failed.result;
-  const char *call = failed.call;
-  if (!usable_.exchange(false)) return;
-  stats_.failed = true;
-  report_error(r, "pc_sampling",
-               "%s failed: %s; PC sampling is off for this process (kernel timing goes on)", call,
-               cupti_result_string(cupti_, r));
-  // Leave nothing started or enabled behind (errors ignored: already off).
-  for (auto &c : contexts_) {
-    if (!c->enabled) continue;
-    if (window_open_.load(std::memory_order_relaxed) && episode_ctx_ == c.get()) c->session.stop();
-    if (c->session.disable().ok()) stats_.disables++;
-    c->enabled = false;
-    mark_enabled(c->ctx, false);
-    unlock_gpu(*c);
-  }
-  window_open_.store(false, std::memory_order_release);
-  drain_pending_.store(false, std::memory_order_release);
-  episode_ctx_ = nullptr;
-  any_enabled_.store(false, std::memory_order_release);
-  if (activity_) activity_->hold_on(false);
+  if (!state_.any_enabled.load(std::memory_order_relaxed)) return;
+  state_.note_announced(correlation_id);
 }
 
 void PcSampler::on_graph_first_launch() {
-  keep_graph_out("first launch", stats_.ended_for_graphs, stats_.graphs_uploaded_enabled);
+  if (!state_.any_enabled.load(std::memory_order_acquire)) return;
+  episodes_->keep_graph_out(PcEpisodes::GraphStep::kFirstLaunch, t_counted);
 }
 
 void PcSampler::on_graph_instantiate() {
-  keep_graph_out("instantiation", stats_.ended_for_instantiations,
-                 stats_.graphs_instantiated_enabled);
-}
-
-void PcSampler::keep_graph_out(const char *step, uint64_t &ended, uint64_t &went_in) {
-  if (!any_enabled_.load(std::memory_order_acquire)) return;
-  std::lock_guard<std::mutex> lock(mu_);
-  if (!usable_ || !any_enabled_.load(std::memory_order_relaxed)) return;
-  // Inside a launch call already (a graph launched from a nested call), or other threads'
-  // launches did not leave in time: the graph goes in with PC sampling on (counted; a graph
-  // launched then is sampled from now on).
-  if (config_.pc_graphs || t_counted || !exclusive_begin()) {
-    ++went_in;
-    return;
-  }
-  end_all_episodes(/*wait_for_workers=*/false, /*for_graph=*/true);
-  exclusive_end();
-  if (!usable_) return;
-  ++ended;
-  if (scheduler_->resume_due()) stats_.learning_resumes++;
-  debug_log(
-      "PC sampling: the episode under way ended before a graph's %s "
-      "(PARCAGPU_PC_GRAPHS=0: graphs are kept out of PC sampling)",
-      step);
+  if (!state_.any_enabled.load(std::memory_order_acquire)) return;
+  episodes_->keep_graph_out(PcEpisodes::GraphStep::kInstantiation, t_counted);
 }
 
 void PcSampler::on_context_created() {
-  if (!usable_.load(std::memory_order_relaxed) || !wanted()) return;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (!usable_) return;
-    scheduler_->learn_again(monotonic_ns());
-    if (!scheduler_->resume_due()) return;
-  }
-  if (wake_) wake_->wake();
+  if (!state_.usable.load(std::memory_order_relaxed) || !wanted()) return;
+  if (episodes_->learn_again() && wake_) wake_->wake();
 }
 
-void PcSampler::on_context_destroy(CUcontext ctx) {
-  std::lock_guard<std::mutex> lock(mu_);
-  Context *c = find(ctx);
-  if (!c) return;
-  if (c->enabled && usable_) {
-    const bool exclusive = exclusive_begin();
-    end_episode(*c, /*wait_for_workers=*/true);
-    if (exclusive) exclusive_end();
-  }
-  if (episode_ctx_ == c) {
-    episode_ctx_ = nullptr;
-    if (scheduler_ && scheduler_->in_episode()) scheduler_->on_context_lost(monotonic_ns());
-  }
-  contexts_.erase(std::remove_if(contexts_.begin(), contexts_.end(),
-                                 [c](const std::unique_ptr<Context> &p) { return p.get() == c; }),
-                  contexts_.end());
-}
+void PcSampler::on_context_destroy(CUcontext ctx) { episodes_->on_context_destroy(ctx); }
 
-void PcSampler::shutdown() {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (usable_ && any_enabled_.load(std::memory_order_relaxed)) {
-    const bool exclusive = exclusive_begin();
-    for (auto &c : contexts_)
-      if (c->enabled && usable_) end_episode(*c, /*wait_for_workers=*/true);
-    if (exclusive) exclusive_end();
-  }
-  usable_ = false;
-}
+void PcSampler::shutdown() { episodes_->shutdown(); }
 
-PcStats PcSampler::stats() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return stats_;
-}
+PcStats PcSampler::stats() const { return episodes_->stats(); }
 
 }  // namespace parcagpu

@@ -1,5 +1,7 @@
 // CUPTI's PC Sampling API: where inside a kernel the GPU time goes, attributed to the launch
-// that ran it. One class for the subsystem, as for callbacks and activity.
+// that ran it. PcSampler is the launch path's side (lock-free checks from PcLaunchState, the
+// launch gate, first uses, the graph and context hooks); PcEpisodes (pc_episodes.h) carries the
+// episodes out under its mutex, each step decided by decide_pc_step (pc_step.h, pure).
 //
 // Runs only while a consumer is attached to pc_sample_batch, and then only in short episodes
 // (PcScheduler, src/pc_scheduler.h): at the first launch that finds an episode due, PC sampling
@@ -23,15 +25,9 @@
 // callback (or a context-destroy callback, or at exit), never on a thread of ours: on the H100
 // a cuptiPCSamplingStop from another thread while the application was launching hung both
 // threads. For the same reason Stop, Get Data and Disable wait until no other thread is inside
-// a launch call, and launches wait while they run (microseconds).
+// a launch call, and launches wait while they run (microseconds): PcLaunchGate, pc_launch_gate.h.
 //
-// Metadata: stall_reason_map once PC sampling is configured, gpu_config per device with the
-// sampling factor read back from CUPTI (the one in force; never before, never 0), cubins from
-// process start (CubinRegistry); all fired again a moment after their semaphore count rises
-// (kAttachSettleNs, consumers.h), and every kMetadataRefreshNs while consumers listen: the kernel
-// raises a USDT semaphore only when the first uprobe on that probe is installed in the process, so
-// a consumer that attaches while another is attached raises nothing (seen here, kernel 6.18) and
-// would otherwise never get what was fired before it came.
+// Metadata (stall reasons, gpu_config per device, cubins): PcMetadata, pc_metadata.h.
 //
 // Any error from the PC Sampling API (OUT_OF_MEMORY, NOT_SUPPORTED on this device, ...) turns
 // PC sampling off for the life of the process with one error; kernel timing goes on.
@@ -49,43 +45,18 @@
 
 #include "config.h"
 #include "cupti_api.h"
-#include "pc_device_lock.h"
+#include "pc_launch_gate.h"
+#include "pc_launch_state.h"
+#include "pc_stats.h"
 #include "subsystem_links.h"
 
 namespace parcagpu {
 
 // PC sampling's parts, in their own headers (pc_sampling.cc includes them).
-class CubinRegistry;     // cubin_registry.h
-class FunctionNames;     // pc_records.h
-class PcRecordBuffer;    // pc_records.h
-class PcScheduler;       // pc_scheduler.h
-class StallReasonTable;  // pc_records.h
-struct PcResult;         // pc_session.h
-
-struct PcStats {
-  uint64_t enables = 0, disables = 0;       // cuptiPCSamplingEnable/Disable calls that succeeded
-  uint64_t episodes = 0, episodes_cut = 0;  // episodes; ... ended early at their launch budget
-  uint64_t windows = 0, window_launches = 0;
-  uint64_t window_ns = 0;                       // wall time inside windows
-  uint64_t enabled_ns = 0;                      // wall time with PC sampling enabled (episodes)
-  uint64_t disable_ns = 0, max_disable_ns = 0;  // inside cuptiPCSamplingDisable
-  uint64_t drains = 0, batches = 0;             // drains, pc_sample_batch firings
-  uint64_t records = 0, pairs = 0, samples = 0;
-  uint64_t uncorrelated = 0;                    // records with correlationId 0
-  uint64_t gpu_only = 0, gpu_only_samples = 0;  // of launches not announced: ID 0 (GPU-only)
-  uint64_t unpublished = 0;                     // records drained with no consumer attached
-  uint64_t nonuser_samples = 0;                 // CUPTI's nonUsrKernelsTotalSamples
-  uint64_t dropped_samples = 0;                 // CUPTI's droppedSamples
-  uint64_t gate_timeouts = 0;                // work put off: other launches did not leave in time
-  uint64_t ended_for_graphs = 0;             // episodes ended before a graph's first launch
-  uint64_t ended_for_instantiations = 0;     // ... before a graph's instantiation
-  uint64_t graphs_uploaded_enabled = 0;      // graphs first launched while PC sampling was on
-  uint64_t graphs_instantiated_enabled = 0;  // graphs instantiated while PC sampling was on
-  uint64_t learning_resumes = 0;             // episodes begun again after such an end
-  uint64_t put_off_for_other_process = 0;    // enables put off: another process samples the GPU
-  uint32_t sampling_factor = 0;              // in force (read back), 0 = not configured yet
-  bool failed = false;
-};
+class CubinRegistry;  // cubin_registry.h
+class PcEpisodes;     // pc_episodes.h
+class PcMetadata;     // pc_metadata.h
+class PcScheduler;    // pc_scheduler.h
 
 class PcSampler : public KernelRecordObserver {
  public:
@@ -100,7 +71,7 @@ class PcSampler : public KernelRecordObserver {
   // Whether PC sampling can run here (config, CUPTI entry points and version); says why not,
   // once. Cubins are tracked either way.
   void init();
-  bool usable() const { return usable_.load(std::memory_order_relaxed); }
+  bool usable() const { return state_.usable.load(std::memory_order_relaxed); }
 
   // PC sampling runs while a consumer is attached to pc_sample_batch and the launch path is
   // observed (cuda_correlation attached, as every consumer of PC samples does: samples are tied
@@ -117,14 +88,16 @@ class PcSampler : public KernelRecordObserver {
   // consumer has gone. Lock-free.
   // A window is open: launches entering now are sampled (LaunchCallbacks announces them whatever
   // the rate limits say, so their samples hang under a launch stack).
-  bool window_open() const { return window_open_.load(std::memory_order_relaxed); }
-  bool needs_launch_path() const { return any_enabled_.load(std::memory_order_relaxed); }
+  bool window_open() const { return state_.window_open.load(std::memory_order_relaxed); }
+  bool needs_launch_path() const { return state_.any_enabled.load(std::memory_order_relaxed); }
   // Launch callbacks must reach on_launch_enter now: an episode is under way or due (and a
   // consumer wants samples), or PC sampling is still enabled somewhere. Lock-free.
   bool needs_launches(uint64_t now_ns) const;
   // Whether every launch reaches on_launch_enter now (the launch callbacks of every role are
   // on): an episode begins only then, as everything a started window runs is sampled. Watcher.
-  void set_launches_observed(bool all) { launches_observed_.store(all, std::memory_order_relaxed); }
+  void set_launches_observed(bool all) {
+    state_.launches_observed.store(all, std::memory_order_relaxed);
+  }
   // When the next episode is due (monotonic ns), for the watcher's wake-up; 0 if none is.
   uint64_t next_episode_ns() const;
 
@@ -162,123 +135,31 @@ class PcSampler : public KernelRecordObserver {
   // (its kernels are all first launched from now on, P20).
   void on_context_created();
   void on_context_destroy(CUcontext ctx);
-  CubinRegistry &cubins() { return *cubins_; }
+  CubinRegistry &cubins();
 
   // At exit: stops, drains, publishes and disables everything.
   void shutdown();
   PcStats stats() const;
 
  private:
-  struct Context;
-  Context *find(CUcontext ctx);
-  Context &find_or_add(CUcontext ctx);
   // Whether a launch on ctx must take the episode's next step (PcScheduler::Step): a lock-free
-  // pre-check on the launch path, from the copies of the scheduler's state below.
+  // pre-check on the launch path, from the copies of the scheduler's state in state_.
   bool step_due(CUcontext ctx, bool want, uint64_t now_ns) const;
-  // Several GPUs take their windows in turn: whether this launch on `here` lets a context whose
-  // last window is older (an enabled one, if enabled_only) go first, counting the launches it
-  // waited in `waits` (at most kUnsampledWaitLaunches, then it goes; reset when it goes).
-  bool older_goes_first(const Context &here, bool may_wait, bool enabled_only,
-                        uint32_t &waits) const;
-  // Contexts with PC sampling enabled now, for the launch path: a launch on any other context
-  // during an episode comes to take_step, which lets it join (docs/pc-sampling.md P23).
-  bool enabled_here(CUcontext ctx) const;
-  void mark_enabled(CUcontext ctx, bool enabled);
-  // The step due, under mu_ (skipped if another thread holds it): enable, start, stop, drain or
-  // disable, or a context joining the episode under way; may_enable false keeps an episode from
-  // beginning (a graph's first launch or upload, P21).
+  // The step due, by PcEpisodes (not from inside a launch call already counted at the gate).
   void take_step(CUcontext ctx, bool want, bool may_enable);
-  // The steps of an episode (PcScheduler::Step), each with the gate held exclusively.
-  bool enable(Context &c);
-  // The GPU's lock (PcDeviceLocks) for c, taken before its Enable and given back after its
-  // Disable: false while another process samples that GPU (asked again kOtherProcessRetryNs
-  // later, counted, said once).
-  bool lock_gpu(Context &c, uint64_t now_ns);
-  void unlock_gpu(Context &c);
-  std::string gpu_name(CUcontext ctx) const;
-  bool configure(Context &c);
-  void start_window(uint64_t now_ns);
-  void close_window(uint64_t now_ns);
-  void drain(Context &c);
-  // Ends the episode on c: the window closed, its samples drained (waiting for CUPTI's workers
-  // if wait_for_workers), PC sampling disabled and what Disable hands back published.
-  // for_graph: ended before a graph step (PcScheduler::on_disabled).
-  void end_episode(Context &c, bool wait_for_workers, bool for_graph = false);
-  void end_all_episodes(bool wait_for_workers, bool for_graph = false);
-  // Fires what a buffer holds to pc_sample_batch consumers (or counts it unpublished).
-  void publish(PcRecordBuffer &buf);
-  // A PC Sampling API call failed: PC sampling off for the process, said once.
-  void fail(const PcResult &failed);
-  void fire_gpu_configs();
-  // Ends every episode before a graph step (first launch, instantiation) that would register the
-  // graph with PC sampling, counted in `ended`; where it cannot, counted in `went_in`.
-  void keep_graph_out(const char *step, uint64_t &ended, uint64_t &went_in);
-  void refresh_metadata(uint64_t now_ns);
-  bool exclusive_begin();  // waits for other threads to leave their launch calls
-  void exclusive_end();
 
   const CuptiApi &cupti_;
-  const CudaApi *cuda_;
   const Config &config_;
-  const std::unique_ptr<CubinRegistry> cubins_;
-  const std::unique_ptr<FunctionNames> names_;
-  const std::unique_ptr<StallReasonTable> stall_;
-  bool stall_built_ = false;
-  bool stall_map_fired_ = false;
-
+  const std::unique_ptr<PcMetadata> meta_;  // stall reasons, gpu_configs, cubins
   KernelActivityControl *const activity_;
   WatcherWake *const wake_;
-  std::atomic<bool> usable_{false};
-  std::atomic<bool> any_enabled_{false};
-  std::atomic<bool> launches_observed_{false};
-  static constexpr size_t kEnabledSlots = 16;
-  std::atomic<CUcontext> enabled_ctx_[kEnabledSlots] = {};
-  // Lock-free copies of the scheduler's state for the launch path's pre-check (step_due).
-  std::atomic<bool> window_open_{false};
-  std::atomic<bool> drain_pending_{false};
-  std::atomic<uint64_t> drain_due_ns_{0};
-  std::atomic<uint64_t> window_deadline_ns_{0};
-  std::atomic<uint32_t> window_launches_{0};
-  std::atomic<uint32_t> window_limit_{0};
-  // Launches entered since the episode's enable: each left a kernel record (PcScheduler).
-  std::atomic<uint64_t> episode_launches_{0};
-  std::atomic<uint64_t> last_first_use_ns_{0};
-  // Correlation IDs announced since the window started (a window spans at most 32 launches,
-  // plus what the rate gates announce meanwhile).
-  static constexpr size_t kAnnouncedSlots = 512;
-  std::atomic<uint32_t> announced_[kAnnouncedSlots] = {};
-  std::atomic<uint32_t> announced_next_{0};
-  static bool was_announced(const void *self, uint32_t correlation_id);
+  PcLaunchState state_;  // what the launch path reads lock-free; PcEpisodes writes it
+  PcLaunchGate gate_;    // threads inside a launch call; Stop / Get Data / Disable hold launches
   std::mutex seen_mu_;
   std::unordered_set<uint64_t> kernels_seen_;  // hashes of kernel names seen while enabled
-  uint64_t launch_budget_ = 0;
-  // Launches still to let pass before the next window opens (-1: not drawn yet), and its dice.
-  int32_t open_skip_ = -1;
-  uint64_t skip_rng_ = 0x9E3779B97F4A7C15ull;
-  Context *episode_ctx_ = nullptr;                           // where PC sampling is enabled now
-  uint64_t window_started_ns_ = 0, episode_started_ns_ = 0;  // for PcStats
-  uint32_t unsampled_waits_ = 0, start_waits_ = 0;
-
-  // The gate: threads inside a launch call (counted only while PC sampling is enabled), and
-  // the flag that holds new launches while Stop / Get Data / Disable run.
-  std::atomic<int> in_launch_{0};
-  std::atomic<bool> exclusive_{false};
-
-  mutable std::mutex mu_;  // contexts, controller; the PC Sampling API calls
-  // The metadata (stall table once built, per-device configs): taken briefly, never while
-  // waiting for other threads' launches, so firing metadata can't wait on the gate.
-  mutable std::mutex meta_mu_;
-  std::vector<std::unique_ptr<Context>> contexts_;
-  std::unique_ptr<PcScheduler> scheduler_;
-  struct DeviceConfig {
-    uint32_t device, factor, clock_khz, sm_count;
-  };
-  std::vector<DeviceConfig> configs_;
-
-  std::atomic<uint64_t> next_refresh_ns_{0};
-  PcDeviceLocks locks_;  // under mu_ (in config_.pc_lock_dir)
-  bool said_other_process_ = false, said_no_lock_ = false;
-  PcStats stats_;
+  // The episodes, under their own mutex, and their schedule (owned there) for lock-free hints.
+  const std::unique_ptr<PcEpisodes> episodes_;
+  const PcScheduler *scheduler_ = nullptr;
 };
 
 }  // namespace parcagpu

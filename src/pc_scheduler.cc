@@ -28,49 +28,10 @@ PcScheduler::Step PcScheduler::next_step(uint64_t now_ns, uint64_t episode_launc
                                          uint32_t window_launches, uint64_t last_first_use_ns) {
   if (last_first_use_ns > last_first_use_ns_) last_first_use_ns_ = last_first_use_ns;
   switch (phase_) {
-    case Phase::kIdle: {
-      if (now_ns < next_episode_ns()) return Step::kNone;
-      // Learning goes on: enabled whether a window may open or not (it opens when the
-      // controller allows, as in any learning episode). (resume_ stays until on_enabled: the
-      // sampler may not enable at this launch.)
-      resumed_ = resume_ && learning(now_ns);
-      if (resumed_) {
-        window_limit_ = windows_.should_open(now_ns);
-        window_pending_ = window_limit_ != 0;
-        return Step::kEnable;
-      }
-      if (resume_) {
-        resume_ = false;
-        next_episode_ns_.store(std::max(scheduled_ns_, windows_.next_open_ns()),
-                               std::memory_order_relaxed);
-        if (now_ns < next_episode_ns()) return Step::kNone;
-      }
-      // An episode only when a window can open in it: the sample credit and the window duty
-      // (PcRateController) decide, so an episode never waits enabled.
-      const uint32_t n = windows_.should_open(now_ns);
-      if (n == 0) {
-        next_episode_ns_.store(std::max(next_episode_ns(), windows_.next_open_ns()),
-                               std::memory_order_relaxed);
-        return Step::kNone;
-      }
-      window_limit_ = n;
-      window_pending_ = true;
-      return Step::kEnable;
-    }
-    case Phase::kEnabled: {
-      if (episode_launches >= p_.launch_budget) cut_ = true;
-      if (over(now_ns, episode_launches)) return Step::kDisable;
-      if (window_pending_) return Step::kStart;
-      if (!window_done_) return Step::kNone;
-      if (!learning(now_ns)) return Step::kDisable;
-      // Kernels are still being used for the first time: stay enabled, and sample on.
-      learned_ = true;
-      const uint32_t n = windows_.should_open(now_ns);
-      if (n == 0) return Step::kNone;
-      window_limit_ = n;
-      window_pending_ = true;
-      return Step::kStart;
-    }
+    case Phase::kIdle:
+      return idle_step(now_ns);
+    case Phase::kEnabled:
+      return enabled_step(now_ns, episode_launches);
     case Phase::kWindow:
       if (episode_launches >= p_.launch_budget) cut_ = true;
       if (window_launches >= window_limit_ || now_ns >= window_deadline_ns_ ||
@@ -84,6 +45,51 @@ PcScheduler::Step PcScheduler::next_step(uint64_t now_ns, uint64_t episode_launc
       return Step::kNone;
   }
   return Step::kNone;
+}
+
+PcScheduler::Step PcScheduler::idle_step(uint64_t now_ns) {
+  if (now_ns < next_episode_ns()) return Step::kNone;
+  // Learning goes on: enabled whether a window may open or not (it opens when the
+  // controller allows, as in any learning episode). (resume_ stays until on_enabled: the
+  // sampler may not enable at this launch.)
+  resumed_ = resume_ && learning(now_ns);
+  if (resumed_) {
+    window_limit_ = windows_.should_open(now_ns);
+    window_pending_ = window_limit_ != 0;
+    return Step::kEnable;
+  }
+  if (resume_) {
+    resume_ = false;
+    next_episode_ns_.store(std::max(scheduled_ns_, windows_.next_open_ns()),
+                           std::memory_order_relaxed);
+    if (now_ns < next_episode_ns()) return Step::kNone;
+  }
+  // An episode only when a window can open in it: the sample credit and the window duty
+  // (PcRateController) decide, so an episode never waits enabled.
+  const uint32_t n = windows_.should_open(now_ns);
+  if (n == 0) {
+    next_episode_ns_.store(std::max(next_episode_ns(), windows_.next_open_ns()),
+                           std::memory_order_relaxed);
+    return Step::kNone;
+  }
+  window_limit_ = n;
+  window_pending_ = true;
+  return Step::kEnable;
+}
+
+PcScheduler::Step PcScheduler::enabled_step(uint64_t now_ns, uint64_t episode_launches) {
+  if (episode_launches >= p_.launch_budget) cut_ = true;
+  if (over(now_ns, episode_launches)) return Step::kDisable;
+  if (window_pending_) return Step::kStart;
+  if (!window_done_) return Step::kNone;
+  if (!learning(now_ns)) return Step::kDisable;
+  // Kernels are still being used for the first time: stay enabled, and sample on.
+  learned_ = true;
+  const uint32_t n = windows_.should_open(now_ns);
+  if (n == 0) return Step::kNone;
+  window_limit_ = n;
+  window_pending_ = true;
+  return Step::kStart;
 }
 
 void PcScheduler::on_enabled(uint64_t now_ns) {

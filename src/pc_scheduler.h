@@ -1,7 +1,7 @@
 // When PC sampling is enabled at all, and what the PC sampler does at each launch: the episode
 // and window schedule. Pure: times in ns and counts come in, the next step goes out; the sampler
-// (src/pc_sampling.cc) makes the CUPTI calls and reports back. Unit-tested with a fake clock in
-// tests/unit/pc_scheduler_test.cc.
+// (PcEpisodes, src/pc_episodes.cc) makes the CUPTI calls and reports back. Unit-tested with a fake
+// clock in tests/unit/pc_scheduler_test.cc.
 //
 // Why episodes. While PC sampling is enabled on a context, whether started or not, CUPTI holds a
 // configuration that every launch pays for (issue 17's floors on an H100: a graph launch costs
@@ -32,7 +32,7 @@ class PcScheduler {
  public:
   struct Params {
     // Launches (of any thread) entering during one episode, at most. Every one of them leaves a
-    // kernel record (activity is on for all of them); see pc_sampling.cc for the default.
+    // kernel record (activity is on for all of them); see pc_episodes.cc for the default.
     uint64_t launch_budget = 50000;
     uint64_t max_episode_ns = 1'000'000'000;
     // Kernels first launched, and graphs first uploaded, while PC sampling is disabled between
@@ -126,6 +126,9 @@ class PcScheduler {
  private:
   enum class Phase : uint8_t { kIdle, kEnabled, kWindow, kDrainPending };
   bool over(uint64_t now_ns, uint64_t episode_launches) const;
+  // next_step with no episode under way, and with one enabled (no window open or draining).
+  Step idle_step(uint64_t now_ns);
+  Step enabled_step(uint64_t now_ns, uint64_t episode_launches);
 
   const Params p_;
   PcRateController windows_;

@@ -207,11 +207,8 @@ void log_totals(const char *what, std::initializer_list<Total> totals, const cha
 
 double u(uint64_t v) { return static_cast<double>(v); }
 
-}  // namespace
-
-void Profiler::log_stats() const {
-  if (!debug_enabled()) return;
-  const LaunchStats &l = callbacks_->stats();
+// The totals of each part, one or two lines each (log_stats).
+void log_launch_totals(const LaunchStats &l, const ActivityStats &a) {
   log_totals("launches", {{"announced eager", u(l.announced_eager.load())},
                           {"graph", u(l.announced_graph.load())},
                           {"sampling windows", u(l.windows.load())},
@@ -220,7 +217,6 @@ void Profiler::log_stats() const {
                           {"consumer left during the call", u(l.left_unannounced.load())},
                           {"abandoned", u(l.abandoned.load())},
                           {"callback errors", u(l.callback_errors.load())}});
-  const ActivityStats a = activity_->stats();
   log_totals("activity", {{"buffers", u(a.buffers_completed)},
                           {"refused", u(a.buffers_refused)},
                           {"kernel records", u(a.kernel_records)},
@@ -232,7 +228,9 @@ void Profiler::log_stats() const {
                           {"flushes", u(a.flushes)},
                           {"enables", u(a.enables)},
                           {"disables", u(a.disables)}});
-  const PcStats p = pc_->stats();
+}
+
+void log_pc_totals(const PcStats &p, const CubinStats &cs) {
   log_totals("pc sampling",
              {{"episodes", u(p.episodes)},
               {"ended before a graph's first launch", u(p.ended_for_graphs)},
@@ -263,14 +261,15 @@ void Profiler::log_stats() const {
               {"gate timeouts", u(p.gate_timeouts)},
               {"factor", u(p.sampling_factor)}},
              p.failed ? " (failed)" : "");
-  const CubinStats cs = pc_->cubins().stats();
   log_totals("cubins", {{"loaded", u(cs.loaded)},
                         {"unloaded", u(cs.unloaded)},
                         {"live", u(cs.live)},
                         {"copied", u(cs.copied)},
                         {"bytes held", u(cs.copied_bytes)},
                         {"no crc", u(cs.no_crc)}});
-  const GraphStats g = graphs_->stats();
+}
+
+void log_graph_totals(const GraphStats &g, const TrackerStats &t) {
   log_totals("graphs", {{"execs", u(g.execs)},
                         {"clones", u(g.clones)},
                         {"clones not fired live", u(g.clones_not_fired)},
@@ -282,7 +281,6 @@ void Profiler::log_stats() const {
                         {"ambiguous owner", u(g.conditional_ambiguous)},
                         {"no owner", u(g.conditional_orphans)},
                         {"of unannounced launches", u(g.conditional_unannounced)}});
-  const TrackerStats t = tracker_->stats();
   log_totals("tracker", {{"inserted", u(t.inserted)},
                          {"completed", u(t.completed)},
                          {"matched", u(t.kernels_matched)},
@@ -294,6 +292,15 @@ void Profiler::log_stats() const {
                          {"removed", u(t.removed)},
                          {"dropped unheard", u(t.dropped_unheard)},
                          {"live", u(t.live)}});
+}
+
+}  // namespace
+
+void Profiler::log_stats() const {
+  if (!debug_enabled()) return;
+  log_launch_totals(callbacks_->stats(), activity_->stats());
+  log_pc_totals(pc_->stats(), pc_->cubins().stats());
+  log_graph_totals(graphs_->stats(), tracker_->stats());
 }
 
 bool start_profiler(const char *how) noexcept {

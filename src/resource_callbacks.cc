@@ -1,14 +1,22 @@
 // CUPTI callbacks that are not launches: the resource domain (graphs, execs and nodes for
-// GraphTracker, modules and contexts for PC sampling) and explicit graph uploads. Enabled from
+// GraphTracker, modules and contexts for PC sampling, a node created by stream capture inside a
+// launch call) and explicit graph uploads. Enabled from
 // process start (kSubscribedCallbacks), whether a consumer listens or not. Dispatched by
 // LaunchCallbacks::on_callback (launch_callbacks.cc).
 #include "correlation_tracker.h"
 #include "cubin_registry.h"
 #include "graph_tracker.h"
 #include "launch_callbacks.h"
+#include "launch_path.h"
+#include "log.h"
 #include "pc_sampling.h"
 
 namespace parcagpu {
+namespace {
+
+RepeatedError g_capture_ids_failed("callbacks", "graph IDs of captured launches unknown");
+
+}  // namespace
 
 // An explicit upload (cudaGraphUpload, cuGraphUpload; the runtime one calls the driver one, and
 // only the first of them is the exec's upload): as a graph's first launch, it is where the graph
@@ -21,12 +29,13 @@ void LaunchCallbacks::on_graph_upload(const CUpti_CallbackData *cb) {
   if (graphs_.take_first_launch(exec) && pc_) pc_->on_graph_first_launch();
 }
 
-void LaunchCallbacks::on_resource(CUpti_CallbackId cbid, const CUpti_ResourceData *rd) {
+void LaunchCallbacks::on_resource(ThreadLaunch &t, CUpti_CallbackId cbid,
+                                  const CUpti_ResourceData *rd) {
   const auto *gd = rd ? static_cast<const CUpti_GraphData *>(rd->resourceDescriptor) : nullptr;
   switch (cbid) {
     case CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED:
       // Inside a launch call on this thread, stream capture; else graph building or instantiation.
-      if (!note_captured_launch(gd)) graphs_.on_node_created(gd);
+      if (!note_captured_launch(t, gd)) graphs_.on_node_created(gd);
       break;
     case CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED:
       graphs_.on_node_cloned(gd);
@@ -60,6 +69,31 @@ void LaunchCallbacks::on_resource(CUpti_CallbackId cbid, const CUpti_ResourceDat
     default:
       break;
   }
+}
+
+// A graph node created inside a launch call on this thread: the stream is being captured and the
+// launch is recorded into a graph instead of running (docs/cupti-facts.md, fact 5). Returns
+// false if this thread is in no launch call of the current epoch.
+bool LaunchCallbacks::note_captured_launch(ThreadLaunch &t, const CUpti_GraphData *gd) {
+  if (!t.g.active || t.g.epoch != role_.state.load().epoch()) return false;
+  if (!t.announce) return true;  // somebody else's sample: nothing to record
+  t.captured = true;
+  t.capture_graph_id = 0;
+  t.capture_node_id = 0;
+  // Each ID on its own: a CUPTI lacking one still gives the other (the node ID is what ties the
+  // capture's clones to it, GraphTracker::note_capture_node).
+  CUptiResult graph_ir = CUPTI_SUCCESS, node_ir = CUPTI_SUCCESS;
+  if (gd && gd->graph) graph_ir = cupti_.cuptiGetGraphId(gd->graph, &t.capture_graph_id);
+  if (gd && gd->node) node_ir = cupti_.cuptiGetGraphNodeId(gd->node, &t.capture_node_id);
+  const CUptiResult ir = graph_ir != CUPTI_SUCCESS ? graph_ir : node_ir;
+  // (A libcupti lacking either was reported once at start.)
+  if (ir != CUPTI_SUCCESS && cupti_.available(cupti_.cuptiGetGraphId) &&
+      cupti_.available(cupti_.cuptiGetGraphNodeId))
+    g_capture_ids_failed.report(ir,
+                                "cuptiGetGraphId/cuptiGetGraphNodeId failed: %s; "
+                                "graph_capture_launch carries graph and node 0 for such launches",
+                                cupti_result_string(cupti_, ir));
+  return true;
 }
 
 }  // namespace parcagpu

@@ -1,0 +1,207 @@
+// The launch path's cold part: a picked launch admitted (a window claimed, or counted in flight
+// under the safety cap; admission(), subscription_plan.h, decides which), the announced launch's
+// work at its ENTER (tracker, kernel activity, graph facts) and EXIT (cuda_correlation, or the
+// capture's probe), giving a launch up (abandon), and a claimant closing its window. Members of
+// LaunchCallbacks (launch_callbacks.h); its hot path, the gate and subscribing are in
+// launch_callbacks.cc.
+#include "activity.h"
+#include "clock.h"
+#include "correlation_tracker.h"
+#include "graph_completion.h"
+#include "graph_tracker.h"
+#include "launch_callbacks.h"
+#include "launch_path.h"
+#include "log.h"
+#include "pc_sampling.h"
+#include "usdt.h"
+
+namespace parcagpu {
+namespace {
+
+RepeatedError g_timestamp_failed("callbacks", "cuptiGetTimestamp failed");
+
+// The stream a graph launch call was given: every graph launch's parameters are {exec, stream}
+// (cuGraphLaunch_params, cudaGraphLaunch_v10000_params and their _ptsz twins), and the _ptsz
+// calls' NULL stream is the calling thread's per-thread default stream.
+CUstream graph_launch_stream(CbDomain domain, uint32_t cbid, const CUpti_CallbackData *cb) {
+  CUstream stream = nullptr;
+  if (cb->functionParams) stream = static_cast<const CUstream *>(cb->functionParams)[1];
+  const bool per_thread =
+      (domain == CbDomain::Driver && cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz) ||
+      (domain == CbDomain::Runtime && cbid == CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000);
+  return stream == nullptr && per_thread ? CU_STREAM_PER_THREAD : stream;
+}
+
+}  // namespace
+
+bool LaunchCallbacks::admit(Role &r, RoleState state, uint8_t kind, uint32_t correlation_id) {
+  // Picked by the coin: the one probability every launch has. A launch PC sampling samples is
+  // no exception (announcing every launch of a PC window over-weighted whatever ran then, at
+  // the slower durations PC sampling gives; its samples go out with correlation ID 0).
+  switch (admission(r.limit[kind], state.phase(), usdt::correlation_consumers() != 0)) {
+    case Admission::kRefused:
+      return false;
+    case Admission::kClaim: {
+      // The time goes first: the watcher must never read an older claim's time for this one.
+      r.claimed_at_ns.store(coarse_ns(), std::memory_order_relaxed);
+      RoleState expected = state;  // the epoch too: a window of a later epoch is not ours
+      if (!r.state.compare_exchange_strong(expected, state.with(kClaimed))) return false;
+      r.claim_corr.store(correlation_id, std::memory_order_relaxed);
+      return true;
+    }
+    case Admission::kContinuous:
+      break;
+  }
+  // The coin meets the rate limits on average; the gate only caps the moment a launch rate
+  // jumps, before the watcher has set the coin's mean for it.
+  if (!r.safety_cap[kind].try_take(coarse_ns())) {
+    stats_.rate_limited.fetch_add(1, std::memory_order_relaxed);
+    return false;
+  }
+  // Counted in flight before the phase is checked again, so the watcher (which marks
+  // kDraining before it reads the count) never turns the cbids off under an admitted launch.
+  r.inflight.fetch_add(1);
+  if (r.state.load() != state) {
+    r.inflight.fetch_sub(1);
+    return false;
+  }
+  return true;
+}
+
+// An admitted launch that must not be announced (host functions only) gives its turn back.
+void LaunchCallbacks::withdraw_admission(Role &r, RoleState state) {
+  if (state.phase() == kOpen) {
+    RoleState claimed = state.with(kClaimed);
+    r.state.compare_exchange_strong(claimed, state.with(kOpen));  // the next launch may take it
+  } else {
+    r.inflight.fetch_sub(1);
+  }
+}
+
+// The end of an admitted launch, whichever way it ends. A windowed one hands its window over
+// for closing; false if the watcher abandoned it already (and did the cleaning up). A continuous
+// one leaves the in-flight count.
+bool LaunchCallbacks::finish_admission(Role &r, uint64_t epoch, bool windowed) {
+  if (!windowed) {
+    r.inflight.fetch_sub(1);
+    return true;
+  }
+  RoleState claimed{epoch, kClaimed};
+  return r.state.compare_exchange_strong(claimed, RoleState{epoch, kClosing});
+}
+
+void LaunchCallbacks::abandon(Role &r, uint64_t epoch, uint32_t correlation_id, bool windowed,
+                              bool holds_activity) {
+  if (!finish_admission(r, epoch, windowed)) return;
+  tracker_.remove(correlation_id);
+  if (holds_activity) activity_.launch_end();
+  stats_.abandoned.fetch_add(1, std::memory_order_relaxed);
+  close_if_requested(r);
+}
+
+void LaunchCallbacks::begin_announced(ThreadLaunch &t, Role &r, RoleState state, uint8_t kind,
+                                      const CUpti_CallbackData *cb) {
+  const bool graph = kind == kGraphRole;
+  uint32_t expected_kernels = graph ? 0 : 1;
+  const void *conditional_exec = nullptr;  // registered as an open launch of its exec
+  if (graph && cb->functionParams) {
+    // Every graph launch's parameters start with the exec handle (cuGraphLaunch_params,
+    // cudaGraphLaunch_v10000_params and their _ptsz twins).
+    const void *exec = *static_cast<void *const *>(cb->functionParams);
+    const GraphTracker::ExecFacts f = graphs_.on_launch(exec);
+    if (f.known && f.kernel_nodes == 0 && !f.has_conditional) {
+      // Host functions only: no kernel will ever carry this ID (docs/cupti-facts.md, fact 8).
+      t.announce = false;
+      withdraw_admission(r, state);
+      graphs_.count_hostonly_launch();
+      return;
+    }
+    if (f.known && !f.has_conditional) expected_kernels = f.kernel_nodes;
+    if (f.has_conditional) {
+      uint64_t ts = 0;
+      if (const CUptiResult tr = cupti_.cuptiGetTimestamp(&ts);
+          tr != CUPTI_SUCCESS && cupti_.available(cupti_.cuptiGetTimestamp))
+        g_timestamp_failed.report(tr,
+                                  "cuptiGetTimestamp failed: %s; conditional body kernels of "
+                                  "queued launches are attributed by launch order alone",
+                                  cupti_result_string(cupti_, tr));
+      graphs_.on_conditional_launch(exec, cb->correlationId, ts);
+      conditional_exec = exec;
+    }
+  }
+  // Tracked from ENTER: the kernel may complete and be flushed before our EXIT runs. A full
+  // tracker refuses it: not announced, as no kernel of it could be matched (counted there).
+  // Not tracked while no consumer wants kernels (one that attached cuda_correlation alone, say):
+  // no record would come to match it.
+  if (!activity_.armed()) {
+    // A kernel consumer attached that the watcher has not armed kernel collection for yet (it
+    // sees the semaphores every 100 ms): this launch's kernels would never be collected, a
+    // silent loss for that consumer. Not announced.
+    if (usdt::activity_batch_consumers() != 0 || usdt::kernel_executed_consumers() != 0) {
+      t.announce = false;
+      withdraw_admission(r, state);
+    }
+    return;
+  }
+  if (!tracker_.insert(cb->correlationId, graph ? LaunchKind::Graph : LaunchKind::Eager,
+                       coarse_ns(), expected_kernels)) {
+    if (conditional_exec) graphs_.on_conditional_unannounced(conditional_exec, cb->correlationId);
+    t.announce = false;
+    withdraw_admission(r, state);
+    return;
+  }
+  t.holds_activity = activity_.launch_begin();
+  if (state.phase() == kOpen)
+    r.claim_holds_activity.store(t.holds_activity, std::memory_order_relaxed);
+}
+
+void LaunchCallbacks::end_announced(ThreadLaunch &t, Role &r, uint64_t epoch, uint8_t kind,
+                                    CbDomain domain, uint32_t cbid, const CUpti_CallbackData *cb) {
+  if (!finish_admission(r, epoch, t.windowed)) return;  // abandoned by the watcher meanwhile
+  // A graph's kernels run after its call returns, and one that finishes while kernel activity
+  // is off gets a wrong end timestamp (docs/cupti-facts.md): activity stays on until the GPU is
+  // past the launch. Eager kernels' records are right either way.
+  if (t.holds_activity && !(kind == kGraphRole && !t.captured && completion_ &&
+                            completion_->watch(graph_launch_stream(domain, cbid, cb))))
+    activity_.launch_end();
+  const int32_t scbid = signed_cbid(domain, cbid);
+  const char *name = cb->symbolName ? cb->symbolName : cb->functionName;
+  if (t.captured) {
+    // Recorded into a graph by stream capture: it never runs under this ID.
+    tracker_.remove(cb->correlationId);
+    stats_.captured.fetch_add(1, std::memory_order_relaxed);
+    // Its clones are fired live from now on, until its graph is destroyed.
+    graphs_.note_capture_node(t.capture_graph_id, t.capture_node_id);
+    usdt::graph_capture_launch(cb->correlationId, scbid, name, t.capture_graph_id,
+                               t.capture_node_id);
+  } else if (usdt::correlation_consumers() != 0) {
+    (kind == kGraphRole ? stats_.announced_graph : stats_.announced_eager)
+        .fetch_add(1, std::memory_order_relaxed);
+    usdt::cuda_correlation(cb->correlationId, scbid, name);
+    if (pc_ && pc_needs_launches_.load(std::memory_order_relaxed))
+      pc_->note_announced(cb->correlationId);
+  } else {
+    // The consumer left during the call: nobody will look for its kernels.
+    tracker_.remove(cb->correlationId);
+    stats_.left_unannounced.fetch_add(1, std::memory_order_relaxed);
+  }
+  if (tracker_.pending() >= config_.flush_threshold) activity_.request_flush();
+  close_if_requested(r);  // windowed: disables the role's cbids here, unless the watcher holds them
+}
+
+// The claimant marks the window kClosing and closes it here, unless the watcher holds the lock
+// (enabling another role's... or this one's cbids): then the watcher closes it when it lets go.
+// Both sides mark first and try the lock after, so one of them always sees the mark with the
+// lock free.
+void LaunchCallbacks::close_if_requested(Role &r) {
+  while (r.state.load().phase() == kClosing && r.toggle_mu.try_lock()) {
+    const RoleState s = r.state.load();
+    if (s.phase() == kClosing) {
+      set_cbids_locked(r, false);
+      r.state.store(s.with(kOff));
+    }
+    r.toggle_mu.unlock();
+  }
+}
+
+}  // namespace parcagpu
