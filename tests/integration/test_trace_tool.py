@@ -24,6 +24,7 @@ C = harness.COUNTER  # the summary's counters, by name (trace/counters.h)
 
 MECHANISM = re.compile(r"libparcagpu|libcupti|libcuda\.so|libgpuhook")
 SVG_NS = "{http://www.w3.org/2000/svg}"
+FLAMEGRAPH = os.path.join(harness.BUILD, "bin", "parcagpu-flamegraph")
 
 
 def run_trace(args, timeout=60):
@@ -120,6 +121,38 @@ class FlameGraph(unittest.TestCase):
                           {harness.frame_function(f["name"]) for f in frames})
             for f in frames:
                 self.assertIsNone(MECHANISM.search(f["name"]), f)
+
+            # parcagpu-flamegraph draws the folded file as the same picture (the GPU machines'
+            # runs keep folded files): every frame with its kind, GPU time and depth.
+            redrawn = os.path.join(tmp, "redrawn.svg")
+            with open(redrawn, "w") as out:
+                rc = subprocess.run([FLAMEGRAPH, folded], stdout=out, stderr=subprocess.PIPE, text=True)
+            self.assertEqual(rc.returncode, 0, rc.stderr)
+            key = lambda f: (f["depth"], f["name"], f["kind"], f["value"])
+            self.assertEqual(sorted(map(key, svg_frames(redrawn))), sorted(map(key, frames)))
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+    def test_flamegraph_tool_reads_what_the_tool_adds(self):
+        # Frames the tool adds are drawn as such, and a line that is not a folded stack is said.
+        tmp = tempfile.mkdtemp(prefix="parcagpu-flame-")
+        try:
+            folded = os.path.join(tmp, "in.folded")
+            with open(folded, "w") as f:
+                f.write("m.py:3 f;[backward] MmBackward0;g (x.cc:9) [inlined];[gpu] k 300\n"
+                        "[stack cut short];h+0x10 (liba.so);[gpu] k 100\nnot a stack\n")
+            rc = subprocess.run([FLAMEGRAPH, folded], capture_output=True, text=True)
+            self.assertEqual(rc.returncode, 1)
+            self.assertIn("in.folded:3", rc.stderr)
+            svg = os.path.join(tmp, "out.svg")
+            with open(svg, "w") as out:
+                out.write(rc.stdout)
+            kinds = {f["name"]: (f["kind"], f["value"]) for f in svg_frames(svg)}
+            self.assertEqual(kinds["[backward] MmBackward0"], ("pseudo", 300))
+            self.assertEqual(kinds["[stack cut short]"], ("pseudo", 100))
+            self.assertEqual(kinds["g (x.cc:9) [inlined]"], ("inlined", 300))
+            self.assertEqual(kinds["[gpu] k"][0], "gpu")
+            self.assertEqual(kinds["m.py:3 f"], ("cpu", 300))
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
 
