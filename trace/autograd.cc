@@ -1,4 +1,5 @@
 #include "autograd.h"
+#include "elf_walk.h"
 
 #include <fcntl.h>
 #include <gelf.h>
@@ -97,27 +98,12 @@ const AutogradNames::File *AutogradNames::file(uint32_t pid, const MapEntry &m) 
     Elf *elf = elf_begin(fd, ELF_C_READ, nullptr);
     if (elf && elf_kind(elf) == ELF_K_ELF) {
       ok = true;
-      size_t nph = 0;
-      if (elf_getphdrnum(elf, &nph) == 0)
-        for (size_t i = 0; i < nph; ++i) {
-          GElf_Phdr ph;
-          if (gelf_getphdr(elf, static_cast<int>(i), &ph) && ph.p_type == PT_LOAD)
-            f.loads.push_back({ph.p_vaddr, ph.p_offset, ph.p_filesz, ph.p_memsz});
-        }
-      for (Elf_Scn *scn = nullptr; (scn = elf_nextscn(elf, scn));) {
-        GElf_Shdr sh;
-        if (!gelf_getshdr(scn, &sh) || (sh.sh_type != SHT_SYMTAB && sh.sh_type != SHT_DYNSYM) || !sh.sh_entsize)
-          continue;
-        Elf_Data *d = elf_getdata(scn, nullptr);
-        if (!d) continue;
-        const size_t n = sh.sh_size / sh.sh_entsize;
-        for (size_t i = 0; i < n; ++i) {
-          GElf_Sym sym;
-          if (!gelf_getsym(d, static_cast<int>(i), &sym) || sym.st_shndx == SHN_UNDEF || !sym.st_size) continue;
-          const char *name = elf_strptr(elf, sh.sh_link, sym.st_name);
-          if (name && std::strncmp(name, "_ZTV", 4) == 0) f.vtables[sym.st_value] = {sym.st_size, name};
-        }
-      }
+      for_each_load_segment(elf, [&](const GElf_Phdr &ph) {
+        f.loads.push_back({ph.p_vaddr, ph.p_offset, ph.p_filesz, ph.p_memsz});
+      });
+      for_each_defined_symbol(elf, [&](const GElf_Sym &sym, const char *name) {
+        if (sym.st_size && std::strncmp(name, "_ZTV", 4) == 0) f.vtables[sym.st_value] = {sym.st_size, name};
+      });
     }
     if (elf) elf_end(elf);
     close(fd);

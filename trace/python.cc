@@ -1,4 +1,5 @@
 #include "python.h"
+#include "elf_walk.h"
 
 #include <fcntl.h>
 #include <gelf.h>
@@ -211,35 +212,17 @@ bool read_py_elf(const std::string &path, PyElf *out) {
   Elf *elf = elf_begin(fd, ELF_C_READ, nullptr);
   bool ok = false;
   if (elf && elf_kind(elf) == ELF_K_ELF) {
-    size_t nph = 0;
-    if (elf_getphdrnum(elf, &nph) == 0)
-      for (size_t i = 0; i < nph; ++i) {
-        GElf_Phdr ph;
-        if (gelf_getphdr(elf, static_cast<int>(i), &ph) && ph.p_type == PT_LOAD)
-          out->loads.push_back({ph.p_vaddr, ph.p_offset, ph.p_filesz});
-      }
+    for_each_load_segment(elf, [&](const GElf_Phdr &ph) { out->loads.push_back({ph.p_vaddr, ph.p_offset, ph.p_filesz}); });
     uint64_t version_addr = 0;
-    for (Elf_Scn *scn = nullptr; (scn = elf_nextscn(elf, scn));) {
-      GElf_Shdr sh;
-      if (!gelf_getshdr(scn, &sh) || (sh.sh_type != SHT_SYMTAB && sh.sh_type != SHT_DYNSYM) || !sh.sh_entsize)
-        continue;
-      Elf_Data *d = elf_getdata(scn, nullptr);
-      if (!d) continue;
-      const size_t n = sh.sh_size / sh.sh_entsize;
-      for (size_t i = 0; i < n; ++i) {
-        GElf_Sym sym;
-        if (!gelf_getsym(d, static_cast<int>(i), &sym) || sym.st_shndx == SHN_UNDEF) continue;
-        const char *name = elf_strptr(elf, sh.sh_link, sym.st_name);
-        if (!name) continue;
-        if (!std::strcmp(name, "_PyRuntime")) {
-          out->runtime = sym.st_value;
-          out->has_runtime = true;
-        } else if (!std::strcmp(name, "Py_Version")) {
-          version_addr = sym.st_value;
-          out->has_version = true;
-        }
+    for_each_defined_symbol(elf, [&](const GElf_Sym &sym, const char *name) {
+      if (!std::strcmp(name, "_PyRuntime")) {
+        out->runtime = sym.st_value;
+        out->has_runtime = true;
+      } else if (!std::strcmp(name, "Py_Version")) {
+        version_addr = sym.st_value;
+        out->has_version = true;
       }
-    }
+    });
     // Py_Version is const data: its value is in the file, at the segment's file offset.
     if (out->has_version) {
       out->has_version = false;
