@@ -7,10 +7,10 @@ and print the share of GPU time
   whole, no line of the script the stack begins at a thread's first frame: its DWARF walk ended
                                at the frame whose CFI says it has no caller (_start, clone3, even
                                where a stripped libc names it only libc.so.6+0x...)
-  cut                          its root frame is parcagpu-trace's `[stack cut short]` (the walk
-                               ended before the thread's start: the copy ran out inside a library)
+  cut                          it holds parcagpu-trace's `[stack cut short]` frame (the walk ended
+                               before the thread's start: the copy ran out inside a library)
 
---by-root-name reads folded files of a parcagpu-trace without that root frame (before issue 29)
+--by-root-name reads folded files of a parcagpu-trace without that frame (before issue 29)
 by the outermost frame's name instead: whole where it is _start, clone3 or start_thread, else cut.
 
 with the outermost frames of the cut stacks, and `STACKS_COMPLETE P%` (the first two rows).
@@ -54,7 +54,7 @@ def main():
         root = function(frames[0])
         if any(line_re.match(f) for f in frames):
             under += ns
-        elif (root != CUT) if marked else (root in THREAD_START):
+        elif (CUT not in frames) if marked else (root in THREAD_START):
             whole += ns
         else:
             cut += ns

@@ -145,7 +145,7 @@ std::string AutogradNames::name(uint32_t pid, uint64_t vtable, const std::vector
 }
 
 std::vector<Frame> autograd_stack(const std::vector<Frame> &native, const std::string &node,
-                                  const std::vector<Frame> &forward, bool cut) {
+                                  const std::vector<Frame> &forward, bool linked) {
   std::vector<Frame> out;
   size_t end = native.size();
   for (size_t i = 0; i < native.size(); ++i)
@@ -160,7 +160,7 @@ std::vector<Frame> autograd_stack(const std::vector<Frame> &native, const std::s
   f.label = true;
   out.push_back(f);
   out.insert(out.end(), forward.begin(), forward.end());
-  if (!cut) out.insert(out.end(), native.begin() + static_cast<std::ptrdiff_t>(end), native.end());
+  if (!linked) out.insert(out.end(), native.begin() + static_cast<std::ptrdiff_t>(end), native.end());
   return out;
 }
 

@@ -76,9 +76,9 @@ class AutogradNames {
 // out to Engine::evaluate_function (all of them when it is not among them), the Node's frame
 // "[backward] NAME", then the forward call's Python frames (`forward`, innermost first; none
 // when they were not found).
-// With `cut` false (the forward frames were not found): all of `native`, the Node's frame after
+// With `linked` false (the forward frames were not found): all of `native`, the Node's frame after
 // evaluate_function's (or outermost).
 std::vector<Frame> autograd_stack(const std::vector<Frame> &native, const std::string &node,
-                                  const std::vector<Frame> &forward, bool cut = true);
+                                  const std::vector<Frame> &forward, bool linked = true);
 
 }  // namespace parcagpu::trace

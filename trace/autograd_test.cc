@@ -79,6 +79,20 @@ TEST(Autograd, Stack) {
   const std::vector<Frame> shallow = {native("launch")};
   EXPECT_EQ(names(autograd_stack(shallow, "X", forward)),
             (std::vector<std::string>{"launch", "[backward] X", "model.py:41 forward", "train.py:7 <module>"}));
+  // A walk cut before the thread's start ends its native frames with "[stack cut short]"
+  // (tracer.cc): it stays where the cut is, or goes with the frames dropped beyond
+  // evaluate_function.
+  Frame cut;
+  cut.function = "[stack cut short]";
+  cut.label = true;
+  std::vector<Frame> cut_inside = {native("launch"), cut};  // cut before evaluate_function
+  EXPECT_EQ(names(autograd_stack(cut_inside, "X", forward)),
+            (std::vector<std::string>{"launch", "[stack cut short]", "[backward] X", "model.py:41 forward",
+                                      "train.py:7 <module>"}));
+  std::vector<Frame> cut_beyond = backward;  // cut after evaluate_function
+  cut_beyond.push_back(cut);
+  EXPECT_EQ(names(autograd_stack(cut_beyond, "MmBackward0", forward)).back(), "train.py:7 <module>");
+  EXPECT_EQ(names(autograd_stack(cut_beyond, "MmBackward0", {}, false)).back(), "[stack cut short]");
   const Frame label = autograd_stack(shallow, "X", {})[1];
   EXPECT_EQ(label.text(), "[backward] X");
   EXPECT_EQ(label.site_text(), "[backward] X");

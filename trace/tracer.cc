@@ -196,32 +196,11 @@ bool Tracer::stack_of(const pt_header &h, const void *data, size_t size, uint32_
 }
 
 namespace {
-// The root frame of a DWARF-unwound stack that ended before the thread's first frame, and what it
-// adds to the stack's cache key (the raw addresses of a cut and of a whole walk can be equal).
+// The outermost native frame of a DWARF-unwound stack that ended before the thread's first frame,
+// and what it adds to the stack's cache key (the raw addresses of a cut and of a whole walk can be
+// equal).
 constexpr const char *kStackCutFrame = "[stack cut short]";
 constexpr char kCutKey[] = "\0cut";
-
-// Marks a cut stack (innermost first) with "[stack cut short]" at its root. A backward launch's
-// stack (autograd_stack) keeps its native frames only out to the node's frame "[backward] X":
-// a walk cut before evaluate_function is marked there; one cut beyond it is not marked where the
-// forward call's Python frames replace the rest (linked), as nothing of the cut part shows.
-void mark_cut(std::vector<Frame> *frames, Frame cut) {
-  auto node = std::find_if(frames->begin(), frames->end(),
-                           [](const Frame &f) { return f.label && f.module == "[backward]"; });
-  if (node == frames->end()) {
-    frames->push_back(std::move(cut));
-    return;
-  }
-  const bool reached = std::any_of(frames->begin(), node, [](const Frame &f) {
-    return f.function.find("torch::autograd::Engine::evaluate_function") != std::string::npos;
-  });
-  if (!reached) {
-    frames->insert(node, std::move(cut));
-    return;
-  }
-  const bool linked = node + 1 != frames->end() && (node + 1)->python;
-  if (!linked) frames->push_back(std::move(cut));
-}
 }  // namespace
 
 uint32_t Tracer::resolve_stack(const pt_header &h, const pt_stacks &stacks, size_t avail) {
@@ -278,18 +257,21 @@ uint32_t Tracer::resolve_stack(const pt_header &h, const pt_stacks &stacks, size
     if (u.pcs.size() > 1) {
       ++meta_.dwarf_stacks;
       if (u.whole) return resolver_.resolve(h.pid, u.pcs.data(), u.pcs.size(), py_key, edit);
-      // The unwind ended before the thread's start: the stack gets a root frame that says so, so
-      // that a flame graph shows cut stacks as such and not as towers of their own.
+      // The unwind ended before the thread's start: the native frames end with one that says so
+      // (a flame graph shows cut stacks as such, not as towers of their own), before the Python or
+      // autograd edit. So it is the root of a native stack, stands between the native frames and
+      // Python frames put outside them, and goes with the native frames an autograd stack drops
+      // beyond evaluate_function.
       ++meta_.dwarf_stacks_cut;
       py_key.append(kCutKey, sizeof kCutKey - 1);
-      auto edit_and_mark = [edit](std::vector<Frame> *frames) {
-        if (edit) edit(frames);
+      auto mark_then_edit = [edit](std::vector<Frame> *frames) {
         Frame cut;
         cut.function = kStackCutFrame;
         cut.label = true;
-        mark_cut(frames, std::move(cut));
+        frames->push_back(std::move(cut));  // innermost first: the outermost native frame
+        if (edit) edit(frames);
       };
-      return resolver_.resolve(h.pid, u.pcs.data(), u.pcs.size(), py_key, edit_and_mark);
+      return resolver_.resolve(h.pid, u.pcs.data(), u.pcs.size(), py_key, mark_then_edit);
     }
     ++meta_.dwarf_stacks_failed;
   }
