@@ -5,7 +5,7 @@ def prog_stats():
     out = subprocess.run(["bpftool","prog","show","--json"],capture_output=True,text=True).stdout
     return {p.get("name"):(p.get("run_time_ns",0),p.get("run_cnt",0)) for p in json.loads(out) if p.get("name") in ("cuda_correlation",)}
 for thread in (False, True):
-  for sb in ("0","8192","32768","65536"):
+  for sb in sys.argv[1:] or ("0","8192","32768","65536"):
     env = harness.base_env(dict(harness.UNLIMITED, CUDA_INJECTION64_PATH=harness.LIB))
     with harness.Trace(extra=["--stack-bytes", sb]) as tr:
         r = subprocess.run([os.path.join(harness.BUILD,"bin","deep-launch"),"3000"]+(["--thread"] if thread else []),capture_output=True,text=True,env=env)
