@@ -344,6 +344,7 @@ void fill_kernel_record(Record *r, CUpti_ActivityKind kind, const mockbridge::Ke
   r->start = run->start;
   r->end = run->end;
   if (r->start == 0) {  // activity was switched on while the driver was running the kernel
+    Stats::add(stat::starts_unknown);
     r->start = mockbridge::now_ns();
     r->end = r->start + 1000;
   }
@@ -441,8 +442,10 @@ void settle_held(Settle why) {
     if (!h.stale && h.end <= now) {
       write_held(h, h.end);  // finished while activity was on
     } else if (h.stale && h.end <= now && (why == Settle::kEnabled || why == Settle::kExit)) {
+      Stats::add(stat::graph_ends_stretched);
       write_held(h, std::max(now, h.k10.start));  // finished while off: the enable's time
     } else if (h.stale && why == Settle::kExit) {
+      Stats::add(stat::graph_ends_stretched);
       write_held(h, std::max(now, h.k10.start));
     } else if (why == Settle::kExit) {
       write_held(h, h.end);
@@ -467,20 +470,31 @@ void kernel_ran(const mockbridge::KernelRun *run) {
     drop_record();
     return;
   }
-  if (run->graph_id != 0 && run->end > mockbridge::now_ns() &&
-      !g_held_forked.load(std::memory_order_relaxed)) {
+  if (run->graph_id != 0 && !g_held_forked.load(std::memory_order_relaxed)) {
     HeldRecord h;
     fill_kernel_record(&h.k9, kind, run);
     fill_kernel_record(&h.k10, kind, run);
     h.end = run->end;
-    h.stale = !kernel_activity_on_anywhere();
+    bool held = false;
     {
+      // Whether it is still running and whether activity is on, read together under the lock
+      // that enables and disables settle under (they switch the flag first): an enable or
+      // disable either came before and is seen here, or settles this record after. Read apart,
+      // a thread preempted between the two (tens of ms under CPU load) took a kernel that had
+      // finished while activity was on for one still running with activity off, and gave it
+      // the next enable's time as its end: a stream overlap of the mock's own making.
       std::lock_guard<std::mutex> lock(g_held_mu);
-      g_held->push_back(h);
-      g_held_count.store(g_held->size(), std::memory_order_relaxed);
+      h.stale = !kernel_activity_on_anywhere();
+      if (run->end > mockbridge::now_ns()) {
+        g_held->push_back(h);
+        g_held_count.store(g_held->size(), std::memory_order_relaxed);
+        held = true;
+      }
     }
-    settle_held(Settle::kLook);
-    return;
+    if (held) {
+      settle_held(Settle::kLook);
+      return;
+    }
   }
   settle_held(Settle::kLook);
   if (personality() == 12) {

@@ -68,7 +68,10 @@ const char *mock_cupti_activity_kind_name(uint32_t kind);
   X(injected_failures)      /* entry point calls failed on purpose by MOCK_CUPTI_FAIL */ \
   X(refused_enables)        /* enables made no-ops by MOCK_CUPTI_REFUSE */                \
   X(records_spoiled)        /* kernel records given impossible times (BAD_TIMESTAMPS) */ \
-  X(graph_records_written)  /* of records_written, of graph launches (graphId != 0) */
+  X(graph_records_written)  /* of records_written, of graph launches (graphId != 0) */ \
+  X(graph_ends_stretched)   /* graph kernels that finished while kernel activity was off: */ \
+                            /* their end is the next enable (as real CUPTI writes it)   */ \
+  X(starts_unknown)         /* kernels running when activity was switched on: start now */
 
 typedef struct MockCuptiStats {
 #define MOCK_CUPTI_STAT_FIELD(name) uint64_t name;

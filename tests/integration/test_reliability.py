@@ -61,15 +61,12 @@ class Fork(unittest.TestCase):
         # Children forked while 16 threads launch with a consumer attached: whatever lock another
         # thread held at the fork stays held in the child, and the child's exit() must not wait
         # for it (nor for a thread that does not exist in the child).
-        # Under this stress (16 threads, every launch announced, forks) one record in ~900,000
-        # was judged a stream overlap in 2 of about 6 runs (not explained yet; not seen in any
-        # other test): this test is about forks, so it bounds them instead of asserting none.
-        with harness.Trace(allow_impossible=True) as tr:
+        # No impossible kernel record either (checked at stop): the stream overlaps once seen
+        # here (up to 1,207 in a CI run) were the mock's, see harness.check_no_impossible_records.
+        with harness.Trace() as tr:
             r = harness.run_mockapp(["--threads=16", "--stress", "--duration=4s",
                                      "--fork-children=20"], env=harness.UNLIMITED, timeout=300)
         tr.stop()
-        self.assertLessEqual(harness.impossible_records(tr.result),
-                             max(1, tr.result[C.kernel_records] // 100000), tr.result)
         self.assertEqual(r.returncode, 0, r.stderr[-3000:])
         s = r.summary
         self.assertEqual(s["fork_children"], 20)
