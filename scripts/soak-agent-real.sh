@@ -9,7 +9,9 @@
 #
 # Usage: scripts/soak-agent-real.sh [DURATION_S [INTERVAL_S]]   (default 540 30)
 # Env: PARCAGPU_LIB, PARCAGPU_AGENT, PYTHON (/opt/torch/.venv/bin/python), OUT (/tmp/parcagpu-soak),
-#      SOAK_PC_OFF (1: the library with PARCAGPU_PC_SAMPLING=0, the control for what PC sampling adds)
+#      SOAK_PC_OFF (1: the library with PARCAGPU_PC_SAMPLING=0, the control for what PC sampling adds),
+#      SOAK_ALONE (1: the program alone, no library and no consumer: the control for GPU memory;
+#      sampled alike, no agent verdict)
 # Prints the samples and a verdict line: GPU memory and RSS flat (last within 5% or 64 MiB of the
 # sample after the first minute), no invalid timestamp, no orphan kernel.
 . "$(dirname "${BASH_SOURCE[0]}")/lib-real.sh"
@@ -17,13 +19,19 @@ DURATION="${1:-540}"
 INTERVAL="${2:-30}"
 OUT="${OUT:-/tmp/parcagpu-soak}"
 mkdir -p "$OUT"
-"$AGENT" -l "$LIB" >"$OUT/agent.json" 2>"$OUT/agent.err" &
-APID=$!
-wait_attached 60 "$APID" "$OUT/agent.err" ||
-  { cat "$OUT/agent.err"; echo "soak: consumer did not attach"; exit 2; }
-env -u PARCAGPU_RATE_LIMIT -u PARCAGPU_GRAPH_RATE_LIMIT -u PARCAGPU_PC_SAMPLING \
-  CUDA_INJECTION64_PATH="$LIB" ${SOAK_PC_OFF:+PARCAGPU_PC_SAMPLING=0} "$PYTHON" "$ROOT/bench/torch_step.py" --mode graph \
-  --seconds "$DURATION" >"$OUT/app.out" 2>"$OUT/app.err" &
+if [ -n "${SOAK_ALONE:-}" ]; then
+  APID=$$  # no consumer: its column is this shell's
+  env -u CUDA_INJECTION64_PATH "$PYTHON" "$ROOT/bench/torch_step.py" --mode graph \
+    --seconds "$DURATION" >"$OUT/app.out" 2>"$OUT/app.err" &
+else
+  "$AGENT" -l "$LIB" >"$OUT/agent.json" 2>"$OUT/agent.err" &
+  APID=$!
+  wait_attached 60 "$APID" "$OUT/agent.err" ||
+    { cat "$OUT/agent.err"; echo "soak: consumer did not attach"; exit 2; }
+  env -u PARCAGPU_RATE_LIMIT -u PARCAGPU_GRAPH_RATE_LIMIT -u PARCAGPU_PC_SAMPLING \
+    CUDA_INJECTION64_PATH="$LIB" ${SOAK_PC_OFF:+PARCAGPU_PC_SAMPLING=0} "$PYTHON" "$ROOT/bench/torch_step.py" --mode graph \
+    --seconds "$DURATION" >"$OUT/app.out" 2>"$OUT/app.err" &
+fi
 PID=$!
 rss() { awk '/^VmRSS/ { print int($2 / 1024) }' "/proc/$1/status" 2>/dev/null || echo NA; }
 # The process's GPU memory; where nvidia-smi lists no processes (some VMs), the GPU's in use.
@@ -42,18 +50,22 @@ while kill -0 "$PID" 2>/dev/null; do
   printf '%6d %12s %12s %14s\n' "$t" "$(gpu "$PID")" "$(rss "$PID")" "$(rss "$APID")" | tee -a "$OUT/samples.txt"
 done
 wait "$PID"; rc=$?
+echo "app exit $rc: $(cat "$OUT/app.out")"
+if [ -n "${SOAK_ALONE:-}" ]; then
+  echo "alone: GPU MiB first $(sed -n 2p "$OUT/samples.txt" | awk '{print $2}') last $(tail -1 "$OUT/samples.txt" | awk '{print $2}')"
+  exit "$rc"
+fi
 sleep 2
 kill -INT "$APID"; wait "$APID"
-echo "app exit $rc: $(cat "$OUT/app.out")"
 python3 - "$OUT/agent.json" "$OUT/samples.txt" "$ROOT/scripts" <<'PY'
 import sys
 sys.path.insert(0, sys.argv[3])
 from agent_json import AgentTotals
 tot = AgentTotals(sys.argv[1])
 print("agent: correlations %d, kernel records %d, matched %d, orphan kernels %d, invalid "
-      "timestamps %d, PC records %d %s, read failures %d, ring-buffer drops %d" % (
+      "timestamps %d, impossible records %d, PC records %d %s, read failures %d, ring-buffer drops %d" % (
           tot("correlations"), tot("kernel_records"), tot("matched"), tot("orphan_kernels"),
-          tot("invalid_timestamps"), tot.pc_records, tot.ids, tot("read_failures"), tot("ringbuf_drops")))
+          tot("invalid_timestamps"), tot("impossible_kernel_records"), tot.pc_records, tot.ids, tot("read_failures"), tot("ringbuf_drops")))
 rows = [l.split() for l in open(sys.argv[2]).read().splitlines()[1:]]
 rows = [r for r in rows if len(r) == 4 and "NA" not in r and r[1] != ""]
 flat = True
@@ -65,6 +77,6 @@ if len(rows) >= 3:
         flat &= ok
         print("%s MiB: %s at %ss -> %s at %ss %s" % (name, base[col], base[0], rows[-1][col], rows[-1][0],
                                                      "flat" if ok else "GREW"))
-ok = flat and tot("invalid_timestamps") == 0 and tot("orphan_kernels") == 0 and tot("matched") > 0
+ok = flat and tot("invalid_timestamps") == 0 and tot("impossible_kernel_records") == 0 and tot("orphan_kernels") == 0 and tot("matched") > 0
 print("SOAK", "PASS" if ok else "FAIL")
 PY

@@ -40,26 +40,33 @@ uint64_t TimestampCheck::total() const {
   return n;
 }
 
-bool TimestampCheck::overlaps(const Window &w, const KernelTimes &k) const {
+TimestampCheck::Interval *TimestampCheck::overlapped(Window &w, const KernelTimes &k) const {
   for (uint32_t i = 0; i < w.n; ++i) {
-    const Interval &v = w.iv[i];
+    Interval &v = w.iv[i];
     if (v.correlation == k.correlation) continue;  // one graph launch's kernels may run side by side
     const uint64_t lo = std::max(v.start, k.start), hi = std::min(v.end, k.end);
-    if (hi > lo && hi - lo > limits_.overlap_ns) return true;
+    if (hi > lo && hi - lo > limits_.overlap_ns) return &v;
   }
-  return false;
+  return nullptr;
+}
+
+bool TimestampCheck::forget_if_suspect(Window *w, Interval *v, const KernelTimes &k) {
+  constexpr uint32_t kSuspectAfter = 2;  // the second record it overlaps
+  if (++v->overlapped < kSuspectAfter || v->end - v->start <= k.end - k.start) return false;
+  *v = w->iv[--w->n];
+  return true;
 }
 
 void TimestampCheck::remember(Window *w, const KernelTimes &k) {
   if (w->n < kWindow) {
-    w->iv[w->n++] = {k.start, k.end, k.correlation};
+    w->iv[w->n++] = {k.start, k.end, k.correlation, 0};
     return;
   }
   // Full: the new one takes the place of the one that ended first, unless it ended before them all.
   Interval *oldest = &w->iv[0];
   for (Interval &v : w->iv)
     if (v.end < oldest->end) oldest = &v;
-  if (k.end > oldest->end) *oldest = {k.start, k.end, k.correlation};
+  if (k.end > oldest->end) *oldest = {k.start, k.end, k.correlation, 0};
 }
 
 bool TimestampCheck::fits_device(Device *d, uint64_t stream_key, const KernelTimes &k) const {
@@ -127,7 +134,9 @@ Impossible TimestampCheck::check(const KernelTimes &k) {
       if (streams_.size() >= limits_.max_streams) streams_.clear();
       s = streams_.emplace(key, Window{}).first;
     }
-    if (overlaps(s->second, k)) {
+    Interval *other = overlapped(s->second, k);
+    while (other && forget_if_suspect(&s->second, other, k)) other = overlapped(s->second, k);
+    if (other) {
       r = Impossible::kStreamOverlap;
     } else {
       const uint64_t dkey = key.a;

@@ -153,6 +153,26 @@ TEST(TimestampCheckTest, AProcessGoneIsForgotten) {
   EXPECT_EQ(c.check(kt(kBase + 50 * kMs, kBase + 60 * kMs, 2)), Impossible::kNone);
 }
 
+// A wrong kernel that came first (its end moved 80 ms late, as CUPTI does when activity goes off
+// while it runs) costs the stream one right record, not all those it claims to cover; a right
+// one that two longer wrong ones overlap stays.
+TEST(TimestampCheckTest, AStretchedKernelThatCameFirstSpoilsOneRecordNotItsStream) {
+  TimestampCheck c;
+  EXPECT_EQ(c.check(kt(kBase, kBase + 80 * kMs, 1)), Impossible::kNone);  // can't tell yet
+  int flagged = 0;
+  for (uint32_t i = 0; i < 40; ++i) {
+    const uint64_t s = kBase + 10'000 + i * kMs;
+    flagged += c.check(kt(s, s + 500'000, 100 + i)) != Impossible::kNone;
+  }
+  EXPECT_EQ(flagged, 1);
+  EXPECT_EQ(c.count(Impossible::kStreamOverlap), 1u);
+  // Right ones: a short kernel, then two longer ones over it, each judged impossible.
+  EXPECT_EQ(c.check(kt(kBase + kS, kBase + kS + kMs, 200)), Impossible::kNone);
+  EXPECT_EQ(c.check(kt(kBase + kS, kBase + kS + 50 * kMs, 201)), Impossible::kStreamOverlap);
+  EXPECT_EQ(c.check(kt(kBase + kS, kBase + kS + 60 * kMs, 202)), Impossible::kStreamOverlap);
+  EXPECT_EQ(c.check(kt(kBase + kS + 500'000, kBase + kS + 2 * kMs, 203)), Impossible::kStreamOverlap);
+}
+
 TEST(TimestampCheckTest, ProcessStartOnTheMonotonicClock) {
   timespec ts{};
   clock_gettime(CLOCK_MONOTONIC, &ts);
