@@ -491,10 +491,9 @@ void kernel_ran(const mockbridge::KernelRun *run) {
         held = true;
       }
     }
-    if (held) {
-      settle_held(Settle::kLook);
-      return;
-    }
+    settle_held(Settle::kLook);
+    if (!held) write_held(h, h.end);  // finished already: written as it is, filled once
+    return;
   }
   settle_held(Settle::kLook);
   if (personality() == 12) {

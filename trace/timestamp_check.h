@@ -30,8 +30,8 @@
 // them when they were not collected at once. So a remembered kernel that a second later one
 // overlaps, and that is longer than that one, is taken for the wrong one and forgotten: it costs
 // one right record, not every one of its stream for as long as it claims (1,207 in one mock run
-// when only the first was forgotten by age). The per-record cost: a few comparisons, one hash lookup for the stream's window and one
-// for the device's seconds.
+// while such a kernel left the window only by age). The per-record cost: a few comparisons, one
+// hash lookup for the stream's window and one for the device's seconds.
 #pragma once
 
 #include <array>

@@ -17,7 +17,6 @@ import shlex
 import signal
 import struct
 import subprocess
-import sys
 import tempfile
 import threading
 import time
