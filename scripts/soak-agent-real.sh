@@ -9,6 +9,8 @@
 #
 # Usage: scripts/soak-agent-real.sh [DURATION_S [INTERVAL_S]]   (default 540 30)
 # Env: PARCAGPU_LIB, PARCAGPU_AGENT, PYTHON (/opt/torch/.venv/bin/python), OUT (/tmp/parcagpu-soak),
+#      CUDA_VISIBLE_DEVICES (one index: the soak's GPU, whose memory is sampled; soaks side by side
+#      each need their own copy of the library as PARCAGPU_LIB, the consumer attaching by file),
 #      SOAK_PC_OFF (1: the library with PARCAGPU_PC_SAMPLING=0, the control for what PC sampling adds),
 #      SOAK_ALONE (1: the program alone, no library and no consumer: the control for GPU memory;
 #      sampled alike, no agent verdict)
@@ -34,12 +36,15 @@ else
 fi
 PID=$!
 rss() { awk '/^VmRSS/ { print int($2 / 1024) }' "/proc/$1/status" 2>/dev/null || echo NA; }
-# The process's GPU memory; where nvidia-smi lists no processes (some VMs), the GPU's in use.
+# The process's GPU memory; where nvidia-smi lists no processes (some VMs), the GPU's in use. With
+# CUDA_VISIBLE_DEVICES one index (soaks side by side, one per GPU), that GPU's.
+SMI_GPU=()
+[[ "${CUDA_VISIBLE_DEVICES:-}" =~ ^[0-9]+$ ]] && SMI_GPU=(-i "$CUDA_VISIBLE_DEVICES")
 gpu() {
   local m
-  m=$(nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader,nounits 2>/dev/null |
+  m=$(nvidia-smi "${SMI_GPU[@]}" --query-compute-apps=pid,used_memory --format=csv,noheader,nounits 2>/dev/null |
         awk -F', *' -v p="$1" '$1 == p { print $2 }')
-  [ -n "$m" ] || m=$(nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits 2>/dev/null | head -1)
+  [ -n "$m" ] || m=$(nvidia-smi "${SMI_GPU[@]}" --query-gpu=memory.used --format=csv,noheader,nounits 2>/dev/null | head -1)
   echo "${m:-NA}"
 }
 printf '%6s %12s %12s %14s\n' t_s gpu_mib app_rss_mib agent_rss_mib | tee "$OUT/samples.txt"
