@@ -2,6 +2,7 @@
 // instantiation, with the RESOURCE callbacks real CUPTI fires for each (docs/cupti-facts.md,
 // facts 5-8),
 // and the graph handles' CUPTI IDs.
+#include <utility>
 #include <optional>
 
 #include "cuda_mock_internal.h"
@@ -405,5 +406,35 @@ extern "C" CUresult cuGraphNodeGetType(CUgraphNode hNode, CUgraphNodeType *type)
   MOCK_CUDA_FAULT_POINT(cuGraphNodeGetType);
   if (!hNode || !type) return CUDA_ERROR_INVALID_VALUE;
   *type = hNode->type;
+  return CUDA_SUCCESS;
+}
+
+// The driver's own graph and stream entry points a CUPTI client may call (parcagpu's PC sampling
+// registers a graph's kernels through an exec of its own: instantiate, upload on a stream of its
+// own, wait, destroy). They go through the same paths as the application's calls, with the
+// driver's callbacks.
+extern "C" CUresult cuGraphInstantiateWithFlags(CUgraphExec *phGraphExec, CUgraph hGraph,
+                                                unsigned long long /*flags*/) {
+  return mock_cuda_graph_instantiate_through(MOCK_CUDA_DOMAIN_DRIVER,
+                                             CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithFlags,
+                                             phGraphExec, hGraph);
+}
+extern "C" CUresult cuGraphUpload(CUgraphExec hGraphExec, CUstream hStream) {
+  return mock_cuda_graph_upload(hGraphExec, hStream, /*driver_only=*/1);
+}
+extern "C" CUresult cuGraphExecDestroy(CUgraphExec hGraphExec) {
+  return mock_cuda_graph_exec_destroy(hGraphExec);
+}
+extern "C" CUresult cuStreamCreate(CUstream *phStream, unsigned int /*flags*/) {
+  return mock_cuda_stream_create(phStream);
+}
+extern "C" CUresult cuStreamSynchronize(CUstream hStream) {
+  return mock_cuda_stream_synchronize(hStream);
+}
+// Stream capture is not modelled per thread: the mode is only swapped.
+extern "C" CUresult cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode *mode) {
+  static thread_local CUstreamCaptureMode t_mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
+  if (!mode) return CUDA_ERROR_INVALID_VALUE;
+  std::swap(*mode, t_mode);
   return CUDA_SUCCESS;
 }

@@ -745,6 +745,20 @@ CUresult mock_cuda_graph_launch(uint32_t domain, uint32_t cbid, CUgraphExec exec
   return CUDA_SUCCESS;
 }
 
+}  // extern "C"
+
+namespace {
+// The kernels an exec's nodes hold, conditional bodies included.
+void exec_kernel_names(const std::vector<CUgraphNode_st *> &nodes, std::vector<const char *> *out) {
+  for (const CUgraphNode_st *n : nodes) {
+    if (n->function) out->push_back(n->function->name);
+    if (n->body) exec_kernel_names(n->body->nodes, out);
+  }
+}
+}  // namespace
+
+extern "C" {
+
 CUresult mock_cuda_graph_upload(CUgraphExec exec, CUstream stream, int driver_only) {
   ensure_initialized();
   if (!exec || exec->magic != CUgraphExec_st::kMagic) return CUDA_ERROR_INVALID_VALUE;
@@ -756,7 +770,11 @@ CUresult mock_cuda_graph_upload(CUgraphExec exec, CUstream stream, int driver_on
     CUstream stream;
   } params{exec, stream};
   const auto upload = [&] {
-    if (const auto *h = hooks()) h->graph_uploaded(ctx->id, exec->id);
+    const auto *h = hooks();
+    if (!h) return;
+    std::vector<const char *> kernels;
+    exec_kernel_names(exec->nodes, &kernels);
+    h->graph_uploaded(ctx->id, exec->id, kernels.data(), kernels.size());
   };
   const bool ptsz = stream == CU_STREAM_PER_THREAD;
   if (driver_only) {

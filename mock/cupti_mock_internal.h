@@ -120,7 +120,8 @@ std::vector<std::string> activity_kinds(bool ever);
 void pc_module_loaded(uint32_t context_id, const void *cubin, size_t size);
 void pc_module_unloaded(uint32_t context_id);
 void pc_kernel_ran(const mockbridge::KernelRun *run);
-void pc_graph_uploaded(uint32_t context_id, uint32_t graph_id);
+void pc_graph_uploaded(uint32_t context_id, uint32_t graph_id, const char *const *kernels,
+                       size_t n);
 void pc_graph_instantiated(uint32_t context_id, uint32_t graph_id);
 void pc_graph_destroyed(uint32_t context_id, uint32_t graph_id);
 nlohmann::ordered_json pc_report();

@@ -165,7 +165,21 @@ struct FirstUse {
   // Graph IDs whose kernels ran (uploaded at their first launch), of live execs only
   // (pc_graph_destroyed): every exec a program ever ran made a soak's mock grow 10 MB a second.
   std::set<uint32_t> graphs;
+  // Execs uploaded, or instantiated, while PC sampling was enabled on their context: on real GPUs
+  // each launch of one costs about a microsecond per kernel more (P21, P26, P30). Counted at its
+  // first launch; one destroyed unlaunched (a CUPTI client's own exec, P32) costs nothing.
+  std::set<uint32_t> uploaded_enabled, instantiated_enabled;
 };
+
+// A kernel's first use in its context (its first run, or the upload of an exec holding it):
+// after PC sampling was first enabled in the process, one while its context is not enabled
+// never gives records (P19, P20, P32).
+void note_first_use(FirstUse &fu, const char *name, bool enabled, bool in_graph) {
+  if (name && fu.seen.insert(name).second && g_process_ever_enabled && !enabled) {
+    fu.tainted.insert(name);
+    if (in_graph) fu.tainted_in_graphs++;
+  }
+}
 
 struct PcContext {
   bool enabled = false;
@@ -345,22 +359,25 @@ void pc_module_unloaded(uint32_t context_id) {
 }
 
 // A graph is registered with PC sampling where it is uploaded: at cudaGraphUpload, or at its
-// first launch (pc_kernel_ran). Registered while enabled, every later launch of it costs more on
-// real GPUs (docs/pc-sampling.md P21): counted.
-void pc_graph_uploaded(uint32_t context_id, uint32_t graph_id) {
+// first launch (pc_kernel_ran); the upload is its kernels' first use too. Uploaded while
+// enabled, every later launch of it costs more on real GPUs (docs/pc-sampling.md P21, P30).
+void pc_graph_uploaded(uint32_t context_id, uint32_t graph_id, const char *const *kernels,
+                       size_t n) {
   std::lock_guard<std::mutex> lock(g_mu);
   auto it = g_contexts.find(context_id);
   const bool enabled = it != g_contexts.end() && it->second.enabled;
-  if (g_first_use[context_id].graphs.insert(graph_id).second && enabled)
-    g_pc.graphs_uploaded_enabled++;
+  FirstUse &fu = g_first_use[context_id];
+  for (size_t i = 0; i < n; ++i) note_first_use(fu, kernels[i], enabled, /*in_graph=*/true);
+  if (fu.graphs.insert(graph_id).second && enabled) fu.uploaded_enabled.insert(graph_id);
 }
 
 // An exec instantiated while PC sampling is enabled on its context pays more at every later
-// launch on real GPUs, however it is uploaded (docs/pc-sampling.md P26): counted.
-void pc_graph_instantiated(uint32_t context_id, uint32_t /*graph_id*/) {
+// launch on real GPUs, however it is uploaded (docs/pc-sampling.md P26).
+void pc_graph_instantiated(uint32_t context_id, uint32_t graph_id) {
   std::lock_guard<std::mutex> lock(g_mu);
   auto it = g_contexts.find(context_id);
-  if (it != g_contexts.end() && it->second.enabled) g_pc.graphs_instantiated_enabled++;
+  if (it != g_contexts.end() && it->second.enabled)
+    g_first_use[context_id].instantiated_enabled.insert(graph_id);
 }
 
 // Real CUPTI keeps nothing of a destroyed graph either; a graph ID is never reused, so nothing
@@ -368,7 +385,10 @@ void pc_graph_instantiated(uint32_t context_id, uint32_t /*graph_id*/) {
 void pc_graph_destroyed(uint32_t context_id, uint32_t graph_id) {
   std::lock_guard<std::mutex> lock(g_mu);
   auto it = g_first_use.find(context_id);
-  if (it != g_first_use.end()) it->second.graphs.erase(graph_id);
+  if (it == g_first_use.end()) return;
+  it->second.graphs.erase(graph_id);
+  it->second.uploaded_enabled.erase(graph_id);
+  it->second.instantiated_enabled.erase(graph_id);
 }
 
 void pc_kernel_ran(const mockbridge::KernelRun *run) {
@@ -377,12 +397,13 @@ void pc_kernel_ran(const mockbridge::KernelRun *run) {
   FirstUse &fu = g_first_use[run->context_id];
   auto it = g_contexts.find(run->context_id);
   const bool enabled = it != g_contexts.end() && it->second.enabled;
-  if (run->name && fu.seen.insert(run->name).second && g_process_ever_enabled && !enabled) {
-    fu.tainted.insert(run->name);
-    if (run->graph_id != 0) fu.tainted_in_graphs++;
+  note_first_use(fu, run->name, enabled, run->graph_id != 0);
+  if (run->graph_id != 0) {
+    if (fu.graphs.insert(run->graph_id).second && enabled) fu.uploaded_enabled.insert(run->graph_id);
+    // Launched: an exec that went in while enabled is one the application pays for.
+    if (fu.uploaded_enabled.erase(run->graph_id)) g_pc.graphs_uploaded_enabled++;
+    if (fu.instantiated_enabled.erase(run->graph_id)) g_pc.graphs_instantiated_enabled++;
   }
-  if (run->graph_id != 0 && fu.graphs.insert(run->graph_id).second && enabled)
-    g_pc.graphs_uploaded_enabled++;
   if (it == g_contexts.end()) return;
   PcContext &c = it->second;
   if (!c.enabled || c.mode != CUPTI_PC_SAMPLING_COLLECTION_MODE_KERNEL_SERIALIZED) return;

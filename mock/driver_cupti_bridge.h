@@ -60,7 +60,10 @@ struct CuptiHooks {
   void (*kernel_ran)(const KernelRun *run);  // also counts "not collected"
   // A graph exec uploaded ahead of its first launch (cudaGraphUpload / cuGraphUpload); its first
   // launch uploads it otherwise (kernel_ran with its graph_id).
-  void (*graph_uploaded)(uint32_t context_id, uint32_t graph_id);
+  // The upload is also the first use of the kernels it holds (`kernels`, n of them, conditional
+  // bodies included; names interned): docs/pc-sampling.md P32.
+  void (*graph_uploaded)(uint32_t context_id, uint32_t graph_id, const char *const *kernels,
+                         size_t n);
   // A graph exec instantiated (inside the instantiate call, after its ENTER callbacks).
   void (*graph_instantiated)(uint32_t context_id, uint32_t graph_id);
   // A graph whose kernels may have run is gone (an exec's graph or one of its conditional

@@ -198,6 +198,39 @@ void scenario_all_cbids(Kernels &k) {
   check(mock_cuda_graph_exec_destroy(exec), "cudaGraphExecDestroy");
 }
 
+// Kernels first run inside a graph long after the program began, when PC sampling has stopped
+// learning its kernels (docs/pc-sampling.md P19, P32): 2.5 s of eager k_add launches a
+// millisecond apart, then a graph of three kernels never launched before (gemm_tiled, softmax,
+// reduce_sum) instantiated and replayed for 4 s, a launch every 0.2 ms.
+void scenario_graph_late(Kernels &k) {
+  const auto run_for = [](uint64_t ms, uint64_t gap_us, const auto &launch) {
+    const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+    while (std::chrono::steady_clock::now() < end) {
+      launch();
+      std::this_thread::sleep_for(std::chrono::microseconds(gap_us));
+    }
+  };
+  run_for(2500, 1000, [&] {
+    check(mock_cuda_launch(kRt, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, k.next(kAdd),
+                           nullptr),
+          "cudaLaunchKernel");
+  });
+  CUgraph graph = nullptr;
+  check(mock_cuda_graph_create(&graph), "cudaGraphCreate");
+  for (const char *late : {"_Z10gemm_tiledPKfS0_Pfiii", "_Z7softmaxPfPKfi", "_Z10reduce_sumPfPKfi"}) {
+    CUgraphNode node;
+    check(mock_cuda_graph_add_kernel_node(graph, k.next(late), &node), "cudaGraphAddKernelNode");
+  }
+  CUgraphExec exec = nullptr;
+  check(mock_cuda_graph_instantiate(&exec, graph), "cudaGraphInstantiate");
+  run_for(4000, 200, [&] {
+    check(mock_cuda_graph_launch(kRt, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000, exec,
+                                 nullptr),
+          "cudaGraphLaunch");
+  });
+  destroy(exec, graph);
+}
+
 struct Scenario {
   const char *name;
   void (*run)(Kernels &);
@@ -254,6 +287,7 @@ const Scenario kScenarios[] = {
          destroy(exec);
        }
      }},
+    {"graph-late", scenario_graph_late},
     {"capture", scenario_capture},
     {"conditional", scenario_conditional},
     {"hostonly-graph", [](Kernels &) { scenario_hostonly_graph(); }},

@@ -39,6 +39,7 @@ constexpr const char *kPcRate = "PARCAGPU_PC_SAMPLING_RATE";
 constexpr const char *kSamplingFactor = "PARCAGPU_SAMPLING_FACTOR";
 constexpr const char *kPcHwBufferMb = "PARCAGPU_PC_HW_BUFFER_MB";
 constexpr const char *kPcGraphs = "PARCAGPU_PC_GRAPHS";
+constexpr const char *kPcGraphShadows = "PARCAGPU_PC_GRAPH_SHADOWS";
 constexpr const char *kPcLockDir = "PARCAGPU_PC_LOCK_DIR";
 
 struct Parser {
@@ -143,7 +144,8 @@ const std::vector<const char *> &known_config_names() {
       kDebug,          kRate,           kGraphRate,      kCuptiPath,     kMaxOutstanding,
       kMaxAge,         kFlushThreshold, kFlushInterval,  kBufferKib,     kMaxBuffers,
       kDisableCbids,   kActivityMode,   kLimiterDisable, kPcSampling,    kPcRate,
-      kSamplingFactor, kPcHwBufferMb,   kPcGraphs,       kWatchInterval, kPcLockDir};
+      kSamplingFactor, kPcHwBufferMb,   kPcGraphs,       kWatchInterval, kPcLockDir,
+      kPcGraphShadows};
   return names;
 }
 
@@ -154,6 +156,7 @@ void parse_pc_config(Parser &p, const EnvLookup &getenv, Config *config) {
   Config &c = *config;
   p.boolean(kPcSampling, &c.pc_sampling);
   p.boolean(kPcGraphs, &c.pc_graphs);
+  p.boolean(kPcGraphShadows, &c.pc_graph_shadows);
   p.number(kPcRate, 0, 1e6, &c.pc_sampling_rate);
   // CUPTI accepts sampling periods of 2^5 .. 2^31 cycles; 0 (as upstream) means its default.
   if (const char *v = getenv(kSamplingFactor)) {

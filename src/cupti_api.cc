@@ -129,6 +129,9 @@ bool load_cuda(CudaApi *api, std::string *error) {
   }
   PARCAGPU_CUDA_FUNCTIONS(PARCAGPU_RESOLVE)
 #undef PARCAGPU_RESOLVE
+#define PARCAGPU_RESOLVE_OPTIONAL(fn) t.fn = reinterpret_cast<decltype(t.fn)>(dlsym(t.handle, #fn));
+  PARCAGPU_CUDA_GRAPH_FUNCTIONS(PARCAGPU_RESOLVE_OPTIONAL)
+#undef PARCAGPU_RESOLVE_OPTIONAL
   *api = t;
   return true;
 }

@@ -86,10 +86,25 @@ struct CuptiApi {
   }
 };
 
+// What registering a graph's kernels with PC sampling calls (PcEpisodes::register_graph):
+// optional, null where libcuda lacks one (graphs are then not registered).
+#define PARCAGPU_CUDA_GRAPH_FUNCTIONS(X) \
+  X(cuStreamCreate)                      \
+  X(cuStreamSynchronize)                 \
+  X(cuGraphInstantiateWithFlags)         \
+  X(cuGraphUpload)                       \
+  X(cuGraphExecDestroy)                  \
+  X(cuThreadExchangeStreamCaptureMode)
+
 struct CudaApi {
   PARCAGPU_CUDA_FUNCTIONS(PARCAGPU_DECLARE)
+  PARCAGPU_CUDA_GRAPH_FUNCTIONS(PARCAGPU_DECLARE)
 #undef PARCAGPU_DECLARE
   void *handle = nullptr;
+  bool can_register_graphs() const {
+    return cuStreamCreate && cuStreamSynchronize && cuGraphInstantiateWithFlags && cuGraphUpload &&
+           cuGraphExecDestroy && cuThreadExchangeStreamCaptureMode;
+  }
 };
 
 // Resolves the table through `lookup` (dlsym on a libcupti; a fake one in unit tests). False,

@@ -13,6 +13,7 @@
 #include "graph_tracker.h"
 #include "launch_path.h"
 #include "log.h"
+#include "own_cuda_calls.h"
 #include "pc_sampling.h"
 #include "process_guard.h"
 #include "usdt.h"
@@ -114,10 +115,18 @@ void CUPTIAPI LaunchCallbacks::on_callback(void * /*userdata*/, CUpti_CallbackDo
 void LaunchCallbacks::on_enter(CbDomain domain, uint32_t cbid, const CUpti_CallbackData *cb) {
   const uint8_t v = role_of(domain, cbid);
   if (v == 0) {
-    // Not a launch: a graph upload or instantiation (whole-domain subscribers see others too).
+    // Not a launch: a graph upload or instantiation (whole-domain subscribers see others too),
+    // unless it is the library's own (PC sampling's graph registration).
+    if (t_in_own_cuda_calls) return;
     const SubscribedCallback *sub = find_subscribed(domain, cbid);
     if (sub && sub->role == CbRole::GraphUpload) on_graph_upload(cb);
-    if (sub && sub->role == CbRole::GraphInstantiate && pc_) pc_->on_graph_instantiate();
+    if (sub && sub->role == CbRole::GraphInstantiate && pc_) {
+      // Every instantiation's parameters start with the exec's address, then the graph
+      // (cudaGraphInstantiate_v10000_params, ...WithFlags, ...WithParams and their driver
+      // twins; tests/unit/graph_params_test.cc holds the toolkit's structs to it).
+      const auto *params = static_cast<void *const *>(cb->functionParams);
+      pc_->on_graph_instantiate(params ? static_cast<CUgraph>(params[1]) : nullptr, cb->context);
+    }
     return;
   }
   const uint8_t kind = v - 1;

@@ -12,6 +12,7 @@
 #include "config.h"
 #include "cupti_api.h"
 #include "log.h"
+#include "own_cuda_calls.h"
 #include "pc_launch_gate.h"
 #include "pc_launch_state.h"
 #include "pc_metadata.h"
@@ -44,6 +45,12 @@ constexpr size_t kBatch = PARCAGPU_PC_SAMPLE_BATCH_MAX;
 constexpr uint64_t kExclusiveWaitNs = 200'000'000;
 // How often a process asks again for a GPU another process samples (PcDeviceLocks).
 constexpr uint64_t kOtherProcessRetryNs = 50'000'000;
+// Graph registrations (register_graph): each enables and disables PC sampling and instantiates
+// and uploads a graph (~1 ms on the H100, P32). A program captures its graphs at start (vLLM:
+// one per batch size), so a burst is allowed; one that instantiates graphs all the time gets a
+// couple a second, the rest counted as not registered.
+constexpr double kGraphRegistrationsPerSecond = 2;
+constexpr double kGraphRegistrationBurst = 256;
 
 }  // namespace
 
@@ -57,7 +64,8 @@ struct PcEpisodes::Context {
   std::string gpu;             // its GPU's name for PcDeviceLocks ("" until first asked)
   bool gpu_locked = false;     // this process holds that GPU's lock
   uint64_t lock_retry_ns = 0;  // the GPU's lock was taken: not asked again before this
-  PcSession session;           // the PC Sampling API calls on it
+  CUstream shadow_stream = nullptr;  // register_graph's uploads (non-blocking, made at first use)
+  PcSession session;                 // the PC Sampling API calls on it
 };
 
 PcEpisodes::PcEpisodes(const CuptiApi &cupti, const CudaApi *cuda, const Config &config,
@@ -72,7 +80,8 @@ PcEpisodes::PcEpisodes(const CuptiApi &cupti, const CudaApi *cuda, const Config 
       meta_(meta),
       publisher_(state),
       step_(std::make_unique<PcStepState>()),
-      locks_(config.pc_lock_dir) {}
+      locks_(config.pc_lock_dir),
+      registration_tokens_(kGraphRegistrationBurst) {}
 
 PcEpisodes::~PcEpisodes() = default;
 
@@ -462,6 +471,76 @@ void PcEpisodes::keep_graph_out(GraphStep graph_step, bool inside_launch) {
       "PC sampling: the episode under way ended before a graph's %s "
       "(PARCAGPU_PC_GRAPHS=0: graphs are kept out of PC sampling)",
       step);
+}
+
+void PcEpisodes::register_graph(CUgraph graph, CUcontext ctx) {
+  if (!graph || !ctx || !cuda_ || !cuda_->can_register_graphs() || !config_.pc_graph_shadows ||
+      config_.pc_graphs)
+    return;
+  std::lock_guard<std::mutex> lock(mu_);
+  // An episode still under way (keep_graph_out could not end it): the graph goes in with it.
+  if (!state_.usable || state_.any_enabled.load(std::memory_order_relaxed)) return;
+  const uint64_t now = monotonic_ns();
+  registration_tokens_ =
+      std::min(kGraphRegistrationBurst,
+               registration_tokens_ + (now - std::min(now, registration_refilled_ns_)) / 1e9 *
+                                          kGraphRegistrationsPerSecond);
+  registration_refilled_ns_ = now;
+  Context &c = find_or_add(ctx);
+  if (registration_tokens_ < 1 || !lock_gpu(c, now)) {
+    stats_.graphs_not_registered++;
+    return;
+  }
+  if (!exclusive_begin()) {
+    stats_.graphs_not_registered++;
+    return unlock_gpu(c);
+  }
+  registration_tokens_ -= 1;
+  const bool registered = enable(c) && upload_shadow(c, graph);
+  if (c.enabled) disable_quietly(c);
+  unlock_gpu(c);
+  exclusive_end();
+  ++(registered ? stats_.graphs_registered : stats_.graphs_not_registered);
+  debug_log("PC sampling: graph %p %s in %.2f ms", static_cast<void *>(graph),
+            registered ? "registered by a shadow exec" : "not registered",
+            (monotonic_ns() - now) / 1e6);
+}
+
+bool PcEpisodes::upload_shadow(Context &c, CUgraph graph) {
+  OwnCudaCalls own;
+  // Relaxed for these calls: another thread's stream capture in global mode (PyTorch's default)
+  // would otherwise be invalidated by a synchronize here; set back before returning.
+  CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
+  if (cuda_->cuThreadExchangeStreamCaptureMode(&mode) != CUDA_SUCCESS) return false;
+  const bool uploaded = upload_shadow_relaxed(c, graph);
+  cuda_->cuThreadExchangeStreamCaptureMode(&mode);
+  return uploaded;
+}
+
+bool PcEpisodes::upload_shadow_relaxed(Context &c, CUgraph graph) {
+  if (!c.shadow_stream &&
+      cuda_->cuStreamCreate(&c.shadow_stream, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS) {
+    c.shadow_stream = nullptr;
+    return false;
+  }
+  CUgraphExec shadow = nullptr;
+  if (cuda_->cuGraphInstantiateWithFlags(&shadow, graph, 0) != CUDA_SUCCESS) return false;
+  const bool uploaded = cuda_->cuGraphUpload(shadow, c.shadow_stream) == CUDA_SUCCESS &&
+                        cuda_->cuStreamSynchronize(c.shadow_stream) == CUDA_SUCCESS;
+  cuda_->cuGraphExecDestroy(shadow);
+  return uploaded;
+}
+
+void PcEpisodes::disable_quietly(Context &c) {
+  const PcResult r = c.session.disable();
+  c.enabled = false;
+  state_.mark_enabled(c.ctx, false);
+  state_.any_enabled.store(false, std::memory_order_release);
+  if (activity_) activity_->hold_on(false);
+  if (!r.ok()) return fail(r);
+  stats_.disables++;
+  publisher_.publish(c.session.disable_buffer(), stats_);
+  c.session.disable_buffer().reset();
 }
 
 void PcEpisodes::on_context_destroy(CUcontext ctx) {

@@ -59,6 +59,18 @@ class PcEpisodes {
   // did not leave in time), the graph goes in with PC sampling on. Counted either way.
   enum class GraphStep : uint8_t { kFirstLaunch, kInstantiation };
   void keep_graph_out(GraphStep step, bool inside_launch);
+  // Before the application instantiates `graph` on ctx (after keep_graph_out): registers the
+  // graph's kernels with PC sampling without registering the application's exec. A kernel gives
+  // records only if its first use (an eager launch, or the upload of a graph holding it) came
+  // while PC sampling was enabled (P19, P20); an exec uploaded or instantiated then pays about a
+  // microsecond per kernel on every later launch (P21, P30). So PC sampling is enabled briefly,
+  // an exec of the library's own is instantiated from the same graph, uploaded and destroyed,
+  // and PC sampling disabled again: the application's exec, instantiated and uploaded after
+  // that, pays nothing per launch, and gives records where the graph was captured before PC
+  // sampling was first enabled (P32; PARCAGPU_PC_GRAPH_SHADOWS, off by default). Budgeted
+  // (kGraphRegistrationsPerSecond); put off while another process samples the GPU or launches
+  // do not leave in time (counted).
+  void register_graph(CUgraph graph, CUcontext ctx);
   // A context was created: a learning period begins (PcScheduler::learn_again); true if an
   // episode is to resume at once (the launch callbacks must turn on for it).
   bool learn_again();
@@ -78,6 +90,12 @@ class PcEpisodes {
   void drain_window();
   // The steps of an episode (PcScheduler::Step), each with the gate held exclusively.
   bool enable(Context &c);
+  // PC sampling disabled on c outside an episode's course (register_graph), its GPU kept.
+  void disable_quietly(Context &c);
+  // The library's exec of graph instantiated, uploaded on c's own stream, waited for, destroyed.
+  bool upload_shadow(Context &c, CUgraph graph);
+  bool upload_shadow_relaxed(Context &c, CUgraph graph);  // the calls, this thread's capture
+                                                          // mode relaxed
   // The GPU's lock (PcDeviceLocks) for c, taken before its Enable and given back after its
   // Disable: false while another process samples that GPU (asked again kOtherProcessRetryNs
   // later, counted, said once).
@@ -116,6 +134,9 @@ class PcEpisodes {
   uint64_t window_started_ns_ = 0, episode_started_ns_ = 0;  // for PcStats
   PcDeviceLocks locks_;                                      // in config_.pc_lock_dir
   bool said_other_process_ = false, said_no_lock_ = false;
+  // Graph registrations left to spend (register_graph), refilled with time up to a burst.
+  double registration_tokens_;
+  uint64_t registration_refilled_ns_ = 0;
   PcStats stats_;
 };
 

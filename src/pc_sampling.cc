@@ -170,9 +170,17 @@ void PcSampler::on_graph_first_launch() {
   episodes_->keep_graph_out(PcEpisodes::GraphStep::kFirstLaunch, t_counted);
 }
 
-void PcSampler::on_graph_instantiate() {
-  if (!state_.any_enabled.load(std::memory_order_acquire)) return;
-  episodes_->keep_graph_out(PcEpisodes::GraphStep::kInstantiation, t_counted);
+void PcSampler::on_graph_instantiate(CUgraph graph, CUcontext ctx) {
+  if (state_.any_enabled.load(std::memory_order_acquire))
+    episodes_->keep_graph_out(PcEpisodes::GraphStep::kInstantiation, t_counted);
+  // Not from inside a launch call (its gate would wait for itself), nor for nobody.
+  if (t_counted || !state_.usable.load(std::memory_order_relaxed) || !wanted()) return;
+  // A runtime instantiation calls the driver's: both callbacks come for one graph. The same
+  // graph instantiated again on this thread next is registered already.
+  static thread_local CUgraph t_registered = nullptr;
+  if (graph == t_registered) return;
+  t_registered = graph;
+  episodes_->register_graph(graph, ctx);
 }
 
 void PcSampler::on_context_created() {

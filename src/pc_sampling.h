@@ -129,7 +129,9 @@ class PcSampler : public KernelRecordObserver {
   void on_graph_first_launch();
   // A graph is instantiated now (before the call): the same, for an exec instantiated while
   // PC sampling is enabled pays more at every later launch however it is uploaded (P26).
-  void on_graph_instantiate();
+  // Then registers the graph's kernels with PC sampling (PcEpisodes::register_graph) while a
+  // consumer wants samples.
+  void on_graph_instantiate(CUgraph graph, CUcontext ctx);
 
   // Resource callbacks. A context created while a consumer listens begins a learning period
   // (its kernels are all first launched from now on, P20).

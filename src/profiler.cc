@@ -237,6 +237,8 @@ void log_pc_totals(const PcStats &p, const CubinStats &cs) {
               {"graphs first launched while enabled", u(p.graphs_uploaded_enabled)},
               {"ended before a graph's instantiation", u(p.ended_for_instantiations)},
               {"graphs instantiated while enabled", u(p.graphs_instantiated_enabled)},
+              {"graphs registered", u(p.graphs_registered)},
+              {"graphs not registered", u(p.graphs_not_registered)},
               {"learning resumed after one", u(p.learning_resumes)},
               {"put off for another process", u(p.put_off_for_other_process)},
               {"enables", u(p.enables)},

@@ -9,6 +9,7 @@
 #include "launch_callbacks.h"
 #include "launch_path.h"
 #include "log.h"
+#include "own_cuda_calls.h"
 #include "pc_sampling.h"
 
 namespace parcagpu {
@@ -32,6 +33,11 @@ void LaunchCallbacks::on_graph_upload(const CUpti_CallbackData *cb) {
 void LaunchCallbacks::on_resource(ThreadLaunch &t, CUpti_CallbackId cbid,
                                   const CUpti_ResourceData *rd) {
   const auto *gd = rd ? static_cast<const CUpti_GraphData *>(rd->resourceDescriptor) : nullptr;
+  // The library's own graph exec (PC sampling's graph registration) is not tracked; its modules
+  // are the application's and are (below).
+  if (t_in_own_cuda_calls && cbid != CUPTI_CBID_RESOURCE_MODULE_LOADED &&
+      cbid != CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING)
+    return;
   switch (cbid) {
     case CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED:
       // Inside a launch call on this thread, stream capture; else graph building or instantiation.

@@ -20,7 +20,7 @@
 //                                          serialgraph [EAGER] (CUDA_MODULE_LOADING=EAGER);
 //                                          firstwindow serialized|continuous; graphepisode;
 //                                          disablethreads watcher_idle|watcher_launch|main_other;
-//                                          graphreg; gated main|watcher
+//                                          graphreg; gated main|watcher; shadow [late]
 // Output: "FACT name value..." lines on stdout. A child that hangs prints
 //         "FACT watchdog phase=... stuck_at=..." and exits 3: a hang is a fact too.
 
@@ -1222,6 +1222,119 @@ static void phase_graphreg() {
   pc_disable(g_ctx, &ms);
 }
 
+// ================================================================ phase shadow
+// P30: a graph first launched (uploaded) while PC sampling is enabled pays about a microsecond per
+// kernel on every later launch, on the CPU and on the GPU; one uploaded between episodes gives no
+// records (P19). Can a graph's kernels be registered without the application's graph paying? A
+// throwaway exec of the same graph ("shadow") is instantiated, uploaded and destroyed while
+// enabled; the application's own exec is first launched between episodes. Controls: a graph with
+// no shadow, and a graph whose own exec was uploaded while enabled. Then, outside any episode,
+// what each costs per launch on the CPU and on the GPU.
+template <int K>
+static cudaGraph_t capture_graph(int nodes, int blocks, int iters) {
+  g_main = "capture_graph";
+  cudaGraph_t g;
+  CHECK(cudaStreamBeginCapture(s1, cudaStreamCaptureModeGlobal));
+  for (int i = 0; i < nodes; ++i) gwork<K><<<blocks, 256, 0, s1>>>(d_f, iters);
+  CHECK(cudaStreamEndCapture(s1, &g));
+  return g;
+}
+static void shadow_cost(const char *name, cudaGraphExec_t e, int nodes) {
+  g_main = name;
+  std::vector<double> cpu, gpu;
+  cudaEvent_t a, b;
+  CHECK(cudaEventCreate(&a));
+  CHECK(cudaEventCreate(&b));
+  for (int round = 0; round < 5; ++round) {
+    const int n = 500;
+    CHECK(cudaEventRecord(a, s1));
+    double t0 = now_ms();
+    for (int i = 0; i < n; ++i) CHECK(cudaGraphLaunch(e, s1));
+    double t1 = now_ms();
+    CHECK(cudaEventRecord(b, s1));
+    CHECK(cudaEventSynchronize(b));
+    float ms = 0;
+    CHECK(cudaEventElapsedTime(&ms, a, b));
+    cpu.push_back((t1 - t0) * 1e6 / n);
+    gpu.push_back(ms * 1e6 / n);
+  }
+  printf("FACT shadow_cost %s nodes=%d launch_ns=%.0f (%.0f..%.0f) gpu_ns_per_launch=%.0f (%.0f..%.0f)\n",
+         name, nodes, median(cpu), vmin(cpu), vmax(cpu), median(gpu), vmin(gpu), vmax(gpu));
+}
+static bool g_shadow_captured_late = false;  // phase "shadow late"
+static void phase_shadow() {
+  g_record = true;
+  double ms = 0;
+  const int nodes = 32, blocks = 132, iters = 100;  // short kernels: a per-kernel tax shows
+  // captured_late: the graphs are captured after the process's first Enable, between episodes
+  // (a program that captures after start-up); g44 and g45 are captured during episode 1.
+  const bool late = g_shadow_captured_late;
+  cudaGraph_t g40 = nullptr, g41 = nullptr, g42 = nullptr, g43 = nullptr, g44 = nullptr;
+  if (!late) {
+    g40 = capture_graph<40>(nodes, blocks, iters);
+    g41 = capture_graph<41>(nodes, blocks, iters);
+    g42 = capture_graph<42>(nodes, blocks, iters);
+    g43 = capture_graph<43>(nodes, blocks, iters);
+  }
+  // The process's first Enable: from here on a first use outside an episode gives no records (P20).
+  pc_enable(g_ctx, &ms);
+  configure(g_ctx, SERIALIZED, 10, true, &ms, "shadow0");
+  pc_disable(g_ctx, &ms);
+  if (late) {
+    g40 = capture_graph<40>(nodes, blocks, iters);
+    g41 = capture_graph<41>(nodes, blocks, iters);
+    g42 = capture_graph<42>(nodes, blocks, iters);
+    g43 = capture_graph<43>(nodes, blocks, iters);
+  }
+  // Episode 1: the shadow of g40, g42's own exec uploaded, g43 instantiated only (its own exec,
+  // first launched later, between episodes: P26 says instantiation while enabled counts too).
+  pc_enable(g_ctx, &ms);
+  configure(g_ctx, SERIALIZED, 10, false, &ms, "shadow1");
+  double t0 = now_ms();
+  cudaGraphExec_t sh;
+  CHECK(cudaGraphInstantiate(&sh, g40, 0));
+  CHECK(cudaGraphUpload(sh, s1));
+  CHECK(cudaStreamSynchronize(s1));
+  CHECK(cudaGraphExecDestroy(sh));
+  const double shadow_ms = now_ms() - t0;
+  cudaGraphExec_t e42, e43;
+  CHECK(cudaGraphInstantiate(&e42, g42, 0));
+  CHECK(cudaGraphUpload(e42, s1));
+  CHECK(cudaGraphInstantiate(&e43, g43, 0));
+  if (late) g44 = capture_graph<44>(nodes, blocks, iters);  // captured while enabled
+  CHECK(cudaStreamSynchronize(s1));
+  pc_disable(g_ctx, &ms);
+  printf("FACT shadow_made ms=%.3f (instantiate, upload, destroy of a %d-kernel graph while enabled)\n",
+         shadow_ms, nodes);
+  // Between episodes: the application's execs of g40 (shadowed) and g41 (control), first launched.
+  cudaGraphExec_t e40, e41, e44 = nullptr;
+  CHECK(cudaGraphInstantiate(&e40, g40, 0));
+  CHECK(cudaGraphInstantiate(&e41, g41, 0));
+  if (late) CHECK(cudaGraphInstantiate(&e44, g44, 0));
+  CHECK(cudaGraphLaunch(e40, s1));
+  CHECK(cudaGraphLaunch(e41, s1));
+  if (late) CHECK(cudaGraphLaunch(e44, s1));
+  CHECK(cudaGraphLaunch(e43, s1));
+  CHECK(cudaStreamSynchronize(s1));
+  // Episode 2: which give records.
+  pc_enable(g_ctx, &ms);
+  configure(g_ctx, SERIALIZED, 10, false, &ms, "shadow2");
+  graph_window("shadow_e40_app_exec_of_shadowed_graph", e40, -1);
+  graph_window("shadow_e41_control_no_shadow", e41, -1);
+  graph_window("shadow_e42_own_exec_uploaded_in_ep1", e42, -1);
+  graph_window("shadow_e43_instantiated_in_ep1_launched_between", e43, -1);
+  if (late) graph_window("shadow_e44_captured_in_ep1_instantiated_between", e44, -1);
+  pc_disable(g_ctx, &ms);
+  // Outside episodes: what each costs, twice in turn.
+  for (int r = 0; r < 2; ++r) {
+    shadow_cost("e40_shadowed", e40, nodes);
+    shadow_cost("e41_control", e41, nodes);
+    shadow_cost("e42_uploaded_in_episode", e42, nodes);
+    shadow_cost("e43_instantiated_in_episode", e43, nodes);
+    if (late) shadow_cost("e44_captured_in_episode", e44, nodes);
+  }
+}
+
 // ================================================================ phase gated
 // Disable with the other launching threads held at their launch callback's ENTER (a gate the
 // library could keep), instead of inside a launch (disablethreads: hangs).
@@ -1447,7 +1560,8 @@ int main(int argc, char **argv) {
       CUptiResult r2 = cuptiEnableCallback(1, g_sub, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000);
       printf("FACT gate_subscribe rc=%s enable=%s\n", rs(r), rs(r2));
     }
-    if (phase == "continuous" || phase == "serialgraph" || phase == "graphepisode" || phase == "graphreg") {
+    if (phase == "continuous" || phase == "serialgraph" || phase == "graphepisode" || phase == "graphreg" ||
+        phase == "shadow") {
       g_record = true;
       subscribe_launch_cbids();
     }
@@ -1472,6 +1586,10 @@ int main(int argc, char **argv) {
     else if (phase == "disablethreads") phase_disablethreads(arg);
     else if (phase == "graphreg") phase_graphreg();
     else if (phase == "gated") phase_gated(arg);
+    else if (phase == "shadow") {
+      g_shadow_captured_late = arg == "late";
+      phase_shadow();
+    }
     else printf("FACT unknown_phase %s\n", phase.c_str());
   }
   printf("FACT done phase=%s %s\n", phase.c_str(), arg.c_str());
