@@ -310,7 +310,7 @@ class Bpftrace(_Consumer):
 def _last_line_json(consumer):
     """A stopped consumer's last stdout line, its JSON summary. A summary (parcagpu-trace's or
     agent-consumer's: one with kernel_records) must count no impossible kernel record
-    (trace/timestamp_check.h), unless the consumer was made with allow_impossible=True: every test
+    (tools/trace/timestamp_check.h), unless the consumer was made with allow_impossible=True: every test
     that delivers kernels through the mock checks the mock's times and the consumers' judging of
     them here."""
     try:
@@ -337,7 +337,7 @@ def impossible_records(summary):
 # records (fork stress, the soak with every launch announced, 1,207 in one CI run) were the mock's
 # own: a graph kernel's thread preempted between "still running?" and "is activity on?" gave a
 # kernel that had finished under activity the next enable's time as its end
-# (mock/cupti_mock_activity.cc, kernel_ran; 2026-11-27).
+# (tools/mock/cupti_mock_activity.cc, kernel_ran; 2026-11-27).
 
 
 def check_no_impossible_records(summary, who="consumer"):
@@ -463,7 +463,7 @@ class Trace(_Consumer):
 
 class AgentConsumer(_Consumer):
     """build/bin/agent-consumer: sees a library's probes exactly as the production agent does
-    (tests/agent/README.md, docs/probe-abi.md). After stop(), `result` is its JSON summary and
+    (tools/agent/README.md, docs/probe-abi.md). After stop(), `result` is its JSON summary and
     process(pid) the part about one process."""
     ready_pattern = r"agent-consumer: attached \d+ probes"
 
@@ -572,7 +572,7 @@ def frame_function(name):
 
 @functools.lru_cache(maxsize=None)
 def counters():
-    """The counters of parcagpu-trace's summary (trace/counters.h), from `parcagpu-trace
+    """The counters of parcagpu-trace's summary (tools/trace/counters.h), from `parcagpu-trace
     --list-counters --json`: dicts with name (the JSON key), kind (count, seconds, by_cbid,
     by_name), text (its place among -v's counter lines, 0 for none), label and help, in the JSON
     summary's order."""
@@ -590,7 +590,7 @@ class _CounterNames:
         if name.startswith("__"):
             raise AttributeError(name)
         if name not in {c["name"] for c in counters()}:
-            raise AttributeError("parcagpu-trace has no counter %r (trace/counters.h)" % name)
+            raise AttributeError("parcagpu-trace has no counter %r (tools/trace/counters.h)" % name)
         return name
 
 

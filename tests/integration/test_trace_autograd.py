@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """parcagpu-trace puts PyTorch's backward launches under the Python line of the forward call that
-created their autograd node (issue 31; trace/autograd.h), on a fake libtorch_cpu.so
+created their autograd node (issue 31; tools/trace/autograd.h), on a fake libtorch_cpu.so
 (tests/autograd_fake: PyTorch's two symbols, its Node layout, a torch/version.py beside lib/) and
 the mock CUDA driver: tests/programs/autograd_fake.py runs STEPS eager steps, each three forward
 ops on lines of their own (`# node: NAME`) and a backward whose nodes run on an engine thread with
