@@ -554,36 +554,48 @@ void Tracer::print_interval(double seconds) {
   interval_profile_.clear();
 }
 
+namespace {
+// The summary's counters that the BPF programs count themselves, each with its slot of the stats
+// map, copied into the summary as they are.
+struct BpfCounter {
+  counter_count Counters::*field;
+  int slot;
+};
+constexpr BpfCounter kBpfCounters[] = {
+    {&Counters::ringbuf_drops, PT_STAT_RINGBUF_DROPS},
+    {&Counters::meta_ringbuf_drops, PT_STAT_META_RINGBUF_DROPS},
+    {&Counters::error_firings, PT_STAT_FIRE_ERROR},
+    {&Counters::read_errors, PT_STAT_READ_ERRORS},
+    {&Counters::kernel_executed_events, PT_STAT_FIRE_KERNEL_EXECUTED},
+    {&Counters::activity_batches, PT_STAT_FIRE_ACTIVITY_BATCH},
+    {&Counters::batch_records_over_cap, PT_STAT_BATCH_OVER_CAP},
+    {&Counters::records_other_kind, PT_STAT_RECORDS_OTHER_KIND},
+    {&Counters::pc_sample_records, PT_STAT_PC_SAMPLE_RECORDS},
+    {&Counters::stacks_dropped, PT_STAT_STACKS_DROPPED},
+    {&Counters::stack_errors, PT_STAT_STACK_ERRORS},
+    {&Counters::stack_copy_bytes, PT_STAT_STACK_COPY_BYTES},
+    {&Counters::stack_copy_errors, PT_STAT_STACK_COPY_ERRORS},
+    {&Counters::stack_copies_to_stack_end, PT_STAT_STACK_COPY_SHORT},
+    {&Counters::python_no_thread, PT_STAT_PY_NO_THREAD},
+    {&Counters::python_read_errors, PT_STAT_PY_READ_ERRORS},
+    {&Counters::python_truncated, PT_STAT_PY_TRUNCATED},
+    {&Counters::autograd_forward_stacks, PT_STAT_AUTOGRAD_FORWARD_STACKS},
+    {&Counters::autograd_linked, PT_STAT_AUTOGRAD_LINKED},
+    {&Counters::autograd_forward_missing, PT_STAT_AUTOGRAD_FORWARD_MISSING},
+    {&Counters::autograd_read_errors, PT_STAT_AUTOGRAD_READ_ERRORS},
+};
+}  // namespace
+
 Summary Tracer::summarize(const uint64_t st[PT_STAT_MAX], double duration,
                           const std::vector<std::string> &libraries) const {
   Summary sum;
   add_counters(&sum, meta_);
   joiner_.add_to(&sum);
   captures_.fill(&sum, opt_.capture_sites);
-  sum.ringbuf_drops = st[PT_STAT_RINGBUF_DROPS];
-  sum.meta_ringbuf_drops = st[PT_STAT_META_RINGBUF_DROPS];
+  for (const BpfCounter &c : kBpfCounters) sum.*c.field = st[c.slot];
   // Firings minus what arrived: an error the user never saw (its event found no room).
-  sum.error_firings = st[PT_STAT_FIRE_ERROR];
   sum.errors_lost = sum.error_firings > sum.errors ? sum.error_firings - sum.errors : 0;
-  sum.read_errors = st[PT_STAT_READ_ERRORS];
-  sum.kernel_executed_events = st[PT_STAT_FIRE_KERNEL_EXECUTED];
-  sum.activity_batches = st[PT_STAT_FIRE_ACTIVITY_BATCH];
-  sum.batch_records_over_cap = st[PT_STAT_BATCH_OVER_CAP];
-  sum.records_other_kind = st[PT_STAT_RECORDS_OTHER_KIND];
-  sum.pc_sample_records = st[PT_STAT_PC_SAMPLE_RECORDS];
-  sum.stacks_dropped = st[PT_STAT_STACKS_DROPPED];
-  sum.stack_errors = st[PT_STAT_STACK_ERRORS];
-  sum.stack_copy_bytes = st[PT_STAT_STACK_COPY_BYTES];
-  sum.stack_copy_errors = st[PT_STAT_STACK_COPY_ERRORS];
-  sum.stack_copies_to_stack_end = st[PT_STAT_STACK_COPY_SHORT];
   sum.stacks_cut_at_non_code = resolver_.cut_at_non_code();
-  sum.python_no_thread = st[PT_STAT_PY_NO_THREAD];
-  sum.python_read_errors = st[PT_STAT_PY_READ_ERRORS];
-  sum.python_truncated = st[PT_STAT_PY_TRUNCATED];
-  sum.autograd_forward_stacks = st[PT_STAT_AUTOGRAD_FORWARD_STACKS];
-  sum.autograd_linked = st[PT_STAT_AUTOGRAD_LINKED];
-  sum.autograd_forward_missing = st[PT_STAT_AUTOGRAD_FORWARD_MISSING];
-  sum.autograd_read_errors = st[PT_STAT_AUTOGRAD_READ_ERRORS];
   sum.distinct_stacks = stacks_.size() - StackTable::kFirstReal;
   sum.stack_table_overflows = stacks_.overflowed();
   sum.gpu_ns_matched = profile_.total_ns();
