@@ -209,16 +209,7 @@ bool Summary::on_event(const void *data, size_t size) {
       if (e->start == 0 || e->end < e->start || e->end - e->start > 60'000'000'000ull)
         v.invalid_timestamps++;
       v.kernels_by_correlation[e->correlation_id]++;
-      trace::KernelTimes t;
-      t.pid = pid;
-      t.device = e->device_id;
-      t.context = e->context_id;
-      t.stream = e->stream_id;
-      t.correlation = e->correlation_id;
-      t.start = e->start;
-      t.end = e->end;
-      t.delivered_ns = e->ts;
-      t.process_start_ns = v.process_start_ns;
+      trace::KernelTimes t = trace::kernel_times(*e, pid, e->ts, v.process_start_ns);
       if (auto a = v.announced_ns.find(e->correlation_id); a != v.announced_ns.end())
         t.announced_ns = a->second;  // announced before it came
       v.impossible[static_cast<size_t>(times_.check(t))]++;

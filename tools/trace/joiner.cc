@@ -182,16 +182,7 @@ Joiner::Match Joiner::on_kernel(const KernelRecord &r, uint32_t tag) {
 }
 
 Impossible Joiner::judge(KernelRecord *r) {
-  KernelTimes t;
-  t.pid = r->pid;
-  t.device = r->device_id;
-  t.context = r->context_id;
-  t.stream = r->stream_id;
-  t.correlation = r->correlation_id;
-  t.start = r->start;
-  t.end = r->end;
-  t.delivered_ns = r->seen_ns;
-  t.process_start_ns = r->process_start_ns;
+  KernelTimes t = kernel_times(*r, r->pid, r->seen_ns, r->process_start_ns);
   const uint64_t k = key(r->pid, r->correlation_id);  // the launch, if announced already
   if (auto it = cur_.live.find(k); it != cur_.live.end()) {
     t.announced_ns = it->second.launch.announced_ns;

@@ -63,6 +63,15 @@ struct KernelTimes {
   uint64_t process_start_ns = 0;  // CLOCK_MONOTONIC: when its process started; 0 unknown
 };
 
+// A kernel record's times as the check reads them, from a record with CUPTI's field names
+// (parcagpu-trace's KernelRecord, agent-consumer's ac_kernel_event); announced_ns is left unknown.
+template <class Record>
+KernelTimes kernel_times(const Record &r, uint32_t pid, uint64_t delivered_ns, uint64_t process_start_ns) {
+  return {.pid = pid, .device = r.device_id, .context = r.context_id, .stream = r.stream_id,
+          .correlation = r.correlation_id, .start = r.start, .end = r.end,
+          .delivered_ns = delivered_ns, .process_start_ns = process_start_ns};
+}
+
 class TimestampCheck {
  public:
   static constexpr size_t kWindow = 8;          // kernels remembered per stream
