@@ -7,6 +7,7 @@
 
 #include "autograd.h"
 #include "python.h"
+#include "test_frames.h"
 
 namespace parcagpu::trace {
 namespace {
@@ -18,11 +19,7 @@ Frame native(const std::string &function) {
   return f;
 }
 
-std::vector<std::string> names(const std::vector<Frame> &frames) {
-  std::vector<std::string> out;
-  for (const Frame &f : frames) out.push_back(f.name());
-  return out;
-}
+using test_frames::names;
 
 TEST(Autograd, TorchVersion) {
   int major = 0, minor = 0;

@@ -12,6 +12,7 @@
 #include "device_profile.h"
 #include "joiner.h"
 #include "report.h"
+#include "test_output.h"
 
 namespace parcagpu::trace {
 namespace {
@@ -49,14 +50,7 @@ struct Feed : MatchSink {
 };
 
 std::string text_of(const Summary &s) {
-  char *buf = nullptr;
-  size_t len = 0;
-  FILE *f = open_memstream(&buf, &len);
-  print_summary(f, s, false);
-  std::fclose(f);
-  std::string out(buf, len);
-  std::free(buf);
-  return out;
+  return test_output::printed([&](FILE *f) { print_summary(f, s, false); });
 }
 
 // Two processes on devices 0 and 1, a kernel that comes before its launch, a graph launch on

@@ -11,8 +11,9 @@
 
 #include "cubin_lines.h"
 #include "parcagpu/abi.h"
-#include "pc_profile.h"
 #include "pc_events.h"
+#include "pc_profile.h"
+#include "test_output.h"
 
 namespace parcagpu::trace {
 namespace {
@@ -186,13 +187,7 @@ TEST(PcProfile, GpuOnlySamplesApartFromThoseWithAStack) {
   EXPECT_EQ(k["correlation_ids"], Json({100, 555}));
   EXPECT_EQ(k["by_launch"], Json({{"211", 30}, {"gpu_only", 10}, {"unannounced", 2}}));
 
-  char *text = nullptr;
-  size_t len = 0;
-  FILE *out = open_memstream(&text, &len);
-  p.print(out);
-  std::fclose(out);
-  const std::string printed(text, len);
-  std::free(text);
+  const std::string printed = test_output::printed([&](FILE *out) { p.print(out); });
   EXPECT_NE(printed.find("4 records (5 PC/stall-reason pairs), 1 kernels; 30 with a CPU stack, 10 GPU-only, "
                          "2 unannounced\n"),
             std::string::npos)
@@ -284,13 +279,7 @@ TEST(PcSampling, DecodesTheTracersAndItsOwnEvents) {
   EXPECT_GE(want.line, line_of("void k_mul("));
   EXPECT_LE(want.line, line_of("if (i < n) a[i] = v;") + 1);
 
-  char *text = nullptr;
-  size_t len = 0;
-  FILE *out = open_memstream(&text, &len);
-  pcs.print(out);
-  std::fclose(out);
-  const std::string printed(text, len);
-  std::free(text);
+  const std::string printed = test_output::printed([&](FILE *out) { pcs.print(out); });
   EXPECT_NE(printed.find("1. k_mul(float*, int)  (pid " + std::to_string(pid) + ")"), std::string::npos)
       << printed;
   EXPECT_NE(printed.find("cudaLaunchKernel 100.0%"), std::string::npos) << printed;

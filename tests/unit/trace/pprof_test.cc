@@ -10,6 +10,7 @@
 
 #include "pprof.h"
 #include "profile.pb.h"
+#include "launch_sites.h"
 #include "test_frames.h"
 
 namespace parcagpu::trace {
@@ -143,19 +144,9 @@ TEST(PprofTest, RoundTripThroughGzipAndTheGeneratedClasses) {
 // Two launch sites of one function (issue 29): two locations, told apart by their lines, or
 // without debug lines by their offsets, as the stack table and the text report tell them apart.
 TEST(PprofTest, TwoLaunchSitesOfOneFunctionAreTwoLocations) {
-  StackTable stacks;
-  NameTable names;
-  GpuProfile gp;
-  const uint32_t add = names.id("_Z5k_addPfi");
-  Frame a = fr("worker(int)"), b = fr("worker(int)");
-  a.offset = 0x1a;
-  b.offset = 0x2f;
-  gp.add(stacks.intern({fr("launch(int)", "/src/a.cc", 10), fr("main", "/src/main.cc", 3)}), add, 300);
-  gp.add(stacks.intern({fr("launch(int)", "/src/a.cc", 12), fr("main", "/src/main.cc", 3)}), add, 200);
-  gp.add(stacks.intern({a, fr("main", "/src/main.cc", 4)}), add, 20);
-  gp.add(stacks.intern({b, fr("main", "/src/main.cc", 4)}), add, 10);
+  const test_frames::TwoLaunchSites x;
   Decoded d;
-  ASSERT_TRUE(d.p.ParseFromString(pprof_profile(gp, stacks, names, ProcessTable{}, {})));
+  ASSERT_TRUE(d.p.ParseFromString(pprof_profile(x.profile, x.stacks, x.names, ProcessTable{}, {})));
   ASSERT_EQ(d.p.sample_size(), 4);
   std::set<uint64_t> leaves;
   std::set<std::vector<uint64_t>> stacks_seen;

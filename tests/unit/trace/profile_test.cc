@@ -8,10 +8,12 @@
 #include <string>
 
 #include "flamegraph.h"
+#include "launch_sites.h"
 #include "processes.h"
 #include "profile.h"
 #include "report.h"
 #include "test_frames.h"
+#include "test_output.h"
 
 namespace parcagpu::trace {
 namespace {
@@ -82,24 +84,10 @@ TEST(ProfileTest, FoldedStacksRootFirst) {
 // Two launch sites of one function are two stacks in the text report: in the folded stacks and
 // the flame graph too (issue 29), by line, or without one by offset. Never one key twice.
 TEST(ProfileTest, TwoLaunchSitesOfOneFunctionStayApart) {
-  StackTable stacks;
-  NameTable names;
-  GpuProfile p;
-  const uint32_t add = names.id("_Z5k_addPfi");
-  Frame no_line_a = fr("worker(int)"), no_line_b = fr("worker(int)");
-  no_line_a.offset = 0x1a;
-  no_line_b.offset = 0x2f;
-  const uint32_t site_a = stacks.intern({fr("launch(int)", "/src/a.cc", 10), fr("main", "/src/main.cc", 3)});
-  const uint32_t site_b = stacks.intern({fr("launch(int)", "/src/a.cc", 12), fr("main", "/src/main.cc", 3)});
-  const uint32_t site_c = stacks.intern({no_line_a, fr("main", "/src/main.cc", 4)});
-  const uint32_t site_d = stacks.intern({no_line_b, fr("main", "/src/main.cc", 4)});
-  ASSERT_EQ(std::set<uint32_t>({site_a, site_b, site_c, site_d}).size(), 4u);
-  p.add(site_a, add, 300);
-  p.add(site_b, add, 200);
-  p.add(site_c, add, 20);
-  p.add(site_d, add, 10);
-  EXPECT_EQ(summarize_stacks(p, stacks, names, 10).size(), 4u);
-  const std::vector<FoldedStack> folded = folded_stacks(p, stacks, names);
+  const test_frames::TwoLaunchSites x;
+  ASSERT_EQ(std::set<uint32_t>(x.sites.begin(), x.sites.end()).size(), 4u);
+  EXPECT_EQ(summarize_stacks(x.profile, x.stacks, x.names, 10).size(), 4u);
+  const std::vector<FoldedStack> folded = folded_stacks(x.profile, x.stacks, x.names);
   EXPECT_EQ(folded_text(folded),
             "main (main.cc:3);launch (a.cc:10);[gpu] k_add 300\n"
             "main (main.cc:3);launch (a.cc:12);[gpu] k_add 200\n"
@@ -188,14 +176,10 @@ TEST(FlameGraphTest, WidthIsGpuTime) {
 
 TEST(ReportTest, StackTableText) {
   Fixture x;
-  char *buf = nullptr;
-  size_t len = 0;
-  FILE *f = open_memstream(&buf, &len);
-  print_stack_table(f, "GPU time by launch stack", summarize_stacks(x.p, x.stacks, x.names, 2),
-                    x.p.total_ns(), x.p.total_kernels(), x.p.stacks());
-  std::fclose(f);
-  const std::string out(buf, len);
-  std::free(buf);
+  const std::string out = test_output::printed([&](FILE *f) {
+    print_stack_table(f, "GPU time by launch stack", summarize_stacks(x.p, x.stacks, x.names, 2),
+                      x.p.total_ns(), x.p.total_kernels(), x.p.stacks());
+  });
   EXPECT_NE(out.find("GPU time by launch stack: 5.600 us of GPU time in 6 kernels, 3 stacks, top 2 shown"),
             std::string::npos) << out;
   EXPECT_NE(out.find("#1      3.500 us   62.5%        4 kernels"), std::string::npos) << out;
@@ -260,13 +244,7 @@ TEST(ProcessesTest, GpuTimeByRank) {
   // The stack table still adds the processes up.
   EXPECT_EQ(summarize_stacks(p, x.stacks, x.names, 10)[0].gpu_ns, 1000u + 1000u + 300u + 7u);
 
-  char *buf = nullptr;
-  size_t len = 0;
-  FILE *f = open_memstream(&buf, &len);
-  print_process_table(f, rows);
-  std::fclose(f);
-  const std::string out(buf, len);
-  std::free(buf);
+  const std::string out = test_output::printed([&](FILE *f) { print_process_table(f, rows); });
   EXPECT_NE(out.find("GPU time by rank: 2.800 us of GPU time in 4 kernels, 3 processes"), std::string::npos) << out;
   EXPECT_TRUE(std::regex_search(out, std::regex(R"(\n  rank 1 +pid 10 +train +2\.000 us +71\.4% +2 kernels +device 1 +top k_add)")))
       << out;

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "python.h"
+#include "test_frames.h"
 
 namespace parcagpu::trace {
 namespace {
@@ -94,11 +95,7 @@ Frame native(const std::string &function, bool inlined = false) {
   return f;
 }
 
-std::vector<std::string> names(const std::vector<Frame> &frames) {
-  std::vector<std::string> out;
-  for (const Frame &f : frames) out.push_back(f.name());
-  return out;
-}
+using test_frames::names;
 
 TEST(PythonFrame, NameIsBasenameLineFunction) {
   EXPECT_EQ(python_frame("Model.forward", "/src/pkg/model.py", 10).name(), "model.py:10 Model.forward");

@@ -1,5 +1,9 @@
-// Frames for the unit tests of what is made of the stacks (profile, flame graph, pprof).
+// Frames for the unit tests of what is made of the stacks (profile, flame graph, pprof, Python
+// frames, autograd).
 #pragma once
+
+#include <string>
+#include <vector>
 
 #include "symbolizer.h"
 
@@ -15,6 +19,13 @@ inline Frame fr(const char *function, const char *file = "", int line = 0, bool 
   f.line = line;
   f.inlined = inlined;
   return f;
+}
+
+// What a stack reads as, frame by frame (Frame::name), for comparing whole stacks.
+inline std::vector<std::string> names(const std::vector<Frame> &frames) {
+  std::vector<std::string> out;
+  for (const Frame &f : frames) out.push_back(f.name());
+  return out;
 }
 
 }  // namespace parcagpu::trace::test_frames

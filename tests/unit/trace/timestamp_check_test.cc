@@ -9,6 +9,7 @@
 
 #include "joiner.h"
 #include "report.h"
+#include "test_output.h"
 #include "timestamp_check.h"
 
 namespace parcagpu::trace {
@@ -225,13 +226,7 @@ TEST(TimestampCheckTest, TheJoinerJudgesWithTheAnnouncement) {
   EXPECT_EQ(js.at("impossible_kernel_records"), 2u);
   EXPECT_EQ(js.at("impossible_longer_than_launch"), 1u);
   // The report says so, with the reasons.
-  char *buf = nullptr;
-  size_t len = 0;
-  FILE *f = open_memstream(&buf, &len);
-  print_summary(f, s, false);
-  std::fclose(f);
-  const std::string text(buf, len);
-  free(buf);
+  const std::string text = test_output::printed([&](FILE *f) { print_summary(f, s, false); });
   EXPECT_NE(text.find("impossible kernel records: 2 of 3 (reversed or 0 1, longer than launch to delivery 1), "
                       "left out of the GPU time"),
             std::string::npos)
@@ -240,13 +235,7 @@ TEST(TimestampCheckTest, TheJoinerJudgesWithTheAnnouncement) {
 
 TEST(TimestampCheckTest, NoLineWithoutImpossibleRecords) {
   Summary s;
-  char *buf = nullptr;
-  size_t len = 0;
-  FILE *f = open_memstream(&buf, &len);
-  print_summary(f, s, false);
-  std::fclose(f);
-  const std::string text(buf, len);
-  free(buf);
+  const std::string text = test_output::printed([&](FILE *f) { print_summary(f, s, false); });
   EXPECT_EQ(text.find("impossible"), std::string::npos) << text;
 }
 
