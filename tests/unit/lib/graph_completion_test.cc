@@ -81,6 +81,15 @@ class GraphCompletionTest : public ::testing::Test {
     now_ += GraphCompletion::kGraceNs;
     c.poll();
   }
+  // Polls `wait` - 1 ns from now (the one launch watched has not ended) and at `wait` (it has).
+  void expect_ended_after(GraphCompletion &c, uint64_t wait) {
+    now_ += wait - 1;
+    c.poll();
+    EXPECT_EQ(ended_, 0);
+    now_ += 1;
+    c.poll();
+    EXPECT_EQ(ended_, 1);
+  }
 
   FakeDriver fake_;
   CudaApi api_;
@@ -116,12 +125,7 @@ TEST_F(GraphCompletionTest, ActivityStaysOnForTheGraceAfterTheGpuIsPastIt) {
   finish_all();
   c.poll();
   EXPECT_EQ(ended_, 0) << "ended as soon as the event completed: records may be unfinished";
-  now_ += GraphCompletion::kGraceNs - 1;
-  c.poll();
-  EXPECT_EQ(ended_, 0);
-  now_ += 1;
-  c.poll();
-  EXPECT_EQ(ended_, 1);
+  expect_ended_after(c, GraphCompletion::kGraceNs);
   EXPECT_EQ(c.pending(), 0u);
 }
 
@@ -159,12 +163,7 @@ TEST_F(GraphCompletionTest, AFailedQueryEndsTheLaunch) {
 
 TEST_F(GraphCompletionTest, ALaunchStillRunningAtTheTimeoutEnds) {
   GraphCompletion &c = watching(1);
-  now_ += GraphCompletion::kTimeoutNs - 1;
-  c.poll();
-  EXPECT_EQ(ended_, 0);
-  now_ += 1;
-  c.poll();
-  EXPECT_EQ(ended_, 1);
+  expect_ended_after(c, GraphCompletion::kTimeoutNs);
   EXPECT_EQ(c.stats().timed_out, 1u);
 }
 
