@@ -352,15 +352,6 @@ def check_no_impossible_records(summary, who="consumer"):
                              "give): %s" % (who, n, summary["kernel_records"], why))
 
 
-def _stop_with_json_result(consumer, base_stop, timeout):
-    """Stops a consumer whose last stdout line is its JSON summary and keeps it as `result`."""
-    if consumer.out.closed:
-        return consumer
-    base_stop(timeout)
-    consumer.result = _last_line_json(consumer)
-    return consumer
-
-
 class TraceTool(_Consumer):
     """build/bin/parcagpu-trace with any arguments; ready when it says it attached (or `ready`).
     After stop(), last_json() is its last output line as JSON."""
@@ -446,36 +437,41 @@ class HalfAttached:
         self.fds = []
 
 
-class Trace(_Consumer):
-    """build/bin/parcagpu-trace --json, system-wide or on one pid."""
-    ready_pattern = r"parcagpu-trace: attached \d+ probes"
+class _SummaryConsumer(_Consumer):
+    """A consumer of one library file (`TOOL -l LIB ARGS`, `-p PID` for one process) whose last
+    stdout line is its JSON summary: stop() keeps it as `result`."""
 
-    def __init__(self, lib=LIB, pid=None, extra=(), allow_impossible=False):
-        cmd = [TRACE, "-l", os.path.abspath(lib), "--json"] + list(extra)
+    def __init__(self, tool, lib, pid, args, allow_impossible):
+        cmd = [tool, "-l", os.path.abspath(lib)] + list(args)
         if pid:
             cmd += ["-p", str(pid)]
         self.allow_impossible = allow_impossible
         super().__init__(cmd)
 
     def stop(self, timeout=60):
-        return _stop_with_json_result(self, super().stop, timeout)
+        if self.out.closed:
+            return self
+        super().stop(timeout)
+        self.result = _last_line_json(self)
+        return self
 
 
-class AgentConsumer(_Consumer):
+class Trace(_SummaryConsumer):
+    """build/bin/parcagpu-trace --json, system-wide or on one pid."""
+    ready_pattern = r"parcagpu-trace: attached \d+ probes"
+
+    def __init__(self, lib=LIB, pid=None, extra=(), allow_impossible=False):
+        super().__init__(TRACE, lib, pid, ["--json"] + list(extra), allow_impossible)
+
+
+class AgentConsumer(_SummaryConsumer):
     """build/bin/agent-consumer: sees a library's probes exactly as the production agent does
     (tools/agent/README.md, docs/probe-abi.md). After stop(), `result` is its JSON summary and
     process(pid) the part about one process."""
     ready_pattern = r"agent-consumer: attached \d+ probes"
 
     def __init__(self, lib=LIB, pid=None, allow_impossible=False):
-        cmd = [AGENT_CONSUMER, "-l", os.path.abspath(lib)]
-        if pid:
-            cmd += ["-p", str(pid)]
-        self.allow_impossible = allow_impossible
-        super().__init__(cmd)
-
-    def stop(self, timeout=60):
-        return _stop_with_json_result(self, super().stop, timeout)
+        super().__init__(AGENT_CONSUMER, lib, pid, [], allow_impossible)
 
     def process(self, pid):
         """The summary of one process; a process the consumer never heard from has none."""
