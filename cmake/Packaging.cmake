@@ -49,7 +49,7 @@ install(FILES include/parcagpu/abi.h include/parcagpu/cbid_table.h
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/parcagpu COMPONENT parcagpu)
 install(FILES scripts/parcagpu.bt DESTINATION ${CMAKE_INSTALL_DATADIR}/parcagpu COMPONENT parcagpu)
 install(FILES README.md LICENSE DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT parcagpu)
-install(FILES trace/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR} RENAME parcagpu-trace.md
+install(FILES tools/trace/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR} RENAME parcagpu-trace.md
         COMPONENT parcagpu)
 if(EXISTS ${PROJECT_SOURCE_DIR}/docs)
   install(DIRECTORY docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR}/docs COMPONENT parcagpu

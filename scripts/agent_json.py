@@ -1,4 +1,4 @@
-"""What the scripts read of agent-consumer's JSON (tests/agent): its per-process counts summed."""
+"""What the scripts read of agent-consumer's JSON (tools/agent): its per-process counts summed."""
 import json
 
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The cost of parcagpu-trace's autograd probes (trace/autograd.h) on the fake libtorch_cpu.so and
+"""The cost of parcagpu-trace's autograd probes (tools/trace/autograd.h) on the fake libtorch_cpu.so and
 the mock CUDA driver (tests/programs/autograd_fake.py, every launch announced): the BPF run time
 of each program (kernel.bpf_stats_enabled=1, `bpftool prog show`: run_time_ns / run_cnt) and the
 program's time per step (3 forward ops, 3 backward nodes, 6 launches) without the tool, with the

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Checks the autograd layout table of parcagpu-trace (trace/autograd.cc, kLayouts) against a real
+"""Checks the autograd layout table of parcagpu-trace (tools/trace/autograd.cc, kLayouts) against a real
 PyTorch, without a GPU: run under the torch to check, e.g.
 
     /opt/torch/.venv/bin/python scripts/autograd-layout-check.py
@@ -18,7 +18,7 @@ import re
 import struct
 import sys
 
-# The table's row (trace/autograd.cc): keep in step with it.
+# The table's row (tools/trace/autograd.cc): keep in step with it.
 SEQ_SYMBOL = "_ZN2at15sequence_number17get_and_incrementEv"
 EVAL_SYMBOL = ("_ZN5torch8autograd6Engine17evaluate_functionERSt10shared_ptrINS0_9GraphTaskEEPNS0_4NodeERNS0_"
                "11InputBufferERKS2_INS0_10ReadyQueueEE")

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Issue 31 on a GPU: are the backward kernels under the forward line that caused them? Reads a
-folded file from `parcagpu-trace --folded` of bench/torch_autograd_lines.py (or any script whose
+folded file from `parcagpu-trace --folded` of tools/bench/torch_autograd_lines.py (or any script whose
 forward lines carry a `# op: NodeA / NodeB` comment) and prints, by GPU time:
 
   * the share under a line of the script (any frame `SCRIPT:LINE ...`);

@@ -10,7 +10,7 @@
 #   attached      the library, parcagpu-trace attached, default rate limits
 #   all           the library, parcagpu-trace attached, rate limits raised (every launch announced)
 #   (those library variants run with PARCAGPU_PC_SAMPLING=0: a consumer of launches and kernels)
-#   agent         production: the library at its defaults (PC sampling on) with tests/agent's
+#   agent         production: the library at its defaults (PC sampling on) with tools/agent's
 #                 consumer attached, the production agent's exact probe set (pc_sample_batch
 #                 included); needs --agent (default build/bin/agent-consumer)
 #   agent-nopc    the same consumer with PARCAGPU_PC_SAMPLING=0: what PC sampling adds to the agent
@@ -39,8 +39,8 @@
 #   --strict          exit 1 if a target is NOT MET
 #   -h, --help
 # Quick run: ROUNDS=3 N=50000 scripts/bench-gpu-overhead.sh
-# Self-contained: builds bench/launch_overhead.cu with nvcc and the floor library
-# (bench/cupti_floor.cc) with the host C++ compiler, unless given prebuilt.
+# Self-contained: builds tools/bench/launch_overhead.cu with nvcc and the floor library
+# (tools/bench/cupti_floor.cc) with the host C++ compiler, unless given prebuilt.
 # Env: NVCC, CUDA_ARCH (sm_90), BENCH_BIN (prebuilt launch_overhead: skip nvcc), FLOOR_LIB
 #      (prebuilt libcupti-floor.so), CXX (c++), CUDA_HOME (/usr/local/cuda), DRAIN_S (1),
 #      ATTACH_TIMEOUT_S (60), BENCH_PREFIX (command put before the program, e.g. "taskset -c 2"),
@@ -115,8 +115,8 @@ if [ -z "$BIN" ]; then
     elif [ -x "${CUDA_HOME:-/usr/local/cuda}/bin/nvcc" ]; then NVCC="${CUDA_HOME:-/usr/local/cuda}/bin/nvcc"
     else die "nvcc not found (set NVCC or CUDA_HOME)"; fi
   fi
-  log "building bench/launch_overhead.cu with $NVCC -arch=$CUDA_ARCH"
-  "$NVCC" -O2 -std=c++17 -arch="$CUDA_ARCH" -o "$B/launch_overhead" "$ROOT/bench/launch_overhead.cu" \
+  log "building tools/bench/launch_overhead.cu with $NVCC -arch=$CUDA_ARCH"
+  "$NVCC" -O2 -std=c++17 -arch="$CUDA_ARCH" -o "$B/launch_overhead" "$ROOT/tools/bench/launch_overhead.cu" \
       >"$B/build.log" 2>&1 || { cat "$B/build.log" >&2; die "build failed"; }
   BIN="$B/launch_overhead"
 fi
@@ -124,9 +124,9 @@ fi
 FLOOR="${FLOOR_LIB:-}"
 if [ "$needs_floor" = 1 ] && [ -z "$FLOOR" ]; then
   CXX="${CXX:-c++}"
-  log "building bench/cupti_floor.cc with $CXX"
+  log "building tools/bench/cupti_floor.cc with $CXX"
   "$CXX" -std=c++17 -O2 -shared -fPIC -I"$ROOT/include" -I"$CUDA_HOME/include" \
-      -I"$CUDA_HOME/extras/CUPTI/include" -o "$B/libcupti-floor.so" "$ROOT/bench/cupti_floor.cc" \
+      -I"$CUDA_HOME/extras/CUPTI/include" -o "$B/libcupti-floor.so" "$ROOT/tools/bench/cupti_floor.cc" \
       -ldl -lpthread >>"$B/build.log" 2>&1 || { cat "$B/build.log" >&2; die "floor build failed"; }
   FLOOR="$B/libcupti-floor.so"
 fi

@@ -3,9 +3,9 @@
 replay, under three variants run interleaved:
   none    no injection
   nocons  CUDA_INJECTION64_PATH=libparcagpu.so, nobody attached
-  agent   the library at its defaults (PC sampling on) with tests/agent's consumer attached: the
+  agent   the library at its defaults (PC sampling on) with tools/agent's consumer attached: the
           production agent's exact probe set
-One long-lived worker per variant (bench/torch_step.py --worker), so Python and CUDA start-up is
+One long-lived worker per variant (tools/bench/torch_step.py --worker), so Python and CUDA start-up is
 paid once; the driver interleaves them (one on the GPU at a time), rotating the order each round.
 Then an overlap check: two streams of ~1 ms kernels per step in each variant.
 
@@ -18,7 +18,7 @@ got, and the targets (agent graph-replay step <= 1.05; p99 <= 1.2x none; overlap
   agent-first the agent variant with PARCAGPU_PC_SAMPLING_RATE=0.001: the sample credit is never
           regained, so only the process's first (learning) episodes run: whether a cost lasts
           after them or comes with each later episode
-  floor-*    with --floor-lib (bench/cupti_floor.cc, built by bench-gpu-overhead.sh): an empty
+  floor-*    with --floor-lib (tools/bench/cupti_floor.cc, built by bench-gpu-overhead.sh): an empty
           CUPTI subscriber (its callback does nothing), the floor under nocons, enabling
             floor-sub        nothing (subscribed only)
             floor-res        the graph-resource cbids (resource domain 13, 18, 19, 20)
@@ -130,7 +130,7 @@ def main():
             time.sleep(0.1)
     workers = {}
     for v, env in envs.items():
-        workers[v] = subprocess.Popen([a.python, os.path.join(ROOT, "bench/torch_step.py"),
+        workers[v] = subprocess.Popen([a.python, os.path.join(ROOT, "tools/bench/torch_step.py"),
                                        "--worker"], env=env, stdin=subprocess.PIPE,
                                       stdout=subprocess.PIPE, text=True,
                                       stderr=open(os.path.join(a.out, v + ".err"), "w"))

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """What sampling graph kernels costs on real graphs (issue 28 item 3, docs/pc-sampling.md P21): a
 graph first launched while PC sampling is enabled stays dearer to launch for good. For each graph
-of bench/graph_tax.py (step, block, decode), three long-lived workers on one GPU, interleaved:
+of tools/bench/graph_tax.py (step, block, decode), three long-lived workers on one GPU, interleaved:
   none          no injection
-  agent         the library at its defaults with tests/agent's consumer (graphs kept out of PC
+  agent         the library at its defaults with tools/agent's consumer (graphs kept out of PC
                 sampling: PARCAGPU_PC_GRAPHS=0)
   agent-graphs  the same with PARCAGPU_PC_GRAPHS=1: the graph's first launch (its upload) may come
                 while PC sampling is enabled, so its kernels give PC samples
@@ -64,7 +64,7 @@ def one_graph(a, kind, tmp):
         consumers.append((v, *start_consumer(a.agent, lib, a.out, "%s-%s" % (kind, v))))
     workers = {}
     for v in VARIANTS:  # one at a time: agent-graphs' upload first, with the GPU's lock free
-        w = subprocess.Popen([a.python, os.path.join(ROOT, "bench/graph_tax.py"), "--graph", kind],
+        w = subprocess.Popen([a.python, os.path.join(ROOT, "tools/bench/graph_tax.py"), "--graph", kind],
                              env=envs[v], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
                              stderr=open(os.path.join(a.out, "%s-%s.err" % (kind, v)), "w"))
         line = w.stdout.readline()

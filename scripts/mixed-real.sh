@@ -10,7 +10,7 @@
 #     sampling off: the truth), once at the defaults. Verdict: each side's share of GPU time
 #     within 5 points of the truth's (~50%), every cbid's announced fraction within 0.67-1.5x
 #     of the overall fraction (from the agent's counts).
-#  b) bench/torch_mixed.py (an eager training step and 4 replays of a captured decode forward
+#  b) tools/bench/torch_mixed.py (an eager training step and 4 replays of a captured decode forward
 #     per iteration): alone under torch.profiler (no library: the truth), then under the library
 #     at the defaults. Verdict: half the sum of absolute differences of per-kernel GPU-time
 #     shares within 10 points.
@@ -76,11 +76,11 @@ fi
 [[ "$PARTS" == *b* ]] || exit 0
 
 log "b) PyTorch eager steps and graph replays: alone under torch.profiler, ${PROFILE_SECONDS} s"
-env "${CLEAN[@]}" "$PYTHON" "$ROOT/bench/torch_mixed.py" --seconds "$PROFILE_SECONDS" --profile "$OUT/b-kineto.json" \
+env "${CLEAN[@]}" "$PYTHON" "$ROOT/tools/bench/torch_mixed.py" --seconds "$PROFILE_SECONDS" --profile "$OUT/b-kineto.json" \
   > "$OUT/b-kineto.program" 2> "$OUT/b-kineto.program.err" || die "torch.profiler run failed: $(tail -3 "$OUT/b-kineto.program.err")"
 log "b) the same under the library at the default rates, ${SECONDS_B} s"
 start_consumers b-default || die "consumers did not start"
-env "${CLEAN[@]}" CUDA_INJECTION64_PATH="$LIB" "$PYTHON" "$ROOT/bench/torch_mixed.py" --seconds "$SECONDS_B" \
+env "${CLEAN[@]}" CUDA_INJECTION64_PATH="$LIB" "$PYTHON" "$ROOT/tools/bench/torch_mixed.py" --seconds "$SECONDS_B" \
   > "$OUT/b-default.program" 2> "$OUT/b-default.program.err"
 rc=$?
 stop_consumers

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The verdicts of scripts/mixed-real.sh from the files it left in OUT (argv[1]): a-all/a-default
-(tests/gpu/mixed_gpu_time.cu) and b-kineto/b-default (bench/torch_mixed.py). Exit 0 when every
+(tests/gpu/mixed_gpu_time.cu) and b-kineto/b-default (tools/bench/torch_mixed.py). Exit 0 when every
 verdict holds, 1 otherwise."""
 import json
 import os

@@ -5,7 +5,7 @@
 #     cuLaunchKernel; captured graphs through cudaGraphLaunch and cuGraphLaunch), every kernel
 #     counted on the GPU, each device's kernels with names of their own. Run for TWO_GPU_SECONDS
 #     under the library at its defaults with two consumers attached at once: agent-consumer
-#     (tests/agent: the production agent's probe set) and parcagpu-trace --pc --json-lines.
+#     (tools/agent: the production agent's probe set) and parcagpu-trace --pc --json-lines.
 #     Judged: every kernel record of the agent matched to an announced launch (no orphan kernels,
 #     no read failures, no ring-buffer drops); per device (parcagpu-trace's kernel lines) matched
 #     kernels and GPU time on every device, the kernel names per device exactly the ones two_gpu
@@ -13,7 +13,7 @@
 #     per device (agent and parcagpu-trace); PC samples from every device, each under an announced
 #     launch or GPU-only (agent: correlation IDs unannounced 0; parcagpu-trace: by_launch has no
 #     unannounced).
-# (b) bench/nccl_step.py under torchrun --nproc_per_node=2 (NCCL: matmul, all_reduce, broadcast;
+# (b) tools/bench/nccl_step.py under torchrun --nproc_per_node=2 (NCCL: matmul, all_reduce, broadcast;
 #     eager, then replayed as a CUDA graph), twice: without the library ("none") and with it and
 #     both consumers ("agent"); each under `timeout`. Judged: both ranks finished with right
 #     collective results and no HANG; per rank (pid) the agent's orphan kernels and read failures
@@ -349,7 +349,7 @@ def ranks(path):
 
 
 def part_b():
-    print("part b: torchrun --nproc_per_node=2 bench/nccl_step.py, none vs agent")
+    print("part b: torchrun --nproc_per_node=2 tools/bench/nccl_step.py, none vs agent")
     runs = {}
     for tag in ("none", "agent"):
         rs, hang = ranks(os.path.join(out, "b.%s.out" % tag))
@@ -464,7 +464,7 @@ part_a() {
 torch_run() {  # TAG
   local tag="$1"
   run "b-$tag" timeout -k 15 "$TORCH_TIMEOUT_S" "$TORCHRUN" --standalone --nproc_per_node=2 \
-    "$ROOT/bench/nccl_step.py" --eager-seconds "$NCCL_EAGER_S" --graph-seconds "$NCCL_GRAPH_S" \
+    "$ROOT/tools/bench/nccl_step.py" --eager-seconds "$NCCL_EAGER_S" --graph-seconds "$NCCL_GRAPH_S" \
     --capture-mode "$NCCL_CAPTURE_MODE" \
     >"$OUT/b.$tag.out" 2>"$OUT/b.$tag.err"
   local rc=$?

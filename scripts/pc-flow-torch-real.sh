@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Do PC samples keep flowing with the episodes (issue 17)? A PyTorch training step (bench/
+# Do PC samples keep flowing with the episodes (issue 17)? A PyTorch training step (tools/bench/
 # torch_step.py, eager) for DURATION seconds under the library at its defaults with
 # `parcagpu-trace --pc --json` attached. Checks: at least 50 sampled launches; every kernel with at
 # least 10% of the GPU time (of the announced launches' kernels) has PC samples; every sample
@@ -14,7 +14,7 @@ mkdir -p "$OUT"
 TPID=$!
 wait_attached 60 "$TPID" "$OUT/trace.err"
 env -u PARCAGPU_RATE_LIMIT -u PARCAGPU_GRAPH_RATE_LIMIT -u PARCAGPU_PC_SAMPLING \
-  CUDA_INJECTION64_PATH="$LIB" "$PYTHON" "$ROOT/bench/torch_step.py" --mode eager \
+  CUDA_INJECTION64_PATH="$LIB" "$PYTHON" "$ROOT/tools/bench/torch_step.py" --mode eager \
   --seconds "$DURATION" >"$OUT/app.out" 2>"$OUT/app.err"
 echo "app exit $?: $(cat "$OUT/app.out")"
 sleep 2

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Issue 28 item 3 on a GPU: which kernels of a graph replay give PC samples. The transformer
-# block's training step captured as a CUDA graph (bench/torch_block.py --mode graph) runs SECONDS
+# block's training step captured as a CUDA graph (tools/bench/torch_block.py --mode graph) runs SECONDS
 # under parcagpu-trace --pc twice: at the library's defaults and with PARCAGPU_PC_GRAPHS=1 (the
 # graph's first launch may come while PC sampling is enabled); then scripts/pc_breadth.py over
 # both JSON summaries: per kernel with 2% of the GPU time, its samples and top stall reasons.
@@ -20,7 +20,7 @@ for v in graphs default; do
   wait_attached 60 "$T" "$OUT/$v-trace.err" || die "parcagpu-trace did not attach ($v)"
   env -u PARCAGPU_RATE_LIMIT -u PARCAGPU_GRAPH_RATE_LIMIT CUDA_INJECTION64_PATH="$lib" PARCAGPU_DEBUG=1 \
     PARCAGPU_PC_GRAPHS=$([ "$v" = graphs ] && echo 1 || echo 0) \
-    "$PYTHON" "$ROOT/bench/torch_block.py" --mode graph --seconds "$SECS" >"$OUT/$v-app.out" 2>"$OUT/$v-app.err"
+    "$PYTHON" "$ROOT/tools/bench/torch_block.py" --mode graph --seconds "$SECS" >"$OUT/$v-app.out" 2>"$OUT/$v-app.err"
   sleep 1
   kill -INT "$T"
   wait "$T"

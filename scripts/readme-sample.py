@@ -85,7 +85,7 @@ def normalize(stdout, folded):
     text = re.sub(r"^== matched \d+ of \d+ kernel records", "== matched N of N kernel records", text,
                   flags=re.M)
 
-    # The report (parcagpu-trace's, indented 3 by the demo; trace/report.cc's columns): its first
+    # The report (parcagpu-trace's, indented 3 by the demo; tools/trace/report.cc's columns): its first
     # line, then per stack a "#k" line, kernel lines, "N more kernel names", the frames from
     # column 20.
     out = [re.sub(r": .* of GPU time in \d+ kernels,", ": T of GPU time in N kernels,", report[0])]

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Graph-replay soak on a real GPU with the production agent's probe set (issue 17): a PyTorch
 # training step captured as a CUDA graph and replayed for DURATION under the library at its
-# defaults (PC sampling on) with tests/agent's consumer attached. Every INTERVAL: the process's
+# defaults (PC sampling on) with tools/agent's consumer attached. Every INTERVAL: the process's
 # GPU memory (nvidia-smi), the application's and the consumer's resident memory. At the end, the
 # consumer's counts: launches announced, kernel records, matched, orphans, kernel records with an
 # invalid timestamp (upstream users saw GPU memory growth and invalid timestamps after ~25M
@@ -23,7 +23,7 @@ OUT="${OUT:-/tmp/parcagpu-soak}"
 mkdir -p "$OUT"
 if [ -n "${SOAK_ALONE:-}" ]; then
   APID=$$  # no consumer: its column is this shell's
-  env -u CUDA_INJECTION64_PATH "$PYTHON" "$ROOT/bench/torch_step.py" --mode graph \
+  env -u CUDA_INJECTION64_PATH "$PYTHON" "$ROOT/tools/bench/torch_step.py" --mode graph \
     --seconds "$DURATION" >"$OUT/app.out" 2>"$OUT/app.err" &
 else
   "$AGENT" -l "$LIB" >"$OUT/agent.json" 2>"$OUT/agent.err" &
@@ -31,7 +31,7 @@ else
   wait_attached 60 "$APID" "$OUT/agent.err" ||
     { cat "$OUT/agent.err"; echo "soak: consumer did not attach"; exit 2; }
   env -u PARCAGPU_RATE_LIMIT -u PARCAGPU_GRAPH_RATE_LIMIT -u PARCAGPU_PC_SAMPLING \
-    CUDA_INJECTION64_PATH="$LIB" ${SOAK_PC_OFF:+PARCAGPU_PC_SAMPLING=0} "$PYTHON" "$ROOT/bench/torch_step.py" --mode graph \
+    CUDA_INJECTION64_PATH="$LIB" ${SOAK_PC_OFF:+PARCAGPU_PC_SAMPLING=0} "$PYTHON" "$ROOT/tools/bench/torch_step.py" --mode graph \
     --seconds "$DURATION" >"$OUT/app.out" 2>"$OUT/app.err" &
 fi
 PID=$!

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Whole stacks of a training step (issue 29): bench/torch_block.py (a transformer block's
+# Whole stacks of a training step (issue 29): tools/bench/torch_block.py (a transformer block's
 # forward, loss.backward() and AdamW), eager and as a CUDA-graph replay, for SECONDS each under the
 # library at its default rates with `parcagpu-trace --pc` (default options, plus TRACE_ARGS)
 # attached; prints where the launch stacks end by GPU time (scripts/stack_shares.py: under a line
@@ -18,7 +18,7 @@ for mode in eager graph; do
   tpid=$!
   wait_attached 60 "$tpid" "$OUT/$mode.err" || die "parcagpu-trace did not attach: $(cat "$OUT/$mode.err")"
   env -u PARCAGPU_RATE_LIMIT -u PARCAGPU_GRAPH_RATE_LIMIT CUDA_INJECTION64_PATH="$LIB" \
-    "$PYTHON" "$ROOT/bench/torch_block.py" --mode "$mode" --seconds "$SECONDS_RUN" \
+    "$PYTHON" "$ROOT/tools/bench/torch_block.py" --mode "$mode" --seconds "$SECONDS_RUN" \
     >"$OUT/$mode.app" 2>&1 || die "torch_block.py --mode $mode failed: $(tail -5 "$OUT/$mode.app")"
   sleep 2
   kill -INT "$tpid"; wait "$tpid"

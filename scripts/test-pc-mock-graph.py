@@ -7,7 +7,7 @@
    -514 and -515 and their kernels must arrive, and both consumers must agree. The suite also runs
    this with MOCK_CUPTI_REFUSE=DRIVER:514,DRIVER:515 and expects it to fail.
 
-2. PC sampling, through the agent-faithful consumer (tests/agent, what production sees) and
+2. PC sampling, through the agent-faithful consumer (tools/agent, what production sees) and
    through parcagpu-trace --pc, with PARCAGPU_SAMPLING_FACTOR set:
    - the stall-reason map arrived, naming every stall reason the samples carry;
    - cubins arrived (cubin_loaded), readable at the published address, with the CRC the samples
@@ -182,7 +182,7 @@ def main():
     failures = []
     agent_available = hasattr(harness, "AgentConsumer")
     if not agent_available:
-        failures.append("the agent-faithful consumer (tests/agent, harness.AgentConsumer) is not "
+        failures.append("the agent-faithful consumer (tools/agent, harness.AgentConsumer) is not "
                         "in this tree: PC sampling is checked through parcagpu-trace only")
     env = knobs()
     use_trace = os.path.exists(harness.TRACE)

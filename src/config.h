@@ -39,7 +39,7 @@ struct Config {
   // directory sample a GPU in turn. Containers sharing a GPU can share a mounted directory.
   std::string pc_lock_dir = "/dev/shm";
   uint32_t watch_interval_ms = 100;  // how often the watcher reads the semaphores (consumers.h)
-  // Measured on an H100 (bench/): per-launch collection keeps a consumer's cost near the
+  // Measured on an H100 (tools/bench/): per-launch collection keeps a consumer's cost near the
   // no-consumer cost at default rates; WhileConsumer costs ~1.65x per eager launch.
   ActivityMode activity_mode = ActivityMode::AroundLaunch;
 

@@ -123,7 +123,7 @@ void LaunchCallbacks::on_enter(CbDomain domain, uint32_t cbid, const CUpti_Callb
     if (sub && sub->role == CbRole::GraphInstantiate && pc_) {
       // Every instantiation's parameters start with the exec's address, then the graph
       // (cudaGraphInstantiate_v10000_params, ...WithFlags, ...WithParams and their driver
-      // twins; tests/unit/graph_params_test.cc holds the toolkit's structs to it).
+      // twins; tests/unit/lib/graph_params_test.cc holds the toolkit's structs to it).
       const auto *params = static_cast<void *const *>(cb->functionParams);
       pc_->on_graph_instantiate(params ? static_cast<CUgraph>(params[1]) : nullptr, cb->context);
     }

@@ -1,5 +1,5 @@
 // Which launch is sampled: by launch count, never by time. Pure logic (no CUPTI, no clock of its
-// own), unit-tested in tests/unit/launch_gate_test.cc; LaunchCallbacks runs it on every launch
+// own), unit-tested in tests/unit/lib/launch_gate_test.cc; LaunchCallbacks runs it on every launch
 // callback it receives.
 //
 // Why not by time. Taking "the first launch after a time point" (a sampling window claimed by

@@ -1,7 +1,7 @@
 // When PC sampling is enabled at all, and what the PC sampler does at each launch: the episode
 // and window schedule. Pure: times in ns and counts come in, the next step goes out; the sampler
 // (PcEpisodes, src/pc_episodes.cc) makes the CUPTI calls and reports back. Unit-tested with a fake
-// clock in tests/unit/pc_scheduler_test.cc.
+// clock in tests/unit/lib/pc_scheduler_test.cc.
 //
 // Why episodes. While PC sampling is enabled on a context, whether started or not, CUPTI holds a
 // configuration that every launch pays for (issue 17's floors on an H100: a graph launch costs

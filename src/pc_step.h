@@ -5,7 +5,7 @@
 // lock, no clock of its own: PcSampler (pc_sampling.cc) gathers the event under its mutex,
 // carries the action out (the PC Sampling API calls, with the launch gate held exclusively) and
 // reports what was done to the scheduler. Unit-tested on a fake clock in
-// tests/unit/pc_step_test.cc.
+// tests/unit/lib/pc_step_test.cc.
 #pragma once
 
 #include <cstdint>

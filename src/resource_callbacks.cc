@@ -21,9 +21,9 @@ RepeatedError g_capture_ids_failed("callbacks", "graph IDs of captured launches 
 
 // An explicit upload (cudaGraphUpload, cuGraphUpload; the runtime one calls the driver one, and
 // only the first of them is the exec's upload): as a graph's first launch, it is where the graph
-// would be registered with PC sampling for good if enabled (P21). bench/launch_overhead.cu uploads
-// right after instantiation: before, its graph was uploaded inside the process's first episode
-// and every launch of it paid for that.
+// would be registered with PC sampling for good if enabled (P21).
+// tools/bench/launch_overhead.cu uploads right after instantiation: before, its graph was
+// uploaded inside the process's first episode and every launch of it paid for that.
 void LaunchCallbacks::on_graph_upload(const CUpti_CallbackData *cb) {
   if (!cb->functionParams) return;
   const void *exec = *static_cast<void *const *>(cb->functionParams);

@@ -1,7 +1,7 @@
 // The state of one launch role (eager, graph) in LaunchCallbacks: how its launch cbids are enabled
 // now (the phase) and how many times they have all been enabled (the epoch, which the gate in
 // launch_gate.h judges a thread's nesting against). Pure value type, no CUPTI; unit-tested in
-// tests/unit/launch_gate_test.cc.
+// tests/unit/lib/launch_gate_test.cc.
 //
 // Why packed. Both live in one 64-bit word, one std::atomic (AtomicRoleState below, as
 // Role::state), so that a launch reads its role's epoch and phase together with one load, never

@@ -6,7 +6,7 @@
 // CUPTI, no atomics, no lock: LaunchCallbacks (launch_roles.cc, launch_callbacks.cc) loads the
 // state, takes toggle_mu and compares-and-swaps where the phase may have moved meanwhile, and
 // makes the cuptiEnableCallback calls. Unit-tested on a fake clock and fake launch sequences in
-// tests/unit/subscription_plan_test.cc.
+// tests/unit/lib/subscription_plan_test.cc.
 //
 // From process start only the non-launch entries of kSubscribedCallbacks are enabled (graph
 // resources: what must be seen before any consumer comes). The launch callbacks are enabled

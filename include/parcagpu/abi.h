@@ -4,7 +4,7 @@
  * Every number here is the production consumer's contract (the Parca agent's BPF program,
  * docs/probe-abi.md):
  * probe names, argument order and types, the kernel activity record offsets and the batch limits.
- * Changing one breaks GPU profiling in production; tests/unit/abi_test.cc and
+ * Changing one breaks GPU profiling in production; tests/unit/lib/abi_test.cc and
  * tests/integration/test_probe_notes.py pin them against the CUPTI headers and against the
  * library's .note.stapsdt.
  */

@@ -1,7 +1,7 @@
 // The one list of CUPTI callbacks parcagpu subscribes to. The library enables exactly these
 // (and disables exactly these at teardown), the mock application checks the mock CUPTI's enabled
 // set against it, and the tests compare both with it. A launch path missing here produces no GPU
-// profile at all, silently: tests/unit/cbid_table_test.cc and the integration tests guard it.
+// profile at all, silently: tests/unit/lib/cbid_table_test.cc and the integration tests guard it.
 #pragma once
 
 #include <cstddef>

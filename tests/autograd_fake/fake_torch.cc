@@ -1,6 +1,6 @@
 // A fake libtorch_cpu.so for tests/integration/test_trace_autograd.py: the mechanism by which
 // PyTorch's eager backward runs, reduced to what parcagpu-trace's autograd probes look at
-// (trace/autograd.h), with PyTorch's names, so that the symbols are those of the real library:
+// (tools/trace/autograd.h), with PyTorch's names, so that the symbols are those of the real library:
 //   * at::sequence_number::get_and_increment() numbers each Node as it is created (forward);
 //   * torch::autograd::Engine::evaluate_function(std::shared_ptr<GraphTask>&, Node*, InputBuffer&,
 //     const std::shared_ptr<ReadyQueue>&) runs one Node (backward) on an engine thread that has

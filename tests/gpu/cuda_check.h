@@ -1,4 +1,4 @@
-// CHECK(call) and CHECK_DRV(call) for the GPU programs (tests/gpu/*.cu, bench/launch_overhead.cu):
+// CHECK(call) and CHECK_DRV(call) for the GPU programs (tests/gpu/*.cu, tools/bench/launch_overhead.cu):
 // a failed CUDA runtime or driver call is said on stderr as "PROGRAM: file:line: call: error" and
 // ends the program with CHECK_EXIT_CODE. Define CHECK_PROGRAM (the name, a string literal) and,
 // for another code than 2, CHECK_EXIT_CODE before including this.

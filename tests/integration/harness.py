@@ -310,7 +310,7 @@ class Bpftrace(_Consumer):
 def _last_line_json(consumer):
     """A stopped consumer's last stdout line, its JSON summary. A summary (parcagpu-trace's or
     agent-consumer's: one with kernel_records) must count no impossible kernel record
-    (trace/timestamp_check.h), unless the consumer was made with allow_impossible=True: every test
+    (tools/trace/timestamp_check.h), unless the consumer was made with allow_impossible=True: every test
     that delivers kernels through the mock checks the mock's times and the consumers' judging of
     them here."""
     try:
@@ -337,7 +337,7 @@ def impossible_records(summary):
 # records (fork stress, the soak with every launch announced, 1,207 in one CI run) were the mock's
 # own: a graph kernel's thread preempted between "still running?" and "is activity on?" gave a
 # kernel that had finished under activity the next enable's time as its end
-# (mock/cupti_mock_activity.cc, kernel_ran; 2026-11-27).
+# (tools/mock/cupti_mock_activity.cc, kernel_ran; 2026-11-27).
 
 
 def check_no_impossible_records(summary, who="consumer"):
@@ -350,15 +350,6 @@ def check_no_impossible_records(summary, who="consumer"):
             why = {k: v for k, v in summary.items() if k.startswith("impossible_") and v}
         raise AssertionError("%s counted %d impossible kernel records of %d (times no GPU could "
                              "give): %s" % (who, n, summary["kernel_records"], why))
-
-
-def _stop_with_json_result(consumer, base_stop, timeout):
-    """Stops a consumer whose last stdout line is its JSON summary and keeps it as `result`."""
-    if consumer.out.closed:
-        return consumer
-    base_stop(timeout)
-    consumer.result = _last_line_json(consumer)
-    return consumer
 
 
 class TraceTool(_Consumer):
@@ -446,36 +437,41 @@ class HalfAttached:
         self.fds = []
 
 
-class Trace(_Consumer):
+class _SummaryConsumer(_Consumer):
+    """A consumer of one library file (`TOOL -l LIB ARGS`, `-p PID` for one process) whose last
+    stdout line is its JSON summary: stop() keeps it as `result`."""
+
+    def __init__(self, tool, lib, pid, args, allow_impossible):
+        cmd = [tool, "-l", os.path.abspath(lib)] + list(args)
+        if pid:
+            cmd += ["-p", str(pid)]
+        self.allow_impossible = allow_impossible
+        super().__init__(cmd)
+
+    def stop(self, timeout=60):
+        if self.out.closed:
+            return self
+        super().stop(timeout)
+        self.result = _last_line_json(self)
+        return self
+
+
+class Trace(_SummaryConsumer):
     """build/bin/parcagpu-trace --json, system-wide or on one pid."""
     ready_pattern = r"parcagpu-trace: attached \d+ probes"
 
     def __init__(self, lib=LIB, pid=None, extra=(), allow_impossible=False):
-        cmd = [TRACE, "-l", os.path.abspath(lib), "--json"] + list(extra)
-        if pid:
-            cmd += ["-p", str(pid)]
-        self.allow_impossible = allow_impossible
-        super().__init__(cmd)
-
-    def stop(self, timeout=60):
-        return _stop_with_json_result(self, super().stop, timeout)
+        super().__init__(TRACE, lib, pid, ["--json"] + list(extra), allow_impossible)
 
 
-class AgentConsumer(_Consumer):
+class AgentConsumer(_SummaryConsumer):
     """build/bin/agent-consumer: sees a library's probes exactly as the production agent does
-    (tests/agent/README.md, docs/probe-abi.md). After stop(), `result` is its JSON summary and
+    (tools/agent/README.md, docs/probe-abi.md). After stop(), `result` is its JSON summary and
     process(pid) the part about one process."""
     ready_pattern = r"agent-consumer: attached \d+ probes"
 
     def __init__(self, lib=LIB, pid=None, allow_impossible=False):
-        cmd = [AGENT_CONSUMER, "-l", os.path.abspath(lib)]
-        if pid:
-            cmd += ["-p", str(pid)]
-        self.allow_impossible = allow_impossible
-        super().__init__(cmd)
-
-    def stop(self, timeout=60):
-        return _stop_with_json_result(self, super().stop, timeout)
+        super().__init__(AGENT_CONSUMER, lib, pid, [], allow_impossible)
 
     def process(self, pid):
         """The summary of one process; a process the consumer never heard from has none."""
@@ -572,7 +568,7 @@ def frame_function(name):
 
 @functools.lru_cache(maxsize=None)
 def counters():
-    """The counters of parcagpu-trace's summary (trace/counters.h), from `parcagpu-trace
+    """The counters of parcagpu-trace's summary (tools/trace/counters.h), from `parcagpu-trace
     --list-counters --json`: dicts with name (the JSON key), kind (count, seconds, by_cbid,
     by_name), text (its place among -v's counter lines, 0 for none), label and help, in the JSON
     summary's order."""
@@ -590,7 +586,7 @@ class _CounterNames:
         if name.startswith("__"):
             raise AttributeError(name)
         if name not in {c["name"] for c in counters()}:
-            raise AttributeError("parcagpu-trace has no counter %r (trace/counters.h)" % name)
+            raise AttributeError("parcagpu-trace has no counter %r (tools/trace/counters.h)" % name)
         return name
 
 

@@ -2,7 +2,7 @@
 """Production conformance: what the real profiler agent would see of the library is what the
 mock application launched.
 
-The consumer is build/bin/agent-consumer (tests/agent/), which attaches the way the production
+The consumer is build/bin/agent-consumer (tools/agent/), which attaches the way the production
 agent's loader does (per probe name the last note only, only the names the agent knows, the
 semaphores through the uprobe reference counter) and reads records at the offsets and sizes
 the agent reads, giving up where the agent gives up (docs/probe-abi.md). Every scenario must
@@ -126,7 +126,7 @@ class AgentSeesEverything(unittest.TestCase):
 
 
 class ConsumerReadsLikeTheAgent(unittest.TestCase):
-    """The consumer itself, on known input (tests/agent/fake_producer.c)."""
+    """The consumer itself, on known input (tools/agent/fake_producer.c)."""
 
     def produce(self, mode):
         with harness.AgentConsumer(lib=harness.AGENT_FAKE_PRODUCER) as ac:

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Capture-site attribution end to end (issue 5, item 3): parcagpu-trace --capture-sites on the
 mock app's `capture` scenario, which records three launches into a graph in the function
-scenario_capture (mock/mockapp_workload.cc) and replays the graph four times. Every graph kernel
+scenario_capture (tools/mock/mockapp_workload.cc) and replays the graph four times. Every graph kernel
 must be traced back, through the graph_node_clone map, to its graph_capture_launch, and the user
 stack taken there must name scenario_capture. The mock process lives a few milliseconds: its
 stacks are symbolized from the mappings the kernel reported (perf mmap records), not from
@@ -14,7 +14,7 @@ import unittest
 
 import harness
 
-C = harness.COUNTER  # the summary's counters, by name (trace/counters.h)
+C = harness.COUNTER  # the summary's counters, by name (tools/trace/counters.h)
 
 MECHANISM = re.compile(r"\((libparcagpu[^)]*|libcupti[^)]*|libcuda\.so[^)]*)\)$")
 

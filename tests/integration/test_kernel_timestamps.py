@@ -8,7 +8,7 @@ with a classic consumer and with a PC-sample consumer (the production agent's co
 The kernels run 200 us each (MOCK_CUDA_KERNEL_NS), so a graph's are still running when its
 launch call returns, as they are on a real GPU.
 
-Every kernel record's times must be possible (trace/timestamp_check.h): the consumers count none
+Every kernel record's times must be possible (tools/trace/timestamp_check.h): the consumers count none
 impossible here (and harness checks that for every test whose consumers read kernels), and they
 do count the mock's spoiled ones (MOCK_CUPTI_BAD_TIMESTAMPS), say so, and leave them out of the
 GPU time."""
@@ -19,7 +19,7 @@ import unittest
 
 import harness
 
-C = harness.COUNTER  # the summary's counters, by name (trace/counters.h)
+C = harness.COUNTER  # the summary's counters, by name (tools/trace/counters.h)
 from test_reliability import reported_once
 
 KERNEL_NS = 200000

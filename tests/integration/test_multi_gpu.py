@@ -19,7 +19,7 @@ import unittest
 
 import harness
 
-C = harness.COUNTER  # the summary's counters, by name (trace/counters.h)
+C = harness.COUNTER  # the summary's counters, by name (tools/trace/counters.h)
 
 GPUS = 4
 # 4 x 500 launches/s (a tenth of them graph launches) for 2 s, from 2 threads.

@@ -23,7 +23,7 @@ import unittest
 
 import harness
 
-C = harness.COUNTER  # the summary's counters, by name (trace/counters.h)
+C = harness.COUNTER  # the summary's counters, by name (tools/trace/counters.h)
 
 
 def library_total(run, name):
@@ -173,7 +173,7 @@ class GraphUploads(unittest.TestCase):
 
     def test_explicit_uploads_are_kept_out_of_episodes_too(self):
         # cudaGraphUpload / cuGraphUpload ahead of the first launch (PyTorch, and
-        # bench/launch_overhead.cu, upload right after instantiation): the upload, not the first
+        # tools/bench/launch_overhead.cu, upload right after instantiation): the upload, not the first
         # launch, registers the graph (P24). The library saw only first launches before.
         r, j = self.run_with({}, scenarios="graph-upload,eager-runtime")
         pc = mock_pc(r)

@@ -10,7 +10,7 @@ import unittest
 
 import harness
 
-C = harness.COUNTER  # the summary's counters, by name (trace/counters.h)
+C = harness.COUNTER  # the summary's counters, by name (tools/trace/counters.h)
 
 
 # What the suite's mock CUPTI lacks anyway under MOCK_CUPTI_PERSONALITY=12: said once at start.

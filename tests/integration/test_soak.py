@@ -10,7 +10,7 @@ with every launch announced (harness.UNLIMITED). In each phase:
   the default rates, and stays under the ceiling its caps allow with every launch announced,
   where the mock outruns it (TRACE_CEILING_MIB);
 - every loss parcagpu-trace counts in its JSON summary is also said in its text report;
-- no impossible kernel record (trace/timestamp_check.h), at the default rates and with every
+- no impossible kernel record (tools/trace/timestamp_check.h), at the default rates and with every
   launch announced;
 and at the default rates, no ring-buffer drop at all (issue 30 item 3: 22M drops in 180 s once,
 from graph_node_clone firing for every clone). With every launch announced, at least
@@ -76,7 +76,7 @@ TRACE_CEILING_MIB = 512
 # does not.
 MIN_GRAPH_RECORDS_PER_S = 20000
 # What parcagpu-trace's text report must say when the counter is nonzero: counter -> pattern of
-# the text (trace/report.cc print_summary).
+# the text (tools/trace/report.cc print_summary).
 LOSS_TEXT = {
     "ringbuf_drops": r"ring-buffer drops (\d+)",
     "read_errors": r"read errors (\d+)",

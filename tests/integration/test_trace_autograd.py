@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """parcagpu-trace puts PyTorch's backward launches under the Python line of the forward call that
-created their autograd node (issue 31; trace/autograd.h), on a fake libtorch_cpu.so
+created their autograd node (issue 31; tools/trace/autograd.h), on a fake libtorch_cpu.so
 (tests/autograd_fake: PyTorch's two symbols, its Node layout, a torch/version.py beside lib/) and
 the mock CUDA driver: tests/programs/autograd_fake.py runs STEPS eager steps, each three forward
 ops on lines of their own (`# node: NAME`) and a backward whose nodes run on an engine thread with
@@ -119,7 +119,14 @@ class Autograd(unittest.TestCase):
         self.assertGreaterEqual(under_line, 0.9 * j[C.gpu_ns_matched], text)
         self.assertEqual(under_line, j[C.gpu_ns_matched], text)
 
-    def assert_native(self, stacks):
+    def assert_native(self, tr, stacks, layout_unknown):
+        """Every kernel matched, no library attached, nothing linked: the backward's launches keep
+        their native stacks. `layout_unknown`: libtorch_cpu files of an unknown torch counted."""
+        j = tr.result
+        self.assertEqual(j[C.kernels_matched], STEPS * 6, tr.stderr[-4000:])
+        self.assertEqual(j[C.autograd_layout_unknown], layout_unknown)
+        self.assertEqual(j[C.autograd_libraries], 0)
+        self.assertEqual(j[C.autograd_linked], 0)
         backward = [(f, v) for f, v in stacks if kernel(f).startswith("bwd_")]
         self.assertTrue(backward, stacks)
         for frames, _ in backward:
@@ -137,21 +144,11 @@ class Autograd(unittest.TestCase):
             tr, stacks = run(os.path.join(d, "torch"), [], r"torch 9\.9\.0: autograd layout not known")
         finally:
             shutil.rmtree(d)
-        j = tr.result
-        self.assertEqual(j[C.kernels_matched], STEPS * 6, tr.stderr[-4000:])
-        self.assertEqual(j[C.autograd_layout_unknown], 1)
-        self.assertEqual(j[C.autograd_libraries], 0)
-        self.assertEqual(j[C.autograd_linked], 0)
-        self.assert_native(stacks)
+        self.assert_native(tr, stacks, layout_unknown=1)
 
     def test_no_autograd_native(self):
         tr, stacks = run(TORCH, ["--no-autograd"], r"pid %(pid)d runs Python")
-        j = tr.result
-        self.assertEqual(j[C.kernels_matched], STEPS * 6, tr.stderr[-4000:])
-        self.assertEqual(j[C.autograd_libraries], 0)
-        self.assertEqual(j[C.autograd_layout_unknown], 0)
-        self.assertEqual(j[C.autograd_linked], 0)
-        self.assert_native(stacks)
+        self.assert_native(tr, stacks, layout_unknown=0)
 
 
 if __name__ == "__main__":

@@ -8,7 +8,7 @@ import unittest
 
 import harness
 
-C = harness.COUNTER  # the summary's counters, by name (trace/counters.h)
+C = harness.COUNTER  # the summary's counters, by name (tools/trace/counters.h)
 
 
 class TraceEndToEnd(unittest.TestCase):

@@ -17,7 +17,7 @@ import unittest
 
 import harness
 
-C = harness.COUNTER  # the summary's counters, by name (trace/counters.h)
+C = harness.COUNTER  # the summary's counters, by name (tools/trace/counters.h)
 
 PROGRAM = os.path.join(harness.SOURCE, "tests", "programs", "python_launch.py")
 LAUNCHES = 100

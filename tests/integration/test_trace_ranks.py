@@ -25,7 +25,7 @@ RANKS = {0: (["--duration=1s", "--launch-rate=300", "--graph-rate=30"], 3000),
 
 
 def human_ns(ns):
-    """trace/report.cc's human_ns."""
+    """tools/trace/report.cc's human_ns."""
     if ns >= 1e9:
         return "%.3f s" % (ns * 1e-9)
     if ns >= 1e6:

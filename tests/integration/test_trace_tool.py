@@ -20,7 +20,7 @@ import xml.etree.ElementTree as ET
 
 import harness
 
-C = harness.COUNTER  # the summary's counters, by name (trace/counters.h)
+C = harness.COUNTER  # the summary's counters, by name (tools/trace/counters.h)
 
 MECHANISM = re.compile(r"libparcagpu|libcupti|libcuda\.so|libgpuhook")
 SVG_NS = "{http://www.w3.org/2000/svg}"
@@ -380,8 +380,8 @@ class FoldedOnStdout(unittest.TestCase):
 
 def decode_pprof(raw):
     """A gzipped perftools.profiles.Profile as nested dicts, decoded by protoc from the tool's own
-    trace/proto/profile.proto (`protoc --decode`, its text format): every field a list."""
-    proto_dir = os.path.join(harness.SOURCE, "trace", "proto")
+    tools/trace/proto/profile.proto (`protoc --decode`, its text format): every field a list."""
+    proto_dir = os.path.join(harness.SOURCE, "tools", "trace", "proto")
     text = subprocess.run(["protoc", "--proto_path=" + proto_dir, "--decode=perftools.profiles.Profile",
                            os.path.join(proto_dir, "profile.proto")], input=gzip.decompress(raw),
                           capture_output=True, check=True).stdout.decode()

@@ -15,7 +15,7 @@ import unittest
 
 import harness
 
-C = harness.COUNTER  # the summary's counters, by name (trace/counters.h)
+C = harness.COUNTER  # the summary's counters, by name (tools/trace/counters.h)
 
 DEEP_LAUNCH = os.path.join(harness.BUILD, "bin", "deep-launch")
 CHAIN = ["launch_all", "deep_a", "deep_b", "deep_c", "deep_d", "deep_e", "[gpu] k_add"]
