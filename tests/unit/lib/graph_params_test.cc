@@ -2,6 +2,13 @@
 // parameters, whichever instantiate entry point it is (PC sampling registers that graph's kernels,
 // PcEpisodes::register_graph). The toolkit's parameter structs, held to that.
 #include <cuda.h>
+// The pre-v2 driver APIs' types, which cuda.h declares only when building the driver
+// (tools/mock/cuda_mock_internal.h says the same): named, never filled.
+typedef unsigned int CUdeviceptr_v1;
+typedef struct CUDA_MEMCPY2D_v1_st CUDA_MEMCPY2D_v1;
+typedef struct CUDA_MEMCPY3D_v1_st CUDA_MEMCPY3D_v1;
+typedef struct CUDA_ARRAY_DESCRIPTOR_v1_st CUDA_ARRAY_DESCRIPTOR_v1;
+typedef struct CUDA_ARRAY3D_DESCRIPTOR_v1_st CUDA_ARRAY3D_DESCRIPTOR_v1;
 #include <generated_cuda_meta.h>
 #include <generated_cuda_runtime_api_meta.h>
 #include <gtest/gtest.h>
