@@ -68,18 +68,10 @@ def capture(kind):
     if kind == "block":
         import torch_block
         return torch_block.build("graph").graph
+    from torch_loop import capture, warm_up
     step = decode_step()
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        for _ in range(3):
-            step()
-    torch.cuda.current_stream().wait_stream(side)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        step()
-    torch.cuda.synchronize()
-    return graph
+    warm_up(step)
+    return capture(step)
 
 
 def kernels_per_replay(graph, n=3):

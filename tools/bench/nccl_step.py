@@ -51,6 +51,8 @@ for _k, _v in NO_MULTICAST.items():
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 
+from torch_loop import capture, warm_up  # noqa: E402
+
 CHECK_EVERY = 50
 
 
@@ -208,18 +210,9 @@ def main():
         # NCCL watchdog's event queries in PyTorch versions that do not switch the watchdog to
         # thread-local mode themselves) neither fail nor invalidate the capture.
         wd.arm("graph warm-up and capture", max(60.0, args.hang_s))
-        s = torch.cuda.Stream(device=dev)
-        s.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(s):
-            for _ in range(3):
-                step()
-        torch.cuda.current_stream().wait_stream(s)
-        torch.cuda.synchronize()
+        warm_up(step)  # on the current device, set at start
         dist.barrier(device_ids=[local_rank])
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph, capture_error_mode=args.capture_mode):
-            step()
-        torch.cuda.synchronize()
+        graph = capture(step, capture_error_mode=args.capture_mode)
         dist.barrier(device_ids=[local_rank])
         x.zero_()
         bc.zero_()

@@ -14,7 +14,7 @@ import json
 import torch
 import torch.nn.functional as F
 
-from torch_loop import profile_to, run
+from torch_loop import capture, profile_to, run, warm_up
 
 VOCAB, DIM, HEADS, SEQ, BATCH = 8192, 512, 8, 256, 8
 
@@ -58,22 +58,13 @@ def build(mode):
         loss.backward()
         opt.step()
 
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        for _ in range(3):
-            step()
-    torch.cuda.current_stream().wait_stream(side)
-    torch.cuda.synchronize()
+    warm_up(step)
     if mode == "eager":
         def run_step():
             step()
             torch.cuda.synchronize()
         return run_step
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        step()
-    torch.cuda.synchronize()
+    graph = capture(step)
 
     def replay():
         graph.replay()

@@ -1,10 +1,34 @@
-"""What tools/bench/torch_block.py and tools/bench/torch_mixed.py share: a timed loop of steps, and the same
-loop under torch.profiler (Kineto, no library), which gives GPU ns by kernel name: the truth the
-library's profile is compared with (scripts/mixed-real.sh, scripts/pc_breadth.py)."""
+"""What the PyTorch benchmarks here share: a step warmed up and captured as a CUDA graph, a timed
+loop of steps, and the same loop under torch.profiler (Kineto, no library), which gives GPU ns by
+kernel name: the truth the library's profile is compared with (scripts/mixed-real.sh,
+scripts/pc_breadth.py)."""
 import json
 import time
 
 import torch
+
+
+def warm_up(step, times=3):
+    """Runs step `times` times on a side stream and waits for it, as PyTorch's CUDA-graph recipe
+    does before a capture: lazy initialisations (cuBLAS workspaces, first uses) happen outside the
+    graph."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(times):
+            step()
+    torch.cuda.current_stream().wait_stream(side)
+    torch.cuda.synchronize()
+
+
+def capture(step, **graph_args):
+    """One call of step captured as a CUDA graph (warm_up first); graph_args go to
+    torch.cuda.graph."""
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph, **graph_args):
+        step()
+    torch.cuda.synchronize()
+    return graph
 
 
 def run(step, seconds):

@@ -14,7 +14,7 @@ import json
 
 import torch
 
-from torch_loop import profile_to, run
+from torch_loop import capture, profile_to, run, warm_up
 
 REPLAYS = 4
 
@@ -43,15 +43,8 @@ def build():
         return torch.softmax(decoder(q), dim=-1)
 
     with torch.no_grad():
-        side = torch.cuda.Stream()
-        side.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(side):
-            for _ in range(3):
-                decode()
-        torch.cuda.current_stream().wait_stream(side)
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            decode()
+        warm_up(decode)
+        graph = capture(decode)
     for _ in range(5):
         eager_step()
     torch.cuda.synchronize()
