@@ -19,23 +19,11 @@
 #include <vector>
 
 #include "pc_device_lock.h"
+#include "pc_forward.h"
 #include "pc_publish.h"
 #include "pc_stats.h"
 
 namespace parcagpu {
-
-struct Config;                  // config.h
-struct CudaApi;                 // cupti_api.h
-struct CuptiApi;                // cupti_api.h
-class KernelActivityControl;    // subsystem_links.h
-class PcLaunchGate;             // pc_launch_gate.h
-struct PcLaunchState;           // pc_launch_state.h
-class PcMetadata;               // pc_metadata.h
-struct PcResult;                // pc_session.h
-class PcScheduler;              // pc_scheduler.h
-struct PcStepEvent;             // pc_step.h
-struct PcStepState;             // pc_step.h
-enum class PcAction : uint8_t;  // pc_step.h
 
 class PcEpisodes {
  public:

@@ -19,13 +19,9 @@
 #include <vector>
 
 #include "cupti_api.h"
+#include "pc_forward.h"
 
 namespace parcagpu {
-
-class CubinRegistry;     // cubin_registry.h
-class PcSession;         // pc_session.h
-class StallReasonTable;  // pc_records.h
-struct PcResult;         // pc_session.h
 
 class PcMetadata {
  public:

@@ -8,14 +8,9 @@
 #include <cstdint>
 #include <memory>
 
-namespace parcagpu {
+#include "pc_forward.h"
 
-class FunctionNames;   // pc_records.h
-class PcRecordBuffer;  // pc_records.h
-class PcSession;       // pc_session.h
-struct PcLaunchState;  // pc_launch_state.h
-struct PcResult;       // pc_session.h
-struct PcStats;        // pc_stats.h
+namespace parcagpu {
 
 class PcPublisher {
  public:

@@ -45,18 +45,13 @@
 
 #include "config.h"
 #include "cupti_api.h"
+#include "pc_forward.h"
 #include "pc_launch_gate.h"
 #include "pc_launch_state.h"
 #include "pc_stats.h"
 #include "subsystem_links.h"
 
 namespace parcagpu {
-
-// PC sampling's parts, in their own headers (pc_sampling.cc includes them).
-class CubinRegistry;  // cubin_registry.h
-class PcEpisodes;     // pc_episodes.h
-class PcMetadata;     // pc_metadata.h
-class PcScheduler;    // pc_scheduler.h
 
 class PcSampler : public KernelRecordObserver {
  public:
