@@ -37,6 +37,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 #include <map>
 #include <mutex>
 #include <set>
@@ -1038,6 +1039,17 @@ static void graph_window(const char *name, cudaGraphExec_t g, int eager_k) {
   for (auto &x : launches_since(l0)) printf(" %u=%s", x.first, x.second.c_str());
   printf(" | %s\n", tally_str(t).c_str());
 }
+// An episode (kernel-serialized) whose windows each launch one graph twice (graph_window), in
+// order; a null exec is left out.
+static void graph_windows(const char *where,
+                          std::initializer_list<std::pair<const char *, cudaGraphExec_t>> graphs) {
+  double ms = 0;
+  pc_enable(g_ctx, &ms);
+  configure(g_ctx, SERIALIZED, 10, false, &ms, where);
+  for (const auto &g : graphs)
+    if (g.second) graph_window(g.first, g.second, -1);
+  pc_disable(g_ctx, &ms);
+}
 static void phase_graphepisode() {
   g_record = true;
   double ms = 0;
@@ -1211,15 +1223,12 @@ static void phase_graphreg() {
   CHECK(cudaGraphLaunch(gR, s1));
   CHECK(cudaStreamSynchronize(s1));
   // The episode.
-  pc_enable(g_ctx, &en);
-  configure(g_ctx, SERIALIZED, 10, false, &ms, "graphreg_episode");
-  graph_window("reg_gP_uploaded_in_unstarted_enable", gP, -1);
-  graph_window("reg_gQ_first_launched_in_unstarted_enable", gQ, -1);
-  graph_window("reg_gR_instantiated_in_enable_launched_between", gR, -1);
-  graph_window("reg_gS_bad_then_reuploaded_in_enable", gS, -1);
-  graph_window("reg_gT_bad", gT, -1);
-  graph_window("reg_gT2_reinstantiated_in_enable", gT2, -1);
-  pc_disable(g_ctx, &ms);
+  graph_windows("graphreg_episode", {{"reg_gP_uploaded_in_unstarted_enable", gP},
+                                     {"reg_gQ_first_launched_in_unstarted_enable", gQ},
+                                     {"reg_gR_instantiated_in_enable_launched_between", gR},
+                                     {"reg_gS_bad_then_reuploaded_in_enable", gS},
+                                     {"reg_gT_bad", gT},
+                                     {"reg_gT2_reinstantiated_in_enable", gT2}});
 }
 
 // ================================================================ phase shadow
@@ -1267,25 +1276,21 @@ static void phase_shadow() {
   double ms = 0;
   const int nodes = 32, blocks = 132, iters = 100;  // short kernels: a per-kernel tax shows
   // captured_late: the graphs are captured after the process's first Enable, between episodes
-  // (a program that captures after start-up); g44 and g45 are captured during episode 1.
+  // (a program that captures after start-up); g44 is captured during episode 1.
   const bool late = g_shadow_captured_late;
   cudaGraph_t g40 = nullptr, g41 = nullptr, g42 = nullptr, g43 = nullptr, g44 = nullptr;
-  if (!late) {
+  const auto capture_all = [&] {
     g40 = capture_graph<40>(nodes, blocks, iters);
     g41 = capture_graph<41>(nodes, blocks, iters);
     g42 = capture_graph<42>(nodes, blocks, iters);
     g43 = capture_graph<43>(nodes, blocks, iters);
-  }
+  };
+  if (!late) capture_all();
   // The process's first Enable: from here on a first use outside an episode gives no records (P20).
   pc_enable(g_ctx, &ms);
   configure(g_ctx, SERIALIZED, 10, true, &ms, "shadow0");
   pc_disable(g_ctx, &ms);
-  if (late) {
-    g40 = capture_graph<40>(nodes, blocks, iters);
-    g41 = capture_graph<41>(nodes, blocks, iters);
-    g42 = capture_graph<42>(nodes, blocks, iters);
-    g43 = capture_graph<43>(nodes, blocks, iters);
-  }
+  if (late) capture_all();
   // Episode 1: the shadow of g40, g42's own exec uploaded, g43 instantiated only (its own exec,
   // first launched later, between episodes: P26 says instantiation while enabled counts too).
   pc_enable(g_ctx, &ms);
@@ -1317,14 +1322,11 @@ static void phase_shadow() {
   CHECK(cudaGraphLaunch(e43, s1));
   CHECK(cudaStreamSynchronize(s1));
   // Episode 2: which give records.
-  pc_enable(g_ctx, &ms);
-  configure(g_ctx, SERIALIZED, 10, false, &ms, "shadow2");
-  graph_window("shadow_e40_app_exec_of_shadowed_graph", e40, -1);
-  graph_window("shadow_e41_control_no_shadow", e41, -1);
-  graph_window("shadow_e42_own_exec_uploaded_in_ep1", e42, -1);
-  graph_window("shadow_e43_instantiated_in_ep1_launched_between", e43, -1);
-  if (late) graph_window("shadow_e44_captured_in_ep1_instantiated_between", e44, -1);
-  pc_disable(g_ctx, &ms);
+  graph_windows("shadow2", {{"shadow_e40_app_exec_of_shadowed_graph", e40},
+                            {"shadow_e41_control_no_shadow", e41},
+                            {"shadow_e42_own_exec_uploaded_in_ep1", e42},
+                            {"shadow_e43_instantiated_in_ep1_launched_between", e43},
+                            {"shadow_e44_captured_in_ep1_instantiated_between", e44}});
   // Outside episodes: what each costs, twice in turn.
   for (int r = 0; r < 2; ++r) {
     shadow_cost("e40_shadowed", e40, nodes);
