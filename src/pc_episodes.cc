@@ -81,7 +81,9 @@ PcEpisodes::PcEpisodes(const CuptiApi &cupti, const CudaApi *cuda, const Config 
       publisher_(state),
       step_(std::make_unique<PcStepState>()),
       locks_(config.pc_lock_dir),
-      registration_tokens_(kGraphRegistrationBurst) {}
+      registrations_(kGraphRegistrationsPerSecond,
+                     static_cast<uint64_t>((kGraphRegistrationBurst - 1) * 1e9 /
+                                           kGraphRegistrationsPerSecond)) {}
 
 PcEpisodes::~PcEpisodes() = default;
 
@@ -395,13 +397,9 @@ void PcEpisodes::end_episode(Context &c, bool wait_for_workers, bool for_graph) 
   const uint64_t disabled_at = monotonic_ns();
   stats_.disable_ns += disabled_at - disable_at;
   stats_.max_disable_ns = std::max(stats_.max_disable_ns, disabled_at - disable_at);
-  c.enabled = false;
-  state_.mark_enabled(c.ctx, false);
   unlock_gpu(c);
   if (episode_ctx_ == &c) episode_ctx_ = nullptr;
-  bool any = false;
-  for (auto &o : contexts_) any |= o->enabled;
-  state_.any_enabled.store(any, std::memory_order_release);
+  const bool any = note_disabled(c);
   if (!any && episode_started_ns_ && disabled_at > episode_started_ns_)
     stats_.enabled_ns += disabled_at - episode_started_ns_;
   if (!any && activity_) activity_->hold_on(false);
@@ -415,7 +413,20 @@ void PcEpisodes::end_episode(Context &c, bool wait_for_workers, bool for_graph) 
                 ? " (its launch budget spent)"
                 : "");
   stats_.episodes_cut = scheduler_->episodes_cut_by_budget();
-  if (!r.ok()) return fail(r);
+  publish_disabled(c, r);
+}
+
+bool PcEpisodes::note_disabled(Context &c) {
+  c.enabled = false;
+  state_.mark_enabled(c.ctx, false);
+  bool any = false;
+  for (auto &o : contexts_) any |= o->enabled;
+  state_.any_enabled.store(any, std::memory_order_release);
+  return any;
+}
+
+void PcEpisodes::publish_disabled(Context &c, const PcResult &disabled) {
+  if (!disabled.ok()) return fail(disabled);
   stats_.disables++;
   // Disable puts what was left into the configured buffer.
   publisher_.publish(c.session.disable_buffer(), stats_);
@@ -481,13 +492,8 @@ void PcEpisodes::register_graph(CUgraph graph, CUcontext ctx) {
   // An episode still under way (keep_graph_out could not end it): the graph goes in with it.
   if (!state_.usable || state_.any_enabled.load(std::memory_order_relaxed)) return;
   const uint64_t now = monotonic_ns();
-  registration_tokens_ =
-      std::min(kGraphRegistrationBurst,
-               registration_tokens_ + (now - std::min(now, registration_refilled_ns_)) / 1e9 *
-                                          kGraphRegistrationsPerSecond);
-  registration_refilled_ns_ = now;
   Context &c = find_or_add(ctx);
-  if (registration_tokens_ < 1 || !lock_gpu(c, now)) {
+  if (!registrations_.ready(now) || !lock_gpu(c, now)) {
     stats_.graphs_not_registered++;
     return;
   }
@@ -495,7 +501,7 @@ void PcEpisodes::register_graph(CUgraph graph, CUcontext ctx) {
     stats_.graphs_not_registered++;
     return unlock_gpu(c);
   }
-  registration_tokens_ -= 1;
+  registrations_.try_take(now);  // ready above, and taken only here (under mu_)
   const bool registered = enable(c) && upload_shadow(c, graph);
   if (c.enabled) disable_quietly(c);
   unlock_gpu(c);
@@ -533,14 +539,8 @@ bool PcEpisodes::upload_shadow_relaxed(Context &c, CUgraph graph) {
 
 void PcEpisodes::disable_quietly(Context &c) {
   const PcResult r = c.session.disable();
-  c.enabled = false;
-  state_.mark_enabled(c.ctx, false);
-  state_.any_enabled.store(false, std::memory_order_release);
-  if (activity_) activity_->hold_on(false);
-  if (!r.ok()) return fail(r);
-  stats_.disables++;
-  publisher_.publish(c.session.disable_buffer(), stats_);
-  c.session.disable_buffer().reset();
+  if (!note_disabled(c) && activity_) activity_->hold_on(false);
+  publish_disabled(c, r);
 }
 
 void PcEpisodes::on_context_destroy(CUcontext ctx) {

@@ -22,6 +22,7 @@
 #include "pc_forward.h"
 #include "pc_publish.h"
 #include "pc_stats.h"
+#include "rate_gate.h"
 
 namespace parcagpu {
 
@@ -80,6 +81,11 @@ class PcEpisodes {
   bool enable(Context &c);
   // PC sampling disabled on c outside an episode's course (register_graph), its GPU kept.
   void disable_quietly(Context &c);
+  // After c's Disable: its flags and the process's any_enabled set; true if another context is
+  // still enabled.
+  bool note_disabled(Context &c);
+  // What Disable handed back published; a failed Disable turns PC sampling off (fail).
+  void publish_disabled(Context &c, const PcResult &disabled);
   // The library's exec of graph instantiated, uploaded on c's own stream, waited for, destroyed.
   bool upload_shadow(Context &c, CUgraph graph);
   bool upload_shadow_relaxed(Context &c, CUgraph graph);  // the calls, this thread's capture
@@ -122,9 +128,9 @@ class PcEpisodes {
   uint64_t window_started_ns_ = 0, episode_started_ns_ = 0;  // for PcStats
   PcDeviceLocks locks_;                                      // in config_.pc_lock_dir
   bool said_other_process_ = false, said_no_lock_ = false;
-  // Graph registrations left to spend (register_graph), refilled with time up to a burst.
-  double registration_tokens_;
-  uint64_t registration_refilled_ns_ = 0;
+  // Graph registrations (register_graph): kGraphRegistrationsPerSecond after a burst of
+  // kGraphRegistrationBurst.
+  RateGate registrations_;
   PcStats stats_;
 };
 

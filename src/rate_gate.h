@@ -33,6 +33,12 @@ class RateGate {
     }
   }
 
+  // Whether try_take(now_ns) would let one through now (for a caller that takes only after other
+  // checks pass, and is the gate's only taker meanwhile).
+  bool ready(uint64_t now_ns) const {
+    return open_ && next_ns_.load(std::memory_order_relaxed) <= now_ns + tolerance_ns_;
+  }
+
   uint64_t interval_ns() const { return interval_ns_; }
 
  private:

@@ -57,6 +57,20 @@ TEST(RateGate, ClockGoingBackwardsDoesNotMintLaunches) {
   EXPECT_TRUE(g.try_take(11 * kSec));
 }
 
+TEST(RateGate, ReadySaysWhatTryTakeWouldDoAndTakesNothing) {
+  // PcEpisodes' graph registrations: a burst of 3 (tolerance 2 intervals), then 2 a second.
+  RateGate g(2, 1 * kSec);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_TRUE(g.ready(10 * kSec));
+    EXPECT_TRUE(g.ready(10 * kSec));  // asking again takes nothing
+    EXPECT_TRUE(g.try_take(10 * kSec));
+  }
+  EXPECT_FALSE(g.ready(10 * kSec));
+  EXPECT_FALSE(g.try_take(10 * kSec));
+  EXPECT_TRUE(g.ready(10 * kSec + 500 * kMs));
+  EXPECT_FALSE(RateGate(0, kSec).ready(10 * kSec));
+}
+
 TEST(RateGate, SharedByThreadsExactly) {
   // Eight threads hammering one gate at a frozen clock: exactly tolerance / interval + 1 pass.
   RateGate g(1000, 50 * kMs);
