@@ -125,7 +125,8 @@ void LaunchCallbacks::on_enter(CbDomain domain, uint32_t cbid, const CUpti_Callb
       // (cudaGraphInstantiate_v10000_params, ...WithFlags, ...WithParams and their driver
       // twins; tests/unit/lib/graph_params_test.cc holds the toolkit's structs to it).
       const auto *params = static_cast<void *const *>(cb->functionParams);
-      pc_->on_graph_instantiate(params ? static_cast<CUgraph>(params[1]) : nullptr, cb->context);
+      pc_->on_graph_instantiate(params ? static_cast<CUgraph>(params[1]) : nullptr, cb->context,
+                                domain == CbDomain::Runtime);
     }
     return;
   }

@@ -170,16 +170,20 @@ void PcSampler::on_graph_first_launch() {
   episodes_->keep_graph_out(PcEpisodes::GraphStep::kFirstLaunch, t_counted);
 }
 
-void PcSampler::on_graph_instantiate(CUgraph graph, CUcontext ctx) {
+void PcSampler::on_graph_instantiate(CUgraph graph, CUcontext ctx, bool runtime_api) {
   if (state_.any_enabled.load(std::memory_order_acquire))
     episodes_->keep_graph_out(PcEpisodes::GraphStep::kInstantiation, t_counted);
   // Not from inside a launch call (its gate would wait for itself), nor for nobody.
   if (t_counted || !state_.usable.load(std::memory_order_relaxed) || !wanted()) return;
-  // A runtime instantiation calls the driver's: both callbacks come for one graph. The same
-  // graph instantiated again on this thread next is registered already.
-  static thread_local CUgraph t_registered = nullptr;
-  if (graph == t_registered) return;
-  t_registered = graph;
+  // A runtime instantiation calls the driver's inside it: the driver's callback for the graph the
+  // runtime's just registered is that call, not another instantiation (and a graph made later
+  // at a freed graph's address is one).
+  static thread_local CUgraph t_runtime_registered = nullptr;
+  if (!runtime_api && graph == t_runtime_registered) {
+    t_runtime_registered = nullptr;
+    return;
+  }
+  if (runtime_api) t_runtime_registered = graph;
   episodes_->register_graph(graph, ctx);
 }
 

@@ -126,7 +126,8 @@ class PcSampler : public KernelRecordObserver {
   // PC sampling is enabled pays more at every later launch however it is uploaded (P26).
   // Then registers the graph's kernels with PC sampling (PcEpisodes::register_graph) while a
   // consumer wants samples.
-  void on_graph_instantiate(CUgraph graph, CUcontext ctx);
+  // runtime_api: the runtime's instantiation (it calls the driver's, whose callback follows).
+  void on_graph_instantiate(CUgraph graph, CUcontext ctx, bool runtime_api);
 
   // Resource callbacks. A context created while a consumer listens begins a learning period
   // (its kernels are all first launched from now on, P20).

@@ -211,6 +211,18 @@ class GraphUploads(unittest.TestCase):
         self.assertTrue(late & sampled, "a window in 4 s of the graph's replay sampled its kernels: "
                         "%s" % sorted(sampled))
 
+    def test_every_graph_instantiated_is_registered_within_the_budget(self):
+        # Graphs created, instantiated (runtime and driver) and destroyed all the time: each
+        # instantiation is registered once (the runtime's and the driver's callback of one call
+        # are one), also a new graph at a freed graph's address, until the budget says no: a
+        # burst of 256, then 2 a second (kGraphRegistrationsPerSecond), the rest counted.
+        r, _ = self.run_with({"PARCAGPU_PC_GRAPH_SHADOWS": "1"},
+                             scenarios="graph-runtime,graph-driver")
+        registered = library_total(r, "graphs registered")
+        self.assertGreaterEqual(registered, 256, r.stderr[-2000:])
+        self.assertLessEqual(registered, 256 + 2 * 2.5 + 2)
+        self.assertGreater(library_total(r, "graphs not registered"), 0)
+
     def test_pc_graphs_on_samples_graph_kernels(self):
         r, j = self.run_with({"PARCAGPU_PC_GRAPHS": "1"})
         pc = mock_pc(r)
