@@ -6,25 +6,16 @@ import json
 import os
 import sys
 
+from trace_json import gpu_ns_by_kernel, last_json
+
 out = sys.argv[1]
 ok = True
 
 
-def last_json(path):
-    lines = [l for l in open(path).read().strip().splitlines() if l.startswith("{")]
-    return json.loads(lines[-1])
-
-
 def trace_by_kernel(path):
-    """GPU ns by (demangled) kernel name from parcagpu-trace --json: by device, which holds every
-    kernel (gpu_time_by_stack holds the top stacks only)."""
+    """GPU ns by kernel name from parcagpu-trace --json, and the summary."""
     j = last_json(path)
-    g = {}
-    for s in j["gpu_time_by_device"]:
-        for k in s["by_kernel"]:
-            name = k.get("demangled") or k["kernel"]
-            g[name] = g.get(name, 0) + k["gpu_ns"]
-    return g, j
+    return gpu_ns_by_kernel(j), j
 
 
 def problems_of(j, agent):

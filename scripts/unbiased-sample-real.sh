@@ -114,13 +114,12 @@ for k in all default default_nopc; do
   run_b "$k" || die "run b/$k failed"
 done
 
-"$PY" - "$OUT" "$AGENT_OK" <<'EOF' | tee "$OUT/summary.txt"
+"$PY" - "$OUT" "$AGENT_OK" "$ROOT/scripts" <<'EOF' | tee "$OUT/summary.txt"
 import json, sys, os
 out, agent_ok = sys.argv[1], sys.argv[2] == "1"
+sys.path.insert(0, sys.argv[3])
+from trace_json import gpu_ns_by_kernel, last_json
 ok = True
-def last_json(path):
-    lines = [l for l in open(path).read().strip().splitlines() if l.startswith("{")]
-    return json.loads(lines[-1])
 launched = None
 for l in open(os.path.join(out, "a-classic.program")):
     if l.startswith("MIXED_APIS "):
@@ -156,11 +155,7 @@ if not agent_ok:
 
 def shares(path):
     j = last_json(path)
-    g = {}
-    for s in j["gpu_time_by_stack"]:
-        for k in s["by_kernel"]:
-            name = k.get("demangled") or k["kernel"]
-            g[name] = g.get(name, 0) + k["gpu_ns"]
+    g = gpu_ns_by_kernel(j)
     t = sum(g.values()) or 1
     return {k: v / t for k, v in g.items()}, j.get("correlations", 0)
 truth, n_all = shares(os.path.join(out, "b-all.json"))
