@@ -183,12 +183,21 @@ const char *error_string(CUresult e) {
   }
 }
 
-// A device query's checks, in the driver's order: its output (out_ok), cuInit, the device.
-CUresult device_query_error(bool out_ok, CUdevice dev) {
+// A device query's checks, in the driver's order: an injected failure of the entry point
+// (MOCK_CUDA_FAIL), its output (out_ok), cuInit, the device.
+CUresult device_query_error(DriverEntry entry, bool out_ok, CUdevice dev) {
+  if (const CUresult injected = injected_failure(entry); injected != CUDA_SUCCESS) return injected;
   if (!out_ok) return CUDA_ERROR_INVALID_VALUE;
   if (!initialized()) return CUDA_ERROR_NOT_INITIALIZED;
   if (dev < 0 || dev >= num_devices()) return CUDA_ERROR_INVALID_DEVICE;
   return CUDA_SUCCESS;
+}
+
+// cuGetErrorName / cuGetErrorString: the text `lookup` has for `error`, else INVALID_VALUE.
+CUresult error_text(const char *(*lookup)(CUresult), CUresult error, const char **str) {
+  if (!str) return CUDA_ERROR_INVALID_VALUE;
+  *str = lookup(error);
+  return *str ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
 }  // namespace
@@ -304,29 +313,27 @@ CUresult cuDeviceGetCount(int *count) {
 }
 
 CUresult cuDeviceGet(CUdevice *device, int ordinal) {
-  MOCK_CUDA_FAULT_POINT(cuDeviceGet);
-  if (const CUresult rc = device_query_error(device, ordinal)) return rc;
+  if (const CUresult rc = device_query_error(DriverEntry::cuDeviceGet, device, ordinal)) return rc;
   *device = ordinal;
   return CUDA_SUCCESS;
 }
 
 CUresult cuDeviceGetName(char *name, int len, CUdevice dev) {
-  MOCK_CUDA_FAULT_POINT(cuDeviceGetName);
-  if (const CUresult rc = device_query_error(name && len > 0, dev)) return rc;
+  const CUresult rc = device_query_error(DriverEntry::cuDeviceGetName, name && len > 0, dev);
+  if (rc != CUDA_SUCCESS) return rc;
   std::snprintf(name, static_cast<size_t>(len), "%s", "Mock NVIDIA H100");
   return CUDA_SUCCESS;
 }
 
 CUresult cuDeviceTotalMem(size_t *bytes, CUdevice dev) {
-  MOCK_CUDA_FAULT_POINT(cuDeviceTotalMem);
-  if (const CUresult rc = device_query_error(bytes, dev)) return rc;
+  if (const CUresult rc = device_query_error(DriverEntry::cuDeviceTotalMem, bytes, dev)) return rc;
   *bytes = 85899345920ull;  // 80 GiB, as an H100 80GB HBM3
   return CUDA_SUCCESS;
 }
 
 CUresult cuDeviceGetAttribute(int *value, CUdevice_attribute attrib, CUdevice dev) {
-  MOCK_CUDA_FAULT_POINT(cuDeviceGetAttribute);
-  if (const CUresult rc = device_query_error(value, dev)) return rc;
+  const CUresult rc = device_query_error(DriverEntry::cuDeviceGetAttribute, value, dev);
+  if (rc != CUDA_SUCCESS) return rc;
   if (attrib <= 0 || attrib >= CU_DEVICE_ATTRIBUTE_MAX) return CUDA_ERROR_INVALID_VALUE;
   *value = 0;  // attributes not listed: 0 (unsupported feature / not applicable)
   for (const DeviceAttribute &a : kDeviceAttributes)
@@ -354,16 +361,12 @@ CUresult cuCtxGetDevice(CUdevice *device) {
 
 CUresult cuGetErrorName(CUresult error, const char **str) {
   MOCK_CUDA_FAULT_POINT(cuGetErrorName);
-  if (!str) return CUDA_ERROR_INVALID_VALUE;
-  *str = error_name(error);
-  return *str ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+  return error_text(error_name, error, str);
 }
 
 CUresult cuGetErrorString(CUresult error, const char **str) {
   MOCK_CUDA_FAULT_POINT(cuGetErrorString);
-  if (!str) return CUDA_ERROR_INVALID_VALUE;
-  *str = error_string(error);
-  return *str ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+  return error_text(error_string, error, str);
 }
 
 // ---- Control API (mock_cuda.h): devices, contexts, streams, kernels ----

@@ -208,16 +208,20 @@ std::map<uint32_t, FirstUse> &g_first_use = *new std::map<uint32_t, FirstUse>;  
 std::map<uint32_t, Module> &g_modules = *new std::map<uint32_t, Module>;         // by context ID
 std::map<std::string, const char *> *g_names = new std::map<std::string, const char *>;
 
-// Counters for the exit report.
+// Counters for the exit report: one list makes the struct's fields and the report's keys.
+// graphs_uploaded_enabled: graphs whose first launch (their upload) came while PC sampling was
+// enabled on the context; on a real GPU every later launch of them costs ~30% more
+// (docs/pc-sampling.md P21). start_conflicts: Starts refused, another process had PC sampling on.
+#define MOCK_PC_COUNTERS(X)                                                                \
+  X(enables) X(disables) X(configures) X(starts) X(stops) X(get_data_calls)              \
+  X(kernels_sampled) X(nonuser_kernels) X(records_made) X(records_delivered)              \
+  X(records_discarded) X(graphs_uploaded_enabled) X(graphs_instantiated_enabled)          \
+  X(start_conflicts)
 struct PcCounters {
-  uint64_t enables, disables, starts, stops, get_data_calls, configures;
-  uint64_t kernels_sampled, records_made, records_delivered, records_discarded, nonuser_kernels;
-  // Graphs whose first launch (their upload) came while PC sampling was enabled on the context:
-  // on a real GPU every later launch of them costs ~30% more (docs/pc-sampling.md P21).
-  uint64_t graphs_uploaded_enabled;
-  uint64_t graphs_instantiated_enabled;
-  uint64_t start_conflicts;  // Starts refused: another process had PC sampling enabled
-} g_pc{};
+#define MOCK_PC_COUNTER_FIELD(name) uint64_t name = 0;
+  MOCK_PC_COUNTERS(MOCK_PC_COUNTER_FIELD)
+#undef MOCK_PC_COUNTER_FIELD
+} g_pc;
 
 uint64_t crc32_of(const void *data, size_t size) {
   return crc32_z(0, static_cast<const Bytef *>(data), size);
@@ -436,17 +440,9 @@ nlohmann::ordered_json pc_report() {
     tainted_in_graphs += f.second.tainted_in_graphs;
   }
   nlohmann::ordered_json j;
-  j["enables"] = g_pc.enables;
-  j["disables"] = g_pc.disables;
-  j["configures"] = g_pc.configures;
-  j["starts"] = g_pc.starts;
-  j["stops"] = g_pc.stops;
-  j["get_data_calls"] = g_pc.get_data_calls;
-  j["kernels_sampled"] = g_pc.kernels_sampled;
-  j["nonuser_kernels"] = g_pc.nonuser_kernels;
-  j["records_made"] = g_pc.records_made;
-  j["records_delivered"] = g_pc.records_delivered;
-  j["records_discarded"] = g_pc.records_discarded;
+#define MOCK_PC_COUNTER_JSON(name) j[#name] = g_pc.name;
+  MOCK_PC_COUNTERS(MOCK_PC_COUNTER_JSON)
+#undef MOCK_PC_COUNTER_JSON
   j["enabled_now"] = enabled;
   j["started_now"] = started;
   j["pending_now"] = pending;
@@ -454,9 +450,6 @@ nlohmann::ordered_json pc_report() {
   // Graphs are uploaded outside episodes by default (PARCAGPU_PC_GRAPHS=0): a function first run
   // in one is lost by design (docs/pc-sampling.md P19).
   j["of_them_in_graphs"] = tainted_in_graphs;
-  j["graphs_uploaded_enabled"] = g_pc.graphs_uploaded_enabled;
-  j["graphs_instantiated_enabled"] = g_pc.graphs_instantiated_enabled;
-  j["start_conflicts"] = g_pc.start_conflicts;
   return j;
 }
 
@@ -652,23 +645,20 @@ CUptiResult cuptiPCSamplingGetConfigurationAttribute(CUpti_PCSamplingConfigurati
   MOCK_CUPTI_FAULT_POINT(cuptiPCSamplingGetConfigurationAttribute);
   return on_each_attribute(
       p, Access::kGet, [](PcContext &c, CUpti_PCSamplingConfigurationInfo &info) {
+        // The attributes the mock reads back; the others are write-only here.
         auto &d = info.attributeData;
-        switch (info.attributeType) {
-          case CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_PERIOD:
-            d.samplingPeriodData.samplingPeriod = c.period;
-            return CUPTI_SUCCESS;
-          case CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_HARDWARE_BUFFER_SIZE:
-            d.hardwareBufferSizeData.hardwareBufferSize = c.hw_buffer;
-            return CUPTI_SUCCESS;
-          case CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_COLLECTION_MODE:
-            d.collectionModeData.collectionMode = c.mode;
-            return CUPTI_SUCCESS;
-          case CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_ENABLE_START_STOP_CONTROL:
-            d.enableStartStopControlData.enableStartStopControl = c.start_stop;
-            return CUPTI_SUCCESS;
-          default:
-            return CUPTI_ERROR_INVALID_OPERATION;
-        }
+        const auto type = info.attributeType;
+        if (type == CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_PERIOD)
+          d.samplingPeriodData.samplingPeriod = c.period;
+        else if (type == CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_HARDWARE_BUFFER_SIZE)
+          d.hardwareBufferSizeData.hardwareBufferSize = c.hw_buffer;
+        else if (type == CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_COLLECTION_MODE)
+          d.collectionModeData.collectionMode = c.mode;
+        else if (type == CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_ENABLE_START_STOP_CONTROL)
+          d.enableStartStopControlData.enableStartStopControl = c.start_stop;
+        else
+          return CUPTI_ERROR_INVALID_OPERATION;
+        return CUPTI_SUCCESS;
       });
 }
 

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "owns_handles.h"
 #include "trace_events.h"
 #include "usdt_attach.h"
 
@@ -40,14 +41,12 @@ struct LoadOptions {
 // The probes only PC sampling needs: attached with LoadOptions::pc_probes only.
 bool is_pc_probe(const char *probe);
 
-class BpfSession {
+class BpfSession : OwnsHandles {
  public:
   // Called for every ring-buffer event; non-zero stops the current poll.
   using Handler = int (*)(void *ctx, void *data, size_t size);
 
   BpfSession() = default;
-  BpfSession(const BpfSession &) = delete;
-  BpfSession &operator=(const BpfSession &) = delete;
   ~BpfSession();
 
   // libbpf messages: all of them when verbose, else none (the last warning is kept for errors).

@@ -11,15 +11,14 @@
 #include <string>
 #include <vector>
 
+#include "owns_handles.h"
 #include "symbolizer.h"
 
 namespace parcagpu::trace {
 
-class MmapTracker {
+class MmapTracker : OwnsHandles {
  public:
   MmapTracker() = default;
-  MmapTracker(const MmapTracker &) = delete;
-  MmapTracker &operator=(const MmapTracker &) = delete;
   ~MmapTracker();
 
   // Opens the per-CPU events. False (with a reason) when perf_event_open is refused.

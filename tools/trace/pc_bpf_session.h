@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "owns_handles.h"
 #include "pc_profile.h"
 #include "usdt_attach.h"
 
@@ -17,11 +18,9 @@ struct bpf_link;
 
 namespace parcagpu::trace {
 
-class PcBpfSession {
+class PcBpfSession : OwnsHandles {
  public:
   PcBpfSession() = default;
-  PcBpfSession(const PcBpfSession &) = delete;
-  PcBpfSession &operator=(const PcBpfSession &) = delete;
   ~PcBpfSession();
 
   // Opens and loads the programs, writing into the ring buffers `events_fd` (PC records) and

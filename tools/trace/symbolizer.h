@@ -20,6 +20,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "owns_handles.h"
+
 namespace parcagpu::trace {
 
 struct MapEntry {
@@ -72,12 +74,10 @@ std::string demangle(std::string_view name);
 
 class DwarfImage;  // one ELF file through libdwfl
 
-class Symbolizer {
+class Symbolizer : OwnsHandles {
  public:
   Symbolizer();
   ~Symbolizer();
-  Symbolizer(const Symbolizer &) = delete;
-  Symbolizer &operator=(const Symbolizer &) = delete;
 
   // A user stack of process `pid`: ips[0] is the probe's address, the others return addresses
   // (looked up at address - 1: the call). Innermost first, inlined frames expanded.

@@ -15,6 +15,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "owns_handles.h"
 #include "symbolizer.h"
 
 namespace parcagpu::trace {
@@ -36,12 +37,10 @@ struct UnwindResult {
   bool whole = false;
 };
 
-class DwarfUnwinder {
+class DwarfUnwinder : OwnsHandles {
  public:
   DwarfUnwinder();
   ~DwarfUnwinder();
-  DwarfUnwinder(const DwarfUnwinder &) = delete;
-  DwarfUnwinder &operator=(const DwarfUnwinder &) = delete;
 
   // `maps`: the executable mappings of `pid` (Symbolizer::maps). At most `max` pcs.
   UnwindResult unwind(uint32_t pid, uint32_t tid, const std::vector<MapEntry> &maps, const CopiedStack &stack,
