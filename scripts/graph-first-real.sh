@@ -3,8 +3,9 @@
 # sampling's learning) give PC samples by default, and the graph pays nothing for it
 # (docs/pc-sampling.md P32). tests/gpu/graph_first (eager launches, then a graph of 32 kernels of
 # its own replayed) runs ROUNDS times each, interleaved: alone; under the library with
-# parcagpu-trace --pc (defaults: the graph's kernels registered through the library's own exec);
-# and the same with PARCAGPU_PC_GRAPH_SHADOWS=0 (the graph's kernels never give records). Prints
+# parcagpu-trace --pc and PARCAGPU_PC_GRAPH_SHADOWS=1 (the graph's kernels registered through the
+# library's own exec; off by default); and the same with PARCAGPU_PC_GRAPH_SHADOWS=0 (the default:
+# the graph's kernels give no records). Prints
 # each run's launch and GPU ns per replay, the library's PC totals and the trace's samples of the
 # graph's kernels (late_work<1..4>).
 #

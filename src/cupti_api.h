@@ -101,9 +101,11 @@ struct CudaApi {
   PARCAGPU_CUDA_GRAPH_FUNCTIONS(PARCAGPU_DECLARE)
 #undef PARCAGPU_DECLARE
   void *handle = nullptr;
+  // Every entry of PARCAGPU_CUDA_GRAPH_FUNCTIONS resolved.
   bool can_register_graphs() const {
-    return cuStreamCreate && cuStreamSynchronize && cuGraphInstantiateWithFlags && cuGraphUpload &&
-           cuGraphExecDestroy && cuThreadExchangeStreamCaptureMode;
+#define PARCAGPU_RESOLVED(fn) &&fn != nullptr
+    return true PARCAGPU_CUDA_GRAPH_FUNCTIONS(PARCAGPU_RESOLVED);
+#undef PARCAGPU_RESOLVED
   }
 };
 

@@ -2,9 +2,8 @@
 """Attach/detach storm (issue 30): parcagpu-trace attaches to one running mock app and goes away
 again and again, in turn by SIGINT, by SIGKILL (no clean detach: the kernel drops its uprobes) and
 by itself (-d), two consumers at a time, a few cycles with idle CPUs, then at least 100 with every
-CPU busy. After every graceful
-detach, each launch that consumer saw announced must have got its kernels, or the library must
-have said the loss (a line of its own on stderr, as it happens).
+CPU busy. After every graceful detach, each launch that consumer saw announced must have got its
+kernels, or the library must have said the loss (a line of its own on stderr, as it happens).
 
 Seen before the fix: a consumer that attached cuda_correlation before activity_batch got the
 launches the library announced in the watcher's first 100 ms (kernel collection not armed yet)
@@ -24,7 +23,7 @@ import harness
 
 C = harness.COUNTER
 
-# Cycles with idle CPUs, then with both CPUs busy (two lanes of consumers each).
+# Cycles with idle CPUs, then with every CPU busy (two lanes of consumers each).
 #
 # The busy loops sleep 1 ms in every 50 (98% of a CPU each), not spin without end: on this
 # machine's kernel (6.18, PREEMPT_NONE, a 2-vCPU VM) a pure spinning loop, at nice 10 or even
@@ -135,7 +134,7 @@ class Storm(unittest.TestCase):
         start = time.time()
         results = self.storm(app, IDLE_CYCLES)
         self.check(results, "idle CPUs")
-        # Again with both CPUs busy (niced: the consumers and the library's watcher run late,
+        # Again with every CPU busy (niced: the consumers and the library's watcher run late,
         # as on a loaded training node, without taking the machine).
         burners = [subprocess.Popen(["nice", "-n", "10", sys.executable, "-c", BUSY_LOOP])
                    for _ in range(os.cpu_count() or 2)]

@@ -69,7 +69,7 @@ def build(mode):
     def replay():
         graph.replay()
         torch.cuda.synchronize()
-    replay.graph = graph  # bench/graph_tax.py replays it without the synchronize
+    replay.graph = graph  # tools/bench/graph_tax.py replays it without the synchronize
     return replay
 
 

@@ -413,10 +413,10 @@ void launch_point(MockLaunchPoint point, const LaunchApi &api, uint32_t correlat
     hook(point, api.domain, api.cbid, correlation_id, g_launch_hook_arg.load());
 }
 
-// MODULE_LOADED at a context's first launch, with the real cubin of tools/mock/pc_kernels.cu. Like the
-// H100's driver (docs/pc-sampling.md), the pointer is the driver's own heap copy, not inside any
-// loaded object, and it is freed when the module is unloaded: whoever needs the bytes later
-// keeps a copy.
+// MODULE_LOADED at a context's first launch, with the real cubin of tools/mock/pc_kernels.cu.
+// Like the H100's driver (docs/pc-sampling.md), the pointer is the driver's own heap copy, not
+// inside any loaded object, and it is freed when the module is unloaded: whoever needs the bytes
+// later keeps a copy.
 void module_loaded_once(CUctx_st *ctx) {
   if (ctx->module_loaded.load(std::memory_order_relaxed) || ctx->module_loaded.exchange(true))
     return;
