@@ -19,7 +19,9 @@
 # Variants: nocons (nobody listens), attached (default rate limits: sampling windows), gated
 # (rate limits 1500/s: callbacks stay on, a limiter picks; informational), every (every launch
 # announced; informational).
-# Columns: callbacks = launch callbacks the library received (all but resource callbacks).
+# Columns: callbacks = launch callbacks the library received (the mock's count of callbacks of
+# launch cbids; not the graph API and resource callbacks the library takes with or without a
+# consumer, which are not on the launch path).
 #
 # Usage: scripts/callgrind-launch-cost.sh [--build DIR] [--launches N] [--out DIR]
 #   --build DIR   build directory (default build): DIR/lib/libparcagpu.so, DIR/bin/parcagpu-mockapp
@@ -64,15 +66,9 @@ run() {  # run NAME ENV... -- ARGS...
 }
 
 # Inclusive Ir of a LaunchCallbacks function (0 if never called; callgrind counts its .cold part
-# in it, as a call), and
-# its calls. Only the entries qualified by the library's object: callgrind_annotate also lists
+# in it, as a call). Only the entries qualified by the library's object: callgrind_annotate also lists
 # the same totals per source file, and the parts of other files inlined into it.
 ir() { awk -v f="LaunchCallbacks::$2(" -v o="[$LIB]" 'index($0, "*  ") && index($0, f) && index($0, o) && !index($0, "[clone .cold]") { gsub(",", "", $1); s += $1 } END { print s + 0 }' "$OUT/$1.txt"; }
-calls() { awk -v f="LaunchCallbacks::$2(" -v o="[$LIB]" '
-  index($0, "*  ") && index($0, f) && index($0, o) && !index($0, ".cold") { print c + 0; found = 1; exit }
-  /^ *[0-9,]+ .*< / { if (match($0, /\([0-9,]+x\)/)) { m = substr($0, RSTART + 1, RLENGTH - 3); gsub(",", "", m); c += m } next }
-  /^$/ { c = 0 }
-  END { if (!found) print 0 }' "$OUT/$1.txt"; }
 announced() { sed -n 's/.*launches: announced eager=\([0-9]*\) graph=\([0-9]*\).*/\1 \2/p' "$OUT/$1.stderr" | awk '{ print $1 + $2 }'; }
 launches() { sed -n 's/^MOCKAPP_SUMMARY .*"launches":\([0-9]*\).*/\1/p' "$OUT/$1.stdout"; }
 
@@ -87,8 +83,7 @@ printf '%-9s %8s %9s %9s %12s %10s %12s %13s %15s\n' variant launches announced 
 fail=0
 for v in nocons attached gated every; do
   n=$(launches $v); a=$(announced $v); a=${a:-0}
-  st=$(sed -n 's/^MOCKAPP_SUMMARY .*"callbacks_dispatched":\([0-9]*\).*/\1/p' "$OUT/$v.stdout")
-  cb=$(( st - $(calls $v on_resource) ))
+  cb=$(sed -n 's/^MOCKAPP_SUMMARY .*"launch_callbacks_dispatched":\([0-9]*\).*/\1/p' "$OUT/$v.stdout")
   path=$(( $(ir $v on_callback) - $(ir $v on_resource) ))
   ann=$(( $(ir $v begin_announced) + $(ir $v end_announced) + $(ir $v abandon) ))
   awk -v v=$v -v n="$n" -v a="$a" -v cb="$cb" -v p="$path" -v an="$ann" 'BEGIN {

@@ -48,6 +48,10 @@ RepeatedError g_housekeeping_exception("activity", "exceptions in the activity h
 constexpr uint64_t kSecondNs = 1000000000ull;
 constexpr uint64_t kProgressIntervalNs = 60 * kSecondNs;  // repeated errors: a line a minute
 constexpr uint64_t kNever = ~uint64_t{0};
+// At exit, announced launches still awaiting their first kernel are waited for this long at most
+// (their buffer in CUPTI's worker's hands, kernels still running), flushing again this often.
+constexpr uint64_t kExitWaitNs = kSecondNs;
+constexpr uint64_t kExitReflushNs = 50'000'000ull;
 
 }  // namespace
 
@@ -172,10 +176,22 @@ void ActivityCollector::shutdown() {
   arm(false);
   // A disable that failed before gets one more try, whatever the back-off says.
   switch_->force_off();
-  // The flush delivered on this thread what was complete, but CUPTI's own thread may still be
-  // reading a buffer it took before: its kernels are not lost. Waited for, briefly.
-  for (int i = 0; i < 1000 && buffers_in_flight_.load(std::memory_order_acquire) != 0; ++i)
+  // The flush delivered on this thread what was complete, but CUPTI's own thread may have taken
+  // a buffer before it: being read (counted in flight), or taken off CUPTI's queue and not yet
+  // handed to us, which nothing tells (a worker preempted between the two on a loaded machine:
+  // in CI, kernels delivered after the exit said them lost). So while announced launches still
+  // await their first kernel, this waits for them, flushing again now and then (kernels still
+  // running at exit), at most kExitWaitNs: only an exit that would otherwise say a loss waits.
+  const uint64_t give_up = monotonic_ns() + kExitWaitNs;
+  uint64_t next_flush = monotonic_ns() + kExitReflushNs;
+  while (monotonic_ns() < give_up &&
+         (buffers_in_flight_.load(std::memory_order_acquire) != 0 || tracker_.pending() > 0)) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    if (monotonic_ns() >= next_flush && buffers_in_flight_.load(std::memory_order_acquire) == 0) {
+      flush(true);
+      next_flush = monotonic_ns() + kExitReflushNs;
+    }
+  }
   account_losses(true);
 }
 

@@ -53,9 +53,14 @@ inline constexpr double kMaxWindowRate = 1000;
 // Windowed: launches a window spans on average before one is picked (each thread's first one
 // not counted). The larger, the nearer to uniform the announced launch's position in a periodic
 // loop (a window opened in the idle stretch before launch 0 of a loop of P launches claims
-// launch i with weight (1 - 1/mean)^i: for P = 3 and 8, 38/33/29%) and the more launches pay
-// the callbacks (about 9 per announced launch, against ~1 before).
-inline constexpr double kWindowMeanLaunches = 8;
+// launch i with weight (1 - 1/mean)^i: for P = 3, 35/33/31% at 16, 38/33/29% at 8) and the
+// more launches pay the callbacks (about 17 per announced launch). At 8, a GPU-bound loop of
+// three launches that synchronizes each step read its second kernel's GPU time 1.5 to 5 points
+// high (16.7% true; the mock, test_unbiased_sample MixedEagerAndGraph: 18.1-21.8% in 4 runs,
+// one in CI past its 5-point bound); at 16, 16.0-19.9% in 6. A window's callbacks cost about
+// 0.5 us each on the H100 (a subscriber of every launch: 1.19-1.27x an eager launch): 17 of them
+// at the default ~120 windows a second are ~1 ms a second of one launching thread.
+inline constexpr double kWindowMeanLaunches = 16;
 // Continuous because windows saturated: back to windows above this many times
 // kWindowMeanLaunches x the rate limit (launches per second).
 inline constexpr double kBackToWindowsFactor = 3;

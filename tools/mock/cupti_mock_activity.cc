@@ -8,6 +8,7 @@
 #include <pthread.h>
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <cstdio>
@@ -97,6 +98,18 @@ void deliver(const Buffer &b) {
   }
 }
 
+// MOCK_CUPTI_WORKER_DELAY_MS=N: the worker thread holds each buffer it took off the queue this
+// long before handing it to the library, as a CUPTI worker preempted between the two does (a
+// loaded machine): a flush on another thread meanwhile finds neither the buffer queued nor the
+// library reading it.
+std::chrono::milliseconds worker_delay() {
+  static const std::chrono::milliseconds delay{[] {
+    const char *v = std::getenv("MOCK_CUPTI_WORKER_DELAY_MS");
+    return v ? std::strtol(v, nullptr, 10) : 0L;
+  }()};
+  return delay;
+}
+
 void worker_main() {
   BufferQueue &q = queue();
   std::unique_lock<std::mutex> lock(q.mutex);
@@ -105,6 +118,7 @@ void worker_main() {
     const Buffer b = q.ready.front();
     q.ready.pop_front();
     lock.unlock();
+    if (worker_delay().count() > 0) std::this_thread::sleep_for(worker_delay());
     deliver(b);
     lock.lock();
   }

@@ -57,6 +57,7 @@ const char *mock_cupti_activity_kind_name(uint32_t kind);
   X(buffers_refused)        /* bufferRequested calls that returned NULL / too small */   \
   X(buffers_completed)      /* bufferCompleted calls (worker thread and flushes) */      \
   X(callbacks_dispatched)   /* callbacks delivered to the subscriber */                  \
+  X(launch_callbacks_dispatched) /* ... of them, of launch cbids (the library's table) */ \
   X(callbacks_suppressed)   /* not delivered: pair not enabled or no subscriber */       \
   X(subscribe_calls)        /* successful cuptiSubscribe */                              \
   X(unsubscribe_calls)      /* successful cuptiUnsubscribe */                            \

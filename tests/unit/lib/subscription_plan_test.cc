@@ -177,9 +177,11 @@ TEST(SubscriptionPlan, WindowsTheLimitsAllow) {
   EXPECT_EQ(window_interval_ns(0), 0u);
   EXPECT_DOUBLE_EQ(smoothed_window_count(0, 16), 1);
   EXPECT_DOUBLE_EQ(smoothed_window_count(16, 16), 16);
-  // Saturated windows go back once launches come 3 x 8 x the window rate.
-  EXPECT_FALSE(back_to_windows(2400, 100));
-  EXPECT_TRUE(back_to_windows(2401, 100));
+  // Saturated windows go back once launches come kBackToWindowsFactor x a window's mean span
+  // x the window rate (3 x 16 x 100 = 4800 a second).
+  const double back = kBackToWindowsFactor * kWindowMeanLaunches * 100;
+  EXPECT_FALSE(back_to_windows(back, 100));
+  EXPECT_TRUE(back_to_windows(back + 1, 100));
 }
 
 }  // namespace
