@@ -144,6 +144,9 @@ void LaunchCallbacks::on_enter(CbDomain domain, uint32_t cbid, const CUpti_Callb
     if (t.announce) abandon(r, epoch, g.stale_corr, t.windowed, t.holds_activity);
   }
   if (g.what == GateEnter::kNotLaunch) return;
+  // The first launch into a sampling window says whether it opened in a wait (window_judged).
+  if (state.phase() == kOpen && r.window_first_enter_ns.load(std::memory_order_relaxed) == 0)
+    r.window_first_enter_ns.store(monotonic_ns(), std::memory_order_relaxed);
   // PC sampling's windows open and close at launch entries, announced or not.
   if (pc_needs_launches_.load(std::memory_order_relaxed)) {
     if (t.gated) release_pc_gate(t, pc_);  // an untracked call that never came back to us

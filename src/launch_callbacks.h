@@ -61,6 +61,7 @@ struct LaunchStats {
   std::atomic<uint64_t> rate_limited{0};      // continuous mode: picked, over the safety cap
   std::atomic<uint64_t> captured{0};          // launches recorded into a graph: not executions
   std::atomic<uint64_t> windows{0};           // sampling windows opened
+  std::atomic<uint64_t> idle_spells{0};       // continuous spells for windows opened in waits
   std::atomic<uint64_t> left_unannounced{0};  // admitted, but the consumer left before EXIT
   std::atomic<uint64_t> abandoned{0};         // admitted, EXIT not as expected: not announced
   std::atomic<uint64_t> callback_errors{0};
@@ -113,7 +114,11 @@ class LaunchCallbacks : public ConsumerWatcher::Client {
     // Counted in by ActivityCollector::launch_begin: owes a launch_end.
     std::atomic<bool> claim_holds_activity{false};
     std::atomic<uint64_t> claimed_at_ns{0};  // coarse clock
-    LaunchCoin coin;                         // which launches are picked (launch_gate.h)
+    // Windowed: when the open window's cbids were all on, and when its first launch entered (0:
+    // none yet; monotonic, once a window), for the watcher to judge (window_judged).
+    std::atomic<uint64_t> window_opened_ns{0};
+    std::atomic<uint64_t> window_first_enter_ns{0};
+    LaunchCoin coin;  // which launches are picked (launch_gate.h)
     // Continuous: a cap on picks per kind (kSafetyCapFactor x its limit).
     RateGate safety_cap[kGateRoles];
     std::mutex toggle_mu;  // enabling and disabling never interleave
@@ -147,6 +152,8 @@ class LaunchCallbacks : public ConsumerWatcher::Client {
   uint64_t apply_plan(Role &r, const RolePlan &plan, uint64_t now_ns);
   void enable_continuous(Role &r);
   void close_open_window(Role &r);
+  // Windowed: the window last claimed and closed, judged (opened in a wait or not), once.
+  void judge_closed_window(Role &r, uint64_t now_ns);
   void tell_pc_whether_observed();
 
   // The launch path's hot part (launch_callbacks.cc).

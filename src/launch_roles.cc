@@ -25,6 +25,9 @@ void LaunchCallbacks::open_window(Role &r) {
     // epoch and is stale once the new one starts, with every cbid of the role on.
     set_cbids_locked(r, true);
     if (starting_) r.clean_epoch.store(s.epoch() + 1);
+    // Before the phase: a launch that sees kOpen sees these reset.
+    r.window_first_enter_ns.store(0, std::memory_order_relaxed);
+    r.window_opened_ns.store(monotonic_ns(), std::memory_order_relaxed);
     r.state.store(s.next_epoch(kOpen));
     stats_.windows.fetch_add(1, std::memory_order_relaxed);
   }
@@ -36,7 +39,7 @@ void LaunchCallbacks::open_window(Role &r) {
 SubscriptionWant LaunchCallbacks::want(const Role &r) const {
   return subscription_want(sub_.subscribed() && !r.cbids.empty(),
                            pc_needs_launches_.load(std::memory_order_relaxed), launch_consumers_,
-                           r.rate_allows_windows, r.plan.low_rate);
+                           r.rate_allows_windows, r.plan.windows_unfit());
 }
 
 void LaunchCallbacks::on_consumers(const Consumers &now, const Consumers &) {
@@ -108,7 +111,25 @@ void LaunchCallbacks::adapt_windows(Role &r) {
   r.interval_ns = window_interval_ns(window_rate(r.limit, r.window_counts));
 }
 
+void LaunchCallbacks::judge_closed_window(Role &r, uint64_t now) {
+  if (idle_hold_over(r.plan, now)) debug_log("back to sampling windows, to judge them again");
+  if (r.state.load().phase() != kOff) return;
+  const uint64_t opened = r.window_opened_ns.exchange(0, std::memory_order_relaxed);
+  const uint64_t first = r.window_first_enter_ns.load(std::memory_order_relaxed);
+  // Not opened since last judged, or closed with no launch in it (the consumer left).
+  if (opened == 0 || first == 0) return;
+  if (window_judged(r.plan, opened, first, now)) {
+    stats_.idle_spells.fetch_add(1, std::memory_order_relaxed);
+    debug_log(
+        "sampling windows open while the launching threads wait (%u of %u): launch "
+        "callbacks on continuously for %.0f s",
+        static_cast<unsigned>(kIdleShareOfWindows * kIdleJudgedWindows),
+        static_cast<unsigned>(kIdleJudgedWindows), kIdleHoldNs / 1e9);
+  }
+}
+
 uint64_t LaunchCallbacks::reconcile(Role &r, uint64_t now) {
+  judge_closed_window(r, now);
   const SubscriptionWant w = want(r);
   uint64_t next = 0;
   if (!settle_draining(r, w, now, &next)) return next;

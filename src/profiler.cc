@@ -212,6 +212,7 @@ void log_launch_totals(const LaunchStats &l, const ActivityStats &a) {
   log_totals("launches", {{"announced eager", u(l.announced_eager.load())},
                           {"graph", u(l.announced_graph.load())},
                           {"sampling windows", u(l.windows.load())},
+                          {"continuous for windows opened in waits", u(l.idle_spells.load())},
                           {"rate-limited", u(l.rate_limited.load())},
                           {"captured", u(l.captured.load())},
                           {"consumer left during the call", u(l.left_unannounced.load())},

@@ -145,6 +145,39 @@ TEST(SubscriptionPlan, WindowsNobodyClaimsSaturateAndTheRoleGoesContinuous) {
   EXPECT_EQ(subscription_want(true, false, true, true, r.s.low_rate), W::kContinuous);
 }
 
+TEST(SubscriptionPlan, WindowsOpenedInWaitsTurnTheRoleContinuousForAWhile) {
+  WatcherRoleState s;
+  uint64_t t = kSec;
+  // A launch-bound thread: the first launch comes microseconds after each window opens.
+  for (uint32_t i = 0; i < 3 * kIdleJudgedWindows; ++i, t += 10 * kMs)
+    EXPECT_FALSE(window_judged(s, t, t + 5'000, t + kMs));
+  EXPECT_FALSE(s.windows_unfit());
+  // Waiting 2 windows in 20 is not enough; a verdict clears the counts.
+  for (uint32_t i = 0; i < kIdleJudgedWindows; ++i, t += 10 * kMs)
+    EXPECT_FALSE(window_judged(s, t, t + (i < 2 ? 5 * kMs : 5'000), t + kMs));
+  // The thread waits on the GPU: 18 windows of 20 open in the wait (one just at the bound,
+  // which is not a wait), the 20th gives the verdict.
+  bool verdict = false;
+  for (uint32_t i = 0; i < kIdleJudgedWindows; ++i, t += 10 * kMs) {
+    EXPECT_FALSE(verdict);
+    const uint64_t first = i < 18 ? t + kIdleOpenNs + 1 : t + kIdleOpenNs;
+    verdict = window_judged(s, t, first, t + kMs);
+  }
+  EXPECT_TRUE(verdict);
+  EXPECT_TRUE(s.idle);
+  EXPECT_EQ(subscription_want(true, false, true, true, s.windows_unfit()), W::kContinuous);
+  // Held for kIdleHoldNs, then back to windows to be judged again.
+  const uint64_t verdict_at = t - 10 * kMs + kMs;
+  EXPECT_FALSE(idle_hold_over(s, verdict_at + kIdleHoldNs - 1));
+  EXPECT_TRUE(idle_hold_over(s, verdict_at + kIdleHoldNs));
+  EXPECT_FALSE(s.windows_unfit());
+  EXPECT_FALSE(idle_hold_over(s, verdict_at + 2 * kIdleHoldNs));
+  // 17 of 20 is not a verdict.
+  for (uint32_t i = 0; i < kIdleJudgedWindows; ++i, t += 10 * kMs)
+    EXPECT_FALSE(window_judged(s, t, t + (i < 17 ? 5 * kMs : 5'000), t + kMs));
+  EXPECT_FALSE(s.idle);
+}
+
 TEST(SubscriptionPlan, NoWindowsWhileTheIntervalIsUnknown) {
   WatcherRoleState s;
   const RolePlan p = plan_role(s, W::kWindows, P::kOff, 0, kSec);
