@@ -86,7 +86,10 @@ class UniformAcrossApis(unittest.TestCase):
         print("\n%s %s:\n%s" % (consumer, " ".join(args), table))
         self.assertFalse(problems, "not a uniform sample:\n" + table)
 
-    TIMED_MIX = ["--launch-rate=400", "--graph-rate=200", "--duration=10s"]
+    # 20 s: the graph limit (20/s) sets one probability for all (~0.1 here), so a cbid of the
+    # mix's 250 launches in 10 s had ~25 announced, and one in ~350 such runs fell under 0.5x by
+    # chance alone (binomial; CI: cbid 214 at 12 of 250, x0.49); at ~50, one in ~30,000.
+    TIMED_MIX = ["--launch-rate=400", "--graph-rate=200", "--duration=20s"]
     GRAPH_SPLIT = ["--apis=cudaGraphLaunch,cuGraphLaunch", "--launch-rate=400",
                    "--duration=" + DURATION]
     PER_THREAD = ["--apis=cudaLaunchKernel,cuLaunchKernel,cudaGraphLaunch,cuGraphLaunch",
