@@ -137,16 +137,16 @@ enum class SubscriptionWant : uint8_t { kNone, kWindows, kContinuous };
 
 // From what the watcher knows: subscribed with launch cbids to toggle; PC sampling wants every
 // launch (or must still be torn down at one); a cuda_correlation consumer listens; every rate
-// limit is low enough for windows; windows were found saturated, or opened in waits (low_rate:
-// WatcherRoleState::windows_unfit).
+// limit is low enough for windows; windows were found saturated or opened in waits
+// (WatcherRoleState::windows_unfit).
 inline SubscriptionWant subscription_want(bool subscribed, bool pc_needs_launches,
                                           bool launch_consumers, bool rate_allows_windows,
-                                          bool low_rate) {
+                                          bool windows_unfit) {
   if (!subscribed) return SubscriptionWant::kNone;
   if (pc_needs_launches) return SubscriptionWant::kContinuous;
   if (!launch_consumers) return SubscriptionWant::kNone;
-  return rate_allows_windows && !low_rate ? SubscriptionWant::kWindows
-                                          : SubscriptionWant::kContinuous;
+  return rate_allows_windows && !windows_unfit ? SubscriptionWant::kWindows
+                                               : SubscriptionWant::kContinuous;
 }
 
 // The watcher's own state of the role (watcher thread only).

@@ -146,6 +146,12 @@ constexpr bool is_subscribed(CbDomain domain, uint32_t cbid) {
   return subscribed_index(domain, cbid) < kNumSubscribedCallbacks;
 }
 
+// Whether (domain, cbid) is a launch the library subscribes to (eager or graph).
+constexpr bool is_launch_cbid(CbDomain domain, uint32_t cbid) {
+  const size_t i = subscribed_index(domain, cbid);
+  return i < kNumSubscribedCallbacks && is_launch_role(kSubscribedCallbacks[i].role);
+}
+
 // The cbid as the probe carries it: negative for the driver API, positive for the runtime API.
 constexpr int32_t signed_cbid(CbDomain domain, uint32_t cbid) {
   return domain == CbDomain::Driver ? -static_cast<int32_t>(cbid) : static_cast<int32_t>(cbid);

@@ -23,10 +23,10 @@
 #include <cupti.h>
 
 #include "mock_cupti_control.h"
-#include "parcagpu/cbid_table.h"
 #pragma GCC visibility pop
 
 #include "cupti_mock_internal.h"
+#include "parcagpu/cbid_table.h"
 
 // The opaque subscriber handle of cupti_callbacks.h.
 struct CUpti_Subscriber_st {
@@ -88,19 +88,14 @@ void enable_whole_domain(uint32_t domain, bool on) {
   for (uint32_t cbid = 1; cbid < domain_size(domain); ++cbid) enable_pair(domain, cbid, on);
 }
 
-// Whether (domain, cbid) launches work (the library's table): counted apart, so that a measure of
-// what launches cost is not confused by the graph API callbacks the library always takes.
-bool is_launch_cbid(uint32_t domain, uint32_t cbid) {
-  const parcagpu::SubscribedCallback *cb =
-      parcagpu::find_subscribed(static_cast<parcagpu::CbDomain>(domain), cbid);
-  return cb && parcagpu::is_launch_role(cb->role);
-}
-
 void dispatch(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void *data) {
   CUpti_Subscriber_st *s = g_subscriber.load(std::memory_order_acquire);
   if (s && domain < kNumDomains && cbid < kMaxCbid && bit(g_enabled, domain, cbid)) {
     Stats::add(stat::callbacks_dispatched);
-    if (is_launch_cbid(domain, cbid)) Stats::add(stat::launch_callbacks_dispatched);
+    // Launch callbacks apart, so that a measure of what launches cost is not confused by the
+    // graph API callbacks the library always takes.
+    if (parcagpu::is_launch_cbid(static_cast<parcagpu::CbDomain>(domain), cbid))
+      Stats::add(stat::launch_callbacks_dispatched);
     s->callback(s->userdata, domain, cbid, data);
   } else {
     Stats::add(stat::callbacks_suppressed);

@@ -125,10 +125,8 @@ void print_status(double t_ms) {
   if (const CuptiView &c = cupti(); c.loaded) {
     std::vector<MockCuptiPair> enabled(c.enabled_callbacks(nullptr, 0));
     enabled.resize(std::min(enabled.size(), c.enabled_callbacks(enabled.data(), enabled.size())));
-    for (const MockCuptiPair &p : enabled) {
-      const auto *cb = parcagpu::find_subscribed(static_cast<parcagpu::CbDomain>(p.domain), p.cbid);
-      launch_cbids += cb && parcagpu::is_launch_role(cb->role);
-    }
+    for (const MockCuptiPair &p : enabled)
+      launch_cbids += parcagpu::is_launch_cbid(static_cast<parcagpu::CbDomain>(p.domain), p.cbid);
   }
   const Json status = {{"pid", getpid()},
                        {"t_ms", std::llround(t_ms)},

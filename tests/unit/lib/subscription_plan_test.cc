@@ -155,8 +155,8 @@ TEST(SubscriptionPlan, WindowsOpenedInWaitsTurnTheRoleContinuousForAWhile) {
   // Waiting 2 windows in 20 is not enough; a verdict clears the counts.
   for (uint32_t i = 0; i < kIdleJudgedWindows; ++i, t += 10 * kMs)
     EXPECT_FALSE(window_judged(s, t, t + (i < 2 ? 5 * kMs : 5'000), t + kMs));
-  // The thread waits on the GPU: 18 windows of 20 open in the wait (one just at the bound,
-  // which is not a wait), the 20th gives the verdict.
+  // The thread waits on the GPU: 18 windows of 20 open in the wait (the other two just at the
+  // bound, which is not a wait), the 20th gives the verdict.
   bool verdict = false;
   for (uint32_t i = 0; i < kIdleJudgedWindows; ++i, t += 10 * kMs) {
     EXPECT_FALSE(verdict);
