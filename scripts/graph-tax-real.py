@@ -7,6 +7,9 @@ of tools/bench/graph_tax.py (step, block, decode), three long-lived workers on o
                 sampling: PARCAGPU_PC_GRAPHS=0)
   agent-graphs  the same with PARCAGPU_PC_GRAPHS=1: the graph's first launch (its upload) may come
                 while PC sampling is enabled, so its kernels give PC samples
+With --compare shadows, agent-graphs is instead the library with PARCAGPU_PC_GRAPH_SHADOWS=1 (each
+graph's kernels registered through an exec of the library's own, docs/pc-sampling.md P32, P33)
+against agent with it 0: what the registration costs the application's replays.
 agent-graphs starts first and alone, so that its first replay finds the GPU's PC-sampling lock
 free; each variant maps its own copy of the library and has its own consumer.
 
@@ -17,7 +20,7 @@ the replay's GPU time, the library's "graphs first launched while enabled" and "
 CUPTI did not attribute: graph kernels kept out) and the consumer's PC records per variant.
 
 Usage: graph-tax-real.py [--graphs "step block decode"] [--rounds 5] [--seconds 3] [--out DIR]
-                         [--python PY] [--lib LIB] [--agent AGENT]
+                         [--python PY] [--lib LIB] [--agent AGENT] [--compare graphs|shadows]
 """
 import argparse
 import json
@@ -59,8 +62,10 @@ def one_graph(a, kind, tmp):
             continue
         lib = os.path.join(tmp, "libparcagpu-%s-%s.so" % (kind, v))
         shutil.copy(a.lib, lib)
+        b_on = v == "agent-graphs"
         envs[v] = dict(base, CUDA_INJECTION64_PATH=lib, PARCAGPU_DEBUG="1",
-                       PARCAGPU_PC_GRAPHS="1" if v == "agent-graphs" else "0")
+                       PARCAGPU_PC_GRAPHS="1" if b_on and a.compare == "graphs" else "0",
+                       PARCAGPU_PC_GRAPH_SHADOWS="1" if b_on and a.compare == "shadows" else "0")
         consumers.append((v, *start_consumer(a.agent, lib, a.out, "%s-%s" % (kind, v))))
     workers = {}
     for v in VARIANTS:  # one at a time: agent-graphs' upload first, with the GPU's lock free
@@ -105,7 +110,7 @@ def one_graph(a, kind, tmp):
     for v in VARIANTS[:2]:
         err = open(os.path.join(a.out, "%s-%s.err" % (kind, v))).read()
         got = [re.search(r"%s=(\d+)" % k, err) for k in (
-            "graphs first launched while enabled", "non-user samples")]
+            "graphs first launched while enabled", "graphs registered", "non-user samples")]
         uploaded[v] = "/".join(m.group(1) if m else "?" for m in got)
     med = {k: {v: statistics.median(x[v]) for v in VARIANTS}
            for k, x in (("launch", launch), ("step", step), ("gpu", gpu))}
@@ -113,7 +118,7 @@ def one_graph(a, kind, tmp):
     lines = ["## %s: %.0f kernels per replay, GPU %.1f us per replay (none)" % (
         kind, kernels, med["gpu"]["none"])]
     lines.append("%-13s %10s %10s %8s %10s %8s %16s  %s" % (
-        "variant", "launch_us", "x_none", "step_us", "x_none", "gpu_us", "uploaded/nonuser",
+        "variant", "launch_us", "x_none", "step_us", "x_none", "gpu_us", "upl/reg/nonuser",
         "consumer's PC records (IDs)"))
     for v in VARIANTS:
         lines.append("%-13s %10.1f %10.3f %8.1f %10.3f %8.1f %16s  %s" % (
@@ -140,10 +145,13 @@ def main():
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--seconds", type=float, default=3)
     ap.add_argument("--out", default="/tmp/parcagpu-graph-tax")
+    ap.add_argument("--compare", choices=("graphs", "shadows"), default="graphs")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     tmp = tempfile.mkdtemp(prefix="parcagpu-tax-")
-    text = ["rounds %d x %g s per measure, interleaved" % (a.rounds, a.seconds)]
+    text = ["rounds %d x %g s per measure, interleaved; agent-graphs: %s" % (
+        a.rounds, a.seconds, "PARCAGPU_PC_GRAPHS=1" if a.compare == "graphs"
+        else "PARCAGPU_PC_GRAPH_SHADOWS=1")]
     for kind in a.graphs.split():
         text.append(one_graph(a, kind, tmp))
         print(text[-1], flush=True)

@@ -79,6 +79,7 @@ bool ActivityCollector::launch_begin() { return switch_->launch_begin(); }
 void ActivityCollector::launch_end() { switch_->launch_end(); }
 bool ActivityCollector::armed() const { return switch_->armed(); }
 void ActivityCollector::hold_on(bool hold) { switch_->hold(hold); }
+bool ActivityCollector::hold_off(bool hold) { return switch_->hold_off(hold); }
 
 LaunchCounts ActivityCollector::launch_counts() const {
   LaunchCounts c = launches_->launch_counts();
@@ -88,6 +89,7 @@ LaunchCounts ActivityCollector::launch_counts() const {
 
 bool ActivityCollector::init() {
   g_collector = this;
+  if (config_.activity_host_memory) keep_timestamps_in_host_memory();
   CUptiResult r = cupti_.cuptiActivityRegisterCallbacks(&on_buffer_requested, &on_buffer_completed);
   if (r != CUPTI_SUCCESS) {
     report_error(r, "activity",
@@ -96,6 +98,23 @@ bool ActivityCollector::init() {
     return false;
   }
   return true;
+}
+
+// Before any context exists (injection runs inside cuInit): CUPTI otherwise reserves device
+// buffers for the GPU's kernel timestamps on every context it creates, GPU memory the
+// application would miss. Where host memory is refused (CUPTI_ERROR_NOT_SUPPORTED on
+// confidential-computing devices) or the call is missing, CUPTI's default stays: said in the
+// debug log, nothing lost.
+void ActivityCollector::keep_timestamps_in_host_memory() {
+  uint8_t host_pinned = 1;
+  size_t size = sizeof host_pinned;
+  const CUptiResult r = cupti_.cuptiActivitySetAttribute(
+      CUPTI_ACTIVITY_ATTR_MEM_ALLOCATION_TYPE_HOST_PINNED, &size, &host_pinned);
+  debug_log("kernel timestamps kept in %s",
+            r == CUPTI_SUCCESS ? "page-locked host memory" : "CUPTI's device buffers");
+  if (r != CUPTI_SUCCESS)
+    debug_log("cuptiActivitySetAttribute(MEM_ALLOCATION_TYPE_HOST_PINNED): %s",
+              cupti_result_string(cupti_, r));
 }
 
 void ActivityCollector::arm(bool on) {

@@ -77,6 +77,7 @@ class ActivityCollector : public ConsumerWatcher::Client,
   // again (false): kernel activity is held on meanwhile (ActivitySwitch::hold). Called by the PC
   // sampler, on an application thread at a launch.
   void hold_on(bool hold) override;
+  bool hold_off(bool hold) override;
   // Asks for a flush soon, on the watcher thread (from the launch path: never flush there, never
   // wait for it).
   void request_flush() override;
@@ -91,6 +92,7 @@ class ActivityCollector : public ConsumerWatcher::Client,
   ActivityStats stats() const;
 
  private:
+  void keep_timestamps_in_host_memory();
   static void CUPTIAPI on_buffer_requested(uint8_t **buffer, size_t *size, size_t *max_num_records);
   static void CUPTIAPI on_buffer_completed(CUcontext ctx, uint32_t stream_id, uint8_t *buffer,
                                            size_t size, size_t valid_size);

@@ -26,6 +26,7 @@ constexpr uint64_t kQuietNs = 10000000ull;          // 10 ms
 
 bool ActivitySwitch::enable_locked() {
   if (on_) return true;
+  if (held_off_) return false;
   const uint64_t now = clock_();
   if (now < retry_after_ns_) return false;
   CUptiResult r = cupti_.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
@@ -81,6 +82,22 @@ void ActivitySwitch::hold(bool on) {
     return;
   }
   if (!wanted_on_locked()) disable_locked();
+}
+
+bool ActivitySwitch::hold_off(bool on) {
+  std::lock_guard<std::mutex> lock(mu_);
+  // Not while an announced launch still needs it (a graph's kernels running, GraphCompletion's
+  // launch_end not come): a graph kernel that finishes while kernel activity is off gets its end
+  // at the next enable (docs/cupti-facts.md), an overlap on its stream. Nor in WhileConsumer
+  // mode, where nothing says whose kernels are running.
+  if (on && (active_launches_ != 0 || (on_ && mode_ == ActivityMode::WhileConsumer))) return false;
+  held_off_ = on;
+  if (on) {
+    disable_locked(/*force=*/true);
+    return !on_;
+  }
+  if (held_ || wanted_on_locked()) enable_locked();
+  return true;
 }
 
 bool ActivitySwitch::arm(bool on) {

@@ -46,6 +46,14 @@ class ActivitySwitch {
   // an H100, docs/cupti-facts.md), but kernel activity enabled before stays on: so it is
   // switched on here, before, and left on until PC sampling is off again.
   void hold(bool on);
+  // A graph's kernels are being registered with PC sampling (PcEpisodes::register_graph): an
+  // upload registers nothing while kernel activity is on (an H200, docs/pc-sampling.md P33). So
+  // it is switched off here (true), whatever wants it, and kept off until released (false), when
+  // it goes back to what is wanted. Returns whether it is off. Refused (false, nothing changed)
+  // while an announced launch needs it (its graph's kernels still running) and in WhileConsumer
+  // mode. Launches are held at the gate meanwhile; one that comes anyway is announced with no
+  // kernel activity (its kernel untimed).
+  bool hold_off(bool on);
 
   // Periodic housekeeping (the watcher's tick), where no launch comes by to do it.
   // Sticky collection ends after a pause in announced launches ...
@@ -79,6 +87,7 @@ class ActivitySwitch {
   std::mutex mu_;
   bool on_ = false;               // CUPTI's CONCURRENT_KERNEL activity is enabled
   bool held_ = false;             // hold: kept on while PC sampling is enabled
+  bool held_off_ = false;         // hold_off: kept off while a graph is registered
   uint32_t active_launches_ = 0;  // AroundLaunch: announced launches inside their API call
   bool sticky_ = false;           // AroundLaunch at a high announced rate: left on
   uint64_t last_begin_ns_ = 0;

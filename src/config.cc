@@ -22,6 +22,7 @@ constexpr const char *kBufferKib = "PARCAGPU_BUFFER_KIB";
 constexpr const char *kMaxBuffers = "PARCAGPU_MAX_BUFFERS";
 constexpr const char *kDisableCbids = "PARCAGPU_DISABLE_CBIDS";
 constexpr const char *kActivityMode = "PARCAGPU_ACTIVITY_MODE";
+constexpr const char *kActivityHostMemory = "PARCAGPU_ACTIVITY_HOST_MEMORY";
 constexpr const char *kWatchInterval = "PARCAGPU_WATCH_INTERVAL_MS";
 // The upstream library's (parca-dev/parcagpu) names, with upstream's meaning, so that its
 // deployments can switch libraries without touching their settings. PARCAGPU_DEBUG,
@@ -140,12 +141,17 @@ struct Parser {
 }  // namespace
 
 const std::vector<const char *> &known_config_names() {
-  static const std::vector<const char *> names = {
-      kDebug,          kRate,           kGraphRate,      kCuptiPath,     kMaxOutstanding,
-      kMaxAge,         kFlushThreshold, kFlushInterval,  kBufferKib,     kMaxBuffers,
-      kDisableCbids,   kActivityMode,   kLimiterDisable, kPcSampling,    kPcRate,
-      kSamplingFactor, kPcHwBufferMb,   kPcGraphs,       kWatchInterval, kPcLockDir,
-      kPcGraphShadows};
+  static const std::vector<const char *> names = {kDebug,          kRate,
+                                                  kGraphRate,      kCuptiPath,
+                                                  kMaxOutstanding, kMaxAge,
+                                                  kFlushThreshold, kFlushInterval,
+                                                  kBufferKib,      kMaxBuffers,
+                                                  kDisableCbids,   kActivityMode,
+                                                  kLimiterDisable, kPcSampling,
+                                                  kPcRate,         kSamplingFactor,
+                                                  kPcHwBufferMb,   kPcGraphs,
+                                                  kWatchInterval,  kPcLockDir,
+                                                  kPcGraphShadows, kActivityHostMemory};
   return names;
 }
 
@@ -212,6 +218,7 @@ Config parse_config(const EnvLookup &getenv, const std::vector<std::string> &all
   p.integer(kMaxBuffers, 2, 4096, &c.max_buffers);
   p.cbid_list(kDisableCbids, &c.disabled_cbids);
   p.integer(kWatchInterval, 1, 10000, &c.watch_interval_ms);
+  p.boolean(kActivityHostMemory, &c.activity_host_memory);
   if (const char *v = getenv(kActivityMode)) {
     if (strcasecmp(v, "consumer") == 0)
       c.activity_mode = ActivityMode::WhileConsumer;

@@ -42,6 +42,12 @@ struct Config {
   // Measured on an H100 (tools/bench/): per-launch collection keeps a consumer's cost near the
   // no-consumer cost at default rates; WhileConsumer costs ~1.65x per eager launch.
   ActivityMode activity_mode = ActivityMode::AroundLaunch;
+  // PARCAGPU_ACTIVITY_HOST_MEMORY: where CUPTI keeps the kernel timestamps the GPU writes before
+  // they are read into activity buffers. On: page-locked host memory
+  // (CUPTI_ACTIVITY_ATTR_MEM_ALLOCATION_TYPE_HOST_PINNED), so the library takes no GPU memory for
+  // them; off: CUPTI's default since CUDA 12.0 Update 1, device buffers of its own on every
+  // context (docs/cupti-facts.md, GPU memory).
+  bool activity_host_memory = true;
 
   // PC sampling (CUPTI's PC Sampling API), while a consumer is attached to pc_sample_batch.
   // The three numbers keep the upstream library's (parca-dev/parcagpu) names and meanings, so
@@ -70,12 +76,14 @@ struct Config {
   bool pc_graphs = false;
   // PARCAGPU_PC_GRAPH_SHADOWS: with graphs kept out (above), whether their kernels are registered
   // with PC sampling anyway: before each graph instantiation PC sampling is enabled for about a
-  // millisecond, an exec of the library's own is instantiated from the same graph, uploaded and
-  // destroyed. The application's exec then pays nothing per launch (H100: 69.0 against 68.8 us
-  // of GPU time per launch of 32 kernels, launch time alike) and gives records where the graph
-  // was captured before PC sampling was first enabled; a graph captured between episodes still
-  // gave none under the library (docs/pc-sampling.md P32). Off until that case is understood.
-  bool pc_graph_shadows = false;
+  // millisecond, with kernel activity held off, and an exec of the library's own is instantiated
+  // from the same graph, uploaded and destroyed. The application's exec then pays nothing per
+  // launch (H100: 69.0 against 68.8 us of GPU time per launch of 32 kernels, launch time alike;
+  // H200: replay of a 52- and a 336-kernel PyTorch graph within noise) and its kernels give
+  // records in later episodes, also where the graph was captured after start-up
+  // (docs/pc-sampling.md P32, P33). On by default; off: kernels first run inside a graph
+  // outside the learning episode give no PC samples.
+  bool pc_graph_shadows = true;
 };
 
 struct ConfigWarning {

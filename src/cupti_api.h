@@ -48,7 +48,8 @@ namespace parcagpu {
   X(cuptiPCSamplingGetNumStallReasons, "PC sampling")                     \
   X(cuptiPCSamplingGetStallReasons, "PC sampling")                        \
   X(cuptiGetCubinCrc, "PC sampling (cubins)")                             \
-  X(cuptiGetDeviceId, "PC sampling (gpu_config of devices other than 0)")
+  X(cuptiGetDeviceId, "PC sampling (gpu_config of devices other than 0)") \
+  X(cuptiActivitySetAttribute, "kernel timestamps kept in host memory, not GPU memory")
 
 #define PARCAGPU_CUDA_FUNCTIONS(X) \
   X(cuDeviceGetCount)              \

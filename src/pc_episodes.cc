@@ -323,9 +323,9 @@ void PcEpisodes::unlock_gpu(Context &c) {
   c.gpu_locked = false;
 }
 
-bool PcEpisodes::enable(Context &c) {
+bool PcEpisodes::enable(Context &c, bool kernel_activity) {
   // Kernel activity first: CUPTI will not enable it while PC sampling is (P12).
-  if (activity_) activity_->hold_on(true);
+  if (activity_ && kernel_activity) activity_->hold_on(true);
   const uint64_t t0 = monotonic_ns();
   const PcResult r = c.session.enable();
   if (!r.ok()) {
@@ -502,8 +502,12 @@ void PcEpisodes::register_graph(CUgraph graph, CUcontext ctx) {
     return unlock_gpu(c);
   }
   registrations_.try_take(now);  // ready above, and taken only here (under mu_)
-  const bool registered = enable(c) && upload_shadow(c, graph);
+  // Kernel activity off meanwhile: with it on, the upload registers nothing (P33).
+  const bool activity_off = !activity_ || activity_->hold_off(true);
+  const bool registered =
+      activity_off && enable(c, /*kernel_activity=*/false) && upload_shadow(c, graph);
   if (c.enabled) disable_quietly(c);
+  if (activity_) activity_->hold_off(false);
   unlock_gpu(c);
   exclusive_end();
   ++(registered ? stats_.graphs_registered : stats_.graphs_not_registered);

@@ -78,7 +78,9 @@ class PcEpisodes {
   void begin_episode(Context &c, uint64_t now_ns);
   void drain_window();
   // The steps of an episode (PcScheduler::Step), each with the gate held exclusively.
-  bool enable(Context &c);
+  // `kernel_activity`: held on first (an episode: CUPTI would refuse it once PC sampling is
+  // enabled, P12), or left as it is (a graph registration, which holds it off).
+  bool enable(Context &c, bool kernel_activity = true);
   // PC sampling disabled on c outside an episode's course (register_graph), its GPU kept.
   void disable_quietly(Context &c);
   // After c's Disable: its flags and the process's any_enabled set; true if another context is

@@ -115,6 +115,8 @@ LaunchCounts Profiler::launch_counts() const {
   return c;
 }
 
+bool Profiler::hold_off(bool on) { return !activity_ || activity_->hold_off(on); }
+
 void Profiler::hold_on(bool on) {
   if (activity_) activity_->hold_on(on);
 }

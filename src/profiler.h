@@ -58,6 +58,7 @@ class Profiler : public ConsumerWatcher::Client,
   // record's name; both wake the watcher. Each is a no-op until its target is built.
   LaunchCounts launch_counts() const override;
   void hold_on(bool on) override;
+  bool hold_off(bool on) override;
   void request_flush() override;
   void on_kernel_record(const char *function_name) override;
   void wake() override;

@@ -33,6 +33,10 @@ class KernelActivityControl {
   // True before PC sampling is first enabled, false once it is disabled everywhere: while PC
   // sampling is enabled CUPTI refuses to enable kernel activity, so it is held on meanwhile.
   virtual void hold_on(bool on) = 0;
+  // True while a graph's kernels are registered with PC sampling (PcEpisodes::register_graph),
+  // false after: an upload with kernel activity on registers nothing (docs/pc-sampling.md
+  // P33), so it is held off meanwhile. Returns whether it is off.
+  virtual bool hold_off(bool on) = 0;
   // The activity buffers read soon, on the watcher thread (never waits).
   virtual void request_flush() = 0;
 

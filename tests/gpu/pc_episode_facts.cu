@@ -20,7 +20,8 @@
 //                                          serialgraph [EAGER] (CUDA_MODULE_LOADING=EAGER);
 //                                          firstwindow serialized|continuous; graphepisode;
 //                                          disablethreads watcher_idle|watcher_launch|main_other;
-//                                          graphreg; gated main|watcher; shadow [late]
+//                                          graphreg; gated main|watcher; shadow [late];
+//                                          shadowlib [a][s][c]
 // Output: "FACT name value..." lines on stdout. A child that hangs prints
 //         "FACT watchdog phase=... stuck_at=..." and exits 3: a hang is a fact too.
 
@@ -1337,6 +1338,81 @@ static void phase_shadow() {
   }
 }
 
+// ================================================================ phase shadowlib
+// P32's shadow worked here and not under the library (graph_first). The library's registration
+// differs in three ways, each a flag of ARG: 'a' kernel activity (CONCURRENT_KERNEL) enabled
+// before the Enable and disabled after the Disable, as the library holds it around an episode;
+// 's' the shadow uploaded on a non-blocking stream of its own (driver calls: instantiate, upload,
+// synchronize, destroy); 'c' the registration made inside the application's cudaGraphInstantiate
+// callback (runtime API, ENTER), as the library makes it. Graphs captured late (between
+// episodes), like "shadow late"; g41 is the control with no shadow.
+static std::string g_shadowlib_flags;
+static std::atomic<cudaGraph_t> g_shadow_in_callback{nullptr};
+static bool shadowlib_flag(char f) { return g_shadowlib_flags.find(f) != std::string::npos; }
+static void shadowlib_register(cudaGraph_t graph) {
+  double ms = 0;
+  const double t0 = now_ms();
+  if (shadowlib_flag('a')) cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+  pc_enable(g_ctx, &ms);
+  configure(g_ctx, SERIALIZED, 10, false, &ms, "shadowlib1");
+  static CUstream own = nullptr;
+  if (shadowlib_flag('s') && !own && cuStreamCreate(&own, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS) own = nullptr;
+  CUstream st = shadowlib_flag('s') ? own : (CUstream)s1;
+  CUgraphExec sh = nullptr;
+  CUresult ri = cuGraphInstantiateWithFlags(&sh, (CUgraph)graph, 0);
+  CUresult ru = sh ? cuGraphUpload(sh, st) : CUDA_ERROR_INVALID_VALUE;
+  CUresult rs_ = cuStreamSynchronize(st);
+  if (sh) cuGraphExecDestroy(sh);
+  pc_disable(g_ctx, &ms);
+  if (shadowlib_flag('a')) {
+    cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+    cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  }
+  printf("FACT shadowlib_registered flags=%s instantiate=%d upload=%d sync=%d ms=%.3f\n",
+         g_shadowlib_flags.c_str(), (int)ri, (int)ru, (int)rs_, now_ms() - t0);
+}
+static void CUPTIAPI shadowlib_cb(void *, CUpti_CallbackDomain dom, CUpti_CallbackId cbid,
+                                  const void *data) {
+  auto *cb = static_cast<const CUpti_CallbackData *>(data);
+  if (dom == CUPTI_CB_DOMAIN_RUNTIME_API && cb->callbackSite == CUPTI_API_ENTER &&
+      (cbid == CUPTI_RUNTIME_TRACE_CBID_cudaGraphInstantiate_v12000 ||
+       cbid == CUPTI_RUNTIME_TRACE_CBID_cudaGraphInstantiate_v10000)) {
+    cudaGraph_t g = g_shadow_in_callback.exchange(nullptr);
+    if (g) shadowlib_register(g);
+  }
+}
+static void phase_shadowlib() {
+  const int nodes = 32, blocks = 132, iters = 100;
+  double ms = 0;
+  if (shadowlib_flag('a')) activity_register();
+  if (shadowlib_flag('c')) {
+    CUpti_SubscriberHandle sub;
+    // One subscriber per process: this phase runs without the launch-recording one.
+    CUptiResult r = cuptiSubscribe(&sub, shadowlib_cb, nullptr);
+    CUptiResult r1 = cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_RUNTIME_API,
+                                         CUPTI_RUNTIME_TRACE_CBID_cudaGraphInstantiate_v12000);
+    CUptiResult r2 = cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_RUNTIME_API,
+                                         CUPTI_RUNTIME_TRACE_CBID_cudaGraphInstantiate_v10000);
+    printf("FACT shadowlib_subscribe rc=%s %s %s\n", rs(r), rs(r1), rs(r2));
+  }
+  pc_enable(g_ctx, &ms);  // the process's first Enable (the library's learning episode)
+  configure(g_ctx, SERIALIZED, 10, true, &ms, "shadowlib0");
+  pc_disable(g_ctx, &ms);
+  cudaGraph_t g40 = capture_graph<40>(nodes, blocks, iters);
+  cudaGraph_t g41 = capture_graph<41>(nodes, blocks, iters);
+  cudaGraphExec_t e40, e41;
+  if (shadowlib_flag('c')) g_shadow_in_callback = g40;
+  else shadowlib_register(g40);
+  CHECK(cudaGraphInstantiate(&e40, g40, 0));
+  CHECK(cudaGraphInstantiate(&e41, g41, 0));
+  CHECK(cudaGraphLaunch(e40, s1));
+  CHECK(cudaGraphLaunch(e41, s1));
+  CHECK(cudaStreamSynchronize(s1));
+  graph_windows("shadowlib2", {{"shadowlib_e40_shadowed", e40}, {"shadowlib_e41_control", e41}});
+  shadow_cost("e40_shadowed", e40, nodes);
+  shadow_cost("e41_control", e41, nodes);
+}
+
 // ================================================================ phase gated
 // Disable with the other launching threads held at their launch callback's ENTER (a gate the
 // library could keep), instead of inside a launch (disablethreads: hangs).
@@ -1591,6 +1667,9 @@ int main(int argc, char **argv) {
     else if (phase == "shadow") {
       g_shadow_captured_late = arg == "late";
       phase_shadow();
+    } else if (phase == "shadowlib") {
+      g_shadowlib_flags = arg;
+      phase_shadowlib();
     }
     else printf("FACT unknown_phase %s\n", phase.c_str());
   }

@@ -99,5 +99,40 @@ class Failures(unittest.TestCase):
         self.assertEqual(r.summary["from_start_missing"], [])  # subscribed
 
 
+class TimestampBuffers(unittest.TestCase):
+    """CUPTI keeps the GPU's kernel timestamps in buffers of its own on every context, in GPU
+    memory by default since CUDA 12.0 Update 1: 14 MiB of a PyTorch process's GPU memory on an
+    H200, 2 MiB with them in page-locked host memory (docs/cupti-facts.md, GPU memory). The
+    library asks for host memory before any context exists; PARCAGPU_ACTIVITY_HOST_MEMORY=0 keeps
+    CUPTI's default; a CUPTI that refuses leaves its default and nothing else changes."""
+
+    def run_with(self, env):
+        trace = harness.Trace()
+        r = harness.run_mockapp(["--scenario=eager-runtime,graph-driver"],
+                                env=dict(harness.UNLIMITED, PARCAGPU_DEBUG="1", **env))
+        trace.stop()
+        self.assertEqual(r.returncode, 0, r.stderr[-2000:])
+        self.assertEqual(len(r.exit_reports), 1, r.stderr[-2000:])
+        # Kernels timed alike wherever their timestamps were kept.
+        j = trace.result
+        self.assertEqual(j[harness.COUNTER.kernel_records], r.summary["kernels_run"])
+        self.assertEqual(j[harness.COUNTER.kernels_matched], r.summary["kernels_run"])
+        return r
+
+    def test_host_memory_by_default(self):
+        r = self.run_with({})
+        self.assertEqual(r.exit_reports[0]["activity_buffers"], "host")
+        self.assertIn("kernel timestamps kept in page-locked host memory", r.stderr)
+
+    def test_cuptis_default_kept_when_asked(self):
+        r = self.run_with({"PARCAGPU_ACTIVITY_HOST_MEMORY": "0"})
+        self.assertEqual(r.exit_reports[0]["activity_buffers"], "device")
+
+    def test_refused_leaves_cuptis_default(self):
+        r = self.run_with({"MOCK_CUPTI_FAIL": "cuptiActivitySetAttribute:NOT_SUPPORTED"})
+        self.assertEqual(r.exit_reports[0]["activity_buffers"], "device")
+        self.assertIn("kernel timestamps kept in CUPTI's device buffers", r.stderr)
+
+
 if __name__ == "__main__":
     harness.main()

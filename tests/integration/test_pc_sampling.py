@@ -125,6 +125,10 @@ class Episodes(unittest.TestCase):
         self.assertEqual(p["orphan_kernels"], 0, p)
 
 
+# The kernels tools/mock's graph-late scenario first runs in a graph, after start-up.
+LATE_GRAPH_KERNELS = {"_Z10gemm_tiledPKfS0_Pfiii", "_Z7softmaxPfPKfi", "_Z10reduce_sumPfPKfi"}
+
+
 class GraphUploads(unittest.TestCase):
     """A graph first launched (uploaded) while PC sampling is enabled is registered with it for
     good: on an H100 every later launch of it costs ~30% more, episode or not (docs/pc-sampling.md
@@ -165,7 +169,7 @@ class GraphUploads(unittest.TestCase):
         resumed = [int(m) for m in re.findall(r"learning resumed after one=(\d+)", r.stderr)]
         self.assertEqual(len(resumed), 1, "the debug totals say how many were resumed")
         self.assertLessEqual(resumed[0], 32)
-        # Each graph registration (PARCAGPU_PC_GRAPH_SHADOWS=1, off by default) enables once more,
+        # Each graph registration (PARCAGPU_PC_GRAPH_SHADOWS=1, the default) enables once more,
         # apart from episodes: a burst of 256 at most, then 2 a second.
         registered = library_total(r, "graphs registered")
         self.assertLessEqual(registered, 256 + 2 * 2.5 + 1)
@@ -184,22 +188,20 @@ class GraphUploads(unittest.TestCase):
     def test_late_graph_kernels_sampled_without_their_graph_paying(self):
         """Kernels first run inside a graph after PC sampling stopped learning the program's
         kernels (an inference server's decode graphs, made after start-up) are lost: their first
-        use comes between episodes (P19). With PARCAGPU_PC_GRAPH_SHADOWS=1 the library registers
-        a graph's kernels before its instantiation through an exec of its own, uploaded while PC
-        sampling is enabled and destroyed (docs/pc-sampling.md P32); the application's exec,
-        instantiated and uploaded with PC sampling off, pays nothing per launch (P30)."""
+        use comes between episodes (P19). By default (PARCAGPU_PC_GRAPH_SHADOWS=1) the library
+        registers a graph's kernels before its instantiation through an exec of its own, uploaded
+        while PC sampling is enabled and kernel activity is off, and destroyed (docs/pc-sampling.md
+        P32, P33); the application's exec, instantiated and uploaded with PC sampling off, pays
+        nothing per launch (P30). The mock, as an H200, registers nothing by an upload made with
+        kernel activity on."""
         trace = harness.Trace(extra=["--pc"])
-        r = harness.run_mockapp(["--scenario=graph-late"],
-                                env={"PARCAGPU_DEBUG": "1", "PARCAGPU_PC_GRAPH_SHADOWS": "1"})
+        r = harness.run_mockapp(["--scenario=graph-late"], env={"PARCAGPU_DEBUG": "1"})
         trace.stop()
         self.assertEqual(r.returncode, 0, r.stderr[-2000:])
         pc = mock_pc(r)
         self.assertEqual(library_total(r, "graphs registered"), 1, r.stderr[-3000:])
-        # No kernel of the graph had its first use between episodes (3 without the registration,
-        # the default, PARCAGPU_PC_GRAPH_SHADOWS=0), and no exec the application launched went in
-        # with PC sampling enabled. The mock takes an upload for its kernels' first use, as the
-        # H100 did for a graph captured before PC sampling was first enabled (P32); a graph
-        # captured between episodes gave no records under the library on the H100 all the same.
+        # No kernel of the graph had its first use between episodes, and no exec the application
+        # launched went in with PC sampling enabled.
         self.assertEqual(pc["of_them_in_graphs"], 0, pc)
         self.assertEqual(pc["nonuser_kernels"], 0, pc)
         self.assertEqual(pc["graphs_uploaded_enabled"], 0, pc)
@@ -207,21 +209,46 @@ class GraphUploads(unittest.TestCase):
         j = trace.result
         self.assertEqual(j["orphan_kernels"], 0, j)
         sampled = {k["function"] for k in j["pc"]["kernels"] if k["samples"] > 0}
-        late = {"_Z10gemm_tiledPKfS0_Pfiii", "_Z7softmaxPfPKfi", "_Z10reduce_sumPfPKfi"}
-        self.assertTrue(late & sampled, "a window in 4 s of the graph's replay sampled its kernels: "
-                        "%s" % sorted(sampled))
+        self.assertTrue(LATE_GRAPH_KERNELS & sampled, "a window in 4 s of the graph's replay "
+                        "sampled its kernels: %s" % sorted(sampled))
+
+    def test_late_graph_kernels_lost_without_the_registration(self):
+        # The control: PARCAGPU_PC_GRAPH_SHADOWS=0, the graph's three kernels first used between
+        # episodes, their samples counted as not attributed.
+        trace = harness.Trace(extra=["--pc"])
+        r = harness.run_mockapp(["--scenario=graph-late"],
+                                env={"PARCAGPU_DEBUG": "1", "PARCAGPU_PC_GRAPH_SHADOWS": "0"})
+        trace.stop()
+        self.assertEqual(r.returncode, 0, r.stderr[-2000:])
+        self.assertEqual(library_total(r, "graphs registered"), 0, r.stderr[-3000:])
+        self.assertEqual(mock_pc(r)["of_them_in_graphs"], 3, mock_pc(r))
+        sampled = {k["function"] for k in trace.result["pc"]["kernels"] if k["samples"] > 0}
+        self.assertFalse(LATE_GRAPH_KERNELS & sampled, sorted(sampled))
 
     def test_every_graph_instantiated_is_registered_within_the_budget(self):
         # Graphs created, instantiated (runtime and driver) and destroyed all the time: each
         # instantiation is registered once (the runtime's and the driver's callback of one call
         # are one), also a new graph at a freed graph's address, until the budget says no: a
-        # burst of 256, then 2 a second (kGraphRegistrationsPerSecond), the rest counted.
-        r, _ = self.run_with({"PARCAGPU_PC_GRAPH_SHADOWS": "1"},
+        # burst of 256, then 2 a second (kGraphRegistrationsPerSecond), the rest counted. Graph
+        # launches not announced here: while an announced graph's kernels run, kernel activity
+        # may not be switched off, and a registration is refused (counted too; next test).
+        r, _ = self.run_with({"PARCAGPU_GRAPH_RATE_LIMIT": "0"},
                              scenarios="graph-runtime,graph-driver")
         registered = library_total(r, "graphs registered")
         self.assertGreaterEqual(registered, 256, r.stderr[-2000:])
         self.assertLessEqual(registered, 256 + 2 * 2.5 + 2)
         self.assertGreater(library_total(r, "graphs not registered"), 0)
+
+    def test_no_registration_while_an_announced_graphs_kernels_run(self):
+        # Every launch announced, graphs instantiated among their replays: a registration would
+        # switch kernel activity off under a graph whose kernels still run, and their records
+        # would end at the next enable (an overlap on the stream, docs/cupti-facts.md). Those
+        # registrations are refused and counted; no kernel record is impossible (the harness
+        # checks the trace for it at its stop). (Orphans are no measure here: every launch
+        # announced in a tight loop overflows the consumer's ring buffer.)
+        r, _ = self.run_with(dict(harness.UNLIMITED), scenarios="graph-runtime,graph-driver")
+        self.assertGreater(library_total(r, "graphs not registered"), 0, r.stderr[-2000:])
+        self.assertGreater(library_total(r, "graphs registered"), 0, "between graphs in flight")
 
     def test_pc_graphs_on_samples_graph_kernels(self):
         r, j = self.run_with({"PARCAGPU_PC_GRAPHS": "1"})
@@ -371,7 +398,9 @@ FAILING_ENTRY_POINTS = [
 
 class FaultInjection(unittest.TestCase):
     def run_with(self, fail):
-        env = dict(harness.UNLIMITED, MOCK_CUPTI_FAIL=fail)
+        # Graph registrations off: each enables PC sampling once more without a Start, Stop or
+        # Get Data (GraphUploads tests them), and the enables counted here are the episodes'.
+        env = dict(harness.UNLIMITED, MOCK_CUPTI_FAIL=fail, PARCAGPU_PC_GRAPH_SHADOWS="0")
         trace = harness.Trace(extra=["--pc"])
         # Eager launches only: a graph's first launch ends the first episode before its window
         # (PARCAGPU_PC_GRAPHS=0), and each entry point must fail in the first episode here.

@@ -223,6 +223,7 @@ std::string report_json() {
       {"ever_enabled", pair_labels(g_ever_enabled)},
       {"activity_kinds_still_enabled", activity_kinds(false)},
       {"activity_kinds_ever_enabled", activity_kinds(true)},
+      {"activity_buffers", activity_buffers_placed()},
       {"stats", stats},
       {"pc_sampling", pc_report()},
   };

@@ -40,6 +40,11 @@ constexpr uint32_t kMaxContexts = 64;
 constexpr uint32_t kNumKinds = CUPTI_ACTIVITY_KIND_COUNT;
 
 std::atomic<bool> g_kind_enabled[kNumKinds];
+// CUPTI_ACTIVITY_ATTR_MEM_ALLOCATION_TYPE_HOST_PINNED as set, and where the buffers went at the
+// first kernel activity enable (-1: not yet, 0: device, 1: host): as real CUPTI, a later setting
+// applies to new buffers only, so the first placement is what a process keeps.
+std::atomic<int> g_host_pinned{0};
+std::atomic<int> g_buffers_placed{-1};
 std::atomic<bool> g_kind_ever_enabled[kNumKinds];
 std::atomic<bool> g_context_kind_enabled[kMaxContexts][kNumKinds];
 
@@ -542,6 +547,11 @@ void finalize_activity() {
   g_complete.store(nullptr, std::memory_order_release);
 }
 
+const char *activity_buffers_placed() {
+  const int placed = g_buffers_placed.load();
+  return placed < 0 ? "none" : placed ? "host" : "device";
+}
+
 std::vector<std::string> activity_kinds(bool ever) {
   std::vector<std::string> kinds;
   for (uint32_t k = 1; k < kNumKinds; ++k)
@@ -563,6 +573,10 @@ bool is_kernel_kind(CUpti_ActivityKind kind) {
 // A kind switched on or off (`flag`: for every context or one), counted; kernel records held for
 // a decision are settled by it.
 CUptiResult switch_kind(std::atomic<bool> &flag, CUpti_ActivityKind kind, bool on) {
+  if (on && is_kernel_kind(kind)) {
+    int unplaced = -1;
+    g_buffers_placed.compare_exchange_strong(unplaced, g_host_pinned.load());
+  }
   flag.store(on, std::memory_order_relaxed);
   if (on) g_kind_ever_enabled[kind].store(true, std::memory_order_relaxed);
   if (is_kernel_kind(kind)) settle_held(on ? Settle::kEnabled : Settle::kDisabled);
@@ -616,6 +630,16 @@ CUptiResult cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc requ
   if (!request || !complete) return error(CUPTI_ERROR_INVALID_PARAMETER);
   g_complete.store(complete, std::memory_order_release);
   g_request.store(request, std::memory_order_release);
+  return CUPTI_SUCCESS;
+}
+
+// Only the placement of the timestamp buffers is modelled; other attributes are accepted.
+CUptiResult cuptiActivitySetAttribute(CUpti_ActivityAttribute attr, size_t *size, void *value) {
+  MOCK_CUPTI_FAULT_POINT(cuptiActivitySetAttribute);
+  if (!size || !value) return error(CUPTI_ERROR_INVALID_PARAMETER);
+  if (attr != CUPTI_ACTIVITY_ATTR_MEM_ALLOCATION_TYPE_HOST_PINNED) return CUPTI_SUCCESS;
+  if (*size != sizeof(uint8_t)) return error(CUPTI_ERROR_INVALID_PARAMETER);
+  g_host_pinned.store(*static_cast<const uint8_t *>(value) != 0);
   return CUPTI_SUCCESS;
 }
 

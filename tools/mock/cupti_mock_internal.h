@@ -36,6 +36,7 @@ namespace mockcupti {
   X(cuptiActivityFlushPeriod)       \
   X(cuptiActivityGetNextRecord)     \
   X(cuptiActivityGetNumDroppedRecords) \
+  X(cuptiActivitySetAttribute)      \
   X(cuptiGetResultString)           \
   X(cuptiGetVersion)                \
   X(cuptiGetLastError)              \
@@ -115,6 +116,10 @@ void kernel_ran(const mockbridge::KernelRun *run);
 void finalize_activity();
 // Kinds enabled now (globally or for a context) / ever, as JSON arrays of names.
 std::vector<std::string> activity_kinds(bool ever);
+// Where kernel activity's buffers for the GPU's timestamps went when kernel activity was first
+// enabled: "device" (CUPTI's default since CUDA 12.0 Update 1: GPU memory the application
+// misses), "host" (CUPTI_ACTIVITY_ATTR_MEM_ALLOCATION_TYPE_HOST_PINNED set before), "none" yet.
+const char *activity_buffers_placed();
 
 // PC sampling side (cupti_mock_pcsampling.cc): the module a context loaded, kernels run, report.
 void pc_module_loaded(uint32_t context_id, const void *cubin, size_t size);

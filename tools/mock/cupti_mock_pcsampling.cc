@@ -365,13 +365,17 @@ void pc_module_unloaded(uint32_t context_id) {
 // A graph is registered with PC sampling where it is uploaded: at cudaGraphUpload, or at its
 // first launch (pc_kernel_ran); the upload is its kernels' first use too. Uploaded while
 // enabled, every later launch of it costs more on real GPUs (docs/pc-sampling.md P21, P30).
+// An upload registers its kernels only with kernel activity off: on an H200 an exec uploaded
+// while PC sampling was enabled and CONCURRENT_KERNEL on left them unregistered (P33).
 void pc_graph_uploaded(uint32_t context_id, uint32_t graph_id, const char *const *kernels,
                        size_t n) {
+  const bool activity_on = kernel_activity_enabled(context_id) != 0;
   std::lock_guard<std::mutex> lock(g_mu);
   auto it = g_contexts.find(context_id);
   const bool enabled = it != g_contexts.end() && it->second.enabled;
   FirstUse &fu = g_first_use[context_id];
-  for (size_t i = 0; i < n; ++i) note_first_use(fu, kernels[i], enabled, /*in_graph=*/true);
+  for (size_t i = 0; i < n; ++i)
+    note_first_use(fu, kernels[i], enabled && !activity_on, /*in_graph=*/true);
   if (fu.graphs.insert(graph_id).second && enabled) fu.uploaded_enabled.insert(graph_id);
 }
 

@@ -1,6 +1,6 @@
 // ActivitySwitch on a fake CUPTI table and a fake clock: when cuptiActivityEnable/Disable of
-// CONCURRENT_KERNEL are called (armed, per launch, sticky, held for PC sampling), and what a
-// failing enable or disable leads to.
+// CONCURRENT_KERNEL are called (armed, per launch, sticky, held on for PC sampling, held off for
+// a graph registration), and what a failing enable or disable leads to.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -185,6 +185,52 @@ TEST_F(ActivitySwitchTest, HeldOnForPcSamplingWhateverTheLaunchesSay) {
   EXPECT_EQ(fake_.enables, 2);
   s.hold(false);
   EXPECT_EQ(fake_.disables, 2);
+}
+
+TEST_F(ActivitySwitchTest, HeldOffForAGraphRegistrationOnlyWhenNoAnnouncedLaunchNeedsIt) {
+  // AroundLaunch: a launch during the registration does not switch it on; off after.
+  ActivitySwitch a(api_, ActivityMode::AroundLaunch, nullptr, &fake_clock);
+  a.arm(true);
+  EXPECT_TRUE(a.hold_off(true));
+  launch(a);
+  EXPECT_EQ(fake_.enables, 0) << "held off: the launch is not timed";
+  EXPECT_TRUE(a.hold_off(false));
+  EXPECT_EQ(fake_.enables, 0) << "nothing wants it after";
+  // An announced launch whose kernels still run (a graph's, until GraphCompletion ends it):
+  // refused, left on.
+  ASSERT_TRUE(a.launch_begin());
+  EXPECT_EQ(fake_.enables, 1);
+  EXPECT_FALSE(a.hold_off(true));
+  EXPECT_EQ(fake_.disables, 0);
+  a.hold_off(false);
+  a.launch_end();
+  EXPECT_EQ(fake_.disables, 1) << "off at the launch's end, as without the registration";
+  // Sticky (on between announced launches, none running): switched off, and on again after.
+  for (int i = 0; i < 30; ++i) {
+    launch(a, 1000);
+    g_now += 100'000;
+  }
+  const int disables = fake_.disables, enables = fake_.enables;
+  EXPECT_TRUE(a.hold_off(true));
+  EXPECT_EQ(fake_.disables, disables + 1);
+  EXPECT_TRUE(a.hold_off(false));
+  EXPECT_EQ(fake_.enables, enables + 1) << "sticky: wanted on again";
+  // WhileConsumer: on while armed, whoever's kernels are running: refused.
+  ActivitySwitch s(api_, ActivityMode::WhileConsumer, nullptr, &fake_clock);
+  s.arm(true);
+  EXPECT_FALSE(s.hold_off(true));
+  s.hold_off(false);
+  // A disable CUPTI refuses: still on, and said so.
+  ActivitySwitch f(api_, ActivityMode::AroundLaunch, nullptr, &fake_clock);
+  f.arm(true);
+  for (int i = 0; i < 30; ++i) {
+    launch(f, 1000);
+    g_now += 100'000;
+  }
+  fake_.disable_result = CUPTI_ERROR_UNKNOWN;
+  EXPECT_FALSE(f.hold_off(true)) << "CUPTI kept it on";
+  fake_.disable_result = CUPTI_SUCCESS;
+  f.hold_off(false);
 }
 
 TEST_F(ActivitySwitchTest, AFailedDisableIsRetriedAfterASecondNotPerLaunch) {
