@@ -1,5 +1,7 @@
 #include "activity_switch.h"
 
+#include <thread>
+
 #include "log.h"
 
 namespace parcagpu {
@@ -21,6 +23,9 @@ constexpr uint64_t kStickyRecheckNs = kSecondNs;
 // don't count), activity stays on until the gap between announced launches exceeds kQuietNs.
 constexpr uint64_t kStickyIntervalNs = 1000000ull;  // 1 ms
 constexpr uint64_t kQuietNs = 10000000ull;          // 10 ms
+// How long an announced launch waits for a graph registration's hold-off to end (it takes
+// 0.8-1.6 ms on an H200, docs/pc-sampling.md P33).
+constexpr uint64_t kHeldOffWaitNs = 20000000ull;  // 20 ms
 
 }  // namespace
 
@@ -92,6 +97,7 @@ bool ActivitySwitch::hold_off(bool on) {
   // mode, where nothing says whose kernels are running.
   if (on && (active_launches_ != 0 || (on_ && mode_ == ActivityMode::WhileConsumer))) return false;
   held_off_ = on;
+  held_off_flag_.store(on, std::memory_order_release);
   if (on) {
     disable_locked(/*force=*/true);
     return !on_;
@@ -122,6 +128,15 @@ bool ActivitySwitch::arm(bool on) {
 
 bool ActivitySwitch::launch_begin() {
   if (mode_ != ActivityMode::AroundLaunch || !armed()) return false;
+  // A graph registration holds kernel activity off for about a millisecond (hold_off), and
+  // between PC sampling episodes launches do not wait at its gate: an announced launch waits it
+  // out here rather than go untimed (at most kHeldOffWaitNs, real time; then untimed, its
+  // launch counted lost when its kernels never come).
+  if (held_off_flag_.load(std::memory_order_acquire)) {
+    const uint64_t give_up = monotonic_ns() + kHeldOffWaitNs;
+    while (held_off_flag_.load(std::memory_order_acquire) && monotonic_ns() < give_up)
+      std::this_thread::yield();
+  }
   const uint64_t now = clock_();
   std::lock_guard<std::mutex> lock(mu_);
   if (!armed()) return false;

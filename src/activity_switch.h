@@ -51,8 +51,8 @@ class ActivitySwitch {
   // it is switched off here (true), whatever wants it, and kept off until released (false), when
   // it goes back to what is wanted. Returns whether it is off. Refused (false, nothing changed)
   // while an announced launch needs it (its graph's kernels still running) and in WhileConsumer
-  // mode. Launches are held at the gate meanwhile; one that comes anyway is announced with no
-  // kernel activity (its kernel untimed).
+  // mode. An announced launch meanwhile waits in launch_begin until it is released (at most
+  // 20 ms; then it goes untimed).
   bool hold_off(bool on);
 
   // Periodic housekeeping (the watcher's tick), where no launch comes by to do it.
@@ -85,9 +85,10 @@ class ActivitySwitch {
   std::atomic<uint64_t> enables_{0}, disables_{0};
 
   std::mutex mu_;
-  bool on_ = false;               // CUPTI's CONCURRENT_KERNEL activity is enabled
-  bool held_ = false;             // hold: kept on while PC sampling is enabled
-  bool held_off_ = false;         // hold_off: kept off while a graph is registered
+  bool on_ = false;                         // CUPTI's CONCURRENT_KERNEL activity is enabled
+  bool held_ = false;                       // hold: kept on while PC sampling is enabled
+  bool held_off_ = false;                   // hold_off: kept off while a graph is registered
+  std::atomic<bool> held_off_flag_{false};  // held_off_, read by launch_begin before the lock
   uint32_t active_launches_ = 0;  // AroundLaunch: announced launches inside their API call
   bool sticky_ = false;           // AroundLaunch at a high announced rate: left on
   uint64_t last_begin_ns_ = 0;

@@ -3,7 +3,10 @@
 // a graph registration), and what a failing enable or disable leads to.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdint>
+#include <thread>
 
 #include "activity_switch.h"
 
@@ -231,6 +234,27 @@ TEST_F(ActivitySwitchTest, HeldOffForAGraphRegistrationOnlyWhenNoAnnouncedLaunch
   EXPECT_FALSE(f.hold_off(true)) << "CUPTI kept it on";
   fake_.disable_result = CUPTI_SUCCESS;
   f.hold_off(false);
+}
+
+TEST_F(ActivitySwitchTest, AnAnnouncedLaunchOnAnotherThreadWaitsOutAGraphRegistration) {
+  // Between PC sampling episodes launches do not wait at PC sampling's gate: one announced
+  // during a registration waits in launch_begin, and is timed once the hold-off ends.
+  ActivitySwitch a(api_, ActivityMode::AroundLaunch, nullptr, &fake_clock);
+  a.arm(true);
+  ASSERT_TRUE(a.hold_off(true));
+  std::atomic<bool> began{false};
+  std::thread other([&] {
+    EXPECT_TRUE(a.launch_begin());
+    began = true;  // its API call (and its kernel) would go on from here
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  EXPECT_FALSE(began) << "the launch went on with kernel activity off: its kernel untimed";
+  EXPECT_EQ(fake_.enables, 0) << "not while held off";
+  a.hold_off(false);
+  other.join();
+  EXPECT_EQ(fake_.enables, 1) << "timed: on once the registration ended";
+  a.launch_end();
+  EXPECT_EQ(fake_.disables, 1);
 }
 
 TEST_F(ActivitySwitchTest, AFailedDisableIsRetriedAfterASecondNotPerLaunch) {
