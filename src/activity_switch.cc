@@ -31,7 +31,7 @@ constexpr uint64_t kHeldOffWaitNs = 20000000ull;  // 20 ms
 
 bool ActivitySwitch::enable_locked() {
   if (on_) return true;
-  if (held_off_) return false;
+  if (held_off_.load(std::memory_order_relaxed)) return false;
   const uint64_t now = clock_();
   if (now < retry_after_ns_) return false;
   CUptiResult r = cupti_.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
@@ -96,8 +96,7 @@ bool ActivitySwitch::hold_off(bool on) {
   // at the next enable (docs/cupti-facts.md), an overlap on its stream. Nor in WhileConsumer
   // mode, where nothing says whose kernels are running.
   if (on && (active_launches_ != 0 || (on_ && mode_ == ActivityMode::WhileConsumer))) return false;
-  held_off_ = on;
-  held_off_flag_.store(on, std::memory_order_release);
+  held_off_.store(on, std::memory_order_release);
   if (on) {
     disable_locked(/*force=*/true);
     return !on_;
@@ -132,9 +131,9 @@ bool ActivitySwitch::launch_begin() {
   // between PC sampling episodes launches do not wait at its gate: an announced launch waits it
   // out here rather than go untimed (at most kHeldOffWaitNs, real time; then untimed, its
   // launch counted lost when its kernels never come).
-  if (held_off_flag_.load(std::memory_order_acquire)) {
+  if (held_off_.load(std::memory_order_acquire)) {
     const uint64_t give_up = monotonic_ns() + kHeldOffWaitNs;
-    while (held_off_flag_.load(std::memory_order_acquire) && monotonic_ns() < give_up)
+    while (held_off_.load(std::memory_order_acquire) && monotonic_ns() < give_up)
       std::this_thread::yield();
   }
   const uint64_t now = clock_();

@@ -85,10 +85,11 @@ class ActivitySwitch {
   std::atomic<uint64_t> enables_{0}, disables_{0};
 
   std::mutex mu_;
-  bool on_ = false;                         // CUPTI's CONCURRENT_KERNEL activity is enabled
-  bool held_ = false;                       // hold: kept on while PC sampling is enabled
-  bool held_off_ = false;                   // hold_off: kept off while a graph is registered
-  std::atomic<bool> held_off_flag_{false};  // held_off_, read by launch_begin before the lock
+  bool on_ = false;    // CUPTI's CONCURRENT_KERNEL activity is enabled
+  bool held_ = false;  // hold: kept on while PC sampling is enabled
+  // hold_off: kept off while a graph is registered. Written under mu_; atomic because
+  // launch_begin waits on it before taking mu_.
+  std::atomic<bool> held_off_{false};
   uint32_t active_launches_ = 0;  // AroundLaunch: announced launches inside their API call
   bool sticky_ = false;           // AroundLaunch at a high announced rate: left on
   uint64_t last_begin_ns_ = 0;

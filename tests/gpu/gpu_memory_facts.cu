@@ -89,12 +89,13 @@ static void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t *buf, size_t,
   free(buf);
 }
 
+// The attribute's value as CUPTI takes it: a uint8_t for HOST_PINNED, a size_t for the others.
 static void set_activity_attr(CUpti_ActivityAttribute attr, const char *key, size_t value) {
-  size_t size = sizeof value;
   uint8_t byte = static_cast<uint8_t>(value);
-  CUptiResult r = attr == CUPTI_ACTIVITY_ATTR_MEM_ALLOCATION_TYPE_HOST_PINNED
-                      ? (size = 1, cuptiActivitySetAttribute(attr, &size, &byte))
-                      : cuptiActivitySetAttribute(attr, &size, &value);
+  const bool is_byte = attr == CUPTI_ACTIVITY_ATTR_MEM_ALLOCATION_TYPE_HOST_PINNED;
+  size_t size = is_byte ? sizeof byte : sizeof value;
+  CUptiResult r = cuptiActivitySetAttribute(attr, &size, is_byte ? static_cast<void *>(&byte)
+                                                                 : static_cast<void *>(&value));
   printf("FACT gpu_memory_attribute %s=%zu rc=%s\n", key, value, rs(r));
 }
 

@@ -185,6 +185,16 @@ class GraphUploads(unittest.TestCase):
         self.assertEqual(pc["graphs_uploaded_enabled"], 0, pc)
         self.assertEqual(j["orphan_kernels"], 0, j)
 
+    def run_graph_late(self, env):
+        """The mock app's graph-late scenario under parcagpu-trace --pc: the run, the trace's
+        JSON and the functions it has PC samples of."""
+        trace = harness.Trace(extra=["--pc"])
+        r = harness.run_mockapp(["--scenario=graph-late"], env=dict(env, PARCAGPU_DEBUG="1"))
+        trace.stop()
+        self.assertEqual(r.returncode, 0, r.stderr[-2000:])
+        j = trace.result
+        return r, j, {k["function"] for k in j["pc"]["kernels"] if k["samples"] > 0}
+
     def test_late_graph_kernels_sampled_without_their_graph_paying(self):
         """Kernels first run inside a graph after PC sampling stopped learning the program's
         kernels (an inference server's decode graphs, made after start-up) are lost: their first
@@ -194,10 +204,7 @@ class GraphUploads(unittest.TestCase):
         P32, P33); the application's exec, instantiated and uploaded with PC sampling off, pays
         nothing per launch (P30). The mock, as an H200, registers nothing by an upload made with
         kernel activity on."""
-        trace = harness.Trace(extra=["--pc"])
-        r = harness.run_mockapp(["--scenario=graph-late"], env={"PARCAGPU_DEBUG": "1"})
-        trace.stop()
-        self.assertEqual(r.returncode, 0, r.stderr[-2000:])
+        r, j, sampled = self.run_graph_late({})
         pc = mock_pc(r)
         self.assertEqual(library_total(r, "graphs registered"), 1, r.stderr[-3000:])
         # No kernel of the graph had its first use between episodes, and no exec the application
@@ -206,23 +213,16 @@ class GraphUploads(unittest.TestCase):
         self.assertEqual(pc["nonuser_kernels"], 0, pc)
         self.assertEqual(pc["graphs_uploaded_enabled"], 0, pc)
         self.assertEqual(pc["graphs_instantiated_enabled"], 0, pc)
-        j = trace.result
         self.assertEqual(j["orphan_kernels"], 0, j)
-        sampled = {k["function"] for k in j["pc"]["kernels"] if k["samples"] > 0}
         self.assertTrue(LATE_GRAPH_KERNELS & sampled, "a window in 4 s of the graph's replay "
                         "sampled its kernels: %s" % sorted(sampled))
 
     def test_late_graph_kernels_lost_without_the_registration(self):
         # The control: PARCAGPU_PC_GRAPH_SHADOWS=0, the graph's three kernels first used between
         # episodes, their samples counted as not attributed.
-        trace = harness.Trace(extra=["--pc"])
-        r = harness.run_mockapp(["--scenario=graph-late"],
-                                env={"PARCAGPU_DEBUG": "1", "PARCAGPU_PC_GRAPH_SHADOWS": "0"})
-        trace.stop()
-        self.assertEqual(r.returncode, 0, r.stderr[-2000:])
+        r, _, sampled = self.run_graph_late({"PARCAGPU_PC_GRAPH_SHADOWS": "0"})
         self.assertEqual(library_total(r, "graphs registered"), 0, r.stderr[-3000:])
         self.assertEqual(mock_pc(r)["of_them_in_graphs"], 3, mock_pc(r))
-        sampled = {k["function"] for k in trace.result["pc"]["kernels"] if k["samples"] > 0}
         self.assertFalse(LATE_GRAPH_KERNELS & sampled, sorted(sampled))
 
     def test_every_graph_instantiated_is_registered_within_the_budget(self):
