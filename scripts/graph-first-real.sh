@@ -3,8 +3,8 @@
 # sampling's learning) give PC samples by default, and the graph pays nothing for it
 # (docs/pc-sampling.md P32, P33). tests/gpu/graph_first (eager launches, then a graph of 32 kernels
 # of its own replayed) runs ROUNDS times each, interleaved: alone; under the library with
-# parcagpu-trace --pc and PARCAGPU_PC_GRAPH_SHADOWS=1 (the default: the graph's kernels registered
-# through the library's own exec); and the same with PARCAGPU_PC_GRAPH_SHADOWS=0 (the graph's
+# parcagpu-trace --pc and PARCAGPU_PC_GRAPH_SHADOWS=1 (the graph's kernels registered through
+# the library's own exec; off by default, docs/pc-sampling.md P35); and the same with PARCAGPU_PC_GRAPH_SHADOWS=0 (the graph's
 # kernels give no records). An episode comes about every 8 s (the 2% duty cap): rounds of 30 s
 # show the graph's kernels sampled every time, rounds of 4 s only where one fell in the replays.
 # Prints

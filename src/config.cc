@@ -42,6 +42,7 @@ constexpr const char *kPcHwBufferMb = "PARCAGPU_PC_HW_BUFFER_MB";
 constexpr const char *kPcGraphs = "PARCAGPU_PC_GRAPHS";
 constexpr const char *kPcGraphShadows = "PARCAGPU_PC_GRAPH_SHADOWS";
 constexpr const char *kPcLockDir = "PARCAGPU_PC_LOCK_DIR";
+constexpr const char *kPcStartQuietMs = "PARCAGPU_PC_START_QUIET_MS";
 
 struct Parser {
   const EnvLookup &getenv;
@@ -151,7 +152,8 @@ const std::vector<const char *> &known_config_names() {
                                                   kPcRate,         kSamplingFactor,
                                                   kPcHwBufferMb,   kPcGraphs,
                                                   kWatchInterval,  kPcLockDir,
-                                                  kPcGraphShadows, kActivityHostMemory};
+                                                  kPcGraphShadows, kActivityHostMemory,
+                                                  kPcStartQuietMs};
   return names;
 }
 
@@ -174,6 +176,7 @@ void parse_pc_config(Parser &p, const EnvLookup &getenv, Config *config) {
       c.sampling_factor = f;
   }
   p.integer(kPcHwBufferMb, 0, 65536, &c.pc_hw_buffer_mb);
+  p.integer(kPcStartQuietMs, 0, 600000, &c.pc_start_quiet_ms);
   if (const char *v = getenv(kPcLockDir)) {
     if (*v == '/')
       c.pc_lock_dir = v;

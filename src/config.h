@@ -81,9 +81,21 @@ struct Config {
   // launch (H100: 69.0 against 68.8 us of GPU time per launch of 32 kernels, launch time alike;
   // H200: replay of a 52- and a 336-kernel PyTorch graph within noise) and its kernels give
   // records in later episodes, also where the graph was captured after start-up
-  // (docs/pc-sampling.md P32, P33). On by default; off: kernels first run inside a graph
-  // outside the learning episode give no PC samples.
-  bool pc_graph_shadows = true;
+  // (docs/pc-sampling.md P32, P33). Off by default: a graph registered for PC sampling makes
+  // CUPTI's memory grow with the episodes that follow (docs/cupti-facts.md); in a 15-minute
+  // H200 soak of a PyTorch graph replay with it on, the process's RSS grew 1368 -> 1656 MiB from
+  // the ninth minute on (the program alone: flat). Off, kernels first run inside a graph outside
+  // the learning episode give no PC samples.
+  bool pc_graph_shadows = false;
+  // PARCAGPU_PC_START_QUIET_MS: PC sampling is first enabled once no module has been loaded for
+  // this long (at most 30 s after a consumer attached), or at a graph's registration. Once it
+  // has been enabled, every module loaded after is loaded whole where lazy loading would load
+  // only the kernels used: a PyTorch MLP step on an H200 took 66 MiB more GPU memory enabled at
+  // the first launch, 2 MiB more at 10000 (docs/pc-sampling.md P34). Kernels first launched
+  // before are sampled all the same (P20), but a graph uploaded or registered before the first
+  // Enable gives none (P19; that soak at 10000 with graph registration on: no PC record in
+  // 75 s). 0 (the default): at the first launch after a consumer attached.
+  uint32_t pc_start_quiet_ms = 0;
 };
 
 struct ConfigWarning {

@@ -92,6 +92,7 @@ const PcScheduler &PcEpisodes::start(uint64_t now) {
   windows.target_rate = config_.pc_sampling_rate;
   PcScheduler::Params episodes;
   episodes.drain_delay_ns = kDrainDelayNs;
+  episodes.first_enable_quiet_ns = uint64_t{config_.pc_start_quiet_ms} * 1'000'000;
   episodes.launch_budget =
       std::max<uint64_t>(1024, uint64_t{config_.max_buffers} * config_.buffer_kib * 1024 /
                                    kKernelRecordBytes / kRecordsPerLaunch / kEpisodeShareOfBuffers);
@@ -152,6 +153,7 @@ PcStepEvent PcEpisodes::step_event(const Context *here, bool want, bool may_enab
   e.episode_launches = state_.episode_launches.load(std::memory_order_relaxed);
   e.window_launches = state_.window_launches.load(std::memory_order_relaxed);
   e.last_first_use_ns = state_.last_first_use_ns.load(std::memory_order_relaxed);
+  e.last_module_load_ns = state_.last_module_load_ns.load(std::memory_order_relaxed);
   return e;
 }
 
@@ -506,7 +508,10 @@ void PcEpisodes::register_graph(CUgraph graph, CUcontext ctx) {
   const bool activity_off = !activity_ || activity_->hold_off(true);
   const bool registered =
       activity_off && enable(c, /*kernel_activity=*/false) && upload_shadow(c, graph);
-  if (c.enabled) disable_quietly(c);
+  if (c.enabled) {
+    disable_quietly(c);
+    if (scheduler_) scheduler_->start_up_over(monotonic_ns());
+  }
   if (activity_) activity_->hold_off(false);
   unlock_gpu(c);
   exclusive_end();

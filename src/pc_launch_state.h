@@ -32,6 +32,8 @@ struct PcLaunchState {
   // Launches entered since the episode's enable: each left a kernel record (PcScheduler).
   std::atomic<uint64_t> episode_launches{0};
   std::atomic<uint64_t> last_first_use_ns{0};
+  // When a module was last loaded (PcScheduler::Params::first_enable_quiet_ns).
+  std::atomic<uint64_t> last_module_load_ns{0};
   uint64_t launch_budget = 0;  // PcScheduler::Params::launch_budget, set once by init
   // Correlation IDs announced since the window started (a window spans at most 32 launches,
   // plus what the rate gates announce meanwhile).

@@ -90,6 +90,10 @@ void PcSampler::note_first_use() {
   state_.last_first_use_ns.store(monotonic_ns(), std::memory_order_relaxed);
 }
 
+void PcSampler::note_module_loaded() {
+  state_.last_module_load_ns.store(monotonic_ns(), std::memory_order_relaxed);
+}
+
 void PcSampler::on_kernel_record(const char *name) {
   // Only while enabled: between episodes kernel activity covers announced launches alone, and a
   // kernel first launched then cannot be helped anyway (P20).

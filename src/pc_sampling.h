@@ -109,6 +109,9 @@ class PcSampler : public KernelRecordObserver {
   // A kernel (or graph exec) is new to the process: an episode under way stays enabled a while
   // (PcScheduler, P19/P20). Any thread.
   void note_first_use();
+  // A module was loaded (its resource callback, any thread): the process's first episode waits
+  // until modules stop loading (PcScheduler::Params::first_enable_quiet_ns, P34). Lock-free.
+  void note_module_loaded();
   // Every kernel activity record's function name (the activity collector, on CUPTI's buffer
   // thread): a name not seen before is a first use.
   void on_kernel_record(const char *name) override;

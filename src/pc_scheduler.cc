@@ -6,9 +6,9 @@ namespace parcagpu {
 
 PcScheduler::PcScheduler(const Params &params, const PcRateController::Params &windows,
                          uint64_t now_ns, uint64_t seed)
-    : p_(params), windows_(windows, now_ns, seed) {
-  // The first episode at the first launch after a consumer attached: a short process is
-  // sampled too.
+    : p_(params), windows_(windows, now_ns, seed), began_ns_(now_ns) {
+  // The first episode at the first launch after a consumer attached, unless modules are still
+  // being loaded (first_enable_ns): a short process is sampled too.
   next_episode_ns_.store(now_ns, std::memory_order_relaxed);
 }
 
@@ -25,8 +25,10 @@ bool PcScheduler::over(uint64_t now_ns, uint64_t episode_launches) const {
 }
 
 PcScheduler::Step PcScheduler::next_step(uint64_t now_ns, uint64_t episode_launches,
-                                         uint32_t window_launches, uint64_t last_first_use_ns) {
+                                         uint32_t window_launches, uint64_t last_first_use_ns,
+                                         uint64_t last_module_load_ns) {
   if (last_first_use_ns > last_first_use_ns_) last_first_use_ns_ = last_first_use_ns;
+  if (last_module_load_ns > last_module_load_ns_) last_module_load_ns_ = last_module_load_ns;
   switch (phase_) {
     case Phase::kIdle:
       return idle_step(now_ns);
@@ -47,8 +49,22 @@ PcScheduler::Step PcScheduler::next_step(uint64_t now_ns, uint64_t episode_launc
   return Step::kNone;
 }
 
+uint64_t PcScheduler::first_enable_ns() const {
+  if (start_up_over_) return 0;
+  // The first launches load the first modules (inside their calls, after this decision): the
+  // quiet is counted from the scheduler's start as from a module loaded then.
+  return std::min(std::max(last_module_load_ns_, began_ns_) + p_.first_enable_quiet_ns,
+                  began_ns_ + p_.max_first_enable_wait_ns);
+}
+
 PcScheduler::Step PcScheduler::idle_step(uint64_t now_ns) {
   if (now_ns < next_episode_ns()) return Step::kNone;
+  // Start-up still loads modules: the first episode waits (a module loaded meanwhile puts it
+  // off again when it comes due).
+  if (episodes_ == 0 && now_ns < first_enable_ns()) {
+    next_episode_ns_.store(first_enable_ns(), std::memory_order_relaxed);
+    return Step::kNone;
+  }
   // Learning goes on: enabled whether a window may open or not (it opens when the
   // controller allows, as in any learning episode). (resume_ stays until on_enabled: the
   // sampler may not enable at this launch.)
@@ -166,6 +182,12 @@ void PcScheduler::on_disabled(uint64_t now_ns, bool for_graph) {
 void PcScheduler::put_off(uint64_t now_ns, uint64_t delay_ns) {
   if (phase_ != Phase::kIdle) return;
   next_episode_ns_.store(std::max(next_episode_ns(), now_ns + delay_ns), std::memory_order_relaxed);
+}
+
+void PcScheduler::start_up_over(uint64_t now_ns) {
+  if (episodes_ != 0 || start_up_over_) return;
+  start_up_over_ = true;
+  if (phase_ == Phase::kIdle) next_episode_ns_.store(now_ns, std::memory_order_relaxed);
 }
 
 void PcScheduler::learn_again(uint64_t now_ns) {

@@ -42,6 +42,15 @@ class PcScheduler {
     // it.
     uint64_t first_use_quiet_ns = 2'000'000'000;
     uint64_t max_learning_ns = 30'000'000'000;
+    // Once PC sampling has been enabled on a context, every module loaded after is loaded whole,
+    // every kernel's code on the GPU, where lazy loading would load only the kernels used
+    // (docs/pc-sampling.md P34: a PyTorch MLP step took 66 MiB more); kernels first launched
+    // before any Enable give records all the same (P20). So the process's first episode may wait
+    // for start-up to be over: until no module has been loaded for first_enable_quiet_ns, at
+    // most max_first_enable_wait_ns after the scheduler began (a consumer attached). Not by
+    // default: a graph uploaded before the first Enable never gives records (P19).
+    uint64_t first_enable_quiet_ns = 0;  // PARCAGPU_PC_START_QUIET_MS (config.h)
+    uint64_t max_first_enable_wait_ns = 30'000'000'000;
     // A graph's first launch ends a learning episode (PcSampler::on_graph_first_launch, P21);
     // the next launch begins another at once, this many times in the process at most, and as
     // many again for each context created later (a program that creates graphs all the time
@@ -78,9 +87,10 @@ class PcScheduler {
 
   // At a launch entering at now_ns: what is due. episode_launches: launches entered since the
   // episode was enabled; window_launches: since the window opened; last_first_use_ns: when a
-  // kernel (or graph exec) was last seen for the first time (0: never).
+  // kernel (or graph exec) was last seen for the first time (0: never); last_module_load_ns:
+  // when a module was last loaded (0: never).
   Step next_step(uint64_t now_ns, uint64_t episode_launches, uint32_t window_launches,
-                 uint64_t last_first_use_ns = 0);
+                 uint64_t last_first_use_ns = 0, uint64_t last_module_load_ns = 0);
 
   // What was done (the sampler reports each step it carried out; a step that failed is not
   // reported and PC sampling is off anyway).
@@ -98,6 +108,11 @@ class PcScheduler {
   // A context was created (a GPU that launches from now on): its kernels are first launched
   // from now on, so a learning period begins (an episode at once, if none is under way).
   void learn_again(uint64_t now_ns);
+  // PC sampling was enabled outside the episodes before the first one (a graph's registration,
+  // PcEpisodes::register_graph): modules loaded from now on are loaded whole anyway, and a
+  // kernel first launched before the first episode would now be lost (P20), so that episode
+  // waits no longer: it begins at the next launch.
+  void start_up_over(uint64_t now_ns);
   // The context the episode ran on went away (its sampling state with it).
   void on_context_lost(uint64_t now_ns) { on_disabled(now_ns); }
 
@@ -128,10 +143,15 @@ class PcScheduler {
   bool over(uint64_t now_ns, uint64_t episode_launches) const;
   // next_step with no episode under way, and with one enabled (no window open or draining).
   Step idle_step(uint64_t now_ns);
+  // Before the process's first episode: the time it may begin (first_enable_quiet_ns).
+  uint64_t first_enable_ns() const;
   Step enabled_step(uint64_t now_ns, uint64_t episode_launches);
 
   const Params p_;
   PcRateController windows_;
+  const uint64_t began_ns_;
+  uint64_t last_module_load_ns_ = 0;
+  bool start_up_over_ = false;  // start_up_over: the first episode waits no longer
   Phase phase_ = Phase::kIdle;
   bool window_pending_ = false;  // due when the episode was enabled: opens at once
   bool window_done_ = false;

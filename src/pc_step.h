@@ -46,6 +46,7 @@ struct PcStepEvent {
   uint64_t episode_launches = 0;
   uint32_t window_launches = 0;
   uint64_t last_first_use_ns = 0;
+  uint64_t last_module_load_ns = 0;
 };
 
 // The decision's own state, kept by the sampler between steps.
@@ -145,8 +146,8 @@ inline PcAction decide_pc_step(PcStepState &s, PcScheduler &scheduler, const PcS
   // No episode begins at a launch that may not enable (a graph's first) or while some role's
   // launches still go unseen: the scheduler is not asked.
   if (!e.any_enabled && (!e.may_enable || !e.launches_observed)) return PcAction::kNone;
-  const PcScheduler::Step step =
-      scheduler.next_step(e.now_ns, e.episode_launches, e.window_launches, e.last_first_use_ns);
+  const PcScheduler::Step step = scheduler.next_step(
+      e.now_ns, e.episode_launches, e.window_launches, e.last_first_use_ns, e.last_module_load_ns);
   return pc_scheduled_action(s, step, e);
 }
 

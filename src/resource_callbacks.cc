@@ -60,9 +60,10 @@ void LaunchCallbacks::on_resource(ThreadLaunch &t, CUpti_CallbackId cbid,
       if (!pc_ || !rd) break;
       const auto *module = static_cast<const CUpti_ModuleResourceData *>(rd->resourceDescriptor);
       if (!module) break;
-      if (cbid == CUPTI_CBID_RESOURCE_MODULE_LOADED)
+      if (cbid == CUPTI_CBID_RESOURCE_MODULE_LOADED) {
+        pc_->note_module_loaded();
         pc_->cubins().on_module_loaded(module->pCubin, module->cubinSize);
-      else
+      } else
         pc_->cubins().on_module_unload(module->pCubin, module->cubinSize);
       break;
     }

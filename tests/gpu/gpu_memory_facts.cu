@@ -20,6 +20,13 @@
 //           kernels=N           N distinct kernels (of 256) first launched, after the context
 //                               step: before PC sampling is enabled, or with pc_first=1 while it
 //                               is (as the library's learning episode does) (0)
+//           module=PATH         big_module.cubin (big_module.cu, ~8 MiB of code in 128 kernels):
+//                               loaded with cuModuleLoad and its first kernel launched, later
+//                               its second launched and every other got; the GPU memory at each
+//                               step says how much of it was loaded (P34)
+//           module_when=before|after   the module loaded and its first kernel launched before
+//                               PC sampling's Enable (the rest after its Disable) or all of it
+//                               after the Disable (after)
 // Output: "FACT gpu_memory <args> step=S smi_mib=N device_used_mib=N" per step, then
 //         "FACT gpu_memory_done".
 #define CHECK_PROGRAM "gpu_memory_facts"
@@ -31,6 +38,7 @@
 #include <array>
 #include <map>
 #include <utility>
+#include <vector>
 
 template <int K>
 __global__ void distinct(float *out, int iters) {
@@ -77,6 +85,41 @@ static void report(const char *step) {
   printf("FACT gpu_memory%s step=%s smi_mib=%ld device_used_mib=%zu\n", g_argline.c_str(), step,
          smi_mib(), (total_b - free_b) >> 20);
   fflush(stdout);
+}
+
+// big_module.cu's kernels: big_ABC for A in 1..2, B and C in 0..7. Loads the module and
+// launches its first kernel (load_big_module), then launches its second and gets every other
+// (big_module_rest), reporting the GPU memory after each step.
+static CUmodule g_big = nullptr;
+static float *g_big_out = nullptr;
+
+static void launch_big(const char *name, const char *step) {
+  CUfunction fn = nullptr;
+  CHECK_DRV(cuModuleGetFunction(&fn, g_big, name));
+  void *args[] = {&g_big_out};
+  CHECK_DRV(cuLaunchKernel(fn, 1, 1, 1, 32, 1, 1, 0, nullptr, args, nullptr));
+  CHECK(cudaDeviceSynchronize());
+  report(step);
+}
+
+static void load_big_module(const std::string &path) {
+  CHECK(cudaMalloc(&g_big_out, 4096));
+  CHECK_DRV(cuModuleLoad(&g_big, path.c_str()));
+  report("module_loaded");
+  launch_big("big_100", "module_first_kernel");
+}
+
+static void big_module_rest() {
+  launch_big("big_101", "module_second_kernel");
+  for (int a = 1; a <= 2; ++a)
+    for (int b = 0; b < 8; ++b)
+      for (int c = 0; c < 8; ++c) {
+        char name[16];
+        snprintf(name, sizeof name, "big_%d%d%d", a, b, c);
+        CUfunction fn = nullptr;
+        CHECK_DRV(cuModuleGetFunction(&fn, g_big, name));
+      }
+  report("module_all_kernels");
 }
 
 static void CUPTIAPI on_callback(void *, CUpti_CallbackDomain, CUpti_CallbackId, const void *) {}
@@ -165,6 +208,8 @@ int main(int argc, char **argv) {
   CHECK(cudaMalloc(&f, 4096));
   const long distinct_kernels = arg("kernels", 0);
   const bool first_in_pc = arg("pc_first", 0) && arg("pc", 1);
+  const bool module_before = has("module") && g_args["module_when"] == "before";
+  if (module_before) load_big_module(g_args["module"]);
   if (!first_in_pc && distinct_kernels) {
     launch_distinct(distinct_kernels, f);
     report("distinct_kernels");
@@ -194,6 +239,8 @@ int main(int argc, char **argv) {
     CHECK(cudaDeviceSynchronize());
     report("after_episode");
   }
+  if (has("module") && !module_before) load_big_module(g_args["module"]);
+  if (has("module")) big_module_rest();
   printf("FACT gpu_memory_done%s\n", g_argline.c_str());
   return 0;
 }

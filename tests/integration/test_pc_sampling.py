@@ -125,6 +125,51 @@ class Episodes(unittest.TestCase):
         self.assertEqual(p["orphan_kernels"], 0, p)
 
 
+class FirstEnable(unittest.TestCase):
+    """Once PC sampling has been enabled, every module loaded after is loaded whole, every
+    kernel's code on the GPU (H200: 66 MiB more for a PyTorch MLP step, docs/pc-sampling.md P34;
+    the mock counts such modules). PARCAGPU_PC_START_QUIET_MS puts the first Enable off until no
+    module has loaded for that long; kernels first run before it are sampled all the same (P20).
+    By default (0) it comes at the first launch."""
+
+    # Eager launches only: the timed workload instantiates its graphs before its first launch.
+    EAGER = ["--scenario=eager-runtime,eager-driver,launch-ex", "--loop", "--duration=4s"]
+
+    def run_with(self, env, args=EAGER):
+        with harness.AgentConsumer() as ac:
+            r = harness.run_mockapp(args, env=env)
+        ac.stop()
+        self.assertEqual(r.returncode, 0, r.stderr[-2000:])
+        return mock_pc(r), ac.process(r.summary["pid"])
+
+    def test_the_first_enable_comes_after_the_modules_load(self):
+        pc, p = self.run_with({"PARCAGPU_PC_START_QUIET_MS": "1000"})
+        self.assertEqual(pc["modules_loaded_whole"], 0, pc)
+        self.assertGreater(pc["enables"], 0, pc)
+        # Sampled all the same: the kernels first run before the Enable give records.
+        self.assertGreater(p["pc_samples"]["records"], 0, p["pc_samples"])
+        self.assertGreater(pc["kernels_sampled"], 0, pc)
+        self.assertEqual(pc["nonuser_kernels"], 0, pc)
+        self.assertEqual(p["orphan_kernels"], 0, p)
+
+    def test_a_graph_registered_during_start_up_begins_the_first_episode(self):
+        # A graph instantiated at the start: its registration enables PC sampling, and a kernel
+        # first run outside an episode after it would be lost (P20: here the cooperative and the
+        # per-thread-stream kernels), so the first episode begins at once.
+        pc, p = self.run_with({"PARCAGPU_PC_START_QUIET_MS": "1000",
+                               "PARCAGPU_PC_GRAPH_SHADOWS": "1"},
+                              ["--scenario=graph-runtime,cooperative,ptsz", "--loop",
+                               "--duration=4s"])
+        self.assertGreater(pc["kernels_sampled"], 0, pc)
+        self.assertEqual(pc["functions_first_run_between_episodes"], 0, pc)
+        self.assertEqual(p["orphan_kernels"], 0, p)
+
+    def test_by_default_enabled_at_the_first_launch_the_module_is_loaded_whole(self):
+        pc, p = self.run_with({})
+        self.assertGreater(pc["modules_loaded_whole"], 0, pc)
+        self.assertGreater(p["pc_samples"]["records"], 0, p["pc_samples"])
+
+
 # The kernels tools/mock's graph-late scenario first runs in a graph, after start-up.
 LATE_GRAPH_KERNELS = {"_Z10gemm_tiledPKfS0_Pfiii", "_Z7softmaxPfPKfi", "_Z10reduce_sumPfPKfi"}
 
@@ -169,10 +214,10 @@ class GraphUploads(unittest.TestCase):
         resumed = [int(m) for m in re.findall(r"learning resumed after one=(\d+)", r.stderr)]
         self.assertEqual(len(resumed), 1, "the debug totals say how many were resumed")
         self.assertLessEqual(resumed[0], 32)
-        # Each graph registration (PARCAGPU_PC_GRAPH_SHADOWS=1, the default) enables once more,
-        # apart from episodes: a burst of 256 at most, then 2 a second.
+        # By default (PARCAGPU_PC_GRAPH_SHADOWS=0) no graph is registered; each registration
+        # enables once more, apart from episodes (test_every_graph_instantiated_is_...).
         registered = library_total(r, "graphs registered")
-        self.assertLessEqual(registered, 256 + 2 * 2.5 + 1)
+        self.assertEqual(registered, 0)
         self.assertLess(pc["enables"] - registered, 15 + resumed[0], pc)
 
     def test_explicit_uploads_are_kept_out_of_episodes_too(self):
@@ -198,13 +243,13 @@ class GraphUploads(unittest.TestCase):
     def test_late_graph_kernels_sampled_without_their_graph_paying(self):
         """Kernels first run inside a graph after PC sampling stopped learning the program's
         kernels (an inference server's decode graphs, made after start-up) are lost: their first
-        use comes between episodes (P19). By default (PARCAGPU_PC_GRAPH_SHADOWS=1) the library
+        use comes between episodes (P19). With PARCAGPU_PC_GRAPH_SHADOWS=1 the library
         registers a graph's kernels before its instantiation through an exec of its own, uploaded
         while PC sampling is enabled and kernel activity is off, and destroyed (docs/pc-sampling.md
         P32, P33); the application's exec, instantiated and uploaded with PC sampling off, pays
         nothing per launch (P30). The mock, as an H200, registers nothing by an upload made with
         kernel activity on."""
-        r, j, sampled = self.run_graph_late({})
+        r, j, sampled = self.run_graph_late({"PARCAGPU_PC_GRAPH_SHADOWS": "1"})
         pc = mock_pc(r)
         self.assertEqual(library_total(r, "graphs registered"), 1, r.stderr[-3000:])
         # No kernel of the graph had its first use between episodes, and no exec the application
@@ -218,9 +263,9 @@ class GraphUploads(unittest.TestCase):
                         "sampled its kernels: %s" % sorted(sampled))
 
     def test_late_graph_kernels_lost_without_the_registration(self):
-        # The control: PARCAGPU_PC_GRAPH_SHADOWS=0, the graph's three kernels first used between
-        # episodes, their samples counted as not attributed.
-        r, _, sampled = self.run_graph_late({"PARCAGPU_PC_GRAPH_SHADOWS": "0"})
+        # The control and the default: PARCAGPU_PC_GRAPH_SHADOWS=0, the graph's three kernels
+        # first used between episodes, their samples counted as not attributed.
+        r, _, sampled = self.run_graph_late({})
         self.assertEqual(library_total(r, "graphs registered"), 0, r.stderr[-3000:])
         self.assertEqual(mock_pc(r)["of_them_in_graphs"], 3, mock_pc(r))
         self.assertFalse(LATE_GRAPH_KERNELS & sampled, sorted(sampled))
@@ -232,7 +277,7 @@ class GraphUploads(unittest.TestCase):
         # burst of 256, then 2 a second (kGraphRegistrationsPerSecond), the rest counted. Graph
         # launches not announced here: while an announced graph's kernels run, kernel activity
         # may not be switched off, and a registration is refused (counted too; next test).
-        r, _ = self.run_with({"PARCAGPU_GRAPH_RATE_LIMIT": "0"},
+        r, _ = self.run_with({"PARCAGPU_GRAPH_RATE_LIMIT": "0", "PARCAGPU_PC_GRAPH_SHADOWS": "1"},
                              scenarios="graph-runtime,graph-driver")
         registered = library_total(r, "graphs registered")
         self.assertGreaterEqual(registered, 256, r.stderr[-2000:])
@@ -246,7 +291,8 @@ class GraphUploads(unittest.TestCase):
         # registrations are refused and counted; no kernel record is impossible (the harness
         # checks the trace for it at its stop). (Orphans are no measure here: every launch
         # announced in a tight loop overflows the consumer's ring buffer.)
-        r, _ = self.run_with(dict(harness.UNLIMITED), scenarios="graph-runtime,graph-driver")
+        r, _ = self.run_with(dict(harness.UNLIMITED, PARCAGPU_PC_GRAPH_SHADOWS="1"),
+                             scenarios="graph-runtime,graph-driver")
         self.assertGreater(library_total(r, "graphs not registered"), 0, r.stderr[-2000:])
         self.assertGreater(library_total(r, "graphs registered"), 0, "between graphs in flight")
 

@@ -216,7 +216,7 @@ std::map<std::string, const char *> *g_names = new std::map<std::string, const c
   X(enables) X(disables) X(configures) X(starts) X(stops) X(get_data_calls)              \
   X(kernels_sampled) X(nonuser_kernels) X(records_made) X(records_delivered)              \
   X(records_discarded) X(graphs_uploaded_enabled) X(graphs_instantiated_enabled)          \
-  X(start_conflicts)
+  X(start_conflicts) X(modules_loaded_whole)
 struct PcCounters {
 #define MOCK_PC_COUNTER_FIELD(name) uint64_t name = 0;
   MOCK_PC_COUNTERS(MOCK_PC_COUNTER_FIELD)
@@ -352,8 +352,12 @@ void hand_out(PcContext &c, CUpti_PCSamplingData *data) {
 
 // ---- Hooks from the rest of the mock ----
 
+// A module loaded after PC sampling was first enabled is loaded whole, every kernel's code on
+// the GPU, where lazy loading loads the kernels used (H200, docs/pc-sampling.md P34): counted as
+// modules_loaded_whole, the GPU memory a profiler costs the application.
 void pc_module_loaded(uint32_t context_id, const void *cubin, size_t size) {
   std::lock_guard<std::mutex> lock(g_mu);
+  if (g_process_ever_enabled) g_pc.modules_loaded_whole++;
   g_modules[context_id] = Module{crc32_of(cubin, size), functions_of(cubin, size)};
 }
 

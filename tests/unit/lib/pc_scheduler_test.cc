@@ -17,6 +17,7 @@ PcScheduler::Params episodes() {
   p.max_duty = 0.05;
   p.drain_delay_ns = 30 * kMs;
   p.min_episode_charge_ns = 0;  // the duty tests charge what the episodes took
+  p.first_enable_quiet_ns = 0;  // the first episode at the first launch (FirstEnable tests below)
   return p;
 }
 
@@ -321,6 +322,69 @@ TEST(PcScheduler, TheFirstContextsCreationChangesNothing) {
   s.learn_again(0);
   EXPECT_FALSE(s.resume_due());
   EXPECT_EQ(s.next_step(0, 0, 0, 0), Step::kEnable);
+}
+
+// The process's first Enable waits for modules to stop loading: every module loaded after it
+// would be loaded whole (P34).
+PcScheduler::Params first_enable_after(uint64_t quiet_ns) {
+  PcScheduler::Params p = episodes();
+  p.first_enable_quiet_ns = quiet_ns;
+  p.max_first_enable_wait_ns = 30 * kSec;
+  return p;
+}
+
+TEST(PcScheduler, TheFirstEnableWaitsUntilModulesStopLoading) {
+  const uint64_t t0 = 5 * kSec;  // the consumer attached
+  PcScheduler s(first_enable_after(2 * kSec), {}, t0, 1);
+  // The first launches load modules inside their calls, after this decision: counted from t0.
+  EXPECT_EQ(s.next_step(t0, 0, 0), Step::kNone);
+  EXPECT_EQ(s.next_episode_ns(), t0 + 2 * kSec);
+  EXPECT_FALSE(s.episode_due(t0 + kSec)) << "launches before it need not reach the sampler";
+  // A module loaded at t0 + 1.5 s: nothing before t0 + 3.5 s.
+  EXPECT_EQ(s.next_step(t0 + 2 * kSec, 0, 0, 0, t0 + 1500 * kMs), Step::kNone);
+  EXPECT_EQ(s.next_episode_ns(), t0 + 3500 * kMs);
+  EXPECT_EQ(s.next_step(t0 + 3499 * kMs, 0, 0, 0, t0 + 1500 * kMs), Step::kNone);
+  EXPECT_EQ(s.next_step(t0 + 3500 * kMs, 0, 0, 0, t0 + 1500 * kMs), Step::kEnable);
+  s.on_enabled(t0 + 3500 * kMs);
+  EXPECT_TRUE(s.in_episode());
+}
+
+TEST(PcScheduler, ModulesLoadingWithoutEndWaitAtMostTheLongestWait) {
+  PcScheduler s(first_enable_after(2 * kSec), {}, 0, 1);
+  for (uint64_t t = 0; t < 30 * kSec; t += kSec)
+    ASSERT_EQ(s.next_step(t, 0, 0, 0, t), Step::kNone) << "at " << t / kSec << " s";
+  EXPECT_EQ(s.next_step(30 * kSec, 0, 0, 0, 30 * kSec), Step::kEnable);
+}
+
+TEST(PcScheduler, ModulesLoadedAfterTheFirstEpisodePutNothingOff) {
+  PcScheduler::Params p = first_enable_after(2 * kSec);
+  p.first_use_quiet_ns = 0;  // the first episode does not learn: one window, then disabled
+  PcScheduler s(p, {}, 0, 1);
+  const uint64_t end = play_episode(s, 2 * kSec, 50);
+  const uint64_t due = s.next_episode_ns();
+  ASSERT_GT(due, end);
+  // A module loaded just before the next episode is due: it begins all the same.
+  EXPECT_EQ(s.next_step(due, 0, 0, 0, due - kMs), Step::kEnable);
+}
+
+TEST(PcScheduler, AGraphRegisteredBeforeTheFirstEpisodeBeginsItAtTheNextLaunch) {
+  // The registration enabled PC sampling: a kernel first launched from now on outside an
+  // episode would be lost (P20), and modules load whole anyway.
+  PcScheduler s(first_enable_after(2 * kSec), {}, 0, 1);
+  EXPECT_EQ(s.next_step(100 * kMs, 0, 0, 0, 50 * kMs), Step::kNone);
+  s.start_up_over(300 * kMs);
+  EXPECT_TRUE(s.episode_due(300 * kMs));
+  EXPECT_EQ(s.next_step(301 * kMs, 0, 0, 0, 300 * kMs), Step::kEnable);
+  s.on_enabled(301 * kMs);
+  EXPECT_TRUE(s.learning(302 * kMs)) << "the first episode learns, as ever";
+  // After the first episode it changes nothing.
+  s.start_up_over(400 * kMs);
+  EXPECT_TRUE(s.in_episode());
+}
+
+TEST(PcScheduler, NoQuietEnablesAtTheFirstLaunch) {
+  PcScheduler s(first_enable_after(0), {}, 0, 1);
+  EXPECT_EQ(s.next_step(0, 0, 0, 0, 0), Step::kEnable);
 }
 
 }  // namespace

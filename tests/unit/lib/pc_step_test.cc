@@ -28,6 +28,7 @@ PcScheduler::Params episodes(uint64_t quiet_ns = 0) {
   p.max_episode_ns = 500 * kMs;
   p.drain_delay_ns = 0;
   p.first_use_quiet_ns = quiet_ns;  // 0: no learning, one window per episode
+  p.first_enable_quiet_ns = 0;      // the first episode at the first launch
   return p;
 }
 
