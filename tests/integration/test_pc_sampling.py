@@ -696,8 +696,8 @@ class PcOption(unittest.TestCase):
 # PC sampling stays off there, and everything else works.
 OLD_CUPTI = harness.PERSONALITY == "12"
 if OLD_CUPTI:
-    for case in (SamplesHangUnderAnnouncedLaunches, Episodes, GraphUploads, AttachDetach,
-                 TwoProcessesOnOneGpu,
+    for case in (SamplesHangUnderAnnouncedLaunches, Episodes, FirstEnable, GraphUploads,
+                 AttachDetach, TwoProcessesOnOneGpu,
                  FaultInjection, BadValues, PcSamplingInTheTool):
         for name in [n for n in dir(case) if n.startswith("test_")]:
             setattr(case, name, unittest.skip("CUPTI older than 12.4: no PC sampling")(getattr(case, name)))
