@@ -61,9 +61,12 @@ PcScheduler::Step PcScheduler::idle_step(uint64_t now_ns) {
   if (now_ns < next_episode_ns()) return Step::kNone;
   // Start-up still loads modules: the first episode waits (a module loaded meanwhile puts it
   // off again when it comes due).
-  if (episodes_ == 0 && now_ns < first_enable_ns()) {
-    next_episode_ns_.store(first_enable_ns(), std::memory_order_relaxed);
-    return Step::kNone;
+  if (episodes_ == 0) {
+    const uint64_t due = first_enable_ns();
+    if (now_ns < due) {
+      next_episode_ns_.store(due, std::memory_order_relaxed);
+      return Step::kNone;
+    }
   }
   // Learning goes on: enabled whether a window may open or not (it opens when the
   // controller allows, as in any learning episode). (resume_ stays until on_enabled: the
@@ -185,9 +188,10 @@ void PcScheduler::put_off(uint64_t now_ns, uint64_t delay_ns) {
 }
 
 void PcScheduler::start_up_over(uint64_t now_ns) {
+  // No episode yet, so none under way: the next launch may begin the first.
   if (episodes_ != 0 || start_up_over_) return;
   start_up_over_ = true;
-  if (phase_ == Phase::kIdle) next_episode_ns_.store(now_ns, std::memory_order_relaxed);
+  next_episode_ns_.store(now_ns, std::memory_order_relaxed);
 }
 
 void PcScheduler::learn_again(uint64_t now_ns) {

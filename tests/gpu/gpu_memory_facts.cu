@@ -38,7 +38,6 @@
 #include <array>
 #include <map>
 #include <utility>
-#include <vector>
 
 template <int K>
 __global__ void distinct(float *out, int iters) {
