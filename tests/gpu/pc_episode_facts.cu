@@ -20,7 +20,7 @@
 //                                          serialgraph [EAGER] (CUDA_MODULE_LOADING=EAGER);
 //                                          firstwindow serialized|continuous; graphepisode;
 //                                          disablethreads watcher_idle|watcher_launch|main_other;
-//                                          graphreg; gated main|watcher; shadow [late];
+//                                          graphreg; gated main|watcher; shadow [late|warm|warmact];
 //                                          shadowlib [a][s][c]
 // Output: "FACT name value..." lines on stdout. A child that hangs prints
 //         "FACT watchdog phase=... stuck_at=..." and exits 3: a hang is a fact too.
@@ -1272,6 +1272,8 @@ static void shadow_cost(const char *name, cudaGraphExec_t e, int nodes) {
          name, nodes, median(cpu), vmin(cpu), vmax(cpu), median(gpu), vmin(gpu), vmax(gpu));
 }
 static bool g_shadow_captured_late = false;  // phase "shadow late"
+static bool g_shadow_warmed_up = false;      // phase "shadow warm" or "shadow warmact"
+static bool g_shadow_warm_activity = false;  // "warmact": the warm-up with kernel activity on
 static void phase_shadow() {
   g_record = true;
   double ms = 0;
@@ -1287,6 +1289,26 @@ static void phase_shadow() {
     g43 = capture_graph<43>(nodes, blocks, iters);
   };
   if (!late) capture_all();
+  // warmed_up: each graph's kernel first launched eagerly before the process's first Enable, as
+  // PyTorch warms a step up before capturing it (P36).
+  if (g_shadow_warmed_up) {
+    g_main = "shadow_warm_up";
+    if (g_shadow_warm_activity) {
+      activity_register();
+      printf("FACT shadow_warm_activity enable=%s\n",
+             rs(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)));
+    }
+    gwork<40><<<blocks, 256, 0, s1>>>(d_f, iters);
+    gwork<41><<<blocks, 256, 0, s1>>>(d_f, iters);
+    gwork<42><<<blocks, 256, 0, s1>>>(d_f, iters);
+    gwork<43><<<blocks, 256, 0, s1>>>(d_f, iters);
+    CHECK(cudaStreamSynchronize(s1));
+    if (g_shadow_warm_activity) {
+      const CUptiResult d = cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+      const ActCount c = act_take();
+      printf("FACT shadow_warm_activity disable=%s kernel_records=%ld\n", rs(d), c.conc);
+    }
+  }
   // The process's first Enable: from here on a first use outside an episode gives no records (P20).
   pc_enable(g_ctx, &ms);
   configure(g_ctx, SERIALIZED, 10, true, &ms, "shadow0");
@@ -1666,6 +1688,8 @@ int main(int argc, char **argv) {
     else if (phase == "gated") phase_gated(arg);
     else if (phase == "shadow") {
       g_shadow_captured_late = arg == "late";
+      g_shadow_warmed_up = arg == "warm" || arg == "warmact";
+      g_shadow_warm_activity = arg == "warmact";
       phase_shadow();
     } else if (phase == "shadowlib") {
       g_shadowlib_flags = arg;
