@@ -218,7 +218,10 @@ def main():
         failures.append("PC sampling still enabled at exit: %s" % exits[-1]["pc_sampling"])
 
     # Part 2: graph launches only: every PC sample must carry a graph launch's correlation ID.
-    env2 = dict(env, PARCAGPU_PC_SAMPLING_RATE="100000")
+    # The workload instantiates its graphs before its first launch, a graph's, which uploads it
+    # before PC sampling was ever enabled: CUPTI never attributes such a graph's samples (P19,
+    # the mock likewise), so the graphs are registered at their instantiation here.
+    env2 = dict(env, PARCAGPU_PC_SAMPLING_RATE="100000", PARCAGPU_PC_GRAPH_SHADOWS="1")
     agent = harness.AgentConsumer() if agent_available else None
     trace = harness.Trace(extra=["--pc"])
     r = harness.run_mockapp(["--duration=2s", "--launch-rate=200", "--graph-rate=200"], env=env2)

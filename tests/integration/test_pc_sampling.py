@@ -169,6 +169,34 @@ class FirstEnable(unittest.TestCase):
         self.assertGreater(pc["modules_loaded_whole"], 0, pc)
         self.assertGreater(p["pc_samples"]["records"], 0, p["pc_samples"])
 
+    # A step warmed up eagerly, then captured and replayed (PyTorch): only graph launches after
+    # the warm-up, so every kernel sampled or not attributed is one of the replays'.
+    WARMED_GRAPH = ["--scenario=graph-warm"]
+
+    def test_a_graph_warmed_up_before_the_first_enable_is_not_sampled(self):
+        # Its kernels first ran before PC sampling was ever enabled and its exec was uploaded
+        # outside an episode: real CUPTI never attributes their samples in it (P19; a PyTorch
+        # MLP step on the H200, P36). The price of the quiet start, counted and said.
+        pc, p = self.run_with({"PARCAGPU_PC_START_QUIET_MS": "1000"}, self.WARMED_GRAPH)
+        self.assertGreater(pc["enables"], 0, pc)
+        self.assertEqual(pc["kernels_sampled"], 0, pc)
+        self.assertGreater(pc["nonuser_kernels"], 0, pc)
+        self.assertEqual(p["orphan_kernels"], 0, p)
+
+    def test_a_graph_warmed_up_before_the_first_enable_is_sampled_once_registered(self):
+        # The registration's own exec, uploaded while enabled with kernel activity off, registers
+        # kernels first run before the first Enable (pc_episode_facts shadow warm, P36).
+        pc, p = self.run_with({"PARCAGPU_PC_START_QUIET_MS": "1000",
+                               "PARCAGPU_PC_GRAPH_SHADOWS": "1"}, self.WARMED_GRAPH)
+        self.assertGreater(pc["kernels_sampled"], 0, pc)
+        self.assertEqual(pc["nonuser_kernels"], 0, pc)
+
+    def test_a_graph_warmed_up_in_the_first_episode_is_sampled(self):
+        # By default the first episode covers the warm-up: the kernels first ran while enabled.
+        pc, p = self.run_with({}, self.WARMED_GRAPH)
+        self.assertGreater(pc["kernels_sampled"], 0, pc)
+        self.assertEqual(pc["functions_first_run_between_episodes"], 0, pc)
+
 
 # The kernels tools/mock's graph-late scenario first runs in a graph, after start-up.
 LATE_GRAPH_KERNELS = {"_Z10gemm_tiledPKfS0_Pfiii", "_Z7softmaxPfPKfi", "_Z10reduce_sumPfPKfi"}

@@ -169,16 +169,44 @@ struct FirstUse {
   // each launch of one costs about a microsecond per kernel more (P21, P26, P30). Counted at its
   // first launch; one destroyed unlaunched (a CUPTI client's own exec, P32) costs nothing.
   std::set<uint32_t> uploaded_enabled, instantiated_enabled;
+  // Functions first run before PC sampling was ever enabled in the process: they give records
+  // when launched eagerly (P20), but in a graph only where that graph's exec was uploaded while
+  // enabled (execs_uploaded_enabled, P19) or an upload while enabled registered them since
+  // (registered: a throwaway exec, P36's warm-up facts). A graph uploaded before the first Enable,
+  // or between episodes, runs them unsampled (P19, P29).
+  std::set<const void *> before_any_enable, registered;
+  std::set<uint32_t> execs_uploaded_enabled;  // live execs; kept after their first launch
 };
 
 // A kernel's first use in its context (its first run, or the upload of an exec holding it):
 // after PC sampling was first enabled in the process, one while its context is not enabled
 // never gives records (P19, P20, P32).
 void note_first_use(FirstUse &fu, const char *name, bool enabled, bool in_graph) {
-  if (name && fu.seen.insert(name).second && g_process_ever_enabled && !enabled) {
+  if (!name || !fu.seen.insert(name).second) return;
+  if (!g_process_ever_enabled) {
+    fu.before_any_enable.insert(name);
+  } else if (!enabled) {
     fu.tainted.insert(name);
     if (in_graph) fu.tainted_in_graphs++;
   }
+}
+
+// A graph's exec uploaded (its first launch, or cudaGraphUpload) while PC sampling was enabled on
+// its context (`registering`: and kernel activity off, P33): its kernels give records in it, and
+// those first run before the first Enable are registered for every graph (P19, P36).
+void note_upload(FirstUse &fu, uint32_t graph_id, const char *const *kernels, size_t n,
+                 bool registering) {
+  fu.execs_uploaded_enabled.insert(graph_id);
+  if (!registering) return;
+  for (size_t i = 0; i < n; ++i)
+    if (kernels[i] && fu.before_any_enable.count(kernels[i])) fu.registered.insert(kernels[i]);
+}
+
+// A kernel run in a graph's exec that was first run before the first Enable, neither registered
+// since nor in an exec uploaded while enabled: unsampled (P19).
+bool unregistered_in_graph(const FirstUse &fu, const char *name, uint32_t graph_id) {
+  return graph_id != 0 && fu.before_any_enable.count(name) && !fu.registered.count(name) &&
+         !fu.execs_uploaded_enabled.count(graph_id);
 }
 
 struct PcContext {
@@ -381,6 +409,7 @@ void pc_graph_uploaded(uint32_t context_id, uint32_t graph_id, const char *const
   for (size_t i = 0; i < n; ++i)
     note_first_use(fu, kernels[i], enabled && !activity_on, /*in_graph=*/true);
   if (fu.graphs.insert(graph_id).second && enabled) fu.uploaded_enabled.insert(graph_id);
+  if (enabled) note_upload(fu, graph_id, kernels, n, !activity_on);
 }
 
 // An exec instantiated while PC sampling is enabled on its context pays more at every later
@@ -401,6 +430,7 @@ void pc_graph_destroyed(uint32_t context_id, uint32_t graph_id) {
   it->second.graphs.erase(graph_id);
   it->second.uploaded_enabled.erase(graph_id);
   it->second.instantiated_enabled.erase(graph_id);
+  it->second.execs_uploaded_enabled.erase(graph_id);
 }
 
 void pc_kernel_ran(const mockbridge::KernelRun *run) {
@@ -411,7 +441,11 @@ void pc_kernel_ran(const mockbridge::KernelRun *run) {
   const bool enabled = it != g_contexts.end() && it->second.enabled;
   note_first_use(fu, run->name, enabled, run->graph_id != 0);
   if (run->graph_id != 0) {
-    if (fu.graphs.insert(run->graph_id).second && enabled) fu.uploaded_enabled.insert(run->graph_id);
+    if (fu.graphs.insert(run->graph_id).second && enabled) {
+      // Uploaded at this, its first launch: only the exec is known here, not its other kernels.
+      fu.uploaded_enabled.insert(run->graph_id);
+      fu.execs_uploaded_enabled.insert(run->graph_id);
+    }
     // Launched: an exec that went in while enabled is one the application pays for.
     if (fu.uploaded_enabled.erase(run->graph_id)) g_pc.graphs_uploaded_enabled++;
     if (fu.instantiated_enabled.erase(run->graph_id)) g_pc.graphs_instantiated_enabled++;
@@ -425,7 +459,7 @@ void pc_kernel_ran(const mockbridge::KernelRun *run) {
   if (m != g_modules.end())
     for (const Function &fn : m->second.functions)
       if (run->name && fn.name == run->name) f = &fn;
-  if (!f || fu.tainted.count(run->name)) {
+  if (!f || fu.tainted.count(run->name) || unregistered_in_graph(fu, run->name, run->graph_id)) {
     g_pc.nonuser_kernels++;
     c.nonuser_samples += 100;
     c.total_samples += 100;

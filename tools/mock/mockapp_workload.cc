@@ -198,37 +198,62 @@ void scenario_all_cbids(Kernels &k) {
   check(mock_cuda_graph_exec_destroy(exec), "cudaGraphExecDestroy");
 }
 
-// Kernels first run inside a graph long after the program began, when PC sampling has stopped
-// learning its kernels (docs/pc-sampling.md P19, P32): 2.5 s of eager k_add launches a
-// millisecond apart, then a graph of three kernels never launched before (gemm_tiled, softmax,
-// reduce_sum) instantiated and replayed for 4 s, a launch every 0.2 ms.
-void scenario_graph_late(Kernels &k) {
-  const auto run_for = [](uint64_t ms, uint64_t gap_us, const auto &launch) {
-    const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
-    while (std::chrono::steady_clock::now() < end) {
-      launch();
-      std::this_thread::sleep_for(std::chrono::microseconds(gap_us));
-    }
-  };
-  run_for(2500, 1000, [&] {
-    check(mock_cuda_launch(kRt, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, k.next(kAdd),
-                           nullptr),
-          "cudaLaunchKernel");
-  });
+// Calls launch() every gap_us for ms milliseconds.
+template <typename Launch>
+void launch_for(uint64_t ms, uint64_t gap_us, const Launch &launch) {
+  const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+  while (std::chrono::steady_clock::now() < end) {
+    launch();
+    std::this_thread::sleep_for(std::chrono::microseconds(gap_us));
+  }
+}
+
+// The step of graph-late and graph-warm: three kernels of the cubin's.
+const char *const kStepKernels[] = {"_Z10gemm_tiledPKfS0_Pfiii", "_Z7softmaxPfPKfi",
+                                    "_Z10reduce_sumPfPKfi"};
+
+// A graph of the step's kernels instantiated, launched (311) every 0.2 ms for ms, destroyed.
+void replay_step_graph(Kernels &k, uint64_t ms) {
   CUgraph graph = nullptr;
   check(mock_cuda_graph_create(&graph), "cudaGraphCreate");
-  for (const char *late : {"_Z10gemm_tiledPKfS0_Pfiii", "_Z7softmaxPfPKfi", "_Z10reduce_sumPfPKfi"}) {
+  for (const char *name : kStepKernels) {
     CUgraphNode node;
-    check(mock_cuda_graph_add_kernel_node(graph, k.next(late), &node), "cudaGraphAddKernelNode");
+    check(mock_cuda_graph_add_kernel_node(graph, k.next(name), &node), "cudaGraphAddKernelNode");
   }
   CUgraphExec exec = nullptr;
   check(mock_cuda_graph_instantiate(&exec, graph), "cudaGraphInstantiate");
-  run_for(4000, 200, [&] {
+  launch_for(ms, 200, [&] {
     check(mock_cuda_graph_launch(kRt, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000, exec,
                                  nullptr),
           "cudaGraphLaunch");
   });
   destroy(exec, graph);
+}
+
+void launch_eager(Kernels &k, const char *name) {
+  check(mock_cuda_launch(kRt, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, k.next(name),
+                         nullptr),
+        "cudaLaunchKernel");
+}
+
+// Kernels first run inside a graph long after the program began, when PC sampling has stopped
+// learning its kernels (docs/pc-sampling.md P19, P32): 2.5 s of eager k_add launches a
+// millisecond apart, then a graph of three kernels never launched before (gemm_tiled, softmax,
+// reduce_sum) instantiated and replayed for 4 s, a launch every 0.2 ms.
+void scenario_graph_late(Kernels &k) {
+  launch_for(2500, 1000, [&] { launch_eager(k, kAdd); });
+  replay_step_graph(k, 4000);
+}
+
+// A step warmed up eagerly, then captured and replayed, as PyTorch does (docs/pc-sampling.md P19,
+// P36): 300 ms of eager launches of the same three kernels a millisecond apart, then their graph
+// replayed for 3.5 s. Whether the replays are sampled depends on where PC sampling was first
+// enabled (PARCAGPU_PC_START_QUIET_MS).
+void scenario_graph_warm(Kernels &k) {
+  launch_for(300, 1000, [&] {
+    for (const char *name : kStepKernels) launch_eager(k, name);
+  });
+  replay_step_graph(k, 3500);
 }
 
 struct Scenario {
@@ -288,6 +313,7 @@ const Scenario kScenarios[] = {
        }
      }},
     {"graph-late", scenario_graph_late},
+    {"graph-warm", scenario_graph_warm},
     {"capture", scenario_capture},
     {"conditional", scenario_conditional},
     {"hostonly-graph", [](Kernels &) { scenario_hostonly_graph(); }},
