@@ -186,14 +186,14 @@ class FirstEnable(unittest.TestCase):
     def test_a_graph_warmed_up_before_the_first_enable_is_sampled_once_registered(self):
         # The registration's own exec, uploaded while enabled with kernel activity off, registers
         # kernels first run before the first Enable (pc_episode_facts shadow warm, P36).
-        pc, p = self.run_with({"PARCAGPU_PC_START_QUIET_MS": "1000",
+        pc, _ = self.run_with({"PARCAGPU_PC_START_QUIET_MS": "1000",
                                "PARCAGPU_PC_GRAPH_SHADOWS": "1"}, self.WARMED_GRAPH)
         self.assertGreater(pc["kernels_sampled"], 0, pc)
         self.assertEqual(pc["nonuser_kernels"], 0, pc)
 
     def test_a_graph_warmed_up_in_the_first_episode_is_sampled(self):
         # By default the first episode covers the warm-up: the kernels first ran while enabled.
-        pc, p = self.run_with({}, self.WARMED_GRAPH)
+        pc, _ = self.run_with({}, self.WARMED_GRAPH)
         self.assertGreater(pc["kernels_sampled"], 0, pc)
         self.assertEqual(pc["functions_first_run_between_episodes"], 0, pc)
 

@@ -191,9 +191,9 @@ void note_first_use(FirstUse &fu, const char *name, bool enabled, bool in_graph)
   }
 }
 
-// A graph's exec uploaded (its first launch, or cudaGraphUpload) while PC sampling was enabled on
-// its context (`registering`: and kernel activity off, P33): its kernels give records in it, and
-// those first run before the first Enable are registered for every graph (P19, P36).
+// A graph's exec first uploaded (its first launch, or cudaGraphUpload) while PC sampling was
+// enabled on its context (`registering`: and kernel activity off, P33): its kernels give records
+// in it, and those first run before the first Enable are registered for every graph (P19, P36).
 void note_upload(FirstUse &fu, uint32_t graph_id, const char *const *kernels, size_t n,
                  bool registering) {
   fu.execs_uploaded_enabled.insert(graph_id);
@@ -408,8 +408,11 @@ void pc_graph_uploaded(uint32_t context_id, uint32_t graph_id, const char *const
   FirstUse &fu = g_first_use[context_id];
   for (size_t i = 0; i < n; ++i)
     note_first_use(fu, kernels[i], enabled && !activity_on, /*in_graph=*/true);
-  if (fu.graphs.insert(graph_id).second && enabled) fu.uploaded_enabled.insert(graph_id);
-  if (enabled) note_upload(fu, graph_id, kernels, n, !activity_on);
+  // Only its first upload counts: uploading it again in an episode did not help (P19).
+  if (fu.graphs.insert(graph_id).second && enabled) {
+    fu.uploaded_enabled.insert(graph_id);
+    note_upload(fu, graph_id, kernels, n, !activity_on);
+  }
 }
 
 // An exec instantiated while PC sampling is enabled on its context pays more at every later
