@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Graph-replay soak on a real GPU with the production agent's probe set (issue 17): a PyTorch
-# training step captured as a CUDA graph and replayed for DURATION under the library at its
-# defaults (PC sampling on) with tools/agent's consumer attached. Every INTERVAL: the process's
+# training step (or SOAK_APP) captured as a CUDA graph and replayed for DURATION under the
+# library at its defaults (PC sampling on) with tools/agent's consumer attached. Every INTERVAL: the process's
 # GPU memory (nvidia-smi), the application's and the consumer's resident memory. At the end, the
 # consumer's counts: launches announced, kernel records, matched, orphans, kernel records with an
 # invalid timestamp (upstream users saw GPU memory growth and invalid timestamps after ~25M
@@ -13,7 +13,9 @@
 #      each need their own copy of the library as PARCAGPU_LIB, the consumer attaching by file),
 #      SOAK_PC_OFF (1: the library with PARCAGPU_PC_SAMPLING=0, the control for what PC sampling adds),
 #      SOAK_ALONE (1: the program alone, no library and no consumer: the control for GPU memory;
-#      sampled alike, no agent verdict)
+#      sampled alike, no agent verdict),
+#      SOAK_APP (another program to soak instead of the PyTorch step, run as `$SOAK_APP DURATION`,
+#      for example tests/gpu/graph_soak, a C++ graph replay through the driver API)
 # Prints the samples and a verdict line: GPU memory and RSS flat (last within 5% or 64 MiB of the
 # sample after the first minute), no invalid timestamp, no orphan kernel.
 . "$(dirname "${BASH_SOURCE[0]}")/lib-real.sh"
@@ -21,18 +23,23 @@ DURATION="${1:-540}"
 INTERVAL="${2:-30}"
 OUT="${OUT:-/tmp/parcagpu-soak}"
 mkdir -p "$OUT"
+if [ -n "${SOAK_APP:-}" ]; then
+  read -ra APP <<<"$SOAK_APP"
+  APP+=("$DURATION")
+else
+  APP=("$PYTHON" "$ROOT/tools/bench/torch_step.py" --mode graph --seconds "$DURATION")
+fi
 if [ -n "${SOAK_ALONE:-}" ]; then
   APID=$$  # no consumer: its column is this shell's
-  env -u CUDA_INJECTION64_PATH "$PYTHON" "$ROOT/tools/bench/torch_step.py" --mode graph \
-    --seconds "$DURATION" >"$OUT/app.out" 2>"$OUT/app.err" &
+  env -u CUDA_INJECTION64_PATH "${APP[@]}" >"$OUT/app.out" 2>"$OUT/app.err" &
 else
   "$AGENT" -l "$LIB" >"$OUT/agent.json" 2>"$OUT/agent.err" &
   APID=$!
   wait_attached 60 "$APID" "$OUT/agent.err" ||
     { cat "$OUT/agent.err"; echo "soak: consumer did not attach"; exit 2; }
   env -u PARCAGPU_RATE_LIMIT -u PARCAGPU_GRAPH_RATE_LIMIT -u PARCAGPU_PC_SAMPLING \
-    CUDA_INJECTION64_PATH="$LIB" ${SOAK_PC_OFF:+PARCAGPU_PC_SAMPLING=0} "$PYTHON" "$ROOT/tools/bench/torch_step.py" --mode graph \
-    --seconds "$DURATION" >"$OUT/app.out" 2>"$OUT/app.err" &
+    CUDA_INJECTION64_PATH="$LIB" ${SOAK_PC_OFF:+PARCAGPU_PC_SAMPLING=0} "${APP[@]}" \
+    >"$OUT/app.out" 2>"$OUT/app.err" &
 fi
 PID=$!
 rss() { awk '/^VmRSS/ { print int($2 / 1024) }' "/proc/$1/status" 2>/dev/null || echo NA; }

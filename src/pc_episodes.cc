@@ -110,6 +110,14 @@ bool PcEpisodes::learn_again() {
   return scheduler_->resume_due();
 }
 
+bool PcEpisodes::resume_for_module() {
+  std::unique_lock<std::mutex> lock(mu_, std::try_to_lock);
+  if (!lock.owns_lock() || !state_.usable || !scheduler_) return false;
+  if (!scheduler_->module_loaded(monotonic_ns())) return false;
+  stats_.module_resumes++;
+  return true;
+}
+
 bool PcEpisodes::exclusive_begin() {
   if (gate_.exclusive_begin(kExclusiveWaitNs)) return true;
   stats_.gate_timeouts++;

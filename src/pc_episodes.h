@@ -63,6 +63,10 @@ class PcEpisodes {
   // A context was created: a learning period begins (PcScheduler::learn_again); true if an
   // episode is to resume at once (the launch callbacks must turn on for it).
   bool learn_again();
+  // A module was loaded (PcScheduler::module_loaded); true if an episode is to resume at once.
+  // Never waits: with the episodes' mutex held (a step under way, or the library's own CUDA call
+  // that loaded it, on this thread) the module is left to the episode under way.
+  bool resume_for_module();
   void on_context_destroy(CUcontext ctx);
   // At exit: stops, drains, publishes and disables everything; PC sampling unusable after.
   void shutdown();

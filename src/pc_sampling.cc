@@ -6,6 +6,7 @@
 #include "clock.h"
 #include "cubin_registry.h"
 #include "log.h"
+#include "own_cuda_calls.h"
 #include "pc_episodes.h"
 #include "pc_metadata.h"
 #include "pc_scheduler.h"
@@ -92,6 +93,10 @@ void PcSampler::note_first_use() {
 
 void PcSampler::note_module_loaded() {
   state_.last_module_load_ns.store(monotonic_ns(), std::memory_order_relaxed);
+  // Not for a module the library's own calls loaded (a graph registration's, under the episodes'
+  // mutex): that episode is under way.
+  if (t_in_own_cuda_calls || !state_.usable.load(std::memory_order_relaxed) || !wanted()) return;
+  if (episodes_->resume_for_module() && wake_) wake_->wake();
 }
 
 void PcSampler::on_kernel_record(const char *name) {

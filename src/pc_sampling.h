@@ -110,7 +110,8 @@ class PcSampler : public KernelRecordObserver {
   // (PcScheduler, P19/P20). Any thread.
   void note_first_use();
   // A module was loaded (its resource callback, any thread): the process's first episode waits
-  // until modules stop loading (PcScheduler::Params::first_enable_quiet_ns, P34). Lock-free.
+  // until modules stop loading (PcScheduler::Params::first_enable_quiet_ns, P34); after it,
+  // kernels are being first used and learning resumes (PcScheduler::module_loaded).
   void note_module_loaded();
   // Every kernel activity record's function name (the activity collector, on CUPTI's buffer
   // thread): a name not seen before is a first use.

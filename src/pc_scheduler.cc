@@ -29,6 +29,9 @@ PcScheduler::Step PcScheduler::next_step(uint64_t now_ns, uint64_t episode_launc
                                          uint64_t last_module_load_ns) {
   if (last_first_use_ns > last_first_use_ns_) last_first_use_ns_ = last_first_use_ns;
   if (last_module_load_ns > last_module_load_ns_) last_module_load_ns_ = last_module_load_ns;
+  // A module loaded is a kernel first used (module_loaded), whichever thread saw it.
+  if (episodes_ != 0 && last_module_load_ns_ > last_first_use_ns_)
+    last_first_use_ns_ = last_module_load_ns_;
   switch (phase_) {
     case Phase::kIdle:
       return idle_step(now_ns);
@@ -192,6 +195,20 @@ void PcScheduler::start_up_over(uint64_t now_ns) {
   if (episodes_ != 0 || start_up_over_) return;
   start_up_over_ = true;
   next_episode_ns_.store(now_ns, std::memory_order_relaxed);
+}
+
+bool PcScheduler::module_loaded(uint64_t now_ns) {
+  if (episodes_ == 0) return false;  // the first episode learns anyway
+  last_module_load_ns_ = std::max(last_module_load_ns_, now_ns);
+  // Kernels are first used now: a learning period goes on, or a new one begins (its length
+  // counted from here: a program that loads a module now and then starts one each time).
+  if (!learning(now_ns)) learning_since_ns_ = now_ns;
+  last_first_use_ns_ = std::max(last_first_use_ns_, now_ns);
+  if (phase_ != Phase::kIdle || resume_ || resumes_ >= p_.max_learning_resumes) return false;
+  ++resumes_;
+  resume_ = true;
+  next_episode_ns_.store(now_ns, std::memory_order_relaxed);
+  return true;
 }
 
 void PcScheduler::learn_again(uint64_t now_ns) {

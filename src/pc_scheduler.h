@@ -113,6 +113,12 @@ class PcScheduler {
   // kernel first launched before the first episode would now be lost (P20), so that episode
   // waits no longer: it begins at the next launch.
   void start_up_over(uint64_t now_ns);
+  // A module was loaded (lazy loading loads one at the first launch of one of its kernels; a
+  // JIT compiler's kernels come in one): kernels are being used for the first time, and each
+  // first launched between episodes would never give records (P19, P20). Learning resumes at the
+  // next launch (max_learning_resumes) when no episode is under way; one under way learns on.
+  // Not before the first episode, which learns anyway. True if a resume was armed.
+  bool module_loaded(uint64_t now_ns);
   // The context the episode ran on went away (its sampling state with it).
   void on_context_lost(uint64_t now_ns) { on_disabled(now_ns); }
 

@@ -26,6 +26,7 @@ struct PcStats {
   uint64_t graphs_uploaded_enabled = 0;      // graphs first launched while PC sampling was on
   uint64_t graphs_instantiated_enabled = 0;  // graphs instantiated while PC sampling was on
   uint64_t learning_resumes = 0;             // episodes begun again after such an end
+  uint64_t module_resumes = 0;               // ... by a module loaded between episodes
   uint64_t graphs_registered = 0;            // graphs whose kernels a shadow exec registered
   uint64_t graphs_not_registered = 0;        // ... put off (budget, GPU lock, gate) or failed
   uint64_t put_off_for_other_process = 0;    // enables put off: another process samples the GPU

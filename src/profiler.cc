@@ -243,6 +243,7 @@ void log_pc_totals(const PcStats &p, const CubinStats &cs) {
               {"graphs registered", u(p.graphs_registered)},
               {"graphs not registered", u(p.graphs_not_registered)},
               {"learning resumed after one", u(p.learning_resumes)},
+              {"learning resumed at a module load", u(p.module_resumes)},
               {"put off for another process", u(p.put_off_for_other_process)},
               {"enables", u(p.enables)},
               {"disables", u(p.disables)},

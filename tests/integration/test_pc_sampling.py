@@ -191,6 +191,23 @@ class FirstEnable(unittest.TestCase):
         self.assertGreater(pc["kernels_sampled"], 0, pc)
         self.assertEqual(pc["nonuser_kernels"], 0, pc)
 
+    def test_a_step_warmed_up_after_a_pause_is_first_run_in_an_episode(self):
+        # The program paused longer than learning lasts (2 s), so the first episode ended at the
+        # first launch after the pause; the step's kernels, first run after it, were lost for
+        # good (P20: an H200's PyTorch step, 0 PC records, P37). The module loaded before them
+        # resumes learning, and they are first run in an episode. (Whether a window then
+        # samples them is the sample credit's affair: under load some runs open none in time.)
+        with harness.AgentConsumer() as ac:
+            r = harness.run_mockapp(["--scenario=graph-after-pause"],
+                                    env={"PARCAGPU_DEBUG": "1"})
+        ac.stop()
+        self.assertEqual(r.returncode, 0, r.stderr[-2000:])
+        pc = mock_pc(r)
+        self.assertGreater(pc["enables"], 1, pc)
+        self.assertEqual(pc["functions_first_run_between_episodes"], 0, pc)
+        self.assertGreaterEqual(library_total(r, "learning resumed at a module load"), 1,
+                                r.stderr[-3000:])
+
     def test_a_graph_warmed_up_in_the_first_episode_is_sampled(self):
         # By default the first episode covers the warm-up: the kernels first ran while enabled.
         pc, _ = self.run_with({}, self.WARMED_GRAPH)

@@ -282,6 +282,14 @@ ApiScope::~ApiScope() {
   if (hooks_) hooks_->api_exit(&frame_);
 }
 
+void module_event(CUctx_st *ctx, uint32_t cbid, char *image, size_t size) {
+  CUpti_ModuleResourceData module{1, size, image};
+  CUpti_ResourceData data{};
+  data.context = ctx;
+  data.resourceDescriptor = &module;
+  domain_event(CUPTI_CB_DOMAIN_RESOURCE, cbid, &data);
+}
+
 }  // namespace mockcuda
 
 using namespace mockcuda;
@@ -401,23 +409,41 @@ CUfunction mock_cuda_function(const char *kernel_name) {
   return f;
 }
 
+CUresult mock_cuda_load_module(void) {
+  CUctx_st *ctx = current_context();
+  if (!ctx) return CUDA_ERROR_INVALID_CONTEXT;
+  size_t size = 0;
+  const char *cubin = embedded_cubin(&size);
+  char *copy = static_cast<char *>(std::malloc(size));
+  std::memcpy(copy, cubin, size);
+  {
+    std::lock_guard<std::mutex> lock(ctx->more_modules_mu);
+    ctx->more_module_images.push_back(copy);
+  }
+  module_event(ctx, CUPTI_CBID_RESOURCE_MODULE_LOADED, copy, size);
+  return CUDA_SUCCESS;
+}
+
 CUresult mock_cuda_unload_modules(void) {
   ensure_initialized();
   for (auto &slot : g_contexts) {
     CUctx_st *ctx = slot.load(std::memory_order_acquire);
-    if (!ctx || !ctx->module_loaded.load(std::memory_order_acquire)) continue;
-    char *image = ctx->module_image.exchange(nullptr);
-    if (!image) continue;
+    if (!ctx) continue;
+    std::vector<char *> images;
+    {
+      std::lock_guard<std::mutex> lock(ctx->more_modules_mu);
+      images.swap(ctx->more_module_images);
+    }
+    if (ctx->module_loaded.load(std::memory_order_acquire))
+      if (char *image = ctx->module_image.exchange(nullptr)) images.push_back(image);
     size_t size = 0;
     embedded_cubin(&size);
-    CUpti_ModuleResourceData module{1, size, image};
-    CUpti_ResourceData data{};
-    data.context = ctx;
-    data.resourceDescriptor = &module;
-    domain_event(CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING, &data);
-    // Gone, as the driver's copy is: a consumer that kept only the pointer reads garbage now.
-    std::memset(image, 0xdd, size);
-    std::free(image);
+    for (char *image : images) {
+      module_event(ctx, CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING, image, size);
+      // Gone, as the driver's copy is: a consumer that kept only the pointer reads garbage now.
+      std::memset(image, 0xdd, size);
+      std::free(image);
+    }
     ctx->module_loaded.store(false, std::memory_order_release);
   }
   return CUDA_SUCCESS;

@@ -62,6 +62,9 @@ struct CUctx_st {
   CUstream_st *legacy_stream;
   std::atomic<bool> module_loaded{false};
   std::atomic<char *> module_image{nullptr};  // the cubin handed to MODULE_LOADED (heap)
+  // Modules the application loaded itself (mock_cuda_load_module): their images, until unloaded.
+  std::mutex more_modules_mu;
+  std::vector<char *> more_module_images;
   std::atomic<int64_t> next_grid_id{1};
 };
 
@@ -174,6 +177,8 @@ void ensure_initialized();
 
 // The calling thread's current context, making device 0's current if there is none.
 CUctx_st *current_context();
+// A RESOURCE module event (MODULE_LOADED, MODULE_UNLOAD_STARTING) for one of ctx's modules.
+void module_event(CUctx_st *ctx, uint32_t cbid, char *image, size_t size);
 // NULL / CU_STREAM_LEGACY / CU_STREAM_PER_THREAD / a created stream, resolved in `context`;
 // null for something that is not a stream.
 CUstream_st *resolve_stream(CUctx_st *context, CUstream stream);

@@ -425,11 +425,7 @@ void module_loaded_once(CUctx_st *ctx) {
   char *copy = static_cast<char *>(std::malloc(size));
   std::memcpy(copy, cubin, size);
   ctx->module_image.store(copy, std::memory_order_release);
-  CUpti_ModuleResourceData module{1, size, copy};
-  CUpti_ResourceData data{};
-  data.context = ctx;
-  data.resourceDescriptor = &module;
-  domain_event(CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_MODULE_LOADED, &data);
+  module_event(ctx, CUPTI_CBID_RESOURCE_MODULE_LOADED, copy, size);
 }
 
 // What a launch call decided inside its driver call.

@@ -52,6 +52,11 @@ CUresult mock_cuda_stream_destroy(CUstream stream);
  * it exists so applications can fire the callbacks a real one would. */
 CUresult mock_cuda_device_synchronize(void);
 
+/* The application loads a module itself (cuModuleLoadData: a JIT compiler's kernels; or the next
+ * module lazy loading loads): RESOURCE MODULE_LOADED in the current context, with a copy of its
+ * own of the cubin (the mock has one image), unloaded by mock_cuda_unload_modules. */
+CUresult mock_cuda_load_module(void);
+
 /* Unloads every context's module (RESOURCE MODULE_UNLOAD_STARTING, then its cubin bytes are
  * freed), as cudart does at exit; the next launch in a context loads it again. */
 CUresult mock_cuda_unload_modules(void);

@@ -256,6 +256,23 @@ void scenario_graph_warm(Kernels &k) {
   replay_step_graph(k, 3500);
 }
 
+// A program that pauses after its first launches (building its model, loading data) for longer
+// than PC sampling learns new kernels, then loads a module (a JIT compiler's kernels, or lazy
+// loading's next one) and warms up a step whose graph it replays (docs/pc-sampling.md P37):
+// 50 ms of k_add launches a millisecond apart, 3 s without a launch, one k_add, the module, 200
+// ms more of k_add, 300 ms of the step's kernels eagerly, then their graph replayed for 3 s.
+void scenario_graph_after_pause(Kernels &k) {
+  launch_for(50, 1000, [&] { launch_eager(k, kAdd); });
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+  launch_eager(k, kAdd);
+  check(mock_cuda_load_module(), "cuModuleLoadData");
+  launch_for(200, 1000, [&] { launch_eager(k, kAdd); });
+  launch_for(300, 1000, [&] {
+    for (const char *name : kStepKernels) launch_eager(k, name);
+  });
+  replay_step_graph(k, 3000);
+}
+
 struct Scenario {
   const char *name;
   void (*run)(Kernels &);
@@ -314,6 +331,7 @@ const Scenario kScenarios[] = {
      }},
     {"graph-late", scenario_graph_late},
     {"graph-warm", scenario_graph_warm},
+    {"graph-after-pause", scenario_graph_after_pause},
     {"capture", scenario_capture},
     {"conditional", scenario_conditional},
     {"hostonly-graph", [](Kernels &) { scenario_hostonly_graph(); }},

@@ -324,6 +324,84 @@ TEST(PcScheduler, TheFirstContextsCreationChangesNothing) {
   EXPECT_EQ(s.next_step(0, 0, 0, 0), Step::kEnable);
 }
 
+// Plays launches every 10 ms from `from` to `to` through whatever the scheduler asks (windows
+// close at once), with a module last loaded at `module_ns`. Returns when it asked to disable, or
+// 0 if it never did.
+uint64_t launches_until_disabled(PcScheduler &s, uint64_t from, uint64_t to, uint64_t module_ns) {
+  for (uint64_t t = from; t < to; t += 10 * kMs) {
+    const Step st = s.next_step(t, 10, /*window_launches=*/32, 0, module_ns);
+    if (st == Step::kDisable) return t;
+    if (st == Step::kStart) s.on_started(t);
+    if (st == Step::kStop) s.on_stopped(t, 1);
+    if (st == Step::kDrain) s.on_drained(10, 1, t);
+  }
+  return 0;
+}
+
+TEST(PcScheduler, AModuleLoadedBetweenEpisodesResumesLearningAtTheNextLaunch) {
+  // A PyTorch program paused 4 s after its first launches (building its model), then warmed
+  // its step up: the first episode had ended at the warm-up's first launch, whose module then
+  // loaded; every kernel first launched after it, outside an episode, went unsampled for good
+  // in the graph replays (P20; H200, 2026-11-28: 0 PC records, the next episode 49 s away).
+  PcScheduler::Params p = episodes();
+  p.min_episode_charge_ns = 20 * kMs;
+  const uint64_t t0 = kSec;
+  PcScheduler s(p, {}, t0, 3);
+  EXPECT_FALSE(s.module_loaded(t0 - kMs)) << "before the first episode: it learns anyway";
+  ASSERT_EQ(s.next_step(t0, 0, 0, 0), Step::kEnable);
+  s.on_enabled(t0);
+  const uint64_t end = launches_until_disabled(s, t0 + 4300 * kMs, t0 + 5 * kSec, 0);
+  ASSERT_NE(end, 0u);
+  s.on_disabled(end);
+  ASSERT_FALSE(s.episode_due(end + kMs)) << "the duty cap puts the next episode off";
+  EXPECT_TRUE(s.module_loaded(end + kMs));
+  EXPECT_TRUE(s.resume_due());
+  EXPECT_TRUE(s.episode_due(end + kMs));
+  ASSERT_EQ(s.next_step(end + 2 * kMs, 0, 0, 0, end + kMs), Step::kEnable);
+  s.on_enabled(end + 2 * kMs);
+  EXPECT_FALSE(s.module_loaded(end + 3 * kMs)) << "under way: it learns on";
+  // It learns while modules keep loading, until 2 s after the last.
+  const uint64_t last_module = end + 1500 * kMs;
+  const uint64_t over = launches_until_disabled(s, end + 3 * kMs, end + 5 * kSec, last_module);
+  EXPECT_GE(over, last_module + 2 * kSec);
+  EXPECT_LT(over, last_module + 2 * kSec + 50 * kMs);
+}
+
+TEST(PcScheduler, AModuleLoadedInALapsedEpisodeKeepsItLearning) {
+  // The first episode's window stayed open through a pause (no launch came to close it); a
+  // module loaded as the launches came back: the episode goes on learning, not disabled at the
+  // first of them.
+  PcScheduler s(episodes(), {}, kSec, 3);
+  ASSERT_EQ(s.next_step(kSec, 0, 0, 0), Step::kEnable);
+  s.on_enabled(kSec);
+  ASSERT_EQ(s.next_step(kSec + kMs, 1, 0, 0), Step::kStart);
+  s.on_started(kSec + kMs);
+  const uint64_t module = 5 * kSec;
+  const uint64_t over = launches_until_disabled(s, module + kMs, module + 4 * kSec, module);
+  EXPECT_GE(over, module + 2 * kSec) << "disabled " << (over - module) / kMs << " ms after";
+}
+
+TEST(PcScheduler, ModuleLoadsResumeLearningAtMostMaxLearningResumesTimes) {
+  PcScheduler::Params p = episodes();
+  p.min_episode_charge_ns = 20 * kMs;
+  p.max_learning_resumes = 3;
+  uint64_t t = kSec;
+  PcScheduler s(p, {}, t, 3);
+  ASSERT_EQ(s.next_step(t, 0, 0, 0), Step::kEnable);
+  s.on_enabled(t);
+  s.on_disabled(t + kMs);
+  int resumed = 0;
+  for (int i = 0; i < 10; ++i) {
+    t += 10 * kSec;
+    if (!s.module_loaded(t)) continue;
+    ++resumed;
+    ASSERT_EQ(s.next_step(t + kMs, 0, 0, 0, t), Step::kEnable);
+    s.on_enabled(t + kMs);
+    s.on_disabled(t + 2 * kMs);
+  }
+  EXPECT_EQ(resumed, 3);
+}
+
 // The process's first Enable waits for modules to stop loading: every module loaded after it
 // would be loaded whole (P34).
 PcScheduler::Params first_enable_after(uint64_t quiet_ns) {
