@@ -199,7 +199,6 @@ void PcScheduler::start_up_over(uint64_t now_ns) {
 
 bool PcScheduler::module_loaded(uint64_t now_ns) {
   if (episodes_ == 0) return false;  // the first episode learns anyway
-  last_module_load_ns_ = std::max(last_module_load_ns_, now_ns);
   // Kernels are first used now: a learning period goes on, or a new one begins (its length
   // counted from here: a program that loads a module now and then starts one each time).
   if (!learning(now_ns)) learning_since_ns_ = now_ns;

@@ -233,6 +233,20 @@ TEST(PcScheduler, LearningEndsAtItsLongestEvenIfKernelsKeepComing) {
   EXPECT_EQ(t, 30 * kSec) << "max_learning_ns";
 }
 
+// Plays launches every 10 ms from `from` to `to` through whatever the scheduler asks (windows
+// close at once), with a module last loaded at `module_ns`. Returns when it asked to disable, or
+// 0 if it never did.
+uint64_t launches_until_disabled(PcScheduler &s, uint64_t from, uint64_t to, uint64_t module_ns) {
+  for (uint64_t t = from; t < to; t += 10 * kMs) {
+    const Step st = s.next_step(t, 10, /*window_launches=*/32, 0, module_ns);
+    if (st == Step::kDisable) return t;
+    if (st == Step::kStart) s.on_started(t);
+    if (st == Step::kStop) s.on_stopped(t, 1);
+    if (st == Step::kDrain) s.on_drained(10, 1, t);
+  }
+  return 0;
+}
+
 TEST(PcScheduler, ALearningEpisodeEndedForAGraphBeginsAgainAtTheNextLaunch) {
   // A graph's first launch ends the episode (P21); kernels first launched after it while PC
   // sampling is off would never give records (P20): on two H100s, device 1's kernels, first
@@ -255,23 +269,15 @@ TEST(PcScheduler, ALearningEpisodeEndedForAGraphBeginsAgainAtTheNextLaunch) {
   EXPECT_FALSE(s.resume_due());
   EXPECT_TRUE(s.learning(t0 + 3 * kMs));
   // Learning is still the first episode's: it ends 2 s after the last first use (t0 here).
-  for (uint64_t t = t0 + 4 * kMs; t < t0 + 3 * kSec; t += 10 * kMs) {
-    const Step st = s.next_step(t, 10, /*window_launches=*/32);  // windows close at once
-    if (st == Step::kDisable) {
-      EXPECT_GE(t, t0 + 2 * kSec) << "ended while kernels were still first used";
-      // Ended before a graph's first launch, say: learning is over, so nothing comes back.
-      s.on_disabled(t, /*for_graph=*/true);
-      EXPECT_FALSE(s.resume_due());
-      // Charged up to its first window (a few ms here), not its 2 s: the next one comes within
-      // a second or so (the minimum charge's gap, or the window duty's), not 38 s later.
-      EXPECT_TRUE(s.episode_due(t + 2 * kSec)) << (s.next_episode_ns() - t) / kMs << " ms";
-      return;
-    }
-    if (st == Step::kStart) s.on_started(t);
-    if (st == Step::kStop) s.on_stopped(t, 1);
-    if (st == Step::kDrain) s.on_drained(10, 1, t);
-  }
-  FAIL() << "the resumed learning episode never ended";
+  const uint64_t t = launches_until_disabled(s, t0 + 4 * kMs, t0 + 3 * kSec, 0);
+  ASSERT_NE(t, 0u) << "the resumed learning episode never ended";
+  EXPECT_GE(t, t0 + 2 * kSec) << "ended while kernels were still first used";
+  // Ended before a graph's first launch, say: learning is over, so nothing comes back.
+  s.on_disabled(t, /*for_graph=*/true);
+  EXPECT_FALSE(s.resume_due());
+  // Charged up to its first window (a few ms here), not its 2 s: the next one comes within a
+  // second or so (the minimum charge's gap, or the window duty's), not 38 s later.
+  EXPECT_TRUE(s.episode_due(t + 2 * kSec)) << (s.next_episode_ns() - t) / kMs << " ms";
 }
 
 TEST(PcScheduler, LearningResumesAtMostMaxLearningResumesTimes) {
@@ -322,20 +328,6 @@ TEST(PcScheduler, TheFirstContextsCreationChangesNothing) {
   s.learn_again(0);
   EXPECT_FALSE(s.resume_due());
   EXPECT_EQ(s.next_step(0, 0, 0, 0), Step::kEnable);
-}
-
-// Plays launches every 10 ms from `from` to `to` through whatever the scheduler asks (windows
-// close at once), with a module last loaded at `module_ns`. Returns when it asked to disable, or
-// 0 if it never did.
-uint64_t launches_until_disabled(PcScheduler &s, uint64_t from, uint64_t to, uint64_t module_ns) {
-  for (uint64_t t = from; t < to; t += 10 * kMs) {
-    const Step st = s.next_step(t, 10, /*window_launches=*/32, 0, module_ns);
-    if (st == Step::kDisable) return t;
-    if (st == Step::kStart) s.on_started(t);
-    if (st == Step::kStop) s.on_stopped(t, 1);
-    if (st == Step::kDrain) s.on_drained(10, 1, t);
-  }
-  return 0;
 }
 
 TEST(PcScheduler, AModuleLoadedBetweenEpisodesResumesLearningAtTheNextLaunch) {
