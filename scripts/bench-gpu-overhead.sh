@@ -18,7 +18,8 @@
 #   fake          the library with its semaphores raised by the benchmark itself (the library's
 #                 attached cost without the uprobe traps of a real consumer)
 #   fake-corr     the same, cuda_correlation only (launches announced, no kernel timing)
-#   base-nocons / base-attached   another build (--base-lib), e.g. the previous release
+#   base-nocons / base-attached / base-agent   another build (--base-lib), e.g. the previous
+#                 release (base-agent: with tools/agent's consumer, as agent)
 # Round i runs every variant once (order rotated by i; eager/graph order alternates), each
 # (variant, mode) in its own process; the attached variants start one parcagpu-trace per run,
 # system-wide, wait for its "attached N probes" line, and keep its JSON.
@@ -81,7 +82,8 @@ for v in "${VLIST[@]}"; do
     agent|agent-nopc) needs_lib=1; needs_agent=1 ;;
     base-nocons) needs_base=1 ;;
     base-attached) needs_base=1; needs_trace=1 ;;
-    *) die "unknown variant: $v (none floor-res floor-launch nocons attached all agent agent-nopc fake fake-corr base-nocons base-attached)" ;;
+    base-agent) needs_base=1; needs_agent=1 ;;
+    *) die "unknown variant: $v (none floor-res floor-launch nocons attached all agent agent-nopc fake fake-corr base-nocons base-attached base-agent)" ;;
   esac
 done
 [ "${#VLIST[@]}" -gt 0 ] || die "no variants"
@@ -216,7 +218,7 @@ run_one() {  # run_one ROUND VARIANT MODE
     all) envs+=("CUDA_INJECTION64_PATH=$LIB" PARCAGPU_PC_SAMPLING=0 PARCAGPU_RATE_LIMIT=100000000 PARCAGPU_GRAPH_RATE_LIMIT=100000000) ;;
     fake) envs+=("CUDA_INJECTION64_PATH=$LIB" PARCAGPU_PC_SAMPLING=0); extra=(--fake-consumer all) ;;
     fake-corr) envs+=("CUDA_INJECTION64_PATH=$LIB" PARCAGPU_PC_SAMPLING=0); extra=(--fake-consumer cuda_correlation) ;;
-    base-nocons|base-attached) envs+=("CUDA_INJECTION64_PATH=$BASE_LIB") ;;
+    base-nocons|base-attached|base-agent) envs+=("CUDA_INJECTION64_PATH=$BASE_LIB") ;;
     agent) envs+=("CUDA_INJECTION64_PATH=$LIB") ;;  # defaults: PC sampling on
     agent-nopc) envs+=("CUDA_INJECTION64_PATH=$LIB" PARCAGPU_PC_SAMPLING=0) ;;
   esac
@@ -226,13 +228,14 @@ run_one() {  # run_one ROUND VARIANT MODE
     attached|all) start_consumer "$json" "$err" "$LIB" ;;
     agent|agent-nopc) start_consumer "$json" "$err" "$LIB" agent ;;
     base-attached) start_consumer "$json" "$err" "$BASE_LIB" ;;
+    base-agent) start_consumer "$json" "$err" "$BASE_LIB" agent ;;
   esac
   echo "=== $tag ===" >>"$B/programs.log"
   # shellcheck disable=SC2086  # BENCH_PREFIX is a command line by design
   line=$("${envs[@]}" $BENCH_PREFIX timeout 600 "$BIN" --mode "$m" "${prog_args[@]}" "${extra[@]}" 2>>"$B/programs.log")
   rc=$?
   echo "$line" >>"$B/programs.log"
-  case "$v" in attached|all|base-attached|agent|agent-nopc) sleep "$DRAIN_S"; stop_consumer ;; esac
+  case "$v" in attached|all|base-attached|agent|agent-nopc|base-agent) sleep "$DRAIN_S"; stop_consumer ;; esac
   ns=$(echo "$line" | awk '/^LAUNCH_OVERHEAD/ { for (i = 1; i <= NF; i++) if ($i ~ /^ns_per_launch=/) { sub(/^ns_per_launch=/, "", $i); print $i } }')
   if [ "$rc" != 0 ] || [ -z "$ns" ]; then
     log "$tag: failed (exit $rc); see $B/programs.log"
@@ -241,7 +244,7 @@ run_one() {  # run_one ROUND VARIANT MODE
   fi
   local cf="NA	NA	NA	NA	NA	NA	NA	NA	NA"
   case "$v" in attached|all|base-attached) cf=$(consumer_fields "$json") ;;
-    agent|agent-nopc) cf=$(agent_fields "$json") ;; esac
+    agent|agent-nopc|base-agent) cf=$(agent_fields "$json") ;; esac
   printf '%s\t%s\t%s\t%s\t%s\n' "$r" "$v" "$m" "$ns" "$cf" >>"$B/runs.tsv"
   printf '  %-13s %-5s %10s ns/launch\n' "$v" "$m" "$ns" >&2
 }
@@ -297,7 +300,7 @@ summarize() {
       print "consumer per variant (sums over rounds; correlations and k_matched: mean per run):"
       printf "  %-13s %-6s %5s %12s %12s %9s %9s %9s %7s %7s\n", "variant", "mode", "runs", "correlations", "k_matched", "orph_kern", "orph_eag", "orph_gr", "drops", "rd_err"
       for (a = 1; a <= nv; a++) {
-        if (VL[a] != "attached" && VL[a] != "all" && VL[a] != "base-attached" && VL[a] != "agent" && VL[a] != "agent-nopc") continue
+        if (VL[a] != "attached" && VL[a] != "all" && VL[a] != "base-attached" && VL[a] != "agent" && VL[a] != "agent-nopc" && VL[a] != "base-agent") continue
         for (b = 1; b <= 2; b++) {
           key = VL[a] SUBSEP ML[b]
           if (!(key in RUNS)) continue

@@ -16,7 +16,7 @@
 # (PARCAGPU_PC_SAMPLING=0: "all" includes pc_sample_batch, and the targets are for a consumer of
 # launches and kernels).
 #
-# Variants: nocons (nobody listens), attached (default rate limits: sampling windows), gated
+# Variants: nocons (nobody listens), attached (default rate limits: every launch tosses the coin), gated
 # (rate limits 1500/s: callbacks stay on, a limiter picks; informational), every (every launch
 # announced; informational).
 # Columns: callbacks = launch callbacks the library received (the mock's count of callbacks of

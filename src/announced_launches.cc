@@ -1,7 +1,7 @@
-// The launch path's cold part: a picked launch admitted (a window claimed, or counted in flight
-// under the safety cap; admission(), subscription_plan.h, decides which), the announced launch's
-// work at its ENTER (tracker, kernel activity, graph facts) and EXIT (cuda_correlation, or the
-// capture's probe), giving a launch up (abandon), and a claimant closing its window. Members of
+// The launch path's cold part: a picked launch admitted (counted in flight under the safety cap;
+// admission(), subscription_plan.h), the announced launch's work at its ENTER (tracker, kernel
+// activity, graph facts) and EXIT (cuda_correlation, or the capture's probe), and giving a
+// launch up (abandon). Members of
 // LaunchCallbacks (launch_callbacks.h); its hot path, the gate and subscribing are in
 // launch_callbacks.cc.
 #include "activity.h"
@@ -34,22 +34,18 @@ CUstream graph_launch_stream(CbDomain domain, uint32_t cbid, const CUpti_Callbac
 
 }  // namespace
 
-bool LaunchCallbacks::admit(Role &r, RoleState state, uint8_t kind, uint32_t correlation_id) {
+bool LaunchCallbacks::admit(Role &r, RoleState state, uint8_t kind) {
   // Picked by the coin: the one probability every launch has. A launch PC sampling samples is
   // no exception (announcing every launch of a PC window over-weighted whatever ran then, at
   // the slower durations PC sampling gives; its samples go out with correlation ID 0).
-  switch (admission(r.limit[kind], state.phase(), usdt::correlation_consumers() != 0)) {
+  switch (admission(r.limit[kind], state.phase(), usdt::correlation_consumers() != 0,
+                    r.rate_learned.load(std::memory_order_relaxed))) {
     case Admission::kRefused:
       return false;
-    case Admission::kClaim: {
-      // The time goes first: the watcher must never read an older claim's time for this one.
-      r.claimed_at_ns.store(coarse_ns(), std::memory_order_relaxed);
-      RoleState expected = state;  // the epoch too: a window of a later epoch is not ours
-      if (!r.state.compare_exchange_strong(expected, state.with(kClaimed))) return false;
-      r.claim_corr.store(correlation_id, std::memory_order_relaxed);
-      return true;
-    }
-    case Admission::kContinuous:
+    case Admission::kLearning:
+      stats_.learning.fetch_add(1, std::memory_order_relaxed);
+      return false;
+    case Admission::kAdmit:
       break;
   }
   // The coin meets the rate limits on average; the gate only caps the moment a launch rate
@@ -68,38 +64,18 @@ bool LaunchCallbacks::admit(Role &r, RoleState state, uint8_t kind, uint32_t cor
   return true;
 }
 
-// An admitted launch that must not be announced (host functions only) gives its turn back.
-void LaunchCallbacks::withdraw_admission(Role &r, RoleState state) {
-  if (state.phase() == kOpen) {
-    RoleState claimed = state.with(kClaimed);
-    r.state.compare_exchange_strong(claimed, state.with(kOpen));  // the next launch may take it
-  } else {
-    r.inflight.fetch_sub(1);
-  }
-}
+// The end of an admitted launch, whichever way it ends (also one that must not be announced,
+// host functions only): it leaves the in-flight count.
+void LaunchCallbacks::finish_admission(Role &r) { r.inflight.fetch_sub(1); }
 
-// The end of an admitted launch, whichever way it ends. A windowed one hands its window over
-// for closing; false if the watcher abandoned it already (and did the cleaning up). A continuous
-// one leaves the in-flight count.
-bool LaunchCallbacks::finish_admission(Role &r, uint64_t epoch, bool windowed) {
-  if (!windowed) {
-    r.inflight.fetch_sub(1);
-    return true;
-  }
-  RoleState claimed{epoch, kClaimed};
-  return r.state.compare_exchange_strong(claimed, RoleState{epoch, kClosing});
-}
-
-void LaunchCallbacks::abandon(Role &r, uint64_t epoch, uint32_t correlation_id, bool windowed,
-                              bool holds_activity) {
-  if (!finish_admission(r, epoch, windowed)) return;
+void LaunchCallbacks::abandon(Role &r, uint32_t correlation_id, bool holds_activity) {
+  finish_admission(r);
   tracker_.remove(correlation_id);
   if (holds_activity) activity_.launch_end();
   stats_.abandoned.fetch_add(1, std::memory_order_relaxed);
-  close_if_requested(r);
 }
 
-void LaunchCallbacks::begin_announced(ThreadLaunch &t, Role &r, RoleState state, uint8_t kind,
+void LaunchCallbacks::begin_announced(ThreadLaunch &t, Role &r, uint8_t kind,
                                       const CUpti_CallbackData *cb) {
   const bool graph = kind == kGraphRole;
   uint32_t expected_kernels = graph ? 0 : 1;
@@ -112,7 +88,7 @@ void LaunchCallbacks::begin_announced(ThreadLaunch &t, Role &r, RoleState state,
     if (f.known && f.kernel_nodes == 0 && !f.has_conditional) {
       // Host functions only: no kernel will ever carry this ID (docs/cupti-facts.md, fact 8).
       t.announce = false;
-      withdraw_admission(r, state);
+      finish_admission(r);
       graphs_.count_hostonly_launch();
       return;
     }
@@ -139,7 +115,7 @@ void LaunchCallbacks::begin_announced(ThreadLaunch &t, Role &r, RoleState state,
     // silent loss for that consumer. Not announced.
     if (usdt::activity_batch_consumers() != 0 || usdt::kernel_executed_consumers() != 0) {
       t.announce = false;
-      withdraw_admission(r, state);
+      finish_admission(r);
     }
     return;
   }
@@ -147,17 +123,15 @@ void LaunchCallbacks::begin_announced(ThreadLaunch &t, Role &r, RoleState state,
                        coarse_ns(), expected_kernels)) {
     if (conditional_exec) graphs_.on_conditional_unannounced(conditional_exec, cb->correlationId);
     t.announce = false;
-    withdraw_admission(r, state);
+    finish_admission(r);
     return;
   }
   t.holds_activity = activity_.launch_begin();
-  if (state.phase() == kOpen)
-    r.claim_holds_activity.store(t.holds_activity, std::memory_order_relaxed);
 }
 
-void LaunchCallbacks::end_announced(ThreadLaunch &t, Role &r, uint64_t epoch, uint8_t kind,
-                                    CbDomain domain, uint32_t cbid, const CUpti_CallbackData *cb) {
-  if (!finish_admission(r, epoch, t.windowed)) return;  // abandoned by the watcher meanwhile
+void LaunchCallbacks::end_announced(ThreadLaunch &t, Role &r, uint8_t kind, CbDomain domain,
+                                    uint32_t cbid, const CUpti_CallbackData *cb) {
+  finish_admission(r);
   // A graph's kernels run after its call returns, and one that finishes while kernel activity
   // is off gets a wrong end timestamp (docs/cupti-facts.md): activity stays on until the GPU is
   // past the launch. Eager kernels' records are right either way.
@@ -186,22 +160,6 @@ void LaunchCallbacks::end_announced(ThreadLaunch &t, Role &r, uint64_t epoch, ui
     stats_.left_unannounced.fetch_add(1, std::memory_order_relaxed);
   }
   if (tracker_.pending() >= config_.flush_threshold) activity_.request_flush();
-  close_if_requested(r);  // windowed: disables the role's cbids here, unless the watcher holds them
-}
-
-// The claimant marks the window kClosing and closes it here, unless the watcher holds the lock
-// (enabling another role's... or this one's cbids): then the watcher closes it when it lets go.
-// Both sides mark first and try the lock after, so one of them always sees the mark with the
-// lock free.
-void LaunchCallbacks::close_if_requested(Role &r) {
-  while (r.state.load().phase() == kClosing && r.toggle_mu.try_lock()) {
-    const RoleState s = r.state.load();
-    if (s.phase() == kClosing) {
-      set_cbids_locked(r, false);
-      r.state.store(s.with(kOff));
-    }
-    r.toggle_mu.unlock();
-  }
 }
 
 }  // namespace parcagpu

@@ -5,8 +5,8 @@
 // while nobody listens, so it cannot be what notices an attach: a watcher thread polls the
 // semaphores (a few loads from our own memory) every PARCAGPU_WATCH_INTERVAL_MS and tells the
 // subsystems that must follow the consumers (launch subscription, kernel activity, metadata
-// re-firing, PC sampling). The same thread runs their periodic work (opening sampling windows,
-// re-firing stored metadata in bounded chunks), never the application's threads.
+// re-firing, PC sampling). The same thread runs their periodic work (setting the launch coin's
+// mean, re-firing stored metadata in bounded chunks), never the application's threads.
 //
 // Why 100 ms by default: an idle poll costs one wake-up (a few microseconds of CPU) per interval,
 // 10 a second, nothing measurable; the production agent attaches once and stays attached for

@@ -56,9 +56,7 @@ LaunchCallbacks::LaunchCallbacks(const CuptiApi &cupti, const Config &config,
       sub_(cupti, config),
       role_(config.eager_rate_limit, config.graph_rate_limit,
             std::max(coarse_resolution_ns(), kSafetyCapBurstNs)) {
-  role_.rate_allows_windows = rate_allows_windows(config.eager_rate_limit, config.graph_rate_limit);
-  role_.interval_ns = window_interval_ns(window_rate(role_.limit, role_.window_counts));
-  role_.coin.set_mean(role_.rate_allows_windows ? kWindowMeanLaunches : 1);
+  role_.coin.set_mean(1);  // learned first where the limits are low (subscription_plan.h)
 }
 
 bool LaunchCallbacks::subscribe() {
@@ -68,9 +66,8 @@ bool LaunchCallbacks::subscribe() {
   if (!sub_.enable_from_start()) return false;
   debug_log(
       "subscribed: %zu callbacks from the start; %zu launch callbacks while a consumer "
-      "listens, %s; rate limits: eager %g/s, graph %g/s",
-      sub_.from_start().size(), role_.cbids.size(),
-      role_.rate_allows_windows ? "in sampling windows" : "continuously", config_.eager_rate_limit,
+      "listens; rate limits: eager %g/s, graph %g/s",
+      sub_.from_start().size(), role_.cbids.size(), config_.eager_rate_limit,
       config_.graph_rate_limit);
   return true;
 }
@@ -141,12 +138,9 @@ void LaunchCallbacks::on_enter(CbDomain domain, uint32_t cbid, const CUpti_Callb
   if (__builtin_expect(g.stale, 0)) {
     // The launch this thread was in never left as expected: given up.
     if (pc_) pc_->on_launch_exit();
-    if (t.announce) abandon(r, epoch, g.stale_corr, t.windowed, t.holds_activity);
+    if (t.announce) abandon(r, g.stale_corr, t.holds_activity);
   }
   if (g.what == GateEnter::kNotLaunch) return;
-  // The first launch into a sampling window says whether it opened in a wait (window_judged).
-  if (state.phase() == kOpen && r.window_first_enter_ns.load(std::memory_order_relaxed) == 0)
-    r.window_first_enter_ns.store(monotonic_ns(), std::memory_order_relaxed);
   // PC sampling's windows open and close at launch entries, announced or not.
   if (pc_needs_launches_.load(std::memory_order_relaxed)) {
     if (t.gated) release_pc_gate(t, pc_);  // an untracked call that never came back to us
@@ -168,9 +162,8 @@ void LaunchCallbacks::on_enter(CbDomain domain, uint32_t cbid, const CUpti_Callb
   }
   t.captured = false;
   t.holds_activity = false;
-  t.windowed = state.phase() == kOpen;
-  t.announce = g.what == GateEnter::kPicked && admit(r, state, kind, cb->correlationId);
-  if (t.announce) begin_announced(t, r, state, kind, cb);
+  t.announce = g.what == GateEnter::kPicked && admit(r, state, kind);
+  if (t.announce) begin_announced(t, r, kind, cb);
 }
 
 void LaunchCallbacks::on_exit(CbDomain domain, uint32_t cbid, const CUpti_CallbackData *cb) {
@@ -190,10 +183,10 @@ void LaunchCallbacks::on_exit(CbDomain domain, uint32_t cbid, const CUpti_Callba
   if (!t.announce) return;
   if (t.g.correlation_id != cb->correlationId) {
     // Its EXIT carries another ID than its ENTER: which one its kernels carry is unknown.
-    abandon(r, epoch, t.g.correlation_id, t.windowed, t.holds_activity);
+    abandon(r, t.g.correlation_id, t.holds_activity);
     return;
   }
-  end_announced(t, r, epoch, t.g.kind, domain, cbid, cb);
+  end_announced(t, r, t.g.kind, domain, cbid, cb);
 }
 
 }  // namespace parcagpu

@@ -4,25 +4,25 @@
 // the probe at its EXIT).
 // One class in four files: launch_callbacks.cc (subscribing, the launch path's hot part: the
 // gate, PC sampling's launch hooks), announced_launches.cc (a picked launch admitted, the
-// announced launch's work at ENTER and EXIT, abandoning one, a claimant closing its window),
-// launch_roles.cc (the watcher: the launch callbacks' phase, toggling their cbids, the coin's
-// mean, the window rate) and resource_callbacks.cc (graph, module and context resources, stream
-// capture, graph uploads). The phase and epoch: role_state.h; what the watcher and an admitted
-// launch decide: subscription_plan.h; the CUPTI subscription itself: callback_subscription.h;
-// the per-thread launch state and the cbid index: launch_path.h.
+// announced launch's work at ENTER and EXIT, abandoning one), launch_roles.cc (the watcher: the
+// launch callbacks' phase, toggling their cbids, the coin's mean) and resource_callbacks.cc (graph,
+// module and context resources, stream capture, graph uploads). The phase and epoch: role_state.h;
+// what the watcher and an admitted launch decide: subscription_plan.h; the CUPTI subscription
+// itself: callback_subscription.h; the per-thread launch state and the cbid index: launch_path.h.
 //
 // From process start only the non-launch entries of kSubscribedCallbacks are enabled (graph
 // resources: what must be seen before any consumer comes). The launch callbacks are enabled
-// only while a consumer listens to cuda_correlation, windowed or continuously: the policy, with
-// its constants, is subscription_plan.h; which launches are announced, launch_gate.h.
+// only while a consumer listens to cuda_correlation (or PC sampling needs launches), and then
+// every launch tosses the coin: the policy, with its constants, is subscription_plan.h; which
+// launches are announced, launch_gate.h.
 //
 // Enabling callbacks while launches are in flight means the first callback a thread sees may be
 // the driver call nested in a runtime launch whose ENTER came before the enable: announcing it
 // would report the driver cbid for a runtime launch. Each enabling starts a new epoch once every
 // launch cbid is on; a thread's first launch ENTER in an epoch is never a candidate,
 // whatever its API (launch_gate.h). An announced launch keeps the
-// callbacks on until its EXIT: a window is closed by its claimant, and a continuous subscription
-// is drained of announced launches before its cbids go off. If the EXIT does not come as
+// callbacks on until its EXIT: the subscription is drained of announced launches before its
+// cbids go off. If the EXIT does not come as
 // expected (an ID that differs from the ENTER's, or a thread that never returns), the launch is
 // abandoned, not announced: its tracker entry and its share of kernel activity are released by
 // whoever notices first (its thread's next callback of the role, or the watcher after
@@ -58,10 +58,9 @@ struct ThreadLaunch;  // launch_path.h
 struct LaunchStats {
   std::atomic<uint64_t> announced_eager{0};
   std::atomic<uint64_t> announced_graph{0};
-  std::atomic<uint64_t> rate_limited{0};      // continuous mode: picked, over the safety cap
+  std::atomic<uint64_t> rate_limited{0};      // picked, over the safety cap
+  std::atomic<uint64_t> learning{0};          // picked while the launch rate was learned
   std::atomic<uint64_t> captured{0};          // launches recorded into a graph: not executions
-  std::atomic<uint64_t> windows{0};           // sampling windows opened
-  std::atomic<uint64_t> idle_spells{0};       // continuous spells for windows opened in waits
   std::atomic<uint64_t> left_unannounced{0};  // admitted, but the consumer left before EXIT
   std::atomic<uint64_t> abandoned{0};         // admitted, EXIT not as expected: not announced
   std::atomic<uint64_t> callback_errors{0};
@@ -95,42 +94,30 @@ class LaunchCallbacks : public ConsumerWatcher::Client {
   const LaunchStats &stats() const { return stats_; }
 
  private:
-  // A role's phase (role_state.h), unqualified in the member functions: kOff, kOpen, ...
+  // A role's phase (role_state.h), unqualified in the member functions: kOff, kContinuous, ...
   using enum RolePhase;
   // Every launch cbid, eager and graph, is in the one Role: one epoch, one phase, one coin
   // (launch_gate.h: one inclusion probability for every launch), with each kind's rate limit.
   struct Role {
     std::vector<SubscribedCallback> cbids;  // driver ones first: see subscribe
-    bool rate_allows_windows = true;        // every limit <= kMaxWindowRate: windows may serve them
-    uint64_t interval_ns = 0;               // windowed: between window openings (window_rate)
     // Epoch and phase in one atomic word (role_state.h says why). The epoch grows each time the
     // cbids are all enabled.
     alignas(64) AtomicRoleState state;
-    std::atomic<int32_t> inflight{0};  // continuous: announced launches inside their API call
+    std::atomic<int32_t> inflight{0};  // announced launches inside their API call
     // The epoch begun while starting (see set_starting): clean, in launch_gate.h's terms.
     std::atomic<uint64_t> clean_epoch{0};
-    // Windowed: the claimant's launch, for whoever has to abandon it.
-    std::atomic<uint32_t> claim_corr{0};
-    // Counted in by ActivityCollector::launch_begin: owes a launch_end.
-    std::atomic<bool> claim_holds_activity{false};
-    std::atomic<uint64_t> claimed_at_ns{0};  // coarse clock
-    // Windowed: when the open window's cbids were all on, and when its first launch entered (0:
-    // none yet; monotonic, once a window), for the watcher to judge (window_judged).
-    std::atomic<uint64_t> window_opened_ns{0};
-    std::atomic<uint64_t> window_first_enter_ns{0};
     LaunchCoin coin;  // which launches are picked (launch_gate.h)
-    // Continuous: a cap on picks per kind (kSafetyCapFactor x its limit).
+    // The coin's mean meets the limits (false while the launch rate is learned, kLearnNs).
+    std::atomic<bool> rate_learned{false};
+    // A cap on picks per kind (kSafetyCapFactor x its limit).
     RateGate safety_cap[kGateRoles];
     std::mutex toggle_mu;  // enabling and disabling never interleave
-    // Watcher thread only: the window schedule, saturation and draining (subscription_plan.h),
-    // each kind's rate limit, each kind's launch-rate estimate (per second; < 0: none yet) with
-    // when it was last updated, and each kind's share of the launches counted in windows
-    // (smoothed counts).
+    // Watcher thread only: draining (subscription_plan.h), each kind's rate limit, each kind's
+    // launch-rate estimate (per second; < 0: none yet) with when it was last updated.
     WatcherRoleState plan;
     double limit[kGateRoles];
     double launch_rate[kGateRoles] = {-1, -1};
     uint64_t rate_at_ns = 0;
-    double window_counts[kGateRoles] = {0, 0};
     Role(double eager_limit, double graph_limit, uint64_t tolerance_ns)
         : safety_cap{{eager_limit * kSafetyCapFactor, tolerance_ns},
                      {graph_limit * kSafetyCapFactor, tolerance_ns}},
@@ -138,22 +125,17 @@ class LaunchCallbacks : public ConsumerWatcher::Client {
   };
   // The watcher's side (launch_roles.cc).
   SubscriptionWant want(const Role &r) const;
-  // Continuous: the coin's mean from the launches counted (watcher thread).
+  // The coin's mean from the launches counted (watcher thread).
   void adapt_coin(Role &r, uint64_t now_ns);
-  void start_coin(Role &r);  // entering continuous: the mean from what is known
-  // Windowed: each kind's share of the launches counted, and the interval to the next window.
-  void adapt_windows(Role &r);
+  void start_coin(Role &r, uint64_t now_ns);  // the callbacks going on: the mean from what is known
   // Moves the launch callbacks towards what is wanted now (watcher thread); returns when to
   // look again.
   uint64_t reconcile(Role &r, uint64_t now_ns);
   // reconcile's stages, each deciding by subscription_plan.h and applying it: a drain settled
-  // (false: look again at *next_ns), a claim abandoned, the plan's action carried out.
+  // (false: look again at *next_ns), the plan's action carried out.
   bool settle_draining(Role &r, SubscriptionWant w, uint64_t now_ns, uint64_t *next_ns);
   uint64_t apply_plan(Role &r, const RolePlan &plan, uint64_t now_ns);
   void enable_continuous(Role &r);
-  void close_open_window(Role &r);
-  // Windowed: the window last claimed and closed, judged (opened in a wait or not), once.
-  void judge_closed_window(Role &r, uint64_t now_ns);
   void tell_pc_whether_observed();
 
   // The launch path's hot part (launch_callbacks.cc).
@@ -167,16 +149,15 @@ class LaunchCallbacks : public ConsumerWatcher::Client {
   // (launch_path.h).
   // Picked launches only: one inside a PC sampling window is no exception (its PC samples go
   // out without a CPU stack, correlation ID 0, unless the coin picked it).
-  bool admit(Role &r, RoleState state, uint8_t kind, uint32_t correlation_id);
-  __attribute__((noinline, cold)) void begin_announced(ThreadLaunch &t, Role &r, RoleState state,
-                                                       uint8_t kind, const CUpti_CallbackData *cb);
-  __attribute__((noinline, cold)) void end_announced(ThreadLaunch &t, Role &r, uint64_t epoch,
-                                                     uint8_t kind, CbDomain domain, uint32_t cbid,
+  bool admit(Role &r, RoleState state, uint8_t kind);
+  __attribute__((noinline, cold)) void begin_announced(ThreadLaunch &t, Role &r, uint8_t kind,
+                                                       const CUpti_CallbackData *cb);
+  __attribute__((noinline, cold)) void end_announced(ThreadLaunch &t, Role &r, uint8_t kind,
+                                                     CbDomain domain, uint32_t cbid,
                                                      const CUpti_CallbackData *cb);
-  __attribute__((noinline, cold)) void abandon(Role &r, uint64_t epoch, uint32_t correlation_id,
-                                               bool windowed, bool holds_activity);
-  bool finish_admission(Role &r, uint64_t epoch, bool windowed);
-  void withdraw_admission(Role &r, RoleState state);
+  __attribute__((noinline, cold)) void abandon(Role &r, uint32_t correlation_id,
+                                               bool holds_activity);
+  void finish_admission(Role &r);
   // Not launches (resource_callbacks.cc): explicit graph uploads and the resource domain.
   __attribute__((noinline, cold)) void on_graph_upload(const CUpti_CallbackData *cb);
   __attribute__((noinline, cold)) void on_resource(ThreadLaunch &t, CUpti_CallbackId cbid,
@@ -185,13 +166,8 @@ class LaunchCallbacks : public ConsumerWatcher::Client {
   // instead of running it. False if the thread (`t`, its launch state) is in no launch call.
   bool note_captured_launch(ThreadLaunch &t, const CUpti_GraphData *gd);
 
-  // Toggling a role's cbids (launch_roles.cc): set_cbids_locked with toggle_mu held,
-  // open_window takes it.
+  // Toggling a role's cbids (launch_roles.cc), with toggle_mu held.
   void set_cbids_locked(Role &r, bool on);
-  void open_window(Role &r);
-  // Closes a window marked kClosing if toggle_mu is free (launch_callbacks.cc: mostly at the
-  // claimant's EXIT).
-  void close_if_requested(Role &r);
 
   const CuptiApi &cupti_;
   const Config &config_;

@@ -3,7 +3,7 @@
 // callback it receives.
 //
 // Why not by time. Taking "the first launch after a time point" (a sampling window claimed by
-// the first launch to enter, or a rate gate's next allowed time) samples each launch in
+// a launch after it opened, or a rate gate's next allowed time) samples each launch in
 // proportion to the idle time before it: in a loop that synchronizes each step, nearly always
 // the launch after the synchronize (on an H100, 966 of 979 announced PyTorch launches were the
 // one elementwise kernel after the step's synchronize, while a GEMM had 88% of the GPU time);
@@ -23,12 +23,12 @@
 // first callback after the callbacks were switched on may be such a nested driver call, of a
 // runtime launch whose ENTER came before: it cannot be told from a driver launch of its own.
 // The rule is the same for both APIs: a thread's first launch ENTER in an epoch (each enabling of
-// a role's callbacks) is never a candidate, runtime or driver; from its end on the thread's
-// nesting is known. (Trusting runtime ENTERs at once and suspecting only driver ones, as before,
-// handed every sampling window to runtime launches: in a process mixing both, 0 of 1200 driver
-// launches were announced.) The first launch after an enabling is also the one the time-based
-// bias favours most, so it is best left out anyway. An epoch begun before any launch could be in
-// flight (the library starting) is clean: every ENTER is a candidate from the first.
+// the launch callbacks, when a consumer attaches) is never a candidate, runtime or driver; from
+// its end on the thread's nesting is known. (Trusting runtime ENTERs at once and suspecting only
+// driver ones handed the picks to runtime launches: in a process mixing both, 0 of 1200 driver
+// launches were announced.) One launch per thread per attach is left out, whatever it is. An
+// epoch begun before any launch could be in flight (the library starting) is clean: every ENTER
+// is a candidate from the first.
 #pragma once
 
 #include <algorithm>
@@ -45,7 +45,7 @@ namespace parcagpu {
 // any moment, so the GPU time a consumer sums over the announced launches weighs eager and
 // graph kernels alike (issue 27: with a coin and windows per kind at each kind's rate limit, an
 // eager launch was 2.5 to 5 times as likely to be announced as a graph launch). A kind's rate
-// limit is a cap on cost, met by lowering the one probability (inclusion_mean, window_rate).
+// limit is a cap on cost, met by lowering the one probability (inclusion_mean).
 // The kind only says which counter a launch is counted in.
 inline constexpr uint8_t kEagerRole = 0, kGraphRole = 1;
 inline constexpr int kGateRoles = 2;
@@ -149,32 +149,13 @@ class LaunchCoin {
 
 // The one probability, from each kind's rate limit (announced launches per second; <= 0: that
 // kind is never announced and left out) and what is known of its launches. Pure: unit-tested.
-//
-// Continuous (every launch tosses the coin): the coin's mean, so that no kind's announced
-// launches exceed its limit: max over kinds of launch rate / limit, at least 1. `launch_rate`
-// < 0: not known yet (left out).
+// The coin's mean, so that no kind's announced launches exceed its limit: max over kinds of
+// launch rate / limit, at least 1. `launch_rate` < 0: not known yet (left out).
 inline double inclusion_mean(const double limit[kGateRoles], const double launch_rate[kGateRoles]) {
   double mean = 1;
   for (int k = 0; k < kGateRoles; ++k)
     if (limit[k] > 0 && launch_rate[k] > 0) mean = std::max(mean, launch_rate[k] / limit[k]);
   return mean;
-}
-// Windowed (each window announces one launch, the first the coin picks, whatever its kind):
-// windows per second, so that kind k's announcements (windows x its share of the launches)
-// stay within its limit: min over kinds of limit / share. `weight`: each kind's launches in any
-// unit (counts, rates; < 0 counts as 0), its share being its part of their sum (all 0: not
-// known yet, then the smallest limit, the safe side).
-inline double window_rate(const double limit[kGateRoles], const double weight[kGateRoles]) {
-  double total = 0;
-  for (int k = 0; k < kGateRoles; ++k) total += std::max(weight[k], 0.0);
-  double rate = -1, smallest = -1;
-  for (int k = 0; k < kGateRoles; ++k) {
-    if (limit[k] <= 0) continue;
-    if (smallest < 0 || limit[k] < smallest) smallest = limit[k];
-    const double share = total > 0 ? std::max(weight[k], 0.0) / total : 0;
-    if (share > 0 && (rate < 0 || limit[k] / share < rate)) rate = limit[k] / share;
-  }
-  return rate > 0 ? rate : std::max(smallest, 0.0);
 }
 
 // What a launch callback is, for one thread.

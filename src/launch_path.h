@@ -45,7 +45,6 @@ struct ThreadLaunch {
   // its coin (launch_gate.h).
   GateThread g;
   bool announce;
-  bool windowed;        // announced through a sampling window (else a continuous subscription)
   bool captured;        // a graph node was created inside it: recorded by stream capture, not run
   bool holds_activity;  // announced and counted in by ActivityCollector::launch_begin: owes its
                         // launch_end

@@ -213,9 +213,8 @@ double u(uint64_t v) { return static_cast<double>(v); }
 void log_launch_totals(const LaunchStats &l, const ActivityStats &a) {
   log_totals("launches", {{"announced eager", u(l.announced_eager.load())},
                           {"graph", u(l.announced_graph.load())},
-                          {"sampling windows", u(l.windows.load())},
-                          {"continuous for windows opened in waits", u(l.idle_spells.load())},
                           {"rate-limited", u(l.rate_limited.load())},
+                          {"picked while learning the launch rate", u(l.learning.load())},
                           {"captured", u(l.captured.load())},
                           {"consumer left during the call", u(l.left_unannounced.load())},
                           {"abandoned", u(l.abandoned.load())},

@@ -1,5 +1,5 @@
-// How many launches are announced while a role's launch callbacks are on all the time (rate
-// limits above what sampling windows serve, see launch_callbacks.h): a process-wide limiter
+// A cap on how many launches are announced (the safety cap behind the launch coin,
+// subscription_plan.h; PC sampling's graph registrations): a process-wide limiter
 // (GCRA, the "virtual scheduling" form of a token bucket), one atomic word shared by every
 // launching thread. A launch is let through if the next allowed time is not more than
 // `tolerance` ahead of now; letting it through moves that time on by one interval.

@@ -6,8 +6,8 @@
 // Why packed. Both live in one 64-bit word, one std::atomic (AtomicRoleState below, as
 // Role::state), so that a launch reads its role's epoch and phase together with one load, never
 // a phase of one epoch with the epoch of another; and so that a phase change is one
-// compare-and-swap on both (a launch claiming the window it saw fails if a window of a later
-// epoch opened meanwhile). Layout: epoch << 8 | phase. The names compile to the same shifts,
+// compare-and-swap on both (an admitted launch that finds another state than the one it was
+// admitted in backs off). Layout: epoch << 8 | phase. The names compile to the same shifts,
 // masks and atomic operations as the bare word did: this is on the application's launch path.
 #pragma once
 
@@ -19,11 +19,8 @@ namespace parcagpu {
 // How a role's launch cbids are enabled now.
 enum class RolePhase : uint8_t {
   kOff,         // disabled
-  kOpen,        // windowed: enabled, waiting for a launch to claim the window
-  kClaimed,     // windowed: a launch claimed it; its EXIT closes the window
-  kClosing,     // windowed: the claimant finished while the watcher held the toggle lock
-  kContinuous,  // enabled while a consumer listens
-  kDraining,    // continuous, consumer gone: off once the announced launches in flight ended
+  kContinuous,  // enabled while a consumer listens (or PC sampling needs launches)
+  kDraining,    // nobody wants launches: off once the announced launches in flight ended
 };
 
 class RoleState {

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Lazy subscription (issue 11): launch callbacks are enabled only while a consumer listens, and
-at the default rates only in sampling windows. Consumers come and go in the middle of launches of
+"""Lazy subscription (issue 11): launch callbacks are enabled only while a consumer listens (and
+then every launch tosses the coin, issue 41). Consumers come and go in the middle of launches of
 every launch path, at every point of the runtime/driver callback sequence, and what reaches the
 consumer stays right: the outermost cbid, once, with all its kernels, nothing for launches whose
 start was not seen, nothing for a launch whose consumer left before it ended.
@@ -29,7 +29,7 @@ class AttachDetachInLaunches(unittest.TestCase):
     def run_attach_detach(self, env):
         # parcagpu-trace also listens to pc_sample_batch, and PC sampling keeps the launch
         # callbacks on for every launch while it runs (its own tests cover that): off here, so
-        # this is about launch consumers alone, windows included.
+        # this is about launch consumers alone.
         env = dict(env, PARCAGPU_WATCH_INTERVAL_MS="5", PARCAGPU_PC_SAMPLING="0")
         # Two recorders: bpftrace lists every announcement (ID and cbid); parcagpu-trace reads
         # every kernel record of every activity_batch, as the production agent does, and joins.
@@ -127,14 +127,14 @@ class AttachDetachInLaunches(unittest.TestCase):
         self.assertEqual(t[("detached", "rt")], (0, n))
         self.assertEqual(t[("detached", "drv")], (0, self.drv))
 
-    def test_sampling_windows_at_the_default_rates(self):
+    def test_at_the_default_rates(self):
         launches, announced = self.run_attach_detach({})
         t = self.table(launches, announced)
         n = 3 * self.rt
         self.assertEqual(t[("attach-mid", "rt")], (0, n))
         self.assertEqual(t[("attach-mid", "drv")], (0, self.drv))
-        # The window opened at the attach goes to the first launch whose start was seen (the
-        # last sync launch); attached-1 and -2 get one only if the next window opened meanwhile.
+        # After the attach the library learns the launch rate, then the coin picks one launch in
+        # as many as the limits allow (the last sync launch); attached-1 and -2 only by chance.
         self.check_sync(launches, announced)
         self.assertEqual(t[("detach-mid", "rt")], (0, n))
         self.assertEqual(t[("detach-mid", "drv")], (0, self.drv))

@@ -41,15 +41,31 @@ def run(step, seconds):
 
 
 def profile_to(path, step, seconds, **extra):
-    """Runs the loop under torch.profiler and writes {"steps", "gpu_ns_by_kernel", **extra} as
-    JSON to `path`; returns (steps, kernel names)."""
+    """Runs the loop under torch.profiler and writes {"steps", "gpu_ns_by_kernel",
+    "graph_gpu_ns", **extra} as JSON to `path`; returns (steps, kernel names). graph_gpu_ns: the
+    GPU ns of the kernels Kineto correlates to a graph launch (cudaGraphLaunch, cuGraphLaunch and
+    their _ptsz forms), from its trace's correlation IDs."""
+    import os
+    import tempfile
     from torch.profiler import ProfilerActivity, profile
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
         n = run(step, seconds)
     by_kernel = {}
     for e in prof.events():
         if e.device_type == torch.autograd.DeviceType.CUDA and e.time_range.elapsed_us() > 0:
             by_kernel[e.name] = by_kernel.get(e.name, 0) + int(e.time_range.elapsed_us() * 1000)
+    fd, trace = tempfile.mkstemp(suffix=".json")
+    os.close(fd)
+    try:
+        prof.export_chrome_trace(trace)
+        events = json.load(open(trace)).get("traceEvents", [])
+    finally:
+        os.unlink(trace)
+    graph_corr = {e["args"]["correlation"] for e in events
+                  if e.get("cat") in ("cuda_runtime", "cuda_driver")
+                  and "GraphLaunch" in e.get("name", "") and "correlation" in e.get("args", {})}
+    graph_ns = sum(int(e.get("dur", 0) * 1000) for e in events
+                   if e.get("cat") == "kernel" and e.get("args", {}).get("correlation") in graph_corr)
     with open(path, "w") as f:
-        json.dump(dict(extra, steps=n, gpu_ns_by_kernel=by_kernel), f)
+        json.dump(dict(extra, steps=n, gpu_ns_by_kernel=by_kernel, graph_gpu_ns=graph_ns), f)
     return n, len(by_kernel)

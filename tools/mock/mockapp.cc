@@ -222,6 +222,10 @@ const std::vector<OptionSpec> &option_table() {
        "--gpu-bound: each step also launches one graph of kernels K "
        "(cudaGraphLaunch, or --apis' graph APIs in turn), US us of GPU time each",
        kernel_times("gpu-graph", &Options::gpu_graph)},
+      {"cpu-before", "K:US,...",
+       "--gpu-bound: before launching kernel K (\"graph\": the step's graph) the thread works US "
+       "us on the CPU (busy): launches after CPU stretches of different lengths",
+       kernel_times("cpu-before", &Options::cpu_before)},
       {"sync-every", "N", "--gpu-bound: synchronize every N steps (0: never)",
        integer("sync-every", 0, 1000000, &Options::sync_every)},
       {"queue-limit-us", "N",
@@ -298,6 +302,7 @@ bool parse_options(int argc, char **argv, Options *o) {
   if (o->library == "none" && o->preload) return fail("--preload needs a LIB");
   if (o->loop && o->scenarios.empty()) return fail("--loop needs --scenario");
   if (!o->gpu_graph.empty() && o->gpu_bound.empty()) return fail("--gpu-graph needs --gpu-bound");
+  if (!o->cpu_before.empty() && o->gpu_bound.empty()) return fail("--cpu-before needs --gpu-bound");
   return true;
 }
 

@@ -28,10 +28,10 @@ struct Options {
   std::vector<std::string> kernel_names;  // from --kernel-names; empty: the defaults
   int status_interval_ms = 0;
   std::vector<std::string> scenarios;
-  bool loop = false;       // repeat the scenarios until --duration has passed (soak runs)
-  int fork_children = 0;   // children forked while the workload runs; each calls exit() at once
+  bool loop = false;      // repeat the scenarios until --duration has passed (soak runs)
+  int fork_children = 0;  // children forked while the workload runs; each calls exit() at once
   std::string exit_how = "exit";  // how the process ends: exit, quick_exit, _exit
-  std::string fake_consumer;  // --fake-consumer: probes whose semaphores the app raises itself
+  std::string fake_consumer;      // --fake-consumer: probes whose semaphores the app raises itself
   // --apis: the timed workload launches through these APIs only (names of the cbid table), each
   // thread cycling through them, or with --api-per-thread thread t through apis[t % n] alone.
   std::vector<std::string> apis;
@@ -44,6 +44,9 @@ struct Options {
   // turn (an inference server's eager prefill and graph decode, a training step's eager
   // forward/backward and captured optimizer).
   std::vector<std::pair<std::string, uint64_t>> gpu_graph;
+  // --cpu-before: CPU work (ns, busy) a --gpu-bound step does before launching the named kernel
+  // ("graph": before its graph launch), as cuBLAS choosing a GEMM or Python between launches.
+  std::vector<std::pair<std::string, uint64_t>> cpu_before;
   int sync_every = 1;
   uint64_t queue_limit_ns = 0;  // --queue-limit-us: launches block on a full queue
 };

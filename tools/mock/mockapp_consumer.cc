@@ -228,11 +228,14 @@ void scenario_attach_detach(Kernels &k) {
     for (MockLaunchPoint p : points) {
       launch(cb, "attach-mid", AttachDetach::kAttach, p);
       // Until one is announced: then the attach has been served, and this thread's nesting is
-      // known to the library.
-      int tries = 0;
-      while (!launch(cb, "sync", AttachDetach::kNone, p) && ++tries < 1000) {
+      // known to the library (which first learns the launch rate, then announces one launch in
+      // as many as the rate limits allow: thousands here, so a time bound, not a count).
+      const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+      bool announced = false;
+      while (!(announced = launch(cb, "sync", AttachDetach::kNone, p)) &&
+             std::chrono::steady_clock::now() < give_up) {
       }
-      if (tries == 1000) {
+      if (!announced) {
         g_mock_errors.fetch_add(1);
         std::fprintf(stderr, "parcagpu-mockapp: %s never announced after an attach\n", cb.name);
       }

@@ -8,14 +8,13 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
-#include "parcagpu/cbid_table.h"
 #include "mockapp.h"
+#include "parcagpu/cbid_table.h"
 
 namespace mockapp {
 
@@ -223,17 +222,17 @@ void replay_step_graph(Kernels &k, uint64_t ms) {
   CUgraphExec exec = nullptr;
   check(mock_cuda_graph_instantiate(&exec, graph), "cudaGraphInstantiate");
   launch_for(ms, 200, [&] {
-    check(mock_cuda_graph_launch(kRt, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000, exec,
-                                 nullptr),
-          "cudaGraphLaunch");
+    check(
+        mock_cuda_graph_launch(kRt, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000, exec, nullptr),
+        "cudaGraphLaunch");
   });
   destroy(exec, graph);
 }
 
 void launch_eager(Kernels &k, const char *name) {
-  check(mock_cuda_launch(kRt, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, k.next(name),
-                         nullptr),
-        "cudaLaunchKernel");
+  check(
+      mock_cuda_launch(kRt, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, k.next(name), nullptr),
+      "cudaLaunchKernel");
 }
 
 // Kernels first run inside a graph long after the program began, when PC sampling has stopped
@@ -314,8 +313,7 @@ const Scenario kScenarios[] = {
     {"graph-driver-ptsz",
      [](Kernels &k) {
        CUgraphExec exec = kernel_graph_exec(k, 3);
-       graph_launch_n(kDrv, CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz, exec,
-                      CU_STREAM_PER_THREAD);
+       graph_launch_n(kDrv, CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz, exec, CU_STREAM_PER_THREAD);
        destroy(exec);
      }},
     {"graph-upload",
@@ -487,10 +485,19 @@ GpuBoundApis gpu_bound_apis(const Options &o) {
       if (is_launch_role(cb.role) && name == cb.name)
         (cb.role == parcagpu::CbRole::GraphLaunch ? a.graph : a.eager)
             .push_back({static_cast<uint32_t>(cb.domain), cb.cbid, is_ptsz(cb.name)});
-  if (a.eager.empty()) a.eager.push_back({kRt, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, false});
+  if (a.eager.empty())
+    a.eager.push_back({kRt, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, false});
   if (a.graph.empty())
     a.graph.push_back({kRt, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000, false});
   return a;
+}
+
+// Busy CPU work for `ns` (not a sleep: the thread stays on its CPU, as host code between
+// launches does).
+void cpu_work(uint64_t ns) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::nanoseconds(ns);
+  while (std::chrono::steady_clock::now() < until) {
+  }
 }
 
 void gpu_bound_thread(const Options &o, const std::vector<CUfunction> *functions,
@@ -510,14 +517,25 @@ void gpu_bound_thread(const Options &o, const std::vector<CUfunction> *functions
     check(mock_cuda_graph_instantiate(&exec, graph), "cudaGraphInstantiate");
     check(mock_cuda_graph_destroy(graph), "cudaGraphDestroy");
   }
+  // --cpu-before: the CPU work before each eager kernel (by its place in the step) and the graph.
+  std::vector<uint64_t> cpu_ns(functions->size(), 0);
+  uint64_t graph_cpu_ns = 0;
+  for (const auto &[name, ns] : o.cpu_before) {
+    if (name == "graph") graph_cpu_ns += ns;
+    for (size_t i = 0; i < o.gpu_bound.size(); ++i)
+      if (o.gpu_bound[i].first == name) cpu_ns[i] += ns;
+  }
   // Every launch on the one stream, whatever its API: the step's kernels run one after another.
   uint64_t step = 0, eager = 0;
   while (std::chrono::steady_clock::now() < end) {
-    for (CUfunction f : *functions) {
+    for (size_t i = 0; i < functions->size(); ++i) {
+      if (cpu_ns[i]) cpu_work(cpu_ns[i]);
       const Path &p = apis.eager[eager++ % apis.eager.size()];
-      check(mock_cuda_launch(p.domain, p.cbid, f, stream), mock_cuda_api_name(p.domain, p.cbid));
+      check(mock_cuda_launch(p.domain, p.cbid, (*functions)[i], stream),
+            mock_cuda_api_name(p.domain, p.cbid));
     }
     if (exec) {
+      if (graph_cpu_ns) cpu_work(graph_cpu_ns);
       const Path &p = apis.graph[step % apis.graph.size()];
       check(mock_cuda_graph_launch(p.domain, p.cbid, exec, stream),
             mock_cuda_api_name(p.domain, p.cbid));
@@ -556,8 +574,7 @@ void run_gpu_bound(const Options &o, Kernels &) {
   // counts both).
   nlohmann::json truth = nlohmann::json::object();
   for (const auto *list : {&o.gpu_bound, &o.gpu_graph})
-    for (const auto &[name, ns] : *list)
-      truth[name] = truth.value(name, uint64_t{0}) + total * ns;
+    for (const auto &[name, ns] : *list) truth[name] = truth.value(name, uint64_t{0}) + total * ns;
   std::printf("MOCKAPP_GPU_TRUTH %s\n", truth.dump().c_str());
   std::fprintf(stderr, "parcagpu-mockapp: --gpu-bound: %llu steps\n",
                static_cast<unsigned long long>(total));

@@ -1,11 +1,12 @@
 #include "launch_gate.h"
-#include "role_state.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <map>
 #include <vector>
+
+#include "role_state.h"
 
 namespace parcagpu {
 namespace {
@@ -56,8 +57,8 @@ TEST(LaunchGate, FirstLaunchOfAThreadInAnEpochIsNeverACandidateWhateverItsApi) {
   LaunchCoin coin(1);
   for (const Launch &first : {kRt211, kDrv307}) {
     GateThread t{};
-    const GateEnter want = first.domain == CbDomain::Driver ? GateEnter::kUntracked
-                                                            : GateEnter::kFirst;
+    const GateEnter want =
+        first.domain == CbDomain::Driver ? GateEnter::kUntracked : GateEnter::kFirst;
     EXPECT_EQ(launch(t, coin, kEager, 5, false, first, 100), want);
     EXPECT_EQ(launch(t, coin, kEager, 5, false, kDrv307, 101), GateEnter::kPicked);
     EXPECT_EQ(launch(t, coin, kEager, 5, false, kRt211, 102), GateEnter::kPicked);
@@ -84,7 +85,8 @@ TEST(LaunchGate, DriverCallNestedInARuntimeLaunchThatEnteredBeforeTheEnablingIsN
 TEST(LaunchGate, EnabledBetweenTheNestedDriverExitAndTheRuntimeExit) {
   GateThread t{};
   LaunchCoin coin(1);
-  EXPECT_EQ(gate_exit(t, 2, CbDomain::Runtime, 211), GateExit::kOther);  // the only callback of it seen
+  EXPECT_EQ(gate_exit(t, 2, CbDomain::Runtime, 211),
+            GateExit::kOther);  // the only callback of it seen
   EXPECT_EQ(launch(t, coin, kEager, 2, false, kRt211, 61), GateEnter::kFirst);
   EXPECT_EQ(launch(t, coin, kEager, 2, false, kRt211, 62), GateEnter::kPicked);
 }
@@ -118,7 +120,7 @@ TEST(LaunchGate, AnExitInALaterEpochEndsTheCallItsEnterBegan) {
 
 // Eager and graph launches share one epoch: a thread's first launch of the epoch, whatever its
 // kind, tells its nesting, and every later one is a candidate. (With an epoch per kind, a
-// thread's first graph launch of each window was never a candidate: in a loop of many eager
+// thread's first graph launch of each epoch was never a candidate: in a loop of many eager
 // launches and one graph launch, nearly no graph launch would ever be picked.)
 TEST(LaunchGate, KindsShareOneEpoch) {
   GateThread t{};
@@ -178,37 +180,6 @@ TEST(InclusionRate, ContinuousMeanMeetsTheTightestLimit) {
   }
 }
 
-TEST(InclusionRate, WindowsPerSecondKeepEveryKindWithinItsLimit) {
-  const double limit[2] = {100, 20};
-  {
-    const double share[2] = {2.0 / 3, 1.0 / 3};  // graph's 20/s binds: 60 windows, 40 eager
-    EXPECT_DOUBLE_EQ(window_rate(limit, share), 60);
-  }
-  {
-    const double share[2] = {1, 0};  // eager only: its own limit
-    EXPECT_DOUBLE_EQ(window_rate(limit, share), 100);
-  }
-  {
-    const double share[2] = {0, 1};  // graph only
-    EXPECT_DOUBLE_EQ(window_rate(limit, share), 20);
-  }
-  {
-    const double share[2] = {0, 0};  // nothing known yet: the smallest limit
-    EXPECT_DOUBLE_EQ(window_rate(limit, share), 20);
-  }
-  {
-    const double off[2] = {0, 20};
-    const double share[2] = {0.9, 0.1};
-    EXPECT_DOUBLE_EQ(window_rate(off, share), 200);
-  }
-  {
-    const double counts[2] = {200, 100};  // counts or rates: the shares are their parts
-    EXPECT_DOUBLE_EQ(window_rate(limit, counts), 60);
-    const double unknown[2] = {-1, 300};  // a rate not known yet counts as none
-    EXPECT_DOUBLE_EQ(window_rate(limit, unknown), 20);
-  }
-}
-
 // The coin takes each launch with probability 1/mean whatever the API: a mix of runtime and
 // driver launches of both roles on several threads is sampled in proportion.
 TEST(LaunchGate, MixedApisAndThreadsAreSampledInProportion) {
@@ -243,29 +214,6 @@ TEST(LaunchGate, PositionInAPeriodicLoopDoesNotMatter) {
       picked[op] += launch(t, coin, kEager, 1, true, op == 1 ? kDrv307 : kRt211, corr++) ==
                     GateEnter::kPicked;
   for (int op = 0; op < 3; ++op) EXPECT_NEAR(picked[op], 60000 / 8, 60000 / 8 * 0.06) << op;
-}
-
-// A window claimed by the first pick after it opens, each thread's first launch left out: where
-// in a periodic loop the claim lands, for windows opened while the thread was idle (after the
-// step's synchronize, the worst case of time-based claiming: the old gate took op 0 always).
-TEST(LaunchGate, WindowClaimPositionsAreNearlyUniform) {
-  LaunchCoin coin(8);
-  GateThread t{};
-  int claimed[3] = {};
-  uint32_t corr = 1;
-  for (uint64_t epoch = 1; epoch <= 20000; ++epoch) {
-    for (int pos = 0;; ++pos) {
-      const GateEnter e = launch(t, coin, kEager, epoch, false, kRt211, corr++);
-      if (e == GateEnter::kPicked) {
-        claimed[pos % 3]++;
-        break;
-      }
-    }
-  }
-  for (int op = 0; op < 3; ++op) {
-    EXPECT_GT(claimed[op], 20000 / 3 * 0.8) << op;
-    EXPECT_LT(claimed[op], 20000 / 3 * 1.2) << op;
-  }
 }
 
 TEST(LaunchCoin, CountsEveryCandidateOnceAcrossMeanChanges) {
@@ -313,24 +261,24 @@ TEST(LaunchCoin, PickRateFollowsTheMean) {
 // a phase change keeps the epoch.
 TEST(RoleState, EpochAndPhaseReadBackAsPacked) {
   static_assert(RoleState{}.epoch() == 0 && RoleState{}.phase() == RolePhase::kOff);
-  for (uint64_t epoch : {uint64_t{0}, uint64_t{1}, uint64_t{255}, uint64_t{256},
-                         (uint64_t{1} << 56) - 1})
-    for (RolePhase p : {RolePhase::kOff, RolePhase::kOpen, RolePhase::kClaimed,
-                        RolePhase::kClosing, RolePhase::kContinuous, RolePhase::kDraining}) {
+  for (uint64_t epoch :
+       {uint64_t{0}, uint64_t{1}, uint64_t{255}, uint64_t{256}, (uint64_t{1} << 56) - 1})
+    for (RolePhase p : {RolePhase::kOff, RolePhase::kContinuous, RolePhase::kDraining}) {
       const RoleState s{epoch, p};
       EXPECT_EQ(s.epoch(), epoch);
       EXPECT_EQ(s.phase(), p);
-      EXPECT_EQ(s.with(RolePhase::kClaimed), (RoleState{epoch, RolePhase::kClaimed}));
-      EXPECT_EQ(s.next_epoch(RolePhase::kOpen), (RoleState{epoch + 1, RolePhase::kOpen}));
+      EXPECT_EQ(s.with(RolePhase::kDraining), (RoleState{epoch, RolePhase::kDraining}));
+      EXPECT_EQ(s.next_epoch(RolePhase::kContinuous),
+                (RoleState{epoch + 1, RolePhase::kContinuous}));
     }
 }
 
-// A claim compares the whole word: the same phase of another epoch is another state.
+// An admitted launch compares the whole word: the same phase of another epoch is another state.
 TEST(RoleState, SamePhaseOfAnotherEpochDiffers) {
-  const RoleState open{7, RolePhase::kOpen};
-  EXPECT_NE(open, open.next_epoch(RolePhase::kOpen));
-  EXPECT_NE(open, open.with(RolePhase::kClaimed));
-  EXPECT_EQ(open, open.with(RolePhase::kClaimed).with(RolePhase::kOpen));
+  const RoleState on{7, RolePhase::kContinuous};
+  EXPECT_NE(on, on.next_epoch(RolePhase::kContinuous));
+  EXPECT_NE(on, on.with(RolePhase::kDraining));
+  EXPECT_EQ(on, on.with(RolePhase::kDraining).with(RolePhase::kContinuous));
 }
 
 }  // namespace

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Issue 41 on a real GPU: with one coin per launch (every launch tosses it while a consumer
+# listens), is GPU time by kernel at the DEFAULT rate limits what torch.profiler says? For each
+# program: alone under torch.profiler (Kineto, no library: the truth), then under the library at
+# its defaults with parcagpu-trace --pc --json-lines attached (the production configuration: a PC
+# consumer). Programs (PROGRAMS, default all three):
+#   block-eager  tools/bench/torch_block.py --mode eager: a transformer-block training loop
+#   block-graph  the same step captured once and replayed
+#   mixed        tools/bench/torch_mixed.py: an eager training step and 4 replays of a captured
+#                inference forward per iteration
+# Verdicts (scripts/one_coin_verdict.py): per program, half the sum of absolute differences of
+# per-kernel GPU-time shares within 3 points; for mixed, the graph side (kernels correlated to a
+# graph launch: Kineto's correlation IDs, the library's launch cbid) within 3 points of Kineto's.
+#
+# Usage: scripts/one-coin-real.sh [--lib PATH] [--trace PATH] [--out DIR]
+#   Env: SECONDS_RUN (40), PROFILE_SECONDS (5), PROGRAMS ("block-eager block-graph mixed").
+# Exit: 0 every verdict held, 1 one failed, 2 could not run. Outputs under $OUT.
+
+. "$(dirname "${BASH_SOURCE[0]}")/lib-real.sh"
+OUT="${OUT:-/tmp/parcagpu-one-coin}"
+parse_options "--lib=LIB --trace=TRACE --out=OUT" "$@"
+SECONDS_RUN="${SECONDS_RUN:-40}"
+PROFILE_SECONDS="${PROFILE_SECONDS:-5}"
+PROGRAMS="${PROGRAMS:-block-eager block-graph mixed}"
+mkdir -p "$OUT" || die "cannot create $OUT"
+need_lib_trace_root
+[ -x "$PYTHON" ] || die "no python at $PYTHON"
+CLEAN=(-u PARCAGPU_LIB -u PARCAGPU_TRACE -u PARCAGPU_AGENT)
+
+program() {  # $1: program name -> the command line's arguments
+  case "$1" in
+    block-eager) echo "$ROOT/tools/bench/torch_block.py --mode eager" ;;
+    block-graph) echo "$ROOT/tools/bench/torch_block.py --mode graph" ;;
+    mixed) echo "$ROOT/tools/bench/torch_mixed.py" ;;
+    *) die "unknown program: $1" ;;
+  esac
+}
+
+for p in $PROGRAMS; do
+  read -r -a cmd <<<"$(program "$p")"
+  log "$p: alone under torch.profiler, $PROFILE_SECONDS s"
+  env "${CLEAN[@]}" "$PYTHON" "${cmd[@]}" --seconds "$PROFILE_SECONDS" --profile "$OUT/$p.kineto.json" \
+    > "$OUT/$p.kineto.out" 2>&1 || die "$p under torch.profiler failed: $(tail -3 "$OUT/$p.kineto.out")"
+  log "$p: under the library at the defaults, parcagpu-trace --pc attached, $SECONDS_RUN s"
+  "$TRACE" -l "$LIB" --pc --json-lines > "$OUT/$p.lines" 2> "$OUT/$p.trace.err" &
+  tpid=$!
+  wait_attached 60 "$tpid" "$OUT/$p.lines" "$OUT/$p.trace.err" || die "parcagpu-trace did not attach"
+  env "${CLEAN[@]}" CUDA_INJECTION64_PATH="$LIB" PARCAGPU_DEBUG=1 "$PYTHON" "${cmd[@]}" \
+    --seconds "$SECONDS_RUN" > "$OUT/$p.program" 2> "$OUT/$p.program.err"
+  rc=$?
+  sleep 2
+  kill -INT "$tpid" 2>/dev/null
+  wait "$tpid" 2>/dev/null
+  [ $rc -eq 0 ] || die "$p under the library failed: $(tail -3 "$OUT/$p.program.err")"
+  grep -E "parcagpu\[[0-9]+\]: launches:" "$OUT/$p.program.err" | sed "s/^/  $p: /" >&2
+done
+"$PYTHON" "$ROOT/scripts/one_coin_verdict.py" "$OUT" $PROGRAMS
