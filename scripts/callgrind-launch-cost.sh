@@ -27,8 +27,11 @@
 #   --build DIR   build directory (default build): DIR/lib/libparcagpu.so, DIR/bin/parcagpu-mockapp
 #   --launches N  launches per run (default 20000)
 #   --out DIR     callgrind files (default /tmp/parcagpu-callgrind)
-# Targets (issue 11): nocons 0 instructions per launch (the library is not called); an unannounced
-# launch with a consumer attached at most 30. Exit 0, 1 if a target is missed, 2 if it could not run.
+# Target (issue 11): nocons 0 instructions per launch (the library is not called). With a consumer
+# attached every launch reaches the callback since issue 41 (one coin per launch, no sampling
+# windows): the instructions per unannounced launch are reported, no longer held to the windows'
+# 30 (2026-11-29: ~360 at 5,000 launches, most of them in the 100 launches' learning of the rate).
+# Exit 0, 1 if the target is missed, 2 if it could not run.
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -92,10 +95,7 @@ for v in nocons attached gated every; do
     printf "%-9s %8d %9d %9d %12d %10.2f %12d %13s %15.2f\n", v, n, a, cb, p, p / n, an, pa, pu }'
   case $v in
     nocons) [ "$cb" = 0 ] || { echo "  NOT MET: the library was called on launches with no consumer" ; fail=1; } ;;
-    attached)
-      awk -v n="$n" -v a="$a" -v p="$path" -v an="$ann" 'BEGIN { exit !((p - an) / (n - a) <= 30) }' ||
-        { echo "  NOT MET: more than 30 instructions per unannounced launch ($v)"; fail=1; } ;;
   esac
 done
-echo "(callgrind files in $OUT; targets: nocons 0 callbacks, unannounced <= 30 Ir: $([ $fail = 0 ] && echo MET || echo 'NOT MET'))"
+echo "(callgrind files in $OUT; target: nocons 0 callbacks: $([ $fail = 0 ] && echo MET || echo 'NOT MET'))"
 exit $fail

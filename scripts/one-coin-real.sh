@@ -13,7 +13,9 @@
 # graph launch: Kineto's correlation IDs, the library's launch cbid) within 3 points of Kineto's.
 #
 # Usage: scripts/one-coin-real.sh [--lib PATH] [--trace PATH] [--out DIR]
-#   Env: SECONDS_RUN (40), PROFILE_SECONDS (5), PROGRAMS ("block-eager block-graph mixed").
+#   Env: SECONDS_RUN (40), PROFILE_SECONDS (5), PROGRAMS ("block-eager block-graph mixed"),
+#   TAG (appended to the library run's file names, so that runs of several calls pool), SKIP_TRUTH
+#   (1: keep an earlier PROGRAM.kineto.json).
 # Exit: 0 every verdict held, 1 one failed, 2 could not run. Outputs under $OUT.
 
 . "$(dirname "${BASH_SOURCE[0]}")/lib-real.sh"
@@ -38,13 +40,15 @@ program() {  # $1: program name -> the command line's arguments
 
 for p in $PROGRAMS; do
   read -r -a cmd <<<"$(program "$p")"
-  log "$p: alone under torch.profiler, $PROFILE_SECONDS s"
-  env "${CLEAN[@]}" "$PYTHON" "${cmd[@]}" --seconds "$PROFILE_SECONDS" --profile "$OUT/$p.kineto.json" \
-    > "$OUT/$p.kineto.out" 2>&1 || die "$p under torch.profiler failed: $(tail -3 "$OUT/$p.kineto.out")"
+  if [ "${SKIP_TRUTH:-0}" != 1 ]; then
+    log "$p: alone under torch.profiler, $PROFILE_SECONDS s"
+    env "${CLEAN[@]}" "$PYTHON" "${cmd[@]}" --seconds "$PROFILE_SECONDS" --profile "$OUT/$p.kineto.json" \
+      > "$OUT/$p.kineto.out" 2>&1 || die "$p under torch.profiler failed: $(tail -3 "$OUT/$p.kineto.out")"
+  fi
   log "$p: under the library at the defaults, parcagpu-trace --pc attached, $SECONDS_RUN s"
-  "$TRACE" -l "$LIB" --pc --json-lines > "$OUT/$p.lines" 2> "$OUT/$p.trace.err" &
+  "$TRACE" -l "$LIB" --pc --json-lines > "$OUT/$p.lines${TAG:-}" 2> "$OUT/$p.trace.err" &
   tpid=$!
-  wait_attached 60 "$tpid" "$OUT/$p.lines" "$OUT/$p.trace.err" || die "parcagpu-trace did not attach"
+  wait_attached 60 "$tpid" "$OUT/$p.lines${TAG:-}" "$OUT/$p.trace.err" || die "parcagpu-trace did not attach"
   env "${CLEAN[@]}" CUDA_INJECTION64_PATH="$LIB" PARCAGPU_DEBUG=1 "$PYTHON" "${cmd[@]}" \
     --seconds "$SECONDS_RUN" > "$OUT/$p.program" 2> "$OUT/$p.program.err"
   rc=$?

@@ -50,7 +50,7 @@ bool LaunchCallbacks::admit(Role &r, RoleState state, uint8_t kind) {
   }
   // The coin meets the rate limits on average; the gate only caps the moment a launch rate
   // jumps, before the watcher has set the coin's mean for it.
-  if (!r.safety_cap[kind].try_take(coarse_ns())) {
+  if (!r.safety_cap.try_take(coarse_ns())) {
     stats_.rate_limited.fetch_add(1, std::memory_order_relaxed);
     return false;
   }

@@ -109,8 +109,8 @@ class LaunchCallbacks : public ConsumerWatcher::Client {
     LaunchCoin coin;  // which launches are picked (launch_gate.h)
     // The coin's mean meets the limits (false while the launch rate is learned, kLearnNs).
     std::atomic<bool> rate_learned{false};
-    // A cap on picks per kind (kSafetyCapFactor x its limit).
-    RateGate safety_cap[kGateRoles];
+    // A cap on every pick, whatever its kind (safety_cap_rate).
+    RateGate safety_cap;
     std::mutex toggle_mu;  // enabling and disabling never interleave
     // Watcher thread only: draining (subscription_plan.h), each kind's rate limit, each kind's
     // launch-rate estimate (per second; < 0: none yet) with when it was last updated.
@@ -118,9 +118,9 @@ class LaunchCallbacks : public ConsumerWatcher::Client {
     double limit[kGateRoles];
     double launch_rate[kGateRoles] = {-1, -1};
     uint64_t rate_at_ns = 0;
+    uint64_t counted[kGateRoles] = {0, 0};  // launches counted since rate_at_ns
     Role(double eager_limit, double graph_limit, uint64_t tolerance_ns)
-        : safety_cap{{eager_limit * kSafetyCapFactor, tolerance_ns},
-                     {graph_limit * kSafetyCapFactor, tolerance_ns}},
+        : safety_cap{safety_cap_rate(eager_limit, graph_limit), tolerance_ns},
           limit{eager_limit, graph_limit} {}
   };
   // The watcher's side (launch_roles.cc).

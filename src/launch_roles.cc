@@ -52,7 +52,10 @@ uint64_t LaunchCallbacks::on_tick(uint64_t now) {
 }
 
 void LaunchCallbacks::start_coin(Role &r, uint64_t now) {
-  for (int k = 0; k < kGateRoles; ++k) r.coin.take_counted(k);
+  for (int k = 0; k < kGateRoles; ++k) {
+    r.coin.take_counted(k);
+    r.counted[k] = 0;
+  }
   r.rate_at_ns = now;
   // A rate known from the last time the callbacks were on is good enough to start with.
   const bool known = r.launch_rate[kEagerRole] > 0 || r.launch_rate[kGraphRole] > 0;
@@ -66,17 +69,16 @@ void LaunchCallbacks::adapt_coin(Role &r, uint64_t now) {
   const uint64_t dt = now - r.rate_at_ns;
   const bool learned = r.rate_learned.load(std::memory_order_relaxed);
   if (dt < coin_interval_ns(learned)) return;
-  uint64_t counted[kGateRoles];
-  for (int k = 0; k < kGateRoles; ++k) counted[k] = r.coin.take_counted(k);
-  // Learning: not before some launch came (a process that has not launched yet would start at
-  // mean 1, its first burst of launches then chosen by the safety cap).
-  if (!learned && counted[kEagerRole] + counted[kGraphRole] == 0) {
-    r.rate_at_ns = now;
+  for (int k = 0; k < kGateRoles; ++k) r.counted[k] += r.coin.take_counted(k);
+  const uint64_t total = r.counted[kEagerRole] + r.counted[kGraphRole];
+  if (!learned && !launch_rate_known(total, dt)) {
+    if (total == 0) r.rate_at_ns = now;  // nothing launched yet: the rate is measured from now
     return;
   }
   for (int k = 0; k < kGateRoles; ++k) {
-    const double seen = static_cast<double>(counted[k]) * 1e9 / static_cast<double>(dt);
+    const double seen = static_cast<double>(r.counted[k]) * 1e9 / static_cast<double>(dt);
     r.launch_rate[k] = updated_launch_rate(r.launch_rate[k], seen, dt);
+    r.counted[k] = 0;
   }
   r.rate_at_ns = now;
   r.coin.set_mean(inclusion_mean(r.limit, r.launch_rate));

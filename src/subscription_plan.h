@@ -37,9 +37,16 @@
 
 namespace parcagpu {
 
-// Continuous: the safety cap on picks, times the rate limit, and its burst (ns of it).
+// The safety cap on picks: kSafetyCapFactor times the sum of the rate limits, one cap over every
+// pick whatever its kind, and its burst (ns of it). One cap, not one per kind: when it binds (the
+// launch rate jumped before the coin's mean followed) it chooses by time, but takes from every
+// kind in proportion to its picks; a cap per kind took the eager picks of a jump and left the
+// graph ones (the mock's CpuStretches under CPU load read the graph side 2.3-3.0 points high).
 inline constexpr double kSafetyCapFactor = 4;
 inline constexpr uint64_t kSafetyCapBurstNs = 50000000ull;
+inline double safety_cap_rate(double eager_limit, double graph_limit) {
+  return kSafetyCapFactor * (std::max(eager_limit, 0.0) + std::max(graph_limit, 0.0));
+}
 // The time constant of the launch-rate estimate the coin's mean is set from.
 inline constexpr double kRateSmoothingNs = 500000000.0;
 // Learning the launch rate. When the callbacks go on, nothing is known of the launch rate, so
@@ -48,11 +55,16 @@ inline constexpr double kRateSmoothingNs = 500000000.0;
 // 16: 217 picks over the cap in its first 100 ms, and each eager launch 0.82x as likely to be
 // announced as a graph launch over a 10 s run). So the coin starts at mean 1 (every launch adds
 // itself to the shared count, so the watcher sees the rate) and no launch is announced until
-// the rate was measured over at least kLearnNs / 2 with some launch in it; then the mean is set
-// from the rate and launches are announced. Where a rate limit is above kLowRateLimit per
+// the rate was measured over at least kLearnNs / 2 and kLearnLaunches launches (or
+// kLearnLongestNs with fewer: a slow launcher, whose mean is 1 anyway); then the mean is set
+// from the rate and launches are announced. (Ended at the first launch seen, a program that
+// attached before its loop learned a rate of a few launches a second and had its loop's first
+// 100 ms chosen by the cap.) Where a rate limit is above kLowRateLimit per
 // second (an operator who wants every launch) mean 1 is right from the start: nothing to learn.
 inline constexpr double kLowRateLimit = 1000;
 inline constexpr uint64_t kLearnNs = 20000000ull;  // 20 ms
+inline constexpr uint64_t kLearnLaunches = 100;
+inline constexpr uint64_t kLearnLongestNs = 1000000000ull;  // 1 s
 
 // An announced launch still inside its API call after this long is abandoned by the watcher, so
 // one stuck thread cannot hold a detach forever.
@@ -66,6 +78,10 @@ inline constexpr uint64_t kLookNeverNs = 1ull << 62;
 // Whether the launch rate must be learned before a launch is announced (kLearnNs says why).
 inline bool must_learn_rate(double eager_limit, double graph_limit) {
   return eager_limit <= kLowRateLimit && graph_limit <= kLowRateLimit;
+}
+// Learning: whether `counted` launches over dt_ns tell the launch rate well enough.
+inline bool launch_rate_known(uint64_t counted, uint64_t dt_ns) {
+  return counted >= kLearnLaunches || (counted > 0 && dt_ns >= kLearnLongestNs);
 }
 // The coin's mean is adapted once this long has passed since it last was.
 inline uint64_t coin_interval_ns(bool rate_learned) {

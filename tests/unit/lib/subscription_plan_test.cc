@@ -103,8 +103,20 @@ TEST(SubscriptionPlan, TheLaunchRateIsLearnedFirstAtLowLimits) {
   EXPECT_TRUE(must_learn_rate(kLowRateLimit, kLowRateLimit));
   EXPECT_FALSE(must_learn_rate(kLowRateLimit + 1, 20));
   EXPECT_FALSE(must_learn_rate(100, 1e9));
+  // Learned once enough launches were seen, or a while with a few (a slow launcher).
+  EXPECT_FALSE(launch_rate_known(0, 10 * kSec));
+  EXPECT_FALSE(launch_rate_known(kLearnLaunches - 1, kLearnNs));
+  EXPECT_TRUE(launch_rate_known(kLearnLaunches, kLearnNs / 2));
+  EXPECT_TRUE(launch_rate_known(1, kLearnLongestNs));
   EXPECT_EQ(coin_interval_ns(false), kLearnNs / 2);
   EXPECT_EQ(coin_interval_ns(true), kCoinTickNs / 2);
+}
+
+// One cap over every pick, of either kind: when it binds it takes from each kind in proportion.
+TEST(SubscriptionPlan, OneSafetyCapForEveryKind) {
+  EXPECT_DOUBLE_EQ(safety_cap_rate(100, 20), kSafetyCapFactor * 120);
+  EXPECT_DOUBLE_EQ(safety_cap_rate(100, 0), kSafetyCapFactor * 100);  // graph never announced
+  EXPECT_DOUBLE_EQ(safety_cap_rate(-1, 20), kSafetyCapFactor * 20);
 }
 
 }  // namespace
