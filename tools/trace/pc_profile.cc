@@ -96,11 +96,35 @@ void PcProfile::on_gpu_config(uint32_t pid, uint32_t device, uint32_t factor, ui
   configs_.emplace(std::make_pair(pid, device), Config{device, factor, clock_khz, sm_count});
 }
 
+std::string PcProfile::full_name(const PcSample &s, bool *cut) const {
+  // The probe's copy ends at PV_FUNCTION_NAME_LEN - 1 bytes, as the production consumer's does.
+  const bool maybe_cut = s.function.size() + 1 >= PV_FUNCTION_NAME_LEN;
+  *cut = false;
+  if (const Cubin *c = cubin(s.pid, s.cubin_crc); c && c->read) {
+    // The symbol at CUPTI's functionIndex, where it agrees with the copy (or the copy is its cut).
+    const std::string *f = c->lines.function_at(s.function_index);
+    if (f && f->compare(0, s.function.size(), s.function) == 0) return *f;
+    if (maybe_cut && (f = c->lines.only_function_starting(s.function))) return *f;
+  }
+  *cut = maybe_cut;
+  return s.function;
+}
+
 void PcProfile::on_sample(const PcSample &s) {
-  Kernel &k = kernels_[{s.pid, s.function}];
+  bool cut = false;
+  std::string name = full_name(s, &cut);
+  if (name.size() > s.function.size()) names_completed_++;
+  if (cut) names_left_cut_++;
+  // A name left cut (its cubin not read) keeps its function's place in its cubin in the key:
+  // two kernels are never one because their first bytes agree.
+  std::string key = name;
+  if (cut) key += '\0' + std::to_string(s.cubin_crc) + ':' + std::to_string(s.function_index);
+  Kernel &k = kernels_[{s.pid, key}];
   k.pid = s.pid;
-  k.function = s.function;
+  k.function = std::move(name);
+  k.name_cut = cut;
   k.cubin_crc = s.cubin_crc;
+  k.function_index = s.function_index;
   k.records++;
   records_++;
   uint64_t total = 0;
@@ -198,9 +222,10 @@ void PcProfile::print(FILE *out, size_t nkernels, size_t npcs) const {
     const Kernel &k = *v[i];
     const StackShare share = stack_share(k);
     std::fprintf(out,
-                 "\n%3zu. %s  (pid %u)\n     %" PRIu64 " samples, %s of all: %" PRIu64
+                 "\n%3zu. %s%s  (pid %u)\n     %" PRIu64 " samples, %s of all: %" PRIu64
                  " with a CPU stack (%" PRIu64 " launch%s), %" PRIu64 " GPU-only",
-                 i + 1, demangle(k.function).c_str(), k.pid, k.samples,
+                 i + 1, demangle(k.function).c_str(),
+                 k.name_cut ? " [name cut: its cubin was not read]" : "", k.pid, k.samples,
                  pct(k.samples, samples_).c_str(), share.with_stack, share.launches,
                  share.launches == 1 ? "" : "es", share.gpu_only);
     if (share.unannounced) std::fprintf(out, ", %" PRIu64 " unannounced", share.unannounced);
@@ -240,6 +265,9 @@ Json PcProfile::json(size_t nkernels, size_t npcs) const {
   j["samples"] = samples_;
   j["pairs"] = pairs_;
   j["records_without_stall_samples"] = records_no_stalls_;
+  // Records whose function name the probe's copy cut and the cubin gave whole, and those left cut.
+  j["names_completed_from_cubin"] = names_completed_;
+  j["names_left_cut"] = names_left_cut_;
   const StackShare all = stack_share();
   j["samples_with_stack"] = all.with_stack;
   j["samples_gpu_only"] = all.gpu_only;
@@ -284,7 +312,9 @@ Json PcProfile::json(size_t nkernels, size_t npcs) const {
     jk["pid"] = k.pid;
     jk["function"] = k.function;
     if (std::string d = demangle(k.function); d != k.function) jk["demangled"] = std::move(d);
+    if (k.name_cut) jk["name_cut"] = true;
     jk["cubin_crc"] = k.cubin_crc;
+    jk["function_index"] = k.function_index;
     jk["samples"] = k.samples;
     jk["records"] = k.records;
     jk["pairs"] = k.pairs;

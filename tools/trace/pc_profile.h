@@ -66,8 +66,10 @@ class PcProfile {
   };
   struct Kernel {
     uint32_t pid = 0;
-    std::string function;
+    std::string function;  // the cubin's symbol; the probe's copy where its cubin was not read
+    bool name_cut = false;  // the probe's copy, cut at its length: no cubin to complete it
     uint64_t cubin_crc = 0;
+    uint32_t function_index = 0;  // CUPTI's: its symbol's index in the cubin's symbol table
     uint64_t samples = 0, records = 0, pairs = 0;
     std::map<uint32_t, uint64_t> stalls;            // index -> samples
     std::map<uint64_t, PcStat> pcs;                 // pc offset -> samples
@@ -90,6 +92,9 @@ class PcProfile {
     const Kernel *k;
   };
   std::string stall_name(uint32_t pid, uint32_t index) const;
+  // A sample's function name whole: from its cubin (the symbol at its functionIndex, or the one
+  // symbol the probe's cut copy begins), else the copy; *cut when that copy may be cut.
+  std::string full_name(const PcSample &s, bool *cut) const;
   const Cubin *cubin(uint32_t pid, uint64_t crc) const;
   std::vector<const Kernel *> ranked() const;
   // Samples of a kernel by what announced their correlation ID: a launch API's signed cbid, or
@@ -120,6 +125,7 @@ class PcProfile {
   uint64_t gpu_config_firings_ = 0;
   std::map<std::pair<uint32_t, std::string>, Kernel> kernels_;
   uint64_t records_ = 0, samples_ = 0, pairs_ = 0, records_no_stalls_ = 0;
+  uint64_t names_completed_ = 0, names_left_cut_ = 0;  // records, by their function name
   PcBpfCounters bpf_;
 };
 

@@ -6,6 +6,8 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -149,6 +151,70 @@ TEST(PcProfile, KernelsStallsLaunchesAndLines) {
   EXPECT_NE(j.find("\"has_lines\":true"), std::string::npos) << j;
   EXPECT_NE(j.find("pc_kernels.cu:"), std::string::npos) << "hot PCs map to source lines: " << j;
   EXPECT_NE(j.find("\"records\":3,\"samples\":67,\"pairs\":5"), std::string::npos) << j;
+}
+
+// The mock cubin's function symbols with `part` in their names, by symbol-table index.
+std::map<uint32_t, std::string> functions_named(const CubinLines &lines, const char *part) {
+  std::map<uint32_t, std::string> out;
+  for (uint32_t i = 0; i < 4096; ++i)
+    if (const std::string *f = lines.function_at(i); f && f->find(part) != std::string::npos)
+      out[i] = *f;
+  return out;
+}
+
+// Issue 43 item 2: the probe's copy of a PC record's function name ends at 127 bytes, as the
+// production consumer's does. The mock cubin's long-named kernels (tools/mock/pc_kernels.cu)
+// share their first 127 bytes: cut there they were one kernel with an undemangleable name. Each
+// is its own kernel, named by its cubin's symbol at CUPTI's functionIndex, whole and demangled.
+TEST(PcProfile, NamesCutByTheProbeAreWholeFromTheCubin) {
+  const std::vector<uint8_t> bytes = mock_cubin();
+  const uint64_t crc = PcProfile::crc32(bytes.data(), bytes.size());
+  CubinLines lines;
+  std::string error;
+  ASSERT_TRUE(lines.load(bytes.data(), bytes.size(), &error)) << error;
+  const auto long_ones = functions_named(lines, "a_namespace_whose_name_alone");
+  ASSERT_EQ(long_ones.size(), 4u);
+  PcProfile p;
+  p.on_cubin(7, crc, bytes.size(), bytes);
+  PcSample s;
+  s.pid = 7;
+  s.cubin_crc = crc;
+  s.pc_offset = 0x10;
+  s.stalls = {{14, 3}};
+  for (const auto &[index, name] : long_ones) {
+    ASSERT_GT(name.size(), PV_FUNCTION_NAME_LEN - 1u);
+    s.function = name.substr(0, PV_FUNCTION_NAME_LEN - 1);  // as the probe copies it
+    s.function_index = index;
+    p.on_sample(s);
+  }
+  // The same cut name from a cubin that was never read: left cut, but still two kernels.
+  s.cubin_crc = crc + 1;
+  for (uint32_t index : {1u, 2u}) {
+    s.function_index = index;
+    p.on_sample(s);
+  }
+  const Json j = p.json();
+  std::set<std::string> whole, cut;
+  for (const Json &k : j["kernels"]) {
+    const std::string f = k["function"];
+    if (k.value("name_cut", false)) {
+      cut.insert(f + "/" + std::to_string(k["function_index"].get<uint32_t>()));
+    } else {
+      whole.insert(f);
+      EXPECT_NE(k.value("demangled", std::string()).find("::"), std::string::npos) << k;
+      EXPECT_NE(json_line(k).find("pc_kernels.cu:"), std::string::npos) << "its lines: " << k;
+    }
+  }
+  std::set<std::string> expected;
+  for (const auto &kv : long_ones) expected.insert(kv.second);
+  EXPECT_EQ(whole, expected);
+  EXPECT_EQ(cut.size(), 2u) << json_line(j);
+  EXPECT_EQ(j["names_completed_from_cubin"], 4);
+  EXPECT_EQ(j["names_left_cut"], 2);
+  const std::string text = test_output::printed([&](FILE *f) { p.print(f, 20); });
+  EXPECT_NE(text.find("::variant<1>(float*)"), std::string::npos) << text;
+  EXPECT_NE(text.find("::deep<2>(float*)"), std::string::npos) << text;
+  EXPECT_NE(text.find("[name cut: its cubin was not read]"), std::string::npos) << text;
 }
 
 // Samples of launches the library did not announce come with correlation ID 0 (issue 28): a
