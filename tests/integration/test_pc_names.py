@@ -18,6 +18,8 @@ import unittest
 
 import harness
 
+C = harness.COUNTER  # the summary's counters, by name (tools/trace/counters.h)
+
 NAMESPACE = ("a_namespace_whose_name_alone_is_longer_than_the_production_agents_cut_of_pc_function_"
              "names_at_127_bytes_so_that_every_kernel_in_it_is_cut_there")
 NESTED = ("and_a_second_one_nested_in_it_so_that_the_whole_mangled_name_is_longer_than_the_"
@@ -34,6 +36,21 @@ LONG = {mangled("variant", 1, False): "void %s::variant<1>(float*)" % NAMESPACE,
         mangled("variant", 2, False): "void %s::variant<2>(float*)" % NAMESPACE,
         mangled("deep", 1, True): "void %s::%s::deep<1>(float*)" % (NAMESPACE, NESTED),
         mangled("deep", 2, True): "void %s::%s::deep<2>(float*)" % (NAMESPACE, NESTED)}
+
+
+
+
+def name_hash(name):
+    """parcagpu_name_hash (include/parcagpu/abi.h): 64-bit FNV-1a."""
+    h = 14695981039346656037
+    for b in name.encode():
+        h = ((h ^ b) * 1099511628211) % (1 << 64)
+    return h
+
+
+def stand_in(name, limit):
+    """What the library hands over for a name longer than `limit` (parcagpu_name_stand_in)."""
+    return name if len(name) <= limit else name[:limit - 17] + "#%016x" % name_hash(name)
 
 
 class LongNames(unittest.TestCase):
@@ -85,6 +102,25 @@ class LongNames(unittest.TestCase):
         tool, pid = self.run_traced([])
         for demangled in LONG.values():
             self.assertRegex(tool.stdout, r"\n +\d+\. %s  \(pid %d\)\n" % (re.escape(demangled), pid))
+
+    def test_what_the_agent_receives_fits_and_tells_the_kernels_apart(self):
+        # Issue 42 item 3: the production agent reads 127 bytes of a PC function name and 255 of
+        # a kernel record's name. The library hands over each longer name as its stand-in, of
+        # exactly that length: the kernels stay apart, and the whole name is the cubin symbol with
+        # the stand-in's hash. parcagpu-trace reads the names as the agent does, and shows them
+        # whole (with --pc, which reads the cubins).
+        tool, pid = self.run_traced(["--json"])
+        j = tool.last_json()
+        by_name = j[C.kernels_by_name]
+        for name in LONG:
+            self.assertIn(stand_in(name, 255), by_name, "kernel names received: %s" % list(by_name))
+        self.assertFalse([n for n in by_name if len(n) == 255 and "#" not in n], "a name cut at 255")
+        shown = {k["kernel"]: k["demangled"] for s in j["gpu_time_by_stack"] for k in s["by_kernel"]}
+        for name, demangled in LONG.items():
+            self.assertEqual(shown.get(stand_in(name, 255)), demangled, shown)
+        mine = {k["function"]: k for k in j["pc"]["kernels"] if k["pid"] == pid}
+        for name in LONG:
+            self.assertEqual(mine[name].get("received_name"), stand_in(name, 127), mine[name])
 
 
 if __name__ == "__main__":

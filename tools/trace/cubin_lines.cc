@@ -1,5 +1,7 @@
 #include "cubin_lines.h"
 
+#include "parcagpu/abi.h"
+
 #include <elfutils/libdw.h>
 #include <gelf.h>
 #include <libelf.h>
@@ -24,6 +26,7 @@ uint64_t section_base(size_t section) { return static_cast<uint64_t>(section) <<
 bool CubinLines::load(const uint8_t *bytes, size_t size, std::string *error) {
   functions_.clear();
   by_index_.clear();
+  by_hash_.clear();
   files_.clear();
   entries_.clear();
   lines_ = 0;
@@ -61,6 +64,7 @@ bool CubinLines::load(const uint8_t *bytes, size_t size, std::string *error) {
         if (!fn || !*fn) continue;
         functions_[fn] = Function{section_base(s.st_shndx) + s.st_value, s.st_size};
         by_index_[static_cast<uint32_t>(i)] = fn;
+        by_hash_[parcagpu_name_hash(fn)] = fn;
       }
     } else if (name && std::strcmp(name, ".debug_line") == 0) {
       debug_line = elf_ndxscn(scn);
@@ -136,6 +140,11 @@ const std::string *CubinLines::only_function_starting(const std::string &prefix)
   auto next = std::next(it);
   if (next != functions_.end() && next->first.compare(0, prefix.size(), prefix) == 0) return nullptr;
   return &it->first;
+}
+
+const std::string *CubinLines::function_with_hash(uint64_t hash) const {
+  auto it = by_hash_.find(hash);
+  return it == by_hash_.end() ? nullptr : &it->second;
 }
 
 bool CubinLines::lookup(const std::string &function, uint64_t offset, Line *out) const {

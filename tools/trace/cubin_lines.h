@@ -38,6 +38,9 @@ class CubinLines {
   const std::string *function_at(uint32_t index) const;
   // The one function whose name starts with `prefix`; null if none or several do.
   const std::string *only_function_starting(const std::string &prefix) const;
+  // The function whose name has parcagpu_name_hash() `hash`: the name behind the library's
+  // stand-in for a name longer than a consumer keeps (include/parcagpu/abi.h). Null if none.
+  const std::string *function_with_hash(uint64_t hash) const;
 
  private:
   struct Entry {
@@ -52,6 +55,7 @@ class CubinLines {
   };
   std::map<std::string, Function> functions_;
   std::map<uint32_t, std::string> by_index_;  // symbol-table index -> function name
+  std::map<uint64_t, std::string> by_hash_;   // parcagpu_name_hash -> function name
   std::vector<std::string> files_;
   std::vector<Entry> entries_;  // sorted by addr
   size_t lines_ = 0;

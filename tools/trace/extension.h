@@ -9,6 +9,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <string>
+#include <string_view>
 
 #include "trace_events.h"
 #include "report.h"
@@ -24,6 +26,12 @@ class Extension {
   // The final reports: a key of its own in the JSON summary, a section of the text summary.
   virtual void add_json(Json &summary) const { (void)summary; }
   virtual void print(FILE *out) const { (void)out; }
+  // The whole name behind a kernel name that is the library's stand-in for a longer one
+  // (include/parcagpu/abi.h), where the extension knows it (--pc reads the cubins); else null.
+  virtual const std::string *whole_name(std::string_view name) const {
+    (void)name;
+    return nullptr;
+  }
 };
 
 }  // namespace parcagpu::trace

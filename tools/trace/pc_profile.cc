@@ -100,11 +100,17 @@ std::string PcProfile::full_name(const PcSample &s, bool *cut) const {
   // The probe's copy ends at PV_FUNCTION_NAME_LEN - 1 bytes, as the production consumer's does.
   const bool maybe_cut = s.function.size() + 1 >= PV_FUNCTION_NAME_LEN;
   *cut = false;
+  unsigned long long hash = 0;
+  const bool stand_in = parcagpu_name_is_stand_in(s.function.data(), s.function.size(), &hash);
   if (const Cubin *c = cubin(s.pid, s.cubin_crc); c && c->read) {
-    // The symbol at CUPTI's functionIndex, where it agrees with the copy (or the copy is its cut).
+    // The symbol at CUPTI's functionIndex, where it agrees with the copy: the same name, its cut,
+    // or the library's stand-in for it (a name longer than the agent keeps, parcagpu/abi.h).
     const std::string *f = c->lines.function_at(s.function_index);
-    if (f && f->compare(0, s.function.size(), s.function) == 0) return *f;
-    if (maybe_cut && (f = c->lines.only_function_starting(s.function))) return *f;
+    if (f && (stand_in ? parcagpu_name_hash(f->c_str()) == hash
+                       : f->compare(0, s.function.size(), s.function) == 0))
+      return *f;
+    if (stand_in && (f = c->lines.function_with_hash(hash))) return *f;
+    if (maybe_cut && !stand_in && (f = c->lines.only_function_starting(s.function))) return *f;
   }
   *cut = maybe_cut;
   return s.function;
@@ -121,6 +127,7 @@ void PcProfile::on_sample(const PcSample &s) {
   if (cut) key += '\0' + std::to_string(s.cubin_crc) + ':' + std::to_string(s.function_index);
   Kernel &k = kernels_[{s.pid, key}];
   k.pid = s.pid;
+  if (name != s.function) k.received_name = s.function;
   k.function = std::move(name);
   k.name_cut = cut;
   k.cubin_crc = s.cubin_crc;
@@ -151,6 +158,15 @@ void PcProfile::on_sample(const PcSample &s) {
     k.by_launch["unannounced"] += total;
     k.unannounced += total;
   }
+}
+
+const std::string *PcProfile::whole_name(std::string_view name) const {
+  unsigned long long hash = 0;
+  if (!parcagpu_name_is_stand_in(name.data(), name.size(), &hash)) return nullptr;
+  for (const auto &[key, c] : cubins_)
+    if (c->read)
+      if (const std::string *f = c->lines.function_with_hash(hash)) return f;
+  return nullptr;
 }
 
 std::string PcProfile::stall_name(uint32_t pid, uint32_t index) const {
@@ -313,6 +329,7 @@ Json PcProfile::json(size_t nkernels, size_t npcs) const {
     jk["function"] = k.function;
     if (std::string d = demangle(k.function); d != k.function) jk["demangled"] = std::move(d);
     if (k.name_cut) jk["name_cut"] = true;
+    if (!k.received_name.empty()) jk["received_name"] = k.received_name;
     jk["cubin_crc"] = k.cubin_crc;
     jk["function_index"] = k.function_index;
     jk["samples"] = k.samples;
@@ -464,6 +481,10 @@ void PcSampling::on_event(const pt_header &h, const void *data, size_t size) {
     }
   }
   ++malformed_;
+}
+
+const std::string *PcSampling::whole_name(std::string_view name) const {
+  return profile_.whole_name(name);
 }
 
 void PcSampling::add_json(Json &summary) const {

@@ -13,6 +13,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -55,6 +56,10 @@ class PcProfile {
   void print(FILE *out, size_t kernels = 10, size_t pcs = 5) const;
   Json json(size_t kernels = 50, size_t pcs = 10) const;
 
+  // The whole name behind the library's stand-in `name` (a kernel name longer than the
+  // consumer keeps, include/parcagpu/abi.h), from the cubins read; null if none has it.
+  const std::string *whole_name(std::string_view name) const;
+
   // "smsp__pcsamp_warps_issue_stalled_long_scoreboard" -> "long_scoreboard".
   static std::string short_reason(const std::string &name);
   static uint32_t crc32(const uint8_t *data, size_t size);  // zlib's, for the bytes read
@@ -68,6 +73,7 @@ class PcProfile {
     uint32_t pid = 0;
     std::string function;  // the cubin's symbol; the probe's copy where its cubin was not read
     bool name_cut = false;  // the probe's copy, cut at its length: no cubin to complete it
+    std::string received_name;  // the probe's copy where it is not `function` (cut, stand-in)
     uint64_t cubin_crc = 0;
     uint32_t function_index = 0;  // CUPTI's: its symbol's index in the cubin's symbol table
     uint64_t samples = 0, records = 0, pairs = 0;
@@ -139,6 +145,7 @@ class PcSampling : public Extension {
   void on_event(const pt_header &h, const void *data, size_t size) override;
   void add_json(Json &summary) const override;
   void print(FILE *out) const override;
+  const std::string *whole_name(std::string_view name) const override;
 
   // The BPF side's counters (PcBpfSession::counters()), read once its programs are detached.
   void set_bpf(const PcBpfCounters &c) { profile_.set_bpf(c); }

@@ -51,6 +51,13 @@ Tracer::Tracer(const Options &o)
       joiner_(Joiner::Limits{o.max_pending, static_cast<uint64_t>(o.max_age_s * 1e9), 1 << 16}, this),
       captures_(stacks_, joiner_.names()) {
   resolver_.before_symbolize = [this] { drain_mapping_records(); };
+  // Kernel names the library handed over as stand-ins: whole where an extension (--pc) read the
+  // cubin that has them.
+  joiner_.names().set_whole_names([this](std::string_view name) -> const std::string * {
+    for (const auto &v : extensions_)
+      if (const std::string *whole = v->whole_name(name)) return whole;
+    return nullptr;
+  });
 }
 
 int Tracer::handle(void *ctx, void *data, size_t size) {
