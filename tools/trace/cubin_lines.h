@@ -36,6 +36,7 @@ class CubinLines {
   // The function whose symbol is entry `index` of the symbol table: CUPTI's functionIndex of a
   // PC record ("the function's unique symbol index in the module"). Null if none.
   const std::string *function_at(uint32_t index) const;
+  bool has_function(const std::string &name) const { return functions_.count(name) != 0; }
   // The one function whose name starts with `prefix`; null if none or several do.
   const std::string *only_function_starting(const std::string &prefix) const;
   // The function whose name has parcagpu_name_hash() `hash`: the name behind the library's

@@ -169,6 +169,134 @@ const std::string *PcProfile::whole_name(std::string_view name) const {
   return nullptr;
 }
 
+void PcProfile::on_kernel(uint32_t pid, const char *name, size_t name_len, uint32_t device,
+                          uint64_t gpu_ns) {
+  (void)device;
+  Ran &r = ran_[{pid, std::string(name, name_len)}];
+  r.gpu_ns += gpu_ns;
+  r.kernels++;
+}
+
+void PcProfile::on_library_error(uint32_t pid, const std::string &component,
+                                 const std::string &message) {
+  // src/pc_publish.cc: "... PC samples of kernels CUPTI does not attribute (non-user kernels ...".
+  if (component == "pc_sampling" && message.find("CUPTI does not attribute") != std::string::npos)
+    not_attributed_reports_[pid]++;
+}
+
+std::string PcProfile::kernel_function(uint32_t pid, const std::string &name,
+                                       bool *in_cubin) const {
+  unsigned long long hash = 0;
+  const bool stand_in = parcagpu_name_is_stand_in(name.data(), name.size(), &hash);
+  const bool maybe_cut = name.size() + 1 >= PT_NAME_LEN;
+  *in_cubin = false;
+  const std::string *only = nullptr;
+  size_t candidates = 0;
+  for (auto it = cubins_.lower_bound({pid, 0}); it != cubins_.end() && it->first.first == pid;
+       ++it) {
+    if (!it->second->read) continue;
+    const CubinLines &l = it->second->lines;
+    const std::string *f = stand_in ? l.function_with_hash(hash) : nullptr;
+    if (!f && !stand_in && l.has_function(name)) f = &name;
+    if (f) {
+      *in_cubin = true;
+      return *f;
+    }
+    if (maybe_cut && !stand_in)
+      if (const std::string *p = l.only_function_starting(name)) only = p, candidates++;
+  }
+  if (only && candidates == 1) {
+    *in_cubin = true;
+    return *only;
+  }
+  return name;
+}
+
+const char *PcProfile::why_not_sampled(uint32_t pid, const std::string &function, uint64_t gpu_ns,
+                                       bool in_cubin, std::string *why) const {
+  bool any_cubin = false, cubin_read = false;
+  for (auto it = cubins_.lower_bound({pid, 0}); it != cubins_.end() && it->first.first == pid;
+       ++it) {
+    any_cubin = true;
+    cubin_read |= it->second->read;
+  }
+  auto config = configs_.lower_bound({pid, 0});
+  const bool configured = config != configs_.end() && config->first.first == pid;
+  if (!configured && !stall_names_.count(pid)) {
+    *why = "PC sampling was never on in this process (no gpu_config, no stall-reason map)";
+    return "no_pc_sampling";
+  }
+  if (!cubin_read) {
+    *why = any_cubin ? "no cubin of the process could be read from its memory"
+                     : "the library published no cubin of this process";
+    return "no_cubin";
+  }
+  if (!in_cubin) {
+    *why = "its code is in no cubin the library published: CUPTI does not attribute its samples";
+    return "not_in_cubins";
+  }
+  if (auto it = not_attributed_reports_.find(pid); it != not_attributed_reports_.end()) {
+    *why = "the library reported PC samples CUPTI does not attribute, which a kernel first run "
+           "while PC sampling was off gets (docs/pc-sampling.md P19, P20)";
+    return "not_attributed";
+  }
+  const Config &c = config->second;
+  const double period_ns = configured && c.clock_khz ? (double)(1ull << c.factor) * 1e6 / c.clock_khz : 0;
+  if (configured && gpu_ns < period_ns) {
+    char b[160];
+    std::snprintf(b, sizeof b,
+                  "below the rate: %" PRIu64 " ns of GPU time, less than one sampling period "
+                  "(%.0f ns)",
+                  gpu_ns, period_ns);
+    *why = b;
+    return "below_rate";
+  }
+  (void)function;
+  *why = "it ran only outside the sampling episodes, or CUPTI did not attribute its samples";
+  return "not_in_episodes";
+}
+
+std::vector<PcProfile::NotSampled> PcProfile::not_sampled() const {
+  // (pid, function) sampled, and the GPU time of each kernel that ran, by its whole name.
+  std::set<std::pair<uint32_t, std::string>> sampled;
+  for (const auto &[key, k] : kernels_) sampled.insert({k.pid, k.function});
+  std::map<std::pair<uint32_t, std::string>, std::pair<Ran, bool>> ran;
+  for (const auto &[key, r] : ran_) {
+    bool in_cubin = false;
+    auto &e = ran[{key.first, kernel_function(key.first, key.second, &in_cubin)}];
+    e.first.gpu_ns += r.gpu_ns;
+    e.first.kernels += r.kernels;
+    e.second |= in_cubin;
+  }
+  std::vector<NotSampled> out;
+  for (const auto &[key, e] : ran) {
+    if (sampled.count(key)) continue;
+    NotSampled n{key.first, key.second, e.first.gpu_ns, e.first.kernels, nullptr, {}};
+    n.reason = why_not_sampled(key.first, key.second, e.first.gpu_ns, e.second, &n.why);
+    out.push_back(std::move(n));
+  }
+  std::stable_sort(out.begin(), out.end(),
+                   [](const NotSampled &a, const NotSampled &b) { return a.gpu_ns > b.gpu_ns; });
+  return out;
+}
+
+void PcProfile::print_not_sampled(FILE *out, size_t n) const {
+  const std::vector<NotSampled> v = not_sampled();
+  if (v.empty()) return;
+  uint64_t total = 0, missed = 0;
+  for (const auto &[key, r] : ran_) total += r.gpu_ns;
+  for (const NotSampled &k : v) missed += k.gpu_ns;
+  std::fprintf(out,
+               "\nKernels with GPU time and no PC samples: %zu, %s of the GPU time of kernels "
+               "seen\n",
+               v.size(), pct(missed, total).c_str());
+  for (size_t i = 0; i < v.size() && i < n; ++i)
+    std::fprintf(out, "  %s  (pid %u): %s of GPU time in %" PRIu64 " kernel%s: %s\n",
+                 demangle(v[i].function).c_str(), v[i].pid, pct(v[i].gpu_ns, total).c_str(),
+                 v[i].kernels, v[i].kernels == 1 ? "" : "s", v[i].why.c_str());
+  if (v.size() > n) std::fprintf(out, "  ... %zu more in the JSON\n", v.size() - n);
+}
+
 std::string PcProfile::stall_name(uint32_t pid, uint32_t index) const {
   auto it = stall_names_.find(pid);
   if (it != stall_names_.end() && index < it->second.size() && !it->second[index].empty())
@@ -232,7 +360,7 @@ void PcProfile::print(FILE *out, size_t nkernels, size_t npcs) const {
         "  pid %u device %u: sampling factor %u (every 2^%u cycles, %.0f ns at %u kHz), %u SMs\n",
         key.first, c.device, c.factor, c.factor, ns, c.clock_khz, c.sm_count);
   }
-  if (records_ == 0) return;
+  if (records_ == 0) return print_not_sampled(out, nkernels);
   const auto v = ranked();
   for (size_t i = 0; i < v.size() && i < nkernels; ++i) {
     const Kernel &k = *v[i];
@@ -273,6 +401,7 @@ void PcProfile::print(FILE *out, size_t nkernels, size_t npcs) const {
                    t.empty() ? "" : stall_name(k.pid, t[0].first).c_str(), where.c_str());
     }
   }
+  print_not_sampled(out, nkernels);
 }
 
 Json PcProfile::json(size_t nkernels, size_t npcs) const {
@@ -384,6 +513,15 @@ Json PcProfile::json(size_t nkernels, size_t npcs) const {
     kernels.push_back(std::move(jk));
   }
   j["kernels"] = std::move(kernels);
+  Json missed = Json::array();
+  for (const NotSampled &n : not_sampled()) {
+    Json m = {{"pid", n.pid}, {"function", n.function}, {"gpu_ns", n.gpu_ns},
+              {"kernels", n.kernels}, {"reason", n.reason}, {"why", n.why}};
+    if (std::string d = demangle(n.function); d != n.function) m["demangled"] = std::move(d);
+    if (missed.size() < nkernels) missed.push_back(std::move(m));
+  }
+  j["kernels_with_gpu_time"] = ran_.size();
+  j["kernels_not_sampled"] = std::move(missed);
   return j;
 }
 
@@ -421,6 +559,8 @@ bool PcSampling::wants(uint32_t type) const {
     case PT_EV_CUBIN_LOADED:
     case PT_EV_CUBIN_UNLOADED:
     case PT_EV_GPU_CONFIG:
+    case PT_EV_KERNEL:
+    case PT_EV_ERROR:
       return true;
   }
   return false;
@@ -471,6 +611,21 @@ void PcSampling::on_event(const pt_header &h, const void *data, size_t size) {
       if (size < sizeof(pt_gpu_config_event)) break;
       const auto *e = static_cast<const pt_gpu_config_event *>(data);
       profile_.on_gpu_config(h.pid, e->device_id, e->sampling_factor, e->clock_khz, e->sm_count);
+      return;
+    }
+    case PT_EV_KERNEL: {
+      if (size < sizeof(pt_kernel_event)) break;
+      const auto *e = static_cast<const pt_kernel_event *>(data);
+      profile_.on_kernel(h.pid, e->name, strnlen(e->name, sizeof e->name), e->device_id,
+                         e->end > e->start ? e->end - e->start : 0);
+      return;
+    }
+    case PT_EV_ERROR: {
+      if (size < sizeof(pt_error_event)) break;
+      const auto *e = static_cast<const pt_error_event *>(data);
+      profile_.on_library_error(h.pid,
+                                std::string(e->component, strnlen(e->component, sizeof e->component)),
+                                std::string(e->message, strnlen(e->message, sizeof e->message)));
       return;
     }
     case PT_EV_CORRELATION: {
