@@ -404,6 +404,43 @@ void PcProfile::print(FILE *out, size_t nkernels, size_t npcs) const {
   print_not_sampled(out, nkernels);
 }
 
+void PcProfile::add_pprof(std::vector<PprofPcSample> *out) const {
+  for (const auto &[key, k] : kernels_) {
+    // The device and time scale: the process's one gpu_config (with several, neither is known:
+    // a PC record does not say its device).
+    const Config *config = nullptr;
+    size_t configs = 0;
+    for (auto it = configs_.lower_bound({k.pid, 0}); it != configs_.end() && it->first.first == k.pid;
+         ++it, ++configs)
+      config = &it->second;
+    if (configs != 1) config = nullptr;
+    const double ns = config && config->clock_khz
+                          ? static_cast<double>(1ull << config->factor) * 1e6 / config->clock_khz
+                          : 0;
+    const Cubin *c = cubin(k.pid, k.cubin_crc);
+    char module[40];
+    std::snprintf(module, sizeof module, "cubin 0x%" PRIx64, k.cubin_crc);
+    const std::string kernel = demangle(k.function);
+    for (const auto &[pc, st] : k.pcs) {
+      CubinLines::Line line;
+      const bool have = c && c->read && c->lines.lookup(k.function, pc, &line);
+      for (const auto &[index, n] : st.stalls) {
+        PprofPcSample x;
+        x.pid = k.pid;
+        x.device = config ? static_cast<int64_t>(config->device) : -1;
+        x.kernel = kernel;
+        x.module = module;
+        if (have) x.file = line.file, x.line = line.line;
+        x.pc_offset = pc;
+        x.stall = stall_name(k.pid, index);
+        x.samples = n;
+        x.gpu_ns = static_cast<uint64_t>(static_cast<double>(n) * ns + 0.5);
+        out->push_back(std::move(x));
+      }
+    }
+  }
+}
+
 Json PcProfile::json(size_t nkernels, size_t npcs) const {
   Json j;
   j["records"] = records_;

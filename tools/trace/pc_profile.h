@@ -60,6 +60,8 @@ class PcProfile {
   // Hottest kernels by samples with their top stall reasons; per kernel its hottest PCs.
   void print(FILE *out, size_t kernels = 10, size_t pcs = 5) const;
   Json json(size_t kernels = 50, size_t pcs = 10) const;
+  // Every (kernel, PC offset, stall reason) with its samples, for --pprof.
+  void add_pprof(std::vector<PprofPcSample> *out) const;
 
   // The whole name behind the library's stand-in `name` (a kernel name longer than the
   // consumer keeps, include/parcagpu/abi.h), from the cubins read; null if none has it.
@@ -169,6 +171,8 @@ class PcSampling : public Extension {
   bool wants(uint32_t event_type) const override;
   void on_event(const pt_header &h, const void *data, size_t size) override;
   void add_json(Json &summary) const override;
+  void add_pprof(std::vector<PprofPcSample> *out) const override { profile_.add_pprof(out); }
+  bool has_pprof_samples() const override { return true; }
   void print(FILE *out) const override;
   const std::string *whole_name(std::string_view name) const override;
 

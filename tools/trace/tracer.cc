@@ -666,6 +666,13 @@ bool Tracer::report(const Summary &s) const {
     PprofInfo info;
     info.duration_nanos = static_cast<int64_t>(s.duration_s * 1e9);
     info.time_nanos = static_cast<int64_t>(now.tv_sec) * 1000000000 + now.tv_nsec - info.duration_nanos;
+    std::vector<PprofPcSample> pc_samples;
+    bool with_pc = false;
+    for (const auto &v : extensions_) {
+      with_pc |= v->has_pprof_samples();
+      v->add_pprof(&pc_samples);
+    }
+    if (with_pc) info.pc_samples = &pc_samples;
     std::string gz;
     if (!gzip_compress(pprof_profile(profile_, stacks_, joiner_.names(), processes_, info), &gz)) {
       std::fprintf(stderr, "parcagpu-trace: --pprof %s: zlib could not compress the profile\n", opt_.pprof_path.c_str());
