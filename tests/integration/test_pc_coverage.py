@@ -59,6 +59,11 @@ class NeverSampled(unittest.TestCase):
         app = ["--duration=2s", "--launch-rate=400", "--graph-rate=0", "--kernel-names=" + names]
         tool, pid = traced(self, app, harness.UNLIMITED)
         sampled, missed = self.assert_every_kernel_accounted(tool.last_json(), pid)
+        if harness.PERSONALITY == "12":
+            # CUPTI older than 12.4: no PC sampling in the process, and the report says so.
+            self.assertEqual({n: m["reason"] for n, m in missed.items()},
+                             {"_Z5k_addPfi": "no_pc_sampling", "_Z9k_unknownPf": "no_pc_sampling"})
+            return
         self.assertIn("_Z5k_addPfi", sampled)
         self.assertEqual(list(missed), ["_Z9k_unknownPf"])
         self.assertEqual(missed["_Z9k_unknownPf"]["reason"], "not_in_cubins")
@@ -69,6 +74,7 @@ class NeverSampled(unittest.TestCase):
                                       r"\d+\.\d%% of GPU time in \d+ kernels: its code is in no cubin" % pid)
         print("\n" + tool.stdout[tool.stdout.index("\nKernels with GPU time and no PC"):])
 
+    @unittest.skipIf(harness.PERSONALITY == "12", "CUPTI older than 12.4: no PC sampling")
     def test_a_graph_warmed_up_before_the_first_enable(self):
         env = dict(harness.UNLIMITED, PARCAGPU_PC_START_QUIET_MS="1000")
         tool, pid = traced(self, ["--scenario=graph-warm"], env)

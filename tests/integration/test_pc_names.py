@@ -84,6 +84,7 @@ class LongNames(unittest.TestCase):
         self.assertEqual(tool.proc.returncode, 0, tool.stderr)
         return tool, r.summary["pid"]
 
+    @unittest.skipIf(harness.PERSONALITY == "12", "CUPTI older than 12.4: no PC sampling")
     def test_pc_report_names_each_long_kernel_whole(self):
         tool, pid = self.run_traced(["--json"])
         pc = tool.last_json()["pc"]
@@ -118,6 +119,8 @@ class LongNames(unittest.TestCase):
         shown = {k["kernel"]: k["demangled"] for s in j["gpu_time_by_stack"] for k in s["by_kernel"]}
         for name, demangled in LONG.items():
             self.assertEqual(shown.get(stand_in(name, 255)), demangled, shown)
+        if harness.PERSONALITY == "12":
+            return  # CUPTI older than 12.4: no PC sampling, the kernel records only
         mine = {k["function"]: k for k in j["pc"]["kernels"] if k["pid"] == pid}
         for name in LONG:
             self.assertEqual(mine[name].get("received_name"), stand_in(name, 127), mine[name])
