@@ -365,6 +365,7 @@ void ActivityCollector::process_buffer(CUcontext ctx, uint32_t stream_id, uint8_
     }
     if (!tracker_.on_kernel(k.correlation_id, now)) return;
     ++delivered;
+    if (const char *fit = kernel_names_.fit(k.name); fit != k.name) k.set_name(fit);
     if (per_kernel)
       usdt::kernel_executed(k.start, k.end, k.correlation_id, k.device_id, k.stream_id, k.graph_id,
                             k.graph_node_id, k.name);

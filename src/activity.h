@@ -11,6 +11,7 @@
 #include <mutex>
 
 #include "config.h"
+#include "consumer_names.h"
 #include "consumers.h"
 #include "cupti_api.h"
 #include "subsystem_links.h"
@@ -118,6 +119,9 @@ class ActivityCollector : public ConsumerWatcher::Client,
   WatcherWake *const wake_;
   const std::unique_ptr<BufferPool> pool_;
   const std::unique_ptr<ActivitySwitch> switch_;
+  // Kernel names longer than the consumer keeps, as their stand-ins (consumer_names.h): the
+  // record's name is pointed at one before it is fired (the buffer is ours).
+  FunctionNames kernel_names_{PARCAGPU_KERNEL_NAME_MAX, PARCAGPU_KERNEL_NAME_MAX + 1};
   // account_losses(): tracker counts already reported (watcher thread, then shutdown).
   uint64_t refused_seen_ = 0;
   uint64_t expired_seen_ = 0;

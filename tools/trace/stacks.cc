@@ -1,5 +1,7 @@
 #include "stacks.h"
 
+#include "parcagpu/abi.h"
+
 #include <cstring>
 
 namespace parcagpu::trace {
@@ -15,13 +17,21 @@ uint32_t NameTable::id(std::string_view name) {
 
 const std::string &NameTable::demangled(uint32_t id) const {
   const Entry &e = names_[id];
-  if (e.demangled.empty()) e.demangled = demangle(e.raw);
+  if (!e.demangled.empty()) return e.demangled;
+  // A stand-in whose whole name is not known yet is shown as it is, and asked for again later.
+  const std::string *whole = whole_ ? whole_(e.raw) : nullptr;
+  unsigned long long hash = 0;
+  if (!whole && parcagpu_name_is_stand_in(e.raw.data(), e.raw.size(), &hash)) return e.raw;
+  e.demangled = demangle(whole ? *whole : e.raw);
   return e.demangled;
 }
 
 const std::string &NameTable::display(uint32_t id) const {
   const Entry &e = names_[id];
-  if (e.display.empty()) e.display = e.raw.empty() ? "(no name)" : short_function_name(demangled(id));
+  if (!e.display.empty()) return e.display;
+  const std::string &d = demangled(id);
+  if (&d == &e.raw && !e.raw.empty()) return e.raw;  // a stand-in, not known yet
+  e.display = e.raw.empty() ? "(no name)" : short_function_name(d);
   return e.display;
 }
 

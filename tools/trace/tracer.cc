@@ -51,6 +51,13 @@ Tracer::Tracer(const Options &o)
       joiner_(Joiner::Limits{o.max_pending, static_cast<uint64_t>(o.max_age_s * 1e9), 1 << 16}, this),
       captures_(stacks_, joiner_.names()) {
   resolver_.before_symbolize = [this] { drain_mapping_records(); };
+  // Kernel names the library handed over as stand-ins: whole where an extension (--pc) read the
+  // cubin that has them.
+  joiner_.names().set_whole_names([this](std::string_view name) -> const std::string * {
+    for (const auto &v : extensions_)
+      if (const std::string *whole = v->whole_name(name)) return whole;
+    return nullptr;
+  });
 }
 
 int Tracer::handle(void *ctx, void *data, size_t size) {
@@ -659,6 +666,13 @@ bool Tracer::report(const Summary &s) const {
     PprofInfo info;
     info.duration_nanos = static_cast<int64_t>(s.duration_s * 1e9);
     info.time_nanos = static_cast<int64_t>(now.tv_sec) * 1000000000 + now.tv_nsec - info.duration_nanos;
+    std::vector<PprofPcSample> pc_samples;
+    bool with_pc = false;
+    for (const auto &v : extensions_) {
+      with_pc |= v->has_pprof_samples();
+      v->add_pprof(&pc_samples);
+    }
+    if (with_pc) info.pc_samples = &pc_samples;
     std::string gz;
     if (!gzip_compress(pprof_profile(profile_, stacks_, joiner_.names(), processes_, info), &gz)) {
       std::fprintf(stderr, "parcagpu-trace: --pprof %s: zlib could not compress the profile\n", opt_.pprof_path.c_str());
