@@ -37,6 +37,32 @@ const char *const kReadFailureNames[] = {
 static_assert(sizeof(kReadFailureNames) / sizeof(kReadFailureNames[0]) ==
               AC_STAT_READ_FAIL_LAST - AC_STAT_READ_FAIL_ARG + 1);
 
+// What the agent would have lost of each probe's data, and why (records for the batch probes,
+// events for the others): its ring full, a batch over its cap, a failed read.
+Json losses_json(const uint64_t *st) {
+  auto full = [&](ac_probe p) { return st[static_cast<int>(AC_STAT_RING_FULL) + p]; };
+  auto entry = [](uint64_t ring_full, uint64_t over_cap, uint64_t read_failed) {
+    return Json{{"ring_full", ring_full}, {"over_cap", over_cap}, {"read_failed", read_failed}};
+  };
+  return {{"activity_batch",
+           entry(full(AC_PROBE_ACTIVITY_BATCH), st[AC_STAT_BATCH_OVER_CAP],
+                 st[AC_STAT_BATCH_ABANDONED] + st[AC_STAT_READ_FAIL_RECORD])},
+          {"kernel_executed", entry(full(AC_PROBE_KERNEL_EXECUTED), 0, 0)},
+          {"pc_sample_batch", entry(st[AC_STAT_PC_RING_FULL], st[AC_STAT_PC_OVER_CAP],
+                                    st[AC_STAT_PC_ABANDONED] - st[AC_STAT_PC_RING_FULL])},
+          {"cubin_loaded", entry(full(AC_PROBE_CUBIN_LOADED), 0, 0)},
+          {"stall_reason_map",
+           entry(full(AC_PROBE_STALL_REASON_MAP), 0, st[AC_STAT_READ_FAIL_STALL_MAP])},
+          {"error", entry(full(AC_PROBE_ERROR), 0, 0)},
+          {"gpu_config", entry(full(AC_PROBE_GPU_CONFIG), 0, 0)}};
+}
+
+uint64_t ring_full_total(const uint64_t *st) {
+  uint64_t n = 0;
+  for (int p = 0; p < AC_PROBE_MAX; p++) n += st[static_cast<int>(AC_STAT_RING_FULL) + p];
+  return n;
+}
+
 Json process_json(const ProcessView &v) {
   const uint64_t *st = v.stats;
   uint64_t matched = 0, graph_matched = 0, graph_launches_with_kernels = 0;
@@ -98,7 +124,8 @@ Json process_json(const ProcessView &v) {
                      {"zero", v.pc_correlation_zero}}},
                    {"records_by_crc", by_crc},
                    {"records_without_cubin", without_cubin},
-                   {"function_names", v.pc_function_names.size()}};
+                   {"function_names", v.pc_function_names.size()},
+                   {"function_names_cut", v.pc_function_names_cut}};
   Json impossible = Json::object();
   for (size_t r = 1; r < v.impossible.size(); ++r)
     impossible[trace::impossible_name(static_cast<trace::Impossible>(r))] = v.impossible[r];
@@ -138,7 +165,10 @@ Json process_json(const ProcessView &v) {
           {"pc_samples", pc},
           {"errors", v.error_count},
           {"error_list", errors},
-          {"ringbuf_drops", st[AC_STAT_RINGBUF_DROPS]}};
+          {"ringbuf_drops", ring_full_total(st)},
+          {"lost", losses_json(st)},
+          {"own_ring_drops", st[AC_STAT_OWN_RING_DROPS]},
+          {"kernel_names_cut", v.kernel_names_cut}};
 }
 
 }  // namespace
@@ -206,6 +236,7 @@ bool Summary::on_event(const void *data, size_t size) {
       if (!fits(sizeof(ac_kernel_event))) return false;
       const auto *e = static_cast<const ac_kernel_event *>(data);
       v.kernel_records++;
+      if (strnlen(e->name, sizeof e->name) == sizeof e->name - 1) v.kernel_names_cut++;
       if (e->start == 0 || e->end < e->start || e->end - e->start > 60'000'000'000ull)
         v.invalid_timestamps++;
       v.kernels_by_correlation[e->correlation_id]++;
@@ -231,7 +262,9 @@ bool Summary::on_event(const void *data, size_t size) {
       const PcRecord r = decode_pc_record(e->record);
       v.pc_records++;
       v.pc_records_by_crc[r.cubin_crc]++;
-      v.pc_function_names.insert(cstr(e->function_name, sizeof e->function_name));
+      const std::string name = cstr(e->function_name, sizeof e->function_name);
+      if (name.size() == sizeof e->function_name - 1) v.pc_function_names_cut++;
+      v.pc_function_names.insert(name);
       if (r.correlation_id == 0)
         v.pc_correlation_zero++;
       else
@@ -265,6 +298,8 @@ bool Summary::on_event(const void *data, size_t size) {
                             cstr(e->message, sizeof e->message)});
       return true;
     }
+    case AC_EV_KERNEL_SLOT:  // the agent ring's room for a kernel event: its content is ours
+      return true;
     case AC_EV_GPU_CONFIG: {
       if (!fits(sizeof(ac_gpu_config_event))) return false;
       const auto *e = static_cast<const ac_gpu_config_event *>(data);
@@ -316,7 +351,8 @@ std::string Summary::json() const {
     correlations += v.correlations;
     failures += v.read_failures();
   }
-  const Json j = {{"attached", attached_},
+  const Json j = {{"ring_bytes", ring_bytes_},
+                  {"attached", attached_},
                   {"ignored", ignored_},
                   {"sites", sites_},
                   {"processes", pids_.size()},
