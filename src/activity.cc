@@ -9,6 +9,7 @@
 
 #include "activity_buffers.h"
 #include "activity_switch.h"
+#include "agent_ring_pacer.h"
 #include "correlation_tracker.h"
 #include "graph_tracker.h"
 #include "log.h"
@@ -343,6 +344,13 @@ size_t ActivityCollector::dropped_records(CUcontext ctx, uint32_t stream_id) {
   return dropped;
 }
 
+// One activity_batch firing. Its kernel records take their room in the production agent's ring
+// from the pacer that PC firings wait for (agent_ring_pacer.h); they never wait themselves.
+void ActivityCollector::fire_activity_batch(const void **records, uint32_t n) {
+  AgentRingPacer::instance().take(uint64_t{n} * kAgentKernelEventBytes, monotonic_ns());
+  usdt::activity_batch(records, n);
+}
+
 void ActivityCollector::process_buffer(CUcontext ctx, uint32_t stream_id, uint8_t *buffer,
                                        size_t valid_size) {
   const bool per_kernel = usdt::kernel_executed_consumers() != 0;
@@ -370,13 +378,13 @@ void ActivityCollector::process_buffer(CUcontext ctx, uint32_t stream_id, uint8_
                             k.graph_node_id, k.name);
     batch[n++] = k.record;
     if (n == PARCAGPU_ACTIVITY_BATCH_MAX) {
-      usdt::activity_batch(batch, n);
+      fire_activity_batch(batch, n);
       ++batches;
       n = 0;
     }
   });
   if (n > 0) {
-    usdt::activity_batch(batch, n);
+    fire_activity_batch(batch, n);
     ++batches;
   }
   if (walk.cut_short)

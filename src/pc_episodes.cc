@@ -587,11 +587,14 @@ void PcEpisodes::shutdown() {
     if (exclusive) exclusive_end();
   }
   state_.usable = false;
+  publisher_.finish();  // what was drained is fired before the process goes
 }
 
 PcStats PcEpisodes::stats() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return stats_;
+  PcStats s = stats_;
+  publisher_.add_firing_stats(s);
+  return s;
 }
 
 }  // namespace parcagpu

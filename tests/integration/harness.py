@@ -464,6 +464,11 @@ class Trace(_SummaryConsumer):
         super().__init__(TRACE, lib, pid, ["--json"] + list(extra), allow_impossible)
 
 
+# The slowest reader of the agent's ring the library's firings are paced for
+# (AgentRingPacer::kBytesPerSecond, src/agent_ring_pacer.h): 8 MiB a second.
+AGENT_READ_BYTES_PER_S = 8 << 20
+
+
 class AgentConsumer(_SummaryConsumer):
     """build/bin/agent-consumer: sees a library's probes exactly as the production agent does
     (tools/agent/README.md, docs/probe-abi.md). After stop(), `result` is its JSON summary and
@@ -474,8 +479,8 @@ class AgentConsumer(_SummaryConsumer):
                  read_bytes_per_s=None):
         """scale_factor: the agent's --bpf-cupti-event-scale-factor, its ring of events is
         1 MiB << scale_factor; 0 is the agent's default, and what every test runs with unless it
-        says why not. read_bytes_per_s: read that ring no faster, as a slower reader would; None:
-        as fast as it can."""
+        says why not. read_bytes_per_s: read that ring no faster (AGENT_READ_BYTES_PER_S: the
+        slowest reader the library's pacing is made for); None: as fast as it can."""
         args = ["-s", str(scale_factor)]
         if read_bytes_per_s:
             args += ["-R", str(read_bytes_per_s)]
