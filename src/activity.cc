@@ -351,6 +351,24 @@ void ActivityCollector::fire_activity_batch(const void **records, uint32_t n) {
   usdt::activity_batch(records, n);
 }
 
+// Whether a kernel record goes to consumers (its launch was announced), with the ID it goes
+// with set in it; the buffer is ours, so consumers see the record with that ID.
+bool ActivityCollector::deliverable(KernelRecord &k, uint64_t now, uint64_t *unattributed) {
+  if (k.correlation_id == 0) {
+    // A kernel of a conditional node's body: CUPTI drops the launch's correlation ID (ground
+    // truth, fact 7). Hand it back to the launch that owns the body graph.
+    const uint32_t owner = conditional_body_owner(k, unattributed);
+    if (owner == 0) return false;
+    k.set_correlation_id(owner);
+  }
+  uint32_t deliver_as = 0;
+  if (!tracker_.on_kernel(k.correlation_id, now, &deliver_as)) return false;
+  // A multi-device launch's second and later kernels go under IDs of its own
+  // (correlation_tracker.h says why).
+  if (deliver_as != k.correlation_id) k.set_correlation_id(deliver_as);
+  return true;
+}
+
 void ActivityCollector::process_buffer(CUcontext ctx, uint32_t stream_id, uint8_t *buffer,
                                        size_t valid_size) {
   const bool per_kernel = usdt::kernel_executed_consumers() != 0;
@@ -363,15 +381,7 @@ void ActivityCollector::process_buffer(CUcontext ctx, uint32_t stream_id, uint8_
   const uint64_t now = coarse_ns();
   const BufferWalk walk = walk_kernel_records(cupti_, buffer, valid_size, [&](KernelRecord &k) {
     if (kernels_) kernels_->on_kernel_record(k.name);
-    if (k.correlation_id == 0) {
-      // A kernel of a conditional node's body: CUPTI drops the launch's correlation ID (ground
-      // truth, fact 7). Hand it back to the launch that owns the body graph; the buffer is
-      // ours, so consumers see the record with that launch's ID.
-      const uint32_t owner = conditional_body_owner(k, &unattributed);
-      if (owner == 0) return;
-      k.set_correlation_id(owner);
-    }
-    if (!tracker_.on_kernel(k.correlation_id, now)) return;
+    if (!deliverable(k, now, &unattributed)) return;
     ++delivered;
     if (per_kernel)
       usdt::kernel_executed(k.start, k.end, k.correlation_id, k.device_id, k.stream_id, k.graph_id,

@@ -101,6 +101,7 @@ class ActivityCollector : public ConsumerWatcher::Client,
   // A conditional body's kernel (correlation ID 0): the announced launch that owns its graph, or
   // 0 (counted in *unattributed when no exec is known for the graph).
   uint32_t conditional_body_owner(const KernelRecord &k, uint64_t *unattributed);
+  bool deliverable(KernelRecord &k, uint64_t now, uint64_t *unattributed);
   // The records CUPTI dropped for this buffer's context and stream (said once when not 0).
   size_t dropped_records(CUcontext ctx, uint32_t stream_id);
   void housekeeping();

@@ -63,19 +63,30 @@ uint64_t ring_full_total(const uint64_t *st) {
   return n;
 }
 
+Json config_json(const ProcessView::GpuConfig &c) {
+  return {{"device", c.device_id},
+          {"sampling_factor", c.sampling_factor},
+          {"clock_khz", c.clock_khz},
+          {"sm_count", c.sm_count}};
+}
+
 Json process_json(const ProcessView &v) {
   const uint64_t *st = v.stats;
   uint64_t matched = 0, graph_matched = 0, graph_launches_with_kernels = 0;
-  uint64_t orphan_eager = 0, orphan_graph = 0;
+  uint64_t orphan_eager = 0, orphan_graph = 0, eager_unmatched = 0;
   for (const auto &[corr, cbid] : v.announced) {
     auto it = v.kernels_by_correlation.find(corr);
     const uint64_t k = it == v.kernels_by_correlation.end() ? 0 : it->second;
-    matched += k;
     if (is_graph_launch(cbid)) {
+      matched += k;
       graph_matched += k;
       graph_launches_with_kernels += k > 0;
       orphan_graph += k == 0;
     } else {
+      // The agent matches an eager launch's first kernel and forgets the launch
+      // (interpreter/gpu/cuda.go, addTime): a second kernel of its ID is an orphan.
+      matched += k > 0;
+      eager_unmatched += k > 1 ? k - 1 : 0;
       orphan_eager += k == 0;
     }
   }
@@ -88,11 +99,7 @@ Json process_json(const ProcessView &v) {
   for (int p = 0; p < AC_PROBE_MAX; p++)
     firings[probe_name(static_cast<ac_probe>(p))] = st[static_cast<int>(AC_STAT_FIRINGS) + p];
   Json configs = Json::array();
-  for (const auto &c : v.gpu_configs)
-    configs.push_back({{"device", c.device_id},
-                       {"sampling_factor", c.sampling_factor},
-                       {"clock_khz", c.clock_khz},
-                       {"sm_count", c.sm_count}});
+  for (const auto &c : v.gpu_configs) configs.push_back(config_json(c));
   Json cubins = Json::array();
   for (const auto &[crc, c] : v.cubins)
     cubins.push_back(
@@ -143,6 +150,7 @@ Json process_json(const ProcessView &v) {
           {"orphan_correlations_graph", orphan_graph},
           {"graph_kernels_matched", graph_matched},
           {"graph_launches_with_kernels", graph_launches_with_kernels},
+          {"eager_kernels_unmatched", eager_unmatched},
           {"impossible_kernel_records", v.impossible_total()},
           {"impossible_by_reason", impossible},
           {"read_failures", v.read_failures()},
@@ -154,6 +162,8 @@ Json process_json(const ProcessView &v) {
           {"batch_abandoned", st[AC_STAT_BATCH_ABANDONED]},
           {"batch_other_kinds", st[AC_STAT_BATCH_OTHER_KIND]},
           {"gpu_configs", configs},
+          {"gpu_config", v.gpu_configs.empty() ? Json() : config_json(v.gpu_configs.back())},
+          {"gpu_config_overwrites", v.gpu_config_overwrites},
           {"gpu_config_repeats", st[AC_STAT_GPU_CONFIG_REPEATS]},
           {"stall_reason_map",
            {{"seen", v.stall_maps > 0},
@@ -303,6 +313,11 @@ bool Summary::on_event(const void *data, size_t size) {
     case AC_EV_GPU_CONFIG: {
       if (!fits(sizeof(ac_gpu_config_event))) return false;
       const auto *e = static_cast<const ac_gpu_config_event *>(data);
+      // The agent keeps one per process, the last (interpreter/gpu/config.go), and warns when
+      // it replaces one of another factor or clock.
+      if (!v.gpu_configs.empty() && (v.gpu_configs.back().sampling_factor != e->sampling_factor ||
+                                     v.gpu_configs.back().clock_khz != e->clock_khz))
+        v.gpu_config_overwrites++;
       v.gpu_configs.push_back({e->device_id, e->sampling_factor, e->clock_khz, e->sm_count});
       return true;
     }

@@ -58,6 +58,7 @@ struct ProcessView {
     uint32_t device_id, sampling_factor, clock_khz, sm_count;
   };
   std::vector<GpuConfig> gpu_configs;    // first firing per device only (the agent's dedup)
+  uint64_t gpu_config_overwrites = 0;    // ... one replacing another of a different factor/clock
   uint64_t stall_maps = 0;               // stall_reason_map firings read in full
   std::vector<std::string> stall_names;  // of the last one: index -> name ("" = none)
   uint32_t stall_count = 0;

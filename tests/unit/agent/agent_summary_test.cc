@@ -166,6 +166,33 @@ TEST(Summary, ReadFailuresAreSummedFromTheCounters) {
                      "\"record_ptrs\":0,\"record\":2,"));
 }
 
+TEST(Summary, AnEagerLaunchMatchesItsFirstKernelOnlyAsTheAgentDoes) {
+  // cuLaunchCooperativeKernelMultiDevice (-480) on two devices: two kernels of one eager ID. The
+  // agent forgets an eager launch at its first kernel: the second is an orphan.
+  Summary s(no_memory);
+  feed(s, corr(3, 20, -480));
+  ac_kernel_event k = kernel(3, 20);
+  feed(s, k);
+  k.device_id = 1;
+  feed(s, k);
+  const std::string j = s.json();
+  EXPECT_TRUE(Holds(j, "\"kernel_records\":2,\"invalid_timestamps\":0,\"matched\":1,"
+                       "\"orphan_kernels\":1,"));
+  EXPECT_TRUE(Holds(j, "\"eager_kernels_unmatched\":1"));
+}
+
+TEST(Summary, TheAgentKeepsTheLastGpuConfigOfAProcess) {
+  Summary s(no_memory);
+  ac_gpu_config_event g{AC_EV_GPU_CONFIG, 5, 0, 11, 1980000, 132};
+  feed(s, g);
+  g.device_id = 1;
+  g.sampling_factor = 12;  // another factor on device 1: it replaces device 0's
+  feed(s, g);
+  const std::string j = s.json();
+  EXPECT_TRUE(Holds(j, "\"gpu_config\":{\"device\":1,\"sampling_factor\":12,"));
+  EXPECT_TRUE(Holds(j, "\"gpu_config_overwrites\":1"));
+}
+
 uint32_t ring_full(ac_probe p) { return static_cast<uint32_t>(AC_STAT_RING_FULL) + p; }
 
 TEST(Summary, WhatTheAgentWouldHaveLostIsSaidPerProbeWithTheRingSize) {
