@@ -345,9 +345,16 @@ size_t ActivityCollector::dropped_records(CUcontext ctx, uint32_t stream_id) {
 }
 
 // One activity_batch firing. Its kernel records take their room in the production agent's ring
-// from the pacer that PC firings wait for (agent_ring_pacer.h); they never wait themselves.
+// from the pacer that PC firings wait for (agent_ring_pacer.h), waiting only once the bucket owes
+// half the ring. Never on the launch path: CUPTI hands buffers back on its own thread, or on the
+// one that flushes (the watcher, or the exiting thread).
 void ActivityCollector::fire_activity_batch(const void **records, uint32_t n) {
-  AgentRingPacer::instance().take(uint64_t{n} * kAgentKernelEventBytes, monotonic_ns());
+  AgentRingPacer &pacer = AgentRingPacer::instance();
+  const uint64_t bytes = uint64_t{n} * kAgentKernelEventBytes;
+  for (uint64_t w;
+       (w = pacer.wait_ns(bytes, monotonic_ns(), AgentRingPacer::kKernelDebtBytes)) > 0;)
+    std::this_thread::sleep_for(std::chrono::nanoseconds(w));
+  pacer.take(bytes, monotonic_ns());
   usdt::activity_batch(records, n);
 }
 

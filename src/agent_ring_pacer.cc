@@ -24,11 +24,12 @@ void AgentRingPacer::take(uint64_t bytes, uint64_t now_ns) {
   tokens_ -= static_cast<int64_t>(bytes);
 }
 
-uint64_t AgentRingPacer::wait_ns(uint64_t bytes, uint64_t now_ns) {
+uint64_t AgentRingPacer::wait_ns(uint64_t bytes, uint64_t now_ns, uint64_t may_owe) {
   std::lock_guard<std::mutex> lock(mu_);
   refill(now_ns);
   // More than a burst can never be had at once: it waits for a full bucket.
-  const int64_t want = static_cast<int64_t>(bytes < kBurstBytes ? bytes : kBurstBytes);
+  const int64_t want = static_cast<int64_t>(bytes < kBurstBytes ? bytes : kBurstBytes) -
+                       static_cast<int64_t>(may_owe);
   if (tokens_ >= want) return 0;
   const uint64_t missing = static_cast<uint64_t>(want - tokens_);
   return (missing * 1000000000ull + kBytesPerSecond - 1) / kBytesPerSecond;

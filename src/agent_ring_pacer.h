@@ -11,8 +11,10 @@
 // 17,516 PC records lost in 40 s; issue 42). So what is fired into that ring is paced here: a token
 // bucket of ring bytes, a burst of a quarter of the ring, refilled at a rate the agent's reader
 // keeps up with. PC records (PcPublisher, pc_publish.h: its own thread, never the launch path) wait
-// for the bucket; kernel records (activity_batch, on CUPTI's buffer thread) only take from it,
-// never wait, so PC firings make room for them.
+// for the bucket; kernel records (activity_batch, on the thread CUPTI hands a buffer back on,
+// never the launch path) may run it into a debt of half the ring first, so that PC firings make
+// room for them and a flush's burst seldom waits. What the ring holds at once then stays under a
+// quarter of it (the burst) plus half (the debt) plus one firing, for a reader at the rate.
 //
 // No CUPTI, no clock of its own (the caller passes the time): unit-tested in
 // tests/unit/lib/agent_ring_pacer_test.cc.
@@ -41,10 +43,15 @@ class AgentRingPacer {
   // (harness.AGENT_READ_BYTES_PER_S).
   static constexpr uint64_t kBytesPerSecond = 8u << 20;
 
-  // Takes `bytes` now, going into debt if need be (kernel records: never wait).
+  // The debt kernel records may run the bucket into before they wait: half the ring (a window of
+  // PC sampling announces every launch, 32 graph launches of 200 kernels are 2 MB of records).
+  static constexpr uint64_t kKernelDebtBytes = kAgentRingBytes / 2;
+
+  // Takes `bytes` now, into debt if need be.
   void take(uint64_t bytes, uint64_t now_ns);
-  // Nanoseconds to wait before `bytes` may be taken without debt (0: now).
-  uint64_t wait_ns(uint64_t bytes, uint64_t now_ns);
+  // Nanoseconds to wait before `bytes` may be taken leaving a debt of at most `may_owe` bytes
+  // (PC records: 0; kernel records: kKernelDebtBytes); 0: now.
+  uint64_t wait_ns(uint64_t bytes, uint64_t now_ns, uint64_t may_owe = 0);
 
   // The one pacer of the process: every firing into the agent's ring shares it.
   static AgentRingPacer &instance();

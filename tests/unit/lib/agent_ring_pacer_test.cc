@@ -49,13 +49,23 @@ TEST(AgentRingPacer, WhatIsInTheRingAtOnceStaysUnderAQuarterOfItPlusTheRefill) {
   EXPECT_LT(AgentRingPacer::kBurstBytes + kSlice, kAgentRingBytes / 2);
 }
 
-TEST(AgentRingPacer, KernelRecordsTakeWithoutWaitingAndPcSlicesWaitForThem) {
+TEST(AgentRingPacer, KernelRecordsMayOweHalfTheRingAndPcSlicesWaitForThem) {
   AgentRingPacer p;
   const uint64_t t = 3 * kSecond;
-  EXPECT_EQ(p.wait_ns(kSlice, t), 0u);
-  p.take(2000 * kAgentKernelEventBytes, t);  // a flush's burst of kernel records: debt
+  const uint64_t firing = 128 * kAgentKernelEventBytes;  // one activity_batch firing
+  const uint64_t owe = AgentRingPacer::kKernelDebtBytes;
+  // A flush's burst of kernel records: the burst and half the ring go in at once...
+  uint64_t in = 0;
+  while (p.wait_ns(firing, t, owe) == 0) {
+    p.take(firing, t);
+    in += firing;
+  }
+  EXPECT_GE(in, AgentRingPacer::kBurstBytes + owe - firing);
+  EXPECT_LE(in, AgentRingPacer::kBurstBytes + owe + firing);
+  EXPECT_LT(in + kSlice, kAgentRingBytes);  // with a PC slice: still in the ring
+  // ... then the next waits, and a PC slice waits for the debt to be paid and its own room.
+  const uint64_t debt = in - AgentRingPacer::kBurstBytes;
   const uint64_t w = p.wait_ns(kSlice, t);
-  const uint64_t debt = 2000 * kAgentKernelEventBytes - AgentRingPacer::kBurstBytes;
   EXPECT_GE(w, (debt + kSlice) * kSecond / AgentRingPacer::kBytesPerSecond);
   EXPECT_EQ(p.wait_ns(kSlice, t + w), 0u);
 }
