@@ -9,6 +9,7 @@
 
 #include "activity_buffers.h"
 #include "activity_switch.h"
+#include "agent_ring_pacer.h"
 #include "correlation_tracker.h"
 #include "graph_tracker.h"
 #include "log.h"
@@ -343,6 +344,38 @@ size_t ActivityCollector::dropped_records(CUcontext ctx, uint32_t stream_id) {
   return dropped;
 }
 
+// One activity_batch firing. Its kernel records take their room in the production agent's ring
+// from the pacer that PC firings wait for (agent_ring_pacer.h), waiting only once the bucket owes
+// half the ring. Never on the launch path: CUPTI hands buffers back on its own thread, or on the
+// one that flushes (the watcher, or the exiting thread).
+void ActivityCollector::fire_activity_batch(const void **records, uint32_t n) {
+  AgentRingPacer &pacer = AgentRingPacer::instance();
+  const uint64_t bytes = uint64_t{n} * kAgentKernelEventBytes;
+  for (uint64_t w;
+       (w = pacer.wait_ns(bytes, monotonic_ns(), AgentRingPacer::kKernelDebtBytes)) > 0;)
+    std::this_thread::sleep_for(std::chrono::nanoseconds(w));
+  pacer.take(bytes, monotonic_ns());
+  usdt::activity_batch(records, n);
+}
+
+// Whether a kernel record goes to consumers (its launch was announced), with the ID it goes
+// with set in it; the buffer is ours, so consumers see the record with that ID.
+bool ActivityCollector::deliverable(KernelRecord &k, uint64_t now, uint64_t *unattributed) {
+  if (k.correlation_id == 0) {
+    // A kernel of a conditional node's body: CUPTI drops the launch's correlation ID (ground
+    // truth, fact 7). Hand it back to the launch that owns the body graph.
+    const uint32_t owner = conditional_body_owner(k, unattributed);
+    if (owner == 0) return false;
+    k.set_correlation_id(owner);
+  }
+  uint32_t deliver_as = 0;
+  if (!tracker_.on_kernel(k.correlation_id, now, &deliver_as)) return false;
+  // A multi-device launch's second and later kernels go under IDs of its own
+  // (correlation_tracker.h says why).
+  if (deliver_as != k.correlation_id) k.set_correlation_id(deliver_as);
+  return true;
+}
+
 void ActivityCollector::process_buffer(CUcontext ctx, uint32_t stream_id, uint8_t *buffer,
                                        size_t valid_size) {
   const bool per_kernel = usdt::kernel_executed_consumers() != 0;
@@ -355,15 +388,7 @@ void ActivityCollector::process_buffer(CUcontext ctx, uint32_t stream_id, uint8_
   const uint64_t now = coarse_ns();
   const BufferWalk walk = walk_kernel_records(cupti_, buffer, valid_size, [&](KernelRecord &k) {
     if (kernels_) kernels_->on_kernel_record(k.name);
-    if (k.correlation_id == 0) {
-      // A kernel of a conditional node's body: CUPTI drops the launch's correlation ID (ground
-      // truth, fact 7). Hand it back to the launch that owns the body graph; the buffer is
-      // ours, so consumers see the record with that launch's ID.
-      const uint32_t owner = conditional_body_owner(k, &unattributed);
-      if (owner == 0) return;
-      k.set_correlation_id(owner);
-    }
-    if (!tracker_.on_kernel(k.correlation_id, now)) return;
+    if (!deliverable(k, now, &unattributed)) return;
     ++delivered;
     if (const char *fit = kernel_names_.fit(k.name); fit != k.name) k.set_name(fit);
     if (per_kernel)
@@ -371,13 +396,13 @@ void ActivityCollector::process_buffer(CUcontext ctx, uint32_t stream_id, uint8_
                             k.graph_node_id, k.name);
     batch[n++] = k.record;
     if (n == PARCAGPU_ACTIVITY_BATCH_MAX) {
-      usdt::activity_batch(batch, n);
+      fire_activity_batch(batch, n);
       ++batches;
       n = 0;
     }
   });
   if (n > 0) {
-    usdt::activity_batch(batch, n);
+    fire_activity_batch(batch, n);
     ++batches;
   }
   if (walk.cut_short)

@@ -98,9 +98,11 @@ class ActivityCollector : public ConsumerWatcher::Client,
   static void CUPTIAPI on_buffer_completed(CUcontext ctx, uint32_t stream_id, uint8_t *buffer,
                                            size_t size, size_t valid_size);
   void process_buffer(CUcontext ctx, uint32_t stream_id, uint8_t *buffer, size_t valid_size);
+  static void fire_activity_batch(const void **records, uint32_t n);
   // A conditional body's kernel (correlation ID 0): the announced launch that owns its graph, or
   // 0 (counted in *unattributed when no exec is known for the graph).
   uint32_t conditional_body_owner(const KernelRecord &k, uint64_t *unattributed);
+  bool deliverable(KernelRecord &k, uint64_t now, uint64_t *unattributed);
   // The records CUPTI dropped for this buffer's context and stream (said once when not 0).
   size_t dropped_records(CUcontext ctx, uint32_t stream_id);
   void housekeeping();

@@ -12,6 +12,7 @@
 #include "launch_callbacks.h"
 #include "launch_path.h"
 #include "log.h"
+#include "multi_device_launch.h"
 #include "pc_sampling.h"
 #include "usdt.h"
 
@@ -30,6 +31,16 @@ CUstream graph_launch_stream(CbDomain domain, uint32_t cbid, const CUpti_Callbac
       (domain == CbDomain::Driver && cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz) ||
       (domain == CbDomain::Runtime && cbid == CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000);
   return stream == nullptr && per_thread ? CU_STREAM_PER_THREAD : stream;
+}
+
+// A multi-device launch's kernels after the first are delivered under IDs of its own
+// (correlation_tracker.h): each is announced as a launch of the same stack, so that the agent,
+// which matches one kernel per eager launch, gets every device's kernel.
+void announce_own_ids(CorrelationTracker &tracker, uint32_t correlation_id, int32_t scbid,
+                      const char *name) {
+  uint32_t first = 0;
+  const uint32_t n = tracker.take_own_ids(correlation_id, &first);
+  for (uint32_t i = 0; i < n; ++i) usdt::cuda_correlation(first - i, scbid, name);
 }
 
 }  // namespace
@@ -78,7 +89,8 @@ void LaunchCallbacks::abandon(Role &r, uint32_t correlation_id, bool holds_activ
 void LaunchCallbacks::begin_announced(ThreadLaunch &t, Role &r, uint8_t kind,
                                       const CUpti_CallbackData *cb) {
   const bool graph = kind == kGraphRole;
-  uint32_t expected_kernels = graph ? 0 : 1;
+  // One kernel per GPU of a multi-device launch (multi_device_launch.h), else one.
+  uint32_t expected_kernels = graph ? 0 : launch_devices(t.g.domain, t.g.cbid, cb->functionParams);
   const void *conditional_exec = nullptr;  // registered as an open launch of its exec
   if (graph && cb->functionParams) {
     // Every graph launch's parameters start with the exec handle (cuGraphLaunch_params,
@@ -152,6 +164,8 @@ void LaunchCallbacks::end_announced(ThreadLaunch &t, Role &r, uint8_t kind, CbDo
     (kind == kGraphRole ? stats_.announced_graph : stats_.announced_eager)
         .fetch_add(1, std::memory_order_relaxed);
     usdt::cuda_correlation(cb->correlationId, scbid, name);
+    if (kind != kGraphRole && launch_devices(domain, cbid, cb->functionParams) > 1)
+      announce_own_ids(tracker_, cb->correlationId, scbid, name);
     if (pc_ && pc_needs_launches_.load(std::memory_order_relaxed))
       pc_->note_announced(cb->correlationId);
   } else {

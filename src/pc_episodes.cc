@@ -353,18 +353,31 @@ bool PcEpisodes::enable(Context &c, bool kernel_activity) {
   return true;
 }
 
+// One sampling factor for every GPU of the process. The production agent keeps one gpu_config
+// per process, the last it got (interpreter/gpu/config.go): a second device's factor would scale
+// the first device's samples too. So the first device configured fixes the factor (the one in
+// force there: PARCAGPU_SAMPLING_FACTOR, or CUPTI's default, which differs between kinds of GPU)
+// and every later device is configured with it; one that ends up with another is said once.
 bool PcEpisodes::configure(Context &c) {
   PcResult r = meta_.read_stall_reasons(c.session);
   uint32_t factor = 0;
+  const uint32_t wanted = process_factor_ != 0 ? process_factor_ : config_.sampling_factor;
   if (r.ok())
-    r = c.session.configure(meta_.stall().collected(),
-                            {config_.sampling_factor, config_.pc_hw_buffer_mb}, &factor);
+    r = c.session.configure(meta_.stall().collected(), {wanted, config_.pc_hw_buffer_mb}, &factor);
   if (!r.ok()) {
     fail(r);
     return false;
   }
-  stats_.sampling_factor = factor;
   c.device = c.session.device_id();
+  if (process_factor_ == 0) process_factor_ = factor;
+  static RepeatedError factor_differs("gpu_config", "devices sampling at another factor");
+  if (factor != process_factor_)
+    factor_differs.report(kErrDataLost,
+                          "PC sampling on device %u samples every 2^%u cycles, the process's "
+                          "first device every 2^%u: the agent keeps one gpu_config per process "
+                          "and scales one device's PC samples wrong",
+                          c.device, factor, process_factor_);
+  stats_.sampling_factor = factor;
   meta_.on_configured(c.device, factor);
   return true;
 }
@@ -587,11 +600,14 @@ void PcEpisodes::shutdown() {
     if (exclusive) exclusive_end();
   }
   state_.usable = false;
+  publisher_.finish();  // what was drained is fired before the process goes
 }
 
 PcStats PcEpisodes::stats() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return stats_;
+  PcStats s = stats_;
+  publisher_.add_firing_stats(s);
+  return s;
 }
 
 }  // namespace parcagpu

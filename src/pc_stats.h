@@ -13,11 +13,12 @@ struct PcStats {
   uint64_t window_ns = 0;                       // wall time inside windows
   uint64_t enabled_ns = 0;                      // wall time with PC sampling enabled (episodes)
   uint64_t disable_ns = 0, max_disable_ns = 0;  // inside cuptiPCSamplingDisable
-  uint64_t drains = 0, batches = 0;             // drains, pc_sample_batch firings
+  uint64_t drains = 0, batches = 0;             // drains, pc_sample_batch firings (paced)
   uint64_t records = 0, pairs = 0, samples = 0;
   uint64_t uncorrelated = 0;                    // records with correlationId 0
   uint64_t gpu_only = 0, gpu_only_samples = 0;  // of launches not announced: ID 0 (GPU-only)
   uint64_t unpublished = 0;                     // records drained with no consumer attached
+  uint64_t unfired = 0;                         // records not queued: the queue was full
   uint64_t nonuser_samples = 0;                 // CUPTI's nonUsrKernelsTotalSamples
   uint64_t dropped_samples = 0;                 // CUPTI's droppedSamples
   uint64_t gate_timeouts = 0;                // work put off: other launches did not leave in time

@@ -261,6 +261,7 @@ void log_pc_totals(const PcStats &p, const CubinStats &cs) {
               {"uncorrelated", u(p.uncorrelated)},
               {"gpu-only (not announced)", u(p.gpu_only)},
               {"unpublished", u(p.unpublished)},
+              {"unfired (queue full)", u(p.unfired)},
               {"non-user samples", u(p.nonuser_samples)},
               {"dropped samples", u(p.dropped_samples)},
               {"gate timeouts", u(p.gate_timeouts)},
