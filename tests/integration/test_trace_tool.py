@@ -348,6 +348,37 @@ class TheFlagsSayWhatIsDone(unittest.TestCase):
             shutil.rmtree(tmp, ignore_errors=True)
 
 
+class OutputsThatFailAtExit(unittest.TestCase):
+    """A file output whose write fails at exit (a full disk: /dev/full, which the check at start
+    cannot tell) says which option, which file and why, and the exit status is 1; the report is
+    printed all the same. An empty FILE is refused at the start (issue 44: exit 1 without a
+    word, and `--pprof ""` quietly wrote nothing)."""
+
+    def test_each_output_on_a_full_disk(self):
+        for flag in ("--pprof", "--svg", "--folded", "--json"):
+            with self.subTest(flag=flag):
+                with harness.TraceTool(["-l", harness.LIB, flag + "=/dev/full"]) as tr:
+                    r = harness.run_mockapp(["--duration=500ms", "--launch-rate=300", "--graph-rate=30"],
+                                            env=harness.UNLIMITED)
+                tr.stop()
+                self.assertEqual(r.returncode, 0)
+                self.assertEqual(tr.proc.returncode, 1, tr.stderr)
+                self.assertIn("parcagpu-trace: %s /dev/full: cannot write it: No space left on device\n" % flag,
+                              tr.stderr)
+                self.assertIn("GPU time by launch stack", tr.stdout)  # the report, all the same
+
+    def test_empty_file_names_are_refused(self):
+        for args, flag in ((["--pprof", ""], "--pprof"), (["--svg="], "--svg"), (["--folded", ""], "--folded"),
+                           (["--json="], "--json"), (["-l", ""], "-l"), (["-c", ""], "-c")):
+            with self.subTest(args=args):
+                start = time.time()
+                r = run_trace(["-d", "5s"] + args + (["-l", harness.LIB] if flag != "-l" else []))
+                self.assertLess(time.time() - start, 4)  # refused, not traced
+                self.assertEqual(r.returncode, 2, r.stderr)
+                self.assertRegex(r.stderr, r"^parcagpu-trace: %s: an empty (file name|path)" % re.escape(flag))
+                self.assertEqual(r.stdout, "")
+
+
 class FoldedOnStdout(unittest.TestCase):
     """--folded=- is for pipes (`parcagpu-trace --folded=- | flamegraph.pl`): stdout carries the
     folded lines and nothing else; the report goes to stderr (issue 18)."""

@@ -48,8 +48,8 @@ const char kDoc[] =
     "DURATION is a number with a unit: 500ms, 10s, 2m, 1h (a bare number is seconds).\n"
     "Needs CAP_BPF and CAP_PERFMON, and CAP_SYS_ADMIN to attach uprobes on kernels with commit "
     "ba677dbe77af (Linux 6.16, and stable kernels updated since July 2025); root has them all.\n"
-    "\vExit status: 0; 1 for a missing library or process, missing privileges or a BPF failure; "
-    "2 for bad arguments. See tools/trace/README.md.";
+    "\vExit status: 0; 1 for a missing library or process, missing privileges or a BPF failure, "
+    "or an output that could not be written at exit; 2 for bad arguments. See tools/trace/README.md.";
 
 enum Key {
   kJson = 1000,
@@ -131,10 +131,26 @@ bool parse_count(const char *s, long lo, long hi, long *out) {
   return true;
 }
 
+// The options that name a file or directory: an empty name would quietly mean "none given".
+const char *path_option(int key) {
+  switch (key) {
+    case 'l': return "-l";
+    case 'c': return "-c";
+    case kJson: return "--json";
+    case kFolded: return "--folded";
+    case kSvg: return "--svg";
+    case kPprof: return "--pprof";
+    default: return nullptr;
+  }
+}
+
 error_t parse_opt(int key, char *arg, argp_state *state) {
   auto *o = static_cast<Options *>(state->input);
   long n = 0;
   double d = 0;
+  if (const char *flag = path_option(key); flag && arg && *arg == '\0')
+    bad(state, std::string(flag) + (key == 'l' || key == 'c' ? ": an empty path"
+                                                              : ": an empty file name (a path, or - for stdout)"));
   switch (key) {
     case 'l': o->lib = arg; break;
     case 'p':
