@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <system_error>
+#include <thread>
 
 #include "parcagpu/abi.h"
 
@@ -34,12 +36,39 @@ int attach_usdt(const std::vector<UsdtProgram> &programs, const std::string &pat
   return n;
 }
 
-void destroy_links(std::vector<UsdtLink> *links, const char *probe) {
-  std::erase_if(*links, [probe](const UsdtLink &l) {
-    if (probe && std::strcmp(l.probe, probe) != 0) return false;
-    bpf_link__destroy(l.link);
+std::vector<bpf_link *> take_links(std::vector<UsdtLink> *links, bool (*keep)(const char *probe)) {
+  std::vector<bpf_link *> taken;
+  std::erase_if(*links, [keep, &taken](const UsdtLink &l) {
+    if (keep(l.probe)) return false;
+    taken.push_back(l.link);
     return true;
   });
+  return taken;
+}
+
+void destroy_links(std::vector<UsdtLink> *links, const char *probe) {
+  std::vector<bpf_link *> doomed;
+  std::erase_if(*links, [probe, &doomed](const UsdtLink &l) {
+    if (probe && std::strcmp(l.probe, probe) != 0) return false;
+    doomed.push_back(l.link);
+    return true;
+  });
+  destroy_links(doomed);
+}
+
+void destroy_links(const std::vector<bpf_link *> &links) {
+  // A thread each: the unregistrations' waits overlap (7 links under overload and fork churn:
+  // 0.6-1.1 s on threads, 1.1-1.9 s one after the other).
+  std::vector<std::thread> threads;
+  for (size_t i = 1; i < links.size(); ++i) {
+    try {
+      threads.emplace_back([l = links[i]] { bpf_link__destroy(l); });
+    } catch (const std::system_error &) {  // no thread: here
+      bpf_link__destroy(links[i]);
+    }
+  }
+  if (!links.empty()) bpf_link__destroy(links[0]);
+  for (std::thread &t : threads) t.join();
 }
 
 }  // namespace parcagpu::trace
