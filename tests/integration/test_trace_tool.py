@@ -511,6 +511,9 @@ class Pprof(unittest.TestCase):
             for x in p["sample"]:
                 labels = {s[one(l, "key")]: s[one(l, "str")] for l in x.get("label", [])}
                 self.assertIn("kernel", labels)
+                # The process's name, 15 bytes of it: not "exe" (the mock app re-executed itself
+                # through /proc/self/exe before, issue 44).
+                self.assertEqual(labels.get("comm"), "parcagpu-mockap")
                 kernels.add(labels["kernel"])
                 self.assertTrue(x.get("location_id"))
                 lines = []
@@ -716,6 +719,30 @@ class CommandLine(unittest.TestCase):
         r = run_trace(["-l", harness.LIB, "-d", "700ms", "--json"])  # a duration with a unit
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertAlmostEqual(json.loads(r.stdout)["duration_s"], 0.7, delta=0.5)
+
+
+class HelpNamesItsDocumentation(unittest.TestCase):
+    """--help names the documentation where it is: installed next to the tool (PREFIX/bin,
+    PREFIX/share/doc/parcagpu/parcagpu-trace.md, as the package lays them out), else the source's
+    tools/trace/README.md (issue 44: it named the source's path after an install too)."""
+
+    def test_installed_and_in_the_build_tree(self):
+        r = run_trace(["--help"])
+        self.assertIn("See tools/trace/README.md in parcagpu's source", r.stdout.replace("\n", " "))
+        tmp = tempfile.mkdtemp(prefix="parcagpu-help-")
+        try:
+            os.makedirs(os.path.join(tmp, "bin"))
+            doc = os.path.join(tmp, "share", "doc", "parcagpu")
+            os.makedirs(doc)
+            shutil.copy(harness.TRACE, os.path.join(tmp, "bin", "parcagpu-trace"))
+            shutil.copy(os.path.join(harness.SOURCE, "tools", "trace", "README.md"),
+                        os.path.join(doc, "parcagpu-trace.md"))
+            r = subprocess.run([os.path.join(tmp, "bin", "parcagpu-trace"), "--help"], capture_output=True,
+                               text=True, timeout=60)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn("See %s." % os.path.join(doc, "parcagpu-trace.md"), r.stdout.replace("\n", " "))
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
 
 
 class Capabilities(unittest.TestCase):

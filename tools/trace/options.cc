@@ -49,7 +49,7 @@ const char kDoc[] =
     "Needs CAP_BPF and CAP_PERFMON, and CAP_SYS_ADMIN to attach uprobes on kernels with commit "
     "ba677dbe77af (Linux 6.16, and stable kernels updated since July 2025); root has them all.\n"
     "\vExit status: 0; 1 for a missing library or process, missing privileges or a BPF failure, "
-    "or an output that could not be written at exit; 2 for bad arguments. See tools/trace/README.md.";
+    "or an output that could not be written at exit; 2 for bad arguments.";
 
 enum Key {
   kJson = 1000,
@@ -118,6 +118,28 @@ const argp_option kOptions[] = {
     {"verbose", 'v', nullptr, 0, "libbpf output, one line per event and every counter, on stderr", 0},
     {},
 };
+
+// Where this tool's documentation is: installed next to it (PREFIX/bin/parcagpu-trace,
+// PREFIX/DOCDIR/parcagpu-trace.md, as cmake/Packaging.cmake installs it), else the source's.
+std::string doc_path() {
+  char exe[PATH_MAX];
+  const ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n > 0) {
+    const std::string self(exe, static_cast<size_t>(n));
+    const std::string installed =
+        self.substr(0, self.rfind('/')) + "/../" PARCAGPU_INSTALL_DOCDIR "/parcagpu-trace.md";
+    char real[PATH_MAX];
+    if (realpath(installed.c_str(), real)) return real;
+  }
+  return "tools/trace/README.md in parcagpu's source (installed as " PARCAGPU_INSTALL_DOCDIR
+         "/parcagpu-trace.md)";
+}
+
+// argp's text after the options: the documentation's path, found when --help asks for it.
+char *help_filter(int key, const char *text, void *) {
+  if (key != ARGP_KEY_HELP_POST_DOC || !text) return const_cast<char *>(text);
+  return strdup((std::string(text) + " See " + doc_path() + ".").c_str());
+}
 
 [[noreturn]] void bad(argp_state *state, const std::string &msg) {
   argp_error(state, "%s", msg.c_str());
@@ -266,7 +288,7 @@ bool parse_duration(const char *text, double *seconds) {
 Options parse_options(int argc, char **argv) {
   Options o;
   argp_err_exit_status = 2;
-  static const argp parser = {kOptions, parse_opt, "[INTERVAL [COUNT]]", kDoc, nullptr, nullptr, nullptr};
+  static const argp parser = {kOptions, parse_opt, "[INTERVAL [COUNT]]", kDoc, nullptr, help_filter, nullptr};
   argp_parse(&parser, argc, argv, 0, nullptr, &o);
   // 32 MiB holds about 250 launch events with a whole 128 KiB stack copy each (most copies end
   // far sooner, at the stack's end: they are sent at their size): 2 s of the
