@@ -33,12 +33,15 @@ def help_text():
 
 
 def block(help_out):
-    """The usage line and the option lines of --help (up to argp's note after them)."""
+    """The usage line and the option lines of --help (up to the empty line before argp's note
+    after them), trailing blanks cut; argp leaves a line of blanks after a description that
+    fills the width exactly, which goes too."""
     lines = help_out.split("\n")
     usage = [l for l in lines if l.startswith("Usage: ")]
     first = next(i for i, l in enumerate(lines) if l.startswith("  -") or l.startswith("      --"))
-    last = next(i for i in range(first, len(lines)) if not lines[i].strip())
-    return "\n".join(usage + lines[first:last]) + "\n"
+    last = next(i for i in range(first, len(lines)) if lines[i] == "")
+    options = [l.rstrip() for l in lines[first:last] if l.strip()]
+    return "\n".join(usage + options) + "\n"
 
 
 def readme_block(text):

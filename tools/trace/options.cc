@@ -105,9 +105,9 @@ const argp_option kOptions[] = {
                                         "(code without frame pointers), a multiple of 8 from 64 to 131072 "
                                         "(default 131072; 0 = frame pointers only)", 0},
     {"linger", kLinger, "DURATION", 0, "At exit, wait up to DURATION for the kernels of announced "
-                                       "launches (default 500ms; 0 = do not wait). The exit reads for "
-                                       "500 ms (or DURATION, when longer) after the stop; what is "
-                                       "still queued then is counted as left, not read", 0},
+                                       "launches (default 2s; 0 = do not wait). Behind (ring buffer "
+                                       "drops, or not emptied 500 ms after the stop), the exit reads "
+                                       "for 500 ms and counts what is still queued as left", 0},
     {"max-age", kMaxAge, "DURATION", 0, "Forget launches and kernels that waited this long for "
                                         "each other, counted (default 30s)", 0},
     {"max-pending", kMaxPending, "N", 0, "Launches and kernels waiting at most (default 262144)", 0},

@@ -84,14 +84,17 @@ bool alive(const std::vector<uint32_t> &pids) {
   return false;
 }
 
-// From the stop (a signal, -d, COUNT intervals, -p's exit) the exit reads for at most this long
-// (or --linger, when longer), whatever the backlog; what the ring buffer still holds then is
-// counted as left (events_left_at_exit), not read. Unregistering a uprobe waits 0.1-0.3 s, one
-// at a time (the kernel serializes them, slower while processes fork): every probe but the
-// kernel records' goes on a thread from the stop, cuda_correlation first, while the exit reads;
-// so does the process-exit program, whose tracepoint's unregistration waits as long.
-// So the tool ends within 2 s of SIGINT under overload, where it took 47-62 s before (issue 44).
-constexpr auto kExitReading = std::chrono::milliseconds(500);
+// From the stop (a signal, -d, COUNT intervals, -p's exit) the exit reads for this long when it
+// is behind, whatever the backlog: when the ring buffer dropped events (kernels it would wait for
+// may be among them) or is not emptied by then. What it still holds is counted as left
+// (events_left_at_exit), not read. Otherwise it lingers for the kernels of announced launches,
+// --linger from the stop (a kernel record can take the library's periodic flush, a second, to
+// come, longer on busy CPUs). Unregistering a uprobe waits
+// 0.1-0.3 s, one after the other in the kernel (slower while processes fork): every probe but
+// the kernel records' goes on threads from the stop, cuda_correlation first, while the exit
+// reads; so does the process-exit program, whose tracepoint's unregistration waits as long. So
+// the tool ends within 2 s of SIGINT under overload, where it took 47-62 s before (issue 44).
+constexpr auto kExitReadingBehind = std::chrono::milliseconds(500);
 
 // A poll hands back after this long even when the ring buffer never empties (libbpf reads until
 // it is empty, and producers under overload keep it full), so the loop sees signals and -d.
@@ -140,26 +143,26 @@ int read_events(Tool &t, int timeout_ms) {
   return n == -ECANCELED ? 1 : n;
 }
 
-// Reads until the ring buffer is empty or the exit's reading time is up.
-void drain(Tool &t) {
-  while (Clock::now() < t.reader.read_until && read_events(t, -1) > 0) {
+// Reads until the ring buffer is empty (true) or the exit's reading time is up.
+bool drain(Tool &t) {
+  while (Clock::now() < t.reader.read_until) {
+    const int n = read_events(t, -1);
+    if (n == 0) return true;
+    if (n < 0) return false;
   }
+  return false;
 }
 
-// Exit with traced processes still running, announcements stopped (detaching the kernel probes
+// Exit with traced processes still running, announcements stopping (detaching the kernel probes
 // with cuda_correlation still attached would take launches announced meanwhile without their
-// kernels): reads what came, and waits for the kernels of what was announced while a process
-// that still awaits them lives, at most --linger and within the exit's reading time.
+// kernels), caught up with the ring buffer: waits for the kernels of what was announced while a
+// process that still awaits them lives, until the exit's reading time is up.
 void linger(Tool &t) {
   const pt::Joiner &j = t.tracer.joiner();
-  drain(t);
-  if (t.opt.linger_s <= 0 || j.awaiting_kernels() == 0 || !alive(j.awaiting_pids())) return;
+  if (j.awaiting_kernels() == 0 || !alive(j.awaiting_pids())) return;
   const sig_atomic_t signals = g_signals;
-  const auto until = std::min(Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                                 std::chrono::duration<double>(t.opt.linger_s)),
-                              t.reader.read_until);
   auto next_check = Clock::now();
-  while (j.awaiting_kernels() > 0 && Clock::now() < until && g_signals == signals) {
+  while (j.awaiting_kernels() > 0 && Clock::now() < t.reader.read_until && g_signals == signals) {
     read_events(t, 50);
     if (Clock::now() < next_check) continue;
     if (!alive(j.awaiting_pids())) break;  // every process still awaiting kernels has gone
@@ -168,13 +171,12 @@ void linger(Tool &t) {
 }
 
 // The exit sequence, from the stop: announcements stop and every probe but activity_batch is
-// detached on a thread, cuda_correlation first, while the exit reads what came and lingers within
-// its reading time; then activity_batch goes, what is left is read until that time is up and the
-// rest counted. The seconds traced (until the announcements began to stop).
+// detached on threads, cuda_correlation first, while the exit reads what came and, unless it is
+// behind, lingers; then activity_batch goes, what is left is read until the reading time is up
+// and the rest counted. The seconds traced (until the announcements began to stop).
 double finish(Tool &t, bool target_exited, Clock::time_point start) {
-  const auto reading = std::max<Clock::duration>(
-      kExitReading, std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(t.opt.linger_s)));
-  t.reader.read_until = Clock::now() + reading;
+  const Clock::time_point stop = Clock::now();
+  t.reader.read_until = stop + kExitReadingBehind;
   t.tracer.set_closing();
   std::vector<bpf_link *> early = t.bpf.take_links([](const char *p) { return std::strcmp(p, "cuda_correlation") != 0; });
   for (bpf_link *l : t.bpf.take_links([](const char *p) { return std::strcmp(p, "activity_batch") == 0; }))
@@ -182,7 +184,12 @@ double finish(Tool &t, bool target_exited, Clock::time_point start) {
   for (bpf_link *l : t.pc.take_links()) early.push_back(l);
   std::thread detacher([early = std::move(early)] { pt::destroy_links(early); });
   const double traced_s = since(start);
-  if (!target_exited) linger(t);
+  const bool caught_up = drain(t);
+  if (caught_up && t.bpf.read_stat(PT_STAT_RINGBUF_DROPS) == 0 && !target_exited && t.opt.linger_s > 0) {
+    t.reader.read_until = std::max(t.reader.read_until, stop + std::chrono::duration_cast<Clock::duration>(
+                                                                   std::chrono::duration<double>(t.opt.linger_s)));
+    linger(t);
+  }
   detacher.join();
   t.bpf.detach_all();
   drain(t);
