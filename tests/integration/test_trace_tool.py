@@ -534,6 +534,28 @@ class Pprof(unittest.TestCase):
             shutil.rmtree(tmp, ignore_errors=True)
 
 
+class MockAppName(unittest.TestCase):
+    """The mock app re-executes itself when its environment must change (--preload, or the mock
+    libraries not on the loader path, as in the packaged demo): the process keeps its name,
+    which consumers show (pprof's comm label read "exe" after a re-exec through /proc/self/exe,
+    issue 44)."""
+
+    def test_comm_after_the_reexec(self):
+        app = harness.start_mockapp(["--preload", "--duration=3s", "--status-interval=100"])
+        try:
+            deadline = time.time() + 30
+            while not app.lines and time.time() < deadline:
+                time.sleep(0.05)
+            with open("/proc/%d/comm" % app.pid) as f:
+                comm = f.read().strip()
+            with open("/proc/%d/environ" % app.pid, "rb") as f:
+                reexecuted = b"LD_PRELOAD=" in f.read()
+        finally:
+            harness.finish_mockapp(app)
+        self.assertTrue(reexecuted, "--preload re-executes the app with LD_PRELOAD set")
+        self.assertEqual(comm, "parcagpu-mockap")
+
+
 class Names(unittest.TestCase):
     def test_non_ascii_kernel_name_stays_utf8(self):
         tmp = tempfile.mkdtemp(prefix="parcagpu-names-")
