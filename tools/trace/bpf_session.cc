@@ -146,20 +146,17 @@ int BpfSession::attach(const std::string &path, int pid, const std::vector<std::
 
 void BpfSession::detach(const char *probe) { destroy_links(&links_, probe); }
 
-std::vector<bpf_link *> BpfSession::take_links(bool (*keep)(const char *probe)) {
-  std::vector<bpf_link *> taken = parcagpu::trace::take_links(&links_, keep);
-  taken.insert(taken.end(), autograd_links_.begin(), autograd_links_.end());
+std::vector<bpf_link *> BpfSession::take_other_links() {
+  std::vector<bpf_link *> taken = std::move(autograd_links_);
   autograd_links_.clear();
   if (exit_link_) taken.push_back(std::exchange(exit_link_, nullptr));
   return taken;
 }
 
 void BpfSession::detach_all() {
-  std::vector<bpf_link *> all = std::move(autograd_links_);
+  destroy_links(&links_);
+  destroy_links(autograd_links_);
   autograd_links_.clear();
-  for (const UsdtLink &l : links_) all.push_back(l.link);
-  links_.clear();
-  destroy_links(all);
 }
 
 bool BpfSession::attach_autograd(const std::string &path, int pid, const char *seq_symbol, const char *eval_symbol,

@@ -178,11 +178,15 @@ double finish(Tool &t, bool target_exited, Clock::time_point start) {
   const Clock::time_point stop = Clock::now();
   t.reader.read_until = stop + kExitReadingBehind;
   t.tracer.set_closing();
-  std::vector<bpf_link *> early = t.bpf.take_links([](const char *p) { return std::strcmp(p, "cuda_correlation") != 0; });
+  // A thread per BPF object's USDT links (libbpf's USDT manager is not thread-safe), and one for
+  // the others: the kernel's waits overlap.
+  std::vector<bpf_link *> usdt = t.bpf.take_links([](const char *p) { return std::strcmp(p, "cuda_correlation") != 0; });
   for (bpf_link *l : t.bpf.take_links([](const char *p) { return std::strcmp(p, "activity_batch") == 0; }))
-    early.push_back(l);
-  for (bpf_link *l : t.pc.take_links()) early.push_back(l);
-  std::thread detacher([early = std::move(early)] { pt::destroy_links(early); });
+    usdt.push_back(l);
+  const std::vector<bpf_link *> groups[] = {std::move(usdt), t.pc.take_links(), t.bpf.take_other_links()};
+  std::vector<std::thread> detachers;
+  for (const std::vector<bpf_link *> &links : groups)
+    detachers.emplace_back([&links] { pt::destroy_links(links); });
   const double traced_s = since(start);
   const bool caught_up = drain(t);
   if (caught_up && t.bpf.read_stat(PT_STAT_RINGBUF_DROPS) == 0 && !target_exited && t.opt.linger_s > 0) {
@@ -190,7 +194,7 @@ double finish(Tool &t, bool target_exited, Clock::time_point start) {
                                                                    std::chrono::duration<double>(t.opt.linger_s)));
     linger(t);
   }
-  detacher.join();
+  for (std::thread &d : detachers) d.join();
   t.bpf.detach_all();
   drain(t);
   // Nothing is written into the ring buffer any more: what it holds is counted, fast.

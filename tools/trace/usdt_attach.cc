@@ -5,8 +5,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <system_error>
-#include <thread>
 
 #include "parcagpu/abi.h"
 
@@ -57,18 +55,7 @@ void destroy_links(std::vector<UsdtLink> *links, const char *probe) {
 }
 
 void destroy_links(const std::vector<bpf_link *> &links) {
-  // A thread each: the unregistrations' waits overlap (7 links under overload and fork churn:
-  // 0.6-1.1 s on threads, 1.1-1.9 s one after the other).
-  std::vector<std::thread> threads;
-  for (size_t i = 1; i < links.size(); ++i) {
-    try {
-      threads.emplace_back([l = links[i]] { bpf_link__destroy(l); });
-    } catch (const std::system_error &) {  // no thread: here
-      bpf_link__destroy(links[i]);
-    }
-  }
-  if (!links.empty()) bpf_link__destroy(links[0]);
-  for (std::thread &t : threads) t.join();
+  for (bpf_link *l : links) bpf_link__destroy(l);
 }
 
 }  // namespace parcagpu::trace
