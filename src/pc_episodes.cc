@@ -63,7 +63,7 @@ struct PcEpisodes::Context {
   uint64_t last_window = 0;    // the number of the last window that ran on it (0: none yet)
   std::string gpu;             // its GPU's name for PcDeviceLocks ("" until first asked)
   bool gpu_locked = false;     // this process holds that GPU's lock
-  uint64_t lock_retry_ns = 0;  // the GPU's lock was taken: not asked again before this
+  uint64_t lock_retry_ns = 0;  // the GPU's lock was taken (or cannot be had): not asked before
   CUstream shadow_stream = nullptr;  // register_graph's uploads (non-blocking, made at first use)
   PcSession session;                 // the PC Sampling API calls on it
 };
@@ -317,14 +317,25 @@ bool PcEpisodes::lock_gpu(Context &c, uint64_t now) {
       }
       return false;
     case PcDeviceLocks::Result::kUnavailable:
-      if (!said_no_lock_) {
-        said_no_lock_ = true;
-        debug_log("PC sampling: no lock file %s: other processes on this GPU are not kept out",
-                  locks_.path(c.gpu).c_str());
-      }
-      return true;
+      keep_off_without_lock(c);
+      return false;
   }
-  return true;
+  return false;
+}
+
+// Without its lock a GPU is not sampled: another process sampling it at the same time would
+// crash one of them (P27). A setting to fix, so said once without PARCAGPU_DEBUG; counted.
+void PcEpisodes::keep_off_without_lock(Context &c) {
+  c.lock_retry_ns = ~uint64_t{0};  // never asked again
+  stats_.contexts_without_lock++;
+  if (said_no_lock_) return;
+  said_no_lock_ = true;
+  report_error(kErrConfig, "pc_sampling",
+               "the GPU lock %s cannot be had (%s: %s; PARCAGPU_PC_LOCK_DIR=%s): PC sampling stays "
+               "off for GPU %s, since two processes sampling one GPU crash one of them (kernel "
+               "timing goes on)",
+               locks_.path(c.gpu).c_str(), locks_.failed_call(),
+               std::strerror(locks_.failed_errno()), config_.pc_lock_dir.c_str(), c.gpu.c_str());
 }
 
 void PcEpisodes::unlock_gpu(Context &c) {

@@ -101,6 +101,7 @@ class PcEpisodes {
   // later, counted, said once).
   bool lock_gpu(Context &c, uint64_t now_ns);
   void unlock_gpu(Context &c);
+  void keep_off_without_lock(Context &c);
   std::string gpu_name(CUcontext ctx) const;
   bool configure(Context &c);
   void start_window(uint64_t now_ns);

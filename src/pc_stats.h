@@ -31,6 +31,7 @@ struct PcStats {
   uint64_t graphs_registered = 0;            // graphs whose kernels a shadow exec registered
   uint64_t graphs_not_registered = 0;        // ... put off (budget, GPU lock, gate) or failed
   uint64_t put_off_for_other_process = 0;    // enables put off: another process samples the GPU
+  uint64_t contexts_without_lock = 0;        // kept off: their GPU's lock cannot be had
   uint32_t sampling_factor = 0;              // in force (read back), 0 = not configured yet
   bool failed = false;
 };

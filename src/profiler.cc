@@ -244,6 +244,7 @@ void log_pc_totals(const PcStats &p, const CubinStats &cs) {
               {"learning resumed after one", u(p.learning_resumes)},
               {"learning resumed at a module load", u(p.module_resumes)},
               {"put off for another process", u(p.put_off_for_other_process)},
+              {"contexts off without their GPU's lock", u(p.contexts_without_lock)},
               {"enables", u(p.enables)},
               {"disables", u(p.disables)},
               {"enabled ms", p.enabled_ns / 1e6, 1},

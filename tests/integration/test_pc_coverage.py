@@ -81,8 +81,10 @@ class NeverSampled(unittest.TestCase):
         j = tool.last_json()
         sampled, missed = self.assert_every_kernel_accounted(j, pid)
         self.assertEqual(set(missed) & STEP, STEP, missed)
+        # The library counts samples CUPTI does not attribute without an error (issue 44 item 3),
+        # so the tool tells them from kernels run outside the episodes no more.
         for name in STEP:
-            self.assertEqual(missed[name]["reason"], "not_attributed", missed[name])
+            self.assertEqual(missed[name]["reason"], "not_in_episodes", missed[name])
         self.assertIn("kernels_with_gpu_time", j["pc"])
 
 

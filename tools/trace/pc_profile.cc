@@ -179,7 +179,8 @@ void PcProfile::on_kernel(uint32_t pid, const char *name, size_t name_len, uint3
 
 void PcProfile::on_library_error(uint32_t pid, const std::string &component,
                                  const std::string &message) {
-  // src/pc_publish.cc: "... PC samples of kernels CUPTI does not attribute (non-user kernels ...".
+  // A library before issue 44 said so in an error ("... PC samples of kernels CUPTI does not
+  // attribute ..."); today's counts them without one.
   if (component == "pc_sampling" && message.find("CUPTI does not attribute") != std::string::npos)
     not_attributed_reports_[pid]++;
 }

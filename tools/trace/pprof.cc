@@ -60,8 +60,8 @@ class Builder {
   // function that holds the code last. Equal frame groups share a location.
   uint64_t location(const Frame *frames, size_t n) {
     std::string key;
-    // site_text(): two call sites in one function are two locations, with a line or without.
-    for (size_t i = 0; i < n; ++i) key += frames[i].site_text() + '\x1f' + frames[i].path + '\x1e';
+    // text(): two call sites in one function are two locations, with a line or without.
+    for (size_t i = 0; i < n; ++i) key += frames[i].text() + '\x1f' + frames[i].path + '\x1e';
     auto [it, fresh] = locations_.try_emplace(key, locations_.size() + 1);
     if (!fresh) return it->second;
     pb::Location *l = p_->add_location();

@@ -110,17 +110,20 @@ uint32_t StackResolver::resolve(uint32_t pid, const uint64_t *ips, size_t n, std
   if (edit && !kept.empty()) edit(&kept);
   const uint32_t id = kept.empty() && !frames.empty() ? StackTable::kMechanismOnly
                                                       : table_.intern(std::move(kept));
-  if (cache_.size() >= kMaxCached) cache_.clear();
-  cache_.emplace(std::move(key), id);
+  if (cache_.size() >= kMaxCached) {
+    cache_.clear();
+    keys_by_pid_.clear();
+  }
+  // Keys of an unordered_map stay where they are until erased: the index points at them.
+  if (const auto [at, fresh] = cache_.emplace(std::move(key), id); fresh) keys_by_pid_[pid].push_back(&at->first);
   return id;
 }
 
 void StackResolver::forget(uint32_t pid) {
-  for (auto it = cache_.begin(); it != cache_.end();) {
-    uint32_t p;
-    std::memcpy(&p, it->first.data(), sizeof p);
-    it = p == pid ? cache_.erase(it) : std::next(it);
-  }
+  const auto it = keys_by_pid_.find(pid);
+  if (it == keys_by_pid_.end()) return;
+  for (const std::string *key : it->second) cache_.erase(std::string(*key));  // a copy: erase frees *key
+  keys_by_pid_.erase(it);
 }
 
 }  // namespace parcagpu::trace

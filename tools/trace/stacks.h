@@ -98,6 +98,9 @@ class StackResolver {
   StackTable &table_;
   std::vector<std::string> libs_;
   std::unordered_map<std::string, uint32_t> cache_;  // pid + raw addresses -> id
+  // The keys of cache_ by pid: forget() costs what that process had, not the whole cache, since
+  // every process that exits on the machine is forgotten (issue 44).
+  std::unordered_map<uint32_t, std::vector<const std::string *>> keys_by_pid_;
   uint64_t cut_at_non_code_ = 0;
 };
 
