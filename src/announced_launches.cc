@@ -5,6 +5,7 @@
 // LaunchCallbacks (launch_callbacks.h); its hot path, the gate and subscribing are in
 // launch_callbacks.cc.
 #include "activity.h"
+#include "activity_switch.h"
 #include "clock.h"
 #include "correlation_tracker.h"
 #include "graph_completion.h"
@@ -139,6 +140,39 @@ void LaunchCallbacks::begin_announced(ThreadLaunch &t, Role &r, uint8_t kind,
     return;
   }
   t.holds_activity = activity_.launch_begin();
+}
+
+// Every graph launch's parameters start with the exec handle (cuGraphLaunch_params,
+// cudaGraphLaunch_v10000_params and their _ptsz twins).
+static const void *graph_launch_exec(const CUpti_CallbackData *cb) {
+  return cb->functionParams ? *static_cast<void *const *>(cb->functionParams) : nullptr;
+}
+
+void LaunchCallbacks::watch_unannounced_conditional(ThreadLaunch &t, const CUpti_CallbackData *cb) {
+  const void *exec = graph_launch_exec(cb);
+  if (!exec) return;
+  t.conditional_watched = true;
+  t.conditional_noted = false;
+  t.recording_at_enter = activity_.recording_word();
+  // Its launch time whatever the switch does next: a kernel of it may start before its EXIT.
+  // (A cuptiGetTimestamp failure was said at announced launches.)
+  t.conditional_ts = 0;
+  cupti_.cuptiGetTimestamp(&t.conditional_ts);
+  // Off: nothing to note unless it is switched on before the EXIT (settled there).
+  if (!ActivitySwitch::recording_on(t.recording_at_enter)) return;
+  t.conditional_noted =
+      graphs_.on_conditional_recorded(exec, cb->correlationId, t.conditional_ts, true);
+}
+
+void LaunchCallbacks::settle_unannounced_conditional(ThreadLaunch &t,
+                                                     const CUpti_CallbackData *cb) {
+  t.conditional_watched = false;
+  const uint64_t now = activity_.recording_word();
+  if (ActivitySwitch::recording_settled(t.recording_at_enter, now)) return;  // as noted
+  // Switched during the call: whether its kernels are recorded is not known.
+  const void *exec = graph_launch_exec(cb);
+  if (t.conditional_noted) return graphs_.on_conditional_maybe_unrecorded(exec, cb->correlationId);
+  graphs_.on_conditional_recorded(exec, cb->correlationId, t.conditional_ts, false);
 }
 
 void LaunchCallbacks::end_announced(ThreadLaunch &t, Role &r, uint8_t kind, CbDomain domain,

@@ -287,7 +287,9 @@ void log_graph_totals(const GraphStats &g, const TrackerStats &t) {
                         {"conditional records", u(g.conditional_records)},
                         {"ambiguous owner", u(g.conditional_ambiguous)},
                         {"no owner", u(g.conditional_orphans)},
-                        {"of unannounced launches", u(g.conditional_unannounced)}});
+                        {"of unannounced launches", u(g.conditional_unannounced)},
+                        {"conditional execs forgotten with launches (cap)",
+                         u(g.conditional_owners_forgotten)}});
   log_totals("tracker", {{"inserted", u(t.inserted)},
                          {"completed", u(t.completed)},
                          {"matched", u(t.kernels_matched)},
