@@ -1,21 +1,105 @@
 #!/usr/bin/env bash
-# The package as a user gets it: build/parcagpu_*.deb unpacked into an empty prefix (dpkg-deb -x
-# changes nothing on the machine), its contents checked, then the demo run from those files.
-#   scripts/check-package.sh [PACKAGE.deb]
+# The packages as a user gets them: build/parcagpu{,-dev,-demo}_*.deb checked by lintian (no
+# error), each one's files listed against what it must hold (anything else fails: the product
+# only), then all three unpacked into an empty prefix (dpkg-deb -x changes nothing on the
+# machine), their contents checked, and the demo run from those files.
+#   scripts/check-package.sh [DIR]      # DIR: where the .deb files are (default build/)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-deb=${1:-$(ls -t build/parcagpu_*.deb 2>/dev/null | head -1)}
-[ -f "$deb" ] || { echo "check-package: no package (make package)" >&2; exit 1; }
+dir=${1:-build}
+deb=$(ls -t "$dir"/parcagpu_*.deb 2>/dev/null | head -1)
+[ -f "$deb" ] || { echo "check-package: no package in $dir (make package)" >&2; exit 1; }
+version=$(dpkg-deb -f "$deb" Version)
+upstream=${version%-*}  # the project's version; -N: the package's release of it
+arch=$(dpkg-deb -f "$deb" Architecture)
+dev_deb=$dir/parcagpu-dev_${version}_all.deb
+demo_deb=$dir/parcagpu-demo_${version}_${arch}.deb
 root=$(mktemp -d /tmp/parcagpu-pkg.XXXXXX)
 trap 'rm -rf "$root"' EXIT
-dpkg-deb -x "$deb" "$root"
-version=$(dpkg-deb -f "$deb" Version)
-lib=$root/usr/lib/parcagpu/libparcagpu.so
-echo "check-package: $deb (version $version; depends: $(dpkg-deb -f "$deb" Depends))"
 fail=0
 check() {
   if eval "$2"; then echo "  ok    $1"; else echo "  FAIL  $1"; fail=1; fi
 }
+debs=()
+for d in "$deb" "$dev_deb" "$demo_deb"; do
+  if [ -f "$d" ]; then
+    debs+=("$d")
+    echo "check-package: $d (depends: $(dpkg-deb -f "$d" Depends))"
+  else
+    echo "  FAIL  $d missing"; fail=1
+  fi
+done
+
+# What each package holds, files and links (directories: none empty), against its list; the debug
+# file's build ID is written xx/yyyy. Debian's two files in each package's doc directory.
+debian_docs() { printf './usr/share/doc/%s/changelog.Debian.gz\n./usr/share/doc/%s/copyright\n' "$1" "$1"; }
+expected_parcagpu() {
+  debian_docs parcagpu
+  printf '%s\n' ./usr/bin/parcagpu-trace ./usr/lib/debug/.build-id/xx/yyyy.debug \
+    ./usr/lib/parcagpu/libparcagpu.so ./usr/lib/parcagpu/libparcagpucupti.so \
+    ./usr/share/doc/parcagpu/README.md ./usr/share/doc/parcagpu/parcagpu-trace.md \
+    ./usr/share/doc/parcagpu/docs/cupti-facts.md ./usr/share/doc/parcagpu/docs/deploying.md \
+    ./usr/share/doc/parcagpu/docs/how-it-works.md ./usr/share/doc/parcagpu/docs/pc-sampling.md \
+    ./usr/share/doc/parcagpu/docs/probe-abi.md ./usr/share/lintian/overrides/parcagpu \
+    ./usr/share/parcagpu/parcagpu.bt
+}
+expected_dev() {
+  debian_docs parcagpu-dev
+  printf '%s\n' ./usr/include/parcagpu/abi.h ./usr/include/parcagpu/cbid_table.h \
+    ./usr/share/lintian/overrides/parcagpu-dev
+}
+expected_demo() {
+  debian_docs parcagpu-demo
+  printf '%s\n' ./usr/lib/parcagpu/demo/bin/parcagpu-mockapp ./usr/lib/parcagpu/demo/demo.sh \
+    ./usr/lib/parcagpu/demo/mock/libcuda.so ./usr/lib/parcagpu/demo/mock/libcuda.so.1 \
+    ./usr/lib/parcagpu/demo/mock/libcupti.so ./usr/lib/parcagpu/demo/mock/libcupti.so.13 \
+    ./usr/share/lintian/overrides/parcagpu-demo
+}
+# dpkg-deb -c: type and permissions first, the path sixth ("./usr/x -> target" for a link).
+held() { dpkg-deb -c "$1" | awk '$1 !~ /^d/ {print $6}' | sed -E 's|(/lib/debug/\.build-id/)[0-9a-f]{2}/[0-9a-f]+\.debug$|\1xx/yyyy.debug|' | sort; }
+empty_dirs() {  # the directories with nothing under them
+  dpkg-deb -c "$1" | awk '{print $6}' | sed 's|/$||' | sort -u >"$root/paths"
+  dpkg-deb -c "$1" | awk '$1 ~ /^d/ {print $6}' | sed 's|/$||' | while read -r d; do
+    grep -q "^$d/" "$root/paths" || echo "$d"
+  done
+}
+files_check() {  # PACKAGE.deb EXPECTED-FUNCTION
+  local got want extra missing empty
+  [ -f "$1" ] || return 1
+  got=$(held "$1") want=$("$2" | sort)
+  extra=$(comm -23 <(echo "$got") <(echo "$want") | tr '\n' ' ')
+  missing=$(comm -13 <(echo "$got") <(echo "$want") | tr '\n' ' ')
+  empty=$(empty_dirs "$1" | tr '\n' ' ')
+  [ -z "$extra" ] || echo "        $(basename "$1") holds what it must not: $extra"
+  [ -z "$missing" ] || echo "        $(basename "$1") lacks: $missing"
+  [ -z "$empty" ] || echo "        $(basename "$1") has empty directories: $empty"
+  [ -z "$extra$missing$empty" ]
+}
+check "parcagpu: the library, its debug file, parcagpu-trace, the bpftrace script, the user's docs; nothing else" \
+  'files_check "$deb" expected_parcagpu'
+check "parcagpu-dev: the probe ABI headers; nothing else" 'files_check "$dev_deb" expected_dev'
+check "parcagpu-demo: the mock app, libcuda.so.1 and libcupti.so.13 (and their links), demo.sh; nothing else" \
+  'files_check "$demo_deb" expected_demo'
+check "parcagpu-dev and parcagpu-demo depend on this parcagpu ($version)" \
+  '[ "$(dpkg-deb -f "$dev_deb" Depends)" = "parcagpu (= $version)" ] &&
+   dpkg-deb -f "$demo_deb" Depends | grep -q "parcagpu (= $version)"'
+check "maintainer: $(dpkg-deb -f "$deb" Maintainer)" \
+  '[ "$(dpkg-deb -f "$deb" Maintainer)" = "parcagpu developers <parcagpu@localhost>" ]'
+check "changelog.Debian.gz: the newest entry is this version" \
+  'dpkg-deb --fsys-tarfile "$deb" | tar -xO ./usr/share/doc/parcagpu/changelog.Debian.gz | gzip -dc |
+   head -1 | grep -q "^parcagpu ($version) "'
+check "copyright: Apache-2.0, machine-readable" \
+  'dpkg-deb --fsys-tarfile "$deb" | tar -xO ./usr/share/doc/parcagpu/copyright | grep -qx "License: Apache-2.0"'
+if command -v lintian >/dev/null; then
+  # lintian's own exit status: 1 on any error (overrides, each with its reason, are in the
+  # packages); warnings are printed, not failed on.
+  check "lintian: no error" 'lintian --fail-on error "${debs[@]}" >"$root/lintian.out" 2>&1'
+  grep -v "running with root privileges" "$root/lintian.out" | sed 's/^/        lintian: /' || true
+else
+  echo "  FAIL  lintian not installed (scripts/install-deps.sh)"; fail=1
+fi
+for d in "${debs[@]}"; do dpkg-deb -x "$d" "$root"; done
+lib=$root/usr/lib/parcagpu/libparcagpu.so
 build_id() { readelf -n "$1" | sed -n 's/.*Build ID: \([0-9a-f]*\).*/\1/p'; }
 id=$(build_id "$lib")
 check "libparcagpu.so installed" '[ -f "$lib" ]'
@@ -28,20 +112,13 @@ check "library keeps its SDT notes and its .gnu_debuglink" \
 check "debug info at usr/lib/debug/.build-id/${id:0:2}/${id:2}.debug, same build ID" \
   '[ -n "$id" ] && [ "$(build_id "$root/usr/lib/debug/.build-id/${id:0:2}/${id:2}.debug")" = "$id" ] &&
    readelf -S "$root/usr/lib/debug/.build-id/${id:0:2}/${id:2}.debug" | grep >/dev/null "\.debug_info"'
-check "version string in the library: parcagpu version $version" \
-  'strings "$lib" | grep -x >/dev/null "parcagpu version $version"'
-check "parcagpu-trace --version: parcagpu-trace $version" \
-  '"$root/usr/bin/parcagpu-trace" --version | grep -x >/dev/null "parcagpu-trace $version"'
-check "headers abi.h, cbid_table.h" \
-  '[ -f "$root/usr/include/parcagpu/abi.h" ] && [ -f "$root/usr/include/parcagpu/cbid_table.h" ]'
-check "bpftrace script" '[ -f "$root/usr/share/parcagpu/parcagpu.bt" ]'
+check "version string in the library: parcagpu version $upstream" \
+  'strings "$lib" | grep -x >/dev/null "parcagpu version $upstream"'
+check "parcagpu-trace --version: parcagpu-trace $upstream" \
+  '"$root/usr/bin/parcagpu-trace" --version | grep -x >/dev/null "parcagpu-trace $upstream"'
 demo=$root/usr/lib/parcagpu/demo
-check "demo: the mock app, libcuda.so.1 and libcupti.so.13 only, none with debug info ($(du -sk "$demo" | cut -f1) KiB)" \
-  '[ "$(cd "$demo" && find . -type f -o -type l | sort | tr "\n" " ")" = "./bin/parcagpu-mockapp ./demo.sh ./mock/libcuda.so ./mock/libcuda.so.1 ./mock/libcupti.so ./mock/libcupti.so.13 " ] &&
-   ! readelf -S "$demo"/bin/parcagpu-mockapp "$demo"/mock/libcuda.so.1 "$demo"/mock/libcupti.so.13 | grep -q "\.debug_info"'
-check "README, parcagpu-trace.md, LICENSE (Apache-2.0)" \
-  '[ -f "$root/usr/share/doc/parcagpu/README.md" ] && [ -f "$root/usr/share/doc/parcagpu/parcagpu-trace.md" ] &&
-   grep -q "Apache License" "$root/usr/share/doc/parcagpu/LICENSE"'
+check "demo: none of its programs with debug info ($(du -sk "$demo" | cut -f1) KiB)" \
+  '! readelf -S "$demo"/bin/parcagpu-mockapp "$demo"/mock/libcuda.so.1 "$demo"/mock/libcupti.so.13 | grep -q "\.debug_info"'
 check "depends on libdw (parcagpu-trace's symbols and the PC profile's cubin line tables)" \
   'dpkg-deb -f "$deb" Depends | grep -q "libdw1"'
 # parcagpu-trace --pc from the unpacked files on the demo's app: its PC profile works from the

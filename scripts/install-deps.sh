@@ -10,8 +10,8 @@ PKGS=(build-essential cmake pkg-config systemtap-sdt-dev libbpf-dev bpftool clan
       # parcagpu-trace --pprof: pprof's profile.proto compiled by protoc (which also decodes the
       # profiles in the tests), the C++ runtime (libprotobuf.a too, for the static build)
       libprotobuf-dev protobuf-compiler
-      # the package (cpack -G DEB: dpkg-shlibdeps)
-      dpkg-dev
+      # the packages (cpack -G DEB: dpkg-shlibdeps) and their check (scripts/check-package.sh)
+      dpkg-dev lintian
       # unshare, mount: the CUPTI search tests run in a private mount namespace; setpriv: the
       # capability test of parcagpu-trace
       util-linux mount)

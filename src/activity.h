@@ -11,6 +11,7 @@
 #include <mutex>
 
 #include "config.h"
+#include "consumer_names.h"
 #include "consumers.h"
 #include "cupti_api.h"
 #include "subsystem_links.h"
@@ -31,7 +32,9 @@ struct ActivityStats {
   uint64_t batches_fired = 0;
   uint64_t records_dropped = 0;           // reported by cuptiActivityGetNumDroppedRecords
   uint64_t buffers_cut_short = 0;         // cuptiActivityGetNextRecord failed: the rest was lost
-  uint64_t conditional_unattributed = 0;  // correlation-0 records of no known exec
+  uint64_t conditional_unattributed = 0;  // correlation-0 records of no known exec: lost
+  // ... of no exec known here because none of its launches was announced: not a loss.
+  uint64_t conditional_unannounced = 0;
   // Losses at a consumer's detach (said as errors): kernels of announced launches fired while no
   // kernel consumer (activity_batch, kernel_executed) was attached any more, and announced
   // launches still waiting for kernels when the last one left (given up there).
@@ -73,6 +76,8 @@ class ActivityCollector : public ConsumerWatcher::Client,
   bool launch_begin();
   void launch_end();
   bool armed() const;  // a consumer wants kernels (arm(true) last)
+  // ActivitySwitch::recording_word: whether kernels launched now are recorded (launch path).
+  uint64_t recording_word() const;
   // KernelActivityControl. PC sampling is about to be enabled (true) or is disabled everywhere
   // again (false): kernel activity is held on meanwhile (ActivitySwitch::hold). Called by the PC
   // sampler, on an application thread at a launch.
@@ -97,9 +102,13 @@ class ActivityCollector : public ConsumerWatcher::Client,
   static void CUPTIAPI on_buffer_completed(CUcontext ctx, uint32_t stream_id, uint8_t *buffer,
                                            size_t size, size_t valid_size);
   void process_buffer(CUcontext ctx, uint32_t stream_id, uint8_t *buffer, size_t valid_size);
+  static void fire_activity_batch(const void **records, uint32_t n);
   // A conditional body's kernel (correlation ID 0): the announced launch that owns its graph, or
-  // 0 (counted in *unattributed when no exec is known for the graph).
-  uint32_t conditional_body_owner(const KernelRecord &k, uint64_t *unattributed);
+  // 0 (counted in *unattributed when no exec is known for the graph and an announced launch may
+  // have owned it, in *unannounced when none can have).
+  uint32_t conditional_body_owner(const KernelRecord &k, uint64_t *unattributed,
+                                  uint64_t *unannounced);
+  bool deliverable(KernelRecord &k, uint64_t now, uint64_t *unattributed, uint64_t *unannounced);
   // The records CUPTI dropped for this buffer's context and stream (said once when not 0).
   size_t dropped_records(CUcontext ctx, uint32_t stream_id);
   void housekeeping();
@@ -118,6 +127,9 @@ class ActivityCollector : public ConsumerWatcher::Client,
   WatcherWake *const wake_;
   const std::unique_ptr<BufferPool> pool_;
   const std::unique_ptr<ActivitySwitch> switch_;
+  // Kernel names longer than the consumer keeps, as their stand-ins (consumer_names.h): the
+  // record's name is pointed at one before it is fired (the buffer is ours).
+  FunctionNames kernel_names_{PARCAGPU_KERNEL_NAME_MAX, PARCAGPU_KERNEL_NAME_MAX + 1};
   // account_losses(): tracker counts already reported (watcher thread, then shutdown).
   uint64_t refused_seen_ = 0;
   uint64_t expired_seen_ = 0;

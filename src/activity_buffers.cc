@@ -55,6 +55,11 @@ void KernelRecord::set_correlation_id(uint32_t id) {
               sizeof id);
 }
 
+void KernelRecord::set_name(const char *n) {
+  name = n;
+  std::memcpy(reinterpret_cast<uint8_t *>(record) + PARCAGPU_KREC_OFF_NAME, &n, sizeof n);
+}
+
 BufferWalk walk_kernel_records(const CuptiApi &cupti, uint8_t *buffer, size_t valid_size,
                                KernelRecordHandler handler, void *context) {
   BufferWalk walk;

@@ -52,6 +52,8 @@ struct KernelRecord {
   uint64_t graph_node_id;
   // Rewrites the correlation ID in the record itself (consumers read the record).
   void set_correlation_id(uint32_t id);
+  // Points the record's name at `n` (a name a consumer can keep whole, consumer_names.h).
+  void set_name(const char *n);
 };
 
 struct BufferWalk {

@@ -34,7 +34,9 @@ bool ActivitySwitch::enable_locked() {
   if (held_off_.load(std::memory_order_relaxed)) return false;
   const uint64_t now = clock_();
   if (now < retry_after_ns_) return false;
+  begin_toggle_locked();
   CUptiResult r = cupti_.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+  end_toggle_locked(r == CUPTI_SUCCESS);
   if (r != CUPTI_SUCCESS) {
     retry_after_ns_ = now + 5 * kSecondNs;
     g_enable_failed.report(r,
@@ -48,6 +50,17 @@ bool ActivitySwitch::enable_locked() {
   return true;
 }
 
+// The recording word: a toggle in progress makes its generation odd, its end even again.
+void ActivitySwitch::begin_toggle_locked() {
+  const uint64_t w = recording_.load(std::memory_order_relaxed);
+  recording_.store(w + 2, std::memory_order_seq_cst);
+}
+
+void ActivitySwitch::end_toggle_locked(bool on) {
+  const uint64_t w = recording_.load(std::memory_order_relaxed);
+  recording_.store(((w >> 1) + 1) << 1 | (on ? 1 : 0), std::memory_order_seq_cst);
+}
+
 void ActivitySwitch::disable_locked(bool force) {
   if (!on_) return;
   // Held for PC sampling: once off, CUPTI would not let it on again (hold). At exit (force)
@@ -56,7 +69,9 @@ void ActivitySwitch::disable_locked(bool force) {
   const uint64_t now = clock_();
   if (!force && now < disable_retry_after_ns_) return;
   // Records of kernels launched before the disable are still delivered by later flushes.
+  begin_toggle_locked();
   CUptiResult r = cupti_.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+  end_toggle_locked(r != CUPTI_SUCCESS);
   if (r != CUPTI_SUCCESS) {
     // Still on, as CUPTI says: not toggled again per launch, retried after a pause (by the
     // housekeeping tick when launches stop) and at exit.

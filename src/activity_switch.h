@@ -66,12 +66,25 @@ class ActivitySwitch {
   // on recording the exiting process's kernels).
   void force_off();
 
+  // Whether kernels launched now are recorded, for the launch path (lock-free): a word read at a
+  // launch's ENTER and again at its EXIT. CUPTI decides at the launch call whether its kernels
+  // are recorded (docs/cupti-facts.md); if both words are equal and settled, kernel activity was
+  // on (recording_on) or off throughout the call, else it was switched meanwhile (a guess).
+  uint64_t recording_word() const { return recording_.load(std::memory_order_seq_cst); }
+  static bool recording_on(uint64_t word) { return word & 1; }
+  static bool recording_settled(uint64_t enter, uint64_t exit) {
+    return enter == exit && (enter >> 1) % 2 == 0;
+  }
+
   // Successful cuptiActivityEnable / cuptiActivityDisable calls.
   uint64_t enables() const { return enables_.load(std::memory_order_relaxed); }
   uint64_t disables() const { return disables_.load(std::memory_order_relaxed); }
 
  private:
   bool enable_locked();
+  // Around each cuptiActivityEnable / Disable call: the recording word (recording_word).
+  void begin_toggle_locked();
+  void end_toggle_locked(bool on);
   // `force`: try even within the back-off after a failed disable, and while held (at exit).
   void disable_locked(bool force = false);
   bool wanted_on_locked() const;
@@ -83,6 +96,8 @@ class ActivitySwitch {
   std::atomic<bool> armed_{false};
   std::atomic<bool> armed_once_{false};
   std::atomic<uint64_t> enables_{0}, disables_{0};
+  // Generation << 1 | on: the generation is odd while a toggle is under way.
+  std::atomic<uint64_t> recording_{0};
 
   std::mutex mu_;
   bool on_ = false;    // CUPTI's CONCURRENT_KERNEL activity is enabled

@@ -5,6 +5,7 @@
 // LaunchCallbacks (launch_callbacks.h); its hot path, the gate and subscribing are in
 // launch_callbacks.cc.
 #include "activity.h"
+#include "activity_switch.h"
 #include "clock.h"
 #include "correlation_tracker.h"
 #include "graph_completion.h"
@@ -12,6 +13,7 @@
 #include "launch_callbacks.h"
 #include "launch_path.h"
 #include "log.h"
+#include "multi_device_launch.h"
 #include "pc_sampling.h"
 #include "usdt.h"
 
@@ -30,6 +32,16 @@ CUstream graph_launch_stream(CbDomain domain, uint32_t cbid, const CUpti_Callbac
       (domain == CbDomain::Driver && cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz) ||
       (domain == CbDomain::Runtime && cbid == CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000);
   return stream == nullptr && per_thread ? CU_STREAM_PER_THREAD : stream;
+}
+
+// A multi-device launch's kernels after the first are delivered under IDs of its own
+// (correlation_tracker.h): each is announced as a launch of the same stack, so that the agent,
+// which matches one kernel per eager launch, gets every device's kernel.
+void announce_own_ids(CorrelationTracker &tracker, uint32_t correlation_id, int32_t scbid,
+                      const char *name) {
+  uint32_t first = 0;
+  const uint32_t n = tracker.take_own_ids(correlation_id, &first);
+  for (uint32_t i = 0; i < n; ++i) usdt::cuda_correlation(first - i, scbid, name);
 }
 
 }  // namespace
@@ -78,7 +90,8 @@ void LaunchCallbacks::abandon(Role &r, uint32_t correlation_id, bool holds_activ
 void LaunchCallbacks::begin_announced(ThreadLaunch &t, Role &r, uint8_t kind,
                                       const CUpti_CallbackData *cb) {
   const bool graph = kind == kGraphRole;
-  uint32_t expected_kernels = graph ? 0 : 1;
+  // One kernel per GPU of a multi-device launch (multi_device_launch.h), else one.
+  uint32_t expected_kernels = graph ? 0 : launch_devices(t.g.domain, t.g.cbid, cb->functionParams);
   const void *conditional_exec = nullptr;  // registered as an open launch of its exec
   if (graph && cb->functionParams) {
     // Every graph launch's parameters start with the exec handle (cuGraphLaunch_params,
@@ -129,6 +142,39 @@ void LaunchCallbacks::begin_announced(ThreadLaunch &t, Role &r, uint8_t kind,
   t.holds_activity = activity_.launch_begin();
 }
 
+// Every graph launch's parameters start with the exec handle (cuGraphLaunch_params,
+// cudaGraphLaunch_v10000_params and their _ptsz twins).
+static const void *graph_launch_exec(const CUpti_CallbackData *cb) {
+  return cb->functionParams ? *static_cast<void *const *>(cb->functionParams) : nullptr;
+}
+
+void LaunchCallbacks::watch_unannounced_conditional(ThreadLaunch &t, const CUpti_CallbackData *cb) {
+  const void *exec = graph_launch_exec(cb);
+  if (!exec) return;
+  t.conditional_watched = true;
+  t.conditional_noted = false;
+  t.recording_at_enter = activity_.recording_word();
+  // Its launch time whatever the switch does next: a kernel of it may start before its EXIT.
+  // (A cuptiGetTimestamp failure was said at announced launches.)
+  t.conditional_ts = 0;
+  cupti_.cuptiGetTimestamp(&t.conditional_ts);
+  // Off: nothing to note unless it is switched on before the EXIT (settled there).
+  if (!ActivitySwitch::recording_on(t.recording_at_enter)) return;
+  t.conditional_noted =
+      graphs_.on_conditional_recorded(exec, cb->correlationId, t.conditional_ts, true);
+}
+
+void LaunchCallbacks::settle_unannounced_conditional(ThreadLaunch &t,
+                                                     const CUpti_CallbackData *cb) {
+  t.conditional_watched = false;
+  const uint64_t now = activity_.recording_word();
+  if (ActivitySwitch::recording_settled(t.recording_at_enter, now)) return;  // as noted
+  // Switched during the call: whether its kernels are recorded is not known.
+  const void *exec = graph_launch_exec(cb);
+  if (t.conditional_noted) return graphs_.on_conditional_maybe_unrecorded(exec, cb->correlationId);
+  graphs_.on_conditional_recorded(exec, cb->correlationId, t.conditional_ts, false);
+}
+
 void LaunchCallbacks::end_announced(ThreadLaunch &t, Role &r, uint8_t kind, CbDomain domain,
                                     uint32_t cbid, const CUpti_CallbackData *cb) {
   finish_admission(r);
@@ -152,6 +198,8 @@ void LaunchCallbacks::end_announced(ThreadLaunch &t, Role &r, uint8_t kind, CbDo
     (kind == kGraphRole ? stats_.announced_graph : stats_.announced_eager)
         .fetch_add(1, std::memory_order_relaxed);
     usdt::cuda_correlation(cb->correlationId, scbid, name);
+    if (kind != kGraphRole && launch_devices(domain, cbid, cb->functionParams) > 1)
+      announce_own_ids(tracker_, cb->correlationId, scbid, name);
     if (pc_ && pc_needs_launches_.load(std::memory_order_relaxed))
       pc_->note_announced(cb->correlationId);
   } else {

@@ -28,7 +28,8 @@ constexpr const char *kWatchInterval = "PARCAGPU_WATCH_INTERVAL_MS";
 // deployments can switch libraries without touching their settings. PARCAGPU_DEBUG,
 // PARCAGPU_RATE_LIMIT and PARCAGPU_GRAPH_RATE_LIMIT are shared above; the PC sampling ones
 // belong with PC sampling. PARCAGPU_LIMITER_DISABLE is from upstream releases before its
-// April 2026 rewrite: set (to anything), no launch is rate limited.
+// April 2026 rewrite: set, no launch is rate limited. A boolean like every other switch here:
+// set empty (upstream's "set") or true, limits off; 0/false/no/off, limits on.
 constexpr const char *kLimiterDisable = "PARCAGPU_LIMITER_DISABLE";
 
 // The highest rate limit: no thread launches a billion times a second, so nothing is limited.
@@ -206,7 +207,9 @@ Config parse_config(const EnvLookup &getenv, const std::vector<std::string> &all
   p.boolean(kDebug, &c.debug, /*empty_value=*/true);
   p.number(kRate, 0, kUnlimitedRate, &c.eager_rate_limit);
   p.number(kGraphRate, 0, kUnlimitedRate, &c.graph_rate_limit);
-  if (getenv(kLimiterDisable)) c.eager_rate_limit = c.graph_rate_limit = kUnlimitedRate;
+  bool limiter_disabled = false;
+  p.boolean(kLimiterDisable, &limiter_disabled, /*empty_value=*/true);
+  if (limiter_disabled) c.eager_rate_limit = c.graph_rate_limit = kUnlimitedRate;
   if (const char *v = getenv(kCuptiPath)) {
     if (*v)
       c.cupti_path = v;

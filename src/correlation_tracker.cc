@@ -4,7 +4,7 @@ namespace parcagpu {
 
 bool CorrelationTracker::insert(uint32_t id, LaunchKind kind, uint64_t now_ns, uint32_t expected) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (kind == LaunchKind::Eager) expected = 1;
+  if (kind == LaunchKind::Eager && expected == 0) expected = 1;
   auto it = entries_.find(id);
   if (it != entries_.end()) erase_locked(it);  // an ID reused after wrap-around: start afresh
   if (entries_.size() >= max_entries_) {
@@ -24,6 +24,7 @@ bool CorrelationTracker::insert(uint32_t id, LaunchKind kind, uint64_t now_ns, u
     }
   }
   entries_.emplace(id, Entry{now_ns, now_ns, 0, expected, kind});
+  if (kind == LaunchKind::Eager && expected > 1) add_own_ids_locked(id, expected - 1);
   order_.push_back(id);
   ++pending_;
   ++stats_.inserted;
@@ -39,7 +40,26 @@ bool CorrelationTracker::insert(uint32_t id, LaunchKind kind, uint64_t now_ns, u
   return true;
 }
 
-bool CorrelationTracker::on_kernel(uint32_t id, uint64_t now_ns) {
+void CorrelationTracker::add_own_ids_locked(uint32_t id, uint32_t count) {
+  if (next_own_id_ - count < kOwnIdTop - kOwnIdSpan) next_own_id_ = kOwnIdTop;  // start over
+  own_ids_[id] = OwnIds{next_own_id_, count, false, false};
+  next_own_id_ -= count;
+}
+
+uint32_t CorrelationTracker::take_own_ids(uint32_t id, uint32_t *first) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto o = own_ids_.find(id);
+  if (o == own_ids_.end() || o->second.announced) return 0;
+  *first = o->second.first;
+  const uint32_t n = o->second.count;
+  if (o->second.entry_gone)
+    own_ids_.erase(o);
+  else
+    o->second.announced = true;
+  return n;
+}
+
+bool CorrelationTracker::on_kernel(uint32_t id, uint64_t now_ns, uint32_t *deliver_as) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = entries_.find(id);
   if (it == entries_.end()) {
@@ -47,6 +67,12 @@ bool CorrelationTracker::on_kernel(uint32_t id, uint64_t now_ns) {
     return false;
   }
   Entry &e = it->second;
+  if (deliver_as) *deliver_as = id;
+  if (deliver_as && e.kernels_seen > 0 && !own_ids_.empty()) {
+    auto o = own_ids_.find(id);
+    if (o != own_ids_.end() && e.kernels_seen - 1 < o->second.count)
+      *deliver_as = o->second.first - (e.kernels_seen - 1);
+  }
   if (e.kernels_seen == 0) {
     --pending_;
     if (e.kind == LaunchKind::Graph && e.expected == 0) settled_.push_back(id);
@@ -56,7 +82,7 @@ bool CorrelationTracker::on_kernel(uint32_t id, uint64_t now_ns) {
   ++stats_.kernels_matched;
   if (e.expected != 0 && e.kernels_seen >= e.expected) {
     ++stats_.completed;
-    entries_.erase(it);
+    erase_locked(it);
   }
   return true;
 }
@@ -68,6 +94,7 @@ bool CorrelationTracker::contains(uint32_t id) const {
 
 void CorrelationTracker::remove(uint32_t id) {
   std::lock_guard<std::mutex> lock(mu_);
+  own_ids_.erase(id);  // never to be announced
   auto it = entries_.find(id);
   if (it == entries_.end()) return;
   erase_locked(it);
@@ -85,6 +112,7 @@ uint64_t CorrelationTracker::drop_all() {
     }
   }
   entries_.clear();
+  own_ids_.clear();
   pending_.store(0, std::memory_order_relaxed);
   order_.clear();
   settled_.clear();
@@ -129,6 +157,14 @@ uint64_t CorrelationTracker::expire_locked(uint64_t now_ns) {
 
 void CorrelationTracker::erase_locked(std::unordered_map<uint32_t, Entry>::iterator it) {
   if (it->second.kernels_seen == 0) --pending_;
+  if (!own_ids_.empty()) {
+    // Own IDs outlive their entry until the launch path took them for its announcement.
+    auto o = own_ids_.find(it->first);
+    if (o != own_ids_.end() && o->second.announced)
+      own_ids_.erase(o);
+    else if (o != own_ids_.end())
+      o->second.entry_gone = true;
+  }
   entries_.erase(it);
 }
 

@@ -14,6 +14,14 @@
 // of unknown kernel count that already got kernels are retired (they are done once they go
 // quiet). Every refusal and expiry is counted.
 //
+// A launch on several GPUs at once (cu/cudaLaunchCooperativeKernelMultiDevice) is eager with one
+// kernel per device, all with its ID; the production agent matches an eager launch's first
+// kernel only and forgets it (interpreter/gpu/cuda.go), so the others would be orphans there.
+// Such a launch gets IDs of its own, one per device after the first, taken from the top of the
+// 32-bit range downwards (CUPTI counts its IDs up from 1: they meet after 4 billion API calls);
+// the launch path announces them beside the launch's (own_ids), and each device's kernel after
+// the first is delivered under one of them (on_kernel's deliver_as).
+//
 // Thread-safe: launch threads insert (rate-limited, so rarely), the activity thread looks up.
 #pragma once
 
@@ -47,13 +55,23 @@ class CorrelationTracker {
   CorrelationTracker(uint32_t max_entries, uint64_t max_age_ns)
       : max_entries_(max_entries), max_age_ns_(max_age_ns) {}
 
-  // expected_kernels: 0 = unknown (graphs until instantiation is known), eager always 1.
-  // False when the table is full: the launch must not be announced.
+  // expected_kernels: 0 = unknown (graphs until instantiation is known); eager: 1, or the
+  // number of GPUs of a multi-device launch (which then gets expected_kernels - 1 IDs of its
+  // own). False when the table is full: the launch must not be announced.
   bool insert(uint32_t correlation_id, LaunchKind kind, uint64_t now_ns,
               uint32_t expected_kernels = 0);
 
-  // A kernel record arrived. True if its launch was announced (deliver it).
-  bool on_kernel(uint32_t correlation_id, uint64_t now_ns);
+  // A kernel record arrived. True if its launch was announced (deliver it); *deliver_as (if
+  // given) is the ID to deliver it with: the launch's, or for a multi-device launch's second and
+  // later kernels one of its own IDs.
+  bool on_kernel(uint32_t correlation_id, uint64_t now_ns, uint32_t *deliver_as = nullptr);
+
+  // A multi-device launch's own IDs, once, for its announcement: the first in *first, then
+  // counting down; how many (0 for any other launch).
+  uint32_t take_own_ids(uint32_t correlation_id, uint32_t *first);
+  // The top of the own IDs' range, and how far down they go before starting over.
+  static constexpr uint32_t kOwnIdTop = 0xffffffffu;
+  static constexpr uint32_t kOwnIdSpan = 1u << 24;
 
   // Whether the launch is still tracked.
   bool contains(uint32_t correlation_id) const;
@@ -83,7 +101,14 @@ class CorrelationTracker {
     uint32_t expected;  // 0 = unknown
     LaunchKind kind;
   };
+  // A multi-device launch's own IDs: `first` downwards, `count` of them; `announced` once its
+  // launch path took them (until then they outlive a completed entry).
+  struct OwnIds {
+    uint32_t first, count;
+    bool announced, entry_gone;
+  };
   void erase_locked(std::unordered_map<uint32_t, Entry>::iterator it);
+  void add_own_ids_locked(uint32_t correlation_id, uint32_t count);
   uint64_t expire_locked(uint64_t now_ns);
 
   const uint32_t max_entries_;
@@ -97,6 +122,8 @@ class CorrelationTracker {
   std::deque<uint32_t> settled_;
   std::atomic<uint64_t> pending_{0};  // read without the lock on the launch path
   std::atomic<uint64_t> refused_{0};
+  std::unordered_map<uint32_t, OwnIds> own_ids_;  // multi-device launches only (rare)
+  uint32_t next_own_id_ = kOwnIdTop;
   TrackerStats stats_;
 };
 

@@ -14,8 +14,10 @@ namespace {
 constexpr size_t kMaxClones = 1 << 20;
 constexpr size_t kMaxWantedNodes = 1 << 16;
 constexpr size_t kMaxExecs = 1 << 16;
-constexpr size_t kMaxOpenLaunches = 64;
-constexpr size_t kMaxRetiredExecs = 1024;
+constexpr size_t kMaxOpenLaunches = 256;
+// Destroyed conditional execs with announced launches awaiting kernels: no more than the
+// correlation tracker holds launches (PARCAGPU_MAX_OUTSTANDING's default).
+constexpr size_t kMaxRetiredExecs = 16384;
 
 // The instantiation in progress on this thread (between its first CLONED and GRAPHEXEC_CREATED).
 struct PendingInstantiation {
@@ -34,8 +36,11 @@ RepeatedError g_node_type_failed("graphs", "cuGraphNodeGetType failed");
 RepeatedError g_clone_cap("graphs", "graph node clones not stored (cap)");
 RepeatedError g_wanted_cap("graphs", "wanted graph nodes forgotten (cap)", "nodes");
 RepeatedError g_exec_cap("graphs", "graph execs forgotten (cap)", "execs");
+RepeatedError g_retired_cap("graphs", "destroyed conditional execs forgotten with launches (cap)",
+                            "execs");
 
-void graph_id_failed(const CuptiApi &cupti, CUptiResult r) {
+void graph_id_failed(const CuptiApi &cupti, CUptiResult r, std::atomic<bool> *owners_unknown) {
+  owners_unknown->store(true, std::memory_order_relaxed);
   if (!cupti.available(cupti.cuptiGetGraphId)) return;  // reported once at start
   g_graph_id_failed.report(r,
                            "cuptiGetGraphId failed at instantiation: %s; kernels of the "
@@ -77,7 +82,7 @@ void GraphTracker::on_node_created(const CUpti_GraphData *gd) {
   if (const CUptiResult r = cupti_.cuptiGetGraphId(gd->graph, &id); r == CUPTI_SUCCESS)
     add_unique(&t_pending.graph_ids, id);
   else
-    graph_id_failed(cupti_, r);
+    graph_id_failed(cupti_, r, &owners_unknown_);
   const CUgraphNodeType type = node_type(gd);
   if (type == CU_GRAPH_NODE_TYPE_CONDITIONAL) t_pending.has_conditional = true;
   debug_log("instantiation: node created in graph %u, type %d", id, static_cast<int>(type));
@@ -92,7 +97,7 @@ void GraphTracker::on_node_cloned(const CUpti_GraphData *gd) {
     if (const CUptiResult r = cupti_.cuptiGetGraphId(gd->graph, &graph_id); r == CUPTI_SUCCESS)
       add_unique(&p.graph_ids, graph_id);
     else
-      graph_id_failed(cupti_, r);
+      graph_id_failed(cupti_, r, &owners_unknown_);
   }
   const CUgraphNodeType type = node_type(gd);
   if (type == CU_GRAPH_NODE_TYPE_KERNEL) ++p.kernel_nodes;
@@ -193,11 +198,13 @@ void GraphTracker::on_exec_created(const CUpti_GraphData *gd) {
     // So many execs alive (or never destroyed): start over rather than grow. Launches of the
     // forgotten ones are told as unknown execs (announced, their kernels counted as they come).
     stats_.execs_forgotten_at_cap += execs_.size();
+    owners_unknown_.store(true, std::memory_order_relaxed);
     g_exec_cap.report_n(execs_.size(), kErrDataLost,
                         "%zu graph execs alive: their facts are forgotten (conditional body "
                         "kernels of them are not delivered, host-only ones are announced)",
                         kMaxExecs);
     live_execs_.clear();
+    conditional_live_.store(0, std::memory_order_relaxed);
     execs_.clear();
     retired_.clear();
     graph_to_exec_.clear();
@@ -211,37 +218,51 @@ void GraphTracker::on_exec_created(const CUpti_GraphData *gd) {
   if (old != live_execs_.end()) retire_locked(old->second);  // handle reused without a destroy
   for (uint32_t id : e.graph_ids) graph_to_exec_[id] = serial;
   live_execs_[gd->graphExec] = serial;
+  if (e.has_conditional) conditional_live_.fetch_add(1, std::memory_order_relaxed);
   execs_[serial] = std::move(e);
   ++stats_.execs;
 }
 
+void GraphTracker::forget_locked(uint64_t serial) {
+  auto it = execs_.find(serial);
+  if (it == execs_.end()) return;
+  for (uint32_t id : it->second.graph_ids) {
+    auto g = graph_to_exec_.find(id);
+    if (g != graph_to_exec_.end() && g->second == serial) graph_to_exec_.erase(g);
+  }
+  clones_stored_ -= it->second.clones.size();
+  execs_.erase(it);
+}
+
 void GraphTracker::retire_locked(uint64_t serial) {
-  auto forget = [this](uint64_t gone) {
-    auto it = execs_.find(gone);
-    if (it == execs_.end()) return;
-    for (uint32_t id : it->second.graph_ids) {
-      auto g = graph_to_exec_.find(id);
-      if (g != graph_to_exec_.end() && g->second == gone) graph_to_exec_.erase(g);
-    }
-    clones_stored_ -= it->second.clones.size();
-    execs_.erase(it);
-  };
   // A destroyed exec runs nothing more: its mappings are of no use to a consumer attaching
   // later, and no node of it will be cloned again.
   auto it = execs_.find(serial);
-  if (it != execs_.end()) {
-    clones_stored_ -= it->second.clones.size();
-    std::vector<Clone>().swap(it->second.clones);
-    for (uint32_t id : it->second.graph_ids) forget_wanted_locked(id);
-  }
-  // Only conditional execs are needed after their destroy (their body kernels' records come
-  // later); the others go at once, so the retired budget is theirs under heavy exec churn.
-  if (it != execs_.end() && !it->second.has_conditional) return forget(serial);
+  if (it == execs_.end()) return;
+  if (it->second.has_conditional) conditional_live_.fetch_sub(1, std::memory_order_relaxed);
+  clones_stored_ -= it->second.clones.size();
+  std::vector<Clone>().swap(it->second.clones);
+  for (uint32_t id : it->second.graph_ids) forget_wanted_locked(id);
+  // Only a conditional exec with an announced launch awaiting kernels is needed after its
+  // destroy (its body kernels' records come later, issue 42: under exec churn a ring of the last
+  // destroyed ones lost them before the flush); the others go at once. A record of an exec
+  // forgotten so is of a launch not announced. Kept ones go in prune_retired.
+  if (!it->second.has_conditional || !it->second.owns_announced()) return forget_locked(serial);
   retired_.push_back(serial);
   while (retired_.size() > kMaxRetiredExecs) {
     const uint64_t gone = retired_.front();
     retired_.pop_front();
-    forget(gone);
+    auto g = execs_.find(gone);
+    if (g != execs_.end() && g->second.owns_announced()) {
+      ++stats_.conditional_owners_forgotten;
+      owners_unknown_.store(true, std::memory_order_relaxed);
+      g_retired_cap.report(kErrDataLost,
+                           "%zu destroyed conditional graph execs with announced launches "
+                           "awaiting kernels: the oldest is forgotten, its launches' body "
+                           "kernels are not delivered",
+                           kMaxRetiredExecs);
+    }
+    forget_locked(gone);
   }
 }
 
@@ -259,9 +280,13 @@ GraphTracker::ExecFacts GraphTracker::on_launch(const void *exec) {
   ExecFacts f;
   std::lock_guard<std::mutex> lock(mu_);
   auto live = live_execs_.find(exec);
-  if (live == live_execs_.end()) return f;
-  auto it = execs_.find(live->second);
-  if (it == execs_.end()) return f;
+  auto it = live == live_execs_.end() ? execs_.end() : execs_.find(live->second);
+  if (it == execs_.end()) {
+    // An announced launch of an exec not known here: if it has conditional nodes, their
+    // kernels' graph is not known either.
+    owners_unknown_.store(true, std::memory_order_relaxed);
+    return f;
+  }
   it->second.launched = true;
   f.known = true;
   f.has_conditional = it->second.has_conditional;
@@ -279,26 +304,60 @@ bool GraphTracker::take_first_launch(const void *exec) {
   return true;
 }
 
+GraphTracker::Exec *GraphTracker::live_exec_locked(const void *exec) {
+  auto live = live_execs_.find(exec);
+  if (live == live_execs_.end()) return nullptr;
+  auto it = execs_.find(live->second);
+  return it == execs_.end() ? nullptr : &it->second;
+}
+
+// Launches of unannounced entries whose successor got a kernel are done (launches of one exec run
+// in order); at the cap the oldest goes.
+void GraphTracker::add_open_launch_locked(Exec &e, const Exec::OpenLaunch &l) {
+  auto &open = e.open_launches;
+  for (size_t i = 0; i + 1 < open.size();) {
+    if (open[i].unannounced && open[i + 1].last_end != 0)
+      open.erase(open.begin() + static_cast<std::ptrdiff_t>(i));
+    else
+      ++i;
+  }
+  if (open.size() >= kMaxOpenLaunches) open.pop_front();
+  // In launch order, which threads launching one exec at once may not call in.
+  auto at = open.end();
+  while (at != open.begin() && (at - 1)->launch_ts > l.launch_ts) --at;
+  open.insert(at, l);
+}
+
 void GraphTracker::on_conditional_launch(const void *exec, uint32_t correlation_id,
                                          uint64_t launch_ts) {
   std::lock_guard<std::mutex> lock(mu_);
-  auto live = live_execs_.find(exec);
-  if (live == live_execs_.end()) return;
-  auto it = execs_.find(live->second);
-  if (it == execs_.end()) return;
-  auto &open = it->second.open_launches;
-  if (open.size() >= kMaxOpenLaunches) open.pop_front();
-  open.push_back({correlation_id, launch_ts});
+  if (Exec *e = live_exec_locked(exec)) add_open_launch_locked(*e, {correlation_id, launch_ts});
+}
+
+bool GraphTracker::on_conditional_recorded(const void *exec, uint32_t correlation_id,
+                                           uint64_t launch_ts, bool surely) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Exec *e = live_exec_locked(exec);
+  if (!e || !e->has_conditional) return false;
+  Exec::OpenLaunch l{correlation_id, launch_ts};
+  l.unannounced = true;
+  l.maybe_unrecorded = !surely;
+  add_open_launch_locked(*e, l);
+  return true;
+}
+
+void GraphTracker::on_conditional_maybe_unrecorded(const void *exec, uint32_t correlation_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (Exec *e = live_exec_locked(exec))
+    for (auto &l : e->open_launches)
+      if (l.correlation_id == correlation_id) l.maybe_unrecorded = true;
 }
 
 void GraphTracker::on_conditional_unannounced(const void *exec, uint32_t correlation_id) {
   std::lock_guard<std::mutex> lock(mu_);
-  auto live = live_execs_.find(exec);
-  if (live == live_execs_.end()) return;
-  auto it = execs_.find(live->second);
-  if (it == execs_.end()) return;
-  for (auto &l : it->second.open_launches)
-    if (l.correlation_id == correlation_id) l.unannounced = true;
+  if (Exec *e = live_exec_locked(exec))
+    for (auto &l : e->open_launches)
+      if (l.correlation_id == correlation_id) l.unannounced = true;
 }
 
 void GraphTracker::count_hostonly_launch() {

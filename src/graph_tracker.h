@@ -43,9 +43,12 @@ struct GraphStats {
   uint64_t execs_forgotten_at_cap = 0;   // kMaxExecs live: launches of them not told right
   uint64_t hostonly_launches = 0;        // not announced: no kernel could ever match
   uint64_t conditional_records = 0;      // correlation-0 records handed back to their launch
-  uint64_t conditional_ambiguous = 0;    // ... where several launches of the exec were open
+  uint64_t conditional_ambiguous = 0;    // ... owner guessed: queued launches of one exec
   uint64_t conditional_orphans = 0;      // ... with no known owner
   uint64_t conditional_unannounced = 0;  // ... of a launch the tracker refused: not delivered
+  // Conditional execs destroyed while an announced launch of theirs was still awaiting kernels,
+  // forgotten at kMaxRetiredExecs: those launches' body kernels are not delivered.
+  uint64_t conditional_owners_forgotten = 0;
 };
 
 // A node cloned at instantiation: what graph_node_clone carries.
@@ -91,6 +94,21 @@ class GraphTracker {
   // An announced launch of an exec with conditional nodes: the owner of its body kernels.
   // launch_ts: CUPTI's clock (cuptiGetTimestamp) at the launch, the clock of kernel records.
   void on_conditional_launch(const void *exec, uint32_t correlation_id, uint64_t launch_ts);
+  // Whether any live exec has conditional nodes: the launch path asks before it looks further
+  // at an unannounced graph launch (lock-free).
+  bool conditional_execs_live() const {
+    return conditional_live_.load(std::memory_order_relaxed) != 0;
+  }
+  // A launch not announced whose kernels kernel activity records (or may: `surely`: false): its
+  // body kernels, which come with correlation ID 0 like an announced launch's, are its own, not
+  // the announced launch before it's (issue 42: at the default rates the launch after an
+  // announced one ran while activity was held on for it, and its kernels were handed to it).
+  // False if `exec` is not a conditional exec known here.
+  bool on_conditional_recorded(const void *exec, uint32_t correlation_id, uint64_t launch_ts,
+                               bool surely);
+  // A launch on_conditional_recorded surely recorded saw kernel activity switched during its
+  // call: its kernels may not come.
+  void on_conditional_maybe_unrecorded(const void *exec, uint32_t correlation_id);
   // That launch was not announced after all (the correlation tracker was full): its body kernels
   // still run after the launch before it and must not be handed to that one. Seen in a soak with
   // every launch announced: such a kernel, ended late (activity went off while it ran, as the
@@ -98,6 +116,15 @@ class GraphTracker {
   // kernel (an impossible record).
   void on_conditional_unannounced(const void *exec, uint32_t correlation_id);
   void count_hostonly_launch();
+  // Retired conditional execs are kept while an announced launch of theirs is alive (its body
+  // kernels' records may come after the destroy); the watcher lets go of the others here.
+  template <typename Alive>
+  void prune_retired(Alive alive);
+  // Whether a correlation-0 record of a graph no exec is known for may have been an announced
+  // launch's: only if graph IDs failed at instantiation, execs were forgotten at a cap, or an
+  // announced launch's exec was not known. Otherwise it is a kernel of an exec none of whose
+  // launches was announced (forgotten at its destroy): not a loss.
+  bool owners_may_be_unknown() const { return owners_unknown_.load(std::memory_order_relaxed); }
   // The launch that owns a correlation-0 kernel record of graph `graph_id` that ran from
   // `start` to `end`; 0 if unknown. `alive` says whether a launch is still being tracked.
   // *unknown_graph (if given) tells why 0: no exec is known for the graph (its kernels cannot
@@ -129,13 +156,21 @@ class GraphTracker {
     struct OpenLaunch {
       uint32_t correlation_id;
       uint64_t launch_ts;
-      uint64_t last_end = 0;     // end of the last kernel attributed to it
-      bool unannounced = false;  // its kernels are dropped (on_conditional_unannounced)
+      uint64_t last_end = 0;          // end of the last kernel attributed to it
+      bool unannounced = false;       // its kernels are dropped (on_conditional_unannounced)
+      bool maybe_unrecorded = false;  // its kernels may never come (activity switched meanwhile)
     };
     std::deque<OpenLaunch> open_launches;  // conditional execs: launches that may own kernels
+    // An announced launch of it may still await kernels (unannounced entries aside).
+    bool owns_announced() const {
+      for (const auto &l : open_launches)
+        if (!l.unannounced) return true;
+      return false;
+    }
   };
   CUgraphNodeType node_type(const CUpti_GraphData *gd) const;
   void retire_locked(uint64_t serial);
+  void forget_locked(uint64_t serial);  // its facts and graph IDs gone
   void forget_wanted_locked(uint32_t graph_id);
 
   const CuptiApi &cupti_;
@@ -154,6 +189,10 @@ class GraphTracker {
   // Re-firing cursor: the next exec serial and index in its clones; nothing to do at end.
   uint64_t refire_serial_ = 0, refire_index_ = 0, refire_end_ = 0;
   GraphStats stats_;
+  std::atomic<bool> owners_unknown_{false};    // owners_may_be_unknown()
+  std::atomic<uint32_t> conditional_live_{0};  // live execs with conditional nodes
+  Exec *live_exec_locked(const void *exec);
+  void add_open_launch_locked(Exec &e, const Exec::OpenLaunch &l);
   // Nodes whose clones are fired live (note_capture_node and their clones), by the graph they
   // belong to, forgotten with it.
   std::unordered_map<uint64_t, uint32_t> wanted_nodes_;  // node -> its graph
@@ -166,22 +205,24 @@ class GraphTracker {
 // Launches of one exec run one after the other, and a kernel cannot start before its launch was
 // issued: the owner is the latest launch issued before the kernel started. That is certain only
 // if the launch before it had finished by then; if it was still running (queued launches), the
-// kernel may be the earlier launch's: a guess (*ambiguous). Returns its position + 1 in `open`.
+// kernel may be the earlier launch's: a guess (*ambiguous). Returns its position + 1 in `open`,
+// or 0 for a kernel that started before every launch in `open` was issued (launch times and
+// kernel records are on CUPTI's one clock): it is an earlier launch's, one not announced (at
+// the default rates most are not) or one given up already.
 template <typename OpenLaunches>
 size_t GraphTracker::conditional_launch(const OpenLaunches &open, uint64_t start, bool *ambiguous) {
   size_t k = open.size();
   while (k > 0 && open[k - 1].launch_ts > start) --k;
   // An earlier launch that has no kernel yet ran first (same exec: in order), so it takes this
   // one: queued launches all get kernels, though where one ends is then a guess.
+  // (Not one whose kernels may never have been recorded: it would take every later one's.)
   for (size_t i = 0; i + 1 < k; ++i)
-    if (open[i].last_end == 0) {
+    if (open[i].last_end == 0 && !open[i].maybe_unrecorded) {
       k = i + 1;
       break;
     }
-  if (k == 0) {
-    k = 1;  // clocks disagree: oldest
-    *ambiguous = open.size() > 1;
-  } else if (k >= 2) {
+  if (k == 0) return 0;
+  if (k >= 2) {
     const auto &prev = open[k - 2];
     *ambiguous = prev.last_end == 0 || prev.last_end >= open[k - 1].launch_ts;
   }
@@ -216,14 +257,22 @@ uint32_t GraphTracker::conditional_owner(uint32_t graph_id, uint64_t start, uint
   ++stats_.conditional_records;
   bool ambiguous = false;
   const size_t k = conditional_launch(open, start, &ambiguous);
+  if (k == 0) {
+    --stats_.conditional_records;
+    ++stats_.conditional_unannounced;
+    return 0;  // started before every launch known here: an unannounced earlier one's
+  }
   auto &owner = open[k - 1];
   if (end > owner.last_end) owner.last_end = end;
+  // (Counted whichever launch is guessed: a guess may hand an announced launch's kernel to an
+  // unannounced one, or the reverse.)
+  const bool say_guess = ambiguous && stats_.conditional_ambiguous++ % 1000 == 0;
   if (owner.unannounced) {
     --stats_.conditional_records;
     ++stats_.conditional_unannounced;
     return 0;  // a kernel of an unannounced launch: nobody waits for it
   }
-  if (ambiguous && stats_.conditional_ambiguous++ % 1000 == 0)
+  if (say_guess)
     debug_log(
         "conditional kernel of graph %u: %zu launches of its exec are in flight and the "
         "earlier one may still have been running; attributed to correlation %u "
@@ -231,6 +280,26 @@ uint32_t GraphTracker::conditional_owner(uint32_t graph_id, uint64_t start, uint
         graph_id, open.size(), owner.correlation_id,
         static_cast<unsigned long long>(stats_.conditional_ambiguous));
   return owner.correlation_id;
+}
+
+template <typename Alive>
+void GraphTracker::prune_retired(Alive alive) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::deque<uint64_t> kept;
+  for (uint64_t serial : retired_) {
+    auto it = execs_.find(serial);
+    if (it == execs_.end()) continue;
+    auto &open = it->second.open_launches;
+    while (!open.empty() && !open.front().unannounced && !alive(open.front().correlation_id))
+      open.pop_front();
+    bool owns = false;
+    for (const auto &l : open) owns = owns || (!l.unannounced && alive(l.correlation_id));
+    if (owns)
+      kept.push_back(serial);
+    else
+      forget_locked(serial);
+  }
+  retired_.swap(kept);
 }
 
 }  // namespace parcagpu

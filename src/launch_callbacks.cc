@@ -162,8 +162,12 @@ void LaunchCallbacks::on_enter(CbDomain domain, uint32_t cbid, const CUpti_Callb
   }
   t.captured = false;
   t.holds_activity = false;
+  t.conditional_watched = false;
   t.announce = g.what == GateEnter::kPicked && admit(r, state, kind);
-  if (t.announce) begin_announced(t, r, kind, cb);
+  if (t.announce)
+    begin_announced(t, r, kind, cb);
+  else if (kind == kGraphRole && graphs_.conditional_execs_live())
+    watch_unannounced_conditional(t, cb);
 }
 
 void LaunchCallbacks::on_exit(CbDomain domain, uint32_t cbid, const CUpti_CallbackData *cb) {
@@ -175,6 +179,7 @@ void LaunchCallbacks::on_exit(CbDomain domain, uint32_t cbid, const CUpti_Callba
   const uint64_t epoch = r.state.load(std::memory_order_acquire).epoch();
   const GateExit ends = gate_exit(t.g, epoch, domain, cbid);
   if (ends == GateExit::kOther) return;  // not the end of the call we followed
+  if (t.conditional_watched) settle_unannounced_conditional(t, cb);
   // Counted only if its ENTER was; released whatever the epoch: a count kept past its call
   // would hold off PC sampling's Stop and Disable until their wait times out, on every
   // attempt, for the rest of the process (and its thread would never be counted again).

@@ -158,6 +158,13 @@ class LaunchCallbacks : public ConsumerWatcher::Client {
   __attribute__((noinline, cold)) void abandon(Role &r, uint32_t correlation_id,
                                                bool holds_activity);
   void finish_admission(Role &r);
+  // An unannounced graph launch while execs with conditional nodes live (none in most
+  // programs): if kernel activity records its kernels, its conditional bodies' kernels are told
+  // from an announced launch's by it (GraphTracker::on_conditional_recorded). Its ENTER and EXIT.
+  __attribute__((noinline, cold)) void watch_unannounced_conditional(ThreadLaunch &t,
+                                                                     const CUpti_CallbackData *cb);
+  __attribute__((noinline, cold)) void settle_unannounced_conditional(ThreadLaunch &t,
+                                                                      const CUpti_CallbackData *cb);
   // Not launches (resource_callbacks.cc): explicit graph uploads and the resource domain.
   __attribute__((noinline, cold)) void on_graph_upload(const CUpti_CallbackData *cb);
   __attribute__((noinline, cold)) void on_resource(ThreadLaunch &t, CUpti_CallbackId cbid,

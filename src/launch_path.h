@@ -53,6 +53,12 @@ struct ThreadLaunch {
   uint32_t gated_corr;
   uint32_t capture_graph_id;
   uint64_t capture_node_id;
+  // An unannounced launch of a graph while conditional execs live: kernel activity's recording
+  // word at its ENTER, and whether it was noted then (announced_launches.cc).
+  bool conditional_watched;
+  bool conditional_noted;
+  uint64_t recording_at_enter;
+  uint64_t conditional_ts;  // CUPTI's clock at its ENTER
 };
 
 }  // namespace parcagpu

@@ -25,9 +25,16 @@ PcDeviceLocks::Result PcDeviceLocks::try_acquire(const std::string &gpu) {
     const int fd = open(path(gpu).c_str(), O_RDONLY | O_CREAT | O_CLOEXEC, 0666);
     it = fds_.emplace(gpu, fd).first;
   }
-  if (it->second < 0) return Result::kUnavailable;
+  if (it->second < 0) {
+    failed_call_ = "open";
+    failed_errno_ = errno;
+    return Result::kUnavailable;
+  }
   if (flock(it->second, LOCK_EX | LOCK_NB) == 0) return Result::kAcquired;
-  return errno == EWOULDBLOCK ? Result::kBusy : Result::kUnavailable;
+  if (errno == EWOULDBLOCK) return Result::kBusy;
+  failed_call_ = "flock";
+  failed_errno_ = errno;
+  return Result::kUnavailable;
 }
 
 void PcDeviceLocks::release(const std::string &gpu) {

@@ -63,7 +63,7 @@ struct PcEpisodes::Context {
   uint64_t last_window = 0;    // the number of the last window that ran on it (0: none yet)
   std::string gpu;             // its GPU's name for PcDeviceLocks ("" until first asked)
   bool gpu_locked = false;     // this process holds that GPU's lock
-  uint64_t lock_retry_ns = 0;  // the GPU's lock was taken: not asked again before this
+  uint64_t lock_retry_ns = 0;  // the GPU's lock was taken (or cannot be had): not asked before
   CUstream shadow_stream = nullptr;  // register_graph's uploads (non-blocking, made at first use)
   PcSession session;                 // the PC Sampling API calls on it
 };
@@ -317,14 +317,25 @@ bool PcEpisodes::lock_gpu(Context &c, uint64_t now) {
       }
       return false;
     case PcDeviceLocks::Result::kUnavailable:
-      if (!said_no_lock_) {
-        said_no_lock_ = true;
-        debug_log("PC sampling: no lock file %s: other processes on this GPU are not kept out",
-                  locks_.path(c.gpu).c_str());
-      }
-      return true;
+      keep_off_without_lock(c);
+      return false;
   }
-  return true;
+  return false;
+}
+
+// Without its lock a GPU is not sampled: another process sampling it at the same time would
+// crash one of them (P27). A setting to fix, so said once without PARCAGPU_DEBUG; counted.
+void PcEpisodes::keep_off_without_lock(Context &c) {
+  c.lock_retry_ns = ~uint64_t{0};  // never asked again
+  stats_.contexts_without_lock++;
+  if (said_no_lock_) return;
+  said_no_lock_ = true;
+  report_error(kErrConfig, "pc_sampling",
+               "the GPU lock %s cannot be had (%s: %s; PARCAGPU_PC_LOCK_DIR=%s): PC sampling stays "
+               "off for GPU %s, since two processes sampling one GPU crash one of them (kernel "
+               "timing goes on)",
+               locks_.path(c.gpu).c_str(), locks_.failed_call(),
+               std::strerror(locks_.failed_errno()), config_.pc_lock_dir.c_str(), c.gpu.c_str());
 }
 
 void PcEpisodes::unlock_gpu(Context &c) {
@@ -353,18 +364,31 @@ bool PcEpisodes::enable(Context &c, bool kernel_activity) {
   return true;
 }
 
+// One sampling factor for every GPU of the process. The production agent keeps one gpu_config
+// per process, the last it got (interpreter/gpu/config.go): a second device's factor would scale
+// the first device's samples too. So the first device configured fixes the factor (the one in
+// force there: PARCAGPU_SAMPLING_FACTOR, or CUPTI's default, which differs between kinds of GPU)
+// and every later device is configured with it; one that ends up with another is said once.
 bool PcEpisodes::configure(Context &c) {
   PcResult r = meta_.read_stall_reasons(c.session);
   uint32_t factor = 0;
+  const uint32_t wanted = process_factor_ != 0 ? process_factor_ : config_.sampling_factor;
   if (r.ok())
-    r = c.session.configure(meta_.stall().collected(),
-                            {config_.sampling_factor, config_.pc_hw_buffer_mb}, &factor);
+    r = c.session.configure(meta_.stall().collected(), {wanted, config_.pc_hw_buffer_mb}, &factor);
   if (!r.ok()) {
     fail(r);
     return false;
   }
-  stats_.sampling_factor = factor;
   c.device = c.session.device_id();
+  if (process_factor_ == 0) process_factor_ = factor;
+  static RepeatedError factor_differs("gpu_config", "devices sampling at another factor");
+  if (factor != process_factor_)
+    factor_differs.report(kErrDataLost,
+                          "PC sampling on device %u samples every 2^%u cycles, the process's "
+                          "first device every 2^%u: the agent keeps one gpu_config per process "
+                          "and scales one device's PC samples wrong",
+                          c.device, factor, process_factor_);
+  stats_.sampling_factor = factor;
   meta_.on_configured(c.device, factor);
   return true;
 }
@@ -587,11 +611,14 @@ void PcEpisodes::shutdown() {
     if (exclusive) exclusive_end();
   }
   state_.usable = false;
+  publisher_.finish();  // what was drained is fired before the process goes
 }
 
 PcStats PcEpisodes::stats() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return stats_;
+  PcStats s = stats_;
+  publisher_.add_firing_stats(s);
+  return s;
 }
 
 }  // namespace parcagpu

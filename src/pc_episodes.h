@@ -101,6 +101,7 @@ class PcEpisodes {
   // later, counted, said once).
   bool lock_gpu(Context &c, uint64_t now_ns);
   void unlock_gpu(Context &c);
+  void keep_off_without_lock(Context &c);
   std::string gpu_name(CUcontext ctx) const;
   bool configure(Context &c);
   void start_window(uint64_t now_ns);
@@ -134,6 +135,8 @@ class PcEpisodes {
   uint64_t window_started_ns_ = 0, episode_started_ns_ = 0;  // for PcStats
   PcDeviceLocks locks_;                                      // in config_.pc_lock_dir
   bool said_other_process_ = false, said_no_lock_ = false;
+  // The sampling factor of every GPU of the process: the first device's in force (configure()).
+  uint32_t process_factor_ = 0;
   // Graph registrations (register_graph): kGraphRegistrationsPerSecond after a burst of
   // kGraphRegistrationBurst.
   RateGate registrations_;

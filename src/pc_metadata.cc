@@ -102,11 +102,22 @@ void PcMetadata::add_device(uint32_t device, uint32_t factor) {
     debug_log("no clock rate for device %u (libcuda missing?): gpu_config not fired", device);
     return;
   }
+  uint32_t first_clock_khz = 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
+    if (!configs_.empty()) first_clock_khz = configs_.front().clock_khz;
     configs_.push_back(
         {device, factor, static_cast<uint32_t>(clock_khz), static_cast<uint32_t>(sms)});
   }
+  // The agent keeps one gpu_config per process (interpreter/gpu/config.go): the factor is the
+  // same on every device (PcEpisodes::configure), a clock rate cannot be.
+  static RepeatedError clock_differs("gpu_config", "devices of another clock rate");
+  if (first_clock_khz != 0 && first_clock_khz != static_cast<uint32_t>(clock_khz))
+    clock_differs.report(kErrDataLost,
+                         "device %u runs at %d kHz, the process's first device at %u kHz: the "
+                         "agent keeps one gpu_config per process and scales one device's PC "
+                         "samples by the other's clock",
+                         device, clock_khz, first_clock_khz);
   // Now the factor is in force: the first gpu_config a consumer keeps is right.
   usdt::gpu_config(device, factor, static_cast<uint32_t>(clock_khz), static_cast<uint32_t>(sms));
   debug_log("gpu_config device %u: sampling factor %u, %d kHz, %d SMs", device, factor, clock_khz,

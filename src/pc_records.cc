@@ -34,25 +34,6 @@ void StallReasonTable::build(size_t count, const uint32_t *indices, const char *
   std::sort(collected_.begin(), collected_.end());
 }
 
-const char *FunctionNames::intern(const char *name) {
-  if (!name) name = "";
-  std::lock_guard<std::mutex> lock(mu_);
-  auto it = names_.find(name);
-  if (it != names_.end()) return it->second.get();
-  const size_t len = std::strlen(name);
-  const size_t bytes = std::max(len + 1, kFunctionNameReadable);
-  std::unique_ptr<char[]> copy(new char[bytes]());
-  std::memcpy(copy.get(), name, len);
-  const char *p = copy.get();
-  names_.emplace(name, std::move(copy));
-  return p;
-}
-
-size_t FunctionNames::size() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return names_.size();
-}
-
 PcRecordBuffer::PcRecordBuffer(size_t capacity)
     : records_(capacity), stall_(capacity * PARCAGPU_STALL_REASON_MAX), ptrs_(capacity) {
   reset();

@@ -8,7 +8,8 @@
 // PARCAGPU_STALL_REASON_MAX * 8 bytes from stallReason. Every one of those reads must succeed or
 // the rest of the firing is lost, so records live in our buffer, every stall-reason array has
 // room for PARCAGPU_STALL_REASON_MAX entries, and functionName points at our own copy of the
-// name with at least 128 readable bytes.
+// name with at least 128 readable bytes (a name longer than the consumer keeps: its stand-in,
+// consumer_names.h).
 #pragma once
 
 #include <cupti_pcsampling.h>
@@ -16,17 +17,13 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
+#include "consumer_names.h"
 #include "parcagpu/abi.h"
 
 namespace parcagpu {
-
-// Bytes of a function name a consumer may read (the production consumer reads up to 128).
-inline constexpr size_t kFunctionNameReadable = 128;
 
 // The stall reasons CUPTI offers for a device, and which of them are collected.
 //
@@ -58,18 +55,6 @@ class StallReasonTable {
   std::vector<uint32_t> collected_;
   size_t offered_ = 0;
   size_t unusable_ = 0;
-};
-
-// Function names with at least kFunctionNameReadable readable bytes each, kept for the life of
-// the process (a consumer may read them after the firing; there are few distinct kernels).
-class FunctionNames {
- public:
-  const char *intern(const char *name);
-  size_t size() const;
-
- private:
-  mutable std::mutex mu_;
-  std::unordered_map<std::string, std::unique_ptr<char[]>> names_;
 };
 
 // What one drained buffer held.

@@ -244,6 +244,7 @@ void log_pc_totals(const PcStats &p, const CubinStats &cs) {
               {"learning resumed after one", u(p.learning_resumes)},
               {"learning resumed at a module load", u(p.module_resumes)},
               {"put off for another process", u(p.put_off_for_other_process)},
+              {"contexts off without their GPU's lock", u(p.contexts_without_lock)},
               {"enables", u(p.enables)},
               {"disables", u(p.disables)},
               {"enabled ms", p.enabled_ns / 1e6, 1},
@@ -261,6 +262,7 @@ void log_pc_totals(const PcStats &p, const CubinStats &cs) {
               {"uncorrelated", u(p.uncorrelated)},
               {"gpu-only (not announced)", u(p.gpu_only)},
               {"unpublished", u(p.unpublished)},
+              {"unfired (queue full)", u(p.unfired)},
               {"non-user samples", u(p.nonuser_samples)},
               {"dropped samples", u(p.dropped_samples)},
               {"gate timeouts", u(p.gate_timeouts)},
@@ -285,7 +287,9 @@ void log_graph_totals(const GraphStats &g, const TrackerStats &t) {
                         {"conditional records", u(g.conditional_records)},
                         {"ambiguous owner", u(g.conditional_ambiguous)},
                         {"no owner", u(g.conditional_orphans)},
-                        {"of unannounced launches", u(g.conditional_unannounced)}});
+                        {"of unannounced launches", u(g.conditional_unannounced)},
+                        {"conditional execs forgotten with launches (cap)",
+                         u(g.conditional_owners_forgotten)}});
   log_totals("tracker", {{"inserted", u(t.inserted)},
                          {"completed", u(t.completed)},
                          {"matched", u(t.kernels_matched)},

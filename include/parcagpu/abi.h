@@ -71,6 +71,65 @@
 #define PARCAGPU_KIND_KERNEL 3
 #define PARCAGPU_KIND_CONCURRENT_KERNEL 10
 
+/* Names the consumer reads, and the stand-in for a longer one.
+ *
+ * The production consumer keeps a PC record's functionName up to PARCAGPU_PC_FUNCTION_NAME_MAX
+ * bytes and a kernel record's name up to PARCAGPU_KERNEL_NAME_MAX (its reads of 128 and 256
+ * bytes, NUL included). Cut there, long C++ kernel names (templates, anonymous namespaces) lose
+ * what tells them apart: kernels whose first bytes agree would be merged, and the cut name matches
+ * no symbol of the cubin. So the library hands over a name longer than the limit as a stand-in
+ * of exactly the limit's length: the name's first (limit - PARCAGPU_NAME_HASH_SUFFIX_LEN) bytes,
+ * then '#' and the 16 lowercase hex digits of parcagpu_name_hash() of the whole name. '#' is in
+ * no mangled name, so a stand-in is recognised by it; the full name is the cubin's function
+ * symbol with that hash (for a PC record, also the symbol at its functionIndex: CUPTI's
+ * "unique symbol index in the module" of the cubin with its cubinCrc). Names within the limit
+ * are handed over unchanged. */
+#define PARCAGPU_PC_FUNCTION_NAME_MAX 127
+#define PARCAGPU_KERNEL_NAME_MAX 255
+#define PARCAGPU_NAME_HASH_MARK '#'
+#define PARCAGPU_NAME_HASH_SUFFIX_LEN 17 /* '#' and 16 hex digits */
+
+/* 64-bit FNV-1a of a NUL-terminated name. */
+static inline unsigned long long parcagpu_name_hash(const char *name) {
+  unsigned long long h = 14695981039346656037ull;
+  for (; *name; ++name) h = (h ^ (unsigned char)*name) * 1099511628211ull;
+  return h;
+}
+
+/* Writes the stand-in of `name` (longer than `limit` bytes) to `out` (limit + 1 bytes),
+ * NUL-terminated. */
+static inline void parcagpu_name_stand_in(const char *name, unsigned long limit, char *out) {
+  static const char kHex[] = "0123456789abcdef";
+  const unsigned long keep = limit - PARCAGPU_NAME_HASH_SUFFIX_LEN;
+  unsigned long long h = parcagpu_name_hash(name);
+  unsigned long i;
+  for (i = 0; i < keep; ++i) out[i] = name[i];
+  out[keep] = PARCAGPU_NAME_HASH_MARK;
+  for (i = 0; i < 16; ++i) out[keep + 16 - i] = kHex[(h >> (4 * i)) & 0xf];
+  out[limit] = 0;
+}
+
+/* Whether `name` (`len` bytes) is a stand-in; if so its hash in *hash. */
+static inline int parcagpu_name_is_stand_in(const char *name, unsigned long len,
+                                            unsigned long long *hash) {
+  unsigned long long h = 0;
+  unsigned long i;
+  if (len < PARCAGPU_NAME_HASH_SUFFIX_LEN ||
+      name[len - PARCAGPU_NAME_HASH_SUFFIX_LEN] != PARCAGPU_NAME_HASH_MARK)
+    return 0;
+  for (i = len - PARCAGPU_NAME_HASH_SUFFIX_LEN + 1; i < len; ++i) {
+    const char c = name[i];
+    if (c >= '0' && c <= '9')
+      h = h << 4 | (unsigned long long)(c - '0');
+    else if (c >= 'a' && c <= 'f')
+      h = h << 4 | (unsigned long long)(c - 'a' + 10);
+    else
+      return 0;
+  }
+  *hash = h;
+  return 1;
+}
+
 #ifdef __cplusplus
 #include <cstddef>
 #include <cstdint>

@@ -464,14 +464,37 @@ class Trace(_SummaryConsumer):
         super().__init__(TRACE, lib, pid, ["--json"] + list(extra), allow_impossible)
 
 
+# The slowest reader of the agent's ring the library's firings are paced for
+# (AgentRingPacer::kBytesPerSecond, src/agent_ring_pacer.h): 8 MiB a second.
+AGENT_READ_BYTES_PER_S = 8 << 20
+
+
 class AgentConsumer(_SummaryConsumer):
     """build/bin/agent-consumer: sees a library's probes exactly as the production agent does
     (tools/agent/README.md, docs/probe-abi.md). After stop(), `result` is its JSON summary and
     process(pid) the part about one process."""
     ready_pattern = r"agent-consumer: attached \d+ probes"
 
-    def __init__(self, lib=LIB, pid=None, allow_impossible=False):
-        super().__init__(AGENT_CONSUMER, lib, pid, [], allow_impossible)
+    def __init__(self, lib=LIB, pid=None, allow_impossible=False, scale_factor=0,
+                 read_bytes_per_s=None):
+        """scale_factor: the agent's --bpf-cupti-event-scale-factor, its ring of events is
+        1 MiB << scale_factor; 0 is the agent's default, and what every test runs with unless it
+        says why not. read_bytes_per_s: read that ring no faster (AGENT_READ_BYTES_PER_S: the
+        slowest reader the library's pacing is made for); None: as fast as it can."""
+        args = ["-s", str(scale_factor)]
+        if read_bytes_per_s:
+            args += ["-R", str(read_bytes_per_s)]
+        super().__init__(AGENT_CONSUMER, lib, pid, args, allow_impossible)
+
+    def stop(self, timeout=60):
+        if self.out.closed:
+            return self
+        super().stop(timeout)
+        # Its own ring (not the agent's) full: the summary misses events, whatever a test checks.
+        drops = {pid: p["own_ring_drops"] for pid, p in self.result["pids"].items()
+                 if p["own_ring_drops"]}
+        assert not drops, "agent-consumer's own ring overflowed: %s" % drops
+        return self
 
     def process(self, pid):
         """The summary of one process; a process the consumer never heard from has none."""

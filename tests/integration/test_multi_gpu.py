@@ -171,10 +171,61 @@ class PcSamplingByDevice(unittest.TestCase):
         self.assertEqual(p["orphan_kernels"], 0, p)
 
 
+class TheAgentOnTwoGpus(unittest.TestCase):
+    """Issue 42, item 4: what the production agent makes of a two-GPU process
+    (docs/probe-abi.md, "The agent's limits"), through the agent-faithful consumer."""
+
+    def test_every_devices_kernel_of_a_multi_device_cooperative_launch_is_matched(self):
+        # cu/cudaLaunchCooperativeKernelMultiDevice runs the kernel on both mock GPUs under one
+        # correlation ID. The agent matches an eager launch's first kernel only. Before: the
+        # library delivered the first kernel only (800 of 1,600 run; its tracker expected one),
+        # and one ID for both would have left the second an orphan at the agent.
+        with harness.AgentConsumer() as ac:
+            r = harness.run_mockapp(
+                ["--num-gpus=2", "--duration=2s", "--launch-rate=200",
+                 "--apis=cuLaunchCooperativeKernelMultiDevice,"
+                 "cudaLaunchCooperativeKernelMultiDevice"], env=harness.UNLIMITED)
+        ac.stop()
+        self.assertEqual(r.returncode, 0, r.stderr[-2000:])
+        s = r.summary
+        p = ac.process(s["pid"])
+        self.assertEqual(s["kernels_run"], 2 * s["launches"], s)
+        self.assertEqual((p["kernel_records"], p["matched"], p["orphan_kernels"],
+                          p["eager_kernels_unmatched"], p["orphan_correlations_eager"]),
+                         (s["kernels_run"], s["kernels_run"], 0, 0, 0), p)
+        # Each launch ran on both devices.
+        self.assertEqual(s["kernels_by_device"], [s["launches"]] * 2, s)
+
+    def test_the_one_gpu_config_the_agent_keeps_is_right_for_both_devices(self):
+        # Two kinds of GPU: CUPTI's default sampling period is 11 on device 0 and 12 on device 1
+        # (the mock's MOCK_CUPTI_PC_DEFAULT_PERIODS), the library left at CUPTI's default
+        # (PARCAGPU_SAMPLING_FACTOR=0). The agent keeps the last gpu_config of a process. Before:
+        # factor 11 on device 0 and 12 on device 1, and the agent scaled device 0's samples by
+        # device 1's factor (gpu_config_overwrites 1).
+        env = {"PARCAGPU_SAMPLING_FACTOR": "0", "MOCK_CUPTI_PC_DEFAULT_PERIODS": "11,12",
+               "PARCAGPU_DEBUG": "1"}
+        with harness.AgentConsumer() as ac:
+            r = harness.run_mockapp(["--num-gpus=2", "--duration=4s", "--launch-rate=1000",
+                                     "--graph-rate=100"], env=env)
+        ac.stop()
+        self.assertEqual(r.returncode, 0, r.stderr[-2000:])
+        p = ac.process(r.summary["pid"])
+        self.assertEqual(sorted(g["device"] for g in p["gpu_configs"]), [0, 1], p["gpu_configs"])
+        self.assertEqual([g["sampling_factor"] for g in p["gpu_configs"]], [11, 11],
+                         p["gpu_configs"])
+        self.assertEqual(p["gpu_config_overwrites"], 0, p["gpu_configs"])
+        self.assertEqual(p["gpu_config"]["sampling_factor"], 11)
+        self.assertGreater(p["pc_samples"]["records"], 0)
+        self.assertNotIn("samples every 2^", r.stderr)
+
+
 # CUDA 12.0's CUPTI (the mock's personality 12) has no PC sampling for us (correlation IDs in PC
 # records came with 12.4): the per-device kernel view is checked there, PC sampling is not.
 if harness.PERSONALITY == "12":
     PcSamplingByDevice = unittest.skip("CUPTI older than 12.4: no PC sampling")(PcSamplingByDevice)
+    TheAgentOnTwoGpus.test_the_one_gpu_config_the_agent_keeps_is_right_for_both_devices = \
+        unittest.skip("CUPTI older than 12.4: no PC sampling")(
+            TheAgentOnTwoGpus.test_the_one_gpu_config_the_agent_keeps_is_right_for_both_devices)
 
 
 if __name__ == "__main__":

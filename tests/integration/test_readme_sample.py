@@ -38,6 +38,25 @@ class ReadmeSample(unittest.TestCase):
                       % (rs.diff(current, block), rs.REGENERATE))
 
 
+class TraceOptions(unittest.TestCase):
+    """tools/trace/README.md's option block is `parcagpu-trace --help`'s (issue 44: it said
+    --stack-bytes defaulted to 8192 long after it became 131072). scripts/readme-options.py
+    makes it; the failure shows the diff and the command that regenerates it."""
+
+    def test_option_block_is_the_help(self):
+        spec = importlib.util.spec_from_file_location(
+            "readme_options", os.path.join(harness.SOURCE, "scripts", "readme-options.py"))
+        ro = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(ro)
+        text = open(ro.README).read()
+        self.assertIn(ro.BEGIN, text, "tools/trace/README.md has no %s ... %s markers" % (ro.BEGIN, ro.END))
+        body, end = ro.readme_block(text)
+        want = ro.block(ro.help_text())
+        self.assertIn("--stack-bytes=N", want)
+        self.assertEqual(text[body:end], want, "tools/trace/README.md's options are not --help's: %s"
+                         % ro.REGENERATE)
+
+
 class ReadmeShape(unittest.TestCase):
     def test_first_read(self):
         text = open(README).read()

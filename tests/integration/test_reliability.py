@@ -187,6 +187,38 @@ class Loss(unittest.TestCase):
         # is lost.
         self.assertEqual(pc_samples_left_out(self, r), [], "nothing lost, nothing to say")
 
+    def test_default_rates_conditional_graphs_get_their_own_kernels(self):
+        # Issue 42: four threads instantiating, launching twice and destroying a WHILE graph
+        # (10 body kernels a launch, each with correlation ID 0) as fast as they can, at the
+        # default rates: a hundred thousand execs go by before a flush, and the one an announced
+        # launch ran must still hand its body kernels to that launch, no other launch's. Before
+        # the fix: 46 of 77 announced launches got no kernels (their exec forgotten among the
+        # last 1,024 destroyed), 158,523 records of never-announced execs said lost, and the
+        # others got ~15 kernels each (the next launch's too, recorded while kernel activity was
+        # held on for the announced one).
+        with harness.Trace() as tr:
+            r = harness.run_mockapp(["--threads=4", "--scenario=conditional", "--loop",
+                                     "--duration=5s"], env={"PARCAGPU_DEBUG": "1"}, timeout=300)
+        tr.stop()
+        self.assertEqual(r.returncode, 0, r.stderr[-3000:])
+        j = tr.result
+        errors = [l for l in parcagpu_lines(r) if "] " in l and "error" in l.lower()]
+        why = (j, errors, tr.stderr[-2000:])
+        self.assertGreater(j[C.correlations], 0)
+        self.assertEqual(j[C.orphan_correlations_graph], 0, why)
+        self.assertEqual(j[C.errors], 0, why)  # nothing said lost
+        self.assertEqual(j[C.kernels_matched], j[C.kernel_records], j)
+        # Each launch its ten body kernels, give or take: where two launches of one exec are
+        # queued, where the first one's body ends is not in the records and the library guesses
+        # (GraphTracker::conditional_launch; "ambiguous owner" in its totals). Measured: 0 to 3%
+        # over, of which the library counts about half as guessed (issue 42, left open).
+        totals = [l for l in r.stderr.splitlines() if " graphs: execs=" in l]
+        self.assertEqual(len(totals), 1, r.stderr[-3000:])
+        guessed = int(re.search(r"ambiguous owner=(\d+)", totals[0]).group(1))
+        kernels, launches = j[C.graph_kernels_matched], j[C.correlations]
+        print("conditional: %d launches, %d kernels, %d guessed" % (launches, kernels, guessed))
+        self.assertLessEqual(abs(kernels - 10 * launches), launches, (totals, why))
+
     def test_limits_raised_at_a_small_cap_the_loss_is_counted_and_said(self):
         # Far more launches announced than the tracker holds while their records are pending:
         # launches past the cap are not announced (and that is said, once, on the error probe);

@@ -348,6 +348,81 @@ class TheFlagsSayWhatIsDone(unittest.TestCase):
             shutil.rmtree(tmp, ignore_errors=True)
 
 
+class OutputsThatFailAtExit(unittest.TestCase):
+    """A file output whose write fails at exit (a full disk: /dev/full, which the check at start
+    cannot tell) says which option, which file and why, and the exit status is 1; the report is
+    printed all the same. An empty FILE is refused at the start (issue 44: exit 1 without a
+    word, and `--pprof ""` quietly wrote nothing)."""
+
+    def test_each_output_on_a_full_disk(self):
+        for flag in ("--pprof", "--svg", "--folded", "--json"):
+            with self.subTest(flag=flag):
+                with harness.TraceTool(["-l", harness.LIB, flag + "=/dev/full"]) as tr:
+                    r = harness.run_mockapp(["--duration=500ms", "--launch-rate=300", "--graph-rate=30"],
+                                            env=harness.UNLIMITED)
+                tr.stop()
+                self.assertEqual(r.returncode, 0)
+                self.assertEqual(tr.proc.returncode, 1, tr.stderr)
+                self.assertIn("parcagpu-trace: %s /dev/full: cannot write it: No space left on device\n" % flag,
+                              tr.stderr)
+                self.assertIn("GPU time by launch stack", tr.stdout)  # the report, all the same
+
+    def test_empty_file_names_are_refused(self):
+        for args, flag in ((["--pprof", ""], "--pprof"), (["--svg="], "--svg"), (["--folded", ""], "--folded"),
+                           (["--json="], "--json"), (["-l", ""], "-l"), (["-c", ""], "-c")):
+            with self.subTest(args=args):
+                start = time.time()
+                r = run_trace(["-d", "5s"] + args + (["-l", harness.LIB] if flag != "-l" else []))
+                self.assertLess(time.time() - start, 4)  # refused, not traced
+                self.assertEqual(r.returncode, 2, r.stderr)
+                self.assertRegex(r.stderr, r"^parcagpu-trace: %s: an empty (file name|path)" % re.escape(flag))
+                self.assertEqual(r.stdout, "")
+
+
+class StopsInTime(unittest.TestCase):
+    """SIGINT and -d end parcagpu-trace within 2 s whatever the backlog (issue 44: 47-62 s
+    before): under overload (every launch announced, 4 threads without sleeps, graphs, the ring
+    buffer full) while short processes start and exit all around, as on a busy machine. Each exit
+    was forgotten by a walk of everything every process had left, inside the ring buffer's poll,
+    and the exit read until the ring buffer was empty. What is still queued at the end of the
+    exit's reading is counted as left."""
+
+    def overloaded(self, trace_args, stop):
+        """Runs the overload and the process churn around parcagpu-trace TRACE_ARGS; stop(tr)
+        ends the tool. Returns (seconds from stop() to its exit, the stopped TraceTool)."""
+        churn = subprocess.Popen(["bash", "-c", "while :; do /bin/true; done"], start_new_session=True)
+        app = harness.start_mockapp(["--stress", "--threads=4", "--duration=60s", "--launch-rate=20000",
+                                     "--graph-rate=2000"], env=harness.UNLIMITED)
+        try:
+            tr = harness.TraceTool(["-l", harness.LIB] + trace_args)
+            time.sleep(4)  # state piles up: streams, stacks, processes gone
+            stopped = time.time()
+            stop(tr)
+            tr.proc.wait(timeout=120)
+            took = time.time() - stopped
+            tr.stop()
+        finally:
+            os.killpg(churn.pid, signal.SIGKILL)
+            churn.wait()
+            app.kill()
+            harness.finish_mockapp(app)
+        return took, tr
+
+    def test_sigint_under_overload(self):
+        took, tr = self.overloaded([], lambda tr: tr.proc.send_signal(signal.SIGINT))
+        self.assertLess(took, 2.0, tr.stderr[-3000:])
+        self.assertEqual(tr.proc.returncode, 0, tr.stderr[-3000:])
+        self.assertIn("GPU time by launch stack", tr.stdout)
+
+    def test_duration_under_overload(self):
+        took, tr = self.overloaded(["-d", "3s", "--json"], lambda tr: None)
+        # -d 3s runs from about when the tool said it attached; `took` counts from 4 s after that:
+        # done within 2 s of the end of -d.
+        self.assertLess(took, 1.0, tr.stderr[-3000:])
+        self.assertEqual(tr.proc.returncode, 0, tr.stderr[-3000:])
+        self.assertGreater(json.loads(tr.stdout)[C.kernels_matched], 0)
+
+
 class FoldedOnStdout(unittest.TestCase):
     """--folded=- is for pipes (`parcagpu-trace --folded=- | flamegraph.pl`): stdout carries the
     folded lines and nothing else; the report goes to stderr (issue 18)."""
@@ -436,6 +511,9 @@ class Pprof(unittest.TestCase):
             for x in p["sample"]:
                 labels = {s[one(l, "key")]: s[one(l, "str")] for l in x.get("label", [])}
                 self.assertIn("kernel", labels)
+                # The process's name, 15 bytes of it: not "exe" (the mock app re-executed itself
+                # through /proc/self/exe before, issue 44).
+                self.assertEqual(labels.get("comm"), "parcagpu-mockap")
                 kernels.add(labels["kernel"])
                 self.assertTrue(x.get("location_id"))
                 lines = []
@@ -454,6 +532,28 @@ class Pprof(unittest.TestCase):
                 self.assertTrue(s[one(m, "filename")])
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+class MockAppName(unittest.TestCase):
+    """The mock app re-executes itself when its environment must change (--preload, or the mock
+    libraries not on the loader path, as in the packaged demo): the process keeps its name,
+    which consumers show (pprof's comm label read "exe" after a re-exec through /proc/self/exe,
+    issue 44)."""
+
+    def test_comm_after_the_reexec(self):
+        app = harness.start_mockapp(["--preload", "--duration=3s", "--status-interval=100"])
+        try:
+            deadline = time.time() + 30
+            while not app.lines and time.time() < deadline:
+                time.sleep(0.05)
+            with open("/proc/%d/comm" % app.pid) as f:
+                comm = f.read().strip()
+            with open("/proc/%d/environ" % app.pid, "rb") as f:
+                reexecuted = b"LD_PRELOAD=" in f.read()
+        finally:
+            harness.finish_mockapp(app)
+        self.assertTrue(reexecuted, "--preload re-executes the app with LD_PRELOAD set")
+        self.assertEqual(comm, "parcagpu-mockap")
 
 
 class Names(unittest.TestCase):
@@ -641,6 +741,30 @@ class CommandLine(unittest.TestCase):
         r = run_trace(["-l", harness.LIB, "-d", "700ms", "--json"])  # a duration with a unit
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertAlmostEqual(json.loads(r.stdout)["duration_s"], 0.7, delta=0.5)
+
+
+class HelpNamesItsDocumentation(unittest.TestCase):
+    """--help names the documentation where it is: installed next to the tool (PREFIX/bin,
+    PREFIX/share/doc/parcagpu/parcagpu-trace.md, as the package lays them out), else the source's
+    tools/trace/README.md (issue 44: it named the source's path after an install too)."""
+
+    def test_installed_and_in_the_build_tree(self):
+        r = run_trace(["--help"])
+        self.assertIn("See tools/trace/README.md in parcagpu's source", r.stdout.replace("\n", " "))
+        tmp = tempfile.mkdtemp(prefix="parcagpu-help-")
+        try:
+            os.makedirs(os.path.join(tmp, "bin"))
+            doc = os.path.join(tmp, "share", "doc", "parcagpu")
+            os.makedirs(doc)
+            shutil.copy(harness.TRACE, os.path.join(tmp, "bin", "parcagpu-trace"))
+            shutil.copy(os.path.join(harness.SOURCE, "tools", "trace", "README.md"),
+                        os.path.join(doc, "parcagpu-trace.md"))
+            r = subprocess.run([os.path.join(tmp, "bin", "parcagpu-trace"), "--help"], capture_output=True,
+                               text=True, timeout=60)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn("See %s." % os.path.join(doc, "parcagpu-trace.md"), r.stdout.replace("\n", " "))
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
 
 
 class Capabilities(unittest.TestCase):

@@ -17,7 +17,13 @@
  *   stall_reason_map one blob of 64 x 64 bytes.
  *   cubin_loaded     first firing per (pid, crc) only; userland reads the bytes from /proc/PID/mem.
  *   gpu_config       first firing per (pid, device) only.
- * Every failed read is counted per pid (map "pid_stats"), as are repeats, caps and drops. */
+ * Every failed read is counted per pid (map "pid_stats"), as are repeats, caps and drops.
+ *
+ * Where the events go is the agent's too (agent_consumer.h): every event but cuda_correlation's
+ * into one ring of the agent's size ("agent_ring", 1 MiB unless userland sizes it otherwise),
+ * each taking the room the agent's event takes. A full agent ring costs what it costs the agent:
+ * that kernel record (activity_batch goes on with the next), the rest of a pc_sample_batch
+ * firing, that metadata event (cubin_loaded and gpu_config are then not marked seen). */
 /* The UAPI headers before libbpf's. */
 /* clang-format off */
 #include <stdbool.h>
@@ -32,10 +38,24 @@
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
+/* Our own ring: correlations (the agent's go its trace path) and full kernel events. */
 struct {
   __uint(type, BPF_MAP_TYPE_RINGBUF);
   __uint(max_entries, 64 << 20);
 } events SEC(".maps");
+
+/* The agent's "cupti_events": userland sets its size before loading. */
+struct {
+  __uint(type, BPF_MAP_TYPE_RINGBUF);
+  __uint(max_entries, AC_AGENT_RING_BYTES);
+} agent_ring SEC(".maps");
+
+/* Each event in the agent ring takes exactly the agent's event's room. */
+_Static_assert(sizeof(struct ac_pc_sample_event) == AC_AGENT_PC_EVENT_SIZE, "pc_sample_event");
+_Static_assert(sizeof(struct ac_cubin_event) == AC_AGENT_CUBIN_EVENT_SIZE, "cubin_event");
+_Static_assert(sizeof(struct ac_gpu_config_event) == AC_AGENT_GPU_CONFIG_EVENT_SIZE, "gpu_config");
+_Static_assert(sizeof(struct ac_stall_map_event) == AC_AGENT_STALL_MAP_EVENT_SIZE, "stall map");
+_Static_assert(sizeof(struct ac_error_event) == AC_AGENT_ERROR_EVENT_SIZE, "error_event");
 
 struct {
   __uint(type, BPF_MAP_TYPE_ARRAY);
@@ -87,21 +107,28 @@ static __always_inline void count(__u32 pid, __u32 stat, __u64 n) {
   if (v) __sync_fetch_and_add(v, n);
 }
 
-static __always_inline void *reserve(__u32 pid, __u64 size) {
-  void *e = bpf_ringbuf_reserve(&events, size, 0);
-  if (!e) count(pid, AC_STAT_RINGBUF_DROPS, 1);
-  return e;
+/* An event of `size` bytes in `ring` with its type and pid set (every event starts with them),
+ * or NULL: counted in `full_stat`. */
+static __always_inline void *event_in(void *ring, __u32 full_stat, __u32 pid, __u32 type,
+                                      __u64 size) {
+  __u32 *header = bpf_ringbuf_reserve(ring, size, 0);
+  if (!header) {
+    count(pid, full_stat, 1);
+    return header;
+  }
+  header[0] = type;
+  header[1] = pid;
+  return header;
 }
 
-/* A ring-buffer event of `size` bytes with its type and pid set (every event starts with them),
- * or NULL: a drop, counted. */
-static __always_inline void *event(__u32 pid, __u32 type, __u64 size) {
-  __u32 *header = reserve(pid, size);
-  if (header) {
-    header[0] = type;
-    header[1] = pid;
-  }
-  return header;
+/* An event of probe `probe` in the agent ring. */
+static __always_inline void *agent_event(enum ac_probe probe, __u32 pid, __u32 type, __u64 size) {
+  return event_in(&agent_ring, AC_STAT_RING_FULL + probe, pid, type, size);
+}
+
+/* An event in our own ring. */
+static __always_inline void *own_event(__u32 pid, __u32 type, __u64 size) {
+  return event_in(&events, AC_STAT_OWN_RING_DROPS, pid, type, size);
 }
 
 /* A firing of `probe`, counted; its pid. */
@@ -123,16 +150,16 @@ static __always_inline __u32 capped(__u32 pid, __u32 n, __u32 cap, __u32 records
 /* Sends the event at `e` (`size` bytes, its type and pid set here) of a first-firing-only probe,
  * unless `key` is in map `seen` already (a repeat, counted in `repeat_stat`). The key is marked
  * seen once the event is out: a dropped one gets another chance. */
-static __always_inline void send_once(void *seen, const void *key, __u32 pid, __u32 repeat_stat,
-                                      __u32 type, __u32 *e, __u64 size) {
+static __always_inline void send_once(enum ac_probe probe, void *seen, const void *key, __u32 pid,
+                                      __u32 repeat_stat, __u32 type, __u32 *e, __u64 size) {
   if (bpf_map_lookup_elem(seen, key)) {
     count(pid, repeat_stat, 1);
     return;
   }
   e[0] = type;
   e[1] = pid;
-  if (bpf_ringbuf_output(&events, e, size, 0) != 0) {
-    count(pid, AC_STAT_RINGBUF_DROPS, 1);
+  if (bpf_ringbuf_output(&agent_ring, e, size, 0) != 0) {
+    count(pid, AC_STAT_RING_FULL + probe, 1);
     return;
   }
   const __u8 one = 1;
@@ -179,7 +206,7 @@ int ac_cuda_correlation(struct pt_regs *ctx) {
   /* The agent reads the first two arguments only; the name is not read. */
   const __u32 corr = arg(ctx, pid, 0);
   const __s32 cbid = arg(ctx, pid, 1);
-  struct ac_correlation_event *e = event(pid, AC_EV_CORRELATION, sizeof(*e));
+  struct ac_correlation_event *e = own_event(pid, AC_EV_CORRELATION, sizeof(*e));
   if (!e) return 0;
   e->tid = (__u32)id;
   e->correlation_id = corr;
@@ -212,8 +239,14 @@ struct kernel_fields {
   __u64 start, end, graph_node_id, name;
   __u32 kind, correlation_id, device_id, context_id, stream_id, graph_id;
 };
-static __always_inline void submit_kernel(__u32 pid, const struct kernel_fields *k) {
-  struct ac_kernel_event *e = event(pid, AC_EV_KERNEL, sizeof(*e));
+/* The agent ring takes the agent's kernel event (its room: a slot); our full event goes to our
+ * own ring only when the slot was had, as the agent's event would be. */
+static __always_inline void submit_kernel(enum ac_probe probe, __u32 pid,
+                                          const struct kernel_fields *k) {
+  __u32 *slot = agent_event(probe, pid, AC_EV_KERNEL_SLOT, AC_AGENT_KERNEL_EVENT_SIZE);
+  if (!slot) return;
+  bpf_ringbuf_submit(slot, 0);
+  struct ac_kernel_event *e = own_event(pid, AC_EV_KERNEL, sizeof(*e));
   if (!e) return;
   e->kind = k->kind;
   e->start = k->start;
@@ -278,7 +311,7 @@ static long batch_group(__u32 g, void *data) {
         .graph_id = FIELD(__u32, rec, PARCAGPU_KREC_OFF_GRAPH_ID),
         .name = FIELD(__u64, rec, PARCAGPU_KREC_OFF_NAME),
     };
-    submit_kernel(w->pid, &k);
+    submit_kernel(AC_PROBE_ACTIVITY_BATCH, w->pid, &k);
   }
   return 0;
 }
@@ -307,7 +340,7 @@ int ac_kernel_executed(struct pt_regs *ctx) {
   k.graph_id = arg(ctx, pid, 5);
   k.graph_node_id = arg(ctx, pid, 6);
   k.name = arg(ctx, pid, 7);
-  submit_kernel(pid, &k);
+  submit_kernel(AC_PROBE_KERNEL_EXECUTED, pid, &k);
   return 0;
 }
 
@@ -317,7 +350,8 @@ int ac_cubin_loaded(struct pt_regs *ctx) {
   struct ac_cubin_event e = {
       .crc = arg(ctx, pid, 0), .ptr = arg(ctx, pid, 1), .size = arg(ctx, pid, 2)};
   const struct cubin_seen_key key = {.crc = e.crc, .pid = pid, .pad = 0};
-  send_once(&cubin_seen, &key, pid, AC_STAT_CUBIN_REPEATS, AC_EV_CUBIN, &e.type, sizeof(e));
+  send_once(AC_PROBE_CUBIN_LOADED, &cubin_seen, &key, pid, AC_STAT_CUBIN_REPEATS, AC_EV_CUBIN,
+            &e.type, sizeof(e));
   return 0;
 }
 
@@ -329,8 +363,8 @@ int ac_gpu_config(struct pt_regs *ctx) {
                                   .clock_khz = arg(ctx, pid, 2),
                                   .sm_count = arg(ctx, pid, 3)};
   const struct gpu_config_seen_key key = {.pid = pid, .device_id = e.device_id};
-  send_once(&gpu_config_seen, &key, pid, AC_STAT_GPU_CONFIG_REPEATS, AC_EV_GPU_CONFIG, &e.type,
-            sizeof(e));
+  send_once(AC_PROBE_GPU_CONFIG, &gpu_config_seen, &key, pid, AC_STAT_GPU_CONFIG_REPEATS,
+            AC_EV_GPU_CONFIG, &e.type, sizeof(e));
   return 0;
 }
 
@@ -340,7 +374,8 @@ int ac_stall_reason_map(struct pt_regs *ctx) {
   const __u64 names = arg(ctx, pid, 0);
   __u32 n = (__u32)arg(ctx, pid, 1);
   if (n > AC_STALL_REASONS) n = AC_STALL_REASONS;
-  struct ac_stall_map_event *e = event(pid, AC_EV_STALL_MAP, sizeof(*e));
+  struct ac_stall_map_event *e =
+      agent_event(AC_PROBE_STALL_REASON_MAP, pid, AC_EV_STALL_MAP, sizeof(*e));
   if (!e) return 0;
   if (bpf_probe_read_user(e->names, sizeof(e->names), (const void *)names) != 0) {
     bpf_ringbuf_discard(e, 0);
@@ -377,9 +412,11 @@ static long pc_group(__u32 g, void *data) {
   for (__u32 j = 0; j < AC_PTR_GROUP; j++) {
     const __u32 i = first + j;
     if (i >= w->n) break;
-    struct ac_pc_sample_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+    struct ac_pc_sample_event *e = bpf_ringbuf_reserve(&agent_ring, sizeof(*e), 0);
     if (!e) {
-      count(w->pid, AC_STAT_RINGBUF_DROPS, 1);
+      /* The agent gives up the rest of the firing (cuda.ebpf.c: PC_SAMPLE_ERR_RINGBUF_FULL). */
+      count(w->pid, AC_STAT_RING_FULL + AC_PROBE_PC_SAMPLE_BATCH, 1);
+      count(w->pid, AC_STAT_PC_RING_FULL, w->n - i);
       return pc_abandon(w, 0, i);
     }
     if (bpf_probe_read_user(e->record, AC_PC_RECORD_SIZE, (void *)ptrs[j]) != 0) {
@@ -429,7 +466,7 @@ int ac_error(struct pt_regs *ctx) {
   const __u32 pid = fired(AC_PROBE_ERROR);
   const __s32 code = arg(ctx, pid, 0);
   const __u64 msg = arg(ctx, pid, 1), component = arg(ctx, pid, 2);
-  struct ac_error_event *e = event(pid, AC_EV_ERROR, sizeof(*e));
+  struct ac_error_event *e = agent_event(AC_PROBE_ERROR, pid, AC_EV_ERROR, sizeof(*e));
   if (!e) return 0;
   e->code = code;
   e->pad = 0;

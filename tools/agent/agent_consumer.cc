@@ -2,7 +2,12 @@
 // what that agent would see of a parcagpu library, and nothing more, and prints one JSON summary
 // on stdout when it stops (SIGINT/SIGTERM, -d, or the -p process exiting).
 //
-//   agent-consumer -l LIB [-p PID] [-d SECONDS]
+//   agent-consumer -l LIB [-p PID] [-d SECONDS] [-s SCALE_FACTOR] [-R BYTES_PER_SECOND]
+//
+// -s is the agent's --bpf-cupti-event-scale-factor: its one ring buffer of events holds
+// 1 MiB << SCALE_FACTOR bytes (0, the agent's default, unless a test asks for more).
+// -R reads that ring no faster than BYTES a second, as a slower reader would (the agent reads it
+// from one goroutine, handling each event before the next); by default as fast as it can.
 //
 // Its choice of probes and addresses is agent_notes.cc, its reading is agent_consumer.bpf.c, its
 // accounting agent_summary.cc. Probes are attached to LIB for every process (the agent attaches
@@ -15,6 +20,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <climits>
@@ -22,6 +28,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "agent_consumer.skel.h"
@@ -44,26 +51,35 @@ struct Options {
   std::string lib;
   int pid = -1;
   double duration_s = 0;
+  int scale_factor = 0;         // the agent ring is AC_AGENT_RING_BYTES << scale_factor
+  double read_bytes_per_s = 0;  // 0: the agent ring is read as fast as this process can
 };
+
+constexpr const char *kUsage =
+    "usage: agent-consumer -l LIB [-p PID] [-d SECONDS] [-s FACTOR] [-R BYTES_PER_SECOND]";
 
 Options parse_args(int argc, char **argv) {
   Options o;
-  for (int c; (c = getopt(argc, argv, "l:p:d:h")) != -1;) {
+  for (int c; (c = getopt(argc, argv, "l:p:d:s:R:h")) != -1;) {
     if (c == 'l')
       o.lib = optarg;
     else if (c == 'p')
       o.pid = std::atoi(optarg);
     else if (c == 'd')
       o.duration_s = std::atof(optarg);
+    else if (c == 's')
+      o.scale_factor = std::atoi(optarg);
+    else if (c == 'R')
+      o.read_bytes_per_s = std::atof(optarg);
     else {
-      std::fprintf(c == 'h' ? stdout : stderr,
-                   "usage: agent-consumer -l LIB [-p PID] [-d SECONDS]\n");
+      std::fprintf(c == 'h' ? stdout : stderr, "%s\n", kUsage);
       std::exit(c == 'h' ? 0 : 2);
     }
   }
   char real[PATH_MAX];
-  if (o.lib.empty() || optind != argc || o.pid == 0)
-    die("usage: agent-consumer -l LIB [-p PID] [-d SECONDS]");
+  if (o.lib.empty() || optind != argc || o.pid == 0) die(kUsage);
+  // The agent caps its ring at 2 GiB (tracer.go); BPF wants a power of two.
+  if (o.scale_factor < 0 || o.scale_factor > 11) die("-s: a scale factor from 0 to 11");
   if (!realpath(o.lib.c_str(), real)) die("cannot resolve " + o.lib + ": " + std::strerror(errno));
   o.lib = real;
   return o;
@@ -131,6 +147,30 @@ int on_event(void *ctx, void *data, size_t size) {
   return 0;
 }
 
+// The agent ring's reader. libbpf hands the ring's records back one at a time (its consumer
+// position moves past each record as the callback returns), so waiting here is reading slower.
+// Each event costs its bytes / bytes_per_s of reading time, idle time is no credit: the reader
+// is busy until busy_until and waits once it is more than a millisecond behind.
+struct AgentRingReader {
+  ag::Summary *summary;
+  double bytes_per_s;  // 0: no limit
+  std::chrono::steady_clock::time_point busy_until{};
+};
+
+int on_agent_event(void *ctx, void *data, size_t size) {
+  auto *r = static_cast<AgentRingReader *>(ctx);
+  r->summary->on_event(data, size);
+  if (r->bytes_per_s <= 0) return 0;
+  const auto now = std::chrono::steady_clock::now();
+  const double bytes = static_cast<double>((size + 7) / 8 * 8 + 8);  // with the ring's header
+  r->busy_until = std::max(r->busy_until, now) +
+                  std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                      std::chrono::duration<double>(bytes / r->bytes_per_s));
+  if (r->busy_until - now > std::chrono::milliseconds(1))
+    std::this_thread::sleep_until(r->busy_until);
+  return 0;
+}
+
 void read_pid_stats(agent_consumer_bpf *skel, ag::Summary *summary) {
   const int fd = bpf_map__fd(skel->maps.pid_stats);
   ac_stat_key key, next;
@@ -153,8 +193,11 @@ int main(int argc, char **argv) {
   const ag::AgentChoice choice = ag::choose_agent_probes(notes);
   if (!choice.error.empty()) die(o.lib + ": " + choice.error);
 
-  agent_consumer_bpf *skel = agent_consumer_bpf__open_and_load();
-  if (!skel) die(std::string("cannot load the BPF programs: ") + std::strerror(errno));
+  const uint64_t ring_bytes = uint64_t{AC_AGENT_RING_BYTES} << o.scale_factor;
+  agent_consumer_bpf *skel = agent_consumer_bpf__open();
+  if (!skel || bpf_map__set_max_entries(skel->maps.agent_ring, ring_bytes) != 0 ||
+      agent_consumer_bpf__load(skel) != 0)
+    die(std::string("cannot load the BPF programs: ") + std::strerror(errno));
   std::vector<bpf_link *> links;
   std::vector<std::string> attached, ignored = choice.ignored;
   for (const ag::ChosenProbe &c : choice.attach) {
@@ -178,11 +221,15 @@ int main(int argc, char **argv) {
 
   ag::Summary summary(read_process_memory, parcagpu::trace::process_start_monotonic_ns);
   summary.set_attached(attached, ignored, sites);
+  summary.set_ring_bytes(ring_bytes);
+  AgentRingReader reader{&summary, o.read_bytes_per_s};
   ring_buffer *rb = ring_buffer__new(bpf_map__fd(skel->maps.events), on_event, &summary, nullptr);
-  if (!rb) die("cannot open the ring buffer");
+  if (!rb || ring_buffer__add(rb, bpf_map__fd(skel->maps.agent_ring), on_agent_event, &reader) != 0)
+    die("cannot open the ring buffers");
   signal(SIGINT, on_signal);
   signal(SIGTERM, on_signal);
-  std::fprintf(stderr, "agent-consumer: attached %zu probes to %s\n", links.size(), o.lib.c_str());
+  std::fprintf(stderr, "agent-consumer: attached %zu probes to %s (ring of %llu bytes)\n",
+               links.size(), o.lib.c_str(), static_cast<unsigned long long>(ring_bytes));
 
   const auto start = std::chrono::steady_clock::now();
   while (!g_stop && !target_gone(o.pid) &&

@@ -50,6 +50,25 @@ struct ac_probe_spec {
   __u32 pad;
 };
 
+/* ---- The agent's ring buffer ----
+ * The agent puts every event of every probe it reads (all but cuda_correlation, which goes its
+ * trace path) into ONE ring buffer, "cupti_events" in support/ebpf/cuda.ebpf.c, of 1 MiB; its
+ * tracer/tracer.go scales it to 1 MiB << CUPTIEventScaleFactor (parca-agent's
+ * --bpf-cupti-event-scale-factor, default 0). This consumer's "agent_ring" is that ring: the same
+ * size (-s), holding per event exactly the bytes the agent's event takes (a BPF ring-buffer
+ * record is its size rounded up to 8 plus an 8-byte header). Where our event carries more than the
+ * agent's (kernel records: the firing time and context for the timestamp check), the agent ring
+ * gets a slot of the agent's size and the full event goes to our own ring "events" (64 MiB), which
+ * is not the agent's and must not fill up (AC_STAT_OWN_RING_DROPS). */
+#define AC_AGENT_RING_BYTES 1048576u /* cupti_events' max_entries (cuda.ebpf.c), factor 0 */
+/* The agent's events (cuda.ebpf.c structs), bytes each. */
+#define AC_AGENT_KERNEL_EVENT_SIZE 304 /* struct kernel_event: 48 bytes and a 256-byte name */
+#define AC_AGENT_PC_EVENT_SIZE 712     /* struct pc_sample_event: 72 + 128 + 64 x 8 */
+#define AC_AGENT_CUBIN_EVENT_SIZE 32
+#define AC_AGENT_GPU_CONFIG_EVENT_SIZE 24
+#define AC_AGENT_STALL_MAP_EVENT_SIZE 4112 /* 16 + 64 x 64 */
+#define AC_AGENT_ERROR_EVENT_SIZE 336      /* 16 + 256 + 64 */
+
 /* ---- What the agent copies ---- */
 #define AC_ACTIVITY_CAP 128  /* records read per activity_batch firing */
 #define AC_ACTIVITY_CHUNK 64 /* ... in two tail-called chunks of 64 */
@@ -83,7 +102,8 @@ enum ac_event_type {
   AC_EV_PC_SAMPLE = 4,
   AC_EV_STALL_MAP = 5,
   AC_EV_ERROR = 6,
-  AC_EV_GPU_CONFIG = 7, /* first gpu_config of a (pid, device) */
+  AC_EV_GPU_CONFIG = 7,  /* first gpu_config of a (pid, device) */
+  AC_EV_KERNEL_SLOT = 8, /* agent ring: the room an agent's kernel event takes (data ignored) */
 };
 
 struct ac_correlation_event {
@@ -161,9 +181,12 @@ enum ac_stat {
   AC_STAT_PC_RECORDS,         /* sum of pc_sample_batch counts */
   AC_STAT_PC_OVER_CAP,        /* records beyond the 1024 the agent reads */
   AC_STAT_PC_ABANDONED,       /* records left unread after a failed read (rest of the firing) */
+  AC_STAT_PC_RING_FULL,       /* ... of them: the agent ring was full (that record and the rest) */
   AC_STAT_CUBIN_REPEATS,      /* cubin_loaded of a (pid, crc) already seen */
   AC_STAT_GPU_CONFIG_REPEATS, /* gpu_config of a (pid, device) already seen: ignored */
-  AC_STAT_RINGBUF_DROPS,      /* events lost to a full ring buffer */
+  AC_STAT_RING_FULL,          /* + enum ac_probe: reservations the full agent ring refused */
+  /* Our own ring "events" full: the summary misses events (our fault, not the agent's loss). */
+  AC_STAT_OWN_RING_DROPS = AC_STAT_RING_FULL + AC_PROBE_MAX,
   AC_STAT_MAX,
 };
 

@@ -37,19 +37,56 @@ const char *const kReadFailureNames[] = {
 static_assert(sizeof(kReadFailureNames) / sizeof(kReadFailureNames[0]) ==
               AC_STAT_READ_FAIL_LAST - AC_STAT_READ_FAIL_ARG + 1);
 
+// What the agent would have lost of each probe's data, and why (records for the batch probes,
+// events for the others): its ring full, a batch over its cap, a failed read.
+Json losses_json(const uint64_t *st) {
+  auto full = [&](ac_probe p) { return st[static_cast<int>(AC_STAT_RING_FULL) + p]; };
+  auto entry = [](uint64_t ring_full, uint64_t over_cap, uint64_t read_failed) {
+    return Json{{"ring_full", ring_full}, {"over_cap", over_cap}, {"read_failed", read_failed}};
+  };
+  return {{"activity_batch",
+           entry(full(AC_PROBE_ACTIVITY_BATCH), st[AC_STAT_BATCH_OVER_CAP],
+                 st[AC_STAT_BATCH_ABANDONED] + st[AC_STAT_READ_FAIL_RECORD])},
+          {"kernel_executed", entry(full(AC_PROBE_KERNEL_EXECUTED), 0, 0)},
+          {"pc_sample_batch", entry(st[AC_STAT_PC_RING_FULL], st[AC_STAT_PC_OVER_CAP],
+                                    st[AC_STAT_PC_ABANDONED] - st[AC_STAT_PC_RING_FULL])},
+          {"cubin_loaded", entry(full(AC_PROBE_CUBIN_LOADED), 0, 0)},
+          {"stall_reason_map",
+           entry(full(AC_PROBE_STALL_REASON_MAP), 0, st[AC_STAT_READ_FAIL_STALL_MAP])},
+          {"error", entry(full(AC_PROBE_ERROR), 0, 0)},
+          {"gpu_config", entry(full(AC_PROBE_GPU_CONFIG), 0, 0)}};
+}
+
+uint64_t ring_full_total(const uint64_t *st) {
+  uint64_t n = 0;
+  for (int p = 0; p < AC_PROBE_MAX; p++) n += st[static_cast<int>(AC_STAT_RING_FULL) + p];
+  return n;
+}
+
+Json config_json(const ProcessView::GpuConfig &c) {
+  return {{"device", c.device_id},
+          {"sampling_factor", c.sampling_factor},
+          {"clock_khz", c.clock_khz},
+          {"sm_count", c.sm_count}};
+}
+
 Json process_json(const ProcessView &v) {
   const uint64_t *st = v.stats;
   uint64_t matched = 0, graph_matched = 0, graph_launches_with_kernels = 0;
-  uint64_t orphan_eager = 0, orphan_graph = 0;
+  uint64_t orphan_eager = 0, orphan_graph = 0, eager_unmatched = 0;
   for (const auto &[corr, cbid] : v.announced) {
     auto it = v.kernels_by_correlation.find(corr);
     const uint64_t k = it == v.kernels_by_correlation.end() ? 0 : it->second;
-    matched += k;
     if (is_graph_launch(cbid)) {
+      matched += k;
       graph_matched += k;
       graph_launches_with_kernels += k > 0;
       orphan_graph += k == 0;
     } else {
+      // The agent matches an eager launch's first kernel and forgets the launch
+      // (interpreter/gpu/cuda.go, addTime): a second kernel of its ID is an orphan.
+      matched += k > 0;
+      eager_unmatched += k > 1 ? k - 1 : 0;
       orphan_eager += k == 0;
     }
   }
@@ -62,11 +99,7 @@ Json process_json(const ProcessView &v) {
   for (int p = 0; p < AC_PROBE_MAX; p++)
     firings[probe_name(static_cast<ac_probe>(p))] = st[static_cast<int>(AC_STAT_FIRINGS) + p];
   Json configs = Json::array();
-  for (const auto &c : v.gpu_configs)
-    configs.push_back({{"device", c.device_id},
-                       {"sampling_factor", c.sampling_factor},
-                       {"clock_khz", c.clock_khz},
-                       {"sm_count", c.sm_count}});
+  for (const auto &c : v.gpu_configs) configs.push_back(config_json(c));
   Json cubins = Json::array();
   for (const auto &[crc, c] : v.cubins)
     cubins.push_back(
@@ -98,7 +131,8 @@ Json process_json(const ProcessView &v) {
                      {"zero", v.pc_correlation_zero}}},
                    {"records_by_crc", by_crc},
                    {"records_without_cubin", without_cubin},
-                   {"function_names", v.pc_function_names.size()}};
+                   {"function_names", v.pc_function_names.size()},
+                   {"function_names_cut", v.pc_function_names_cut}};
   Json impossible = Json::object();
   for (size_t r = 1; r < v.impossible.size(); ++r)
     impossible[trace::impossible_name(static_cast<trace::Impossible>(r))] = v.impossible[r];
@@ -116,6 +150,7 @@ Json process_json(const ProcessView &v) {
           {"orphan_correlations_graph", orphan_graph},
           {"graph_kernels_matched", graph_matched},
           {"graph_launches_with_kernels", graph_launches_with_kernels},
+          {"eager_kernels_unmatched", eager_unmatched},
           {"impossible_kernel_records", v.impossible_total()},
           {"impossible_by_reason", impossible},
           {"read_failures", v.read_failures()},
@@ -127,6 +162,8 @@ Json process_json(const ProcessView &v) {
           {"batch_abandoned", st[AC_STAT_BATCH_ABANDONED]},
           {"batch_other_kinds", st[AC_STAT_BATCH_OTHER_KIND]},
           {"gpu_configs", configs},
+          {"gpu_config", v.gpu_configs.empty() ? Json() : config_json(v.gpu_configs.back())},
+          {"gpu_config_overwrites", v.gpu_config_overwrites},
           {"gpu_config_repeats", st[AC_STAT_GPU_CONFIG_REPEATS]},
           {"stall_reason_map",
            {{"seen", v.stall_maps > 0},
@@ -138,7 +175,10 @@ Json process_json(const ProcessView &v) {
           {"pc_samples", pc},
           {"errors", v.error_count},
           {"error_list", errors},
-          {"ringbuf_drops", st[AC_STAT_RINGBUF_DROPS]}};
+          {"ringbuf_drops", ring_full_total(st)},
+          {"lost", losses_json(st)},
+          {"own_ring_drops", st[AC_STAT_OWN_RING_DROPS]},
+          {"kernel_names_cut", v.kernel_names_cut}};
 }
 
 }  // namespace
@@ -206,6 +246,7 @@ bool Summary::on_event(const void *data, size_t size) {
       if (!fits(sizeof(ac_kernel_event))) return false;
       const auto *e = static_cast<const ac_kernel_event *>(data);
       v.kernel_records++;
+      if (strnlen(e->name, sizeof e->name) == sizeof e->name - 1) v.kernel_names_cut++;
       if (e->start == 0 || e->end < e->start || e->end - e->start > 60'000'000'000ull)
         v.invalid_timestamps++;
       v.kernels_by_correlation[e->correlation_id]++;
@@ -231,7 +272,9 @@ bool Summary::on_event(const void *data, size_t size) {
       const PcRecord r = decode_pc_record(e->record);
       v.pc_records++;
       v.pc_records_by_crc[r.cubin_crc]++;
-      v.pc_function_names.insert(cstr(e->function_name, sizeof e->function_name));
+      const std::string name = cstr(e->function_name, sizeof e->function_name);
+      if (name.size() == sizeof e->function_name - 1) v.pc_function_names_cut++;
+      v.pc_function_names.insert(name);
       if (r.correlation_id == 0)
         v.pc_correlation_zero++;
       else
@@ -265,9 +308,16 @@ bool Summary::on_event(const void *data, size_t size) {
                             cstr(e->message, sizeof e->message)});
       return true;
     }
+    case AC_EV_KERNEL_SLOT:  // the agent ring's room for a kernel event: its content is ours
+      return true;
     case AC_EV_GPU_CONFIG: {
       if (!fits(sizeof(ac_gpu_config_event))) return false;
       const auto *e = static_cast<const ac_gpu_config_event *>(data);
+      // The agent keeps one per process, the last (interpreter/gpu/config.go), and warns when
+      // it replaces one of another factor or clock.
+      if (!v.gpu_configs.empty() && (v.gpu_configs.back().sampling_factor != e->sampling_factor ||
+                                     v.gpu_configs.back().clock_khz != e->clock_khz))
+        v.gpu_config_overwrites++;
       v.gpu_configs.push_back({e->device_id, e->sampling_factor, e->clock_khz, e->sm_count});
       return true;
     }
@@ -316,7 +366,8 @@ std::string Summary::json() const {
     correlations += v.correlations;
     failures += v.read_failures();
   }
-  const Json j = {{"attached", attached_},
+  const Json j = {{"ring_bytes", ring_bytes_},
+                  {"attached", attached_},
                   {"ignored", ignored_},
                   {"sites", sites_},
                   {"processes", pids_.size()},

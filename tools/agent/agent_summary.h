@@ -42,6 +42,7 @@ struct ProcessView {
   std::map<int32_t, uint64_t> correlations_by_cbid;
   std::unordered_map<uint32_t, uint64_t> kernels_by_correlation;
   uint64_t kernel_records = 0;
+  uint64_t kernel_names_cut = 0;  // 255 bytes read: the name was longer (or exactly that)
   // start 0, end before start, or longer than a minute: what upstream users saw after ~25M
   // records of sustained graph replay (parcagpu#23).
   uint64_t invalid_timestamps = 0;
@@ -57,6 +58,7 @@ struct ProcessView {
     uint32_t device_id, sampling_factor, clock_khz, sm_count;
   };
   std::vector<GpuConfig> gpu_configs;    // first firing per device only (the agent's dedup)
+  uint64_t gpu_config_overwrites = 0;    // ... one replacing another of a different factor/clock
   uint64_t stall_maps = 0;               // stall_reason_map firings read in full
   std::vector<std::string> stall_names;  // of the last one: index -> name ("" = none)
   uint32_t stall_count = 0;
@@ -71,6 +73,7 @@ struct ProcessView {
   std::map<uint32_t, uint64_t> pc_samples_by_stall_index;
   std::map<uint64_t, uint64_t> pc_records_by_crc;
   std::set<std::string> pc_function_names;
+  uint64_t pc_function_names_cut = 0;  // records whose name was read to its 127-byte limit
   uint64_t pc_correlation_zero = 0;
   std::vector<uint32_t> pc_correlation_ids;  // non-zero, checked against `announced` at the end
   // Errors.
@@ -98,6 +101,9 @@ class Summary {
   void set_attached(std::vector<std::string> attached, std::vector<std::string> ignored,
                     std::map<std::string, int> sites);
 
+  // The agent ring's size (agent_consumer.h), said in the JSON.
+  void set_ring_bytes(uint64_t bytes) { ring_bytes_ = bytes; }
+
   const std::map<uint32_t, ProcessView> &processes() const { return pids_; }
   std::string json() const;
   // What the consumer says at the end about impossible kernel records ("" when there were none):
@@ -112,6 +118,7 @@ class Summary {
   trace::TimestampCheck times_;
   std::map<uint32_t, ProcessView> pids_;
   uint64_t bad_events_ = 0;
+  uint64_t ring_bytes_ = AC_AGENT_RING_BYTES;
   std::vector<std::string> attached_, ignored_;
   std::map<std::string, int> sites_;
 };

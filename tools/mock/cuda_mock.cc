@@ -224,6 +224,10 @@ CUctx_st *current_context() {
   return t_current_context;
 }
 
+int device_count() { return num_devices(); }
+
+CUctx_st *device_context(int device) { return context_for_device(device); }
+
 CUstream_st *new_stream(CUctx_st *context) {
   auto *s = new CUstream_st;
   s->id = g_next_stream_id.fetch_add(1);

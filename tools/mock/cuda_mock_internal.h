@@ -177,6 +177,9 @@ void ensure_initialized();
 
 // The calling thread's current context, making device 0's current if there is none.
 CUctx_st *current_context();
+// The mock GPUs (MOCK_CUDA_NUM_DEVICES), and one's context, made at first use.
+int device_count();
+CUctx_st *device_context(int device);
 // A RESOURCE module event (MODULE_LOADED, MODULE_UNLOAD_STARTING) for one of ctx's modules.
 void module_event(CUctx_st *ctx, uint32_t cbid, char *image, size_t size);
 // NULL / CU_STREAM_LEGACY / CU_STREAM_PER_THREAD / a created stream, resolved in `context`;

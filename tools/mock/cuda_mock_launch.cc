@@ -236,8 +236,12 @@ struct LaunchArgs {
   int kernel_arg_value;
   CUlaunchConfig cu_config;
   cudaLaunchConfig_t rt_config;
-  CUDA_LAUNCH_PARAMS cu_multi;
-  cudaLaunchParams_mock rt_multi;
+  // cu/cudaLaunchCooperativeKernelMultiDevice: one entry per device, each on its device's
+  // default stream, the launching thread's own first: the same kernel runs on every mock GPU.
+  unsigned int multi_devices;
+  CUDA_LAUNCH_PARAMS cu_multi[MOCK_CUDA_MAX_DEVICES];
+  cudaLaunchParams_mock rt_multi[MOCK_CUDA_MAX_DEVICES];
+  CUstream_st *multi_streams[MOCK_CUDA_MAX_DEVICES];
 };
 
 void init_args(LaunchArgs *a, CUfunc_st *f, CUgraphExec_st *exec, CUstream stream,
@@ -255,22 +259,38 @@ void init_args(LaunchArgs *a, CUfunc_st *f, CUgraphExec_st *exec, CUstream strea
   a->rt_config.blockDim = dim3(s.block[0], s.block[1], s.block[2]);
   a->rt_config.dynamicSmemBytes = s.shared_mem;
   a->rt_config.stream = stream;
-  a->cu_multi.function = f;
-  a->cu_multi.gridDimX = s.grid[0];
-  a->cu_multi.gridDimY = s.grid[1];
-  a->cu_multi.gridDimZ = s.grid[2];
-  a->cu_multi.blockDimX = s.block[0];
-  a->cu_multi.blockDimY = s.block[1];
-  a->cu_multi.blockDimZ = s.block[2];
-  a->cu_multi.sharedMemBytes = s.shared_mem;
-  a->cu_multi.hStream = stream;
-  a->cu_multi.kernelParams = a->kernel_args;
-  a->rt_multi.func = f;
-  a->rt_multi.gridDim = a->rt_config.gridDim;
-  a->rt_multi.blockDim = a->rt_config.blockDim;
-  a->rt_multi.args = a->kernel_args;
-  a->rt_multi.sharedMem = s.shared_mem;
-  a->rt_multi.stream = stream;
+  a->multi_devices = 1;
+  a->cu_multi[0].function = f;
+  a->cu_multi[0].gridDimX = s.grid[0];
+  a->cu_multi[0].gridDimY = s.grid[1];
+  a->cu_multi[0].gridDimZ = s.grid[2];
+  a->cu_multi[0].blockDimX = s.block[0];
+  a->cu_multi[0].blockDimY = s.block[1];
+  a->cu_multi[0].blockDimZ = s.block[2];
+  a->cu_multi[0].sharedMemBytes = s.shared_mem;
+  a->cu_multi[0].hStream = stream;
+  a->cu_multi[0].kernelParams = a->kernel_args;
+  a->rt_multi[0].func = f;
+  a->rt_multi[0].gridDim = a->rt_config.gridDim;
+  a->rt_multi[0].blockDim = a->rt_config.blockDim;
+  a->rt_multi[0].args = a->kernel_args;
+  a->rt_multi[0].sharedMem = s.shared_mem;
+  a->rt_multi[0].stream = stream;
+}
+
+// A multi-device cooperative launch from `ctx`: an entry for each other mock GPU too, on its
+// default stream.
+void add_other_devices(LaunchArgs *a, const CUctx_st *ctx) {
+  for (int d = 0; d < device_count(); ++d) {
+    if (d == ctx->device) continue;
+    CUstream_st *st = device_context(d)->legacy_stream;
+    const unsigned int i = a->multi_devices++;
+    a->cu_multi[i] = a->cu_multi[0];
+    a->cu_multi[i].hStream = reinterpret_cast<CUstream>(st);
+    a->rt_multi[i] = a->rt_multi[0];
+    a->rt_multi[i].stream = reinterpret_cast<cudaStream_t>(st);
+    a->multi_streams[i] = st;
+  }
 }
 
 template <typename T>
@@ -344,8 +364,8 @@ const void *build_params(const LaunchApi &api, LaunchArgs *a, ParamStorage *stor
     case Params::CuLaunchCooperativePtsz:
       return cu_kernel_params<cuLaunchCooperativeKernel_ptsz_params>(storage, a);
     case Params::CuLaunchCooperativeMulti:
-      return emplace_params(storage,
-                            cuLaunchCooperativeKernelMultiDevice_params{&a->cu_multi, 1, 0});
+      return emplace_params(storage, cuLaunchCooperativeKernelMultiDevice_params{
+                                         a->cu_multi, a->multi_devices, 0});
     case Params::CuGraphLaunch:
       return emplace_params(storage, cuGraphLaunch_params{a->exec, a->stream});
     case Params::CuGraphLaunchPtsz:
@@ -370,8 +390,8 @@ const void *build_params(const LaunchApi &api, LaunchArgs *a, ParamStorage *stor
       return cuda_kernel_params<cudaLaunchCooperativeKernel_ptsz_v9000_params>(storage, a);
     case Params::CudaLaunchCooperativeMulti: {
       auto *p = storage->make<cudaLaunchCooperativeKernelMultiDevice_v9000_params_mock>();
-      p->launchParamsList = &a->rt_multi;
-      p->numDevices = 1;
+      p->launchParamsList = a->rt_multi;
+      p->numDevices = a->multi_devices;
       return p;
     }
     case Params::CudaLaunchKernelV13000:
@@ -693,6 +713,7 @@ CUresult mock_cuda_launch(uint32_t domain, uint32_t cbid, CUfunction f, CUstream
   if (error) return error;
   LaunchArgs args;
   init_args(&args, f, nullptr, stream, shape_for(*api));
+  if (api->launch_type == kCoopMulti) add_other_devices(&args, ctx);
   // Inside the driver call: a full queue blocks, and stream capture (docs/cupti-facts.md, fact 5).
   const Launched l = launch_call(
       *api, &args, ctx, f->name,
@@ -706,10 +727,14 @@ CUresult mock_cuda_launch(uint32_t domain, uint32_t cbid, CUfunction f, CUstream
   if (l.captured) return count_captured(index);
   Counters::add(stat::eager_launches);
   Counters::add(cbid_counter(index, kCbidLaunches));
-  Counters::add(cbid_counter(index, kCbidKernels));
+  Counters::add(cbid_counter(index, kCbidKernels), args.multi_devices);
   // The kernel runs after the launch API has returned, as on a real GPU.
   run_kernel(hooks(), ctx, st, f, l.correlation_id, 0, 0, api->launch_type, args.shape,
              l.collect_kind);
+  // The other devices of a multi-device launch: the same kernel, the same correlation ID.
+  for (unsigned int i = 1; i < args.multi_devices; ++i)
+    run_kernel(hooks(), args.multi_streams[i]->context, args.multi_streams[i], f,
+               l.correlation_id, 0, 0, api->launch_type, args.shape, l.collect_kind);
   return CUDA_SUCCESS;
 }
 

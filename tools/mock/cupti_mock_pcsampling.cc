@@ -31,6 +31,7 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
@@ -214,7 +215,7 @@ struct PcContext {
   bool started = false;
   bool start_stop = false;
   CUpti_PCSamplingCollectionMode mode = CUPTI_PC_SAMPLING_COLLECTION_MODE_CONTINUOUS;
-  uint32_t period = kDefaultPeriod;
+  uint32_t period = 0;  // 0: not set yet (default_period, at the context's first call)
   size_t hw_buffer = size_t{512} << 20;
   std::vector<uint32_t> reasons;  // configured; empty = all
   CUpti_PCSamplingData *config_buffer = nullptr;
@@ -511,6 +512,26 @@ using namespace mockcupti;
 
 namespace {
 
+// CUPTI's default sampling period differs between GPUs (11 on the H100): a process with two
+// kinds of GPU has two. MOCK_CUPTI_PC_DEFAULT_PERIODS=11,12 gives device 0 one and device 1 the
+// other (a device past the list: the last); unset, every device has kDefaultPeriod.
+uint32_t default_period(CUcontext ctx) {
+  uint32_t context = 0, device = 0;
+  const char *list = std::getenv("MOCK_CUPTI_PC_DEFAULT_PERIODS");
+  if (!list || !*list || mock_bridge_context_ids(ctx, &context, &device) != CUDA_SUCCESS)
+    return kDefaultPeriod;
+  uint32_t period = kDefaultPeriod;
+  const char *p = list;
+  for (uint32_t d = 0; d <= device && *p; ++d) {
+    char *end = nullptr;
+    const unsigned long v = std::strtoul(p, &end, 10);
+    if (end == p) break;
+    if (v >= 5 && v <= 31) period = static_cast<uint32_t>(v);
+    p = *end == ',' ? end + 1 : end;
+  }
+  return period;
+}
+
 // The context's PC state if the call may proceed, else null with *result set.
 PcContext *pc_context(CUcontext ctx, CUptiResult *result, bool must_be_enabled = true) {
   bool ok = false;
@@ -520,6 +541,7 @@ PcContext *pc_context(CUcontext ctx, CUptiResult *result, bool must_be_enabled =
     return nullptr;
   }
   PcContext &c = g_contexts[id];
+  if (c.period == 0) c.period = default_period(ctx);
   if (must_be_enabled && !c.enabled) {
     *result = error(CUPTI_ERROR_INVALID_OPERATION);
     return nullptr;

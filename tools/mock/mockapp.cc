@@ -355,7 +355,9 @@ void reexec_if_needed(const Options &o, char **argv) {
     if (!cudart.empty()) setenv("LD_PRELOAD", prepend("LD_PRELOAD", cudart).c_str(), 1);
   }
   setenv(kReexecMarker, "1", 1);
-  execv("/proc/self/exe", argv);
+  // By its own path, not /proc/self/exe: the kernel names the process (comm) after the file
+  // exec'd, and consumers label it so ("exe" in pprof's comm label before, issue 44).
+  execv(exe.c_str(), argv);
   std::fprintf(stderr, "parcagpu-mockapp: warning: cannot re-execute itself (%s); going on\n",
                std::strerror(errno));
 }

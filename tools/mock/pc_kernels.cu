@@ -71,3 +71,29 @@ __global__ void reduce_sum(float *out, const float *in, int n) {
   }
   if (threadIdx.x == 0) atomicAdd(out, s[0]);
 }
+
+// Kernels whose mangled names are longer than a consumer's copy of them: the production agent
+// reads a PC record's function name up to 127 bytes and a kernel record's name up to 255
+// (docs/probe-abi.md). All four share their first 127 bytes (the namespace), so cut at 127 they
+// are one name; the two deep<> ones (over 255 bytes) share their first 255 too. Tests launch them
+// with parcagpu-mockapp --kernel-names (tests/integration/test_pc_names.py).
+namespace a_namespace_whose_name_alone_is_longer_than_the_production_agents_cut_of_pc_function_names_at_127_bytes_so_that_every_kernel_in_it_is_cut_there {
+
+template <int N>
+__global__ void variant(float *a) {
+  a[threadIdx.x] = a[threadIdx.x] * N + 1.0f;
+}
+template __global__ void variant<1>(float *);
+template __global__ void variant<2>(float *);
+
+namespace and_a_second_one_nested_in_it_so_that_the_whole_mangled_name_is_longer_than_the_production_agents_cut_of_kernel_names_at_255_bytes_as_well {
+
+template <int N>
+__global__ void deep(float *a) {
+  for (int k = 0; k < N * 8; ++k) a[threadIdx.x] = a[threadIdx.x] * 0.5f + N;
+}
+template __global__ void deep<1>(float *);
+template __global__ void deep<2>(float *);
+
+}  // namespace and_a_second_one_nested_in_it_so_that_the_whole_mangled_name_is_longer_than_the_production_agents_cut_of_kernel_names_at_255_bytes_as_well
+}  // namespace a_namespace_whose_name_alone_is_longer_than_the_production_agents_cut_of_pc_function_names_at_127_bytes_so_that_every_kernel_in_it_is_cut_there

@@ -8,6 +8,7 @@
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
+#include <utility>
 
 #include "parcagpu/abi.h"
 #include "parcagpu_trace.skel.h"
@@ -145,9 +146,16 @@ int BpfSession::attach(const std::string &path, int pid, const std::vector<std::
 
 void BpfSession::detach(const char *probe) { destroy_links(&links_, probe); }
 
+std::vector<bpf_link *> BpfSession::take_other_links() {
+  std::vector<bpf_link *> taken = std::move(autograd_links_);
+  autograd_links_.clear();
+  if (exit_link_) taken.push_back(std::exchange(exit_link_, nullptr));
+  return taken;
+}
+
 void BpfSession::detach_all() {
   destroy_links(&links_);
-  for (bpf_link *l : autograd_links_) bpf_link__destroy(l);
+  destroy_links(autograd_links_);
   autograd_links_.clear();
 }
 

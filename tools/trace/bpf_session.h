@@ -68,6 +68,12 @@ class BpfSession : OwnsHandles {
   void detach(const char *probe);
   void detach_all();
   size_t links() const { return links_.size(); }
+  // Takes the USDT links of the probes `keep` does not want out of the session, for the caller to
+  // destroy (destroy_links), e.g. on another thread while the events are read: one thread for
+  // them all (they share libbpf's USDT manager).
+  std::vector<bpf_link *> take_links(bool (*keep)(const char *probe)) { return parcagpu::trace::take_links(&links_, keep); }
+  // The other links: the autograd uprobes and the process-exit program (not USDT: any thread).
+  std::vector<bpf_link *> take_other_links();
 
   // Both ring buffers (events, and meta_events: the library's error and metadata firings) into
   // one handler.

@@ -75,6 +75,7 @@ void CaptureSites::on_capture(uint32_t pid, uint32_t, int32_t signed_cbid, std::
   site.graph_id = graph_id;
   site.stack_id = stack_id;
   if (!StackTable::is_pseudo(stack_id)) site.captured_at = captured_at_index(stacks_.frames(stack_id), name);
+  pids_.insert(pid);
   old_.sites.erase({pid, node_id});
   cur_.sites[{pid, node_id}] = std::move(site);
   maybe_rotate();
@@ -83,6 +84,7 @@ void CaptureSites::on_capture(uint32_t pid, uint32_t, int32_t signed_cbid, std::
 void CaptureSites::on_clone(uint32_t pid, uint64_t original, uint64_t cloned, uint32_t) {
   ++c_.graph_node_clones;
   if (original == cloned) return;
+  pids_.insert(pid);
   old_.cloned_from.erase({pid, cloned});
   cur_.cloned_from[{pid, cloned}] = original;
   maybe_rotate();
@@ -125,6 +127,8 @@ const CaptureSites::Site *CaptureSites::on_graph_kernel(uint32_t pid, uint64_t n
 }
 
 void CaptureSites::forget(uint32_t pid) {
+  // Every process that exits on the machine comes here: only one that captured or cloned walks.
+  if (pids_.erase(pid) == 0) return;
   bool any = false;
   for (Generation *g : {&cur_, &old_}) {
     any |= std::erase_if(g->cloned_from, [pid](const auto &e) { return e.first.pid == pid; }) > 0;

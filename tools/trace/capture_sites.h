@@ -18,6 +18,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "joiner.h"
@@ -87,6 +88,7 @@ class CaptureSites {
   const NameTable &names_;
   size_t max_entries_;
   Generation cur_, old_;
+  std::unordered_set<uint32_t> pids_;  // processes with entries in cur_ or old_ (forget())
   struct Agg {
     uint64_t records = 0, total_ns = 0;
     std::string launch_name;

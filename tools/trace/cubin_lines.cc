@@ -1,10 +1,13 @@
 #include "cubin_lines.h"
 
+#include "parcagpu/abi.h"
+
 #include <elfutils/libdw.h>
 #include <gelf.h>
 #include <libelf.h>
 
 #include <algorithm>
+#include <iterator>
 #include <cstring>
 #include <memory>
 
@@ -22,6 +25,8 @@ uint64_t section_base(size_t section) { return static_cast<uint64_t>(section) <<
 
 bool CubinLines::load(const uint8_t *bytes, size_t size, std::string *error) {
   functions_.clear();
+  by_index_.clear();
+  by_hash_.clear();
   files_.clear();
   entries_.clear();
   lines_ = 0;
@@ -56,7 +61,10 @@ bool CubinLines::load(const uint8_t *bytes, size_t size, std::string *error) {
         const GElf_Sym &s = symbols[i];
         if (GELF_ST_TYPE(s.st_info) != STT_FUNC || s.st_shndx == SHN_UNDEF) continue;
         const char *fn = elf_strptr(elf.get(), sh.sh_link, s.st_name);
-        if (fn && *fn) functions_[fn] = Function{section_base(s.st_shndx) + s.st_value, s.st_size};
+        if (!fn || !*fn) continue;
+        functions_[fn] = Function{section_base(s.st_shndx) + s.st_value, s.st_size};
+        by_index_[static_cast<uint32_t>(i)] = fn;
+        by_hash_[parcagpu_name_hash(fn)] = fn;
       }
     } else if (name && std::strcmp(name, ".debug_line") == 0) {
       debug_line = elf_ndxscn(scn);
@@ -119,6 +127,24 @@ bool CubinLines::load(const uint8_t *bytes, size_t size, std::string *error) {
     return a.addr != b.addr ? a.addr < b.addr : a.end > b.end;
   });
   return true;
+}
+
+const std::string *CubinLines::function_at(uint32_t index) const {
+  auto it = by_index_.find(index);
+  return it == by_index_.end() ? nullptr : &it->second;
+}
+
+const std::string *CubinLines::only_function_starting(const std::string &prefix) const {
+  auto it = functions_.lower_bound(prefix);
+  if (it == functions_.end() || it->first.compare(0, prefix.size(), prefix) != 0) return nullptr;
+  auto next = std::next(it);
+  if (next != functions_.end() && next->first.compare(0, prefix.size(), prefix) == 0) return nullptr;
+  return &it->first;
+}
+
+const std::string *CubinLines::function_with_hash(uint64_t hash) const {
+  auto it = by_hash_.find(hash);
+  return it == by_hash_.end() ? nullptr : &it->second;
 }
 
 bool CubinLines::lookup(const std::string &function, uint64_t offset, Line *out) const {

@@ -33,6 +33,16 @@ class CubinLines {
   // The line of the instruction at `offset` bytes into `function` (its mangled name).
   bool lookup(const std::string &function, uint64_t offset, Line *out) const;
 
+  // The function whose symbol is entry `index` of the symbol table: CUPTI's functionIndex of a
+  // PC record ("the function's unique symbol index in the module"). Null if none.
+  const std::string *function_at(uint32_t index) const;
+  bool has_function(const std::string &name) const { return functions_.count(name) != 0; }
+  // The one function whose name starts with `prefix`; null if none or several do.
+  const std::string *only_function_starting(const std::string &prefix) const;
+  // The function whose name has parcagpu_name_hash() `hash`: the name behind the library's
+  // stand-in for a name longer than a consumer keeps (include/parcagpu/abi.h). Null if none.
+  const std::string *function_with_hash(uint64_t hash) const;
+
  private:
   struct Entry {
     uint64_t addr;  // (section << 32) + offset
@@ -45,6 +55,8 @@ class CubinLines {
     uint64_t size;
   };
   std::map<std::string, Function> functions_;
+  std::map<uint32_t, std::string> by_index_;  // symbol-table index -> function name
+  std::map<uint64_t, std::string> by_hash_;   // parcagpu_name_hash -> function name
   std::vector<std::string> files_;
   std::vector<Entry> entries_;  // sorted by addr
   size_t lines_ = 0;

@@ -48,8 +48,8 @@ const char kDoc[] =
     "DURATION is a number with a unit: 500ms, 10s, 2m, 1h (a bare number is seconds).\n"
     "Needs CAP_BPF and CAP_PERFMON, and CAP_SYS_ADMIN to attach uprobes on kernels with commit "
     "ba677dbe77af (Linux 6.16, and stable kernels updated since July 2025); root has them all.\n"
-    "\vExit status: 0; 1 for a missing library or process, missing privileges or a BPF failure; "
-    "2 for bad arguments. See tools/trace/README.md.";
+    "\vExit status: 0; 1 for a missing library or process, missing privileges or a BPF failure, "
+    "or an output that could not be written at exit; 2 for bad arguments.";
 
 enum Key {
   kJson = 1000,
@@ -105,7 +105,9 @@ const argp_option kOptions[] = {
                                         "(code without frame pointers), a multiple of 8 from 64 to 131072 "
                                         "(default 131072; 0 = frame pointers only)", 0},
     {"linger", kLinger, "DURATION", 0, "At exit, wait up to DURATION for the kernels of announced "
-                                       "launches (default 2s; 0 = do not wait)", 0},
+                                       "launches (default 2s; 0 = do not wait). Behind (ring buffer "
+                                       "drops, or not emptied 500 ms after the stop), the exit reads "
+                                       "for 500 ms and counts what is still queued as left", 0},
     {"max-age", kMaxAge, "DURATION", 0, "Forget launches and kernels that waited this long for "
                                         "each other, counted (default 30s)", 0},
     {"max-pending", kMaxPending, "N", 0, "Launches and kernels waiting at most (default 262144)", 0},
@@ -116,6 +118,28 @@ const argp_option kOptions[] = {
     {"verbose", 'v', nullptr, 0, "libbpf output, one line per event and every counter, on stderr", 0},
     {},
 };
+
+// Where this tool's documentation is: installed next to it (PREFIX/bin/parcagpu-trace,
+// PREFIX/DOCDIR/parcagpu-trace.md, as cmake/Packaging.cmake installs it), else the source's.
+std::string doc_path() {
+  char exe[PATH_MAX];
+  const ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n > 0) {
+    const std::string self(exe, static_cast<size_t>(n));
+    const std::string installed =
+        self.substr(0, self.rfind('/')) + "/../" PARCAGPU_INSTALL_DOCDIR "/parcagpu-trace.md";
+    char real[PATH_MAX];
+    if (realpath(installed.c_str(), real)) return real;
+  }
+  return "tools/trace/README.md in parcagpu's source (installed as " PARCAGPU_INSTALL_DOCDIR
+         "/parcagpu-trace.md)";
+}
+
+// argp's text after the options: the documentation's path, found when --help asks for it.
+char *help_filter(int key, const char *text, void *) {
+  if (key != ARGP_KEY_HELP_POST_DOC || !text) return const_cast<char *>(text);
+  return strdup((std::string(text) + " See " + doc_path() + ".").c_str());
+}
 
 [[noreturn]] void bad(argp_state *state, const std::string &msg) {
   argp_error(state, "%s", msg.c_str());
@@ -131,10 +155,26 @@ bool parse_count(const char *s, long lo, long hi, long *out) {
   return true;
 }
 
+// The options that name a file or directory: an empty name would quietly mean "none given".
+const char *path_option(int key) {
+  switch (key) {
+    case 'l': return "-l";
+    case 'c': return "-c";
+    case kJson: return "--json";
+    case kFolded: return "--folded";
+    case kSvg: return "--svg";
+    case kPprof: return "--pprof";
+    default: return nullptr;
+  }
+}
+
 error_t parse_opt(int key, char *arg, argp_state *state) {
   auto *o = static_cast<Options *>(state->input);
   long n = 0;
   double d = 0;
+  if (const char *flag = path_option(key); flag && arg && *arg == '\0')
+    bad(state, std::string(flag) + (key == 'l' || key == 'c' ? ": an empty path"
+                                                              : ": an empty file name (a path, or - for stdout)"));
   switch (key) {
     case 'l': o->lib = arg; break;
     case 'p':
@@ -248,7 +288,7 @@ bool parse_duration(const char *text, double *seconds) {
 Options parse_options(int argc, char **argv) {
   Options o;
   argp_err_exit_status = 2;
-  static const argp parser = {kOptions, parse_opt, "[INTERVAL [COUNT]]", kDoc, nullptr, nullptr, nullptr};
+  static const argp parser = {kOptions, parse_opt, "[INTERVAL [COUNT]]", kDoc, nullptr, help_filter, nullptr};
   argp_parse(&parser, argc, argv, 0, nullptr, &o);
   // 32 MiB holds about 250 launch events with a whole 128 KiB stack copy each (most copies end
   // far sooner, at the stack's end: they are sent at their size): 2 s of the

@@ -35,7 +35,7 @@ struct Options {
   // and the text report goes to stderr, so that `--folded=- | flamegraph.pl` reads nothing else.
   bool stdout_is_a_file() const { return folded_path == "-" || svg_path == "-" || pprof_path == "-"; }
   size_t top = 10;           // -n: stacks in the tables
-  double linger_s = 2;       // --linger
+  double linger_s = 2;       // --linger (the exit sequence: parcagpu_trace.cc)
   double max_age_s = 30;     // --max-age: the joiner forgets what waited this long
   size_t max_pending = 1 << 18;  // --max-pending: launches + kernels the joiner holds
   uint32_t ringbuf_mb = 0;   // 0 = default: 32, or 64 with --capture-sites

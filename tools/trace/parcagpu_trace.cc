@@ -15,12 +15,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "bpf_session.h"
@@ -82,37 +84,125 @@ bool alive(const std::vector<uint32_t> &pids) {
   return false;
 }
 
-// Exit with traced processes still running: stop announcements first, always (detaching the
-// kernel probes with cuda_correlation still attached would take launches announced meanwhile
-// without their kernels), then read what came, and wait for the kernels of what was announced
-// while a process that still awaits them lives, at most --linger.
-void linger(pt::BpfSession &bpf, const pt::Options &o, const pt::Joiner &j) {
-  bpf.detach("cuda_correlation");
-  while (bpf.consume() > 0) {
+// From the stop (a signal, -d, COUNT intervals, -p's exit) the exit reads for this long when it
+// is behind, whatever the backlog: when the ring buffer dropped events (kernels it would wait for
+// may be among them) or is not emptied by then. What it still holds is counted as left
+// (events_left_at_exit), not read. Otherwise it lingers for the kernels of announced launches,
+// --linger from the stop (a kernel record can take the library's periodic flush, a second, to
+// come, longer on busy CPUs). Unregistering a uprobe waits
+// 0.1-0.3 s, one after the other in the kernel (slower while processes fork): every probe but
+// the kernel records' goes on threads from the stop, cuda_correlation first, while the exit
+// reads; so does the process-exit program, whose tracepoint's unregistration waits as long. So
+// the tool ends within 2 s of SIGINT under overload, where it took 47-62 s before (issue 44).
+constexpr auto kExitReadingBehind = std::chrono::milliseconds(500);
+
+// A poll hands back after this long even when the ring buffer never empties (libbpf reads until
+// it is empty, and producers under overload keep it full), so the loop sees signals and -d.
+constexpr auto kPollSlice = std::chrono::milliseconds(100);
+
+// What the ring-buffer callback needs besides the tracer.
+struct Reader {
+  pt::Tracer *tracer = nullptr;
+  Clock::time_point slice_end = Clock::time_point::max();   // this poll hands back then
+  Clock::time_point read_until = Clock::time_point::max();  // later events: counted as left
+  sig_atomic_t signals = 0;                                 // g_signals when this poll began
+};
+
+int on_event(void *ctx, void *data, size_t size) {
+  Reader &r = *static_cast<Reader *>(ctx);
+  const Clock::time_point now = Clock::now();
+  if (now >= r.read_until) {
+    r.tracer->left_at_exit();
+  } else {
+    pt::Tracer::handle(r.tracer, data, size);
   }
-  if (o.linger_s <= 0 || j.awaiting_kernels() == 0 || !alive(j.awaiting_pids())) return;
-  const sig_atomic_t signals = g_signals;
-  const auto until = Clock::now() + std::chrono::duration<double>(o.linger_s);
-  auto next_check = Clock::now();
-  while (j.awaiting_kernels() > 0 && Clock::now() < until && g_signals == signals) {
-    bpf.poll(50);
-    if (Clock::now() < next_check) continue;
-    if (!alive(j.awaiting_pids())) break;  // every process still awaiting kernels has gone
-    next_check = Clock::now() + std::chrono::milliseconds(250);
-  }
+  // Negative: libbpf stops reading (this event is consumed) and the poll returns it.
+  return now >= r.slice_end || g_signals != r.signals ? -ECANCELED : 0;
 }
 
 // Everything the tool holds while it runs.
 struct Tool {
   const pt::Options &opt;
   pt::Tracer tracer;
+  Reader reader;
   pt::BpfSession bpf;
   pt::PcBpfSession pc;                       // --pc: its BPF object
   pt::PcSampling *pc_sampling = nullptr;  // --pc: the extension, owned by the tracer
   pt::MmapTracker mmaps;
   pt::Targets targets;
-  explicit Tool(const pt::Options &o) : opt(o), tracer(o), targets(o, bpf) {}
+  explicit Tool(const pt::Options &o) : opt(o), tracer(o), targets(o, bpf) { reader.tracer = &tracer; }
 };
+
+// Reads the ring buffer for at most kPollSlice: polls, waiting up to timeout_ms for an event, or
+// (timeout_ms < 0) reads what is there. Events read, 1 when handed back early (more may wait), or
+// a negative errno.
+int read_events(Tool &t, int timeout_ms) {
+  t.reader.slice_end = Clock::now() + kPollSlice;
+  t.reader.signals = g_signals;
+  const int n = timeout_ms >= 0 ? t.bpf.poll(timeout_ms) : t.bpf.consume();
+  return n == -ECANCELED ? 1 : n;
+}
+
+// Reads until the ring buffer is empty (true) or the exit's reading time is up.
+bool drain(Tool &t) {
+  while (Clock::now() < t.reader.read_until) {
+    const int n = read_events(t, -1);
+    if (n == 0) return true;
+    if (n < 0) return false;
+  }
+  return false;
+}
+
+// Exit with traced processes still running, announcements stopping (detaching the kernel probes
+// with cuda_correlation still attached would take launches announced meanwhile without their
+// kernels), caught up with the ring buffer: waits for the kernels of what was announced while a
+// process that still awaits them lives, until the exit's reading time is up.
+void linger(Tool &t) {
+  const pt::Joiner &j = t.tracer.joiner();
+  if (j.awaiting_kernels() == 0 || !alive(j.awaiting_pids())) return;
+  const sig_atomic_t signals = g_signals;
+  auto next_check = Clock::now();
+  while (j.awaiting_kernels() > 0 && Clock::now() < t.reader.read_until && g_signals == signals) {
+    read_events(t, 50);
+    if (Clock::now() < next_check) continue;
+    if (!alive(j.awaiting_pids())) break;  // every process still awaiting kernels has gone
+    next_check = Clock::now() + std::chrono::milliseconds(250);
+  }
+}
+
+// The exit sequence, from the stop: announcements stop and every probe but activity_batch is
+// detached on threads, cuda_correlation first, while the exit reads what came and, unless it is
+// behind, lingers; then activity_batch goes, what is left is read until the reading time is up
+// and the rest counted. The seconds traced (until the announcements began to stop).
+double finish(Tool &t, bool target_exited, Clock::time_point start) {
+  const Clock::time_point stop = Clock::now();
+  t.reader.read_until = stop + kExitReadingBehind;
+  t.tracer.set_closing();
+  // A thread per BPF object's USDT links (libbpf's USDT manager is not thread-safe), and one for
+  // the others: the kernel's waits overlap.
+  std::vector<bpf_link *> usdt = t.bpf.take_links([](const char *p) { return std::strcmp(p, "cuda_correlation") != 0; });
+  for (bpf_link *l : t.bpf.take_links([](const char *p) { return std::strcmp(p, "activity_batch") == 0; }))
+    usdt.push_back(l);
+  const std::vector<bpf_link *> groups[] = {std::move(usdt), t.pc.take_links(), t.bpf.take_other_links()};
+  std::vector<std::thread> detachers;
+  for (const std::vector<bpf_link *> &links : groups)
+    detachers.emplace_back([&links] { pt::destroy_links(links); });
+  const double traced_s = since(start);
+  const bool caught_up = drain(t);
+  if (caught_up && t.bpf.read_stat(PT_STAT_RINGBUF_DROPS) == 0 && !target_exited && t.opt.linger_s > 0) {
+    t.reader.read_until = std::max(t.reader.read_until, stop + std::chrono::duration_cast<Clock::duration>(
+                                                                   std::chrono::duration<double>(t.opt.linger_s)));
+    linger(t);
+  }
+  for (std::thread &d : detachers) d.join();
+  t.bpf.detach_all();
+  drain(t);
+  // Nothing is written into the ring buffer any more: what it holds is counted, fast.
+  t.reader.read_until = Clock::time_point::min();
+  while (read_events(t, -1) > 0) {
+  }
+  return traced_s;
+}
 
 // --pc: the PC sampling programs write into the tracer's ring buffer and attach to each library
 // file just before the tracer's (Targets::before_attach), -l's or found, now or later.
@@ -158,7 +248,7 @@ void setup(Tool &t) {
     die(error + (hint.empty() ? "" : "; " + hint));
   }
   if (opt.pc) setup_pc_sampling(t, cgroup_fd);
-  if (!t.bpf.open_ringbuf(&pt::Tracer::handle, &t.tracer, &error)) die(error);
+  if (!t.bpf.open_ringbuf(&on_event, &t.reader, &error)) die(error);
   if (!t.mmaps.open(&error))
     std::fprintf(
         stderr,
@@ -190,7 +280,7 @@ bool run(Tool &t, const Target &target, Clock::time_point start) {
   uint64_t next_loss_check = 0;
   t.tracer.begin_output();
   while (!g_signals) {
-    const int n = t.bpf.poll(100);
+    const int n = read_events(t, 100);
     if (n < 0 && n != -EINTR) die(std::string("ring buffer poll failed: ") + std::strerror(-n));
     t.tracer.drain_mapping_records();  // keeps the perf buffers from filling; finds new libraries
     if (!t.mmaps.is_open()) t.targets.rescan(monotonic_ns());
@@ -231,18 +321,7 @@ int main(int argc, char **argv) {
 
   const auto start = Clock::now();
   const bool exited = run(t, target, start);
-  while (t.bpf.consume() > 0) {
-  }
-  t.tracer.set_closing();
-  if (!exited)
-    linger(t.bpf, opt, t.tracer.joiner());
-  else
-    t.bpf.detach("cuda_correlation");
-  const double traced_s = since(start);
-  t.bpf.detach_all();  // ~0.1 s per probe: the kernel's uprobe unregistration
-  t.pc.detach_all();
-  while (t.bpf.consume() > 0) {
-  }
+  const double traced_s = finish(t, exited, start);
   if (t.pc_sampling) t.pc_sampling->set_bpf(t.pc.counters());
   uint64_t stats[PT_STAT_MAX];
   t.bpf.read_stats(stats);

@@ -38,6 +38,8 @@ class PcBpfSession : OwnsHandles {
              std::string *error, int *err);
   void detach_all();
   size_t links() const { return links_.size(); }
+  // Every link, taken out for the caller to destroy (BpfSession::take_links).
+  std::vector<bpf_link *> take_links() { return parcagpu::trace::take_links(&links_, [](const char *) { return false; }); }
 
   PcBpfCounters counters() const;
 

@@ -96,11 +96,42 @@ void PcProfile::on_gpu_config(uint32_t pid, uint32_t device, uint32_t factor, ui
   configs_.emplace(std::make_pair(pid, device), Config{device, factor, clock_khz, sm_count});
 }
 
+std::string PcProfile::full_name(const PcSample &s, bool *cut) const {
+  // The probe's copy ends at PV_FUNCTION_NAME_LEN - 1 bytes, as the production consumer's does.
+  const bool maybe_cut = s.function.size() + 1 >= PV_FUNCTION_NAME_LEN;
+  *cut = false;
+  unsigned long long hash = 0;
+  const bool stand_in = parcagpu_name_is_stand_in(s.function.data(), s.function.size(), &hash);
+  if (const Cubin *c = cubin(s.pid, s.cubin_crc); c && c->read) {
+    // The symbol at CUPTI's functionIndex, where it agrees with the copy: the same name, its cut,
+    // or the library's stand-in for it (a name longer than the agent keeps, parcagpu/abi.h).
+    const std::string *f = c->lines.function_at(s.function_index);
+    if (f && (stand_in ? parcagpu_name_hash(f->c_str()) == hash
+                       : f->compare(0, s.function.size(), s.function) == 0))
+      return *f;
+    if (stand_in && (f = c->lines.function_with_hash(hash))) return *f;
+    if (maybe_cut && !stand_in && (f = c->lines.only_function_starting(s.function))) return *f;
+  }
+  *cut = maybe_cut;
+  return s.function;
+}
+
 void PcProfile::on_sample(const PcSample &s) {
-  Kernel &k = kernels_[{s.pid, s.function}];
+  bool cut = false;
+  std::string name = full_name(s, &cut);
+  if (name.size() > s.function.size()) names_completed_++;
+  if (cut) names_left_cut_++;
+  // A name left cut (its cubin not read) keeps its function's place in its cubin in the key:
+  // two kernels are never one because their first bytes agree.
+  std::string key = name;
+  if (cut) key += '\0' + std::to_string(s.cubin_crc) + ':' + std::to_string(s.function_index);
+  Kernel &k = kernels_[{s.pid, key}];
   k.pid = s.pid;
-  k.function = s.function;
+  if (name != s.function) k.received_name = s.function;
+  k.function = std::move(name);
+  k.name_cut = cut;
   k.cubin_crc = s.cubin_crc;
+  k.function_index = s.function_index;
   k.records++;
   records_++;
   uint64_t total = 0;
@@ -127,6 +158,144 @@ void PcProfile::on_sample(const PcSample &s) {
     k.by_launch["unannounced"] += total;
     k.unannounced += total;
   }
+}
+
+const std::string *PcProfile::whole_name(std::string_view name) const {
+  unsigned long long hash = 0;
+  if (!parcagpu_name_is_stand_in(name.data(), name.size(), &hash)) return nullptr;
+  for (const auto &[key, c] : cubins_)
+    if (c->read)
+      if (const std::string *f = c->lines.function_with_hash(hash)) return f;
+  return nullptr;
+}
+
+void PcProfile::on_kernel(uint32_t pid, const char *name, size_t name_len, uint32_t device,
+                          uint64_t gpu_ns) {
+  (void)device;
+  Ran &r = ran_[{pid, std::string(name, name_len)}];
+  r.gpu_ns += gpu_ns;
+  r.kernels++;
+}
+
+void PcProfile::on_library_error(uint32_t pid, const std::string &component,
+                                 const std::string &message) {
+  // A library before issue 44 said so in an error ("... PC samples of kernels CUPTI does not
+  // attribute ..."); today's counts them without one.
+  if (component == "pc_sampling" && message.find("CUPTI does not attribute") != std::string::npos)
+    not_attributed_reports_[pid]++;
+}
+
+std::string PcProfile::kernel_function(uint32_t pid, const std::string &name,
+                                       bool *in_cubin) const {
+  unsigned long long hash = 0;
+  const bool stand_in = parcagpu_name_is_stand_in(name.data(), name.size(), &hash);
+  const bool maybe_cut = name.size() + 1 >= PT_NAME_LEN;
+  *in_cubin = false;
+  const std::string *only = nullptr;
+  size_t candidates = 0;
+  for (auto it = cubins_.lower_bound({pid, 0}); it != cubins_.end() && it->first.first == pid;
+       ++it) {
+    if (!it->second->read) continue;
+    const CubinLines &l = it->second->lines;
+    const std::string *f = stand_in ? l.function_with_hash(hash) : nullptr;
+    if (!f && !stand_in && l.has_function(name)) f = &name;
+    if (f) {
+      *in_cubin = true;
+      return *f;
+    }
+    if (maybe_cut && !stand_in)
+      if (const std::string *p = l.only_function_starting(name)) only = p, candidates++;
+  }
+  if (only && candidates == 1) {
+    *in_cubin = true;
+    return *only;
+  }
+  return name;
+}
+
+const char *PcProfile::why_not_sampled(uint32_t pid, const std::string &function, uint64_t gpu_ns,
+                                       bool in_cubin, std::string *why) const {
+  bool any_cubin = false, cubin_read = false;
+  for (auto it = cubins_.lower_bound({pid, 0}); it != cubins_.end() && it->first.first == pid;
+       ++it) {
+    any_cubin = true;
+    cubin_read |= it->second->read;
+  }
+  auto config = configs_.lower_bound({pid, 0});
+  const bool configured = config != configs_.end() && config->first.first == pid;
+  if (!configured && !stall_names_.count(pid)) {
+    *why = "PC sampling was never on in this process (no gpu_config, no stall-reason map)";
+    return "no_pc_sampling";
+  }
+  if (!cubin_read) {
+    *why = any_cubin ? "no cubin of the process could be read from its memory"
+                     : "the library published no cubin of this process";
+    return "no_cubin";
+  }
+  if (!in_cubin) {
+    *why = "its code is in no cubin the library published: CUPTI does not attribute its samples";
+    return "not_in_cubins";
+  }
+  if (auto it = not_attributed_reports_.find(pid); it != not_attributed_reports_.end()) {
+    *why = "the library reported PC samples CUPTI does not attribute, which a kernel first run "
+           "while PC sampling was off gets (docs/pc-sampling.md P19, P20)";
+    return "not_attributed";
+  }
+  const Config &c = config->second;
+  const double period_ns = configured && c.clock_khz ? (double)(1ull << c.factor) * 1e6 / c.clock_khz : 0;
+  if (configured && gpu_ns < period_ns) {
+    char b[160];
+    std::snprintf(b, sizeof b,
+                  "below the rate: %" PRIu64 " ns of GPU time, less than one sampling period "
+                  "(%.0f ns)",
+                  gpu_ns, period_ns);
+    *why = b;
+    return "below_rate";
+  }
+  (void)function;
+  *why = "it ran only outside the sampling episodes, or CUPTI did not attribute its samples";
+  return "not_in_episodes";
+}
+
+std::vector<PcProfile::NotSampled> PcProfile::not_sampled() const {
+  // (pid, function) sampled, and the GPU time of each kernel that ran, by its whole name.
+  std::set<std::pair<uint32_t, std::string>> sampled;
+  for (const auto &[key, k] : kernels_) sampled.insert({k.pid, k.function});
+  std::map<std::pair<uint32_t, std::string>, std::pair<Ran, bool>> ran;
+  for (const auto &[key, r] : ran_) {
+    bool in_cubin = false;
+    auto &e = ran[{key.first, kernel_function(key.first, key.second, &in_cubin)}];
+    e.first.gpu_ns += r.gpu_ns;
+    e.first.kernels += r.kernels;
+    e.second |= in_cubin;
+  }
+  std::vector<NotSampled> out;
+  for (const auto &[key, e] : ran) {
+    if (sampled.count(key)) continue;
+    NotSampled n{key.first, key.second, e.first.gpu_ns, e.first.kernels, nullptr, {}};
+    n.reason = why_not_sampled(key.first, key.second, e.first.gpu_ns, e.second, &n.why);
+    out.push_back(std::move(n));
+  }
+  std::stable_sort(out.begin(), out.end(),
+                   [](const NotSampled &a, const NotSampled &b) { return a.gpu_ns > b.gpu_ns; });
+  return out;
+}
+
+void PcProfile::print_not_sampled(FILE *out, size_t n) const {
+  const std::vector<NotSampled> v = not_sampled();
+  if (v.empty()) return;
+  uint64_t total = 0, missed = 0;
+  for (const auto &[key, r] : ran_) total += r.gpu_ns;
+  for (const NotSampled &k : v) missed += k.gpu_ns;
+  std::fprintf(out,
+               "\nKernels with GPU time and no PC samples: %zu, %s of the GPU time of kernels "
+               "seen\n",
+               v.size(), pct(missed, total).c_str());
+  for (size_t i = 0; i < v.size() && i < n; ++i)
+    std::fprintf(out, "  %s  (pid %u): %s of GPU time in %" PRIu64 " kernel%s: %s\n",
+                 demangle(v[i].function).c_str(), v[i].pid, pct(v[i].gpu_ns, total).c_str(),
+                 v[i].kernels, v[i].kernels == 1 ? "" : "s", v[i].why.c_str());
+  if (v.size() > n) std::fprintf(out, "  ... %zu more in the JSON\n", v.size() - n);
 }
 
 std::string PcProfile::stall_name(uint32_t pid, uint32_t index) const {
@@ -192,15 +361,16 @@ void PcProfile::print(FILE *out, size_t nkernels, size_t npcs) const {
         "  pid %u device %u: sampling factor %u (every 2^%u cycles, %.0f ns at %u kHz), %u SMs\n",
         key.first, c.device, c.factor, c.factor, ns, c.clock_khz, c.sm_count);
   }
-  if (records_ == 0) return;
+  if (records_ == 0) return print_not_sampled(out, nkernels);
   const auto v = ranked();
   for (size_t i = 0; i < v.size() && i < nkernels; ++i) {
     const Kernel &k = *v[i];
     const StackShare share = stack_share(k);
     std::fprintf(out,
-                 "\n%3zu. %s  (pid %u)\n     %" PRIu64 " samples, %s of all: %" PRIu64
+                 "\n%3zu. %s%s  (pid %u)\n     %" PRIu64 " samples, %s of all: %" PRIu64
                  " with a CPU stack (%" PRIu64 " launch%s), %" PRIu64 " GPU-only",
-                 i + 1, demangle(k.function).c_str(), k.pid, k.samples,
+                 i + 1, demangle(k.function).c_str(),
+                 k.name_cut ? " [name cut: its cubin was not read]" : "", k.pid, k.samples,
                  pct(k.samples, samples_).c_str(), share.with_stack, share.launches,
                  share.launches == 1 ? "" : "es", share.gpu_only);
     if (share.unannounced) std::fprintf(out, ", %" PRIu64 " unannounced", share.unannounced);
@@ -232,6 +402,44 @@ void PcProfile::print(FILE *out, size_t nkernels, size_t npcs) const {
                    t.empty() ? "" : stall_name(k.pid, t[0].first).c_str(), where.c_str());
     }
   }
+  print_not_sampled(out, nkernels);
+}
+
+void PcProfile::add_pprof(std::vector<PprofPcSample> *out) const {
+  for (const auto &[key, k] : kernels_) {
+    // The device and time scale: the process's one gpu_config (with several, neither is known:
+    // a PC record does not say its device).
+    const Config *config = nullptr;
+    size_t configs = 0;
+    for (auto it = configs_.lower_bound({k.pid, 0}); it != configs_.end() && it->first.first == k.pid;
+         ++it, ++configs)
+      config = &it->second;
+    if (configs != 1) config = nullptr;
+    const double ns = config && config->clock_khz
+                          ? static_cast<double>(1ull << config->factor) * 1e6 / config->clock_khz
+                          : 0;
+    const Cubin *c = cubin(k.pid, k.cubin_crc);
+    char module[40];
+    std::snprintf(module, sizeof module, "cubin 0x%" PRIx64, k.cubin_crc);
+    const std::string kernel = demangle(k.function);
+    for (const auto &[pc, st] : k.pcs) {
+      CubinLines::Line line;
+      const bool have = c && c->read && c->lines.lookup(k.function, pc, &line);
+      for (const auto &[index, n] : st.stalls) {
+        PprofPcSample x;
+        x.pid = k.pid;
+        x.device = config ? static_cast<int64_t>(config->device) : -1;
+        x.kernel = kernel;
+        x.module = module;
+        if (have) x.file = line.file, x.line = line.line;
+        x.pc_offset = pc;
+        x.stall = stall_name(k.pid, index);
+        x.samples = n;
+        x.gpu_ns = static_cast<uint64_t>(static_cast<double>(n) * ns + 0.5);
+        out->push_back(std::move(x));
+      }
+    }
+  }
 }
 
 Json PcProfile::json(size_t nkernels, size_t npcs) const {
@@ -240,6 +448,9 @@ Json PcProfile::json(size_t nkernels, size_t npcs) const {
   j["samples"] = samples_;
   j["pairs"] = pairs_;
   j["records_without_stall_samples"] = records_no_stalls_;
+  // Records whose function name the probe's copy cut and the cubin gave whole, and those left cut.
+  j["names_completed_from_cubin"] = names_completed_;
+  j["names_left_cut"] = names_left_cut_;
   const StackShare all = stack_share();
   j["samples_with_stack"] = all.with_stack;
   j["samples_gpu_only"] = all.gpu_only;
@@ -284,7 +495,10 @@ Json PcProfile::json(size_t nkernels, size_t npcs) const {
     jk["pid"] = k.pid;
     jk["function"] = k.function;
     if (std::string d = demangle(k.function); d != k.function) jk["demangled"] = std::move(d);
+    if (k.name_cut) jk["name_cut"] = true;
+    if (!k.received_name.empty()) jk["received_name"] = k.received_name;
     jk["cubin_crc"] = k.cubin_crc;
+    jk["function_index"] = k.function_index;
     jk["samples"] = k.samples;
     jk["records"] = k.records;
     jk["pairs"] = k.pairs;
@@ -337,6 +551,15 @@ Json PcProfile::json(size_t nkernels, size_t npcs) const {
     kernels.push_back(std::move(jk));
   }
   j["kernels"] = std::move(kernels);
+  Json missed = Json::array();
+  for (const NotSampled &n : not_sampled()) {
+    Json m = {{"pid", n.pid}, {"function", n.function}, {"gpu_ns", n.gpu_ns},
+              {"kernels", n.kernels}, {"reason", n.reason}, {"why", n.why}};
+    if (std::string d = demangle(n.function); d != n.function) m["demangled"] = std::move(d);
+    if (missed.size() < nkernels) missed.push_back(std::move(m));
+  }
+  j["kernels_with_gpu_time"] = ran_.size();
+  j["kernels_not_sampled"] = std::move(missed);
   return j;
 }
 
@@ -374,6 +597,8 @@ bool PcSampling::wants(uint32_t type) const {
     case PT_EV_CUBIN_LOADED:
     case PT_EV_CUBIN_UNLOADED:
     case PT_EV_GPU_CONFIG:
+    case PT_EV_KERNEL:
+    case PT_EV_ERROR:
       return true;
   }
   return false;
@@ -426,6 +651,21 @@ void PcSampling::on_event(const pt_header &h, const void *data, size_t size) {
       profile_.on_gpu_config(h.pid, e->device_id, e->sampling_factor, e->clock_khz, e->sm_count);
       return;
     }
+    case PT_EV_KERNEL: {
+      if (size < sizeof(pt_kernel_event)) break;
+      const auto *e = static_cast<const pt_kernel_event *>(data);
+      profile_.on_kernel(h.pid, e->name, strnlen(e->name, sizeof e->name), e->device_id,
+                         e->end > e->start ? e->end - e->start : 0);
+      return;
+    }
+    case PT_EV_ERROR: {
+      if (size < sizeof(pt_error_event)) break;
+      const auto *e = static_cast<const pt_error_event *>(data);
+      profile_.on_library_error(h.pid,
+                                std::string(e->component, strnlen(e->component, sizeof e->component)),
+                                std::string(e->message, strnlen(e->message, sizeof e->message)));
+      return;
+    }
     case PT_EV_CORRELATION: {
       if (size < sizeof(pt_correlation_event)) break;
       const auto *e = static_cast<const pt_correlation_event *>(data);
@@ -434,6 +674,10 @@ void PcSampling::on_event(const pt_header &h, const void *data, size_t size) {
     }
   }
   ++malformed_;
+}
+
+const std::string *PcSampling::whole_name(std::string_view name) const {
+  return profile_.whole_name(name);
 }
 
 void PcSampling::add_json(Json &summary) const {

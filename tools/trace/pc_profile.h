@@ -13,6 +13,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -49,11 +50,22 @@ class PcProfile {
   void on_gpu_config(uint32_t pid, uint32_t device, uint32_t factor, uint32_t clock_khz,
                      uint32_t sm_count);
   void on_sample(const PcSample &s);
+  // A kernel that ran (a kernel record read through activity_batch): its GPU time, so that the
+  // report can name the kernels that got no PC samples.
+  void on_kernel(uint32_t pid, const char *name, size_t name_len, uint32_t device, uint64_t gpu_ns);
+  // The library's error probe: a process whose PC samples CUPTI did not all attribute.
+  void on_library_error(uint32_t pid, const std::string &component, const std::string &message);
   void set_bpf(const PcBpfCounters &c) { bpf_ = c; }
 
   // Hottest kernels by samples with their top stall reasons; per kernel its hottest PCs.
   void print(FILE *out, size_t kernels = 10, size_t pcs = 5) const;
   Json json(size_t kernels = 50, size_t pcs = 10) const;
+  // Every (kernel, PC offset, stall reason) with its samples, for --pprof.
+  void add_pprof(std::vector<PprofPcSample> *out) const;
+
+  // The whole name behind the library's stand-in `name` (a kernel name longer than the
+  // consumer keeps, include/parcagpu/abi.h), from the cubins read; null if none has it.
+  const std::string *whole_name(std::string_view name) const;
 
   // "smsp__pcsamp_warps_issue_stalled_long_scoreboard" -> "long_scoreboard".
   static std::string short_reason(const std::string &name);
@@ -66,8 +78,11 @@ class PcProfile {
   };
   struct Kernel {
     uint32_t pid = 0;
-    std::string function;
+    std::string function;  // the cubin's symbol; the probe's copy where its cubin was not read
+    bool name_cut = false;  // the probe's copy, cut at its length: no cubin to complete it
+    std::string received_name;  // the probe's copy where it is not `function` (cut, stand-in)
     uint64_t cubin_crc = 0;
+    uint32_t function_index = 0;  // CUPTI's: its symbol's index in the cubin's symbol table
     uint64_t samples = 0, records = 0, pairs = 0;
     std::map<uint32_t, uint64_t> stalls;            // index -> samples
     std::map<uint64_t, PcStat> pcs;                 // pc offset -> samples
@@ -90,6 +105,24 @@ class PcProfile {
     const Kernel *k;
   };
   std::string stall_name(uint32_t pid, uint32_t index) const;
+  // Kernels with GPU time and no PC samples, most GPU time first, with why where it is known.
+  struct NotSampled {
+    uint32_t pid;
+    std::string function;  // whole where a cubin has it, else as received
+    uint64_t gpu_ns, kernels;
+    const char *reason;  // a key: no_pc_sampling, no_cubin, not_in_cubins, not_attributed, ...
+    std::string why;     // in words
+  };
+  std::vector<NotSampled> not_sampled() const;
+  const char *why_not_sampled(uint32_t pid, const std::string &function, uint64_t gpu_ns,
+                              bool in_cubin, std::string *why) const;
+  // The whole name of a kernel record's name (a stand-in, or cut at 255 bytes) from the cubins of
+  // its process; *in_cubin: a cubin of the process has the function.
+  std::string kernel_function(uint32_t pid, const std::string &name, bool *in_cubin) const;
+  void print_not_sampled(FILE *out, size_t n) const;
+  // A sample's function name whole: from its cubin (the symbol at its functionIndex, or the one
+  // symbol the probe's cut copy begins), else the copy; *cut when that copy may be cut.
+  std::string full_name(const PcSample &s, bool *cut) const;
   const Cubin *cubin(uint32_t pid, uint64_t crc) const;
   std::vector<const Kernel *> ranked() const;
   // Samples of a kernel by what announced their correlation ID: a launch API's signed cbid, or
@@ -119,7 +152,13 @@ class PcProfile {
   std::map<std::pair<uint32_t, uint32_t>, Config> configs_;  // (pid, device) -> first firing
   uint64_t gpu_config_firings_ = 0;
   std::map<std::pair<uint32_t, std::string>, Kernel> kernels_;
+  struct Ran {
+    uint64_t gpu_ns = 0, kernels = 0;
+  };
+  std::map<std::pair<uint32_t, std::string>, Ran> ran_;  // (pid, kernel name as received)
+  std::map<uint32_t, uint64_t> not_attributed_reports_;  // pid -> library errors saying so
   uint64_t records_ = 0, samples_ = 0, pairs_ = 0, records_no_stalls_ = 0;
+  uint64_t names_completed_ = 0, names_left_cut_ = 0;  // records, by their function name
   PcBpfCounters bpf_;
 };
 
@@ -132,7 +171,10 @@ class PcSampling : public Extension {
   bool wants(uint32_t event_type) const override;
   void on_event(const pt_header &h, const void *data, size_t size) override;
   void add_json(Json &summary) const override;
+  void add_pprof(std::vector<PprofPcSample> *out) const override { profile_.add_pprof(out); }
+  bool has_pprof_samples() const override { return true; }
   void print(FILE *out) const override;
+  const std::string *whole_name(std::string_view name) const override;
 
   // The BPF side's counters (PcBpfSession::counters()), read once its programs are detached.
   void set_bpf(const PcBpfCounters &c) { profile_.set_bpf(c); }

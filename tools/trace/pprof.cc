@@ -60,8 +60,8 @@ class Builder {
   // function that holds the code last. Equal frame groups share a location.
   uint64_t location(const Frame *frames, size_t n) {
     std::string key;
-    // site_text(): two call sites in one function are two locations, with a line or without.
-    for (size_t i = 0; i < n; ++i) key += frames[i].site_text() + '\x1f' + frames[i].path + '\x1e';
+    // text(): two call sites in one function are two locations, with a line or without.
+    for (size_t i = 0; i < n; ++i) key += frames[i].text() + '\x1f' + frames[i].path + '\x1e';
     auto [it, fresh] = locations_.try_emplace(key, locations_.size() + 1);
     if (!fresh) return it->second;
     pb::Location *l = p_->add_location();
@@ -74,6 +74,17 @@ class Builder {
       line->set_line(f.line);
     }
     return it->second;
+  }
+
+  // A PC of a kernel: its source line, or the offset where the cubin has no line for it.
+  uint64_t pc_location(const PprofPcSample &x) {
+    Frame f;
+    f.function = x.kernel;
+    f.module = x.module;
+    f.file = x.file;
+    f.line = x.line;
+    f.offset = x.pc_offset;
+    return location(&f, 1);
   }
 
   uint64_t pseudo_location(const char *name) {
@@ -102,6 +113,14 @@ std::string pprof_profile(const GpuProfile &gp, const StackTable &stacks, const 
   pb::ValueType *gpu = p.add_sample_type();
   gpu->set_type(b.str("gpu"));
   gpu->set_unit(b.str("nanoseconds"));
+  if (info.pc_samples) {
+    pb::ValueType *pc = p.add_sample_type();
+    pc->set_type(b.str("pc_samples"));
+    pc->set_unit(b.str("count"));
+    pb::ValueType *pc_gpu = p.add_sample_type();
+    pc_gpu->set_type(b.str("pc_gpu"));
+    pc_gpu->set_unit(b.str("nanoseconds"));
+  }
   p.mutable_period_type()->set_type(b.str("gpu"));
   p.mutable_period_type()->set_unit(b.str("nanoseconds"));
   p.set_period(1);  // every kernel is counted: nothing is sampled
@@ -110,7 +129,24 @@ std::string pprof_profile(const GpuProfile &gp, const StackTable &stacks, const 
   p.set_duration_nanos(info.duration_nanos);
   p.add_comment(b.str("GPU time by CUDA launch stack: parcagpu-trace"));
   const int64_t kernel_key = b.str("kernel"), pid_key = b.str("pid"), comm_key = b.str("comm"),
-                rank_key = b.str("rank"), local_rank_key = b.str("local_rank"), device_key = b.str("device");
+                rank_key = b.str("rank"), local_rank_key = b.str("local_rank"), device_key = b.str("device"),
+                stall_key = b.str("stall_reason");
+  auto str_label = [&](pb::Sample *s, int64_t key, const std::string &v) {
+    pb::Label *l = s->add_label();
+    l->set_key(key);
+    l->set_str(b.str(v));
+  };
+  auto num_label = [&](pb::Sample *s, int64_t key, int64_t v) {
+    pb::Label *l = s->add_label();
+    l->set_key(key);
+    l->set_num(v);
+  };
+  auto process_labels = [&](pb::Sample *s, const ProcessInfo &info) {
+    num_label(s, pid_key, info.pid);
+    if (!info.comm.empty()) str_label(s, comm_key, info.comm);
+    if (info.rank) num_label(s, rank_key, *info.rank);
+    if (info.local_rank) num_label(s, local_rank_key, *info.local_rank);
+  };
 
   std::unordered_map<uint32_t, std::vector<uint64_t>> locations_of;  // stack id -> leaf first
   auto locations = [&](uint32_t stack_id) -> const std::vector<uint64_t> & {
@@ -136,24 +172,32 @@ std::string pprof_profile(const GpuProfile &gp, const StackTable &stacks, const 
     for (uint64_t id : locations(c.stack_id)) s->add_location_id(id);
     s->add_value(static_cast<int64_t>(c.kernels));
     s->add_value(static_cast<int64_t>(c.gpu_ns));
-    auto str_label = [&](int64_t key, const std::string &v) {
-      pb::Label *l = s->add_label();
-      l->set_key(key);
-      l->set_str(b.str(v));
-    };
-    auto num_label = [&](int64_t key, int64_t v) {
-      pb::Label *l = s->add_label();
-      l->set_key(key);
-      l->set_num(v);
-    };
-    str_label(kernel_key, names.demangled(c.kernel));
-    num_label(device_key, c.origin.device);
+    if (info.pc_samples) s->add_value(0), s->add_value(0);
+    str_label(s, kernel_key, names.demangled(c.kernel));
+    num_label(s, device_key, c.origin.device);
     if (c.origin.process >= processes.size()) continue;  // no process known: no process labels
-    const ProcessInfo &info = processes.info(c.origin.process);
-    num_label(pid_key, info.pid);
-    if (!info.comm.empty()) str_label(comm_key, info.comm);
-    if (info.rank) num_label(rank_key, *info.rank);
-    if (info.local_rank) num_label(local_rank_key, *info.local_rank);
+    process_labels(s, processes.info(c.origin.process));
+  }
+  if (!info.pc_samples) return p.SerializeAsString();
+  // The PC samples: the process of each by its pid (the latest process of that pid).
+  std::unordered_map<uint32_t, const ProcessInfo *> by_pid;
+  for (size_t i = 0; i < processes.size(); ++i)
+    by_pid[processes.info(static_cast<uint32_t>(i)).pid] = &processes.info(static_cast<uint32_t>(i));
+  for (const PprofPcSample &x : *info.pc_samples) {
+    pb::Sample *s = p.add_sample();
+    s->add_location_id(b.pc_location(x));
+    s->add_value(0);
+    s->add_value(0);
+    s->add_value(static_cast<int64_t>(x.samples));
+    s->add_value(static_cast<int64_t>(x.gpu_ns));
+    str_label(s, stall_key, x.stall);
+    str_label(s, kernel_key, x.kernel);
+    if (x.device >= 0) num_label(s, device_key, x.device);
+    if (auto it = by_pid.find(x.pid); it != by_pid.end()) {
+      process_labels(s, *it->second);
+    } else {
+      num_label(s, pid_key, x.pid);
+    }
   }
   return p.SerializeAsString();
 }

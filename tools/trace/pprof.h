@@ -3,11 +3,16 @@
 // Pyroscope and speedscope. One sample per (launch stack, kernel name, process, device): values
 // [kernels, GPU ns], the kernel's name in the label "kernel", its process and device in labels, the stack as locations (leaf first), one
 // location per physical frame with its inlined calls as extra lines.
+// With --pc, PC samples too, as sample types of their own (pc_samples, pc_gpu_ns; the GPU-time
+// samples have 0 there and the PC samples 0 in kernels and gpu): one sample per (kernel, PC
+// offset, stall reason), its location the PC's source line in the kernel (or the PC offset
+// without -lineinfo), labelled stall_reason, kernel, device, pid, comm, rank as above.
 #pragma once
 
 #include <cstdint>
 #include <string>
 
+#include "extension.h"
 #include "joiner.h"
 #include "processes.h"
 #include "profile.h"
@@ -18,6 +23,7 @@ namespace parcagpu::trace {
 struct PprofInfo {
   int64_t time_nanos = 0;      // when tracing started, ns since the epoch
   int64_t duration_nanos = 0;  // how long it traced
+  const std::vector<PprofPcSample> *pc_samples = nullptr;  // --pc: the PC samples
 };
 
 // The serialized profile, not compressed. Each sample also carries the labels of its process

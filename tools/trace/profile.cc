@@ -139,7 +139,7 @@ std::vector<FoldedStack> folded_stacks(const GpuProfile &p, const StackTable &st
     } else {
       const std::vector<Frame> &fs = stacks.frames(r.stack_id);
       for (auto it = fs.rbegin(); it != fs.rend(); ++it)  // root first
-        frames.push_back({it->site_text(), it->label     ? FlameFrame::Kind::Pseudo
+        frames.push_back({it->text(), it->label     ? FlameFrame::Kind::Pseudo
                                            : it->inlined ? FlameFrame::Kind::Inlined
                                                          : FlameFrame::Kind::Cpu});
     }

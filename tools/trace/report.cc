@@ -294,6 +294,7 @@ void print_summary(FILE *f, const Summary &s, bool verbose) {
   add("error firings lost", s.errors_lost);
   add("read errors", s.read_errors);
   add("stacks dropped", s.stacks_dropped);
+  add("events left unread at exit", s.events_left_at_exit);
   // Losses that had only a -v counter line: every loss the JSON counts is said here too.
   add("records over the activity_batch cap", s.batch_records_over_cap);
   add("capture sites forgotten", s.capture_entries_forgotten);

@@ -1,5 +1,7 @@
 #include "stacks.h"
 
+#include "parcagpu/abi.h"
+
 #include <cstring>
 
 namespace parcagpu::trace {
@@ -15,13 +17,21 @@ uint32_t NameTable::id(std::string_view name) {
 
 const std::string &NameTable::demangled(uint32_t id) const {
   const Entry &e = names_[id];
-  if (e.demangled.empty()) e.demangled = demangle(e.raw);
+  if (!e.demangled.empty()) return e.demangled;
+  // A stand-in whose whole name is not known yet is shown as it is, and asked for again later.
+  const std::string *whole = whole_ ? whole_(e.raw) : nullptr;
+  unsigned long long hash = 0;
+  if (!whole && parcagpu_name_is_stand_in(e.raw.data(), e.raw.size(), &hash)) return e.raw;
+  e.demangled = demangle(whole ? *whole : e.raw);
   return e.demangled;
 }
 
 const std::string &NameTable::display(uint32_t id) const {
   const Entry &e = names_[id];
-  if (e.display.empty()) e.display = e.raw.empty() ? "(no name)" : short_function_name(demangled(id));
+  if (!e.display.empty()) return e.display;
+  const std::string &d = demangled(id);
+  if (&d == &e.raw && !e.raw.empty()) return e.raw;  // a stand-in, not known yet
+  e.display = e.raw.empty() ? "(no name)" : short_function_name(d);
   return e.display;
 }
 
@@ -100,17 +110,20 @@ uint32_t StackResolver::resolve(uint32_t pid, const uint64_t *ips, size_t n, std
   if (edit && !kept.empty()) edit(&kept);
   const uint32_t id = kept.empty() && !frames.empty() ? StackTable::kMechanismOnly
                                                       : table_.intern(std::move(kept));
-  if (cache_.size() >= kMaxCached) cache_.clear();
-  cache_.emplace(std::move(key), id);
+  if (cache_.size() >= kMaxCached) {
+    cache_.clear();
+    keys_by_pid_.clear();
+  }
+  // Keys of an unordered_map stay where they are until erased: the index points at them.
+  if (const auto [at, fresh] = cache_.emplace(std::move(key), id); fresh) keys_by_pid_[pid].push_back(&at->first);
   return id;
 }
 
 void StackResolver::forget(uint32_t pid) {
-  for (auto it = cache_.begin(); it != cache_.end();) {
-    uint32_t p;
-    std::memcpy(&p, it->first.data(), sizeof p);
-    it = p == pid ? cache_.erase(it) : std::next(it);
-  }
+  const auto it = keys_by_pid_.find(pid);
+  if (it == keys_by_pid_.end()) return;
+  for (const std::string *key : it->second) cache_.erase(std::string(*key));  // a copy: erase frees *key
+  keys_by_pid_.erase(it);
 }
 
 }  // namespace parcagpu::trace

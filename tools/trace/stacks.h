@@ -21,8 +21,15 @@ class NameTable {
   const std::string &demangled(uint32_t id) const;  // full signature
   const std::string &display(uint32_t id) const;    // short: no parameters ("k_add")
   size_t size() const { return names_.size(); }
+  // Where a raw name is the library's stand-in for a longer one (include/parcagpu/abi.h):
+  // `whole` gives the whole name when it is known (from a cubin), else null. Until it is known,
+  // demangled() and display() show the stand-in.
+  void set_whole_names(std::function<const std::string *(std::string_view)> whole) {
+    whole_ = std::move(whole);
+  }
 
  private:
+  std::function<const std::string *(std::string_view)> whole_;
   struct Entry {
     std::string raw;
     mutable std::string demangled, display;  // filled on first use
@@ -91,6 +98,9 @@ class StackResolver {
   StackTable &table_;
   std::vector<std::string> libs_;
   std::unordered_map<std::string, uint32_t> cache_;  // pid + raw addresses -> id
+  // The keys of cache_ by pid: forget() costs what that process had, not the whole cache, since
+  // every process that exits on the machine is forgotten (issue 44).
+  std::unordered_map<uint32_t, std::vector<const std::string *>> keys_by_pid_;
   uint64_t cut_at_non_code_ = 0;
 };
 

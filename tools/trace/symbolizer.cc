@@ -90,24 +90,20 @@ std::string Frame::name() const {
 }
 
 std::string Frame::text() const {
+  if (python || label) return name();
   std::string t = name();
-  if (python || label) return t;
   if (line > 0 && !file.empty()) {
     const size_t slash = file.rfind('/');
     t += " (" + (slash == std::string::npos ? file : file.substr(slash + 1)) + ":" +
          std::to_string(line) + ")";
   } else if (!function.empty()) {
-    t += " (" + module + ")";
+    // No line: the offset in the function is what tells two call sites in it apart.
+    char buf[48];
+    std::snprintf(buf, sizeof buf, "+0x%" PRIx64, offset);
+    t += std::string(buf) + " (" + module + ")";
   }
   if (inlined) t += " [inlined]";
   return t;
-}
-
-std::string Frame::site_text() const {
-  if (python || label || function.empty() || (line > 0 && !file.empty())) return text();
-  char buf[48];
-  std::snprintf(buf, sizeof buf, "+0x%" PRIx64, offset);
-  return name() + buf + " (" + module + ")" + (inlined ? " [inlined]" : "");
 }
 
 // ---- one ELF file ----

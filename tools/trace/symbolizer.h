@@ -59,12 +59,12 @@ struct Frame {
   bool label = false;
   // The function without return type and parameters ("ns::f<T>", "main"), or "module+0xADDR".
   std::string name() const;
-  // name(), then " (file.cc:12)" with a line, else " (module)"; " [inlined]" when inlined.
+  // The frame with its call site: name(), then " (file.cc:12)" with a line, else the offset in
+  // the function and its module ("f+0x1a (module)": two call sites in one function of a stripped
+  // binary stay two frames); " [inlined]" when inlined. The frame names of every output: the
+  // text report, the folded stacks, the flame graph, pprof's locations, the JSON: one distinct
+  // stack, one distinct key.
   std::string text() const;
-  // text(), but a function's frame without a line keeps its offset ("f+0x1a (module)"): what
-  // tells two call sites in one function apart, as the stack table does. The frame names of the
-  // folded stacks, the flame graph and pprof's locations: one distinct stack, one distinct key.
-  std::string site_text() const;
 };
 
 // "ret ns::fn<T>(args) const" -> "ns::fn<T>": no return type, no parameters.

@@ -131,8 +131,12 @@ Impossible TimestampCheck::check(const KernelTimes &k) {
     const Key key{static_cast<uint64_t>(k.pid) << 32 | k.device, static_cast<uint64_t>(k.context) << 32 | k.stream};
     auto s = streams_.find(key);
     if (s == streams_.end()) {
-      if (streams_.size() >= limits_.max_streams) streams_.clear();
+      if (streams_.size() >= limits_.max_streams) {  // rare: every stream forgotten
+        streams_.clear();
+        for (auto &[pid, owned] : by_pid_) owned.streams.clear();
+      }
       s = streams_.emplace(key, Window{}).first;
+      by_pid_[k.pid].streams.push_back(key);
     }
     Interval *other = overlapped(s->second, k);
     while (other && forget_if_suspect(&s->second, other, k)) other = overlapped(s->second, k);
@@ -142,8 +146,12 @@ Impossible TimestampCheck::check(const KernelTimes &k) {
       const uint64_t dkey = key.a;
       auto d = devices_.find(dkey);
       if (d == devices_.end()) {
-        if (devices_.size() >= limits_.max_streams) devices_.clear();
+        if (devices_.size() >= limits_.max_streams) {  // rare: every device forgotten
+          devices_.clear();
+          for (auto &[pid, owned] : by_pid_) owned.devices.clear();
+        }
         d = devices_.emplace(dkey, Device{}).first;
+        by_pid_[k.pid].devices.push_back(dkey);
       }
       if (!fits_device(&d->second, key.b, k))
         r = Impossible::kDeviceOverfull;
@@ -156,10 +164,11 @@ Impossible TimestampCheck::check(const KernelTimes &k) {
 }
 
 void TimestampCheck::forget_process(uint32_t pid) {
-  for (auto it = streams_.begin(); it != streams_.end();)
-    it = (it->first.a >> 32) == pid ? streams_.erase(it) : std::next(it);
-  for (auto it = devices_.begin(); it != devices_.end();)
-    it = (it->first >> 32) == pid ? devices_.erase(it) : std::next(it);
+  const auto it = by_pid_.find(pid);
+  if (it == by_pid_.end()) return;
+  for (const Key &k : it->second.streams) streams_.erase(k);
+  for (uint64_t d : it->second.devices) devices_.erase(d);
+  by_pid_.erase(it);
 }
 
 uint64_t process_start_monotonic_ns(uint32_t pid) {

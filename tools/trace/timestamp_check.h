@@ -38,6 +38,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <unordered_map>
+#include <vector>
 
 namespace parcagpu::trace {
 
@@ -89,7 +90,8 @@ class TimestampCheck {
 
   // Judges one record; a possible one is remembered for the stream and device checks.
   Impossible check(const KernelTimes &k);
-  // A process gone: its streams and devices.
+  // A process gone: its streams and devices. Costs what that process had (an index by pid), not
+  // what every process has: every process exiting on the machine comes here (issue 44).
   void forget_process(uint32_t pid);
 
   uint64_t count(Impossible r) const { return counts_[static_cast<size_t>(r)]; }
@@ -135,6 +137,12 @@ class TimestampCheck {
   Limits limits_;
   std::unordered_map<Key, Window, KeyHash> streams_;
   std::unordered_map<uint64_t, Device> devices_;
+  // Per pid, its streams' keys and its devices' keys (key.a: pid << 32 | device).
+  struct Owned {
+    std::vector<Key> streams;
+    std::vector<uint64_t> devices;
+  };
+  std::unordered_map<uint32_t, Owned> by_pid_;
   std::array<uint64_t, static_cast<size_t>(Impossible::kCount)> counts_{};
 };
 

@@ -1,6 +1,7 @@
 #include "tracer.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cinttypes>
 #include <cstddef>
 #include <cstring>
@@ -28,18 +29,21 @@ Json frame_json(const Frame &f) {
   return j;
 }
 
-bool write_file(const std::string &path, const std::string &text) {
-  if (path == "-") {
-    const bool ok = std::fwrite(text.data(), 1, text.size(), stdout) == text.size();
-    return std::fflush(stdout) == 0 && ok;
+// Writes `text` to the file of option `flag` ("-": stdout). A failure says which option and file
+// and why, once: a full disk shows only when the buffered data is written, at fflush / fclose.
+bool write_file(const char *flag, const std::string &path, const std::string &text) {
+  const bool to_stdout = path == "-";
+  FILE *f = to_stdout ? stdout : std::fopen(path.c_str(), "we");
+  int err = f ? 0 : errno;
+  if (f) {
+    if (std::fwrite(text.data(), 1, text.size(), f) != text.size()) err = errno ? errno : EIO;
+    errno = 0;
+    if ((to_stdout ? std::fflush(f) : std::fclose(f)) != 0 && !err) err = errno ? errno : EIO;
   }
-  FILE *f = std::fopen(path.c_str(), "we");
-  if (!f) {
-    std::fprintf(stderr, "parcagpu-trace: cannot write %s: %s\n", path.c_str(), std::strerror(errno));
-    return false;
-  }
-  const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
-  return std::fclose(f) == 0 && ok;
+  if (!err) return true;
+  std::fprintf(stderr, "parcagpu-trace: %s %s: cannot write it: %s\n", flag,
+               to_stdout ? "- (stdout)" : path.c_str(), std::strerror(err));
+  return false;
 }
 
 }  // namespace
@@ -51,6 +55,13 @@ Tracer::Tracer(const Options &o)
       joiner_(Joiner::Limits{o.max_pending, static_cast<uint64_t>(o.max_age_s * 1e9), 1 << 16}, this),
       captures_(stacks_, joiner_.names()) {
   resolver_.before_symbolize = [this] { drain_mapping_records(); };
+  // Kernel names the library handed over as stand-ins: whole where an extension (--pc) read the
+  // cubin that has them.
+  joiner_.names().set_whole_names([this](std::string_view name) -> const std::string * {
+    for (const auto &v : extensions_)
+      if (const std::string *whole = v->whole_name(name)) return whole;
+    return nullptr;
+  });
 }
 
 int Tracer::handle(void *ctx, void *data, size_t size) {
@@ -636,12 +647,17 @@ bool Tracer::report(const Summary &s) const {
     print_summary(report_out_, s, opt_.verbose);
     for (const auto &v : extensions_) v->print(report_out_);
   }
-  std::fflush(report_out_);
   bool ok = true;
-  if (!opt_.json_path.empty()) ok &= write_file(opt_.json_path, json_line(json(false)) + "\n");
+  errno = 0;
+  if (std::fflush(report_out_) != 0 || std::ferror(report_out_)) {  // stdout on a full disk, say
+    std::fprintf(stderr, "parcagpu-trace: the report on %s: cannot write it: %s\n",
+                 report_out_ == stdout ? "stdout" : "stderr", std::strerror(errno ? errno : EIO));
+    ok = false;
+  }
+  if (!opt_.json_path.empty()) ok &= write_file("--json", opt_.json_path, json_line(json(false)) + "\n");
   if (!opt_.folded_path.empty() || !opt_.svg_path.empty()) {
     const std::vector<FoldedStack> folded = folded_stacks(profile_, stacks_, joiner_.names());
-    if (!opt_.folded_path.empty()) ok &= write_file(opt_.folded_path, folded_text(folded));
+    if (!opt_.folded_path.empty()) ok &= write_file("--folded", opt_.folded_path, folded_text(folded));
     if (!opt_.svg_path.empty()) {
       FlameGraphOptions fo;
       if (opt_.capture_sites) fo.title = "GPU time by launch stack (graph kernels by capture stack)";
@@ -650,7 +666,7 @@ bool Tracer::report(const Summary &s) const {
                     human_ns(s.gpu_ns_matched).c_str(), s.kernels_matched,
                     static_cast<size_t>(s.stacks_total), s.stacks_total == 1 ? "" : "s", PARCAGPU_VERSION);
       fo.subtitle = sub;
-      ok &= write_file(opt_.svg_path, flamegraph_svg(folded, fo));
+      ok &= write_file("--svg", opt_.svg_path, flamegraph_svg(folded, fo));
     }
   }
   if (!opt_.pprof_path.empty()) {
@@ -659,12 +675,19 @@ bool Tracer::report(const Summary &s) const {
     PprofInfo info;
     info.duration_nanos = static_cast<int64_t>(s.duration_s * 1e9);
     info.time_nanos = static_cast<int64_t>(now.tv_sec) * 1000000000 + now.tv_nsec - info.duration_nanos;
+    std::vector<PprofPcSample> pc_samples;
+    bool with_pc = false;
+    for (const auto &v : extensions_) {
+      with_pc |= v->has_pprof_samples();
+      v->add_pprof(&pc_samples);
+    }
+    if (with_pc) info.pc_samples = &pc_samples;
     std::string gz;
     if (!gzip_compress(pprof_profile(profile_, stacks_, joiner_.names(), processes_, info), &gz)) {
       std::fprintf(stderr, "parcagpu-trace: --pprof %s: zlib could not compress the profile\n", opt_.pprof_path.c_str());
       ok = false;
     } else {
-      ok &= write_file(opt_.pprof_path, gz);
+      ok &= write_file("--pprof", opt_.pprof_path, gz);
     }
   }
   return ok;

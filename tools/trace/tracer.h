@@ -77,6 +77,8 @@ class Tracer : public MatchSink {
   void begin_output();              // headers (-k)
   void tick(uint64_t now_ns) { joiner_.tick(now_ns); }
   void set_closing() { joiner_.set_closing(); }
+  // An event the exit had no time left to read (parcagpu_trace.cc): counted, not decoded.
+  void left_at_exit() { ++meta_.events_left_at_exit; }
   const Joiner &joiner() const { return joiner_; }
 
   // The last interval's GPU time by stack (text, or a JSON line), then a new interval.

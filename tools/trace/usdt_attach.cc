@@ -34,12 +34,28 @@ int attach_usdt(const std::vector<UsdtProgram> &programs, const std::string &pat
   return n;
 }
 
-void destroy_links(std::vector<UsdtLink> *links, const char *probe) {
-  std::erase_if(*links, [probe](const UsdtLink &l) {
-    if (probe && std::strcmp(l.probe, probe) != 0) return false;
-    bpf_link__destroy(l.link);
+std::vector<bpf_link *> take_links(std::vector<UsdtLink> *links, bool (*keep)(const char *probe)) {
+  std::vector<bpf_link *> taken;
+  std::erase_if(*links, [keep, &taken](const UsdtLink &l) {
+    if (keep(l.probe)) return false;
+    taken.push_back(l.link);
     return true;
   });
+  return taken;
+}
+
+void destroy_links(std::vector<UsdtLink> *links, const char *probe) {
+  std::vector<bpf_link *> doomed;
+  std::erase_if(*links, [probe, &doomed](const UsdtLink &l) {
+    if (probe && std::strcmp(l.probe, probe) != 0) return false;
+    doomed.push_back(l.link);
+    return true;
+  });
+  destroy_links(doomed);
+}
+
+void destroy_links(const std::vector<bpf_link *> &links) {
+  for (bpf_link *l : links) bpf_link__destroy(l);
 }
 
 }  // namespace parcagpu::trace

@@ -48,5 +48,11 @@ int attach_usdt(const std::vector<UsdtProgram> &programs, const std::string &pat
 
 // Destroys the links of `probe`, or all of them when it is null.
 void destroy_links(std::vector<UsdtLink> *links, const char *probe = nullptr);
+// Takes the links whose probe `keep` does not want out of `links`, for the caller to destroy.
+std::vector<bpf_link *> take_links(std::vector<UsdtLink> *links, bool (*keep)(const char *probe));
+// Destroys `links` (what take_links took), one after the other: libbpf's USDT links of one BPF
+// object share its USDT manager's bookkeeping, which is not thread-safe. The kernel's uprobe
+// unregistration waits 0.1-0.3 s per link.
+void destroy_links(const std::vector<bpf_link *> &links);
 
 }  // namespace parcagpu::trace

@@ -166,6 +166,84 @@ TEST(Summary, ReadFailuresAreSummedFromTheCounters) {
                      "\"record_ptrs\":0,\"record\":2,"));
 }
 
+TEST(Summary, AnEagerLaunchMatchesItsFirstKernelOnlyAsTheAgentDoes) {
+  // cuLaunchCooperativeKernelMultiDevice (-480) on two devices: two kernels of one eager ID. The
+  // agent forgets an eager launch at its first kernel: the second is an orphan.
+  Summary s(no_memory);
+  feed(s, corr(3, 20, -480));
+  ac_kernel_event k = kernel(3, 20);
+  feed(s, k);
+  k.device_id = 1;
+  feed(s, k);
+  const std::string j = s.json();
+  EXPECT_TRUE(Holds(j, "\"kernel_records\":2,\"invalid_timestamps\":0,\"matched\":1,"
+                       "\"orphan_kernels\":1,"));
+  EXPECT_TRUE(Holds(j, "\"eager_kernels_unmatched\":1"));
+}
+
+TEST(Summary, TheAgentKeepsTheLastGpuConfigOfAProcess) {
+  Summary s(no_memory);
+  ac_gpu_config_event g{AC_EV_GPU_CONFIG, 5, 0, 11, 1980000, 132};
+  feed(s, g);
+  g.device_id = 1;
+  g.sampling_factor = 12;  // another factor on device 1: it replaces device 0's
+  feed(s, g);
+  const std::string j = s.json();
+  EXPECT_TRUE(Holds(j, "\"gpu_config\":{\"device\":1,\"sampling_factor\":12,"));
+  EXPECT_TRUE(Holds(j, "\"gpu_config_overwrites\":1"));
+}
+
+uint32_t ring_full(ac_probe p) { return static_cast<uint32_t>(AC_STAT_RING_FULL) + p; }
+
+TEST(Summary, WhatTheAgentWouldHaveLostIsSaidPerProbeWithTheRingSize) {
+  Summary s(no_memory);
+  s.set_ring_bytes(1u << 20);
+  // A pc_sample_batch firing of 1024 that found the ring full at record 300: one refused
+  // reservation, 724 records given up; 3 more given up after a failed read; 2 kernel records and
+  // a cubin_loaded the full ring refused.
+  s.add_stat(9, ring_full(AC_PROBE_PC_SAMPLE_BATCH), 1);
+  s.add_stat(9, AC_STAT_PC_ABANDONED, 727);
+  s.add_stat(9, AC_STAT_PC_RING_FULL, 724);
+  s.add_stat(9, AC_STAT_PC_OVER_CAP, 6);
+  s.add_stat(9, ring_full(AC_PROBE_ACTIVITY_BATCH), 2);
+  s.add_stat(9, AC_STAT_BATCH_OVER_CAP, 4);
+  s.add_stat(9, ring_full(AC_PROBE_CUBIN_LOADED), 1);
+  const std::string j = s.json();
+  EXPECT_TRUE(Holds(j, "{\"ring_bytes\":1048576,"));
+  EXPECT_TRUE(Holds(j, "\"ringbuf_drops\":4,\"lost\":{"
+                       "\"activity_batch\":{\"ring_full\":2,\"over_cap\":4,\"read_failed\":0},"
+                       "\"kernel_executed\":{\"ring_full\":0,\"over_cap\":0,\"read_failed\":0},"
+                       "\"pc_sample_batch\":{\"ring_full\":724,\"over_cap\":6,\"read_failed\":3},"
+                       "\"cubin_loaded\":{\"ring_full\":1,"));
+  EXPECT_TRUE(Holds(j, "\"own_ring_drops\":0"));
+}
+
+TEST(Summary, NamesReadToTheAgentsLimitAreCountedAsCut) {
+  Summary s(no_memory);
+  ac_kernel_event k{};
+  k.type = AC_EV_KERNEL;
+  k.pid = 4;
+  k.start = 1;
+  k.end = 2;
+  std::memset(k.name, 'k', sizeof k.name - 1);  // 255 bytes read: the agent's limit
+  ASSERT_TRUE(s.on_event(&k, sizeof k));
+  std::strcpy(k.name, "short");
+  ASSERT_TRUE(s.on_event(&k, sizeof k));
+  ac_pc_sample_event pc{};
+  pc.type = AC_EV_PC_SAMPLE;
+  pc.pid = 4;
+  std::memset(pc.function_name, 'f', sizeof pc.function_name - 1);  // 127 bytes
+  ASSERT_TRUE(s.on_event(&pc, sizeof pc));
+  // The agent ring's room for a kernel event: read, not counted.
+  uint8_t slot[AC_AGENT_KERNEL_EVENT_SIZE] = {};
+  const uint32_t header[2] = {AC_EV_KERNEL_SLOT, 4};
+  std::memcpy(slot, header, sizeof header);
+  EXPECT_TRUE(s.on_event(slot, sizeof slot));
+  EXPECT_EQ(s.processes().at(4).kernel_names_cut, 1u);
+  EXPECT_EQ(s.processes().at(4).kernel_records, 2u);
+  EXPECT_EQ(s.processes().at(4).pc_function_names_cut, 1u);
+}
+
 TEST(Summary, PcSamplesUseTheFirstStallReasonCountEntriesAndTheStallMap) {
   Summary s(no_memory);
   ac_stall_map_event m{};

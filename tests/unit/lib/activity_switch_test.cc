@@ -295,3 +295,52 @@ TEST_F(ActivitySwitchTest, ForceOffIgnoresTheHoldAndTheBackOff) {
 
 }  // namespace
 }  // namespace parcagpu
+
+namespace parcagpu {
+namespace {
+
+// Issue 42: the launch path tells a launch whose kernels are recorded by the recording word read
+// at its ENTER and EXIT: settled and on, settled and off, or switched meanwhile (the word read
+// while a cuptiActivityEnable/Disable call is under way is never settled).
+TEST_F(ActivitySwitchTest, RecordingWordSaysWhetherALaunchWasRecorded) {
+  ActivitySwitch s(api_, ActivityMode::AroundLaunch, nullptr, &fake_clock);
+  s.arm(true);
+  const uint64_t off = s.recording_word();
+  EXPECT_FALSE(ActivitySwitch::recording_on(off));
+  EXPECT_TRUE(ActivitySwitch::recording_settled(off, s.recording_word()));
+  ASSERT_TRUE(s.launch_begin());
+  const uint64_t on = s.recording_word();
+  EXPECT_TRUE(ActivitySwitch::recording_on(on));
+  EXPECT_FALSE(ActivitySwitch::recording_settled(off, on)) << "switched on during the call";
+  EXPECT_TRUE(ActivitySwitch::recording_settled(on, s.recording_word()));
+  s.launch_end();
+  EXPECT_FALSE(ActivitySwitch::recording_on(s.recording_word()));
+  EXPECT_FALSE(ActivitySwitch::recording_settled(on, s.recording_word()));
+  // A disable that fails leaves it on.
+  ASSERT_TRUE(s.launch_begin());
+  fake_.disable_result = CUPTI_ERROR_UNKNOWN;
+  s.launch_end();
+  EXPECT_TRUE(ActivitySwitch::recording_on(s.recording_word()));
+}
+
+// What a launch reads while a toggle is under way (inside the CUPTI call): not settled.
+ActivitySwitch *g_switch_in_call = nullptr;
+uint64_t g_word_in_call = 0;
+CUptiResult enable_reading_word(CUpti_ActivityKind) {
+  g_word_in_call = g_switch_in_call->recording_word();
+  return CUPTI_SUCCESS;
+}
+
+TEST_F(ActivitySwitchTest, RecordingWordIsUnsettledDuringAToggle) {
+  api_.cuptiActivityEnable = &enable_reading_word;
+  ActivitySwitch s(api_, ActivityMode::AroundLaunch, nullptr, &fake_clock);
+  g_switch_in_call = &s;
+  s.arm(true);
+  ASSERT_TRUE(s.launch_begin());
+  EXPECT_FALSE(ActivitySwitch::recording_settled(g_word_in_call, g_word_in_call));
+  s.launch_end();
+  g_switch_in_call = nullptr;
+}
+
+}  // namespace
+}  // namespace parcagpu

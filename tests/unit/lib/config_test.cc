@@ -150,13 +150,66 @@ TEST(Config, UpstreamLibraryVariables) {
   EXPECT_TRUE(c.debug);
   EXPECT_EQ(c.eager_rate_limit, 250.0);
   EXPECT_EQ(c.graph_rate_limit, 30.0);
-  // Upstream before its April 2026 rewrite: set to anything, the rate limiter is off.
-  for (const char *v : {"1", "", "0"}) {
+  // Upstream before its April 2026 rewrite: set, the rate limiter is off.
+  for (const char *v : {"1", "", "true", "YES", "on"}) {
     w.clear();
     c = Env{{{"PARCAGPU_LIMITER_DISABLE", v}, {"PARCAGPU_RATE_LIMIT", "5"}}}.parse(&w);
     EXPECT_TRUE(w.empty()) << v;
     EXPECT_GE(c.eager_rate_limit, 1e9) << v;
     EXPECT_GE(c.graph_rate_limit, 1e9) << v;
+  }
+}
+
+// PARCAGPU_LIMITER_DISABLE=0 says "not disabled" (issue 44): every boolean variable reads its
+// value alike, as PARCAGPU_DEBUG does; a value that is no boolean is said and changes nothing.
+TEST(Config, LimiterDisableIsABoolean) {
+  for (const char *v : {"0", "false", "no", "off", "OFF"}) {
+    std::vector<ConfigWarning> w;
+    const Config c = Env{{{"PARCAGPU_LIMITER_DISABLE", v}, {"PARCAGPU_RATE_LIMIT", "5"}}}.parse(&w);
+    EXPECT_TRUE(w.empty()) << v;
+    EXPECT_EQ(c.eager_rate_limit, 5.0) << v;
+    EXPECT_EQ(c.graph_rate_limit, 20.0) << v;
+  }
+  std::vector<ConfigWarning> w;
+  const Config c = Env{{{"PARCAGPU_LIMITER_DISABLE", "maybe"}}}.parse(&w);
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_EQ(w[0].variable, "PARCAGPU_LIMITER_DISABLE");
+  EXPECT_NE(w[0].reason.find("not a boolean"), std::string::npos) << w[0].reason;
+  EXPECT_EQ(c.eager_rate_limit, 100.0);
+}
+
+// Every boolean variable goes through one parser: the same words mean on and off for each, and
+// the same unclear value gets the same warning.
+TEST(Config, EveryBooleanVariableReadsAlike) {
+  struct Case {
+    const char *var;
+    bool Config::*field;  // nullptr: read through the rate limits (PARCAGPU_LIMITER_DISABLE)
+  };
+  const Case cases[] = {{"PARCAGPU_DEBUG", &Config::debug},
+                        {"PARCAGPU_PC_SAMPLING", &Config::pc_sampling},
+                        {"PARCAGPU_PC_GRAPHS", &Config::pc_graphs},
+                        {"PARCAGPU_PC_GRAPH_SHADOWS", &Config::pc_graph_shadows},
+                        {"PARCAGPU_ACTIVITY_HOST_MEMORY", &Config::activity_host_memory},
+                        {"PARCAGPU_LIMITER_DISABLE", nullptr}};
+  for (const Case &k : cases) {
+    auto read = [&](const char *value, std::vector<ConfigWarning> *w) {
+      const Config c = Env{{{k.var, value}}}.parse(w);
+      return k.field ? c.*k.field : c.eager_rate_limit >= 1e9;
+    };
+    for (const char *on : {"1", "true", "Yes", "ON"}) {
+      std::vector<ConfigWarning> w;
+      EXPECT_TRUE(read(on, &w)) << k.var << "=" << on;
+      EXPECT_TRUE(w.empty()) << k.var << "=" << on;
+    }
+    for (const char *off : {"0", "false", "No", "OFF"}) {
+      std::vector<ConfigWarning> w;
+      EXPECT_FALSE(read(off, &w)) << k.var << "=" << off;
+      EXPECT_TRUE(w.empty()) << k.var << "=" << off;
+    }
+    std::vector<ConfigWarning> w;
+    read("2", &w);
+    ASSERT_EQ(w.size(), 1u) << k.var;
+    EXPECT_EQ(w[0].reason, "not a boolean (use 1/0, true/false, yes/no, on/off)") << k.var;
   }
 }
 

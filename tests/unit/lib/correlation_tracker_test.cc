@@ -20,6 +20,49 @@ TEST(CorrelationTracker, EagerDeliversItsOneKernelThenForgets) {
   EXPECT_EQ(t.stats().completed, 1u);
 }
 
+TEST(CorrelationTracker, AMultiDeviceLaunchDeliversEachDevicesKernelUnderAnIdOfItsOwn) {
+  // cuLaunchCooperativeKernelMultiDevice on three GPUs: one eager ID, three kernels. The agent
+  // matches one kernel per eager ID, so the second and third go under IDs of the launch's own,
+  // which its EXIT announces (take_own_ids, once).
+  CorrelationTracker t(100, 1000 * kMs);
+  ASSERT_TRUE(t.insert(40, LaunchKind::Eager, 1 * kMs, 3));
+  uint32_t as = 0;
+  EXPECT_TRUE(t.on_kernel(40, 2 * kMs, &as));
+  EXPECT_EQ(as, 40u);
+  EXPECT_TRUE(t.on_kernel(40, 2 * kMs, &as));
+  EXPECT_EQ(as, CorrelationTracker::kOwnIdTop);
+  uint32_t first = 0;
+  EXPECT_EQ(t.take_own_ids(40, &first), 2u);  // EXIT, between the kernels
+  EXPECT_EQ(first, CorrelationTracker::kOwnIdTop);
+  EXPECT_EQ(t.take_own_ids(40, &first), 0u);  // once
+  EXPECT_TRUE(t.on_kernel(40, 3 * kMs, &as));
+  EXPECT_EQ(as, CorrelationTracker::kOwnIdTop - 1);
+  EXPECT_FALSE(t.on_kernel(40, 3 * kMs, &as));  // all three seen: complete
+  EXPECT_EQ(t.stats().completed, 1u);
+  // The next one's IDs follow on; an eager launch on one GPU has none.
+  ASSERT_TRUE(t.insert(41, LaunchKind::Eager, 4 * kMs, 2));
+  ASSERT_TRUE(t.insert(42, LaunchKind::Eager, 4 * kMs, 1));
+  EXPECT_EQ(t.take_own_ids(42, &first), 0u);
+  EXPECT_EQ(t.take_own_ids(41, &first), 1u);
+  EXPECT_EQ(first, CorrelationTracker::kOwnIdTop - 2);
+}
+
+TEST(CorrelationTracker, OwnIdsOutliveTheirEntryUntilAnnouncedAndGoWithARemovedLaunch) {
+  CorrelationTracker t(100, 1000 * kMs);
+  ASSERT_TRUE(t.insert(50, LaunchKind::Eager, 1 * kMs, 2));
+  uint32_t as = 0, first = 0;
+  // Both kernels flushed before the launch's EXIT: the IDs are still there to announce.
+  EXPECT_TRUE(t.on_kernel(50, 2 * kMs, &as));
+  EXPECT_TRUE(t.on_kernel(50, 2 * kMs, &as));
+  EXPECT_EQ(as, CorrelationTracker::kOwnIdTop);
+  EXPECT_EQ(t.take_own_ids(50, &first), 1u);
+  EXPECT_EQ(first, CorrelationTracker::kOwnIdTop);
+  // A launch given up (abandoned, captured) never announces them.
+  ASSERT_TRUE(t.insert(51, LaunchKind::Eager, 3 * kMs, 2));
+  t.remove(51);
+  EXPECT_EQ(t.take_own_ids(51, &first), 0u);
+}
+
 TEST(CorrelationTracker, UnannouncedKernelsAreNotDelivered) {
   CorrelationTracker t(100, 1000 * kMs);
   EXPECT_FALSE(t.on_kernel(42, kMs));

@@ -188,3 +188,130 @@ TEST(GraphConditional, KernelsOfAnUnannouncedLaunchAreNotHandedToItsSibling) {
 
 }  // namespace
 }  // namespace parcagpu
+
+namespace parcagpu {
+namespace {
+
+// A conditional exec `exec` (handle and graph ID) whose WHILE body is graph exec + 1.
+void instantiate_conditional(GraphTracker &g, uintptr_t exec) {
+  CUpti_GraphData cond{};
+  cond.graph = reinterpret_cast<CUgraph>(exec);
+  cond.nodeType = CU_GRAPH_NODE_TYPE_CONDITIONAL;
+  g.on_node_cloned(&cond);
+  CUpti_GraphData body{};
+  body.graph = reinterpret_cast<CUgraph>(exec + 1);
+  g.on_node_created(&body);
+  exec_event(g, exec, true);
+}
+
+// Issue 42: at the default rates four threads instantiated, launched and destroyed conditional
+// graphs by the hundred thousand between two flushes; the destroyed ones were kept among the
+// last 1,024 only, so an announced launch's exec was gone when its body kernels came. Kept now
+// while an announced launch of it awaits kernels, whatever else is destroyed meanwhile.
+TEST(GraphConditional, AnAnnouncedLaunchsExecOutlivesChurn) {
+  const CuptiApi cupti = cupti_with_ids();
+  GraphTracker g(cupti, nullptr);
+  instantiate_conditional(g, 10);
+  g.on_conditional_launch(reinterpret_cast<const void *>(uintptr_t{10}), 500, 100);
+  exec_event(g, 10, false);
+  for (uintptr_t e = 20; e < 20 + 2 * 100000; e += 2) {  // never announced
+    instantiate_conditional(g, e);
+    exec_event(g, e, false);
+  }
+  EXPECT_EQ(g.execs_stored(), 1u) << "the unannounced ones go at their destroy";
+  auto alive = [](uint32_t c) { return c == 500; };
+  bool unknown = true;
+  EXPECT_EQ(g.conditional_owner(11, 110, 120, alive, &unknown), 500u);
+  EXPECT_FALSE(unknown);
+  // A body kernel of a never-announced exec: no exec known, and none can have been an announced
+  // launch's (not a loss).
+  EXPECT_EQ(g.conditional_owner(21, 110, 120, alive, &unknown), 0u);
+  EXPECT_TRUE(unknown);
+  EXPECT_FALSE(g.owners_may_be_unknown());
+  EXPECT_EQ(g.stats().conditional_owners_forgotten, 0u);
+  // Let go once its launch is no longer tracked.
+  g.prune_retired(alive);
+  EXPECT_EQ(g.execs_stored(), 1u);
+  g.prune_retired([](uint32_t) { return false; });
+  EXPECT_EQ(g.execs_stored(), 0u);
+}
+
+// A body kernel that started before the announced launch was issued is an earlier launch's (one
+// not announced): before, it was handed to the oldest launch in flight ("clocks disagree").
+TEST(GraphConditional, AKernelStartedBeforeTheLaunchIsNotItsKernel) {
+  const CuptiApi cupti = cupti_with_ids();
+  GraphTracker g(cupti, nullptr);
+  instantiate_conditional(g, 30);
+  g.on_conditional_launch(reinterpret_cast<const void *>(uintptr_t{30}), 600, 1000);
+  auto alive = [](uint32_t) { return true; };
+  EXPECT_EQ(g.conditional_owner(31, 900, 950, alive), 0u);
+  EXPECT_EQ(g.conditional_owner(31, 1010, 1020, alive), 600u);
+  EXPECT_EQ(g.stats().conditional_unannounced, 1u);
+  EXPECT_EQ(g.stats().conditional_records, 1u);
+}
+
+// Graph IDs that failed at instantiation: a record of an unknown graph may then be an announced
+// launch's, and is said lost.
+CUptiResult CUPTIAPI graph_id_fails(CUgraph, uint32_t *) { return CUPTI_ERROR_UNKNOWN; }
+
+TEST(GraphConditional, OwnersMayBeUnknownOnceGraphIdsFailed) {
+  CuptiApi cupti = cupti_with_ids();
+  GraphTracker ok(cupti, nullptr);
+  instantiate_conditional(ok, 40);
+  EXPECT_FALSE(ok.owners_may_be_unknown());
+  cupti.cuptiGetGraphId = &graph_id_fails;
+  GraphTracker failing(cupti, nullptr);
+  instantiate_conditional(failing, 40);
+  EXPECT_TRUE(failing.owners_may_be_unknown());
+}
+
+}  // namespace
+}  // namespace parcagpu
+
+namespace parcagpu {
+namespace {
+
+// Issue 42: the launch after an announced one ran while kernel activity was held on for it; its
+// body kernels (correlation ID 0 like the announced one's) went to the announced launch. Noted
+// as recorded, it keeps them.
+TEST(GraphConditional, ARecordedUnannouncedLaunchKeepsItsKernels) {
+  const CuptiApi cupti = cupti_with_ids();
+  GraphTracker g(cupti, nullptr);
+  EXPECT_FALSE(g.conditional_execs_live());
+  instantiate_conditional(g, 50);
+  EXPECT_TRUE(g.conditional_execs_live());
+  const void *exec = reinterpret_cast<const void *>(uintptr_t{50});
+  g.on_conditional_launch(exec, 700, 1000);
+  EXPECT_TRUE(g.on_conditional_recorded(exec, 701, 2000, true));
+  auto alive = [](uint32_t c) { return c == 700; };
+  EXPECT_EQ(g.conditional_owner(51, 1100, 1200, alive), 700u);
+  EXPECT_EQ(g.conditional_owner(51, 1300, 1400, alive), 700u);
+  EXPECT_EQ(g.conditional_owner(51, 2100, 2200, alive), 0u) << "the unannounced launch's";
+  EXPECT_EQ(g.conditional_owner(51, 2300, 2400, alive), 0u);
+  EXPECT_EQ(g.stats().conditional_records, 2u);
+  EXPECT_EQ(g.stats().conditional_unannounced, 2u);
+  // Not for an exec without conditional nodes.
+  instantiate(g, 60, 1);
+  EXPECT_FALSE(g.on_conditional_recorded(reinterpret_cast<const void *>(uintptr_t{60}), 702,
+                                         3000, true));
+  exec_event(g, 50, false);
+  EXPECT_FALSE(g.conditional_execs_live());
+}
+
+// One whose kernels may not have been recorded (activity switched during its call) does not take
+// the kernels of the announced launch after it as a queued launch's.
+TEST(GraphConditional, AMaybeUnrecordedLaunchDoesNotTakeTheNextOnesKernels) {
+  const CuptiApi cupti = cupti_with_ids();
+  GraphTracker g(cupti, nullptr);
+  instantiate_conditional(g, 70);
+  const void *exec = reinterpret_cast<const void *>(uintptr_t{70});
+  EXPECT_TRUE(g.on_conditional_recorded(exec, 800, 1000, true));
+  g.on_conditional_maybe_unrecorded(exec, 800);
+  g.on_conditional_launch(exec, 801, 1100);
+  auto alive = [](uint32_t c) { return c == 801; };
+  EXPECT_EQ(g.conditional_owner(71, 1200, 1300, alive), 801u);
+  EXPECT_EQ(g.conditional_owner(71, 1400, 1500, alive), 801u);
+}
+
+}  // namespace
+}  // namespace parcagpu

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <string>
 
 namespace parcagpu {
@@ -55,9 +56,11 @@ TEST_F(PcDeviceLockTest, AnotherProcessIsKeptOutAndGetsItOnceTheHolderIsGone) {
   EXPECT_EQ(child_result(), PcDeviceLocks::Result::kAcquired);
 }
 
-TEST_F(PcDeviceLockTest, NoLockFileMeansNotCoordinatedNotBusy) {
+TEST_F(PcDeviceLockTest, NoLockFileIsUnavailableNotBusyAndSaysWhy) {
   PcDeviceLocks a(dir_ + "/missing");
   EXPECT_EQ(a.try_acquire("any"), PcDeviceLocks::Result::kUnavailable);
+  EXPECT_STREQ(a.failed_call(), "open");
+  EXPECT_EQ(a.failed_errno(), ENOENT);
   a.release("any");  // harmless
 }
 

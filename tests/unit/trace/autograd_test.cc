@@ -92,7 +92,6 @@ TEST(Autograd, Stack) {
   EXPECT_EQ(names(autograd_stack(cut_beyond, "MmBackward0", {}, false)).back(), "[stack cut short]");
   const Frame label = autograd_stack(shallow, "X", {})[1];
   EXPECT_EQ(label.text(), "[backward] X");
-  EXPECT_EQ(label.site_text(), "[backward] X");
 }
 
 }  // namespace

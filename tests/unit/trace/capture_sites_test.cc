@@ -100,7 +100,7 @@ TEST(CaptureSitesTest, KernelOfAClonedNodeIsAttributed) {
   EXPECT_EQ(sum.capture_sites[0].total_ns, 400u);
   EXPECT_EQ(sum.capture_sites[0].captured_at, "capture_phase");
   EXPECT_EQ(sum.capture_sites[0].captured_at_index, 3);
-  EXPECT_EQ(sum.capture_sites[0].stack.front(), "cudaLaunchKernel (libcudart.so.13)");
+  EXPECT_EQ(sum.capture_sites[0].stack.front(), "cudaLaunchKernel+0x10 (libcudart.so.13)");  // no line: the offset
   EXPECT_EQ(sum.capture_sites[1].kernel, "_Z5k_mulPfi");
   EXPECT_EQ(sum.capture_sites[1].total_ns, 200u);
 }
@@ -207,9 +207,9 @@ TEST(CaptureSitesTest, JsonKeys) {
   ASSERT_EQ(j["capture_sites"].size(), 1u);
   EXPECT_EQ(json_line(j["capture_sites"][0]),
             "{\"kernel\":\"_Z5k_addPfi\",\"demangled\":\"k_add(float*, int)\",\"records\":1,"
-            "\"total_ns\":100,\"captured_at\":\"capture_phase\",\"stack\":[\"cudaLaunchKernel "
-            "(libcudart.so.13)\",\"__device_stub__Z5k_addPfi (app)\",\"k_add (app)\","
-            "\"capture_phase (app)\",\"main (app)\"]}");
+            "\"total_ns\":100,\"captured_at\":\"capture_phase\",\"stack\":[\"cudaLaunchKernel+0x10 "
+            "(libcudart.so.13)\",\"__device_stub__Z5k_addPfi+0x10 (app)\",\"k_add+0x10 (app)\","
+            "\"capture_phase+0x10 (app)\",\"main+0x10 (app)\"]}");
 }
 
 // ---- names and stacks ----

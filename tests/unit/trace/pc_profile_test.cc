@@ -6,6 +6,8 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -151,6 +153,129 @@ TEST(PcProfile, KernelsStallsLaunchesAndLines) {
   EXPECT_NE(j.find("\"records\":3,\"samples\":67,\"pairs\":5"), std::string::npos) << j;
 }
 
+// The mock cubin's function symbols with `part` in their names, by symbol-table index.
+std::map<uint32_t, std::string> functions_named(const CubinLines &lines, const char *part) {
+  std::map<uint32_t, std::string> out;
+  for (uint32_t i = 0; i < 4096; ++i)
+    if (const std::string *f = lines.function_at(i); f && f->find(part) != std::string::npos)
+      out[i] = *f;
+  return out;
+}
+
+// Issue 43 item 2: the probe's copy of a PC record's function name ends at 127 bytes, as the
+// production consumer's does. The mock cubin's long-named kernels (tools/mock/pc_kernels.cu)
+// share their first 127 bytes: cut there they were one kernel with an undemangleable name. Each
+// is its own kernel, named by its cubin's symbol at CUPTI's functionIndex, whole and demangled.
+TEST(PcProfile, NamesCutByTheProbeAreWholeFromTheCubin) {
+  const std::vector<uint8_t> bytes = mock_cubin();
+  const uint64_t crc = PcProfile::crc32(bytes.data(), bytes.size());
+  CubinLines lines;
+  std::string error;
+  ASSERT_TRUE(lines.load(bytes.data(), bytes.size(), &error)) << error;
+  const auto long_ones = functions_named(lines, "a_namespace_whose_name_alone");
+  ASSERT_EQ(long_ones.size(), 4u);
+  PcProfile p;
+  p.on_cubin(7, crc, bytes.size(), bytes);
+  PcSample s;
+  s.pid = 7;
+  s.cubin_crc = crc;
+  s.pc_offset = 0x10;
+  s.stalls = {{14, 3}};
+  for (const auto &[index, name] : long_ones) {
+    ASSERT_GT(name.size(), PV_FUNCTION_NAME_LEN - 1u);
+    s.function = name.substr(0, PV_FUNCTION_NAME_LEN - 1);  // as the probe copies it
+    s.function_index = index;
+    p.on_sample(s);
+  }
+  // The same cut name from a cubin that was never read: left cut, but still two kernels.
+  s.cubin_crc = crc + 1;
+  for (uint32_t index : {1u, 2u}) {
+    s.function_index = index;
+    p.on_sample(s);
+  }
+  const Json j = p.json();
+  std::set<std::string> whole, cut;
+  for (const Json &k : j["kernels"]) {
+    const std::string f = k["function"];
+    if (k.value("name_cut", false)) {
+      cut.insert(f + "/" + std::to_string(k["function_index"].get<uint32_t>()));
+    } else {
+      whole.insert(f);
+      EXPECT_NE(k.value("demangled", std::string()).find("::"), std::string::npos) << k;
+      EXPECT_NE(json_line(k).find("pc_kernels.cu:"), std::string::npos) << "its lines: " << k;
+    }
+  }
+  std::set<std::string> expected;
+  for (const auto &kv : long_ones) expected.insert(kv.second);
+  EXPECT_EQ(whole, expected);
+  EXPECT_EQ(cut.size(), 2u) << json_line(j);
+  EXPECT_EQ(j["names_completed_from_cubin"], 4);
+  EXPECT_EQ(j["names_left_cut"], 2);
+  const std::string text = test_output::printed([&](FILE *f) { p.print(f, 20); });
+  EXPECT_NE(text.find("::variant<1>(float*)"), std::string::npos) << text;
+  EXPECT_NE(text.find("::deep<2>(float*)"), std::string::npos) << text;
+  EXPECT_NE(text.find("[name cut: its cubin was not read]"), std::string::npos) << text;
+}
+
+// Issue 43 item 4: the kernels that ran with GPU time and got no PC samples are named at the
+// end, with why where it is known: no PC sampling in the process, code in no cubin published (CUPTI
+// does not attribute it), samples CUPTI did not attribute (reported by the library), a GPU time
+// below one sampling period, or else outside the sampling episodes. A kernel name the library
+// handed over as a stand-in is matched by its whole name.
+TEST(PcProfile, KernelsWithGpuTimeAndNoSamplesAreNamedWithWhy) {
+  const std::vector<uint8_t> bytes = mock_cubin();
+  const uint64_t crc = PcProfile::crc32(bytes.data(), bytes.size());
+  CubinLines lines;
+  std::string error;
+  ASSERT_TRUE(lines.load(bytes.data(), bytes.size(), &error)) << error;
+  const auto deep = functions_named(lines, "deepILi1E");
+  ASSERT_EQ(deep.size(), 1u);
+  const std::string deep_name = deep.begin()->second;
+  char stand_in[PARCAGPU_KERNEL_NAME_MAX + 1];
+  parcagpu_name_stand_in(deep_name.c_str(), PARCAGPU_KERNEL_NAME_MAX, stand_in);
+  PcProfile p;
+  auto ran = [&](uint32_t pid, const std::string &name, uint64_t ns) {
+    p.on_kernel(pid, name.data(), name.size(), 0, ns);
+  };
+  for (uint32_t pid : {7u, 9u}) {
+    p.on_cubin(pid, crc, bytes.size(), bytes);
+    p.on_gpu_config(pid, 0, 17, 1980000, 132);  // 2^17 cycles: 66198 ns per sample
+  }
+  PcSample s;
+  s.pid = 7;
+  s.cubin_crc = crc;
+  s.function = "_Z5k_addPfi";
+  s.stalls = {{14, 3}};
+  p.on_sample(s);
+  ran(7, "_Z5k_addPfi", 5000000);        // sampled: not listed
+  ran(7, "_Z9k_unknownPf", 4000000);     // no such function in the cubin
+  ran(7, "_Z5k_mulPfi", 20000);          // shorter than one sampling period
+  ran(7, "_Z5k_mulPfi", 20000);
+  ran(7, stand_in, 3000000);             // a stand-in: named whole
+  ran(8, "_Z5k_addPfi", 1000000);        // a process without PC sampling
+  ran(9, "_Z7softmaxPfPKfi", 2000000);   // CUPTI did not attribute some of pid 9's samples
+  p.on_library_error(9, "pc_sampling",
+                     "12 PC samples of kernels CUPTI does not attribute (non-user kernels: ...)");
+  const Json j = p.json();
+  std::map<std::string, Json> missed;
+  for (const Json &m : j["kernels_not_sampled"])
+    missed[std::to_string(m["pid"].get<uint32_t>()) + " " + m["function"].get<std::string>()] = m;
+  ASSERT_EQ(missed.size(), 5u) << j["kernels_not_sampled"];
+  EXPECT_EQ(missed["7 _Z9k_unknownPf"]["reason"], "not_in_cubins");
+  EXPECT_EQ(missed["7 _Z5k_mulPfi"]["reason"], "below_rate");
+  EXPECT_EQ(missed["7 _Z5k_mulPfi"]["gpu_ns"], 40000);
+  EXPECT_EQ(missed["7 _Z5k_mulPfi"]["kernels"], 2);
+  EXPECT_EQ(missed["7 " + deep_name]["reason"], "not_in_episodes");
+  EXPECT_EQ(missed["8 _Z5k_addPfi"]["reason"], "no_pc_sampling");
+  EXPECT_EQ(missed["9 _Z7softmaxPfPKfi"]["reason"], "not_attributed");
+  EXPECT_EQ(j["kernels_not_sampled"][0]["function"], "_Z9k_unknownPf") << "most GPU time first";
+  const std::string text = test_output::printed([&](FILE *f) { p.print(f, 20); });
+  EXPECT_NE(text.find("Kernels with GPU time and no PC samples: 5"), std::string::npos) << text;
+  EXPECT_NE(text.find("::deep<1>(float*)  (pid 7)"), std::string::npos) << text;
+  EXPECT_NE(text.find("k_unknown(float*)  (pid 7)"), std::string::npos) << text;
+  EXPECT_NE(text.find("below the rate"), std::string::npos) << text;
+}
+
 // Samples of launches the library did not announce come with correlation ID 0 (issue 28): a
 // GPU-only stack, not an error. They are counted apart from the samples under a CPU stack (an
 // announced ID) and from those of IDs never announced, and 0 is no launch.
@@ -212,7 +337,9 @@ TEST(PcSampling, DecodesTheTracersAndItsOwnEvents) {
   EXPECT_TRUE(pcs.wants(PT_EV_CORRELATION));
   EXPECT_TRUE(pcs.wants(PT_EV_CUBIN_LOADED));
   EXPECT_TRUE(pcs.wants(PT_EV_GPU_CONFIG));
-  EXPECT_FALSE(pcs.wants(PT_EV_KERNEL));
+  // Kernel records and the library's errors: which kernels with GPU time got no samples, and why.
+  EXPECT_TRUE(pcs.wants(PT_EV_KERNEL));
+  EXPECT_TRUE(pcs.wants(PT_EV_ERROR));
   EXPECT_FALSE(pcs.wants(PT_EV_ACTIVITY_BATCH));
   auto feed = [&pcs](auto &e, uint32_t type, size_t size = sizeof(e)) {
     e.h.type = type;

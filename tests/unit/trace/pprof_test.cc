@@ -205,6 +205,76 @@ TEST(PprofTest, SamplesCarryTheirProcessAndRank) {
   EXPECT_EQ(d.p.location_size(), 2);  // the one stack's locations, shared
 }
 
+// Issue 43 item 3: with --pc the PC samples go in as sample types of their own (pc_samples,
+// pc_gpu), one location per source line of the kernel (or per PC offset without a line),
+// labelled with the stall reason, the kernel, the device and the process as the GPU time is.
+TEST(PprofTest, PcSamplesAreTheirOwnSampleTypeByStallReasonAndLine) {
+  StackTable stacks;
+  NameTable names;
+  GpuProfile gp;
+  ProcessTable processes;
+  processes.read = [](uint32_t) {
+    ProcessInfo p;
+    p.comm = "train";
+    p.rank = 3;
+    return p;
+  };
+  const uint32_t site = stacks.intern({fr("launch(int)", "/src/a.cc", 10)});
+  gp.add(site, names.id("_Z5k_addPfi"), 300, {processes.id(100), 0});
+  std::vector<PprofPcSample> pc;
+  auto add = [&](int line, uint64_t off, const char *stall, uint64_t n) {
+    PprofPcSample x;
+    x.pid = 100;
+    x.device = 0;
+    x.kernel = "k_add(float*, int)";
+    x.module = "cubin 0x2a";
+    if (line) x.file = "/src/k.cu", x.line = line;
+    x.pc_offset = off;
+    x.stall = stall;
+    x.samples = n;
+    x.gpu_ns = n * 66;
+    pc.push_back(x);
+  };
+  add(12, 0x40, "long_scoreboard", 7);
+  add(12, 0x50, "barrier", 2);  // another PC of the same line: the same location
+  add(0, 0x90, "barrier", 1);   // no line: its own location, by offset
+  PprofInfo info;
+  info.pc_samples = &pc;
+  Decoded d;
+  ASSERT_TRUE(d.p.ParseFromString(pprof_profile(gp, stacks, names, processes, info)));
+  std::vector<std::string> types;
+  for (const pb::ValueType &t : d.p.sample_type()) types.push_back(d.s(t.type()) + "/" + d.s(t.unit()));
+  EXPECT_EQ(types, (std::vector<std::string>{"kernels/count", "gpu/nanoseconds", "pc_samples/count",
+                                             "pc_gpu/nanoseconds"}));
+  EXPECT_EQ(d.s(d.p.default_sample_type()), "gpu");
+  ASSERT_EQ(d.p.sample_size(), 4);
+  EXPECT_EQ(std::vector<int64_t>(d.p.sample(0).value().begin(), d.p.sample(0).value().end()),
+            (std::vector<int64_t>{1, 300, 0, 0}));
+  std::set<uint64_t> pc_locations;
+  for (int i = 1; i < 4; ++i) {
+    const pb::Sample &smp = d.p.sample(i);
+    EXPECT_EQ(smp.value(0), 0);
+    EXPECT_EQ(smp.value(1), 0);
+    EXPECT_EQ(smp.value(3), smp.value(2) * 66);
+    EXPECT_EQ(d.label(smp, "kernel"), "k_add(float*, int)");
+    EXPECT_EQ(d.label(smp, "comm"), "train");
+    std::map<std::string, int64_t> nums;
+    for (const pb::Label &l : smp.label())
+      if (l.str() == 0) nums[d.s(l.key())] = l.num();
+    EXPECT_EQ(nums, (std::map<std::string, int64_t>{{"device", 0}, {"pid", 100}, {"rank", 3}}));
+    ASSERT_EQ(smp.location_id_size(), 1);
+    pc_locations.insert(smp.location_id(0));
+  }
+  EXPECT_EQ(d.label(d.p.sample(1), "stall_reason"), "long_scoreboard");
+  EXPECT_EQ(d.label(d.p.sample(3), "stall_reason"), "barrier");
+  EXPECT_EQ(d.stack(d.p.sample(1)), (std::vector<std::string>{"k_add /src/k.cu:12"}));
+  EXPECT_EQ(d.p.sample(1).location_id(0), d.p.sample(2).location_id(0)) << "one line, one location";
+  EXPECT_EQ(pc_locations.size(), 2u);
+  const pb::Function &no_line =
+      d.function(d.location(d.p.sample(3).location_id(0)).line(0).function_id());
+  EXPECT_EQ(d.s(no_line.system_name()), "k_add(float*, int)");
+}
+
 TEST(PprofTest, EmptyProfileIsValid) {
   StackTable stacks;
   NameTable names;
