@@ -17,6 +17,8 @@ demo_deb=$dir/parcagpu-demo_${version}_${arch}.deb
 root=$(mktemp -d /tmp/parcagpu-pkg.XXXXXX)
 trap 'rm -rf "$root"' EXIT
 fail=0
+# Each check reads a whole pipeline's output before grep looks at it: with pipefail, a grep -q or
+# head that stops reading early fails the writer with SIGPIPE, and the check with it, at random.
 check() {
   if eval "$2"; then echo "  ok    $1"; else echo "  FAIL  $1"; fail=1; fi
 }
@@ -82,14 +84,14 @@ check "parcagpu-demo: the mock app, libcuda.so.1 and libcupti.so.13 (and their l
   'files_check "$demo_deb" expected_demo'
 check "parcagpu-dev and parcagpu-demo depend on this parcagpu ($version)" \
   '[ "$(dpkg-deb -f "$dev_deb" Depends)" = "parcagpu (= $version)" ] &&
-   dpkg-deb -f "$demo_deb" Depends | grep -q "parcagpu (= $version)"'
+   grep -q "parcagpu (= $version)" <<<"$(dpkg-deb -f "$demo_deb" Depends)"'
 check "maintainer: $(dpkg-deb -f "$deb" Maintainer)" \
   '[ "$(dpkg-deb -f "$deb" Maintainer)" = "parcagpu developers <parcagpu@localhost>" ]'
 check "changelog.Debian.gz: the newest entry is this version" \
-  'dpkg-deb --fsys-tarfile "$deb" | tar -xO ./usr/share/doc/parcagpu/changelog.Debian.gz | gzip -dc |
-   head -1 | grep -q "^parcagpu ($version) "'
+  'grep -q "^parcagpu ($version) " <<<"$(dpkg-deb --fsys-tarfile "$deb" |
+   tar -xO ./usr/share/doc/parcagpu/changelog.Debian.gz | gzip -dc | sed -n 1p)"'
 check "copyright: Apache-2.0, machine-readable" \
-  'dpkg-deb --fsys-tarfile "$deb" | tar -xO ./usr/share/doc/parcagpu/copyright | grep -qx "License: Apache-2.0"'
+  'grep -qx "License: Apache-2.0" <<<"$(dpkg-deb --fsys-tarfile "$deb" | tar -xO ./usr/share/doc/parcagpu/copyright)"'
 if command -v lintian >/dev/null; then
   # lintian's own exit status: 1 on any error (overrides, each with its reason, are in the
   # packages); warnings are printed, not failed on.

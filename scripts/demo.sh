@@ -86,7 +86,7 @@ verdict=OK reasons=()
 grep -q "  lost: nothing" "$log" || { verdict=FAIL; reasons+=("loss reported"); }
 max=$(( threads * (secs + 1) * (EAGER_LIMIT + GRAPH_LIMIT) + 10 ))
 [ "${announced:-0}" -le "$max" ] || { verdict=FAIL; reasons+=("announced more than the limits allow ($max)"); }
-grep -q "::launch_thread (" "$log" || { verdict=FAIL; reasons+=("no launch stack names the app's code"); }
+grep -qE "::launch_thread(\+0x[0-9a-f]+)? \(" "$log" || { verdict=FAIL; reasons+=("no launch stack names the app's code"); }
 if [ "$verdict" = OK ]; then
   echo "verdict: OK: every kernel record matched its launch, the launch stacks name the app's code, and ${announced} of $launches launches were announced as the rate limits allow"
 else
