@@ -42,6 +42,9 @@ def busy_cpus(test, n=2):
         test.addCleanup(p.kill)
 
 
+# CUDA 12.0's CUPTI (the mock's personality 12) has no PC sampling for us (correlation IDs in PC
+# records came with 12.4): the PC firings this is about do not happen there.
+@unittest.skipIf(harness.PERSONALITY == "12", "CUPTI older than 12.4: no PC sampling")
 class AgentRing(unittest.TestCase):
     def run_app(self, args, read_bytes_per_s=None):
         with harness.AgentConsumer(read_bytes_per_s=read_bytes_per_s) as ac:
