@@ -206,7 +206,10 @@ class Loss(unittest.TestCase):
         why = (j, errors, tr.stderr[-2000:])
         self.assertGreater(j[C.correlations], 0)
         self.assertEqual(j[C.orphan_correlations_graph], 0, why)
-        self.assertEqual(j[C.errors], 0, why)  # nothing said lost
+        # Nothing said lost. (Under the CUDA 12.0 personality the library says once that that
+        # CUPTI lacks cuptiGetGraphExecId, an optional entry point: not a loss.)
+        optional = 1 if harness.PERSONALITY == "12" else 0
+        self.assertEqual(j[C.errors], optional, why)
         self.assertEqual(j[C.kernels_matched], j[C.kernel_records], j)
         # Each launch its ten body kernels, give or take: where two launches of one exec are
         # queued, where the first one's body ends is not in the records and the library guesses
