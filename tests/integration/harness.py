@@ -119,6 +119,19 @@ class MockRun:
         return [l for l in self.stderr.splitlines() if re.search(r"parcagpu\[\d+\]: ", l)]
 
 
+# A CPU kept busy the way test_storm.py found this VM's kernel tolerates: a spin that leaves the
+# CPU 1 ms in every 50 (a loop that never sleeps starves a per-CPU kworker for minutes and every
+# uprobe detach waits on it; docs/measurements/2026-11-27-impossible). Run with python -c.
+BUSY_LOOP = """
+import time
+while True:
+    t = time.monotonic()
+    while time.monotonic() - t < 0.05:
+        pass
+    time.sleep(0.001)
+"""
+
+
 def run_mockapp(args, env=None, lib=LIB, timeout=120, isolated=False):
     """isolated: in hermetic() (no CUDA of this machine in sight)."""
     cmd = [MOCKAPP, lib] + list(args)

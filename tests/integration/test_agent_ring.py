@@ -17,17 +17,6 @@ import unittest
 
 import harness
 
-# Busy loops that leave the CPU 1 ms in every 50 (test_storm.py says why a pure spin is not
-# used on this kernel).
-BUSY_LOOP = """
-import time
-while True:
-    t = time.monotonic()
-    while time.monotonic() - t < 0.05:
-        pass
-    time.sleep(0.001)
-"""
-
 
 # The functions of the mock's cubin (tools/mock/pc_kernels.cu): only their kernels give PC
 # records.
@@ -37,7 +26,7 @@ CUBIN_KERNELS = ["_Z5k_addPfi", "_Z5k_mulPfi", "_Z10gemm_tiledPKfS0_Pfiii", "_Z7
 
 def busy_cpus(test, n=2):
     for _ in range(n):
-        p = subprocess.Popen([sys.executable, "-c", BUSY_LOOP])
+        p = subprocess.Popen([sys.executable, "-c", harness.BUSY_LOOP])
         test.addCleanup(p.wait)
         test.addCleanup(p.kill)
 

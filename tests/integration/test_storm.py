@@ -35,14 +35,6 @@ C = harness.COUNTER
 # (docs/measurements/2026-11-27-impossible/README.md).
 IDLE_CYCLES = int(os.environ.get("PARCAGPU_STORM_CYCLES", "30"))
 BUSY_CYCLES = int(os.environ.get("PARCAGPU_STORM_BUSY_CYCLES", "102"))
-BUSY_LOOP = """
-import time
-while True:
-    t = time.monotonic()
-    while time.monotonic() - t < 0.05:
-        pass
-    time.sleep(0.001)
-"""
 LOSS_SAID = re.compile(r"reach no consumer|no consumer got them")
 
 
@@ -136,7 +128,7 @@ class Storm(unittest.TestCase):
         self.check(results, "idle CPUs")
         # Again with every CPU busy (niced: the consumers and the library's watcher run late,
         # as on a loaded training node, without taking the machine).
-        burners = [subprocess.Popen(["nice", "-n", "10", sys.executable, "-c", BUSY_LOOP])
+        burners = [subprocess.Popen(["nice", "-n", "10", sys.executable, "-c", harness.BUSY_LOOP])
                    for _ in range(os.cpu_count() or 2)]
         try:
             results = self.storm(app, BUSY_CYCLES)
