@@ -10,9 +10,9 @@ skipped. A function's length is its lines from the first line of its signature t
 brace, both included, comments and blank lines counted (what a reader scrolls through). Lambdas
 and local classes count as part of the function they are in.
 
-  scripts/check-function-size.py             # check src/*.cc and src/*.h
+  scripts/check-function-size.py             # check src/**/*.cc and src/**/*.h
   scripts/check-function-size.py --top 20    # also list the 20 longest functions
-  scripts/check-function-size.py --max 40 src/pc_sampling.cc
+  scripts/check-function-size.py --max 40 src/pc/pc_sampling.cc
 """
 import argparse
 import pathlib
@@ -177,11 +177,11 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--max", type=int, default=60, help="most lines a function may have")
     ap.add_argument("--top", type=int, default=0, help="list the N longest functions too")
-    ap.add_argument("files", nargs="*", help="default: src/*.cc src/*.h")
+    ap.add_argument("files", nargs="*", help="default: src/**/*.cc src/**/*.h")
     args = ap.parse_args()
     root = pathlib.Path(__file__).resolve().parent.parent
     files = [pathlib.Path(f) for f in args.files] or sorted(
-        list((root / "src").glob("*.cc")) + list((root / "src").glob("*.h")))
+        list((root / "src").rglob("*.cc")) + list((root / "src").rglob("*.h")))
     rows = []
     for f in files:
         for name, start, end in functions(f):

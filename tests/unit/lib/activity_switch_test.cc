@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <thread>
 
-#include "activity_switch.h"
+#include "activity/activity_switch.h"
 
 namespace parcagpu {
 namespace {

@@ -1,6 +1,6 @@
 // The CUPTI search's order and its version arithmetic, and the entry point table's handling of
 // missing entry points, without loading anything.
-#include "cupti_locator.h"
+#include "base/cupti_locator.h"
 
 #include <gtest/gtest.h>
 
@@ -8,7 +8,7 @@
 #include <map>
 #include <string>
 
-#include "cupti_api.h"
+#include "base/cupti_api.h"
 #include "parcagpu/cbid_table.h"
 
 namespace parcagpu {

@@ -1,7 +1,7 @@
 // GraphCompletion on a fake driver table and a fake clock: a watched graph launch ends (the
 // activity collector's launch_end) only once its event says the GPU is past it, or when it
 // cannot be watched, or at the timeout, or at shutdown.
-#include "graph_completion.h"
+#include "trackers/graph_completion.h"
 
 #include <gtest/gtest.h>
 

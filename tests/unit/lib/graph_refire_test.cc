@@ -3,7 +3,7 @@
 // tracker's stores bounded by what is live (issue 30): destroyed execs and graphs forgotten.
 #include <gtest/gtest.h>
 
-#include "graph_tracker.h"
+#include "trackers/graph_tracker.h"
 
 namespace parcagpu {
 namespace {

@@ -1,4 +1,4 @@
-#include "launch_gate.h"
+#include "launch/launch_gate.h"
 
 #include <gtest/gtest.h>
 
@@ -6,7 +6,7 @@
 #include <map>
 #include <vector>
 
-#include "role_state.h"
+#include "launch/role_state.h"
 
 namespace parcagpu {
 namespace {

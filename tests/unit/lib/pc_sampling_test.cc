@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "cubin_registry.h"
-#include "pc_rate_controller.h"
-#include "pc_records.h"
+#include "trackers/cubin_registry.h"
+#include "pc/pc_rate_controller.h"
+#include "pc/pc_records.h"
 
 namespace parcagpu {
 namespace {
