@@ -40,6 +40,9 @@ struct ActivityStats {
   // launches still waiting for kernels when the last one left (given up there).
   uint64_t kernels_unheard = 0;
   uint64_t launches_unheard = 0;
+  // Graph kernel records of announced launches whose end CUPTI wrote after kernel activity went
+  // off (activity_off_times.h): a made-up end, not delivered.
+  uint64_t graph_ends_made_up = 0;
   uint64_t flushes = 0;
   uint64_t enables = 0;
   uint64_t disables = 0;

@@ -84,6 +84,9 @@ void ActivitySwitch::disable_locked(bool force) {
   }
   on_ = false;
   disables_.fetch_add(1, std::memory_order_relaxed);
+  // Taken after the call: a kernel that truly ended during it is not judged made-up. (Without
+  // cuptiGetTimestamp, said once at start, no record is judged.)
+  if (uint64_t ts = 0; cupti_.cuptiGetTimestamp(&ts) == CUPTI_SUCCESS) off_times_.add(ts);
 }
 
 // Whether kernel activity should be on now, PC sampling's hold aside: armed, and in the mode

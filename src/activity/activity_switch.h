@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <mutex>
 
+#include "activity/activity_off_times.h"
 #include "base/clock.h"
 #include "base/config.h"
 #include "base/cupti_api.h"
@@ -76,6 +77,13 @@ class ActivitySwitch {
     return enter == exit && (enter >> 1) % 2 == 0;
   }
 
+  // Whether kernel activity went off (a successful disable) strictly between two times of
+  // CUPTI's clock: an announced graph kernel whose record spans a switch-off has a made-up end
+  // (activity_off_times.h). Lock-free; any thread.
+  bool went_off_between(uint64_t start, uint64_t end) const {
+    return off_times_.went_off_between(start, end);
+  }
+
   // Successful cuptiActivityEnable / cuptiActivityDisable calls.
   uint64_t enables() const { return enables_.load(std::memory_order_relaxed); }
   uint64_t disables() const { return disables_.load(std::memory_order_relaxed); }
@@ -96,6 +104,7 @@ class ActivitySwitch {
   std::atomic<bool> armed_{false};
   std::atomic<bool> armed_once_{false};
   std::atomic<uint64_t> enables_{0}, disables_{0};
+  ActivityOffTimes off_times_;  // CUPTI's clock at each successful disable
   // Generation << 1 | on: the generation is odd while a toggle is under way.
   std::atomic<uint64_t> recording_{0};
 

@@ -166,6 +166,15 @@ uint64_t Profiler::on_tick(uint64_t now_ns) {
     if (std::exchange(refire_pc_metadata_, false)) pc_->fire_metadata();
   }
   if (refire_due_ns_ != 0) next = std::min(next, refire_due_ns_);
+  // Graph kernel records came with a made-up end (activity_off_times.h): CUPTI finishes them
+  // later than the grace on this machine, so the grace grows (graph_completion.h).
+  if (completion_) {
+    const uint64_t made_up = activity_->stats().graph_ends_made_up;
+    if (made_up > made_up_seen_) {
+      made_up_seen_ = made_up;
+      completion_->lengthen_grace();
+    }
+  }
   // More mappings to re-fire: come back at once (window pacing is served in between).
   if (graphs_->refire_some(kRefireChunk) > 0) return now_ns;
   return next;
@@ -227,6 +236,7 @@ void log_launch_totals(const LaunchStats &l, const ActivityStats &a) {
                           {"dropped", u(a.records_dropped)},
                           {"kernels after the last consumer left", u(a.kernels_unheard)},
                           {"launches waiting when it left", u(a.launches_unheard)},
+                          {"graph kernels with a made-up end", u(a.graph_ends_made_up)},
                           {"flushes", u(a.flushes)},
                           {"enables", u(a.enables)},
                           {"disables", u(a.disables)}});
@@ -310,6 +320,15 @@ void Profiler::log_stats() const {
   log_launch_totals(callbacks_->stats(), activity_->stats());
   log_pc_totals(pc_->stats(), pc_->cubins().stats());
   log_graph_totals(graphs_->stats(), tracker_->stats());
+  if (completion_) {
+    const GraphCompletion::Stats c = completion_->stats();
+    log_totals("graph completion",
+               {{"watched", u(c.watched)},
+                {"finished", u(c.finished)},
+                {"timed out", u(c.timed_out)},
+                {"failed", u(c.failed)},
+                {"grace ms", static_cast<double>(completion_->grace_ns()) / 1e6, 1}});
+  }
 }
 
 bool start_profiler(const char *how) noexcept {

@@ -36,6 +36,19 @@ void GraphCompletion::start_thread() {
   }
 }
 
+uint64_t GraphCompletion::lengthen_grace() {
+  uint64_t g = grace_ns_.load(std::memory_order_relaxed), next;
+  do {
+    next = std::min(std::max<uint64_t>(g, 1) * 4, kMaxGraceNs);
+  } while (next != g && !grace_ns_.compare_exchange_weak(g, next, std::memory_order_relaxed));
+  if (next != g)
+    debug_log(
+        "graph kernel records came with a made-up end: kernel activity now stays on %.0f ms "
+        "after the GPU is past an announced graph launch",
+        static_cast<double>(next) / 1e6);
+  return next;
+}
+
 bool GraphCompletion::watch(CUstream stream) {
   if (!cuda_) return false;
   {
@@ -78,10 +91,11 @@ void GraphCompletion::poll() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     const uint64_t now = now_ns_();
+    const uint64_t grace = grace_ns();
     size_t kept = 0;
     for (Watched &w : watched_) {
       if (w.complete_ns != 0) {
-        if (now - w.complete_ns < kGraceNs)
+        if (now - w.complete_ns < grace)
           watched_[kept++] = w;
         else
           ended.push_back(w);
@@ -92,7 +106,7 @@ void GraphCompletion::poll() {
         watched_[kept++] = w;
         continue;
       }
-      if (r == CUDA_SUCCESS && kGraceNs > 0) {
+      if (r == CUDA_SUCCESS && grace > 0) {
         w.complete_ns = now;
         watched_[kept++] = w;
         continue;

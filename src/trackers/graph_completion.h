@@ -13,6 +13,7 @@
 
 #include <cuda.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -63,7 +64,17 @@ class GraphCompletion {
   // off gets the time of the next enable as its end. H100 (docs/cupti-facts.md): a 117-kernel
   // training-step graph, 10 s at the default rates, 7 of 176 announced launches with kernels tens
   // of ms long (53 s of GPU time summed over 10 s); with 1, 5 or 20 ms of grace none, same steps.
-  static constexpr uint64_t kGraceNs = 2000000;  // 2 ms
+  // That is the grace it starts with. On an H200 running PyTorch (torch_mixed.py) 2 ms was not
+  // always enough (12 of 411 announced graph launches, docs/cupti-facts.md): whenever records
+  // with such a made-up end come (ActivityCollector drops them, activity_off_times.h), the
+  // profiler makes the grace four times longer, up to kMaxGraceNs.
+  static constexpr uint64_t kGraceNs = 2000000;      // 2 ms
+  static constexpr uint64_t kMaxGraceNs = 64000000;  // 64 ms
+  uint64_t grace_ns() const { return grace_ns_.load(std::memory_order_relaxed); }
+  // Makes the grace four times longer (at most kMaxGraceNs); returns the new one. Four: a made-up
+  // end is seen only when its buffer is read (every flush interval, 1 s by default), and each
+  // step until the grace is long enough loses that long's announced graph launches.
+  uint64_t lengthen_grace();
 
   // Starts the waiter thread (not in unit tests).
   void start_thread();
@@ -79,6 +90,7 @@ class GraphCompletion {
   const CudaApi *cuda_;
   const std::function<void()> done_;
   const std::function<uint64_t()> now_ns_;
+  std::atomic<uint64_t> grace_ns_{kGraceNs};
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::vector<Watched> watched_;

@@ -129,6 +129,20 @@ TEST_F(GraphCompletionTest, ActivityStaysOnForTheGraceAfterTheGpuIsPastIt) {
   EXPECT_EQ(c.pending(), 0u);
 }
 
+// Made-up ends seen (the profiler calls lengthen_grace): the grace grows four times a step, to
+// its cap, and the next launch waits the longer grace.
+TEST_F(GraphCompletionTest, ALengthenedGraceHoldsTheNextLaunchLonger) {
+  GraphCompletion &c = completion();
+  EXPECT_EQ(c.grace_ns(), GraphCompletion::kGraceNs);
+  EXPECT_EQ(c.lengthen_grace(), 4 * GraphCompletion::kGraceNs);
+  ASSERT_TRUE(c.watch(nullptr));
+  finish_all();
+  c.poll();
+  expect_ended_after(c, 4 * GraphCompletion::kGraceNs);
+  for (int i = 0; i < 10; ++i) c.lengthen_grace();
+  EXPECT_EQ(c.grace_ns(), GraphCompletion::kMaxGraceNs);
+}
+
 TEST_F(GraphCompletionTest, LaunchesEndInAnyOrder) {
   GraphCompletion &c = watching(2);
   fake_.ready.rbegin()->second = true;  // the second one first (another stream)
