@@ -392,6 +392,25 @@ bool ActivityCollector::deliverable(KernelRecord &k, uint64_t now, uint64_t *una
   return true;
 }
 
+// What one buffer lost: the rest of it after a failed record walk, and the graph kernel records
+// not delivered for their made-up end (activity_off_times.h).
+void ActivityCollector::say_buffer_losses(const BufferWalk &walk, size_t valid_size,
+                                          uint64_t made_up) {
+  if (walk.cut_short)
+    g_next_record_failed.report(walk.error,
+                                "cuptiActivityGetNextRecord failed: %s; the rest of a %zu-byte "
+                                "buffer (after %llu kernel records) is lost",
+                                cupti_result_string(cupti_, walk.error), valid_size,
+                                static_cast<unsigned long long>(walk.kernel_records));
+  if (made_up > 0)
+    g_graph_ends_made_up.report_n(
+        made_up, kErrDataLost,
+        "%llu graph kernel records of announced launches came with an end CUPTI wrote after "
+        "kernel activity went off (the next enable's time, docs/cupti-facts.md): not delivered, "
+        "their GPU time is unknown",
+        static_cast<unsigned long long>(made_up));
+}
+
 void ActivityCollector::process_buffer(CUcontext ctx, uint32_t stream_id, uint8_t *buffer,
                                        size_t valid_size) {
   const bool per_kernel = usdt::kernel_executed_consumers() != 0;
@@ -425,12 +444,7 @@ void ActivityCollector::process_buffer(CUcontext ctx, uint32_t stream_id, uint8_
     fire_activity_batch(batch, n);
     ++batches;
   }
-  if (walk.cut_short)
-    g_next_record_failed.report(walk.error,
-                                "cuptiActivityGetNextRecord failed: %s; the rest of a %zu-byte "
-                                "buffer (after %llu kernel records) is lost",
-                                cupti_result_string(cupti_, walk.error), valid_size,
-                                static_cast<unsigned long long>(walk.kernel_records));
+  say_buffer_losses(walk, valid_size, made_up);
   const size_t dropped = dropped_records(ctx, stream_id);
   if (!heard && delivered > 0)
     g_kernels_unheard.report_n(delivered, kErrDataLost,
@@ -438,13 +452,6 @@ void ActivityCollector::process_buffer(CUcontext ctx, uint32_t stream_id, uint8_
                                "last kernel consumer (activity_batch, kernel_executed) detached: "
                                "no consumer got them",
                                static_cast<unsigned long long>(delivered));
-  if (made_up > 0)
-    g_graph_ends_made_up.report_n(
-        made_up, kErrDataLost,
-        "%llu graph kernel records of announced launches came with an end CUPTI wrote after "
-        "kernel activity went off (the next enable's time, docs/cupti-facts.md): not delivered, "
-        "their GPU time is unknown",
-        static_cast<unsigned long long>(made_up));
   std::lock_guard<std::mutex> s(stats_mu_);
   if (!heard) stats_.kernels_unheard += delivered;
   stats_.graph_ends_made_up += made_up;

@@ -21,6 +21,7 @@ namespace parcagpu {
 class ActivitySwitch;  // the on/off policy (activity_switch.h)
 class BufferPool;      // activity_buffers.h
 struct KernelRecord;   // activity_buffers.h
+struct BufferWalk;     // activity_buffers.h
 class CorrelationTracker;
 class GraphTracker;
 
@@ -114,6 +115,7 @@ class ActivityCollector : public ConsumerWatcher::Client,
   bool deliverable(KernelRecord &k, uint64_t now, uint64_t *unattributed, uint64_t *unannounced);
   // The records CUPTI dropped for this buffer's context and stream (said once when not 0).
   size_t dropped_records(CUcontext ctx, uint32_t stream_id);
+  void say_buffer_losses(const BufferWalk &walk, size_t valid_size, uint64_t made_up);
   void housekeeping();
   void flush(bool forced);
   // Loss accounting (watcher thread, then shutdown).
