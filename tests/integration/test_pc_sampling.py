@@ -221,8 +221,8 @@ LATE_GRAPH_KERNELS = {"_Z10gemm_tiledPKfS0_Pfiii", "_Z7softmaxPfPKfi", "_Z10redu
 
 class GraphUploads(unittest.TestCase):
     """A graph first launched (uploaded) while PC sampling is enabled is registered with it for
-    good: every later launch of it costs more, episode or not (docs/pc-sampling.md P21); one instantiated while it is enabled likewise, however it is uploaded (P26). By default
-    no graph is instantiated or uploaded in an episode; PARCAGPU_PC_GRAPHS=1 samples them."""
+    good: every later launch of it costs more, episode or not (docs/pc-sampling.md P21); one
+    instantiated while it is enabled likewise, however it is uploaded (P26). By default no graph is instantiated or uploaded in an episode; PARCAGPU_PC_GRAPHS=1 samples them."""
 
     def run_with(self, env, scenarios="capture,graph-runtime,graph-driver"):
         trace = harness.Trace(extra=["--pc"])
