@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
-"""Kernel timestamps at the default rates (docs/cupti-facts.md, "A graph kernel that finishes
-while kernel activity is disabled"): real CUPTI gives such a graph kernel an end near the next
-time kernel activity is enabled, and the mock CUPTI does the same. The library keeps kernel
-activity on until an announced graph launch's kernels have finished (src/trackers/graph_completion.h), so
+"""Kernel timestamps at the default rates (docs/cupti-facts.md fact 12: a graph kernel that
+finishes while kernel activity is disabled): real CUPTI gives such a graph kernel an end near the
+next time kernel activity is enabled, and the mock CUPTI does the same. The library keeps kernel
+activity on until an announced graph launch's kernels have finished
+(src/trackers/graph_completion.h), so
 every kernel record a consumer gets lasts what the mock GPU ran it for, graph kernels included,
 with a classic consumer and with a PC-sample consumer (the production agent's configuration).
 The kernels run 200 us each (MOCK_CUDA_KERNEL_NS), so a graph's are still running when its
