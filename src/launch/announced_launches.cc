@@ -100,8 +100,7 @@ void AnnouncedLaunches::begin(ThreadLaunch &t, uint8_t kind, const CUpti_Callbac
     if (f.known && f.kernel_nodes == 0 && !f.has_conditional) {
       // Host functions only: no kernel will ever carry this ID (docs/cupti-facts.md, fact 8).
       t.announce = false;
-      finish_admission();
-      graphs_.count_hostonly_launch();
+      finish_admission();  // (on_launch counted it as a host-only launch)
       return;
     }
     if (f.known && !f.has_conditional) expected_kernels = f.kernel_nodes;
@@ -191,7 +190,7 @@ void AnnouncedLaunches::end(ThreadLaunch &t, uint8_t kind, CbDomain domain, uint
     tracker_.remove(cb->correlationId);
     stats_.captured.fetch_add(1, std::memory_order_relaxed);
     // Its clones are fired live from now on, until its graph is destroyed.
-    graphs_.note_capture_node(t.capture_graph_id, t.capture_node_id);
+    graphs_.clones().note_capture_node(t.capture_graph_id, t.capture_node_id);
     usdt::graph_capture_launch(cb->correlationId, scbid, name, t.capture_graph_id,
                                t.capture_node_id);
   } else if (usdt::correlation_consumers() != 0) {

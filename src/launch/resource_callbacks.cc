@@ -86,7 +86,7 @@ bool ResourceCallbacks::note_captured_launch(ThreadLaunch &t, const CUpti_GraphD
   t.capture_graph_id = 0;
   t.capture_node_id = 0;
   // Each ID on its own: a CUPTI lacking one still gives the other (the node ID is what ties the
-  // capture's clones to it, GraphTracker::note_capture_node).
+  // capture's clones to it, GraphCloneMappings::note_capture_node).
   CUptiResult graph_ir = CUPTI_SUCCESS, node_ir = CUPTI_SUCCESS;
   if (gd && gd->graph) graph_ir = cupti_.cuptiGetGraphId(gd->graph, &t.capture_graph_id);
   if (gd && gd->node) node_ir = cupti_.cuptiGetGraphNodeId(gd->node, &t.capture_node_id);

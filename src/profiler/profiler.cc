@@ -162,12 +162,12 @@ uint64_t Profiler::on_tick(uint64_t now_ns) {
   uint64_t next = switch_->on_tick(now_ns);
   if (refire_due_ns_ != 0 && now_ns >= refire_due_ns_) {
     refire_due_ns_ = 0;
-    if (std::exchange(refire_clones_, false)) graphs_->begin_refire();
+    if (std::exchange(refire_clones_, false)) graphs_->clones().begin_refire();
     if (std::exchange(refire_pc_metadata_, false)) pc_->fire_metadata();
   }
   if (refire_due_ns_ != 0) next = std::min(next, refire_due_ns_);
   // More mappings to re-fire: come back at once (window pacing is served in between).
-  if (graphs_->refire_some(kRefireChunk) > 0) return now_ns;
+  if (graphs_->clones().refire_some(kRefireChunk) > 0) return now_ns;
   return next;
 }
 
