@@ -115,7 +115,7 @@ struct CudaApi {
 bool resolve_cupti(const std::function<void *(const char *name)> &lookup, CuptiApi *api,
                    std::string *error);
 
-// Finds and loads libcupti (cupti_locator.h says where it looks) and resolves the table. On
+// Finds and loads libcupti (cupti_search.h says where it looks) and resolves the table. On
 // failure returns false with a one-line reason in *error and leaves *api empty. A libcupti that
 // lacks optional entry points, or whose CUDA major differs from the application's because no
 // matching one exists, is used and reported once (error probe and a line).

@@ -1,16 +1,16 @@
-// The launch path's cold part: a picked launch admitted (counted in flight under the safety cap;
-// admission(), subscription_plan.h), the announced launch's work at its ENTER (tracker, kernel
-// activity, graph facts) and EXIT (cuda_correlation, or the capture's probe), and giving a
-// launch up (abandon). Members of
-// LaunchCallbacks (launch_callbacks.h); its hot path, the gate and subscribing are in
-// launch_callbacks.cc.
+// The launch path's cold part (announced_launches.h): a picked launch admitted, announced or
+// given up.
+#include "launch/announced_launches.h"
+
 #include "activity/activity.h"
 #include "activity/activity_switch.h"
 #include "base/clock.h"
+#include "base/config.h"
+#include "base/cupti_api.h"
 #include "base/log.h"
 #include "base/usdt.h"
-#include "launch/launch_callbacks.h"
 #include "launch/launch_path.h"
+#include "launch/launch_role.h"
 #include "launch/multi_device_launch.h"
 #include "pc/pc_sampling.h"
 #include "trackers/correlation_tracker.h"
@@ -46,7 +46,8 @@ void announce_own_ids(CorrelationTracker &tracker, uint32_t correlation_id, int3
 
 }  // namespace
 
-bool LaunchCallbacks::admit(Role &r, RoleState state, uint8_t kind) {
+bool AnnouncedLaunches::admit(RoleState state, uint8_t kind) {
+  LaunchRole &r = role_;
   // Picked by the coin: the one probability every launch has. A launch PC sampling samples is
   // no exception (announcing every launch of a PC window over-weighted whatever ran then, at
   // the slower durations PC sampling gives; its samples go out with correlation ID 0).
@@ -76,19 +77,17 @@ bool LaunchCallbacks::admit(Role &r, RoleState state, uint8_t kind) {
   return true;
 }
 
-// The end of an admitted launch, whichever way it ends (also one that must not be announced,
-// host functions only): it leaves the in-flight count.
-void LaunchCallbacks::finish_admission(Role &r) { r.inflight.fetch_sub(1); }
+// Also of one that must not be announced (host functions only).
+void AnnouncedLaunches::finish_admission() { role_.inflight.fetch_sub(1); }
 
-void LaunchCallbacks::abandon(Role &r, uint32_t correlation_id, bool holds_activity) {
-  finish_admission(r);
+void AnnouncedLaunches::abandon(uint32_t correlation_id, bool holds_activity) {
+  finish_admission();
   tracker_.remove(correlation_id);
   if (holds_activity) activity_.launch_end();
   stats_.abandoned.fetch_add(1, std::memory_order_relaxed);
 }
 
-void LaunchCallbacks::begin_announced(ThreadLaunch &t, Role &r, uint8_t kind,
-                                      const CUpti_CallbackData *cb) {
+void AnnouncedLaunches::begin(ThreadLaunch &t, uint8_t kind, const CUpti_CallbackData *cb) {
   const bool graph = kind == kGraphRole;
   // One kernel per GPU of a multi-device launch (multi_device_launch.h), else one.
   uint32_t expected_kernels = graph ? 0 : launch_devices(t.g.domain, t.g.cbid, cb->functionParams);
@@ -101,8 +100,7 @@ void LaunchCallbacks::begin_announced(ThreadLaunch &t, Role &r, uint8_t kind,
     if (f.known && f.kernel_nodes == 0 && !f.has_conditional) {
       // Host functions only: no kernel will ever carry this ID (docs/cupti-facts.md, fact 8).
       t.announce = false;
-      finish_admission(r);
-      graphs_.count_hostonly_launch();
+      finish_admission();  // (on_launch counted it as a host-only launch)
       return;
     }
     if (f.known && !f.has_conditional) expected_kernels = f.kernel_nodes;
@@ -128,7 +126,7 @@ void LaunchCallbacks::begin_announced(ThreadLaunch &t, Role &r, uint8_t kind,
     // silent loss for that consumer. Not announced.
     if (usdt::activity_batch_consumers() != 0 || usdt::kernel_executed_consumers() != 0) {
       t.announce = false;
-      finish_admission(r);
+      finish_admission();
     }
     return;
   }
@@ -136,7 +134,7 @@ void LaunchCallbacks::begin_announced(ThreadLaunch &t, Role &r, uint8_t kind,
                        coarse_ns(), expected_kernels)) {
     if (conditional_exec) graphs_.on_conditional_unannounced(conditional_exec, cb->correlationId);
     t.announce = false;
-    finish_admission(r);
+    finish_admission();
     return;
   }
   t.holds_activity = activity_.launch_begin();
@@ -148,7 +146,8 @@ static const void *graph_launch_exec(const CUpti_CallbackData *cb) {
   return cb->functionParams ? *static_cast<void *const *>(cb->functionParams) : nullptr;
 }
 
-void LaunchCallbacks::watch_unannounced_conditional(ThreadLaunch &t, const CUpti_CallbackData *cb) {
+void AnnouncedLaunches::watch_unannounced_conditional(ThreadLaunch &t,
+                                                      const CUpti_CallbackData *cb) {
   const void *exec = graph_launch_exec(cb);
   if (!exec) return;
   t.conditional_watched = true;
@@ -164,8 +163,8 @@ void LaunchCallbacks::watch_unannounced_conditional(ThreadLaunch &t, const CUpti
       graphs_.on_conditional_recorded(exec, cb->correlationId, t.conditional_ts, true);
 }
 
-void LaunchCallbacks::settle_unannounced_conditional(ThreadLaunch &t,
-                                                     const CUpti_CallbackData *cb) {
+void AnnouncedLaunches::settle_unannounced_conditional(ThreadLaunch &t,
+                                                       const CUpti_CallbackData *cb) {
   t.conditional_watched = false;
   const uint64_t now = activity_.recording_word();
   if (ActivitySwitch::recording_settled(t.recording_at_enter, now)) return;  // as noted
@@ -175,9 +174,9 @@ void LaunchCallbacks::settle_unannounced_conditional(ThreadLaunch &t,
   graphs_.on_conditional_recorded(exec, cb->correlationId, t.conditional_ts, false);
 }
 
-void LaunchCallbacks::end_announced(ThreadLaunch &t, Role &r, uint8_t kind, CbDomain domain,
-                                    uint32_t cbid, const CUpti_CallbackData *cb) {
-  finish_admission(r);
+void AnnouncedLaunches::end(ThreadLaunch &t, uint8_t kind, CbDomain domain, uint32_t cbid,
+                            const CUpti_CallbackData *cb) {
+  finish_admission();
   // A graph's kernels run after its call returns, and one that finishes while kernel activity
   // is off gets a wrong end timestamp (docs/cupti-facts.md): activity stays on until the GPU is
   // past the launch. Eager kernels' records are right either way.
@@ -191,7 +190,7 @@ void LaunchCallbacks::end_announced(ThreadLaunch &t, Role &r, uint8_t kind, CbDo
     tracker_.remove(cb->correlationId);
     stats_.captured.fetch_add(1, std::memory_order_relaxed);
     // Its clones are fired live from now on, until its graph is destroyed.
-    graphs_.note_capture_node(t.capture_graph_id, t.capture_node_id);
+    graphs_.clones().note_capture_node(t.capture_graph_id, t.capture_node_id);
     usdt::graph_capture_launch(cb->correlationId, scbid, name, t.capture_graph_id,
                                t.capture_node_id);
   } else if (usdt::correlation_consumers() != 0) {
@@ -200,7 +199,7 @@ void LaunchCallbacks::end_announced(ThreadLaunch &t, Role &r, uint8_t kind, CbDo
     usdt::cuda_correlation(cb->correlationId, scbid, name);
     if (kind != kGraphRole && launch_devices(domain, cbid, cb->functionParams) > 1)
       announce_own_ids(tracker_, cb->correlationId, scbid, name);
-    if (pc_ && pc_needs_launches_.load(std::memory_order_relaxed))
+    if (pc_ && role_.pc_needs_launches.load(std::memory_order_relaxed))
       pc_->note_announced(cb->correlationId);
   } else {
     // The consumer left during the call: nobody will look for its kernels.

@@ -1,7 +1,7 @@
 // The library's one CUPTI subscription: cuptiSubscribe, the callbacks enabled from process start
 // (kSubscribedCallbacks' non-launch entries, less the operator's PARCAGPU_DISABLE_CBIDS and those
 // newer than the CUPTI in use), the launch cbids to toggle, and enabling or disabling a list of
-// cbids, with CUPTI's refusals said. No policy: LaunchCallbacks decides when (subscription_plan.h)
+// cbids, with CUPTI's refusals said. No policy: LaunchSwitch decides when (subscription_plan.h)
 // and holds the lock that keeps enabling and disabling from interleaving.
 #pragma once
 

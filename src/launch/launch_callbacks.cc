@@ -1,21 +1,16 @@
-// The launch path of the CUPTI subscriber, its hot part (the application's threads: the gate, PC
-// sampling's launch hooks), subscribing and unsubscribing. The announced launches' work is
-// announced_launches.cc, the watcher's side (toggling, reconcile) launch_roles.cc, the non-launch
-// callbacks resource_callbacks.cc.
+// The CUPTI callback and the application threads' launch path: the gate, PC sampling's launch
+// hooks, handing picked launches to AnnouncedLaunches and the rest to ResourceCallbacks.
 #include "launch/launch_callbacks.h"
 
+#include <algorithm>
 #include <ctime>
 
-#include "activity/activity.h"
-#include "base/clock.h"
+#include "base/config.h"
 #include "base/log.h"
 #include "base/own_cuda_calls.h"
 #include "base/process_guard.h"
-#include "base/usdt.h"
 #include "launch/launch_path.h"
 #include "pc/pc_sampling.h"
-#include "trackers/correlation_tracker.h"
-#include "trackers/graph_completion.h"
 #include "trackers/graph_tracker.h"
 
 namespace parcagpu {
@@ -46,44 +41,18 @@ LaunchCallbacks::LaunchCallbacks(const CuptiApi &cupti, const Config &config,
                                  CorrelationTracker &tracker, GraphTracker &graphs,
                                  ActivityCollector &activity, PcSampler *pc,
                                  GraphCompletion *completion)
-    : cupti_(cupti),
-      config_(config),
-      tracker_(tracker),
-      graphs_(graphs),
-      activity_(activity),
+    : graphs_(graphs),
       pc_(pc),
-      completion_(completion),
-      sub_(cupti, config),
       role_(config.eager_rate_limit, config.graph_rate_limit,
-            std::max(coarse_resolution_ns(), kSafetyCapBurstNs)) {
-  role_.coin.set_mean(1);  // learned first where the limits are low (subscription_plan.h)
-}
-
-bool LaunchCallbacks::subscribe() {
+            std::max(coarse_resolution_ns(), kSafetyCapBurstNs)),
+      announced_(cupti, config, tracker, graphs, activity, pc, completion, role_, stats_),
+      resources_(cupti, graphs, pc, role_) {
   g_self = this;
-  if (!sub_.subscribe(&on_callback, this)) return false;
-  role_.cbids = sub_.launch_cbids();
-  if (!sub_.enable_from_start()) return false;
-  debug_log(
-      "subscribed: %zu callbacks from the start; %zu launch callbacks while a consumer "
-      "listens; rate limits: eager %g/s, graph %g/s",
-      sub_.from_start().size(), role_.cbids.size(), config_.eager_rate_limit,
-      config_.graph_rate_limit);
-  return true;
 }
 
-void LaunchCallbacks::unsubscribe() {
-  if (!sub_.subscribed()) return;
-  {
-    Role &r = role_;
-    std::lock_guard<std::mutex> lock(r.toggle_mu);
-    const RoleState s = r.state.exchange(r.state.load().with(kOff));
-    if (s.phase() != kOff) set_cbids_locked(r, false);  // kOff: they are off already
-  }
-  sub_.unsubscribe();
+LaunchCallbacks::~LaunchCallbacks() {
+  if (g_self == this) g_self = nullptr;
 }
-
-// ---- The launch path ----
 
 void CUPTIAPI LaunchCallbacks::on_callback(void * /*userdata*/, CUpti_CallbackDomain domain,
                                            CUpti_CallbackId cbid, const void *data) {
@@ -93,7 +62,7 @@ void CUPTIAPI LaunchCallbacks::on_callback(void * /*userdata*/, CUpti_CallbackDo
   if (__builtin_expect(process_guard::forked_child(), 0)) return;
   try {
     if (domain == CUPTI_CB_DOMAIN_RESOURCE) {
-      self->on_resource(t_launch, cbid, static_cast<const CUpti_ResourceData *>(data));
+      self->resources_.on_resource(t_launch, cbid, static_cast<const CUpti_ResourceData *>(data));
       return;
     }
     const auto *cb = static_cast<const CUpti_CallbackData *>(data);
@@ -109,40 +78,40 @@ void CUPTIAPI LaunchCallbacks::on_callback(void * /*userdata*/, CUpti_CallbackDo
   }
 }
 
+void LaunchCallbacks::on_other_enter(CbDomain domain, uint32_t cbid, const CUpti_CallbackData *cb) {
+  // Not a launch: a graph upload or instantiation (whole-domain subscribers see others too),
+  // unless it is the library's own (PC sampling's graph registration).
+  if (t_in_own_cuda_calls) return;
+  const SubscribedCallback *sub = find_subscribed(domain, cbid);
+  if (sub && sub->role == CbRole::GraphUpload) resources_.on_graph_upload(cb);
+  if (sub && sub->role == CbRole::GraphInstantiate && pc_) {
+    // Every instantiation's parameters start with the exec's address, then the graph
+    // (cudaGraphInstantiate_v10000_params, ...WithFlags, ...WithParams and their driver
+    // twins; tests/unit/lib/graph_params_test.cc holds the toolkit's structs to it).
+    const auto *params = static_cast<void *const *>(cb->functionParams);
+    pc_->on_graph_instantiate(params ? static_cast<CUgraph>(params[1]) : nullptr, cb->context,
+                              domain == CbDomain::Runtime);
+  }
+}
+
 void LaunchCallbacks::on_enter(CbDomain domain, uint32_t cbid, const CUpti_CallbackData *cb) {
   const uint8_t v = role_of(domain, cbid);
-  if (v == 0) {
-    // Not a launch: a graph upload or instantiation (whole-domain subscribers see others too),
-    // unless it is the library's own (PC sampling's graph registration).
-    if (t_in_own_cuda_calls) return;
-    const SubscribedCallback *sub = find_subscribed(domain, cbid);
-    if (sub && sub->role == CbRole::GraphUpload) on_graph_upload(cb);
-    if (sub && sub->role == CbRole::GraphInstantiate && pc_) {
-      // Every instantiation's parameters start with the exec's address, then the graph
-      // (cudaGraphInstantiate_v10000_params, ...WithFlags, ...WithParams and their driver
-      // twins; tests/unit/lib/graph_params_test.cc holds the toolkit's structs to it).
-      const auto *params = static_cast<void *const *>(cb->functionParams);
-      pc_->on_graph_instantiate(params ? static_cast<CUgraph>(params[1]) : nullptr, cb->context,
-                                domain == CbDomain::Runtime);
-    }
-    return;
-  }
+  if (v == 0) return on_other_enter(domain, cbid, cb);
   const uint8_t kind = v - 1;
-  Role &r = role_;
   ThreadLaunch &t = t_launch;
-  const RoleState state = r.state.load(std::memory_order_acquire);
+  const RoleState state = role_.state.load(std::memory_order_acquire);
   const uint64_t epoch = state.epoch();
-  const GateEnterResult g =
-      gate_enter(t.g, r.coin, kind, epoch, r.clean_epoch.load(std::memory_order_relaxed) == epoch,
-                 domain, cbid, cb->correlationId);
+  const GateEnterResult g = gate_enter(t.g, role_.coin, kind, epoch,
+                                       role_.clean_epoch.load(std::memory_order_relaxed) == epoch,
+                                       domain, cbid, cb->correlationId);
   if (__builtin_expect(g.stale, 0)) {
     // The launch this thread was in never left as expected: given up.
     if (pc_) pc_->on_launch_exit();
-    if (t.announce) abandon(r, g.stale_corr, t.holds_activity);
+    if (t.announce) announced_.abandon(g.stale_corr, t.holds_activity);
   }
   if (g.what == GateEnter::kNotLaunch) return;
   // PC sampling's windows open and close at launch entries, announced or not.
-  if (pc_needs_launches_.load(std::memory_order_relaxed)) {
+  if (role_.pc_needs_launches.load(std::memory_order_relaxed)) {
     if (t.gated) release_pc_gate(t, pc_);  // an untracked call that never came back to us
     // A graph's first launch uploads it: not while PC sampling is enabled (P21, PcSampler).
     const bool uploads = kind == kGraphRole && cb->functionParams &&
@@ -154,7 +123,7 @@ void LaunchCallbacks::on_enter(CbDomain domain, uint32_t cbid, const CUpti_Callb
     // Not followed (maybe nested in a runtime launch whose ENTER came before the enabling), so
     // not announced. Counted at PC sampling's gate all the same, so no Stop or Disable runs
     // while it is in its call (P15): released at its EXIT.
-    if (pc_needs_launches_.load(std::memory_order_relaxed)) {
+    if (role_.pc_needs_launches.load(std::memory_order_relaxed)) {
       t.gated = true;
       t.gated_corr = cb->correlationId;
     }
@@ -163,23 +132,22 @@ void LaunchCallbacks::on_enter(CbDomain domain, uint32_t cbid, const CUpti_Callb
   t.captured = false;
   t.holds_activity = false;
   t.conditional_watched = false;
-  t.announce = g.what == GateEnter::kPicked && admit(r, state, kind);
+  t.announce = g.what == GateEnter::kPicked && announced_.admit(state, kind);
   if (t.announce)
-    begin_announced(t, r, kind, cb);
+    announced_.begin(t, kind, cb);
   else if (kind == kGraphRole && graphs_.conditional_execs_live())
-    watch_unannounced_conditional(t, cb);
+    announced_.watch_unannounced_conditional(t, cb);
 }
 
 void LaunchCallbacks::on_exit(CbDomain domain, uint32_t cbid, const CUpti_CallbackData *cb) {
   const uint8_t v = role_of(domain, cbid);
   if (v == 0) return;
-  Role &r = role_;
   ThreadLaunch &t = t_launch;
   if (t.gated && t.gated_corr == cb->correlationId) release_pc_gate(t, pc_);
-  const uint64_t epoch = r.state.load(std::memory_order_acquire).epoch();
+  const uint64_t epoch = role_.state.load(std::memory_order_acquire).epoch();
   const GateExit ends = gate_exit(t.g, epoch, domain, cbid);
   if (ends == GateExit::kOther) return;  // not the end of the call we followed
-  if (t.conditional_watched) settle_unannounced_conditional(t, cb);
+  if (t.conditional_watched) announced_.settle_unannounced_conditional(t, cb);
   // Counted only if its ENTER was; released whatever the epoch: a count kept past its call
   // would hold off PC sampling's Stop and Disable until their wait times out, on every
   // attempt, for the rest of the process (and its thread would never be counted again).
@@ -188,10 +156,10 @@ void LaunchCallbacks::on_exit(CbDomain domain, uint32_t cbid, const CUpti_Callba
   if (!t.announce) return;
   if (t.g.correlation_id != cb->correlationId) {
     // Its EXIT carries another ID than its ENTER: which one its kernels carry is unknown.
-    abandon(r, t.g.correlation_id, t.holds_activity);
+    announced_.abandon(t.g.correlation_id, t.holds_activity);
     return;
   }
-  end_announced(t, r, t.g.kind, domain, cbid, cb);
+  announced_.end(t, t.g.kind, domain, cbid, cb);
 }
 
 }  // namespace parcagpu

@@ -3,7 +3,7 @@
 // LaunchCallbacks sees it (the gate's view, launch_gate.h, and what was decided for the
 // outermost launch call in flight). LaunchCallbacks keeps a ThreadLaunch per thread in
 // initial-exec TLS (launch_callbacks.cc) and hands it to the announced launches' work
-// (announced_launches.cc) and to the resource callbacks (resource_callbacks.cc: stream capture).
+// (AnnouncedLaunches) and to the resource callbacks (ResourceCallbacks: stream capture).
 #pragma once
 
 #include <cstdint>

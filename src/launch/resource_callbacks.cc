@@ -1,14 +1,12 @@
-// CUPTI callbacks that are not launches: the resource domain (graphs, execs and nodes for
-// GraphTracker, modules and contexts for PC sampling, a node created by stream capture inside a
-// launch call) and explicit graph uploads. Enabled from
-// process start (kSubscribedCallbacks), whether a consumer listens or not. Dispatched by
-// LaunchCallbacks::on_callback (launch_callbacks.cc).
+// CUPTI callbacks that are not launches (resource_callbacks.h).
+#include "launch/resource_callbacks.h"
+
+#include "base/cupti_api.h"
 #include "base/log.h"
 #include "base/own_cuda_calls.h"
-#include "launch/launch_callbacks.h"
 #include "launch/launch_path.h"
+#include "launch/launch_role.h"
 #include "pc/pc_sampling.h"
-#include "trackers/correlation_tracker.h"
 #include "trackers/cubin_registry.h"
 #include "trackers/graph_tracker.h"
 
@@ -24,14 +22,14 @@ RepeatedError g_capture_ids_failed("callbacks", "graph IDs of captured launches 
 // would be registered with PC sampling for good if enabled (P21).
 // tools/bench/launch_overhead.cu uploads right after instantiation: before, its graph was
 // uploaded inside the process's first episode and every launch of it paid for that.
-void LaunchCallbacks::on_graph_upload(const CUpti_CallbackData *cb) {
+void ResourceCallbacks::on_graph_upload(const CUpti_CallbackData *cb) {
   if (!cb->functionParams) return;
   const void *exec = *static_cast<void *const *>(cb->functionParams);
   if (graphs_.take_first_launch(exec) && pc_) pc_->on_graph_first_launch();
 }
 
-void LaunchCallbacks::on_resource(ThreadLaunch &t, CUpti_CallbackId cbid,
-                                  const CUpti_ResourceData *rd) {
+void ResourceCallbacks::on_resource(ThreadLaunch &t, CUpti_CallbackId cbid,
+                                    const CUpti_ResourceData *rd) {
   const auto *gd = rd ? static_cast<const CUpti_GraphData *>(rd->resourceDescriptor) : nullptr;
   // The library's own graph exec (PC sampling's graph registration) is not tracked; its modules
   // are the application's and are (below).
@@ -81,14 +79,14 @@ void LaunchCallbacks::on_resource(ThreadLaunch &t, CUpti_CallbackId cbid,
 // A graph node created inside a launch call on this thread: the stream is being captured and the
 // launch is recorded into a graph instead of running (docs/cupti-facts.md, fact 5). Returns
 // false if this thread is in no launch call of the current epoch.
-bool LaunchCallbacks::note_captured_launch(ThreadLaunch &t, const CUpti_GraphData *gd) {
+bool ResourceCallbacks::note_captured_launch(ThreadLaunch &t, const CUpti_GraphData *gd) {
   if (!t.g.active || t.g.epoch != role_.state.load().epoch()) return false;
   if (!t.announce) return true;  // somebody else's sample: nothing to record
   t.captured = true;
   t.capture_graph_id = 0;
   t.capture_node_id = 0;
   // Each ID on its own: a CUPTI lacking one still gives the other (the node ID is what ties the
-  // capture's clones to it, GraphTracker::note_capture_node).
+  // capture's clones to it, GraphCloneMappings::note_capture_node).
   CUptiResult graph_ir = CUPTI_SUCCESS, node_ir = CUPTI_SUCCESS;
   if (gd && gd->graph) graph_ir = cupti_.cuptiGetGraphId(gd->graph, &t.capture_graph_id);
   if (gd && gd->node) node_ir = cupti_.cuptiGetGraphNodeId(gd->node, &t.capture_node_id);

@@ -1,11 +1,11 @@
-// The state of one launch role (eager, graph) in LaunchCallbacks: how its launch cbids are enabled
-// now (the phase) and how many times they have all been enabled (the epoch, which the gate in
-// launch_gate.h judges a thread's nesting against). Pure value type, no CUPTI; unit-tested in
+// The state of the launch callbacks' role (LaunchRole, launch_role.h): how its launch cbids are
+// enabled now (the phase) and how many times they have all been enabled (the epoch, which the gate
+// in launch_gate.h judges a thread's nesting against). Pure value type, no CUPTI; unit-tested in
 // tests/unit/lib/launch_gate_test.cc.
 //
 // Why packed. Both live in one 64-bit word, one std::atomic (AtomicRoleState below, as
-// Role::state), so that a launch reads its role's epoch and phase together with one load, never
-// a phase of one epoch with the epoch of another; and so that a phase change is one
+// LaunchRole::state), so that a launch reads its role's epoch and phase together with one load,
+// never a phase of one epoch with the epoch of another; and so that a phase change is one
 // compare-and-swap on both (an admitted launch that finds another state than the one it was
 // admitted in backs off). Layout: epoch << 8 | phase. The names compile to the same shifts,
 // masks and atomic operations as the bare word did: this is on the application's launch path.
@@ -45,10 +45,10 @@ class RoleState {
   uint64_t bits_ = 0;  // epoch << kPhaseBits | phase
 };
 
-// Role::state: a RoleState in one std::atomic<uint64_t>. Each operation is the one std::atomic
-// operation on the packed word, with the memory order given (seq_cst unless told), so the
-// launch path compiles as it did on the bare word (a std::atomic<RoleState> made compare-and-swap
-// go through memory).
+// LaunchRole::state: a RoleState in one std::atomic<uint64_t>. Each operation is the one
+// std::atomic operation on the packed word, with the memory order given (seq_cst unless told), so
+// the launch path compiles as it did on the bare word (a std::atomic<RoleState> made
+// compare-and-swap go through memory).
 class AtomicRoleState {
  public:
   RoleState load(std::memory_order order = std::memory_order_seq_cst) const {

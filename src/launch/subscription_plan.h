@@ -1,12 +1,12 @@
 // What the launch callbacks' subscription should do next: the decisions of
-// LaunchCallbacks::reconcile (the watcher thread: the launch cbids on while anybody wants
-// launches, the coin's mean kept at the rate limits, subscriptions drained before their cbids go
-// off) and of LaunchCallbacks::admit (a launch the coin picked: counted in flight under the
-// safety cap), as pure functions of the role's phase (role_state.h), what is wanted, the
-// watcher's own state and the clock. No CUPTI, no atomics, no lock: LaunchCallbacks
-// (launch_roles.cc, announced_launches.cc) loads the state, takes toggle_mu and
-// compares-and-swaps where the phase may have moved meanwhile, and makes the cuptiEnableCallback
-// calls. Unit-tested on a fake clock in tests/unit/lib/subscription_plan_test.cc.
+// LaunchSwitch::reconcile (the watcher thread: the launch cbids on while anybody wants launches,
+// the coin's mean kept at the rate limits, subscriptions drained before their cbids go off) and
+// of AnnouncedLaunches::admit (a launch the coin picked: counted in flight under the safety cap),
+// as pure functions of the role's phase (role_state.h), what is wanted, the watcher's own state
+// and the clock. No CUPTI, no atomics, no lock: LaunchSwitch and AnnouncedLaunches load the
+// state, take the toggle lock and compare-and-swap where the phase may have moved meanwhile, and
+// make the cuptiEnableCallback calls. Unit-tested on a fake clock in
+// tests/unit/lib/subscription_plan_test.cc, and as applied in launch_switch_test.cc.
 //
 // From process start only the non-launch entries of kSubscribedCallbacks are enabled (graph
 // resources: what must be seen before any consumer comes). The launch callbacks are enabled
@@ -113,7 +113,7 @@ struct WatcherRoleState {
   uint64_t draining_since_ns = 0;  // when kDraining was marked
 };
 
-// kDraining, with toggle_mu held: what becomes of it.
+// kDraining, with the toggle lock held: what becomes of it.
 enum class DrainStep : uint8_t {
   kBackToContinuous,  // wanted again before the cbids went off: same epoch
   kWait,              // announced launches still in their call: look again soon

@@ -18,6 +18,7 @@
 #include "base/usdt.h"
 #include "base/version.h"
 #include "launch/launch_callbacks.h"
+#include "launch/launch_switch.h"
 #include "pc/pc_sampling.h"
 #include "trackers/correlation_tracker.h"
 #include "trackers/cubin_registry.h"
@@ -50,8 +51,6 @@ Profiler::Profiler(const Config &config) : config_(config) {}
 
 Profiler::~Profiler() = default;
 
-const LaunchStats &Profiler::launch_stats() const { return callbacks_->stats(); }
-
 bool Profiler::start() {
   std::string err;
   if (!load_cupti(config_.cupti_path, &cupti_, &err)) {
@@ -82,9 +81,10 @@ bool Profiler::start() {
         &cuda_, [a = activity_.get()] { a->launch_end(); }, &monotonic_ns);
   callbacks_ = std::make_unique<LaunchCallbacks>(cupti_, config_, *tracker_, *graphs_, *activity_,
                                                  pc_.get(), completion_.get());
+  switch_ = std::make_unique<LaunchSwitch>(cupti_, config_, *callbacks_, pc_.get());
   // The subscription first: CUPTI takes one subscriber, so a refusal (another CUPTI client in
   // the process) leaves the buffer callbacks to whoever registered them.
-  if (!callbacks_->subscribe()) return false;
+  if (!switch_->subscribe()) return false;
   activity_usable_ = activity_->init();
   g_profiler = this;
   watcher_ = std::make_unique<ConsumerWatcher>(config_.watch_interval_ms);
@@ -96,9 +96,9 @@ bool Profiler::start() {
   watcher_ready_.store(watcher_.get(), std::memory_order_release);
   // A consumer attached system-wide before the process started already raised the semaphores:
   // it is served before this returns, so the first launch is already sampled.
-  callbacks_->set_starting(true);
+  switch_->set_starting(true);
   watcher_->poll_now();
-  callbacks_->set_starting(false);
+  switch_->set_starting(false);
   watcher_->start_thread();
   return true;
 }
@@ -108,7 +108,7 @@ LaunchCounts Profiler::launch_counts() const {
   // announced.
   LaunchCounts c;
   if (!callbacks_) return c;
-  const LaunchStats &l = launch_stats();
+  const LaunchStats &l = callbacks_->stats();
   c.announced = l.announced_eager.load(std::memory_order_relaxed) +
                 l.announced_graph.load(std::memory_order_relaxed);
   c.unannounced = l.rate_limited.load(std::memory_order_relaxed);
@@ -140,7 +140,7 @@ void Profiler::on_consumers(const Consumers &now, const Consumers &before) {
     activity_->arm(true);
     if (completion_) completion_->start_thread();
   }
-  callbacks_->on_consumers(now, before);
+  switch_->on_consumers(now, before);
   if (!kernels) activity_->arm(false);
   // Metadata probes fire again whenever another consumer attaches: it missed the first firing.
   // Not at once: the new consumer's programs may not be in place yet (kAttachSettleNs). PC
@@ -159,10 +159,10 @@ void Profiler::on_consumers(const Consumers &now, const Consumers &before) {
 }
 
 uint64_t Profiler::on_tick(uint64_t now_ns) {
-  uint64_t next = callbacks_->on_tick(now_ns);
+  uint64_t next = switch_->on_tick(now_ns);
   if (refire_due_ns_ != 0 && now_ns >= refire_due_ns_) {
     refire_due_ns_ = 0;
-    if (std::exchange(refire_clones_, false)) graphs_->begin_refire();
+    if (std::exchange(refire_clones_, false)) graphs_->clones().begin_refire();
     if (std::exchange(refire_pc_metadata_, false)) pc_->fire_metadata();
   }
   if (refire_due_ns_ != 0) next = std::min(next, refire_due_ns_);
@@ -176,7 +176,7 @@ uint64_t Profiler::on_tick(uint64_t now_ns) {
     }
   }
   // More mappings to re-fire: come back at once (window pacing is served in between).
-  if (graphs_->refire_some(kRefireChunk) > 0) return now_ns;
+  if (graphs_->clones().refire_some(kRefireChunk) > 0) return now_ns;
   return next;
 }
 
@@ -189,7 +189,7 @@ void Profiler::shutdown() {
   pc_->shutdown();
   if (completion_) completion_->shutdown();  // its launches end before activity goes off
   activity_->shutdown();
-  callbacks_->unsubscribe();
+  switch_->unsubscribe();
   tracker_->expire(coarse_ns());
   log_stats();
 }

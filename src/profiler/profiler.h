@@ -21,8 +21,8 @@ class CorrelationTracker;
 class GraphCompletion;
 class GraphTracker;
 class LaunchCallbacks;
+class LaunchSwitch;
 class PcSampler;
-struct LaunchStats;
 
 // The only place the subsystems are built and joined: each gets what it calls in its
 // constructor. Kernel activity and PC sampling call each other, so the profiler implements the
@@ -49,8 +49,6 @@ class Profiler : public ConsumerWatcher::Client,
   void on_consumers(const Consumers &now, const Consumers &before) override;
   uint64_t on_tick(uint64_t now_ns) override;
 
-  const LaunchStats &launch_stats() const;
-
  private:
   void log_stats() const;
   // The links (subsystem_links.h): kernel activity's sticky policy reads the launch statistics;
@@ -72,7 +70,8 @@ class Profiler : public ConsumerWatcher::Client,
   std::unique_ptr<GraphTracker> graphs_;
   std::unique_ptr<ActivityCollector> activity_;
   std::unique_ptr<GraphCompletion> completion_;
-  std::unique_ptr<LaunchCallbacks> callbacks_;
+  std::unique_ptr<LaunchCallbacks> callbacks_;  // the application threads' launch path
+  std::unique_ptr<LaunchSwitch> switch_;        // the watcher's side of it
   std::unique_ptr<ConsumerWatcher> watcher_;
   // watcher_ for wake(): the launch path may ask before the watcher exists (callbacks are
   // subscribed first), so it is published once built.

@@ -7,7 +7,9 @@
 //  - which captured node each instantiated node was cloned from (graph_node_clone), fired again
 //    when a consumer attaches later.
 // Instantiation happens inside one API call on one thread: CLONED/CREATED events are gathered
-// per thread until GRAPHEXEC_CREATED closes them into one exec.
+// per thread until GRAPHEXEC_CREATED closes them into one exec. The execs by serial are
+// GraphExecs (graph_execs.h), the clone mappings and the nodes on the way to announced captures
+// GraphCloneMappings (graph_clone_mappings.h).
 //
 // Memory is bounded by what is live (issue 30): an exec's facts and clone mappings go when
 // CUPTI says it is destroyed (GRAPHEXEC_DESTROY_STARTING; conditional execs' facts stay among the
@@ -24,13 +26,12 @@
 #include <atomic>
 #include <cstdint>
 #include <deque>
-#include <map>
 #include <mutex>
-#include <unordered_map>
-#include <vector>
 
 #include "base/cupti_api.h"
 #include "base/log.h"
+#include "trackers/graph_clone_mappings.h"
+#include "trackers/graph_execs.h"
 
 namespace parcagpu {
 
@@ -51,13 +52,6 @@ struct GraphStats {
   uint64_t conditional_owners_forgotten = 0;
 };
 
-// A node cloned at instantiation: what graph_node_clone carries.
-struct GraphClone {
-  uint64_t original_node;
-  uint64_t cloned_node;
-  uint32_t exec_graph;
-};
-
 class GraphTracker {
  public:
   // cuda may be null (no libcuda): node types then come from CUPTI's GraphData alone.
@@ -71,21 +65,18 @@ class GraphTracker {
   // A graph (not an exec) is being destroyed: nothing will be instantiated from it any more, so
   // its nodes' clones need no watching.
   void on_graph_destroyed(const CUpti_GraphData *gd);
-  // A captured launch was announced (graph_capture_launch) as node `node_id` of graph
-  // `graph_id`: the clones of that node, and the clones of those, are fired live at
-  // instantiation (graph_node_clone); other clones are only stored, for re-firing. Firing every
-  // clone of every instantiation put half a million events a second into a consumer's ring
-  // buffer at the default rate limits (issue 30), though a clone is of use only on the way to an
-  // announced capture site.
-  void note_capture_node(uint32_t graph_id, uint64_t node_id);
+  // The clone mappings: note_capture_node at an announced capture, re-firing for a late
+  // consumer (graph_clone_mappings.h).
+  GraphCloneMappings &clones() { return clones_; }
 
   struct ExecFacts {
     bool known = false;
     bool has_conditional = false;
     uint32_t kernel_nodes = 0;
   };
-  // The facts of a launched exec, which is from now on known to be uploaded (a later launch is
-  // not its first, take_first_launch).
+  // The facts of an announced launch's exec, which is from now on known to be uploaded (a later
+  // launch is not its first, take_first_launch). A known exec with neither kernels nor
+  // conditional nodes (host functions only) is counted: its launch is not announced.
   ExecFacts on_launch(const void *exec);
   // True the first time it is asked for a live exec (any thread) not seen launched before: its
   // launch now is its first, which uploads it (docs/pc-sampling.md P19, P21). False for an exec
@@ -96,9 +87,7 @@ class GraphTracker {
   void on_conditional_launch(const void *exec, uint32_t correlation_id, uint64_t launch_ts);
   // Whether any live exec has conditional nodes: the launch path asks before it looks further
   // at an unannounced graph launch (lock-free).
-  bool conditional_execs_live() const {
-    return conditional_live_.load(std::memory_order_relaxed) != 0;
-  }
+  bool conditional_execs_live() const { return execs_.conditional_live(); }
   // A launch not announced whose kernels kernel activity records (or may: `surely`: false): its
   // body kernels, which come with correlation ID 0 like an announced launch's, are its own, not
   // the announced launch before it's (issue 42: at the default rates the launch after an
@@ -115,7 +104,6 @@ class GraphTracker {
   // launch held none), was attributed to the previous launch and overlapped its stream's next
   // kernel (an impossible record).
   void on_conditional_unannounced(const void *exec, uint32_t correlation_id);
-  void count_hostonly_launch();
   // Retired conditional execs are kept while an announced launch of theirs is alive (its body
   // kernels' records may come after the destroy); the watcher lets go of the others here.
   template <typename Alive>
@@ -132,74 +120,25 @@ class GraphTracker {
   template <typename Alive>
   uint32_t conditional_owner(uint32_t graph_id, uint64_t start, uint64_t end, Alive alive,
                              bool *unknown_graph = nullptr);
-  // Re-firing graph_node_clone for a consumer that attached late, off the launch path: the
-  // watcher calls begin_refire() when the clone consumers grew, then refire_some() each cycle
-  // until it returns 0. Each call fires at most `max` stored mappings (those of the execs live at
-  // begin_refire; later ones were fired live, destroyed ones will run no kernel), holds the lock
-  // only to copy them, and returns how many it fired.
-  void begin_refire();
-  size_t refire_some(size_t max);
-  size_t clones_stored() const;
-  // Execs (live and retired) and wanted nodes held: what the caps bound.
+  // Execs (live and retired) held: what the cap bounds.
   size_t execs_stored() const;
-  size_t wanted_stored() const;
   GraphStats stats() const;
 
  private:
-  using Clone = GraphClone;
-  struct Exec {
-    uint32_t kernel_nodes = 0;
-    bool has_conditional = false;
-    bool launched = false;            // seen launched (on_launch, take_first_launch)
-    std::vector<uint32_t> graph_ids;  // every graph seen while it was instantiated
-    std::vector<Clone> clones;  // its instantiation's mappings, for re-firing; gone at destroy
-    struct OpenLaunch {
-      uint32_t correlation_id;
-      uint64_t launch_ts;
-      uint64_t last_end = 0;          // end of the last kernel attributed to it
-      bool unannounced = false;       // its kernels are dropped (on_conditional_unannounced)
-      bool maybe_unrecorded = false;  // its kernels may never come (activity switched meanwhile)
-    };
-    std::deque<OpenLaunch> open_launches;  // conditional execs: launches that may own kernels
-    // An announced launch of it may still await kernels (unannounced entries aside).
-    bool owns_announced() const {
-      for (const auto &l : open_launches)
-        if (!l.unannounced) return true;
-      return false;
-    }
-  };
+  using Exec = GraphExec;
   CUgraphNodeType node_type(const CUpti_GraphData *gd) const;
   void retire_locked(uint64_t serial);
-  void forget_locked(uint64_t serial);  // its facts and graph IDs gone
-  void forget_wanted_locked(uint32_t graph_id);
+  void add_open_launch_locked(Exec &e, const Exec::OpenLaunch &l);
+  template <typename OpenLaunches>
+  static size_t conditional_launch(const OpenLaunches &open, uint64_t start, bool *ambiguous);
 
   const CuptiApi &cupti_;
   const CudaApi *cuda_;
   mutable std::mutex mu_;
-  // Execs by a serial number rather than by handle: an exec destroyed right after its launch
-  // (common) still owns the kernels whose records arrive later, and a new exec may reuse the
-  // handle meanwhile. Destroyed execs are retired, not erased, and the oldest retired ones go.
-  // Ordered by serial: re-firing walks them from a cursor.
-  std::unordered_map<const void *, uint64_t> live_execs_;  // handle -> serial
-  std::map<uint64_t, Exec> execs_;                         // serial -> facts
-  std::deque<uint64_t> retired_;                           // destroyed serials, oldest first
-  std::unordered_map<uint32_t, uint64_t> graph_to_exec_;   // exec and body graph ids -> serial
-  uint64_t next_serial_ = 1;
-  size_t clones_stored_ = 0;  // over execs_, at most kMaxClones
-  // Re-firing cursor: the next exec serial and index in its clones; nothing to do at end.
-  uint64_t refire_serial_ = 0, refire_index_ = 0, refire_end_ = 0;
+  GraphExecs execs_;
+  GraphCloneMappings clones_;
   GraphStats stats_;
-  std::atomic<bool> owners_unknown_{false};    // owners_may_be_unknown()
-  std::atomic<uint32_t> conditional_live_{0};  // live execs with conditional nodes
-  Exec *live_exec_locked(const void *exec);
-  void add_open_launch_locked(Exec &e, const Exec::OpenLaunch &l);
-  // Nodes whose clones are fired live (note_capture_node and their clones), by the graph they
-  // belong to, forgotten with it.
-  std::unordered_map<uint64_t, uint32_t> wanted_nodes_;  // node -> its graph
-  std::unordered_map<uint32_t, std::vector<uint64_t>> wanted_by_graph_;
-  void want_locked(uint32_t graph_id, uint64_t node);
-  template <typename OpenLaunches>
-  static size_t conditional_launch(const OpenLaunches &open, uint64_t start, bool *ambiguous);
+  std::atomic<bool> owners_unknown_{false};  // owners_may_be_unknown()
 };
 
 // Launches of one exec run one after the other, and a kernel cannot start before its launch was
@@ -233,16 +172,15 @@ template <typename Alive>
 uint32_t GraphTracker::conditional_owner(uint32_t graph_id, uint64_t start, uint64_t end,
                                          Alive alive, bool *unknown_graph) {
   std::lock_guard<std::mutex> lock(mu_);
-  auto g = graph_to_exec_.find(graph_id);
-  auto e = g == graph_to_exec_.end() ? execs_.end() : execs_.find(g->second);
-  if (unknown_graph) *unknown_graph = e == execs_.end();
-  if (e == execs_.end()) {
+  Exec *e = execs_.by_graph(graph_id);
+  if (unknown_graph) *unknown_graph = e == nullptr;
+  if (!e) {
     if (stats_.conditional_orphans++ < 8)
       debug_log("correlation-0 kernel record of graph %u: no exec instantiated with that graph",
                 graph_id);
     return 0;
   }
-  auto &open = e->second.open_launches;
+  auto &open = e->open_launches;
   // An announced launch goes when it is no longer tracked; an unannounced one once the launch
   // after it got a kernel (launches of one exec run in order: the GPU is past it).
   while (!open.empty() && (open.front().unannounced ? open.size() > 1 && open[1].last_end != 0
@@ -286,10 +224,10 @@ template <typename Alive>
 void GraphTracker::prune_retired(Alive alive) {
   std::lock_guard<std::mutex> lock(mu_);
   std::deque<uint64_t> kept;
-  for (uint64_t serial : retired_) {
-    auto it = execs_.find(serial);
-    if (it == execs_.end()) continue;
-    auto &open = it->second.open_launches;
+  for (uint64_t serial : execs_.retired()) {
+    Exec *e = execs_.find(serial);
+    if (!e) continue;
+    auto &open = e->open_launches;
     while (!open.empty() && !open.front().unannounced && !alive(open.front().correlation_id))
       open.pop_front();
     bool owns = false;
@@ -297,9 +235,9 @@ void GraphTracker::prune_retired(Alive alive) {
     if (owns)
       kept.push_back(serial);
     else
-      forget_locked(serial);
+      execs_.forget(serial);
   }
-  retired_.swap(kept);
+  execs_.retired().swap(kept);
 }
 
 }  // namespace parcagpu

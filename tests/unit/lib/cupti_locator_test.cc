@@ -9,6 +9,8 @@
 #include <string>
 
 #include "base/cupti_api.h"
+#include "base/cupti_search.h"
+#include "base/library_files.h"
 #include "parcagpu/cbid_table.h"
 
 namespace parcagpu {

@@ -257,7 +257,7 @@ TEST(LaunchCoin, PickRateFollowsTheMean) {
   }
 }
 
-// A role's epoch and phase share one word (Role::state): each reads back what was packed, and
+// A role's epoch and phase share one word (LaunchRole::state): each reads back what was packed, and
 // a phase change keeps the epoch.
 TEST(RoleState, EpochAndPhaseReadBackAsPacked) {
   static_assert(RoleState{}.epoch() == 0 && RoleState{}.phase() == RolePhase::kOff);
