@@ -168,13 +168,7 @@ uint64_t Profiler::on_tick(uint64_t now_ns) {
   if (refire_due_ns_ != 0) next = std::min(next, refire_due_ns_);
   // Graph kernel records came with a made-up end (activity_off_times.h): CUPTI finishes them
   // later than the grace on this machine, so the grace grows (graph_completion.h).
-  if (completion_) {
-    const uint64_t made_up = activity_->stats().graph_ends_made_up;
-    if (made_up > made_up_seen_) {
-      made_up_seen_ = made_up;
-      completion_->lengthen_grace();
-    }
-  }
+  if (completion_) completion_->on_made_up_ends(activity_->stats().graph_ends_made_up);
   // More mappings to re-fire: come back at once (window pacing is served in between).
   if (graphs_->clones().refire_some(kRefireChunk) > 0) return now_ns;
   return next;

@@ -80,7 +80,6 @@ class Profiler : public ConsumerWatcher::Client,
   // The watcher thread's: what a consumer that attached is owed, and when (0: nothing).
   uint64_t refire_due_ns_ = 0;
   bool refire_clones_ = false, refire_pc_metadata_ = false;
-  uint64_t made_up_seen_ = 0;  // graph kernel records with a made-up end, at the last tick
   std::atomic<bool> shut_down_{false};
 };
 

@@ -49,6 +49,12 @@ uint64_t GraphCompletion::lengthen_grace() {
   return next;
 }
 
+void GraphCompletion::on_made_up_ends(uint64_t total) {
+  if (total <= made_up_seen_) return;
+  made_up_seen_ = total;
+  lengthen_grace();
+}
+
 bool GraphCompletion::watch(CUstream stream) {
   if (!cuda_) return false;
   {

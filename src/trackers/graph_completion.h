@@ -71,6 +71,9 @@ class GraphCompletion {
   static constexpr uint64_t kGraceNs = 2000000;      // 2 ms
   static constexpr uint64_t kMaxGraceNs = 64000000;  // 64 ms
   uint64_t grace_ns() const { return grace_ns_.load(std::memory_order_relaxed); }
+  // The activity collector's count of made-up ends so far: more than at the last call lengthens
+  // the grace. The watcher's tick calls it.
+  void on_made_up_ends(uint64_t total);
   // Makes the grace four times longer (at most kMaxGraceNs); returns the new one. Four: a made-up
   // end is seen only when its buffer is read (every flush interval, 1 s by default), and each
   // step until the grace is long enough loses that long's announced graph launches.
@@ -91,6 +94,7 @@ class GraphCompletion {
   const std::function<void()> done_;
   const std::function<uint64_t()> now_ns_;
   std::atomic<uint64_t> grace_ns_{kGraceNs};
+  uint64_t made_up_seen_ = 0;  // on_made_up_ends' last total (the watcher thread's alone)
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::vector<Watched> watched_;

@@ -143,6 +143,19 @@ TEST_F(GraphCompletionTest, ALengthenedGraceHoldsTheNextLaunchLonger) {
   EXPECT_EQ(c.grace_ns(), GraphCompletion::kMaxGraceNs);
 }
 
+// The watcher's tick hands over the count of made-up ends so far: only a new one lengthens it.
+TEST_F(GraphCompletionTest, OnlyNewMadeUpEndsLengthenTheGrace) {
+  GraphCompletion &c = completion();
+  c.on_made_up_ends(0);
+  EXPECT_EQ(c.grace_ns(), GraphCompletion::kGraceNs);
+  c.on_made_up_ends(3);
+  EXPECT_EQ(c.grace_ns(), 4 * GraphCompletion::kGraceNs);
+  c.on_made_up_ends(3);
+  EXPECT_EQ(c.grace_ns(), 4 * GraphCompletion::kGraceNs) << "no new one";
+  c.on_made_up_ends(5);
+  EXPECT_EQ(c.grace_ns(), 16 * GraphCompletion::kGraceNs);
+}
+
 TEST_F(GraphCompletionTest, LaunchesEndInAnyOrder) {
   GraphCompletion &c = watching(2);
   fake_.ready.rbegin()->second = true;  // the second one first (another stream)
