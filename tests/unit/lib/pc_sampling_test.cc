@@ -1,5 +1,5 @@
 // PC sampling's pure parts: the window/rate controller, the stall-reason table, the record
-// buffer handed to consumers, and the cubin registry (with a fake cuptiGetCubinCrc).
+// buffer handed to consumers.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -7,7 +7,6 @@
 #include <string>
 #include <vector>
 
-#include "trackers/cubin_registry.h"
 #include "pc/pc_rate_controller.h"
 #include "pc/pc_records.h"
 
@@ -350,64 +349,6 @@ TEST(PcRecordBuffer, RecordsOfLaunchesNotAnnouncedGoOutGpuOnly) {
   EXPECT_EQ(static_cast<const CUpti_PCSamplingPCData *>(buf.ptrs()[0])->correlationId, 7u);
   EXPECT_EQ(static_cast<const CUpti_PCSamplingPCData *>(buf.ptrs()[1])->correlationId, 0u);
   EXPECT_EQ(static_cast<const CUpti_PCSamplingPCData *>(buf.ptrs()[2])->correlationId, 0u);
-}
-
-// ---- CubinRegistry ----
-
-uint64_t g_fake_crc_calls = 0;
-CUptiResult fake_crc(CUpti_GetCubinCrcParams *p) {
-  g_fake_crc_calls++;
-  uint64_t h = 1469598103934665603ull;
-  for (size_t i = 0; i < p->cubinSize; ++i)
-    h = (h ^ static_cast<const uint8_t *>(p->cubin)[i]) * 1099511628211ull;
-  p->cubinCrc = h;
-  return CUPTI_SUCCESS;
-}
-
-const char kImageCubin[] = "\x7f" "ELF in this binary's image";
-
-TEST(CubinRegistry, HeapCubinsAreCopiedImageCubinsAreNot) {
-  CuptiApi api;
-  api.cuptiGetCubinCrc = &fake_crc;
-  CubinRegistry reg(api);
-  std::vector<char> *heap = new std::vector<char>(1000, 'x');
-  reg.on_module_loaded(heap->data(), heap->size());
-  reg.on_module_loaded(kImageCubin, sizeof kImageCubin);
-  CubinStats s = reg.stats();
-  EXPECT_EQ(s.loaded, 2u);
-  EXPECT_EQ(s.live, 2u);
-  EXPECT_EQ(s.copied, 1u);
-  EXPECT_EQ(s.copied_bytes, 1000u);
-  // The driver frees its buffer at unload; the unload matches by pointer.
-  reg.on_module_unload(heap->data(), heap->size());
-  delete heap;
-  s = reg.stats();
-  EXPECT_EQ(s.unloaded, 1u);
-  EXPECT_EQ(s.live, 1u);
-  EXPECT_EQ(s.copied_bytes, 0u);
-}
-
-TEST(CubinRegistry, SameBytesTwiceArePublishedOnceAndUnloadedLast) {
-  CuptiApi api;
-  api.cuptiGetCubinCrc = &fake_crc;
-  CubinRegistry reg(api);
-  std::vector<char> a(64, 'a'), b(64, 'a');  // two modules, same cubin
-  reg.on_module_loaded(a.data(), a.size());
-  reg.on_module_loaded(b.data(), b.size());
-  EXPECT_EQ(reg.stats().live, 1u);
-  reg.on_module_unload(b.data(), b.size());  // matched by CRC: its pointer was never published
-  EXPECT_EQ(reg.stats().live, 1u);
-  reg.on_module_unload(a.data(), a.size());
-  EXPECT_EQ(reg.stats().live, 0u);
-}
-
-TEST(CubinRegistry, WithoutCuptiGetCubinCrcNothingIsPublished) {
-  CuptiApi api;  // the entry point is missing
-  CubinRegistry reg(api);
-  std::vector<char> a(64, 'a');
-  reg.on_module_loaded(a.data(), a.size());
-  EXPECT_EQ(reg.stats().live, 0u);
-  EXPECT_EQ(reg.stats().no_crc, 1u);
 }
 
 }  // namespace
