@@ -227,7 +227,7 @@ TEST(StallReasonTable, LongNamesAreTruncatedAndTerminated) {
   EXPECT_EQ(std::strlen(slot), PARCAGPU_STALL_REASON_NAME_LEN - 1u);
 }
 
-// ---- PcRecordBuffer / FunctionNames ----
+// ---- PcRecordBuffer ----
 
 TEST(PcRecordBuffer, RecordsAreWhatTheConsumerReads) {
   PcRecordBuffer buf(4);
@@ -267,42 +267,6 @@ TEST(PcRecordBuffer, RecordsAreWhatTheConsumerReads) {
   buf.reset();
   EXPECT_EQ(buf.data()->totalNumPcs, 0u);
   EXPECT_NE(buf.data()->pPcData[0].stallReason, nullptr);
-}
-
-// Issue 42 item 3: the production agent keeps a PC function name to 127 bytes and a kernel name
-// to 255. Longer names go out as stand-ins of exactly that length: the start of the name, '#',
-// and the hash of the whole, so two names alike in their first bytes stay two, and the whole
-// name is found in the cubin by its hash. Names that fit go out unchanged.
-TEST(FunctionNames, NamesLongerThanTheConsumerKeepsGoOutAsStandIns) {
-  const std::string common(200, 'n');
-  const std::string a = "_ZN" + common + "1aEv", b = "_ZN" + common + "1bEv";
-  for (size_t limit : {size_t{PARCAGPU_PC_FUNCTION_NAME_MAX}, size_t{PARCAGPU_KERNEL_NAME_MAX}}) {
-    const std::string long_a = limit == PARCAGPU_KERNEL_NAME_MAX ? a + common : a;
-    const std::string long_b = limit == PARCAGPU_KERNEL_NAME_MAX ? b + common : b;
-    ASSERT_GT(long_a.size(), limit);
-    FunctionNames names(limit, limit + 1);
-    const char *sa = names.intern(long_a.c_str()), *sb = names.intern(long_b.c_str());
-    ASSERT_EQ(std::strlen(sa), limit);
-    ASSERT_EQ(std::strlen(sb), limit);
-    EXPECT_STRNE(sa, sb) << "alike in their first " << limit << " bytes, still two names";
-    const size_t keep = limit - PARCAGPU_NAME_HASH_SUFFIX_LEN;
-    EXPECT_EQ(std::string(sa, keep), long_a.substr(0, keep));
-    unsigned long long hash = 0;
-    ASSERT_TRUE(parcagpu_name_is_stand_in(sa, std::strlen(sa), &hash)) << sa;
-    EXPECT_EQ(hash, parcagpu_name_hash(long_a.c_str()));
-    EXPECT_EQ(names.intern(long_a.c_str()), sa) << "one copy per name";
-    EXPECT_EQ(names.fit(long_a.c_str()), sa);
-    EXPECT_EQ(names.stand_ins(), 2u);
-    // A name that fits: fit() hands it back as it is, intern() copies it unchanged.
-    const std::string fits(limit, 'x');
-    EXPECT_EQ(names.fit(fits.c_str()), fits.c_str());
-    EXPECT_STREQ(names.intern(fits.c_str()), fits.c_str());
-    EXPECT_FALSE(parcagpu_name_is_stand_in(fits.c_str(), fits.size(), &hash));
-    EXPECT_EQ(names.fit(nullptr), nullptr);
-  }
-  // 64-bit FNV-1a, as a consumer recomputes it.
-  EXPECT_EQ(parcagpu_name_hash(""), 14695981039346656037ull);
-  EXPECT_EQ(parcagpu_name_hash("a"), 0xaf63dc4c8601ec8cull);
 }
 
 TEST(PcRecordBuffer, ALongFunctionNameGoesOutAsItsStandIn) {
