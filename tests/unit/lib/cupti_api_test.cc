@@ -3,6 +3,7 @@
 // complete; CUDA 12.0's, which lacks cuptiGetGraphExecId; a copy that hides a required one).
 #include "base/cupti_api.h"
 
+#include <dlfcn.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -23,6 +24,15 @@ std::function<void *(const char *)> fake_cupti(std::vector<std::string> absent) 
     return &dummy;  // never called
   };
 }
+
+// The mock driver, loaded as the application's libcuda would be: it says CUDA 13, so a CUPTI of
+// another major is a mismatch. Kept loaded (as libcuda stays).
+void load_mock_driver() {
+  static void *driver = dlopen(PARCAGPU_MOCK_DIR "/libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(driver, nullptr) << dlerror();
+}
+
+constexpr char kMismatch[] = "no CUPTI of the CUDA the application runs";
 
 size_t count_of(const std::string &text, const std::string &what) {
   size_t n = 0;
@@ -71,6 +81,7 @@ TEST(CuptiTable, ResultStringsWithoutCuptiGetResultString) {
 }
 
 TEST(CuptiLoad, ACompleteCuptiIsLoadedSilently) {
+  load_mock_driver();
   CuptiApi api;
   std::string error;
   testing::internal::CaptureStderr();
@@ -84,6 +95,7 @@ TEST(CuptiLoad, ACompleteCuptiIsLoadedSilently) {
   EXPECT_TRUE(api.available(api.cuptiGetGraphExecId));
   EXPECT_TRUE(api.available(api.cuptiPCSamplingGetData));
   EXPECT_EQ(count_of(said, "lacks"), 0u) << said;
+  EXPECT_EQ(count_of(said, kMismatch), 0u) << said;
   // The table calls into the library it loaded.
   uint32_t version = 0;
   EXPECT_EQ(api.cuptiGetVersion(&version), CUPTI_SUCCESS);
@@ -92,9 +104,10 @@ TEST(CuptiLoad, ACompleteCuptiIsLoadedSilently) {
                "CUPTI_ERROR_INVALID_PARAMETER");
 }
 
-// CUDA 12.0's CUPTI has no cuptiGetGraphExecId: used all the same, the gap said once, in one
-// line that names what goes without it.
+// CUDA 12.0's CUPTI under a CUDA 13 driver, named explicitly: used all the same, with one line
+// about the mismatch and one about the gap (no cuptiGetGraphExecId) naming what goes without it.
 TEST(CuptiLoad, AnOlderCuptiIsUsedAndWhatItLacksIsSaidOnce) {
+  load_mock_driver();
   CuptiApi api;
   std::string error;
   testing::internal::CaptureStderr();
@@ -108,6 +121,7 @@ TEST(CuptiLoad, AnOlderCuptiIsUsedAndWhatItLacksIsSaidOnce) {
   EXPECT_TRUE(api.available(api.cuptiGetGraphId));
   EXPECT_EQ(count_of(said, "lacks"), 1u) << said;
   EXPECT_EQ(count_of(said, "cuptiGetGraphExecId (exec ids in the debug log)"), 1u) << said;
+  EXPECT_EQ(count_of(said, kMismatch), 1u) << said;
 }
 
 // A libcupti without a required entry point is not used: the mock hides cuptiSubscribe from
@@ -143,6 +157,23 @@ TEST(CuptiLoad, AFileThatIsNotCuptiIsRefused) {
   error.clear();
   EXPECT_FALSE(load_cupti("/nonexistent/libcupti.so.13", &api, &error));
   EXPECT_NE(error.find("/nonexistent/libcupti.so.13"), std::string::npos) << error;
+}
+
+// libcuda is the one the application loaded (found by its SONAME), with the optional entry points
+// graph registration needs.
+TEST(CudaLoad, TheLoadedDriverIsUsed) {
+  load_mock_driver();
+  CudaApi api;
+  std::string error;
+  ASSERT_TRUE(load_cuda(&api, &error)) << error;
+  void *driver = dlopen(PARCAGPU_MOCK_DIR "/libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  ASSERT_NE(driver, nullptr);
+  EXPECT_EQ(api.handle, driver);
+  EXPECT_EQ(reinterpret_cast<void *>(api.cuDeviceGetCount), dlsym(driver, "cuDeviceGetCount"));
+  EXPECT_EQ(reinterpret_cast<void *>(api.cuEventDestroy_v2), dlsym(driver, "cuEventDestroy_v2"));
+  EXPECT_TRUE(api.can_register_graphs());
+  EXPECT_EQ(reinterpret_cast<void *>(api.cuGraphUpload), dlsym(driver, "cuGraphUpload"));
+  dlclose(driver);
 }
 
 }  // namespace
