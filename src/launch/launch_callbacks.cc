@@ -110,11 +110,11 @@ void CUPTIAPI LaunchCallbacks::on_callback(void * /*userdata*/, CUpti_CallbackDo
 }
 
 void LaunchCallbacks::on_enter(CbDomain domain, uint32_t cbid, const CUpti_CallbackData *cb) {
-  const uint8_t v = role_of(domain, cbid);
-  if (v == 0) {
+  const uint8_t v = followed_role(domain, cbid);
+  if (v == 0 || v == kNotFollowed) {
     // Not a launch: a graph upload or instantiation (whole-domain subscribers see others too),
-    // unless it is the library's own (PC sampling's graph registration).
-    if (t_in_own_cuda_calls) return;
+    // unless it is the library's own (PC sampling's graph registration), or a copy nobody takes.
+    if (v == kNotFollowed || t_in_own_cuda_calls) return;
     const SubscribedCallback *sub = find_subscribed(domain, cbid);
     if (sub && sub->role == CbRole::GraphUpload) on_graph_upload(cb);
     if (sub && sub->role == CbRole::GraphInstantiate && pc_) {
@@ -171,7 +171,8 @@ void LaunchCallbacks::on_enter(CbDomain domain, uint32_t cbid, const CUpti_Callb
 }
 
 void LaunchCallbacks::on_exit(CbDomain domain, uint32_t cbid, const CUpti_CallbackData *cb) {
-  const uint8_t v = role_of(domain, cbid);
+  // A copy or fill not followed at its ENTER is not the call the gate follows (kOther below).
+  const uint8_t v = role_of(domain, cbid) & ~kMemoryLaunchBit;
   if (v == 0) return;
   Role &r = role_;
   ThreadLaunch &t = t_launch;
