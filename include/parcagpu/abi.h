@@ -13,6 +13,8 @@
 
 #define PARCAGPU_PROVIDER "parcagpu"
 
+#include "parcagpu/probe_list.h"
+
 /* Probes, their arguments in order (u32 = uint32_t, s32 = int32_t, u64 = uint64_t, ptr = 8 bytes):
  *
  * cuda_correlation(u32 correlationId, s32 signedCbid, ptr name)
@@ -42,6 +44,13 @@
  *     A node cloned into executable graph execGraphId at instantiation. Kernels of that exec
  *     carry clonedNodeId as graphNodeId; follow the chain back to the captured node.
  *
+ * Copies and fills (parcagpu's own, beyond the production consumer's set):
+ * memory_batch(ptr records, u32 count)
+ *     records: `count` contiguous memory records of PARCAGPU_MREC_SIZE bytes (layout below), one
+ *     per memcpy or memset the GPU ran for a launch announced by cuda_correlation (its cbid one of
+ *     the copy/fill cbids of cbid_table.h). count <= PARCAGPU_MEMORY_BATCH_MAX. Copy and fill
+ *     launches are announced only while memory_batch has a consumer.
+ *
  * Kernels reach activity_batch / kernel_executed only for launches announced by cuda_correlation
  * first; a graph launch announces once and all its kernels carry its correlation ID.
  * Metadata probes (stall_reason_map, cubin_loaded, gpu_config) fire again when a consumer attaches.
@@ -68,6 +77,31 @@
 #define PARCAGPU_KREC_OFF_GRAPH_NODE_ID 144 /* u64 */
 #define PARCAGPU_KREC_OFF_GRAPH_ID 156      /* u32 */
 
+/* The memory record of memory_batch: parcagpu's own fixed layout (CUPTI's memcpy, peer copy and
+ * memset records differ in size and offsets from one kind and version to the next). */
+#define PARCAGPU_MEMORY_BATCH_MAX 64
+#define PARCAGPU_MREC_SIZE 48
+/* kind: u32, 1 = MEMCPY, 2 = MEMSET, 22 = MEMCPY2 (peer). copy kind: u8, CUpti_ActivityMemcpyKind
+ * (1 HtoD, 2 DtoH, 8 DtoD, 10 PtoP, ...), 0 for a fill. src/dst kind: u8, CUpti_ActivityMemoryKind
+ * of the source and destination (a fill: the memory filled, in both). */
+#define PARCAGPU_MREC_OFF_KIND 0
+#define PARCAGPU_MREC_OFF_COPY_KIND 4
+#define PARCAGPU_MREC_OFF_SRC_KIND 5
+#define PARCAGPU_MREC_OFF_DST_KIND 6
+#define PARCAGPU_MREC_OFF_FLAGS 7           /* u8: bit 0 = asynchronous */
+#define PARCAGPU_MREC_OFF_BYTES 8           /* u64 */
+#define PARCAGPU_MREC_OFF_START 16          /* u64 ns */
+#define PARCAGPU_MREC_OFF_END 24            /* u64 ns */
+#define PARCAGPU_MREC_OFF_DEVICE_ID 32      /* u32 */
+#define PARCAGPU_MREC_OFF_STREAM_ID 36      /* u32 */
+#define PARCAGPU_MREC_OFF_CORRELATION_ID 40 /* u32 */
+/* peer device: u32, a peer copy's other device (else = deviceId) */
+#define PARCAGPU_MREC_OFF_PEER_DEVICE_ID 44
+#define PARCAGPU_MREC_FLAG_ASYNC 1
+
+#define PARCAGPU_KIND_MEMCPY 1
+#define PARCAGPU_KIND_MEMSET 2
+#define PARCAGPU_KIND_MEMCPY2 22
 #define PARCAGPU_KIND_KERNEL 3
 #define PARCAGPU_KIND_CONCURRENT_KERNEL 10
 
@@ -143,19 +177,11 @@ struct ProbeSpec {
   int arg_sizes[8];
 };
 
-inline constexpr ProbeSpec kProbes[] = {
-    {"cuda_correlation", 3, {4, -4, 8}},
-    {"kernel_executed", 8, {8, 8, 4, 4, 4, 4, 8, 8}},
-    {"activity_batch", 2, {8, 4}},
-    {"pc_sample_batch", 2, {8, 4}},
-    {"stall_reason_map", 2, {8, 4}},
-    {"cubin_loaded", 3, {8, 8, 8}},
-    {"cubin_unloaded", 1, {8}},
-    {"gpu_config", 4, {4, 4, 4, 4}},
-    {"error", 3, {-4, 8, 8}},
-    {"graph_capture_launch", 5, {4, -4, 8, 4, 8}},
-    {"graph_node_clone", 3, {8, 8, 4}},
-};
+/* Generated from the one probe list (probe_list.h). */
+#define PARCAGPU_PROBE_SPEC(name, params, args, nargs, sizes) \
+  {#name, nargs, {PARCAGPU_UNPAREN sizes}},
+inline constexpr ProbeSpec kProbes[] = {PARCAGPU_PROBE_LIST(PARCAGPU_PROBE_SPEC)};
+#undef PARCAGPU_PROBE_SPEC
 
 }  // namespace parcagpu::abi
 
@@ -185,6 +211,9 @@ PARCAGPU_ABI_CHECK_RECORD(CUpti_ActivityKernel8);
 PARCAGPU_ABI_CHECK_RECORD(CUpti_ActivityKernel9);
 #endif
 static_assert(CUPTI_ACTIVITY_KIND_KERNEL == PARCAGPU_KIND_KERNEL, "kind KERNEL");
+static_assert(CUPTI_ACTIVITY_KIND_MEMCPY == PARCAGPU_KIND_MEMCPY, "kind MEMCPY");
+static_assert(CUPTI_ACTIVITY_KIND_MEMSET == PARCAGPU_KIND_MEMSET, "kind MEMSET");
+static_assert(CUPTI_ACTIVITY_KIND_MEMCPY2 == PARCAGPU_KIND_MEMCPY2, "kind MEMCPY2");
 static_assert(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL == PARCAGPU_KIND_CONCURRENT_KERNEL,
               "kind CONCURRENT_KERNEL");
 #endif

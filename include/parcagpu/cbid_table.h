@@ -14,7 +14,12 @@ enum class CbDomain : uint32_t { Driver = 1, Runtime = 2, Resource = 3 };
 
 // What a subscribed callback is for.
 enum class CbRole : uint8_t {
-  EagerLaunch,    // one kernel per launch
+  EagerLaunch,  // one kernel per launch
+  // A copy or fill (cudaMemcpy*, cuMemset*, ...): one memcpy or memset record per call, sampled
+  // by the same coin as kernel launches (an eager launch to the gate and the tracker), but
+  // followed only while memory_batch has a consumer: the production agent, which knows no copy
+  // records, would keep each such announcement waiting for a kernel for ever.
+  MemoryLaunch,
   GraphLaunch,    // one launch fans out into every kernel of the graph
   GraphResource,  // graph bookkeeping (capture, instantiation), no launch
   // A graph exec uploaded ahead of its first launch (cudaGraphUpload, cuGraphUpload): no
@@ -39,6 +44,10 @@ enum class CbRole : uint8_t {
 // conditional bodies, clone mappings) and, for any role added later (module loads, say),
 // whatever happened before the first consumer came.
 constexpr bool is_launch_role(CbRole role) {
+  return role == CbRole::EagerLaunch || role == CbRole::GraphLaunch || role == CbRole::MemoryLaunch;
+}
+// A launch of kernels (not a copy or fill).
+constexpr bool is_kernel_launch_role(CbRole role) {
   return role == CbRole::EagerLaunch || role == CbRole::GraphLaunch;
 }
 constexpr bool enabled_from_start(CbRole role) { return !is_launch_role(role); }
@@ -83,6 +92,95 @@ inline constexpr SubscribedCallback kSubscribedCallbacks[] = {
     {CbDomain::Runtime, 506, CbRole::EagerLaunch, "__cudaLaunchKernel_ptsz", 13},
     {CbDomain::Runtime, 311, CbRole::GraphLaunch, "cudaGraphLaunch"},
     {CbDomain::Runtime, 312, CbRole::GraphLaunch, "cudaGraphLaunch_ptsz"},
+    // Copies and fills (runtime and driver; sync, async, 2D, 3D, peer; per-thread streams).
+    {CbDomain::Runtime, 31, CbRole::MemoryLaunch, "cudaMemcpy"},
+    {CbDomain::Runtime, 32, CbRole::MemoryLaunch, "cudaMemcpy2D"},
+    {CbDomain::Runtime, 144, CbRole::MemoryLaunch, "cudaMemcpy3D"},
+    {CbDomain::Runtime, 41, CbRole::MemoryLaunch, "cudaMemcpyAsync"},
+    {CbDomain::Runtime, 44, CbRole::MemoryLaunch, "cudaMemcpy2DAsync"},
+    {CbDomain::Runtime, 145, CbRole::MemoryLaunch, "cudaMemcpy3DAsync"},
+    {CbDomain::Runtime, 160, CbRole::MemoryLaunch, "cudaMemcpyPeer"},
+    {CbDomain::Runtime, 161, CbRole::MemoryLaunch, "cudaMemcpyPeerAsync"},
+    {CbDomain::Runtime, 162, CbRole::MemoryLaunch, "cudaMemcpy3DPeer"},
+    {CbDomain::Runtime, 163, CbRole::MemoryLaunch, "cudaMemcpy3DPeerAsync"},
+    {CbDomain::Runtime, 215, CbRole::MemoryLaunch, "cudaMemcpy_ptds"},
+    {CbDomain::Runtime, 216, CbRole::MemoryLaunch, "cudaMemcpy2D_ptds"},
+    {CbDomain::Runtime, 245, CbRole::MemoryLaunch, "cudaMemcpy3D_ptds"},
+    {CbDomain::Runtime, 225, CbRole::MemoryLaunch, "cudaMemcpyAsync_ptsz"},
+    {CbDomain::Runtime, 228, CbRole::MemoryLaunch, "cudaMemcpy2DAsync_ptsz"},
+    {CbDomain::Runtime, 246, CbRole::MemoryLaunch, "cudaMemcpy3DAsync_ptsz"},
+    {CbDomain::Runtime, 249, CbRole::MemoryLaunch, "cudaMemcpy3DPeer_ptds"},
+    {CbDomain::Runtime, 250, CbRole::MemoryLaunch, "cudaMemcpy3DPeerAsync_ptsz"},
+    {CbDomain::Runtime, 49, CbRole::MemoryLaunch, "cudaMemset"},
+    {CbDomain::Runtime, 50, CbRole::MemoryLaunch, "cudaMemset2D"},
+    {CbDomain::Runtime, 142, CbRole::MemoryLaunch, "cudaMemset3D"},
+    {CbDomain::Runtime, 51, CbRole::MemoryLaunch, "cudaMemsetAsync"},
+    {CbDomain::Runtime, 52, CbRole::MemoryLaunch, "cudaMemset2DAsync"},
+    {CbDomain::Runtime, 143, CbRole::MemoryLaunch, "cudaMemset3DAsync"},
+    {CbDomain::Runtime, 233, CbRole::MemoryLaunch, "cudaMemset_ptds"},
+    {CbDomain::Runtime, 234, CbRole::MemoryLaunch, "cudaMemset2D_ptds"},
+    {CbDomain::Runtime, 243, CbRole::MemoryLaunch, "cudaMemset3D_ptds"},
+    {CbDomain::Runtime, 235, CbRole::MemoryLaunch, "cudaMemsetAsync_ptsz"},
+    {CbDomain::Runtime, 236, CbRole::MemoryLaunch, "cudaMemset2DAsync_ptsz"},
+    {CbDomain::Runtime, 244, CbRole::MemoryLaunch, "cudaMemset3DAsync_ptsz"},
+    {CbDomain::Driver, 305, CbRole::MemoryLaunch, "cuMemcpy"},
+    {CbDomain::Driver, 306, CbRole::MemoryLaunch, "cuMemcpyAsync"},
+    {CbDomain::Driver, 276, CbRole::MemoryLaunch, "cuMemcpyHtoD_v2"},
+    {CbDomain::Driver, 277, CbRole::MemoryLaunch, "cuMemcpyHtoDAsync_v2"},
+    {CbDomain::Driver, 278, CbRole::MemoryLaunch, "cuMemcpyDtoH_v2"},
+    {CbDomain::Driver, 279, CbRole::MemoryLaunch, "cuMemcpyDtoHAsync_v2"},
+    {CbDomain::Driver, 280, CbRole::MemoryLaunch, "cuMemcpyDtoD_v2"},
+    {CbDomain::Driver, 281, CbRole::MemoryLaunch, "cuMemcpyDtoDAsync_v2"},
+    {CbDomain::Driver, 287, CbRole::MemoryLaunch, "cuMemcpy2D_v2"},
+    {CbDomain::Driver, 288, CbRole::MemoryLaunch, "cuMemcpy2DUnaligned_v2"},
+    {CbDomain::Driver, 289, CbRole::MemoryLaunch, "cuMemcpy2DAsync_v2"},
+    {CbDomain::Driver, 290, CbRole::MemoryLaunch, "cuMemcpy3D_v2"},
+    {CbDomain::Driver, 291, CbRole::MemoryLaunch, "cuMemcpy3DAsync_v2"},
+    {CbDomain::Driver, 318, CbRole::MemoryLaunch, "cuMemcpyPeer"},
+    {CbDomain::Driver, 319, CbRole::MemoryLaunch, "cuMemcpyPeerAsync"},
+    {CbDomain::Driver, 320, CbRole::MemoryLaunch, "cuMemcpy3DPeer"},
+    {CbDomain::Driver, 321, CbRole::MemoryLaunch, "cuMemcpy3DPeerAsync"},
+    {CbDomain::Driver, 408, CbRole::MemoryLaunch, "cuMemcpy_ptds"},
+    {CbDomain::Driver, 418, CbRole::MemoryLaunch, "cuMemcpyAsync_ptsz"},
+    {CbDomain::Driver, 397, CbRole::MemoryLaunch, "cuMemcpyHtoD_v2_ptds"},
+    {CbDomain::Driver, 421, CbRole::MemoryLaunch, "cuMemcpyHtoDAsync_v2_ptsz"},
+    {CbDomain::Driver, 398, CbRole::MemoryLaunch, "cuMemcpyDtoH_v2_ptds"},
+    {CbDomain::Driver, 422, CbRole::MemoryLaunch, "cuMemcpyDtoHAsync_v2_ptsz"},
+    {CbDomain::Driver, 399, CbRole::MemoryLaunch, "cuMemcpyDtoD_v2_ptds"},
+    {CbDomain::Driver, 423, CbRole::MemoryLaunch, "cuMemcpyDtoDAsync_v2_ptsz"},
+    {CbDomain::Driver, 405, CbRole::MemoryLaunch, "cuMemcpy2D_v2_ptds"},
+    {CbDomain::Driver, 406, CbRole::MemoryLaunch, "cuMemcpy2DUnaligned_v2_ptds"},
+    {CbDomain::Driver, 424, CbRole::MemoryLaunch, "cuMemcpy2DAsync_v2_ptsz"},
+    {CbDomain::Driver, 407, CbRole::MemoryLaunch, "cuMemcpy3D_v2_ptds"},
+    {CbDomain::Driver, 425, CbRole::MemoryLaunch, "cuMemcpy3DAsync_v2_ptsz"},
+    {CbDomain::Driver, 409, CbRole::MemoryLaunch, "cuMemcpyPeer_ptds"},
+    {CbDomain::Driver, 426, CbRole::MemoryLaunch, "cuMemcpyPeerAsync_ptsz"},
+    {CbDomain::Driver, 410, CbRole::MemoryLaunch, "cuMemcpy3DPeer_ptds"},
+    {CbDomain::Driver, 427, CbRole::MemoryLaunch, "cuMemcpy3DPeerAsync_ptsz"},
+    {CbDomain::Driver, 249, CbRole::MemoryLaunch, "cuMemsetD8_v2"},
+    {CbDomain::Driver, 250, CbRole::MemoryLaunch, "cuMemsetD16_v2"},
+    {CbDomain::Driver, 251, CbRole::MemoryLaunch, "cuMemsetD32_v2"},
+    {CbDomain::Driver, 252, CbRole::MemoryLaunch, "cuMemsetD2D8_v2"},
+    {CbDomain::Driver, 253, CbRole::MemoryLaunch, "cuMemsetD2D16_v2"},
+    {CbDomain::Driver, 254, CbRole::MemoryLaunch, "cuMemsetD2D32_v2"},
+    {CbDomain::Driver, 216, CbRole::MemoryLaunch, "cuMemsetD8Async"},
+    {CbDomain::Driver, 218, CbRole::MemoryLaunch, "cuMemsetD16Async"},
+    {CbDomain::Driver, 220, CbRole::MemoryLaunch, "cuMemsetD32Async"},
+    {CbDomain::Driver, 222, CbRole::MemoryLaunch, "cuMemsetD2D8Async"},
+    {CbDomain::Driver, 224, CbRole::MemoryLaunch, "cuMemsetD2D16Async"},
+    {CbDomain::Driver, 226, CbRole::MemoryLaunch, "cuMemsetD2D32Async"},
+    {CbDomain::Driver, 411, CbRole::MemoryLaunch, "cuMemsetD8_v2_ptds"},
+    {CbDomain::Driver, 412, CbRole::MemoryLaunch, "cuMemsetD16_v2_ptds"},
+    {CbDomain::Driver, 413, CbRole::MemoryLaunch, "cuMemsetD32_v2_ptds"},
+    {CbDomain::Driver, 414, CbRole::MemoryLaunch, "cuMemsetD2D8_v2_ptds"},
+    {CbDomain::Driver, 415, CbRole::MemoryLaunch, "cuMemsetD2D16_v2_ptds"},
+    {CbDomain::Driver, 416, CbRole::MemoryLaunch, "cuMemsetD2D32_v2_ptds"},
+    {CbDomain::Driver, 428, CbRole::MemoryLaunch, "cuMemsetD8Async_ptsz"},
+    {CbDomain::Driver, 429, CbRole::MemoryLaunch, "cuMemsetD16Async_ptsz"},
+    {CbDomain::Driver, 430, CbRole::MemoryLaunch, "cuMemsetD32Async_ptsz"},
+    {CbDomain::Driver, 431, CbRole::MemoryLaunch, "cuMemsetD2D8Async_ptsz"},
+    {CbDomain::Driver, 432, CbRole::MemoryLaunch, "cuMemsetD2D16Async_ptsz"},
+    {CbDomain::Driver, 433, CbRole::MemoryLaunch, "cuMemsetD2D32Async_ptsz"},
     {CbDomain::Driver, 580, CbRole::GraphUpload, "cuGraphUpload"},
     {CbDomain::Driver, 581, CbRole::GraphUpload, "cuGraphUpload_ptsz"},
     {CbDomain::Runtime, 348, CbRole::GraphUpload, "cudaGraphUpload"},
@@ -170,6 +268,12 @@ constexpr const SubscribedCallback *find_signed(int32_t scbid) {
   return i < kNumSubscribedCallbacks ? &kSubscribedCallbacks[i] : nullptr;
 }
 
+// Whether an announced launch is a copy or fill.
+constexpr bool is_memory_launch(int32_t scbid) {
+  const size_t i = signed_index(scbid);
+  return i < kNumSubscribedCallbacks && kSubscribedCallbacks[i].role == CbRole::MemoryLaunch;
+}
+
 // Whether an announced launch fans out into a graph's kernels (all with its correlation ID).
 constexpr bool is_graph_launch(int32_t scbid) {
   const size_t i = signed_index(scbid);
@@ -188,6 +292,8 @@ static_assert(kSubscribedCallbacks[subscribed_index(CbDomain::Driver, 515)].role
               CbRole::GraphLaunch);
 static_assert(kSubscribedCallbacks[subscribed_index(CbDomain::Runtime, 311)].role ==
               CbRole::GraphLaunch);
+static_assert(is_memory_launch(31) && is_memory_launch(-279) && is_memory_launch(51) &&
+              !is_memory_launch(211));
 static_assert(is_graph_launch(-514) && is_graph_launch(-515) && is_graph_launch(311) &&
               is_graph_launch(312) && !is_graph_launch(211) && !is_graph_launch(-307));
 

@@ -1,6 +1,7 @@
-// CUPTI's activity API: kernel timing records (CONCURRENT_KERNEL), collected only while a
-// consumer listens — enabling it costs more per launch than the callbacks themselves — and
-// delivered to consumers only for launches the tracker says were announced.
+// CUPTI's activity API: kernel timing records (CONCURRENT_KERNEL) and the other kinds of
+// activity_kinds.h (copies and fills), collected only while a consumer listens — enabling it costs
+// more per launch than the callbacks themselves — and delivered to consumers only for launches the
+// tracker says were announced.
 #pragma once
 
 #include <cupti.h>
@@ -10,6 +11,7 @@
 #include <memory>
 #include <mutex>
 
+#include "activity/activity_kinds.h"
 #include "base/config.h"
 #include "base/consumer_names.h"
 #include "base/consumers.h"
@@ -20,8 +22,8 @@ namespace parcagpu {
 
 class ActivitySwitch;  // the on/off policy (activity_switch.h)
 class BufferPool;      // activity_buffers.h
+class MemoryDelivery;  // memory_delivery.h
 struct KernelRecord;   // activity_buffers.h
-struct BufferWalk;     // activity_buffers.h
 class CorrelationTracker;
 class GraphTracker;
 
@@ -44,6 +46,11 @@ struct ActivityStats {
   // Graph kernel records of announced launches whose end CUPTI wrote after kernel activity went
   // off (activity_off_times.h): a made-up end, not delivered.
   uint64_t graph_ends_made_up = 0;
+  // Copies and fills (memory_delivery.h): records read, delivered, batches, fired to nobody.
+  uint64_t memory_records = 0;
+  uint64_t memory_delivered = 0;
+  uint64_t memory_batches = 0;
+  uint64_t memory_unheard = 0;
   uint64_t flushes = 0;
   uint64_t enables = 0;
   uint64_t disables = 0;
@@ -80,6 +87,9 @@ class ActivityCollector : public ConsumerWatcher::Client,
   bool launch_begin();
   void launch_end();
   bool armed() const;  // a consumer wants kernels (arm(true) last)
+  // The activity kinds the consumers want (activity_kinds.h: copies and fills besides kernels).
+  // Called by the consumer watcher, before arm.
+  void want_kinds(KindMask kinds);
   // ActivitySwitch::recording_word: whether kernels launched now are recorded (launch path).
   uint64_t recording_word() const;
   // KernelActivityControl. PC sampling is about to be enabled (true) or is disabled everywhere
@@ -113,9 +123,11 @@ class ActivityCollector : public ConsumerWatcher::Client,
   uint32_t conditional_body_owner(const KernelRecord &k, uint64_t *unattributed,
                                   uint64_t *unannounced);
   bool deliverable(KernelRecord &k, uint64_t now, uint64_t *unattributed, uint64_t *unannounced);
+  // A buffer's walk said: cut short, dropped records, kernels fired to nobody.
+  struct BufferTally;
+  void account_buffer(const BufferTally &t, CUcontext ctx, uint32_t stream_id, size_t valid_size);
   // The records CUPTI dropped for this buffer's context and stream (said once when not 0).
   size_t dropped_records(CUcontext ctx, uint32_t stream_id);
-  void say_buffer_losses(const BufferWalk &walk, size_t valid_size, uint64_t made_up);
   void housekeeping();
   void flush(bool forced);
   // Loss accounting (watcher thread, then shutdown).
@@ -132,6 +144,7 @@ class ActivityCollector : public ConsumerWatcher::Client,
   WatcherWake *const wake_;
   const std::unique_ptr<BufferPool> pool_;
   const std::unique_ptr<ActivitySwitch> switch_;
+  const std::unique_ptr<MemoryDelivery> memory_;
   // Kernel names longer than the consumer keeps, as their stand-ins (consumer_names.h): the
   // record's name is pointed at one before it is fired (the buffer is ours).
   FunctionNames kernel_names_{PARCAGPU_KERNEL_NAME_MAX, PARCAGPU_KERNEL_NAME_MAX + 1};

@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 
+#include "activity/activity_kinds.h"
 #include "parcagpu/abi.h"
 #include "parcagpu/record_field.h"
 
@@ -60,29 +61,60 @@ void KernelRecord::set_name(const char *n) {
   std::memcpy(reinterpret_cast<uint8_t *>(record) + PARCAGPU_KREC_OFF_NAME, &n, sizeof n);
 }
 
-BufferWalk walk_kernel_records(const CuptiApi &cupti, uint8_t *buffer, size_t valid_size,
-                               KernelRecordHandler handler, void *context) {
+namespace {
+
+KernelRecord decode_kernel(CUpti_Activity *record) {
+  const auto *r = reinterpret_cast<const uint8_t *>(record);
+  return KernelRecord{record,
+                      record_field<const char *>(r, PARCAGPU_KREC_OFF_NAME),
+                      record_field<uint32_t>(r, PARCAGPU_KREC_OFF_CORRELATION_ID),
+                      record_field<uint32_t>(r, PARCAGPU_KREC_OFF_GRAPH_ID),
+                      record_field<uint64_t>(r, PARCAGPU_KREC_OFF_START),
+                      record_field<uint64_t>(r, PARCAGPU_KREC_OFF_END),
+                      record_field<uint32_t>(r, PARCAGPU_KREC_OFF_DEVICE_ID),
+                      record_field<uint32_t>(r, PARCAGPU_KREC_OFF_STREAM_ID),
+                      record_field<uint64_t>(r, PARCAGPU_KREC_OFF_GRAPH_NODE_ID)};
+}
+
+// One record to its family's handler: a `case` per kind of kActivityKinds.
+void dispatch(CUpti_Activity *record, const RecordSink &sink, BufferWalk &walk) {
+  MemoryRecord m;
+  switch (record->kind) {
+    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
+    case CUPTI_ACTIVITY_KIND_KERNEL:
+      if (!sink.kernel) return;
+      ++walk.kernel_records;
+      {
+        KernelRecord k = decode_kernel(record);
+        sink.kernel(sink.context, k);
+      }
+      return;
+    case CUPTI_ACTIVITY_KIND_MEMCPY:
+      if (sink.memory && decode_memcpy(record, &m)) break;
+      return;
+    case CUPTI_ACTIVITY_KIND_MEMCPY2:
+      if (sink.memory && decode_memcpy_peer(record, &m)) break;
+      return;
+    case CUPTI_ACTIVITY_KIND_MEMSET:
+      if (sink.memory && decode_memset(record, &m)) break;
+      return;
+    default:
+      return;
+  }
+  ++walk.memory_records;
+  sink.memory(sink.context, m);
+}
+
+}  // namespace
+
+BufferWalk walk_records(const CuptiApi &cupti, uint8_t *buffer, size_t valid_size,
+                        const RecordSink &sink) {
   BufferWalk walk;
   CUpti_Activity *record = nullptr;
   CUptiResult next = CUPTI_ERROR_MAX_LIMIT_REACHED;
   while (valid_size > 0 &&
-         (next = cupti.cuptiActivityGetNextRecord(buffer, valid_size, &record)) == CUPTI_SUCCESS) {
-    if (record->kind != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL &&
-        record->kind != CUPTI_ACTIVITY_KIND_KERNEL)
-      continue;
-    ++walk.kernel_records;
-    const auto *r = reinterpret_cast<const uint8_t *>(record);
-    KernelRecord k{record,
-                   record_field<const char *>(r, PARCAGPU_KREC_OFF_NAME),
-                   record_field<uint32_t>(r, PARCAGPU_KREC_OFF_CORRELATION_ID),
-                   record_field<uint32_t>(r, PARCAGPU_KREC_OFF_GRAPH_ID),
-                   record_field<uint64_t>(r, PARCAGPU_KREC_OFF_START),
-                   record_field<uint64_t>(r, PARCAGPU_KREC_OFF_END),
-                   record_field<uint32_t>(r, PARCAGPU_KREC_OFF_DEVICE_ID),
-                   record_field<uint32_t>(r, PARCAGPU_KREC_OFF_STREAM_ID),
-                   record_field<uint64_t>(r, PARCAGPU_KREC_OFF_GRAPH_NODE_ID)};
-    handler(context, k);
-  }
+         (next = cupti.cuptiActivityGetNextRecord(buffer, valid_size, &record)) == CUPTI_SUCCESS)
+    dispatch(record, sink, walk);
   // CUPTI_ERROR_MAX_LIMIT_REACHED is the end of the buffer; anything else leaves the rest of it
   // unread.
   walk.cut_short = valid_size > 0 && next != CUPTI_ERROR_MAX_LIMIT_REACHED;

@@ -56,19 +56,36 @@ struct KernelRecord {
   void set_name(const char *n);
 };
 
+struct MemoryRecord;  // activity_kinds.h
+
 struct BufferWalk {
-  uint64_t kernel_records = 0;  // handed to the handler
+  uint64_t kernel_records = 0;  // handed to the kernel handler
+  uint64_t memory_records = 0;  // handed to the memory handler
   // cuptiActivityGetNextRecord failed before the end of the buffer: the rest is unread.
   bool cut_short = false;
   CUptiResult error = CUPTI_SUCCESS;  // what it returned then
 };
 
+// Where a walk hands each record, by family (activity_kinds.h); a null handler skips the family.
+struct RecordSink {
+  void *context;
+  void (*kernel)(void *context, KernelRecord &record);
+  void (*memory)(void *context, MemoryRecord &record);
+};
+
+// Walks the valid_size bytes of a completed buffer with cuptiActivityGetNextRecord and hands
+// every record of a kind in kActivityKinds, decoded, to its family's handler, in the buffer's
+// order; other kinds are skipped.
+BufferWalk walk_records(const CuptiApi &cupti, uint8_t *buffer, size_t valid_size,
+                        const RecordSink &sink);
+
 using KernelRecordHandler = void (*)(void *context, KernelRecord &record);
 
-// Walks the valid_size bytes of a completed buffer with cuptiActivityGetNextRecord and calls
-// handler for every kernel record, in the buffer's order; other kinds are skipped.
-BufferWalk walk_kernel_records(const CuptiApi &cupti, uint8_t *buffer, size_t valid_size,
-                               KernelRecordHandler handler, void *context);
+// Kernel records alone.
+inline BufferWalk walk_kernel_records(const CuptiApi &cupti, uint8_t *buffer, size_t valid_size,
+                                      KernelRecordHandler handler, void *context) {
+  return walk_records(cupti, buffer, valid_size, RecordSink{context, handler, nullptr});
+}
 
 // The same with any callable (a lambda): no allocation, one indirect call per record.
 template <typename F>

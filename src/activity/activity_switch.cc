@@ -10,6 +10,8 @@ namespace {
 // Both can repeat (per launch): once, then counted.
 RepeatedError g_enable_failed("activity", "cuptiActivityEnable failed");
 RepeatedError g_disable_failed("activity", "cuptiActivityDisable failed");
+RepeatedError g_extra_failed("activity",
+                             "cuptiActivityEnable/Disable of a copy or fill kind failed");
 
 constexpr uint64_t kSecondNs = 1000000000ull;
 constexpr uint64_t kDisableRetryNs = kSecondNs;
@@ -29,6 +31,29 @@ constexpr uint64_t kHeldOffWaitNs = 20000000ull;  // 20 ms
 
 }  // namespace
 
+void ExtraKinds::want(KindMask wanted, bool on) {
+  wanted_ = wanted & ~family_kinds(RecordFamily::Kernel);
+  follow(on);
+}
+
+void ExtraKinds::apply(KindMask target) {
+  for (size_t i = 0; i < sizeof kActivityKinds / sizeof kActivityKinds[0]; ++i) {
+    const KindMask bit = kind_bit(i);
+    if ((target & bit) == (on_ & bit)) continue;
+    const bool on = (target & bit) != 0;
+    const CUpti_ActivityKind kind = kActivityKinds[i].kind;
+    const CUptiResult r = on ? cupti_.cuptiActivityEnable(kind) : cupti_.cuptiActivityDisable(kind);
+    if (r != CUPTI_SUCCESS) {
+      g_extra_failed.report(r, "cuptiActivity%s(%s) failed: %s; copies and fills of that kind %s",
+                            on ? "Enable" : "Disable", kActivityKinds[i].name,
+                            cupti_result_string(cupti_, r),
+                            on ? "are not collected" : "stay collected");
+      continue;
+    }
+    on_ = on ? on_ | bit : on_ & ~bit;
+  }
+}
+
 bool ActivitySwitch::enable_locked() {
   if (on_) return true;
   if (held_off_.load(std::memory_order_relaxed)) return false;
@@ -46,6 +71,7 @@ bool ActivitySwitch::enable_locked() {
     return false;
   }
   on_ = true;
+  extra_.follow(true);
   enables_.fetch_add(1, std::memory_order_relaxed);
   return true;
 }
@@ -83,6 +109,7 @@ void ActivitySwitch::disable_locked(bool force) {
     return;
   }
   on_ = false;
+  extra_.follow(false);
   disables_.fetch_add(1, std::memory_order_relaxed);
   // Taken after the call: a kernel that truly ended during it is not judged made-up. (Without
   // cuptiGetTimestamp, said once at start, no record is judged.)

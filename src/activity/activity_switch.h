@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <mutex>
 
+#include "activity/activity_kinds.h"
 #include "activity/activity_off_times.h"
 #include "base/clock.h"
 #include "base/config.h"
@@ -23,13 +24,32 @@
 
 namespace parcagpu {
 
+// The kinds of kActivityKinds other than CONCURRENT_KERNEL (copies, fills): switched on and off
+// with kernel activity, while their consumers want them. A failed toggle is said once, counted,
+// and leaves that kind as CUPTI says it is.
+class ExtraKinds {
+ public:
+  explicit ExtraKinds(const CuptiApi &cupti) : cupti_(cupti) {}
+  // What the consumers want now (wanted_kinds), kernel activity being on (`on`) or not. Under
+  // the switch's lock.
+  void want(KindMask wanted, bool on);
+  // Kernel activity went on or off: the wanted extra kinds follow it. Under the switch's lock.
+  void follow(bool on) { apply(on ? wanted_ : 0); }
+
+ private:
+  void apply(KindMask target);
+  const CuptiApi &cupti_;
+  KindMask wanted_ = 0;
+  KindMask on_ = 0;
+};
+
 class ActivitySwitch {
  public:
   // `launches`: where LaunchCounts come from (null: sticky is never refused for want of announced
   // launches). `clock`: monotonic ns (a fake one in unit tests).
   ActivitySwitch(const CuptiApi &cupti, ActivityMode mode, const LaunchCountSource *launches,
                  uint64_t (*clock)() = &monotonic_ns)
-      : cupti_(cupti), mode_(mode), clock_(clock), launches_(launches) {}
+      : cupti_(cupti), mode_(mode), clock_(clock), extra_(cupti), launches_(launches) {}
 
   // Arms (a consumer wants kernels) or disarms. In WhileConsumer mode activity is switched on
   // here; if CUPTI refuses, it stays disarmed. Returns whether it changed: the caller flushes
@@ -84,6 +104,13 @@ class ActivitySwitch {
     return off_times_.went_off_between(start, end);
   }
 
+  // The kinds of kActivityKinds the consumers want (wanted_kinds): the extra kinds among them go
+  // on and off with kernel activity. Called by the consumer watcher.
+  void want_kinds(KindMask wanted) {
+    std::lock_guard<std::mutex> lock(mu_);
+    extra_.want(wanted, on_);
+  }
+
   // Successful cuptiActivityEnable / cuptiActivityDisable calls.
   uint64_t enables() const { return enables_.load(std::memory_order_relaxed); }
   uint64_t disables() const { return disables_.load(std::memory_order_relaxed); }
@@ -109,6 +136,7 @@ class ActivitySwitch {
   std::atomic<uint64_t> recording_{0};
 
   std::mutex mu_;
+  ExtraKinds extra_;   // copies and fills, on and off with on_
   bool on_ = false;    // CUPTI's CONCURRENT_KERNEL activity is enabled
   bool held_ = false;  // hold: kept on while PC sampling is enabled
   // hold_off: kept off while a graph is registered. Written under mu_; atomic because

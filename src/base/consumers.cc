@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 
 #include "base/clock.h"
 #include "base/log.h"
@@ -12,15 +13,21 @@ namespace parcagpu {
 
 Consumers Consumers::read() {
   Consumers c;
-  c.correlation = usdt::correlation_consumers();
-  c.kernel_executed = usdt::kernel_executed_consumers();
-  c.activity_batch = usdt::activity_batch_consumers();
-  c.gpu_config = usdt::gpu_config_consumers();
-  c.graph_node_clone = usdt::graph_node_clone_consumers();
-  c.pc_sample_batch = usdt::pc_sample_batch_consumers();
-  c.stall_reason_map = usdt::stall_reason_map_consumers();
-  c.cubin_loaded = usdt::cubin_loaded_consumers();
+#define PARCAGPU_CONSUMER_READ(name, params, args, nargs, sizes) c.name = usdt::name##_consumers();
+  PARCAGPU_PROBE_LIST(PARCAGPU_CONSUMER_READ)
+#undef PARCAGPU_CONSUMER_READ
   return c;
+}
+
+void Consumers::describe(char *out, size_t size) const {
+  size_t used = 0;
+  if (size > 0) out[0] = 0;
+#define PARCAGPU_CONSUMER_DESCRIBE(name, params, args, nargs, sizes)                \
+  if (used < size)                                                                  \
+    used += static_cast<size_t>(snprintf(out + used, size - used, "%s" #name "=%u", \
+                                         used ? " " : "", static_cast<unsigned>(name)));
+  PARCAGPU_PROBE_LIST(PARCAGPU_CONSUMER_DESCRIBE)
+#undef PARCAGPU_CONSUMER_DESCRIBE
 }
 
 void ConsumerWatcher::cycle() {
@@ -28,11 +35,9 @@ void ConsumerWatcher::cycle() {
   if (!(now == last_)) {
     const Consumers before = last_;
     last_ = now;
-    debug_log(
-        "consumers: correlation=%u kernel_executed=%u activity_batch=%u gpu_config=%u "
-        "graph_node_clone=%u pc_sample_batch=%u",
-        now.correlation, now.kernel_executed, now.activity_batch, now.gpu_config,
-        now.graph_node_clone, now.pc_sample_batch);
+    char line[512];
+    now.describe(line, sizeof line);
+    debug_log("consumers: %s", line);
     for (Client *c : clients_) c->on_consumers(now, before);
   }
 }

@@ -21,6 +21,8 @@
 #include <thread>
 #include <vector>
 
+#include "parcagpu/probe_list.h"
+
 namespace parcagpu {
 
 // A consumer's semaphore rises before its program is in place: the kernel raises the semaphore
@@ -30,21 +32,20 @@ namespace parcagpu {
 // on a busy 2-core machine got PC records but never the stall reason map fired at the rise).
 constexpr uint64_t kAttachSettleNs = 1'000'000'000;
 
-// The probe semaphores that decide what the library does, read as one snapshot.
+// Every probe's semaphore, read as one snapshot: a field per probe of the probe list
+// (include/parcagpu/probe_list.h), named after it.
 struct Consumers {
-  uint16_t correlation = 0;  // cuda_correlation: launches are announced
-  uint16_t kernel_executed = 0;
-  uint16_t activity_batch = 0;
-  uint16_t gpu_config = 0;
-  uint16_t graph_node_clone = 0;
-  uint16_t pc_sample_batch = 0;
-  uint16_t stall_reason_map = 0;
-  uint16_t cubin_loaded = 0;
+#define PARCAGPU_CONSUMER_FIELD(name, params, args, nargs, sizes) uint16_t name = 0;
+  PARCAGPU_PROBE_LIST(PARCAGPU_CONSUMER_FIELD)
+#undef PARCAGPU_CONSUMER_FIELD
 
   static Consumers read();
-  bool wants_launches() const { return correlation != 0; }
-  bool wants_kernels() const { return kernel_executed != 0 || activity_batch != 0; }
+  constexpr bool wants_launches() const { return cuda_correlation != 0; }
+  constexpr bool wants_kernels() const { return kernel_executed != 0 || activity_batch != 0; }
+  constexpr bool wants_memory() const { return memory_batch != 0; }
   bool operator==(const Consumers &) const = default;
+  // "name=count ..." of every probe, for the debug log.
+  void describe(char *out, size_t size) const;
 };
 
 class ConsumerWatcher {

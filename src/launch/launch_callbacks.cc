@@ -95,7 +95,8 @@ void LaunchCallbacks::on_other_enter(CbDomain domain, uint32_t cbid, const CUpti
 }
 
 void LaunchCallbacks::on_enter(CbDomain domain, uint32_t cbid, const CUpti_CallbackData *cb) {
-  const uint8_t v = role_of(domain, cbid);
+  const uint8_t v = followed_role(domain, cbid);
+  if (v == kNotFollowed) return;  // a copy or fill nobody takes (launch_path.h)
   if (v == 0) return on_other_enter(domain, cbid, cb);
   const uint8_t kind = v - 1;
   ThreadLaunch &t = t_launch;
@@ -140,7 +141,8 @@ void LaunchCallbacks::on_enter(CbDomain domain, uint32_t cbid, const CUpti_Callb
 }
 
 void LaunchCallbacks::on_exit(CbDomain domain, uint32_t cbid, const CUpti_CallbackData *cb) {
-  const uint8_t v = role_of(domain, cbid);
+  // A copy or fill not followed at its ENTER is not the call the gate follows (kOther below).
+  const uint8_t v = role_of(domain, cbid) & ~kMemoryLaunchBit;
   if (v == 0) return;
   ThreadLaunch &t = t_launch;
   if (t.gated && t.gated_corr == cb->correlationId) release_pc_gate(t, pc_);

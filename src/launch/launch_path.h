@@ -8,14 +8,18 @@
 
 #include <cstdint>
 
+#include "base/usdt.h"
 #include "launch/launch_gate.h"
 #include "parcagpu/cbid_table.h"
 
 namespace parcagpu {
 
 // Role of each launch cbid, indexed directly: the launch path must not search the table.
-// 0 = not a launch callback, 1 + its kind (kEagerRole, kGraphRole) otherwise.
+// 0 = not a launch callback, 1 + its kind (kEagerRole, kGraphRole) otherwise, with
+// kMemoryLaunchBit for a copy or fill (an eager launch to the gate, followed only while
+// memory_batch has a consumer: cbid_table.h).
 constexpr uint32_t kMaxCbid = 1024;
+constexpr uint8_t kMemoryLaunchBit = 0x80;
 struct RoleIndex {
   uint8_t driver[kMaxCbid] = {};
   uint8_t runtime[kMaxCbid] = {};
@@ -24,7 +28,8 @@ constexpr RoleIndex make_role_index() {
   RoleIndex idx;
   for (const auto &cb : kSubscribedCallbacks) {
     if (!is_launch_role(cb.role)) continue;
-    const uint8_t v = 1 + (cb.role == CbRole::GraphLaunch ? kGraphRole : kEagerRole);
+    const uint8_t v = (1 + (cb.role == CbRole::GraphLaunch ? kGraphRole : kEagerRole)) |
+                      (cb.role == CbRole::MemoryLaunch ? kMemoryLaunchBit : 0);
     if (cb.domain == CbDomain::Driver) idx.driver[cb.cbid] = v;
     if (cb.domain == CbDomain::Runtime) idx.runtime[cb.cbid] = v;
   }
@@ -32,10 +37,20 @@ constexpr RoleIndex make_role_index() {
 }
 constexpr RoleIndex kRoles = make_role_index();
 static_assert(kRoles.driver[514] == 1 + kGraphRole && kRoles.runtime[211] == 1 + kEagerRole);
+static_assert(kRoles.runtime[31] == ((1 + kEagerRole) | kMemoryLaunchBit));
 
 inline uint8_t role_of(CbDomain domain, uint32_t cbid) {
   if (cbid >= kMaxCbid) return 0;
   return domain == CbDomain::Driver ? kRoles.driver[cbid] : kRoles.runtime[cbid];
+}
+
+// role_of for the launch path's ENTER: a copy or fill is a launch (an eager one) only while
+// memory_batch has a consumer (cbid_table.h, CbRole::MemoryLaunch); else kNotFollowed.
+constexpr uint8_t kNotFollowed = 0xff;
+inline uint8_t followed_role(CbDomain domain, uint32_t cbid) {
+  const uint8_t v = role_of(domain, cbid);
+  if (__builtin_expect(!(v & kMemoryLaunchBit), 1)) return v;
+  return usdt::memory_batch_consumers() != 0 ? v & ~kMemoryLaunchBit : kNotFollowed;
 }
 
 // What this thread is doing, as far as the callbacks it received tell. Trivially constructible

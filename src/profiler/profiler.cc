@@ -136,6 +136,7 @@ void Profiler::wake() {
 void Profiler::on_consumers(const Consumers &now, const Consumers &before) {
   if (shut_down_.load(std::memory_order_relaxed) || process_guard::forked_child()) return;
   const bool kernels = activity_usable_ && now.wants_kernels();
+  if (activity_usable_) activity_->want_kinds(wanted_kinds(now));
   if (kernels) {
     activity_->arm(true);
     if (completion_) completion_->start_thread();
@@ -231,6 +232,10 @@ void log_launch_totals(const LaunchStats &l, const ActivityStats &a) {
                           {"kernels after the last consumer left", u(a.kernels_unheard)},
                           {"launches waiting when it left", u(a.launches_unheard)},
                           {"graph kernels with a made-up end", u(a.graph_ends_made_up)},
+                          {"copies and fills", u(a.memory_records)},
+                          {"copies and fills delivered", u(a.memory_delivered)},
+                          {"copy and fill batches", u(a.memory_batches)},
+                          {"copies and fills after the last consumer left", u(a.memory_unheard)},
                           {"flushes", u(a.flushes)},
                           {"enables", u(a.enables)},
                           {"disables", u(a.disables)}});

@@ -738,7 +738,7 @@ class PcSamplingInTheTool(unittest.TestCase):
             r = harness.finish_mockapp(app)
         self.assertEqual(r.returncode, 0)
         self.assertEqual(tool.proc.returncode, 0, tool.stderr)
-        self.assertIn("attached 11 probes to %s (found in process %d)" % (self.lib, app.pid), tool.stderr)
+        self.assertIn("attached 12 probes to %s (found in process %d)" % (self.lib, app.pid), tool.stderr)
         j = tool.last_json()
         self.assertEqual(j["libraries"], [self.lib])
         self.assert_pc_of(j["pc"], app.pid)
@@ -763,7 +763,7 @@ class PcSamplingInTheTool(unittest.TestCase):
         tool.stop()
         self.assertEqual(r.returncode, 0, r.stderr[-2000:])
         pid = r.summary["pid"]
-        self.assertRegex(tool.stderr, r"attached 11 probes to %s \(found in process %d\)" %
+        self.assertRegex(tool.stderr, r"attached 12 probes to %s \(found in process %d\)" %
                          (re.escape(self.lib), pid))
         j = tool.last_json()
         self.assertEqual(j["libraries"], [self.lib])

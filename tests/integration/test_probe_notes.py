@@ -12,9 +12,13 @@ import harness
 
 
 def abi_probes():
-    text = open(os.path.join(harness.SOURCE, "include", "parcagpu", "abi.h")).read()
+    """The probe list (include/parcagpu/probe_list.h, which abi.h's kProbes is generated from):
+    X(name, (parameters), (arguments), count, (sizes))."""
+    text = open(os.path.join(harness.SOURCE, "include", "parcagpu", "probe_list.h")).read()
+    text = text.replace("\\\n", " ")
     probes = {}
-    for name, n, sizes in re.findall(r'\{"(\w+)",\s*(\d+),\s*\{([^}]*)\}\}', text):
+    for name, n, sizes in re.findall(r"X\((\w+),\s*\([^)]*\),\s*\([^)]*\),\s*(\d+),\s*\(([-\d,\s]+)\)\)",
+                                     text):
         probes[name] = [int(s) for s in sizes.split(",")]
         assert len(probes[name]) == int(n)
     return probes

@@ -299,7 +299,7 @@ class TheFlagsSayWhatIsDone(unittest.TestCase):
         self.assertEqual(tr.proc.returncode, 0, tr.stderr)
         pc = r.exit_reports[-1]["pc_sampling"]
         self.assertEqual((pc["enables"], pc["configures"], pc["starts"]), (0, 0, 0), pc)
-        self.assertRegex(tr.stderr, r"attached 6 probes to ")
+        self.assertRegex(tr.stderr, r"attached 7 probes to ")
         j = tr.result
         self.assertGreater(j[C.kernels_matched], 0)
         self.assertEqual((j[C.pc_sample_batches], j[C.pc_sample_records], j[C.stall_reason_maps],
@@ -319,7 +319,7 @@ class TheFlagsSayWhatIsDone(unittest.TestCase):
         self.assertEqual(tr.proc.returncode, 0, tr.stderr)
         pc = r.exit_reports[-1]["pc_sampling"]
         self.assertGreaterEqual(pc["enables"], 1, pc)
-        self.assertRegex(tr.stderr, r"attached 11 probes to ")
+        self.assertRegex(tr.stderr, r"attached 12 probes to ")
         self.assertGreater(tr.result["pc"]["records"], 0)
 
     def test_unwritable_output_fails_at_start(self):
@@ -599,7 +599,7 @@ class Discovery(unittest.TestCase):
                 r = harness.finish_mockapp(app)
             self.assertEqual(r.returncode, 0)
             self.assertEqual(tr.proc.returncode, 0, tr.stderr)
-            self.assertIn("attached 6 probes to %s (found in process %d)" % (lib, app.pid), tr.stderr)
+            self.assertIn("attached 7 probes to %s (found in process %d)" % (lib, app.pid), tr.stderr)
             j = tr.last_json()
             self.assertEqual(j["libraries"], [lib])
             self.assertGreater(j[C.kernels_matched], 0)
@@ -627,7 +627,7 @@ class Discovery(unittest.TestCase):
             r = harness.MockRun(p, p.stdout, p.stderr)
             tr.stop()
             self.assertEqual(r.returncode, 0, r.stderr)
-            self.assertRegex(tr.stderr, r"attached 6 probes to %s \(found in process %d\)" %
+            self.assertRegex(tr.stderr, r"attached 7 probes to %s \(found in process %d\)" %
                              (re.escape(lib), r.summary["pid"]))
             j = tr.result = tr.last_json()
             self.assertEqual(j["libraries"], [lib])
@@ -801,7 +801,7 @@ class Capabilities(unittest.TestCase):
         r = self.as_caps(["sys_admin"])
         results["sys_admin"] = r
         self.assertEqual(r.returncode, 0, r.stderr)
-        self.assertRegex(r.stderr, r"attached 6 probes")
+        self.assertRegex(r.stderr, r"attached 7 probes")
         r = self.as_caps(["bpf", "perfmon", "sys_admin"])
         results["bpf,perfmon,sys_admin"] = r
         self.assertEqual(r.returncode, 0, r.stderr)

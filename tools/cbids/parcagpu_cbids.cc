@@ -26,6 +26,8 @@ const char *role_name(parcagpu::CbRole r) {
       return "eager_launch";
     case parcagpu::CbRole::GraphLaunch:
       return "graph_launch";
+    case parcagpu::CbRole::MemoryLaunch:
+      return "memory_launch";
     case parcagpu::CbRole::GraphResource:
       return "graph_resource";
     case parcagpu::CbRole::GraphUpload:

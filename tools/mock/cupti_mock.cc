@@ -178,7 +178,7 @@ void process_exit() {
 constexpr mockbridge::CuptiHooks kHooks = {
     api_enter,  api_exit,          domain_event,          kernel_activity_enabled,
     kernel_ran, pc_graph_uploaded, pc_graph_instantiated, pc_graph_destroyed,
-    process_exit,
+    process_exit, activity_kind_enabled, memory_ran,
 };
 
 size_t list_pairs(const std::atomic<uint64_t> (&set)[kNumDomains][kWords], MockCuptiPair *out,

@@ -225,8 +225,24 @@ void spoil_times(Record *r) {
   }
 }
 
+// The size of a record of `kind` as the mock writes it (8-byte multiples, as CUPTI aligns them).
+size_t record_size(uint32_t kind) {
+  size_t size = kernel_record_size();
+  if (kind == CUPTI_ACTIVITY_KIND_MEMCPY) size = sizeof(CUpti_ActivityMemcpy6);
+  if (kind == CUPTI_ACTIVITY_KIND_MEMCPY2) size = sizeof(CUpti_ActivityMemcpyPtoP4);
+  if (kind == CUPTI_ACTIVITY_KIND_MEMSET) size = sizeof(CUpti_ActivityMemset4);
+  return (size + kAlignment - 1) / kAlignment * kAlignment;
+}
+
+bool written_kind(uint32_t kind) {
+  return kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL || kind == CUPTI_ACTIVITY_KIND_KERNEL ||
+         kind == CUPTI_ACTIVITY_KIND_MEMCPY || kind == CUPTI_ACTIVITY_KIND_MEMCPY2 ||
+         kind == CUPTI_ACTIVITY_KIND_MEMSET;
+}
+
 void write_record(const void *record) {
-  const size_t kRecordSize = kernel_record_size();
+  const uint32_t kind = static_cast<const CUpti_Activity *>(record)->kind;
+  const size_t kRecordSize = record_size(kind);
   BufferQueue &q = queue();
   for (;;) {
     std::unique_lock<std::mutex> lock(q.mutex);
@@ -238,7 +254,9 @@ void write_record(const void *record) {
         ++b.records;
         Stats::add(stat::records_written);
         // graphId sits at the same offset in Kernel9 and Kernel10 (include/parcagpu/abi.h).
-        if (static_cast<const CUpti_ActivityKernel9 *>(record)->graphId != 0)
+        if (kRecordSize == record_size(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) &&
+            (kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL || kind == CUPTI_ACTIVITY_KIND_KERNEL) &&
+            static_cast<const CUpti_ActivityKernel9 *>(record)->graphId != 0)
           Stats::add(stat::graph_records_written);
         return;
       }
@@ -541,6 +559,85 @@ void kernel_ran(const mockbridge::KernelRun *run) {
   }
 }
 
+bool activity_kind_enabled(uint32_t context_id, uint32_t kind) {
+  return kind < kNumKinds && kind_enabled_for(context_id, static_cast<CUpti_ActivityKind>(kind));
+}
+
+namespace {
+
+void write_memcpy(const mockbridge::MemoryRun *run) {
+  CUpti_ActivityMemcpy6 r;
+  std::memset(static_cast<void *>(&r), 0, sizeof r);
+  r.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
+  r.copyKind = run->copy_kind;
+  r.srcKind = run->src_kind;
+  r.dstKind = run->dst_kind;
+  r.flags = run->flags ? CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC : 0;
+  r.bytes = run->bytes;
+  r.start = run->start;
+  r.end = run->end;
+  r.deviceId = run->device_id;
+  r.contextId = run->context_id;
+  r.streamId = run->stream_id;
+  r.correlationId = run->correlation_id;
+  r.copyCount = 1;
+  write_record(&r);
+}
+
+void write_memcpy_peer(const mockbridge::MemoryRun *run) {
+  CUpti_ActivityMemcpyPtoP4 r;
+  std::memset(static_cast<void *>(&r), 0, sizeof r);
+  r.kind = CUPTI_ACTIVITY_KIND_MEMCPY2;
+  r.copyKind = run->copy_kind;
+  r.srcKind = run->src_kind;
+  r.dstKind = run->dst_kind;
+  r.flags = run->flags ? CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC : 0;
+  r.bytes = run->bytes;
+  r.start = run->start;
+  r.end = run->end;
+  r.deviceId = run->device_id;
+  r.contextId = run->context_id;
+  r.streamId = run->stream_id;
+  r.srcDeviceId = run->device_id;
+  r.dstDeviceId = run->peer_device_id;
+  r.correlationId = run->correlation_id;
+  write_record(&r);
+}
+
+void write_memset(const mockbridge::MemoryRun *run) {
+  CUpti_ActivityMemset4 r;
+  std::memset(static_cast<void *>(&r), 0, sizeof r);
+  r.kind = CUPTI_ACTIVITY_KIND_MEMSET;
+  r.value = run->fill_value;
+  r.bytes = run->bytes;
+  r.start = run->start;
+  r.end = run->end;
+  r.deviceId = run->device_id;
+  r.contextId = run->context_id;
+  r.streamId = run->stream_id;
+  r.correlationId = run->correlation_id;
+  r.flags = run->flags ? CUPTI_ACTIVITY_FLAG_MEMSET_ASYNC : 0;
+  r.memoryKind = run->dst_kind;
+  write_record(&r);
+}
+
+}  // namespace
+
+// Copies and fills, like kernels, are written only if their kind was enabled inside their call.
+void memory_ran(const mockbridge::MemoryRun *run) {
+  if (!run->collect) {
+    Stats::add(stat::records_not_collected);
+    return;
+  }
+  if (!g_request.load(std::memory_order_relaxed)) {
+    drop_record();
+    return;
+  }
+  if (run->kind == CUPTI_ACTIVITY_KIND_MEMCPY) write_memcpy(run);
+  if (run->kind == CUPTI_ACTIVITY_KIND_MEMCPY2) write_memcpy_peer(run);
+  if (run->kind == CUPTI_ACTIVITY_KIND_MEMSET) write_memset(run);
+}
+
 void finalize_activity() {
   settle_held(Settle::kExit);
   BufferQueue &q = queue();
@@ -688,21 +785,22 @@ CUptiResult cuptiActivityFlushPeriod(uint32_t time_ms) {
 CUptiResult cuptiActivityGetNextRecord(uint8_t *buffer, size_t valid_size,
                                        CUpti_Activity **record) {
   MOCK_CUPTI_FAULT_POINT(cuptiActivityGetNextRecord);
-  const size_t kRecordSize = kernel_record_size();
   if (!buffer || !record) return error(CUPTI_ERROR_INVALID_PARAMETER);
   const uint8_t *next;
   if (*record == nullptr) {
     next = buffer + alignment_padding(buffer);
   } else {
     const auto *current = reinterpret_cast<const uint8_t *>(*record);
-    if (current < buffer || current + kRecordSize > buffer + valid_size)
+    const size_t size = record_size((*record)->kind);
+    if (current < buffer || current + size > buffer + valid_size)
       return error(CUPTI_ERROR_INVALID_PARAMETER);
-    next = current + kRecordSize;  // the mock writes kernel records only
+    next = current + size;
   }
-  if (next + kRecordSize > buffer + valid_size) return CUPTI_ERROR_MAX_LIMIT_REACHED;
+  // The smallest record the mock writes: anything shorter left is the end of the buffer.
+  if (next + sizeof(CUpti_Activity) > buffer + valid_size) return CUPTI_ERROR_MAX_LIMIT_REACHED;
   const auto *a = reinterpret_cast<const CUpti_Activity *>(next);
-  if (a->kind != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL && a->kind != CUPTI_ACTIVITY_KIND_KERNEL)
-    return error(CUPTI_ERROR_INVALID_KIND);
+  if (!written_kind(a->kind)) return error(CUPTI_ERROR_INVALID_KIND);
+  if (next + record_size(a->kind) > buffer + valid_size) return CUPTI_ERROR_MAX_LIMIT_REACHED;
   *record = const_cast<CUpti_Activity *>(a);
   return CUPTI_SUCCESS;
 }

@@ -113,6 +113,10 @@ static_assert(sizeof(MockCuptiStats) == stat::kCount * sizeof(uint64_t));
 // Activity side (cupti_mock_activity.cc), used by the hooks and by cuptiFinalize.
 uint32_t kernel_activity_enabled(uint32_t context_id);  // record kind collected now, 0 = none
 void kernel_ran(const mockbridge::KernelRun *run);
+// Copies and fills (cupti_mock_activity.cc): whether `kind` is collected now for the context,
+// and the record of one that ran (if it was).
+bool activity_kind_enabled(uint32_t context_id, uint32_t kind);
+void memory_ran(const mockbridge::MemoryRun *run);
 void finalize_activity();
 // Kinds enabled now (globally or for a context) / ever, as JSON arrays of names.
 std::vector<std::string> activity_kinds(bool ever);

@@ -50,6 +50,16 @@ struct KernelRun {
   uint32_t collect_kind;
 };
 
+// One copy or fill the mock GPU ran, with what a memcpy / memset activity record carries.
+struct MemoryRun {
+  uint64_t start, end, bytes;
+  uint32_t kind;  // CUPTI_ACTIVITY_KIND_MEMCPY, _MEMSET or _MEMCPY2 (peer)
+  uint8_t copy_kind, src_kind, dst_kind, flags;
+  uint32_t device_id, context_id, stream_id, correlation_id, peer_device_id;
+  uint32_t fill_value;
+  bool collect;  // its kind was enabled inside the API call: its record is written
+};
+
 struct CuptiHooks {
   void (*api_enter)(ApiFrame *frame);
   void (*api_exit)(ApiFrame *frame);
@@ -74,6 +84,10 @@ struct CuptiHooks {
   // then the library under test has torn down (its atexit handlers and, in the usual load
   // order, its destructors have run), so this is where the exit report is printed.
   void (*process_exit)();
+  // Whether records of activity `kind` are collected now for the context (asked inside the
+  // API call of a copy or fill).
+  bool (*activity_kind_enabled)(uint32_t context_id, uint32_t kind);
+  void (*memory_ran)(const MemoryRun *run);
 };
 
 }  // namespace mockbridge

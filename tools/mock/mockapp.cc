@@ -204,7 +204,7 @@ const std::vector<OptionSpec> &option_table() {
          for (const std::string &a : split_list(arg)) {
            bool known = false;
            for (const auto &cb : parcagpu::kSubscribedCallbacks)
-             known |= is_launch_role(cb.role) && a == cb.name;
+             known |= is_kernel_launch_role(cb.role) && a == cb.name;
            if (!known) return fail("--apis: no launch API " + a + " in the cbid table");
            o->apis.push_back(a);
          }

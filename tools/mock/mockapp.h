@@ -85,6 +85,8 @@ bool run_scenario(const std::string &name, Kernels &kernels);
 bool fake_consumer_attach(const std::string &library, const std::string &probes);
 void scenario_attach_detach(Kernels &kernels);
 void scenario_clone_refire(Kernels &kernels);
+// mockapp_copies.cc: copies and fills from call sites of their own.
+void scenario_copies(Kernels &kernels);
 void run_timed_workload(const Options &options, Kernels &kernels);
 
 // The mock CUPTI's view, if a mock libcupti is loaded (reached through dlopen(RTLD_NOLOAD)).

@@ -218,7 +218,7 @@ void scenario_attach_detach(Kernels &k) {
     return activity_enables() > enables;
   };
   for (const auto &cb : parcagpu::kSubscribedCallbacks) {
-    if (!parcagpu::is_launch_role(cb.role)) continue;
+    if (!parcagpu::is_kernel_launch_role(cb.role)) continue;
     if (!parcagpu::callback_known_to(cb, g_runtime_version / 1000)) continue;  // not in this CUDA
     std::vector<MockLaunchPoint> points = {MOCK_LAUNCH_POINT_AFTER_OUTER_ENTER};
     if (cb.domain == parcagpu::CbDomain::Runtime) {

@@ -158,7 +158,7 @@ bool is_ptsz(const char *api_name) {
 }
 
 // One launch through every API cbid of the subscription table that the application's CUDA has
-// (--cudart; all without one), in table order (_ptsz APIs on the per-thread default stream), one
+// (--cudart; all without one; of the copies and fills, those the mock driver has), in table order (_ptsz APIs on the per-thread default stream), one
 // upload of the graph through each upload cbid, and one instantiation of another graph through
 // each instantiate cbid; its resource cbids come from instantiating and destroying the graphs.
 void scenario_all_cbids(Kernels &k) {
@@ -170,6 +170,12 @@ void scenario_all_cbids(Kernels &k) {
     const CUstream stream = is_ptsz(cb.name) ? CU_STREAM_PER_THREAD : nullptr;
     if (cb.role == parcagpu::CbRole::GraphUpload) {
       check(mock_cuda_graph_upload(exec, stream, domain == kDrv), cb.name);
+      continue;
+    }
+    if (cb.role == parcagpu::CbRole::MemoryLaunch) {
+      // A copy through each copy and fill API the mock driver has (mock_cuda_memory).
+      if (mock_cuda_memory_api_name(domain, cb.cbid))
+        check(mock_cuda_memory(domain, cb.cbid, 4096, 1, stream), cb.name);
       continue;
     }
     if (cb.role == parcagpu::CbRole::GraphInstantiate) {
@@ -336,6 +342,7 @@ const Scenario kScenarios[] = {
     {"all-cbids", scenario_all_cbids},
     {"attach-detach", scenario_attach_detach},
     {"clone-refire", scenario_clone_refire},
+    {"copies", scenario_copies},
 };
 
 // ---- Timed workload ----
@@ -407,7 +414,7 @@ void launch_thread(const Options &o, Kernels &kernels, int index,
   for (size_t a = 0; a < o.apis.size(); ++a) {
     if (o.api_per_thread && a != static_cast<size_t>(index) % o.apis.size()) continue;
     for (const parcagpu::SubscribedCallback &cb : parcagpu::kSubscribedCallbacks)
-      if (is_launch_role(cb.role) && o.apis[a] == cb.name)
+      if (is_kernel_launch_role(cb.role) && o.apis[a] == cb.name)
         apis.push_back({static_cast<uint32_t>(cb.domain), cb.cbid, is_ptsz(cb.name)});
   }
   double graph_credit = 0;
@@ -482,7 +489,7 @@ GpuBoundApis gpu_bound_apis(const Options &o) {
   GpuBoundApis a;
   for (const std::string &name : o.apis)
     for (const parcagpu::SubscribedCallback &cb : parcagpu::kSubscribedCallbacks)
-      if (is_launch_role(cb.role) && name == cb.name)
+      if (is_kernel_launch_role(cb.role) && name == cb.name)
         (cb.role == parcagpu::CbRole::GraphLaunch ? a.graph : a.eager)
             .push_back({static_cast<uint32_t>(cb.domain), cb.cbid, is_ptsz(cb.name)});
   if (a.eager.empty())

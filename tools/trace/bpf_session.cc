@@ -46,6 +46,8 @@ constexpr ProbeProgram<Progs> kProbes[] = {
     PARCAGPU_PROBE(stall_reason_map), PARCAGPU_PROBE(pc_sample_batch),
     // Capture-site attribution: optional, a library without them is still traced.
     PARCAGPU_PROBE(graph_capture_launch), PARCAGPU_PROBE(graph_node_clone),
+    // Copies and fills: optional too (a library without memory_batch announces none).
+    PARCAGPU_PROBE(memory_batch),
     PARCAGPU_PROBE(cuda_correlation),
 };
 #undef PARCAGPU_PROBE

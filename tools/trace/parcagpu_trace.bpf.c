@@ -571,6 +571,9 @@ PROBE(kernel_executed, PT_STAT_FIRE_KERNEL_EXECUTED) {
   e->context_id = 0;
   e->batch_index = 0;
   e->batch_count = 0;
+  e->bytes = 0;
+  e->copy_kind = e->src_kind = e->dst_kind = e->mem_flags = 0;
+  e->peer_device_id = 0;
   e->h.flags = read_str(e->name, sizeof(e->name), (const void *)arg(ctx, 7), PT_F_NAME_NULL,
                         PT_F_NAME_FAULT);
   bpf_ringbuf_submit(e, 0);
@@ -621,6 +624,9 @@ PROBE(activity_batch, PT_STAT_FIRE_ACTIVITY_BATCH) {
     e->graph_id = FIELD(__u32, rec, PARCAGPU_KREC_OFF_GRAPH_ID);
     e->batch_index = i;
     e->batch_count = count;
+    e->bytes = 0;
+    e->copy_kind = e->src_kind = e->dst_kind = e->mem_flags = 0;
+    e->peer_device_id = 0;
     e->h.flags =
         read_str(e->name, sizeof(e->name), FIELD(const void *, rec, PARCAGPU_KREC_OFF_NAME),
                  PT_F_NAME_NULL, PT_F_NAME_FAULT);
@@ -634,6 +640,45 @@ PROBE(activity_batch, PT_STAT_FIRE_ACTIVITY_BATCH) {
                                .other_kinds = other,
                                .unreadable = unreadable};
     send_event(&b, sizeof(b), PT_EV_ACTIVITY_BATCH);
+  }
+  return 0;
+}
+
+/* memory_batch(ptr records, u32 count): count contiguous PARCAGPU_MREC_SIZE-byte records, at most
+ * PARCAGPU_MEMORY_BATCH_MAX read; each one a PT_EV_MEMORY event. */
+PROBE(memory_batch, PT_STAT_FIRE_MEMORY_BATCH) {
+  const __u8 *records = (const __u8 *)arg(ctx, 0);
+  __u32 count = arg(ctx, 1);
+  stat_add(PT_STAT_MEMORY_RECORDS, count);
+  __u64 rec_words[PARCAGPU_MREC_SIZE / 8];
+  const __u8 *rec = (const __u8 *)rec_words;
+  for (__u32 i = 0; i < PARCAGPU_MEMORY_BATCH_MAX; i++) {
+    if (i >= count) break;
+    if (bpf_probe_read_user(rec_words, PARCAGPU_MREC_SIZE, records + i * PARCAGPU_MREC_SIZE) < 0) {
+      read_error(PT_STAT_READ_ERR_MEMORY);
+      continue;
+    }
+    struct pt_kernel_event *e = reserve_event(sizeof(*e), PT_EV_MEMORY);
+    if (!e) continue;
+    e->kind = FIELD(__u32, rec, PARCAGPU_MREC_OFF_KIND);
+    e->copy_kind = FIELD(__u8, rec, PARCAGPU_MREC_OFF_COPY_KIND);
+    e->src_kind = FIELD(__u8, rec, PARCAGPU_MREC_OFF_SRC_KIND);
+    e->dst_kind = FIELD(__u8, rec, PARCAGPU_MREC_OFF_DST_KIND);
+    e->mem_flags = FIELD(__u8, rec, PARCAGPU_MREC_OFF_FLAGS);
+    e->bytes = FIELD(__u64, rec, PARCAGPU_MREC_OFF_BYTES);
+    e->start = FIELD(__u64, rec, PARCAGPU_MREC_OFF_START);
+    e->end = FIELD(__u64, rec, PARCAGPU_MREC_OFF_END);
+    e->device_id = FIELD(__u32, rec, PARCAGPU_MREC_OFF_DEVICE_ID);
+    e->stream_id = FIELD(__u32, rec, PARCAGPU_MREC_OFF_STREAM_ID);
+    e->correlation_id = FIELD(__u32, rec, PARCAGPU_MREC_OFF_CORRELATION_ID);
+    e->peer_device_id = FIELD(__u32, rec, PARCAGPU_MREC_OFF_PEER_DEVICE_ID);
+    e->context_id = 0;
+    e->graph_id = 0;
+    e->graph_node_id = 0;
+    e->batch_index = i;
+    e->batch_count = count;
+    e->name[0] = 0;
+    bpf_ringbuf_submit(e, 0);
   }
   return 0;
 }

@@ -27,6 +27,8 @@ enum pt_event_type {
   PT_EV_PC_SAMPLE_BATCH = 10,
   PT_EV_GRAPH_CAPTURE = 11,   /* graph_capture_launch: pt_capture_event, or pt_capture_stack_event */
   PT_EV_GRAPH_NODE_CLONE = 12,
+  PT_EV_MEMORY = 13,          /* one copy or fill record read through memory_batch
+                                 (pt_kernel_event, kind MEMCPY / MEMSET / MEMCPY2, no name) */
   /* Types from here on belong to extensions with a BPF object of their own that writes into this
    * ring buffer (tools/trace/extension.h; PC sampling: tools/trace/pc_events.h). */
   PT_EV_EXTENSION_BASE = 64,
@@ -184,7 +186,8 @@ struct pt_correlation_stack_event {
 };
 
 /* PT_EV_KERNEL (from an activity_batch record) and PT_EV_KERNEL_EXECUTED (from the probe's
- * arguments; kind, context_id and batch_index are 0 there). */
+ * arguments; kind, context_id and batch_index are 0 there); PT_EV_MEMORY (a memory_batch record:
+ * bytes and the copy's kinds set, graph fields and name empty). */
 struct pt_kernel_event {
   struct pt_header h;
   __u64 start;
@@ -198,6 +201,12 @@ struct pt_kernel_event {
   __u32 graph_id;
   __u32 batch_index; /* position in its activity_batch */
   __u32 batch_count; /* the batch's count argument */
+  __u64 bytes;       /* PT_EV_MEMORY: bytes copied or filled */
+  __u8 copy_kind;    /* PT_EV_MEMORY: include/parcagpu/abi.h PARCAGPU_MREC_OFF_COPY_KIND .. FLAGS */
+  __u8 src_kind;
+  __u8 dst_kind;
+  __u8 mem_flags;
+  __u32 peer_device_id;
   char name[PT_NAME_LEN];
 };
 
@@ -286,6 +295,9 @@ enum pt_stat {
   PT_STAT_FIRE_ERROR,
   PT_STAT_FIRE_GRAPH_CAPTURE_LAUNCH,
   PT_STAT_FIRE_GRAPH_NODE_CLONE,
+  PT_STAT_FIRE_MEMORY_BATCH,
+  PT_STAT_MEMORY_RECORDS,      /* sum of memory_batch count arguments */
+  PT_STAT_READ_ERR_MEMORY,     /* memory_batch: a record unreadable */
   PT_STAT_STACK_ERRORS,        /* bpf_get_stack failed (the event goes with an empty stack) */
   PT_STAT_STACKS_DROPPED,      /* no ring space for an event with its stack: sent without it */
   PT_STAT_STACK_COPY_BYTES,    /* user stack bytes copied for DWARF unwinding */

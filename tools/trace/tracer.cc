@@ -1,5 +1,7 @@
 #include "tracer.h"
 
+#include "parcagpu/abi.h"
+
 #include <algorithm>
 #include <cerrno>
 #include <cinttypes>
@@ -62,6 +64,7 @@ Tracer::Tracer(const Options &o)
       if (const std::string *whole = v->whole_name(name)) return whole;
     return nullptr;
   });
+  add_memory_profile();
 }
 
 int Tracer::handle(void *ctx, void *data, size_t size) {
@@ -330,6 +333,7 @@ void Tracer::on_event(const void *data, size_t size) {
       break;
     case PT_EV_KERNEL:
     case PT_EV_KERNEL_EXECUTED:
+    case PT_EV_MEMORY:
       if (const auto *e = as<pt_kernel_event>(data, size)) on_kernel(*e);
       break;
     case PT_EV_ACTIVITY_BATCH:
@@ -411,6 +415,7 @@ void Tracer::on_kernel(const pt_kernel_event &e) {
   k.end = e.end;
   k.seen_ns = e.h.ts_ns;
   k.name = str(e.name, sizeof e.name);
+  if (e.h.type == PT_EV_MEMORY) on_memory_record(e, &k);
   if (e.h.type == PT_EV_KERNEL_EXECUTED) {  // verbose only: not a kernel source
     std::fprintf(stderr, "[%u/%u] kernel_executed corr=%u graph=%u node=%" PRIu64 " name=%s\n", e.h.pid,
                  e.h.tid, e.correlation_id, e.graph_id, static_cast<uint64_t>(e.graph_node_id), e.name);
@@ -436,9 +441,32 @@ void Tracer::on_kernel(const pt_kernel_event &e) {
                  k.impossible != Impossible::kNone ? " impossible=" : "", impossible_name(k.impossible), e.name);
 }
 
+void Tracer::add_memory_profile() {
+  auto memory = std::make_unique<MemoryProfile>([this](uint32_t stack) {
+    std::vector<std::string> out;
+    if (const char *p = StackTable::pseudo_name(stack))
+      out.push_back(p);
+    else
+      for (const Frame &f : stacks_.frames(stack)) out.push_back(f.text());
+    return out;
+  });
+  memory_ = memory.get();
+  add_extension(std::move(memory));
+}
+
+// A copy or fill (memory_batch) goes the kernels' way, under the frame that says what it is.
+void Tracer::on_memory_record(const pt_kernel_event &e, KernelRecord *k) {
+  ++meta_.memory_records;
+  k->name = memory_frame_name(e.kind, e.copy_kind);
+  k->bytes = e.bytes;
+  k->memory = true;
+  k->sync_copy = (e.mem_flags & PARCAGPU_MREC_FLAG_ASYNC) == 0;
+}
+
 void Tracer::on_match(const Launch &l, const KernelRecord &k, uint32_t name_id, uint32_t tag) {
   // Graph kernels go under their capture stack with --capture-sites (when they have one).
   const uint32_t stack = opt_.capture_sites && tag > StackTable::kFirstReal ? tag - 1 : l.stack_id;
+  if (k.memory) memory_->add(stack, joiner_.names().raw(name_id).c_str(), k.bytes, k.gpu_ns(), k.sync_copy);
   const Origin origin{processes_.id(k.pid), k.device_id};
   profile_.add(stack, name_id, k.gpu_ns(), origin);
   devices_.on_match(k.device_id, name_id, k.gpu_ns());
@@ -454,7 +482,11 @@ void Tracer::on_match(const Launch &l, const KernelRecord &k, uint32_t name_id, 
   if (opt_.json_lines) {
     emit_stack(stack);
     Json j;
-    j["type"] = "kernel";
+    j["type"] = k.memory ? "memory" : "kernel";
+    if (k.memory) {
+      j["bytes"] = k.bytes;
+      j["sync"] = k.sync_copy;
+    }
     j["pid"] = k.pid;
     const ProcessInfo &process = processes_.info(origin.process);
     j["comm"] = process.comm;
@@ -579,6 +611,7 @@ constexpr BpfCounter kBpfCounters[] = {
     {&Counters::read_errors, PT_STAT_READ_ERRORS},
     {&Counters::kernel_executed_events, PT_STAT_FIRE_KERNEL_EXECUTED},
     {&Counters::activity_batches, PT_STAT_FIRE_ACTIVITY_BATCH},
+    {&Counters::memory_batches, PT_STAT_FIRE_MEMORY_BATCH},
     {&Counters::batch_records_over_cap, PT_STAT_BATCH_OVER_CAP},
     {&Counters::records_other_kind, PT_STAT_RECORDS_OTHER_KIND},
     {&Counters::pc_sample_records, PT_STAT_PC_SAMPLE_RECORDS},

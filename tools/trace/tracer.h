@@ -28,6 +28,7 @@
 #include "symbolizer.h"
 #include "unwinder.h"
 #include "extension.h"
+#include "memory_profile.h"
 
 namespace parcagpu::trace {
 
@@ -105,6 +106,8 @@ class Tracer : public MatchSink {
   // PT_F_PY_STACK.
   uint32_t resolve_stack(const pt_header &h, const pt_stacks &stacks, size_t avail);
   void on_kernel(const pt_kernel_event &e);
+  void on_memory_record(const pt_kernel_event &e, KernelRecord *k);
+  void add_memory_profile();
   void on_capture(const pt_capture_event &e, const void *data, size_t size);
   void on_meta(const pt_meta_event &e);
   void emit_stack(uint32_t id);
@@ -139,6 +142,7 @@ class Tracer : public MatchSink {
   unsigned losses_said_ = 0;
   uint64_t malformed_ = 0;
   std::vector<std::unique_ptr<Extension>> extensions_;
+  MemoryProfile *memory_ = nullptr;  // copies and fills, one of extensions_
 };
 
 }  // namespace parcagpu::trace

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "activity/activity_buffers.h"
+#include "activity/activity_kinds.h"
 #include "parcagpu/abi.h"
 
 namespace parcagpu {
@@ -95,6 +96,75 @@ TEST_F(ActivityBuffersTest, HandsOverKernelRecordsDecodedInOrder) {
   EXPECT_EQ(k.graph_id, 47u);
   EXPECT_STREQ(k.name, kName);
   EXPECT_EQ(reinterpret_cast<uint8_t *>(k.record), fake_.bytes.data() + 2 * kSlot);
+}
+
+// Copies and fills (the Memory family of activity_kinds.h) go to the memory handler, decoded into
+// the probe ABI's record whatever CUPTI record they came in; kernels still to the kernel one.
+TEST_F(ActivityBuffersTest, CopiesAndFillsAreDecodedForTheMemoryHandler) {
+  add(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, 1);
+  fake_.bytes.resize(4 * kSlot);
+  auto *cp = reinterpret_cast<CUpti_ActivityMemcpy6 *>(fake_.bytes.data() + kSlot);
+  cp->kind = CUPTI_ACTIVITY_KIND_MEMCPY;
+  cp->copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_HTOD;
+  cp->srcKind = CUPTI_ACTIVITY_MEMORY_KIND_PINNED;
+  cp->dstKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
+  cp->flags = CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC;
+  cp->bytes = 1 << 20;
+  cp->start = 100;
+  cp->end = 350;
+  cp->deviceId = 2;
+  cp->streamId = 9;
+  cp->correlationId = 42;
+  auto *ms = reinterpret_cast<CUpti_ActivityMemset4 *>(fake_.bytes.data() + 2 * kSlot);
+  ms->kind = CUPTI_ACTIVITY_KIND_MEMSET;
+  ms->bytes = 4096;
+  ms->start = 400;
+  ms->end = 410;
+  ms->correlationId = 43;
+  ms->memoryKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
+  auto *pp = reinterpret_cast<CUpti_ActivityMemcpyPtoP4 *>(fake_.bytes.data() + 3 * kSlot);
+  pp->kind = CUPTI_ACTIVITY_KIND_MEMCPY2;
+  pp->copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_PTOP;
+  pp->bytes = 512;
+  pp->deviceId = 0;
+  pp->srcDeviceId = 0;
+  pp->dstDeviceId = 1;
+  pp->correlationId = 44;
+  struct Seen {
+    std::vector<uint32_t> kernels;
+    std::vector<MemoryRecord> memory;
+  } seen;
+  const RecordSink sink{
+      &seen,
+      [](void *c, KernelRecord &k) { static_cast<Seen *>(c)->kernels.push_back(k.correlation_id); },
+      [](void *c, MemoryRecord &m) { static_cast<Seen *>(c)->memory.push_back(m); }};
+  const BufferWalk w = walk_records(api_, fake_.bytes.data(), fake_.bytes.size(), sink);
+  EXPECT_EQ(w.kernel_records, 1u);
+  EXPECT_EQ(w.memory_records, 3u);
+  EXPECT_EQ(seen.kernels, std::vector<uint32_t>{1});
+  ASSERT_EQ(seen.memory.size(), 3u);
+  const MemoryRecord &m = seen.memory[0];
+  EXPECT_EQ(m.kind, uint32_t{PARCAGPU_KIND_MEMCPY});
+  EXPECT_EQ(m.copy_kind, CUPTI_ACTIVITY_MEMCPY_KIND_HTOD);
+  EXPECT_EQ(m.src_kind, CUPTI_ACTIVITY_MEMORY_KIND_PINNED);
+  EXPECT_EQ(m.flags, PARCAGPU_MREC_FLAG_ASYNC);
+  EXPECT_EQ(m.bytes, 1u << 20);
+  EXPECT_EQ(m.start, 100u);
+  EXPECT_EQ(m.end, 350u);
+  EXPECT_EQ(m.device_id, 2u);
+  EXPECT_EQ(m.stream_id, 9u);
+  EXPECT_EQ(m.correlation_id, 42u);
+  EXPECT_EQ(seen.memory[1].kind, uint32_t{PARCAGPU_KIND_MEMSET});
+  EXPECT_EQ(seen.memory[1].flags, 0);  // synchronous
+  EXPECT_EQ(seen.memory[1].bytes, 4096u);
+  EXPECT_EQ(seen.memory[1].correlation_id, 43u);
+  EXPECT_EQ(seen.memory[2].kind, uint32_t{PARCAGPU_KIND_MEMCPY2});
+  EXPECT_EQ(seen.memory[2].peer_device_id, 1u);
+  EXPECT_EQ(seen.memory[2].correlation_id, 44u);
+  // Kernels alone: copies are skipped, not miscounted as kernels.
+  BufferWalk k;
+  EXPECT_EQ(walk(&k), std::vector<uint32_t>{1});
+  EXPECT_EQ(k.memory_records, 0u);
 }
 
 TEST_F(ActivityBuffersTest, ACorrelationIdSetIsWrittenIntoTheRecord) {

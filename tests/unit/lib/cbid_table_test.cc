@@ -122,9 +122,41 @@ TEST(CbidTable, EntriesAreUniqueAndNamesMatchCuptiNames) {
                                CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernelMultiDevice_v9000)
                    ->name,
                "cudaLaunchCooperativeKernelMultiDevice");
-  size_t launches = 0;
-  for (const auto &cb : kSubscribedCallbacks) launches += is_launch_role(cb.role);
+  size_t launches = 0, memory = 0;
+  for (const auto &cb : kSubscribedCallbacks) {
+    launches += is_kernel_launch_role(cb.role);
+    memory += cb.role == CbRole::MemoryLaunch;
+    EXPECT_EQ(is_launch_role(cb.role), is_kernel_launch_role(cb.role) || cb.role == CbRole::MemoryLaunch);
+  }
   EXPECT_EQ(launches, 25u);  // 12 driver + 13 runtime launch cbids
+  EXPECT_EQ(memory, 30u + 58u);  // runtime + driver copies and fills
+}
+
+// Copies and fills carry the names CUPTI gives their ids.
+TEST(CbidTable, MemoryLaunchIdsMatchTheHeaders) {
+  struct {
+    CbDomain d;
+    uint32_t id;
+    const char *name;
+  } const want[] = {
+      {CbDomain::Runtime, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020, "cudaMemcpy"},
+      {CbDomain::Runtime, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020, "cudaMemcpyAsync"},
+      {CbDomain::Runtime, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy3DPeerAsync_ptsz_v7000,
+       "cudaMemcpy3DPeerAsync_ptsz"},
+      {CbDomain::Runtime, CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_v3020, "cudaMemsetAsync"},
+      {CbDomain::Runtime, CUPTI_RUNTIME_TRACE_CBID_cudaMemset3DAsync_ptsz_v7000,
+       "cudaMemset3DAsync_ptsz"},
+      {CbDomain::Driver, CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoDAsync_v2, "cuMemcpyHtoDAsync_v2"},
+      {CbDomain::Driver, CUPTI_DRIVER_TRACE_CBID_cuMemcpyPeerAsync_ptsz, "cuMemcpyPeerAsync_ptsz"},
+      {CbDomain::Driver, CUPTI_DRIVER_TRACE_CBID_cuMemsetD2D32Async_ptsz, "cuMemsetD2D32Async_ptsz"},
+      {CbDomain::Driver, CUPTI_DRIVER_TRACE_CBID_cuMemsetD8_v2, "cuMemsetD8_v2"},
+  };
+  for (const auto &w : want) {
+    const SubscribedCallback *cb = find_subscribed(w.d, w.id);
+    ASSERT_NE(cb, nullptr) << w.name;
+    EXPECT_STREQ(cb->name, w.name);
+    EXPECT_EQ(cb->role, CbRole::MemoryLaunch) << w.name;
+  }
 }
 
 TEST(CbidTable, SignedCbid) {

@@ -118,11 +118,11 @@ TEST_F(WatcherTest, AnAttachIsToldToEveryClientInTheOrderAdded) {
   EXPECT_EQ(log[0].client, 1);
   EXPECT_EQ(log[1].client, 2);
   for (const Told &t : log) {
-    EXPECT_EQ(t.now.correlation, 1u);
+    EXPECT_EQ(t.now.cuda_correlation, 1u);
     EXPECT_TRUE(t.now.wants_launches());
     EXPECT_EQ(t.before, Consumers{});
   }
-  EXPECT_EQ(w.last().correlation, 1u);
+  EXPECT_EQ(w.last().cuda_correlation, 1u);
 }
 
 TEST_F(WatcherTest, TheSameConsumersAreToldOnceThenTheDetach) {
@@ -142,24 +142,22 @@ TEST_F(WatcherTest, TheSameConsumersAreToldOnceThenTheDetach) {
 }
 
 TEST(Consumers, EachSemaphoreIsReadIntoItsOwnField) {
-  // Distinct counts, so a semaphore read into another's field shows.
-  unsigned short *const semaphores[] = {
-      &parcagpu_cuda_correlation_semaphore, &parcagpu_kernel_executed_semaphore,
-      &parcagpu_activity_batch_semaphore,   &parcagpu_gpu_config_semaphore,
-      &parcagpu_graph_node_clone_semaphore, &parcagpu_pc_sample_batch_semaphore,
-      &parcagpu_stall_reason_map_semaphore, &parcagpu_cubin_loaded_semaphore};
+  // Every probe of the one list (parcagpu/probe_list.h), its semaphore raised i + 1 times: a
+  // semaphore read into another's field shows as another count.
+  struct Probe {
+    unsigned short *semaphore;
+    uint16_t Consumers::*field;
+  };
+#define PARCAGPU_TEST_PROBE(name, params, args, nargs, sizes) \
+  {&parcagpu_##name##_semaphore, &Consumers::name},
+  const Probe probes[] = {PARCAGPU_PROBE_LIST(PARCAGPU_TEST_PROBE)};
+#undef PARCAGPU_TEST_PROBE
   std::vector<std::unique_ptr<Attached>> attached;
-  for (size_t i = 0; i < std::size(semaphores); ++i)
-    for (size_t n = 0; n <= i; ++n) attached.push_back(std::make_unique<Attached>(*semaphores[i]));
+  for (size_t i = 0; i < std::size(probes); ++i)
+    for (size_t n = 0; n <= i; ++n)
+      attached.push_back(std::make_unique<Attached>(*probes[i].semaphore));
   const Consumers c = Consumers::read();
-  EXPECT_EQ(c.correlation, 1u);
-  EXPECT_EQ(c.kernel_executed, 2u);
-  EXPECT_EQ(c.activity_batch, 3u);
-  EXPECT_EQ(c.gpu_config, 4u);
-  EXPECT_EQ(c.graph_node_clone, 5u);
-  EXPECT_EQ(c.pc_sample_batch, 6u);
-  EXPECT_EQ(c.stall_reason_map, 7u);
-  EXPECT_EQ(c.cubin_loaded, 8u);
+  for (size_t i = 0; i < std::size(probes); ++i) EXPECT_EQ(c.*probes[i].field, i + 1) << i;
   attached.clear();
   EXPECT_EQ(Consumers::read(), Consumers{});
 }

@@ -136,7 +136,7 @@ class LaunchFixture : public ::testing::Test {
   }
   static Consumers launch_consumer() {
     Consumers c;
-    c.correlation = 1;
+    c.cuda_correlation = 1;
     return c;
   }
 

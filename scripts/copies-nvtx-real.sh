@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# Copies, fills and NVTX ranges on the GPU (issue 46 item 4): a PyTorch training step (an MLP,
+# AdamW) fed by a DataLoader with pinned memory (host-to-device copies, non_blocking), the
+# gradients zeroed by fills, a `.item()` per step (a device-to-host copy that blocks), each phase
+# inside an NVTX range (torch.cuda.nvtx) and a record_function of the same name. Run twice, STEPS
+# steps each: under the library with parcagpu-trace attached (every launch announced:
+# PARCAGPU_RATE_LIMIT unlimited, so its totals are whole), and under torch.profiler alone.
+# Prints the GPU time and bytes of copies and fills by kind from both, and their difference in
+# points of the profiler's (issue 46: within 5); then the ranges each shows.
+# Usage: scripts/copies-nvtx-real.sh [--steps N] [--out DIR]
+# Env: PARCAGPU_LIB, PARCAGPU_TRACE, PYTHON (default /opt/torch/.venv/bin/python)
+. "$(dirname "${BASH_SOURCE[0]}")/lib-real.sh"
+STEPS=200 OUT=/tmp/parcagpu-copies-nvtx
+parse_options "--steps=STEPS --out=OUT" "$@"
+PYTHON=${PYTHON:-/opt/torch/.venv/bin/python}
+need_lib_trace_root
+mkdir -p "$OUT"
+
+cat >"$OUT/step.py" <<'PY'
+import json, sys, torch
+from torch.utils.data import DataLoader, TensorDataset
+steps, mode, out = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+torch.manual_seed(0)
+data = TensorDataset(torch.randn(steps * 64, 1024), torch.randint(0, 10, (steps * 64,)))
+loader = DataLoader(data, batch_size=64, pin_memory=True, num_workers=0)
+model = torch.nn.Sequential(torch.nn.Linear(1024, 2048), torch.nn.ReLU(),
+                            torch.nn.Linear(2048, 10)).cuda()
+opt = torch.optim.AdamW(model.parameters())
+buf = torch.empty(4 << 20, device="cuda")
+
+def rng(name):
+    class R:
+        def __enter__(self):
+            torch.cuda.nvtx.range_push(name)
+            self.rf = torch.profiler.record_function(name)
+            self.rf.__enter__()
+        def __exit__(self, *a):
+            self.rf.__exit__(*a)
+            torch.cuda.nvtx.range_pop()
+    return R()
+
+def run():
+    losses = []
+    for x, y in loader:
+        with rng("step"):
+            with rng("h2d"):
+                x, y = x.cuda(non_blocking=True), y.cuda(non_blocking=True)
+            with rng("zero"):
+                opt.zero_grad(set_to_none=False)  # fills
+                buf.zero_()                        # a fill of 16 MiB
+            with rng("forward"):
+                loss = torch.nn.functional.cross_entropy(model(x), y)
+            with rng("backward"):
+                loss.backward()
+            with rng("optimizer"):
+                opt.step()
+            with rng("item"):
+                losses.append(loss.item())           # D2H copy, blocks
+    torch.cuda.synchronize()
+
+if mode == "profiler":
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU,
+                                            torch.profiler.ProfilerActivity.CUDA]) as p:
+        run()
+    p.export_chrome_trace(out)
+else:
+    run()
+print("done", steps)
+PY
+
+"$TRACE" -l "$LIB" --json -n 1000 >"$OUT/trace.json" 2>"$OUT/trace.err" &
+tpid=$!
+wait_attached 60 "$tpid" "$OUT/trace.err" || die "parcagpu-trace did not attach: $(cat "$OUT/trace.err")"
+PARCAGPU_RATE_LIMIT=100000000 PARCAGPU_GRAPH_RATE_LIMIT=100000000 CUDA_INJECTION64_PATH="$LIB" \
+  "$PYTHON" "$OUT/step.py" "$STEPS" parcagpu "" >"$OUT/parcagpu.app" 2>&1 ||
+  die "step.py under the library failed: $(tail -5 "$OUT/parcagpu.app")"
+sleep 2
+kill -INT "$tpid"; wait "$tpid"
+"$PYTHON" "$OUT/step.py" "$STEPS" profiler "$OUT/profiler.json" >"$OUT/profiler.app" 2>&1 ||
+  die "step.py under torch.profiler failed: $(tail -5 "$OUT/profiler.app")"
+
+python3 - "$OUT/trace.json" "$OUT/profiler.json" "$STEPS" <<'PY'
+import json, re, sys
+trace, prof, steps = json.load(open(sys.argv[1])), json.load(open(sys.argv[2])), int(sys.argv[3])
+mem = trace.get("memory", {})
+ours = {}
+for row in mem.get("by_stack", []):
+    k = "memset" if row["what"] == "[memset]" else row["what"].strip("[]").replace("memcpy ", "")
+    o = ours.setdefault(k, [0, 0, 0])
+    o[0] += row["count"]; o[1] += row["bytes"]; o[2] += row["gpu_ns"]
+theirs = {}
+for e in prof.get("traceEvents", []):
+    if e.get("cat") not in ("gpu_memcpy", "gpu_memset"):
+        continue
+    name = e.get("name", "")
+    k = "memset" if e["cat"] == "gpu_memset" else (re.search(r"Memcpy (\w+)", name) or [0, "?"])[1]
+    t = theirs.setdefault(k, [0, 0, 0])
+    t[0] += 1; t[1] += int(e.get("args", {}).get("bytes", 0)); t[2] += int(e.get("dur", 0) * 1000)
+print("== copies and fills, %d steps: parcagpu-trace (every launch announced) vs torch.profiler" % steps)
+print("  %-8s %10s %14s %12s | %10s %14s %12s | %s" % ("kind", "count", "bytes", "GPU ms",
+      "count", "bytes", "GPU ms", "GPU time diff, points of the profiler's"))
+for k in sorted(set(ours) | set(theirs)):
+    o, t = ours.get(k, [0, 0, 0]), theirs.get(k, [0, 0, 0])
+    diff = "%+.1f" % (100.0 * (o[2] - t[2]) / t[2]) if t[2] else "-"
+    print("  %-8s %10d %14d %12.3f | %10d %14d %12.3f | %s" % (k, o[0], o[1], o[2] / 1e6,
+          t[0], t[1], t[2] / 1e6, diff))
+to, tt = sum(v[2] for v in ours.values()), sum(v[2] for v in theirs.values())
+print("  total GPU time of copies and fills: parcagpu %.3f ms, torch.profiler %.3f ms, %s points"
+      % (to / 1e6, tt / 1e6, "%+.1f" % (100.0 * (to - tt) / tt) if tt else "-"))
+print("  CPU blocked in synchronous copies (parcagpu, lower bound): %.3f ms in %d calls"
+      % (mem.get("sync_blocked_ns", 0) / 1e6, mem.get("sync_count", 0)))
+nv = sorted({f for row in trace.get("gpu_time_by_stack", []) for f in row.get("frames", [])
+             if f.startswith("[nvtx]")})
+print("== ranges: parcagpu-trace shows %d [nvtx] frames%s" % (len(nv), ": " + ", ".join(nv) if nv else
+      " (NVTX collection is issue 46 item 2: not in this build)"))
+ranges = sorted({e["name"] for e in prof.get("traceEvents", []) if e.get("cat") == "user_annotation"})
+print("   torch.profiler shows %d ranges: %s" % (len(ranges), ", ".join(ranges)))
+print("   trace: kernels matched %s, orphan correlations %s, ring-buffer drops %s" % (
+      trace.get("kernels_matched"), trace.get("orphan_correlations_eager"), trace.get("ringbuf_drops")))
+PY

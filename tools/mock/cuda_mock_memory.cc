@@ -1,0 +1,151 @@
+// Copies and fills of the mock driver: cudaMemcpy*/cuMemcpy* and cudaMemset*/cuMemset* as real
+// CUDA makes them (a runtime call over the driver call beneath it, or a driver call alone), each
+// run on its stream's timeline for a time set by its bytes, a synchronous one blocking its caller
+// until it has run; the mock CUPTI writes its memcpy / memset record if that kind was enabled
+// inside the call (mockbridge::MemoryRun).
+#include <cupti_activity.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <optional>
+#include <thread>
+
+#include "cuda_mock_internal.h"
+#include "mock_cuda.h"
+
+namespace mockcuda {
+namespace {
+
+// The copy and fill APIs the mock offers: a runtime one names the driver call beneath it.
+struct MemoryApi {
+  uint32_t domain;
+  uint32_t cbid;
+  const char *name;
+  uint32_t nested_driver_cbid;  // runtime APIs: the driver call beneath (0: none)
+  bool fill;                    // a memset, else a memcpy
+  bool async;
+  bool peer;
+};
+
+constexpr MemoryApi kMemoryApis[] = {
+    {kRt, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020, "cudaMemcpy",
+     CUPTI_DRIVER_TRACE_CBID_cuMemcpy, false, false, false},
+    {kRt, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020, "cudaMemcpyAsync",
+     CUPTI_DRIVER_TRACE_CBID_cuMemcpyAsync, false, true, false},
+    {kRt, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2DAsync_v3020, "cudaMemcpy2DAsync",
+     CUPTI_DRIVER_TRACE_CBID_cuMemcpy2DAsync_v2, false, true, false},
+    {kRt, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy3D_v3020, "cudaMemcpy3D",
+     CUPTI_DRIVER_TRACE_CBID_cuMemcpy3D_v2, false, false, false},
+    {kRt, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyPeer_v4000, "cudaMemcpyPeer",
+     CUPTI_DRIVER_TRACE_CBID_cuMemcpyPeer, false, false, true},
+    {kRt, CUPTI_RUNTIME_TRACE_CBID_cudaMemset_v3020, "cudaMemset",
+     CUPTI_DRIVER_TRACE_CBID_cuMemsetD8_v2, true, false, false},
+    {kRt, CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_v3020, "cudaMemsetAsync",
+     CUPTI_DRIVER_TRACE_CBID_cuMemsetD8Async, true, true, false},
+    {kDrv, CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoD_v2, "cuMemcpyHtoD_v2", 0, false, false, false},
+    {kDrv, CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoHAsync_v2, "cuMemcpyDtoHAsync_v2", 0, false, true,
+     false},
+    {kDrv, CUPTI_DRIVER_TRACE_CBID_cuMemcpyPeerAsync, "cuMemcpyPeerAsync", 0, false, true, true},
+    {kDrv, CUPTI_DRIVER_TRACE_CBID_cuMemsetD32Async, "cuMemsetD32Async", 0, true, true, false},
+};
+
+const MemoryApi *find_memory_api(uint32_t domain, uint32_t cbid) {
+  for (const MemoryApi &a : kMemoryApis)
+    if (a.domain == domain && a.cbid == cbid) return &a;
+  return nullptr;
+}
+
+const char *driver_name(uint32_t cbid) {
+  switch (cbid) {
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpy: return "cuMemcpy";
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyAsync: return "cuMemcpyAsync";
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpy2DAsync_v2: return "cuMemcpy2DAsync_v2";
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpy3D_v2: return "cuMemcpy3D_v2";
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyPeer: return "cuMemcpyPeer";
+    case CUPTI_DRIVER_TRACE_CBID_cuMemsetD8_v2: return "cuMemsetD8_v2";
+    case CUPTI_DRIVER_TRACE_CBID_cuMemsetD8Async: return "cuMemsetD8Async";
+    default: return "cuMem?";
+  }
+}
+
+// A plausible copy time: a microsecond of latency and 10 GB/s (0.1 ns a byte).
+uint64_t memory_duration_ns(uint64_t bytes) { return 1000 + bytes / 10; }
+
+// The copy's place on its stream's timeline, after what is queued there.
+void plan(CUstream_st *st, mockbridge::MemoryRun *run) {
+  const uint64_t duration = memory_duration_ns(run->bytes);
+  const uint64_t ready = mockbridge::now_ns() + 1000;
+  uint64_t busy = st->busy_until.load(std::memory_order_relaxed);
+  do {
+    run->start = std::max(ready, busy);
+  } while (!st->busy_until.compare_exchange_weak(busy, run->start + duration,
+                                                 std::memory_order_relaxed));
+  run->end = run->start + duration;
+}
+
+void fill_run(const MemoryApi &api, uint64_t bytes, uint32_t copy_kind, CUctx_st *ctx,
+              CUstream_st *st, mockbridge::MemoryRun *run) {
+  *run = {};
+  run->bytes = bytes;
+  run->kind = api.fill ? CUPTI_ACTIVITY_KIND_MEMSET
+                       : api.peer ? CUPTI_ACTIVITY_KIND_MEMCPY2 : CUPTI_ACTIVITY_KIND_MEMCPY;
+  const uint32_t peer_kind = CUPTI_ACTIVITY_MEMCPY_KIND_PTOP;
+  run->copy_kind = static_cast<uint8_t>(api.fill ? 0u : api.peer ? peer_kind : copy_kind);
+  run->src_kind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
+  run->dst_kind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
+  if (run->copy_kind == CUPTI_ACTIVITY_MEMCPY_KIND_HTOD)
+    run->src_kind = CUPTI_ACTIVITY_MEMORY_KIND_PINNED;
+  if (run->copy_kind == CUPTI_ACTIVITY_MEMCPY_KIND_DTOH)
+    run->dst_kind = CUPTI_ACTIVITY_MEMORY_KIND_PINNED;
+  run->flags = api.async ? 1 : 0;
+  run->device_id = static_cast<uint32_t>(ctx->device);
+  run->peer_device_id = api.peer ? run->device_id + 1 : run->device_id;
+  run->context_id = ctx->id;
+  run->stream_id = st->id;
+}
+
+}  // namespace
+}  // namespace mockcuda
+
+using namespace mockcuda;
+
+extern "C" {
+
+CUresult mock_cuda_memory(uint32_t domain, uint32_t cbid, uint64_t bytes, uint32_t copy_kind,
+                          CUstream stream) {
+  const MemoryApi *api = find_memory_api(domain, cbid);
+  if (!api) return CUDA_ERROR_INVALID_VALUE;
+  ensure_initialized();
+  CUstream_st *st = resolve_stream(current_context(), stream);
+  if (!st) return CUDA_ERROR_INVALID_HANDLE;
+  CUctx_st *ctx = st->context;
+  mockbridge::MemoryRun run;
+  fill_run(*api, bytes, copy_kind, ctx, st, &run);
+  {
+    int outer_rc = 0, inner_rc = 0;
+    ApiScope outer(static_cast<CUpti_CallbackDomain>(api->domain), api->cbid, api->name, nullptr, nullptr, ctx, &outer_rc);
+    std::optional<ApiScope> inner;
+    if (api->nested_driver_cbid)
+      inner.emplace(kDrv, api->nested_driver_cbid, driver_name(api->nested_driver_cbid), nullptr,
+                    nullptr, ctx, &inner_rc);
+    const mockbridge::CuptiHooks *h = hooks();
+    run.collect = h && h->activity_kind_enabled(ctx->id, run.kind);
+    run.correlation_id = outer.correlation_id();
+    plan(st, &run);
+    // A synchronous copy or fill returns once it has run: the caller is blocked meanwhile.
+    if (!api->async)
+      while (mockbridge::now_ns() < run.end) std::this_thread::yield();
+  }
+  if (const mockbridge::CuptiHooks *h = hooks()) h->memory_ran(&run);
+  return CUDA_SUCCESS;
+}
+
+const char *mock_cuda_memory_api_name(uint32_t domain, uint32_t cbid) {
+  const MemoryApi *api = find_memory_api(domain, cbid);
+  return api ? api->name : nullptr;
+}
+
+uint64_t mock_cuda_memory_duration_ns(uint64_t bytes) { return memory_duration_ns(bytes); }
+
+}  // extern "C"

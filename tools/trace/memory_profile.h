@@ -1,0 +1,46 @@
+// Copies and fills by launch stack (memory_batch, include/parcagpu/abi.h): their GPU time and
+// bytes beside the kernels. Their GPU time also goes into the GPU profile itself (text, folded,
+// pprof) under a frame of their own ("[memcpy HtoD]", "[memset]", ...: memory_frame_name); this
+// keeps what only copies have: bytes, how many, and the GPU time of the synchronous ones, the
+// time their caller was blocked at least (the call returns once the copy has run). A report
+// section and a JSON key ("memory") of their own, as an extension's.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "extension.h"
+
+namespace parcagpu::trace {
+
+// The frame a copy or fill is shown as: "[memcpy HtoD]", "[memcpy PtoP]", "[memset]", ...
+const char *memory_frame_name(uint32_t kind, uint8_t copy_kind);
+
+class MemoryProfile : public Extension {
+ public:
+  // frames(stack id): the stack's frames, innermost first, as the reports print them.
+  explicit MemoryProfile(std::function<std::vector<std::string>(uint32_t)> frames)
+      : frames_(std::move(frames)) {}
+  const char *name() const override { return "memory"; }
+  bool wants(uint32_t) const override { return false; }  // fed by the tracer at each match
+  void on_event(const pt_header &, const void *, size_t) override {}
+  // One copy or fill matched to its launch at `stack`, shown as `what` (memory_frame_name).
+  void add(uint32_t stack, const char *what, uint64_t bytes, uint64_t gpu_ns, bool sync);
+  void add_json(Json &summary) const override;
+  void print(FILE *out) const override;
+
+ private:
+  struct Cell {
+    uint64_t count = 0, bytes = 0, gpu_ns = 0;
+    uint64_t sync_count = 0, sync_gpu_ns = 0;  // the synchronous ones: their callers blocked
+  };
+  std::function<std::vector<std::string>(uint32_t)> frames_;
+  std::map<std::pair<uint32_t, std::string>, Cell> cells_;  // (stack, what)
+  Cell total_;
+};
+
+}  // namespace parcagpu::trace
