@@ -399,7 +399,7 @@ void ActivityCollector::process_buffer(CUcontext ctx, uint32_t stream_id, uint8_
   uint64_t delivered = 0, batches = 0, unattributed = 0, unannounced = 0;
   const uint64_t now = coarse_ns();
   const BufferWalk walk = walk_kernel_records(cupti_, buffer, valid_size, [&](KernelRecord &k) {
-    if (kernels_) kernels_->on_kernel_record(k.name);
+    if (kernels_) kernels_->on_kernel_record(k.name, k.end > k.start ? k.end - k.start : 0);
     if (!deliverable(k, now, &unattributed, &unannounced)) return;
     ++delivered;
     if (const char *fit = kernel_names_.fit(k.name); fit != k.name) k.set_name(fit);

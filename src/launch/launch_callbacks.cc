@@ -148,7 +148,8 @@ void LaunchCallbacks::on_enter(CbDomain domain, uint32_t cbid, const CUpti_Callb
     const bool uploads = kind == kGraphRole && cb->functionParams &&
                          graphs_.take_first_launch(*static_cast<void *const *>(cb->functionParams));
     if (uploads) pc_->on_graph_first_launch();
-    pc_->on_launch_enter(cb->context, coarse_ns(), uploads);
+    pc_->on_launch_enter(cb->context, coarse_ns(), uploads,
+                         kind == kGraphRole ? nullptr : cb->symbolName);
   }
   if (g.what == GateEnter::kUntracked) {
     // Not followed (maybe nested in a runtime launch whose ENTER came before the enabling), so

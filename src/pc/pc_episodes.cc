@@ -15,6 +15,7 @@
 #include "base/own_cuda_calls.h"
 #include "base/subsystem_links.h"
 #include "base/usdt.h"
+#include "pc/pc_coverage.h"
 #include "pc/pc_launch_gate.h"
 #include "pc/pc_launch_state.h"
 #include "pc/pc_metadata.h"
@@ -78,7 +79,8 @@ PcEpisodes::PcEpisodes(const CuptiApi &cupti, const CudaApi *cuda, const Config 
       state_(state),
       gate_(gate),
       meta_(meta),
-      publisher_(state),
+      coverage_(std::make_unique<PcCoverage>()),
+      publisher_(state, coverage_.get()),
       step_(std::make_unique<PcStepState>()),
       locks_(config.pc_lock_dir),
       registrations_(kGraphRegistrationsPerSecond,
@@ -138,8 +140,8 @@ PcEpisodes::Context &PcEpisodes::find_or_add(CUcontext ctx) {
   return *contexts_.back();
 }
 
-PcStepEvent PcEpisodes::step_event(const Context *here, bool want, bool may_enable,
-                                   uint64_t now) const {
+PcStepEvent PcEpisodes::step_event(const Context *here, bool want, bool may_enable, uint64_t now,
+                                   const char *function) const {
   PcStepEvent e;
   e.now_ns = now;
   e.want = want;
@@ -162,16 +164,22 @@ PcStepEvent PcEpisodes::step_event(const Context *here, bool want, bool may_enab
   e.window_launches = state_.window_launches.load(std::memory_order_relaxed);
   e.last_first_use_ns = state_.last_first_use_ns.load(std::memory_order_relaxed);
   e.last_module_load_ns = state_.last_module_load_ns.load(std::memory_order_relaxed);
+  // Enabled here, no window open or draining: a window may be due. Only then is the launch's
+  // kernel looked up (a hash and a map, under PcCoverage's mutex).
+  if (here->enabled && !state_.window_open.load(std::memory_order_relaxed) &&
+      !state_.drain_pending.load(std::memory_order_relaxed))
+    e.here_wanted = coverage_->wanted_at(function);
   return e;
 }
 
-void PcEpisodes::take_step(CUcontext ctx, bool want, bool may_enable) {
+void PcEpisodes::take_step(CUcontext ctx, bool want, bool may_enable, const char *function) {
   std::unique_lock<std::mutex> lock(mu_, std::try_to_lock);
   if (!lock.owns_lock()) return;  // another thread is at it; this launch goes on
   if (!state_.usable.load(std::memory_order_relaxed)) return;
   const uint64_t now = monotonic_ns();
   Context *here = want ? &find_or_add(ctx) : nullptr;
-  const PcAction a = decide_pc_step(*step_, *scheduler_, step_event(here, want, may_enable, now));
+  const PcAction a =
+      decide_pc_step(*step_, *scheduler_, step_event(here, want, may_enable, now, function));
   if (a == PcAction::kNone) return;
   if (a == PcAction::kEndForNoConsumer || !here) return end_for_no_consumer();
   apply_step(a, *here, now);

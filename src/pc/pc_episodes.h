@@ -41,7 +41,10 @@ class PcEpisodes {
   // goes on): enable, start, stop, drain or disable, or a context joining the episode under way;
   // may_enable false keeps an episode from beginning (a graph's first launch or upload, P21).
   // Never from inside a launch call already counted at the gate (PcSampler checks).
-  void take_step(CUcontext ctx, bool want, bool may_enable);
+  // function: the launch's kernel name (nullptr: a graph launch), for PcCoverage.
+  void take_step(CUcontext ctx, bool want, bool may_enable, const char *function = nullptr);
+  // Hot kernels with no PC samples yet: fed by kernel records and drained PC records.
+  PcCoverage &coverage() { return *coverage_; }
 
   // Ends every episode before a graph step that would register the graph with PC sampling
   // (PARCAGPU_PC_GRAPHS=0); where it cannot (inside a launch call, or other threads' launches
@@ -76,7 +79,8 @@ class PcEpisodes {
   struct Context;
   Context *find(CUcontext ctx);
   Context &find_or_add(CUcontext ctx);
-  PcStepEvent step_event(const Context *here, bool want, bool may_enable, uint64_t now_ns) const;
+  PcStepEvent step_event(const Context *here, bool want, bool may_enable, uint64_t now_ns,
+                         const char *function) const;
   void apply_step(PcAction a, Context &here, uint64_t now_ns);
   void end_for_no_consumer();
   void begin_episode(Context &c, uint64_t now_ns);
@@ -124,7 +128,8 @@ class PcEpisodes {
   PcLaunchState &state_;
   PcLaunchGate &gate_;
   PcMetadata &meta_;
-  PcPublisher publisher_;  // Get Data and pc_sample_batch, counted in stats_
+  const std::unique_ptr<PcCoverage> coverage_;  // before publisher_, which feeds it
+  PcPublisher publisher_;                       // Get Data and pc_sample_batch, counted in stats_
   // decide_pc_step's own state (the window's dice, the launches waited).
   const std::unique_ptr<PcStepState> step_;
 
