@@ -16,15 +16,22 @@ binds: docs/measurements/2026-11-28d-h200); the mock's episodes cost no GPU time
 come about once a second and DURATION seconds give ~12-20 windows, more than 60 s on the GPU;
 the eager singles are each 1 launch in ~290 (on the GPU ~1 in 150-300).
 
-Before (windows opened 0-7 launches after the first launch that found one due: here nearly
-always the step's first), 6-8 of the 13 hot kernels had no PC samples; after (a due window opens
-at a launch of a hot kernel with no samples yet, else at a uniform count of launches), none."""
+A launch blocks while its stream holds more than QUEUE_US of GPU work (--queue-limit-us): a
+window also samples the kernels still queued when it starts (Start needs no idle GPU, P6), so
+with the whole step queued any window mid-step would cover the rest of it; the short queue keeps
+a window to about its own launches, as in a launch-bound loop.
+
+Before (windows opened 0-7 launches after the first launch that found one due: here nearly always
+the step's first), 3 of the 13 hot kernels had PC samples (1 of 13 without the queue limit); with
+only the uniform count of launches (no targeting), 11 and 13 of 13 in two runs; after, 13 of 13
+in every run (5 runs, 2 of them beside two busy CPU loops)."""
 import json
 import unittest
 
 import harness
 
 DURATION = 20
+QUEUE_US = 100
 # Mangled names of tools/mock/pc_kernels.cu (the mock CUPTI gives PC records only for kernels
 # of its cubin).
 NS = ("a_namespace_whose_name_alone_is_longer_than_the_production_agents_cut_of_pc_function_"
@@ -49,7 +56,7 @@ GRAPH = [(long_name("variant", 1, False), 1200), (long_name("variant", 2, False)
          (long_name("deep", 1, True), 250), (long_name("deep", 2, True), 180)]
 ARGS = ["--gpu-bound=" + ",".join("%s:%d" % kv for kv in EAGER),
         "--gpu-graph=" + ",".join("%s:%d" % kv for kv in GRAPH),
-        "--gpu-graph-warm-up", "--sync-every=1", "--duration=%ds" % DURATION]
+        "--gpu-graph-warm-up", "--sync-every=1", "--queue-limit-us=%d" % QUEUE_US, "--duration=%ds" % DURATION]
 
 
 @unittest.skipIf(harness.PERSONALITY == "12", "CUPTI older than 12.4: no PC sampling")
