@@ -33,6 +33,7 @@ void PcCoverage::on_sampled(const char *name) {
   if (!name) return;
   const uint64_t h = key(name);
   std::lock_guard<std::mutex> lock(mu_);
+  graph_dirty_ = true;
   auto it = kernels_.find(h);
   if (it != kernels_.end()) {
     it->second.sampled = true;
@@ -46,14 +47,22 @@ bool PcCoverage::wanted_at(const char *function) {
   if (function) {
     auto it = kernels_.find(key(function));
     if (it == kernels_.end()) return false;
+    if (!it->second.eager) graph_dirty_ = true;
     it->second.eager = true;
     return !it->second.sampled && hot(it->second);
   }
+  return graph_wanted();
+}
+
+bool PcCoverage::graph_wanted() {
+  if (!graph_dirty_ && ++graph_queries_ % kGraphRescan != 0) return graph_wanted_;
+  graph_dirty_ = false;
   // A graph launch: its kernels are not named here. A hot kernel with no samples that was
   // never launched eagerly runs in a graph (or through a launch path without a name).
+  graph_wanted_ = false;
   for (const auto &[h, k] : kernels_)
-    if (!k.sampled && !k.eager && hot(k)) return true;
-  return false;
+    if (!k.sampled && !k.eager && hot(k)) graph_wanted_ = true;
+  return graph_wanted_;
 }
 
 size_t PcCoverage::targets() const {

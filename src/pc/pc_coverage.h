@@ -48,11 +48,18 @@ class PcCoverage {
     bool eager = false;  // seen at an eager launch (wanted_at)
   };
   bool hot(const Kernel &k) const;
+  bool graph_wanted();  // under mu_
 
   mutable std::mutex mu_;
   std::unordered_map<uint64_t, Kernel> kernels_;
   uint64_t total_ns_ = 0;
   uint64_t not_kept_ = 0;
+  // wanted_at(nullptr) scans every kernel: its answer is kept, and scanned again after a kernel
+  // was sampled or first seen eager, and every kGraphRescan graph launches (hot shares drift).
+  static constexpr uint32_t kGraphRescan = 64;
+  bool graph_wanted_ = false;
+  bool graph_dirty_ = true;
+  uint32_t graph_queries_ = 0;
 };
 
 }  // namespace parcagpu

@@ -123,7 +123,9 @@ inline PcAction pc_scheduled_action(PcStepState &s, PcScheduler::Step step, cons
     case Step::kNone:
       return PcAction::kNone;
     case Step::kEnable:
-      return e.launches_observed && e.may_enable ? PcAction::kEnable : PcAction::kNone;
+      if (!e.launches_observed || !e.may_enable) return PcAction::kNone;
+      s.open_skip = -1;  // a wait left by an episode that ended before its window: drawn anew
+      return PcAction::kEnable;
     case Step::kStart:
       if (pc_window_put_off(s, e) || !e.here_enabled) return PcAction::kNone;
       // Several contexts enabled (a learning episode, or ones that joined): the window goes to

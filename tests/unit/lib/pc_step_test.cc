@@ -214,6 +214,28 @@ TEST(PcStep, TheWindowOpensAtTheFirstLaunchOfAHotKernelWithNoSamples) {
   }
 }
 
+TEST(PcStep, AnEpisodeDrawsItsOwnWaitForItsWindow) {
+  // An episode that ended while its window waited (a graph's first launch) left its draw and
+  // the time its wait began: the next one must not open at once by that old time.
+  PcStepState st;
+  st.open_skip = 5;
+  st.open_wait_since_ns = 0;
+  PcStepEvent e;
+  e.now_ns = 10 * kSec;
+  e.launches_observed = e.may_enable = true;
+  EXPECT_EQ(pc_scheduled_action(st, PcScheduler::Step::kEnable, e), PcAction::kEnable);
+  e.here_enabled = true;
+  e.now_ns += kLaunchGap;
+  st.skip_rng = 0x9E3779B97F4A7C15ull;
+  int skipped = 0;
+  while (pc_scheduled_action(st, PcScheduler::Step::kStart, e) == PcAction::kNone) {
+    ++skipped;
+    e.now_ns += kLaunchGap;
+  }
+  EXPECT_EQ(st.open_skip, -1);
+  EXPECT_GT(skipped, 0) << "opened at once, by the old episode's wait";
+}
+
 TEST(PcStep, TheWaitForTheWindowIsBoundedInTime) {
   // A program that launches every 10 ms: 512 launches would keep the episode enabled 5 s.
   FakeSampler s(1);
