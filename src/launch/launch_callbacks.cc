@@ -141,8 +141,7 @@ void LaunchCallbacks::on_enter(CbDomain domain, uint32_t cbid, const CUpti_Callb
     if (t.announce) abandon(r, g.stale_corr, t.holds_activity);
   }
   if (g.what == GateEnter::kNotLaunch) return;
-  // PC sampling's windows open and close at launch entries, announced or not.
-  if (pc_needs_launches_.load(std::memory_order_relaxed)) {
+  if (pc_needs_launches_.load(std::memory_order_relaxed)) {  // PC windows: at launch entries
     if (t.gated) release_pc_gate(t, pc_);  // an untracked call that never came back to us
     // A graph's first launch uploads it: not while PC sampling is enabled (P21, PcSampler).
     const bool uploads = kind == kGraphRole && cb->functionParams &&
