@@ -19,8 +19,8 @@
 #include <vector>
 
 #include "base/rate_gate.h"
-#include "pc/pc_device_lock.h"
 #include "pc/pc_forward.h"
+#include "pc/pc_gpu_locks.h"
 #include "pc/pc_publish.h"
 #include "pc/pc_stats.h"
 
@@ -100,13 +100,6 @@ class PcEpisodes {
   bool upload_shadow(Context &c, CUgraph graph);
   bool upload_shadow_relaxed(Context &c, CUgraph graph);  // the calls, this thread's capture
                                                           // mode relaxed
-  // The GPU's lock (PcDeviceLocks) for c, taken before its Enable and given back after its
-  // Disable: false while another process samples that GPU (asked again kOtherProcessRetryNs
-  // later, counted, said once).
-  bool lock_gpu(Context &c, uint64_t now_ns);
-  void unlock_gpu(Context &c);
-  void keep_off_without_lock(Context &c);
-  std::string gpu_name(CUcontext ctx) const;
   bool configure(Context &c);
   void start_window(uint64_t now_ns);
   void close_window(uint64_t now_ns);
@@ -138,8 +131,7 @@ class PcEpisodes {
   std::unique_ptr<PcScheduler> scheduler_;
   Context *episode_ctx_ = nullptr;                           // where PC sampling is enabled now
   uint64_t window_started_ns_ = 0, episode_started_ns_ = 0;  // for PcStats
-  PcDeviceLocks locks_;                                      // in config_.pc_lock_dir
-  bool said_other_process_ = false, said_no_lock_ = false;
+  PcGpuLocks gpu_locks_;  // which GPUs this process may sample (P27)
   // The sampling factor of every GPU of the process: the first device's in force (configure()).
   uint32_t process_factor_ = 0;
   // Graph registrations (register_graph): kGraphRegistrationsPerSecond after a burst of
