@@ -124,7 +124,11 @@ inline PcAction pc_scheduled_action(PcStepState &s, PcScheduler::Step step, cons
       return PcAction::kNone;
     case Step::kEnable:
       if (!e.launches_observed || !e.may_enable) return PcAction::kNone;
-      s.open_skip = -1;  // a wait left by an episode that ended before its window: drawn anew
+      // A wait left unfinished: the last episode ended before its window opened (a graph's
+      // instantiation or first launch, P21). A program that does that often would never get a
+      // window, so this one opens at once; else the wait is drawn anew.
+      s.open_skip = s.open_skip >= 0 ? 0 : -1;
+      s.open_wait_since_ns = e.now_ns;
       return PcAction::kEnable;
     case Step::kStart:
       if (pc_window_put_off(s, e) || !e.here_enabled) return PcAction::kNone;
