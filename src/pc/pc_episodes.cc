@@ -12,11 +12,11 @@
 #include "base/config.h"
 #include "base/cupti_api.h"
 #include "base/log.h"
-#include "base/own_cuda_calls.h"
 #include "base/subsystem_links.h"
 #include "base/usdt.h"
 #include "pc/pc_coverage.h"
 #include "pc/pc_gpu_locks.h"
+#include "pc/pc_graph_shadow.h"
 #include "pc/pc_launch_gate.h"
 #include "pc/pc_launch_state.h"
 #include "pc/pc_metadata.h"
@@ -479,8 +479,8 @@ void PcEpisodes::register_graph(CUgraph graph, CUcontext ctx) {
   registrations_.try_take(now);  // ready above, and taken only here (under mu_)
   // Kernel activity off meanwhile: with it on, the upload registers nothing (P33).
   const bool activity_off = !activity_ || activity_->hold_off(true);
-  const bool registered =
-      activity_off && enable(c, /*kernel_activity=*/false) && upload_shadow(c, graph);
+  const bool registered = activity_off && enable(c, /*kernel_activity=*/false) &&
+                          upload_shadow_exec(*cuda_, graph, c.shadow_stream);
   if (c.enabled) {
     disable_quietly(c);
     if (scheduler_) scheduler_->start_up_over(monotonic_ns());
@@ -492,31 +492,6 @@ void PcEpisodes::register_graph(CUgraph graph, CUcontext ctx) {
   debug_log("PC sampling: graph %p %s in %.2f ms", static_cast<void *>(graph),
             registered ? "registered by a shadow exec" : "not registered",
             (monotonic_ns() - now) / 1e6);
-}
-
-bool PcEpisodes::upload_shadow(Context &c, CUgraph graph) {
-  OwnCudaCalls own;
-  // Relaxed for these calls: another thread's stream capture in global mode (PyTorch's default)
-  // would otherwise be invalidated by a synchronize here; set back before returning.
-  CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
-  if (cuda_->cuThreadExchangeStreamCaptureMode(&mode) != CUDA_SUCCESS) return false;
-  const bool uploaded = upload_shadow_relaxed(c, graph);
-  cuda_->cuThreadExchangeStreamCaptureMode(&mode);
-  return uploaded;
-}
-
-bool PcEpisodes::upload_shadow_relaxed(Context &c, CUgraph graph) {
-  if (!c.shadow_stream &&
-      cuda_->cuStreamCreate(&c.shadow_stream, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS) {
-    c.shadow_stream = nullptr;
-    return false;
-  }
-  CUgraphExec shadow = nullptr;
-  if (cuda_->cuGraphInstantiateWithFlags(&shadow, graph, 0) != CUDA_SUCCESS) return false;
-  const bool uploaded = cuda_->cuGraphUpload(shadow, c.shadow_stream) == CUDA_SUCCESS &&
-                        cuda_->cuStreamSynchronize(c.shadow_stream) == CUDA_SUCCESS;
-  cuda_->cuGraphExecDestroy(shadow);
-  return uploaded;
 }
 
 void PcEpisodes::disable_quietly(Context &c) {

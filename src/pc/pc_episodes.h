@@ -96,10 +96,6 @@ class PcEpisodes {
   bool note_disabled(Context &c);
   // What Disable handed back published; a failed Disable turns PC sampling off (fail).
   void publish_disabled(Context &c, const PcResult &disabled);
-  // The library's exec of graph instantiated, uploaded on c's own stream, waited for, destroyed.
-  bool upload_shadow(Context &c, CUgraph graph);
-  bool upload_shadow_relaxed(Context &c, CUgraph graph);  // the calls, this thread's capture
-                                                          // mode relaxed
   bool configure(Context &c);
   void start_window(uint64_t now_ns);
   void close_window(uint64_t now_ns);
