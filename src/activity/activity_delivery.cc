@@ -140,7 +140,7 @@ void ActivityCollector::process_buffer(CUcontext ctx, uint32_t stream_id, uint8_
   uint32_t n = 0;
   const uint64_t now = coarse_ns();
   auto on_kernel = [&](KernelRecord &k) {
-    if (kernels_) kernels_->on_kernel_record(k.name);
+    if (kernels_) kernels_->on_kernel_record(k.name, k.end > k.start ? k.end - k.start : 0);
     if (!deliverable(k, now, &t.unattributed, &t.unannounced)) return;
     if (k.graph_id != 0 && switch_->went_off_between(k.start, k.end)) {
       ++t.made_up;  // its launch stays matched: the kernel ran, its time is unknown

@@ -44,12 +44,12 @@ class KernelActivityControl {
   ~KernelActivityControl() = default;
 };
 
-// What kernel activity tells PC sampling (PcSampler): the function name of every kernel record
-// read, on CUPTI's buffer thread or a flushing one. PC sampling learns from it which kernels are
-// new.
+// What kernel activity tells PC sampling (PcSampler): the function name and GPU time of every
+// kernel record read, on CUPTI's buffer thread or a flushing one. PC sampling learns from it
+// which kernels are new, and which are hot (PcCoverage).
 class KernelRecordObserver {
  public:
-  virtual void on_kernel_record(const char *function_name) = 0;
+  virtual void on_kernel_record(const char *function_name, uint64_t gpu_ns) = 0;
 
  protected:
   ~KernelRecordObserver() = default;

@@ -111,14 +111,14 @@ void LaunchCallbacks::on_enter(CbDomain domain, uint32_t cbid, const CUpti_Callb
     if (t.announce) announced_.abandon(g.stale_corr, t.holds_activity);
   }
   if (g.what == GateEnter::kNotLaunch) return;
-  // PC sampling's windows open and close at launch entries, announced or not.
-  if (role_.pc_needs_launches.load(std::memory_order_relaxed)) {
+  if (role_.pc_needs_launches.load(std::memory_order_relaxed)) {  // PC windows: at launch entries
     if (t.gated) release_pc_gate(t, pc_);  // an untracked call that never came back to us
     // A graph's first launch uploads it: not while PC sampling is enabled (P21, PcSampler).
     const bool uploads = kind == kGraphRole && cb->functionParams &&
                          graphs_.take_first_launch(*static_cast<void *const *>(cb->functionParams));
     if (uploads) pc_->on_graph_first_launch();
-    pc_->on_launch_enter(cb->context, coarse_ns(), uploads);
+    pc_->on_launch_enter(cb->context, coarse_ns(), uploads,
+                         kind == kGraphRole ? nullptr : cb->symbolName);
   }
   if (g.what == GateEnter::kUntracked) {
     // Not followed (maybe nested in a runtime launch whose ENTER came before the enabling), so

@@ -12,9 +12,11 @@
 #include "base/config.h"
 #include "base/cupti_api.h"
 #include "base/log.h"
-#include "base/own_cuda_calls.h"
 #include "base/subsystem_links.h"
 #include "base/usdt.h"
+#include "pc/pc_coverage.h"
+#include "pc/pc_gpu_locks.h"
+#include "pc/pc_graph_shadow.h"
 #include "pc/pc_launch_gate.h"
 #include "pc/pc_launch_state.h"
 #include "pc/pc_metadata.h"
@@ -43,8 +45,6 @@ constexpr size_t kBatch = PARCAGPU_PC_SAMPLE_BATCH_MAX;
 // How long Stop / Get Data / Disable wait for other threads to leave their launch calls before
 // putting the work off to a later launch.
 constexpr uint64_t kExclusiveWaitNs = 200'000'000;
-// How often a process asks again for a GPU another process samples (PcDeviceLocks).
-constexpr uint64_t kOtherProcessRetryNs = 50'000'000;
 // Graph registrations (register_graph): each enables and disables PC sampling and instantiates
 // and uploads a graph (~1 ms on the H100, P32). A program captures its graphs at start (vLLM:
 // one per batch size), so a burst is allowed; one that instantiates graphs all the time gets a
@@ -59,11 +59,9 @@ struct PcEpisodes::Context {
   CUcontext ctx;
   uint32_t device = 0;
   bool enabled = false;
-  bool ever_enabled = false;   // its kernels first launched since then give records (P19, P20)
-  uint64_t last_window = 0;    // the number of the last window that ran on it (0: none yet)
-  std::string gpu;             // its GPU's name for PcDeviceLocks ("" until first asked)
-  bool gpu_locked = false;     // this process holds that GPU's lock
-  uint64_t lock_retry_ns = 0;  // the GPU's lock was taken (or cannot be had): not asked before
+  bool ever_enabled = false;  // its kernels first launched since then give records (P19, P20)
+  uint64_t last_window = 0;   // the number of the last window that ran on it (0: none yet)
+  PcGpuLock gpu_lock;         // its GPU's lock file (PcGpuLocks)
   CUstream shadow_stream = nullptr;  // register_graph's uploads (non-blocking, made at first use)
   PcSession session;                 // the PC Sampling API calls on it
 };
@@ -78,9 +76,10 @@ PcEpisodes::PcEpisodes(const CuptiApi &cupti, const CudaApi *cuda, const Config 
       state_(state),
       gate_(gate),
       meta_(meta),
-      publisher_(state),
+      coverage_(std::make_unique<PcCoverage>()),
+      publisher_(state, coverage_.get()),
       step_(std::make_unique<PcStepState>()),
-      locks_(config.pc_lock_dir),
+      gpu_locks_(cupti, cuda, config),
       registrations_(kGraphRegistrationsPerSecond,
                      static_cast<uint64_t>((kGraphRegistrationBurst - 1) * 1e9 /
                                            kGraphRegistrationsPerSecond)) {}
@@ -138,8 +137,8 @@ PcEpisodes::Context &PcEpisodes::find_or_add(CUcontext ctx) {
   return *contexts_.back();
 }
 
-PcStepEvent PcEpisodes::step_event(const Context *here, bool want, bool may_enable,
-                                   uint64_t now) const {
+PcStepEvent PcEpisodes::step_event(const Context *here, bool want, bool may_enable, uint64_t now,
+                                   const char *function) const {
   PcStepEvent e;
   e.now_ns = now;
   e.want = want;
@@ -162,16 +161,22 @@ PcStepEvent PcEpisodes::step_event(const Context *here, bool want, bool may_enab
   e.window_launches = state_.window_launches.load(std::memory_order_relaxed);
   e.last_first_use_ns = state_.last_first_use_ns.load(std::memory_order_relaxed);
   e.last_module_load_ns = state_.last_module_load_ns.load(std::memory_order_relaxed);
+  // Enabled here, no window open or draining: a window may be due. Only then is the launch's
+  // kernel looked up (a hash and a map, under PcCoverage's mutex).
+  if (here->enabled && !state_.window_open.load(std::memory_order_relaxed) &&
+      !state_.drain_pending.load(std::memory_order_relaxed))
+    e.here_wanted = coverage_->wanted_at(function);
   return e;
 }
 
-void PcEpisodes::take_step(CUcontext ctx, bool want, bool may_enable) {
+void PcEpisodes::take_step(CUcontext ctx, bool want, bool may_enable, const char *function) {
   std::unique_lock<std::mutex> lock(mu_, std::try_to_lock);
   if (!lock.owns_lock()) return;  // another thread is at it; this launch goes on
   if (!state_.usable.load(std::memory_order_relaxed)) return;
   const uint64_t now = monotonic_ns();
   Context *here = want ? &find_or_add(ctx) : nullptr;
-  const PcAction a = decide_pc_step(*step_, *scheduler_, step_event(here, want, may_enable, now));
+  const PcAction a =
+      decide_pc_step(*step_, *scheduler_, step_event(here, want, may_enable, now, function));
   if (a == PcAction::kNone) return;
   if (a == PcAction::kEndForNoConsumer || !here) return end_for_no_consumer();
   apply_step(a, *here, now);
@@ -194,9 +199,9 @@ void PcEpisodes::apply_step(PcAction a, Context &here, uint64_t now) {
       return;
     case PcAction::kJoin:
       // Enabled, not started: its kernels first launched from now on give records (P19, P20).
-      if (!lock_gpu(here, now)) return;
-      if (!exclusive_begin()) return unlock_gpu(here);
-      if (!enable(here)) unlock_gpu(here);
+      if (!gpu_locks_.acquire(here.gpu_lock, here.ctx, now, stats_)) return;
+      if (!exclusive_begin()) return gpu_locks_.release(here.gpu_lock);
+      if (!enable(here)) gpu_locks_.release(here.gpu_lock);
       exclusive_end();
       return;
     case PcAction::kEnable:
@@ -223,11 +228,12 @@ void PcEpisodes::apply_step(PcAction a, Context &here, uint64_t now) {
 }
 
 void PcEpisodes::begin_episode(Context &c, uint64_t now) {
-  if (!lock_gpu(c, now)) return scheduler_->put_off(now, kOtherProcessRetryNs);
-  if (!exclusive_begin()) return unlock_gpu(c);
+  if (!gpu_locks_.acquire(c.gpu_lock, c.ctx, now, stats_))
+    return scheduler_->put_off(now, PcGpuLocks::kOtherProcessRetryNs);
+  if (!exclusive_begin()) return gpu_locks_.release(c.gpu_lock);
   const bool ok = enable(c);
   exclusive_end();
-  if (!ok) return unlock_gpu(c);
+  if (!ok) return gpu_locks_.release(c.gpu_lock);
   episode_ctx_ = &c;
   state_.episode_launches.store(0, std::memory_order_relaxed);
   // The process's first episode: its kernels are being launched for the first time now, and
@@ -277,71 +283,6 @@ void PcEpisodes::close_window(uint64_t now) {
   scheduler_->on_stopped(now, launches);
   state_.drain_due_ns.store(now + kDrainDelayNs, std::memory_order_relaxed);
   state_.drain_pending.store(true, std::memory_order_release);
-}
-
-std::string PcEpisodes::gpu_name(CUcontext ctx) const {
-  // The PCI address: the same GPU has it in every process, whatever CUDA_VISIBLE_DEVICES says.
-  uint32_t ordinal = 0;
-  int domain = 0, bus = 0, slot = 0;
-  CUdevice dev = 0;
-  if (!cuda_ || cupti_.cuptiGetDeviceId(ctx, &ordinal) != CUPTI_SUCCESS ||
-      cuda_->cuDeviceGet(&dev, static_cast<int>(ordinal)) != CUDA_SUCCESS ||
-      cuda_->cuDeviceGetAttribute(&domain, CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID, dev) !=
-          CUDA_SUCCESS ||
-      cuda_->cuDeviceGetAttribute(&bus, CU_DEVICE_ATTRIBUTE_PCI_BUS_ID, dev) != CUDA_SUCCESS ||
-      cuda_->cuDeviceGetAttribute(&slot, CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID, dev) != CUDA_SUCCESS)
-    return "any";
-  char name[32];
-  std::snprintf(name, sizeof name, "%04x:%02x:%02x", domain, bus, slot);
-  return name;
-}
-
-bool PcEpisodes::lock_gpu(Context &c, uint64_t now) {
-  if (c.gpu_locked) return true;
-  if (now < c.lock_retry_ns) return false;
-  if (c.gpu.empty()) c.gpu = gpu_name(c.ctx);
-  switch (locks_.try_acquire(c.gpu)) {
-    case PcDeviceLocks::Result::kAcquired:
-      c.gpu_locked = true;
-      return true;
-    case PcDeviceLocks::Result::kBusy:
-      stats_.put_off_for_other_process++;
-      c.lock_retry_ns = now + kOtherProcessRetryNs;
-      if (!said_other_process_) {
-        said_other_process_ = true;
-        debug_log(
-            "PC sampling put off: another process samples GPU %s (%s); tried again every "
-            "%llu ms",
-            c.gpu.c_str(), locks_.path(c.gpu).c_str(),
-            static_cast<unsigned long long>(kOtherProcessRetryNs / 1000000));
-      }
-      return false;
-    case PcDeviceLocks::Result::kUnavailable:
-      keep_off_without_lock(c);
-      return false;
-  }
-  return false;
-}
-
-// Without its lock a GPU is not sampled: another process sampling it at the same time would
-// crash one of them (P27). A setting to fix, so said once without PARCAGPU_DEBUG; counted.
-void PcEpisodes::keep_off_without_lock(Context &c) {
-  c.lock_retry_ns = ~uint64_t{0};  // never asked again
-  stats_.contexts_without_lock++;
-  if (said_no_lock_) return;
-  said_no_lock_ = true;
-  report_error(kErrConfig, "pc_sampling",
-               "the GPU lock %s cannot be had (%s: %s; PARCAGPU_PC_LOCK_DIR=%s): PC sampling stays "
-               "off for GPU %s, since two processes sampling one GPU crash one of them (kernel "
-               "timing goes on)",
-               locks_.path(c.gpu).c_str(), locks_.failed_call(),
-               std::strerror(locks_.failed_errno()), config_.pc_lock_dir.c_str(), c.gpu.c_str());
-}
-
-void PcEpisodes::unlock_gpu(Context &c) {
-  if (!c.gpu_locked) return;
-  locks_.release(c.gpu);
-  c.gpu_locked = false;
 }
 
 bool PcEpisodes::enable(Context &c, bool kernel_activity) {
@@ -431,7 +372,7 @@ void PcEpisodes::end_episode(Context &c, bool wait_for_workers, bool for_graph) 
   const uint64_t disabled_at = monotonic_ns();
   stats_.disable_ns += disabled_at - disable_at;
   stats_.max_disable_ns = std::max(stats_.max_disable_ns, disabled_at - disable_at);
-  unlock_gpu(c);
+  gpu_locks_.release(c.gpu_lock);
   if (episode_ctx_ == &c) episode_ctx_ = nullptr;
   const bool any = note_disabled(c);
   if (!any && episode_started_ns_ && disabled_at > episode_started_ns_)
@@ -483,7 +424,7 @@ void PcEpisodes::fail(const PcResult &failed) {
     if (c->session.disable().ok()) stats_.disables++;
     c->enabled = false;
     state_.mark_enabled(c->ctx, false);
-    unlock_gpu(*c);
+    gpu_locks_.release(c->gpu_lock);
   }
   state_.window_open.store(false, std::memory_order_release);
   state_.drain_pending.store(false, std::memory_order_release);
@@ -527,55 +468,30 @@ void PcEpisodes::register_graph(CUgraph graph, CUcontext ctx) {
   if (!state_.usable || state_.any_enabled.load(std::memory_order_relaxed)) return;
   const uint64_t now = monotonic_ns();
   Context &c = find_or_add(ctx);
-  if (!registrations_.ready(now) || !lock_gpu(c, now)) {
+  if (!registrations_.ready(now) || !gpu_locks_.acquire(c.gpu_lock, c.ctx, now, stats_)) {
     stats_.graphs_not_registered++;
     return;
   }
   if (!exclusive_begin()) {
     stats_.graphs_not_registered++;
-    return unlock_gpu(c);
+    return gpu_locks_.release(c.gpu_lock);
   }
   registrations_.try_take(now);  // ready above, and taken only here (under mu_)
   // Kernel activity off meanwhile: with it on, the upload registers nothing (P33).
   const bool activity_off = !activity_ || activity_->hold_off(true);
-  const bool registered =
-      activity_off && enable(c, /*kernel_activity=*/false) && upload_shadow(c, graph);
+  const bool registered = activity_off && enable(c, /*kernel_activity=*/false) &&
+                          upload_shadow_exec(*cuda_, graph, c.shadow_stream);
   if (c.enabled) {
     disable_quietly(c);
     if (scheduler_) scheduler_->start_up_over(monotonic_ns());
   }
   if (activity_) activity_->hold_off(false);
-  unlock_gpu(c);
+  gpu_locks_.release(c.gpu_lock);
   exclusive_end();
   ++(registered ? stats_.graphs_registered : stats_.graphs_not_registered);
   debug_log("PC sampling: graph %p %s in %.2f ms", static_cast<void *>(graph),
             registered ? "registered by a shadow exec" : "not registered",
             (monotonic_ns() - now) / 1e6);
-}
-
-bool PcEpisodes::upload_shadow(Context &c, CUgraph graph) {
-  OwnCudaCalls own;
-  // Relaxed for these calls: another thread's stream capture in global mode (PyTorch's default)
-  // would otherwise be invalidated by a synchronize here; set back before returning.
-  CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
-  if (cuda_->cuThreadExchangeStreamCaptureMode(&mode) != CUDA_SUCCESS) return false;
-  const bool uploaded = upload_shadow_relaxed(c, graph);
-  cuda_->cuThreadExchangeStreamCaptureMode(&mode);
-  return uploaded;
-}
-
-bool PcEpisodes::upload_shadow_relaxed(Context &c, CUgraph graph) {
-  if (!c.shadow_stream &&
-      cuda_->cuStreamCreate(&c.shadow_stream, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS) {
-    c.shadow_stream = nullptr;
-    return false;
-  }
-  CUgraphExec shadow = nullptr;
-  if (cuda_->cuGraphInstantiateWithFlags(&shadow, graph, 0) != CUDA_SUCCESS) return false;
-  const bool uploaded = cuda_->cuGraphUpload(shadow, c.shadow_stream) == CUDA_SUCCESS &&
-                        cuda_->cuStreamSynchronize(c.shadow_stream) == CUDA_SUCCESS;
-  cuda_->cuGraphExecDestroy(shadow);
-  return uploaded;
 }
 
 void PcEpisodes::disable_quietly(Context &c) {

@@ -19,8 +19,8 @@
 #include <vector>
 
 #include "base/rate_gate.h"
-#include "pc/pc_device_lock.h"
 #include "pc/pc_forward.h"
+#include "pc/pc_gpu_locks.h"
 #include "pc/pc_publish.h"
 #include "pc/pc_stats.h"
 
@@ -41,7 +41,10 @@ class PcEpisodes {
   // goes on): enable, start, stop, drain or disable, or a context joining the episode under way;
   // may_enable false keeps an episode from beginning (a graph's first launch or upload, P21).
   // Never from inside a launch call already counted at the gate (PcSampler checks).
-  void take_step(CUcontext ctx, bool want, bool may_enable);
+  // function: the launch's kernel name (nullptr: a graph launch), for PcCoverage.
+  void take_step(CUcontext ctx, bool want, bool may_enable, const char *function = nullptr);
+  // Hot kernels with no PC samples yet: fed by kernel records and drained PC records.
+  PcCoverage &coverage() { return *coverage_; }
 
   // Ends every episode before a graph step that would register the graph with PC sampling
   // (PARCAGPU_PC_GRAPHS=0); where it cannot (inside a launch call, or other threads' launches
@@ -76,7 +79,8 @@ class PcEpisodes {
   struct Context;
   Context *find(CUcontext ctx);
   Context &find_or_add(CUcontext ctx);
-  PcStepEvent step_event(const Context *here, bool want, bool may_enable, uint64_t now_ns) const;
+  PcStepEvent step_event(const Context *here, bool want, bool may_enable, uint64_t now_ns,
+                         const char *function) const;
   void apply_step(PcAction a, Context &here, uint64_t now_ns);
   void end_for_no_consumer();
   void begin_episode(Context &c, uint64_t now_ns);
@@ -92,17 +96,6 @@ class PcEpisodes {
   bool note_disabled(Context &c);
   // What Disable handed back published; a failed Disable turns PC sampling off (fail).
   void publish_disabled(Context &c, const PcResult &disabled);
-  // The library's exec of graph instantiated, uploaded on c's own stream, waited for, destroyed.
-  bool upload_shadow(Context &c, CUgraph graph);
-  bool upload_shadow_relaxed(Context &c, CUgraph graph);  // the calls, this thread's capture
-                                                          // mode relaxed
-  // The GPU's lock (PcDeviceLocks) for c, taken before its Enable and given back after its
-  // Disable: false while another process samples that GPU (asked again kOtherProcessRetryNs
-  // later, counted, said once).
-  bool lock_gpu(Context &c, uint64_t now_ns);
-  void unlock_gpu(Context &c);
-  void keep_off_without_lock(Context &c);
-  std::string gpu_name(CUcontext ctx) const;
   bool configure(Context &c);
   void start_window(uint64_t now_ns);
   void close_window(uint64_t now_ns);
@@ -124,7 +117,8 @@ class PcEpisodes {
   PcLaunchState &state_;
   PcLaunchGate &gate_;
   PcMetadata &meta_;
-  PcPublisher publisher_;  // Get Data and pc_sample_batch, counted in stats_
+  const std::unique_ptr<PcCoverage> coverage_;  // before publisher_, which feeds it
+  PcPublisher publisher_;                       // Get Data and pc_sample_batch, counted in stats_
   // decide_pc_step's own state (the window's dice, the launches waited).
   const std::unique_ptr<PcStepState> step_;
 
@@ -133,8 +127,7 @@ class PcEpisodes {
   std::unique_ptr<PcScheduler> scheduler_;
   Context *episode_ctx_ = nullptr;                           // where PC sampling is enabled now
   uint64_t window_started_ns_ = 0, episode_started_ns_ = 0;  // for PcStats
-  PcDeviceLocks locks_;                                      // in config_.pc_lock_dir
-  bool said_other_process_ = false, said_no_lock_ = false;
+  PcGpuLocks gpu_locks_;  // which GPUs this process may sample (P27)
   // The sampling factor of every GPU of the process: the first device's in force (configure()).
   uint32_t process_factor_ = 0;
   // Graph registrations (register_graph): kGraphRegistrationsPerSecond after a burst of

@@ -13,6 +13,7 @@ struct CuptiApi;                // cupti_api.h
 class CubinRegistry;            // cubin_registry.h
 class FunctionNames;            // pc_records.h
 class KernelActivityControl;    // subsystem_links.h
+class PcCoverage;               // pc_coverage.h
 class PcEpisodes;               // pc_episodes.h
 class PcLaunchGate;             // pc_launch_gate.h
 struct PcLaunchState;           // pc_launch_state.h

@@ -12,6 +12,7 @@
 #include "base/clock.h"
 #include "base/log.h"
 #include "base/usdt.h"
+#include "pc/pc_coverage.h"
 #include "pc/pc_launch_state.h"
 #include "pc/pc_records.h"
 #include "pc/pc_session.h"
@@ -153,8 +154,11 @@ class PcPublisher::Firer {
   std::thread thread_;
 };
 
-PcPublisher::PcPublisher(const PcLaunchState &state)
-    : state_(state), names_(std::make_unique<FunctionNames>()), firer_(std::make_unique<Firer>()) {}
+PcPublisher::PcPublisher(const PcLaunchState &state, PcCoverage *coverage)
+    : state_(state),
+      coverage_(coverage),
+      names_(std::make_unique<FunctionNames>()),
+      firer_(std::make_unique<Firer>()) {}
 
 PcPublisher::~PcPublisher() = default;
 
@@ -167,6 +171,10 @@ void PcPublisher::publish(PcRecordBuffer &buf, PcStats &stats) {
   stats.gpu_only += t.gpu_only;
   stats.gpu_only_samples += t.gpu_only_samples;
   if (t.records == 0) return;
+  if (coverage_)
+    for (size_t i = 0; i < t.records; ++i)
+      coverage_->on_sampled(
+          static_cast<const CUpti_PCSamplingPCData *>(buf.ptrs()[i])->functionName);
   stats.records += t.records;
   stats.pairs += t.pairs;
   stats.samples += t.samples;

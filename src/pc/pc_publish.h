@@ -31,7 +31,8 @@ inline constexpr size_t kPcQueuedRecordsMax = 16384;
 
 class PcPublisher {
  public:
-  explicit PcPublisher(const PcLaunchState &state);
+  // coverage: told every function the records name (may be null).
+  PcPublisher(const PcLaunchState &state, PcCoverage *coverage);
   ~PcPublisher();  // fires what is queued, then stops the thread
 
   // Queues what `buf` holds for pc_sample_batch consumers (or counts it unpublished).
@@ -49,6 +50,7 @@ class PcPublisher {
   class Firer;
 
   const PcLaunchState &state_;
+  PcCoverage *const coverage_;
   const std::unique_ptr<FunctionNames> names_;  // kernel names kept for consumers
   const std::unique_ptr<Firer> firer_;
 };

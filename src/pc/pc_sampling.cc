@@ -7,6 +7,7 @@
 #include "base/log.h"
 #include "base/own_cuda_calls.h"
 #include "base/usdt.h"
+#include "pc/pc_coverage.h"
 #include "pc/pc_episodes.h"
 #include "pc/pc_metadata.h"
 #include "pc/pc_scheduler.h"
@@ -99,7 +100,8 @@ void PcSampler::note_module_loaded() {
   if (episodes_->resume_for_module() && wake_) wake_->wake();
 }
 
-void PcSampler::on_kernel_record(const char *name) {
+void PcSampler::on_kernel_record(const char *name, uint64_t gpu_ns) {
+  if (state_.usable.load(std::memory_order_relaxed)) episodes_->coverage().on_kernel(name, gpu_ns);
   // Only while enabled: between episodes kernel activity covers announced launches alone, and a
   // kernel first launched then cannot be helped anyway (P20).
   if (!name || !state_.any_enabled.load(std::memory_order_relaxed)) return;
@@ -137,12 +139,13 @@ bool PcSampler::step_due(CUcontext ctx, bool want, uint64_t now) const {
   return true;  // enabled, no window: it opens (dice permitting), or the episode ends
 }
 
-void PcSampler::on_launch_enter(CUcontext ctx, uint64_t now, bool uploads_graph) {
+void PcSampler::on_launch_enter(CUcontext ctx, uint64_t now, bool uploads_graph,
+                                const char *function) {
   if (!state_.usable.load(std::memory_order_relaxed)) return;
   const bool want = wanted();
   if (!want && !state_.any_enabled.load(std::memory_order_relaxed)) return;
   if (ctx && step_due(ctx, want, monotonic_ns()))
-    take_step(ctx, want, /*may_enable=*/!uploads_graph || config_.pc_graphs);
+    take_step(ctx, want, /*may_enable=*/!uploads_graph || config_.pc_graphs, function);
   if (want) meta_->refresh(now);
   if (!state_.any_enabled.load(std::memory_order_relaxed) || t_counted) return;
   // Half the budget gone: the records so far are read now, not at the next periodic flush.
@@ -162,11 +165,11 @@ void PcSampler::on_launch_exit() {
   gate_.leave();
 }
 
-void PcSampler::take_step(CUcontext ctx, bool want, bool may_enable) {
+void PcSampler::take_step(CUcontext ctx, bool want, bool may_enable, const char *function) {
   // Inside a launch call already (a nested driver callback): waiting for the launches in flight
   // would wait for this one. The next launch does the work.
   if (t_counted) return;
-  episodes_->take_step(ctx, want, may_enable);
+  episodes_->take_step(ctx, want, may_enable, function);
 }
 
 void PcSampler::note_announced(uint32_t correlation_id) {

@@ -103,7 +103,10 @@ class PcSampler : public KernelRecordObserver {
   // again.
   // uploads_graph: the launch is a graph's first (on_graph_first_launch): no episode begins at
   // it, so the graph is uploaded with PC sampling off.
-  void on_launch_enter(CUcontext ctx, uint64_t now_ns, bool uploads_graph = false);
+  // function: the kernel's name (the callback's symbolName), nullptr for a graph launch; read
+  // only while a window is due (PcCoverage).
+  void on_launch_enter(CUcontext ctx, uint64_t now_ns, bool uploads_graph = false,
+                       const char *function = nullptr);
   void on_launch_exit();
 
   // A kernel (or graph exec) is new to the process: an episode under way stays enabled a while
@@ -113,9 +116,10 @@ class PcSampler : public KernelRecordObserver {
   // until modules stop loading (PcScheduler::Params::first_enable_quiet_ns, P34); after it,
   // kernels are being first used and learning resumes (PcScheduler::module_loaded).
   void note_module_loaded();
-  // Every kernel activity record's function name (the activity collector, on CUPTI's buffer
-  // thread): a name not seen before is a first use.
-  void on_kernel_record(const char *name) override;
+  // Every kernel activity record's function name and GPU time (the activity collector, on
+  // CUPTI's buffer thread): a name not seen before is a first use; the GPU time tells the hot
+  // kernels (PcCoverage).
+  void on_kernel_record(const char *name, uint64_t gpu_ns) override;
 
   // A launch was announced (its cuda_correlation fired) while PC sampling is enabled: its
   // samples are published. Samples of other launches are kernels that were still running when a
@@ -148,7 +152,7 @@ class PcSampler : public KernelRecordObserver {
   // pre-check on the launch path, from the copies of the scheduler's state in state_.
   bool step_due(CUcontext ctx, bool want, uint64_t now_ns) const;
   // The step due, by PcEpisodes (not from inside a launch call already counted at the gate).
-  void take_step(CUcontext ctx, bool want, bool may_enable);
+  void take_step(CUcontext ctx, bool want, bool may_enable, const char *function);
 
   const CuptiApi &cupti_;
   const Config &config_;

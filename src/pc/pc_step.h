@@ -47,12 +47,17 @@ struct PcStepEvent {
   uint32_t window_launches = 0;
   uint64_t last_first_use_ns = 0;
   uint64_t last_module_load_ns = 0;
+  // This launch runs a hot kernel with no PC samples yet (PcCoverage::wanted_at): a window due
+  // opens here. Asked only while a window is due.
+  bool here_wanted = false;
 };
 
 // The decision's own state, kept by the sampler between steps.
 struct PcStepState {
-  // Launches still to let pass before the next window opens (-1: not drawn yet), and its dice.
+  // Launches still to let pass before the next window opens (-1: not drawn yet), since when it
+  // waits, and its dice.
   int32_t open_skip = -1;
+  uint64_t open_wait_since_ns = 0;
   uint64_t skip_rng = 0x9E3779B97F4A7C15ull;
   // Launches this context waited for one on a context whose last window is older: before an
   // episode begins, and before a window starts.
@@ -84,18 +89,29 @@ inline bool pc_older_goes_first(uint64_t here_last_window, uint64_t oldest_other
   return false;
 }
 
-// The launch that first finds a window due is, in a periodic loop, nearly always the same call
-// site: the one after the loop's synchronize, where the waiting happened (on the H100 every
-// window of tests/gpu/pc_workload.cu began at its first kernel, never at the other two). So the
-// window opens 0..7 launches later, by a dice roll: true while this launch lets it pass.
-inline bool pc_window_put_off(PcStepState &s) {
+// Where a due window opens. Not at the launch that finds it due: in a periodic loop that launch
+// is nearly always the same call site, the one after the loop's synchronize or a CPU stretch
+// (on the H100 every window of tests/gpu/pc_workload.cu began at its first kernel), so the
+// kernels late in a step (a backward pass, an optimizer's) were never in a 32-launch window. It
+// opens at the first launch of a hot kernel with no PC samples yet (PcCoverage), or else after
+// a count of launches drawn uniformly in [0, kWindowOpenSpread): a step of up to that many
+// launches is entered at a uniform place, whatever the CPU time between its launches. The wait
+// is bounded in time (kWindowOpenWaitNs: a program that launches rarely), and the episode is
+// enabled meanwhile, so it is charged to the duty cap as any episode time.
+inline constexpr uint32_t kWindowOpenSpread = 512;
+inline constexpr uint64_t kWindowOpenWaitNs = 100'000'000;
+
+// True while this launch lets the due window pass.
+inline bool pc_window_put_off(PcStepState &s, const PcStepEvent &e) {
   if (s.open_skip < 0) {
     s.skip_rng ^= s.skip_rng << 13;
     s.skip_rng ^= s.skip_rng >> 7;
     s.skip_rng ^= s.skip_rng << 17;
-    s.open_skip = static_cast<int32_t>(s.skip_rng % 8);
+    s.open_skip = static_cast<int32_t>(s.skip_rng % kWindowOpenSpread);
+    s.open_wait_since_ns = e.now_ns;
   }
-  if (s.open_skip == 0) return false;
+  if (e.here_wanted || s.open_skip == 0) return false;
+  if (e.now_ns >= s.open_wait_since_ns + kWindowOpenWaitNs) return false;
   --s.open_skip;
   return true;
 }
@@ -107,9 +123,15 @@ inline PcAction pc_scheduled_action(PcStepState &s, PcScheduler::Step step, cons
     case Step::kNone:
       return PcAction::kNone;
     case Step::kEnable:
-      return e.launches_observed && e.may_enable ? PcAction::kEnable : PcAction::kNone;
+      if (!e.launches_observed || !e.may_enable) return PcAction::kNone;
+      // A wait left unfinished: the last episode ended before its window opened (a graph's
+      // instantiation or first launch, P21). A program that does that often would never get a
+      // window, so this one opens at once; else the wait is drawn anew.
+      s.open_skip = s.open_skip >= 0 ? 0 : -1;
+      s.open_wait_since_ns = e.now_ns;
+      return PcAction::kEnable;
     case Step::kStart:
-      if (pc_window_put_off(s) || !e.here_enabled) return PcAction::kNone;
+      if (pc_window_put_off(s, e) || !e.here_enabled) return PcAction::kNone;
       // Several contexts enabled (a learning episode, or ones that joined): the window goes to
       // the one whose last window is oldest.
       if (pc_older_goes_first(e.here_last_window, e.oldest_other_enabled_window, true,

@@ -125,8 +125,8 @@ void Profiler::request_flush() {
   if (activity_) activity_->request_flush();
 }
 
-void Profiler::on_kernel_record(const char *function_name) {
-  if (pc_) pc_->on_kernel_record(function_name);
+void Profiler::on_kernel_record(const char *function_name, uint64_t gpu_ns) {
+  if (pc_) pc_->on_kernel_record(function_name, gpu_ns);
 }
 
 void Profiler::wake() {

@@ -58,7 +58,7 @@ class Profiler : public ConsumerWatcher::Client,
   void hold_on(bool on) override;
   bool hold_off(bool on) override;
   void request_flush() override;
-  void on_kernel_record(const char *function_name) override;
+  void on_kernel_record(const char *function_name, uint64_t gpu_ns) override;
   void wake() override;
 
   Config config_;

@@ -222,6 +222,10 @@ const std::vector<OptionSpec> &option_table() {
        "--gpu-bound: each step also launches one graph of kernels K "
        "(cudaGraphLaunch, or --apis' graph APIs in turn), US us of GPU time each",
        kernel_times("gpu-graph", &Options::gpu_graph)},
+      {"gpu-graph-warm-up", nullptr,
+       "--gpu-graph: launch the graph's kernels eagerly once, synchronized, before instantiating "
+       "it (PyTorch warms a step up before capturing it)",
+       flag(&Options::gpu_graph_warm_up)},
       {"cpu-before", "K:US,...",
        "--gpu-bound: before launching kernel K (\"graph\": the step's graph) the thread works US "
        "us on the CPU (busy): launches after CPU stretches of different lengths",

@@ -44,6 +44,7 @@ struct Options {
   // turn (an inference server's eager prefill and graph decode, a training step's eager
   // forward/backward and captured optimizer).
   std::vector<std::pair<std::string, uint64_t>> gpu_graph;
+  bool gpu_graph_warm_up = false;  // --gpu-graph-warm-up: its kernels run eagerly once first
   // --cpu-before: CPU work (ns, busy) a --gpu-bound step does before launching the named kernel
   // ("graph": before its graph launch), as cuBLAS choosing a GEMM or Python between launches.
   std::vector<std::pair<std::string, uint64_t>> cpu_before;

@@ -514,6 +514,11 @@ void gpu_bound_thread(const Options &o, const std::vector<CUfunction> *functions
   CUstream stream = new_stream();
   const GpuBoundApis apis = gpu_bound_apis(o);
   CUgraphExec exec = nullptr;
+  if (o.gpu_graph_warm_up) {
+    for (CUfunction f : *graph_functions)
+      check(mock_cuda_launch(apis.eager[0].domain, apis.eager[0].cbid, f, stream), "warm-up");
+    check(mock_cuda_stream_synchronize(stream), "cudaStreamSynchronize");
+  }
   if (!graph_functions->empty()) {
     CUgraph graph = nullptr;
     check(mock_cuda_graph_create(&graph), "cudaGraphCreate");

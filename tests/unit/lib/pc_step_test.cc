@@ -63,6 +63,7 @@ struct FakeSampler {
     e.episode_launches = episode_launches;
     e.window_launches = window_launches;
     e.last_first_use_ns = last_first_use_ns;
+    e.here_wanted = wanted;
     return e;
   }
   bool any_enabled() const {
@@ -122,6 +123,7 @@ struct FakeSampler {
   uint64_t windows = 0, episode_launches = 0, last_first_use_ns = 0;
   uint32_t window_launches = 0;
   bool window_open = false, observed = true;
+  bool wanted = false;  // the launches run a hot kernel with no PC samples yet
 };
 
 // Launches on c every `step` from `t` until `want` comes back; the launches it took (-1: not in
@@ -169,20 +171,84 @@ TEST(PcStep, AnEpisodeBeginsOnlyWhereEveryLaunchIsSeenAndItMayEnable) {
   EXPECT_EQ(s.launch(0, kSec), PcAction::kEnable);
 }
 
-TEST(PcStep, TheWindowOpensZeroToSevenLaunchesAfterItIsDue) {
+// Launches 20 us apart (a launch-bound loop): the count decides, not the time bound.
+constexpr uint64_t kLaunchGap = 20'000;
+
+TEST(PcStep, TheWindowOpensAtAUniformCountOfLaunchesAfterItIsDue) {
+  // Before, 0..7 launches after the launch that found it due, which in a loop that synchronizes
+  // is nearly always the step's first: a kernel 300 launches into the step was never sampled.
   FakeSampler s(1);
-  std::set<int> skips;
+  std::vector<int> skips;
   uint64_t t = kSec;
-  for (int episode = 0; episode < 40; ++episode) {
-    ASSERT_GE(launches_until(s, 0, t, PcAction::kEnable, 100000), 0) << "episode " << episode;
-    const int skipped = launches_until(s, 0, t, PcAction::kStart);
+  for (int episode = 0; episode < 200; ++episode) {
+    ASSERT_GE(launches_until(s, 0, t, PcAction::kEnable, 100000, kLaunchGap), 0) << episode;
+    const int skipped = launches_until(s, 0, t, PcAction::kStart, 1000, kLaunchGap);
     ASSERT_GE(skipped, 0);
-    EXPECT_LE(skipped, 7);
-    skips.insert(skipped);
-    ASSERT_GE(launches_until(s, 0, t, PcAction::kDisable), 0);
+    ASSERT_LT(skipped, static_cast<int>(kWindowOpenSpread));
+    skips.push_back(skipped);
+    ASSERT_GE(launches_until(s, 0, t, PcAction::kDisable, 1000, kLaunchGap), 0);
     t += 10 * kSec;  // past the duty cap's gap
   }
-  EXPECT_GE(skips.size(), 4u) << "the dice always gave the same launch";
+  // Uniform in [0, 512): each quarter holds about 50 of 200 (binomial: 30..70 at 4.6 sigma).
+  int quarter[4] = {};
+  for (int k : skips) ++quarter[k * 4 / kWindowOpenSpread];
+  for (int q = 0; q < 4; ++q) EXPECT_GT(quarter[q], 30) << "quarter " << q;
+}
+
+TEST(PcStep, TheWindowOpensAtTheFirstLaunchOfAHotKernelWithNoSamples) {
+  FakeSampler s(1);
+  uint64_t t = kSec;
+  for (int episode = 0; episode < 50; ++episode) {
+    ASSERT_GE(launches_until(s, 0, t, PcAction::kEnable, 100000, kLaunchGap), 0);
+    // The count drawn is far off (so the window cannot open by it here)...
+    s.state.open_skip = kWindowOpenSpread - 1;
+    s.state.open_wait_since_ns = t;
+    // ...and the first two launches after the due one are not wanted; the third is.
+    EXPECT_EQ(s.launch(0, t += kLaunchGap), PcAction::kNone) << "episode " << episode;
+    EXPECT_EQ(s.launch(0, t += kLaunchGap), PcAction::kNone) << "episode " << episode;
+    s.wanted = true;
+    EXPECT_EQ(s.launch(0, t += kLaunchGap), PcAction::kStart) << "episode " << episode;
+    s.wanted = false;
+    ASSERT_GE(launches_until(s, 0, t, PcAction::kDisable, 1000, kLaunchGap), 0);
+    t += 10 * kSec;
+  }
+}
+
+TEST(PcStep, AnEpisodeAfterOneEndedWhileItsWindowWaitedOpensAtOnce) {
+  // A program that instantiates graphs all the time ends each episode before its window could
+  // open (keep_graph_out): the next one does not wait again (the mock's graph-runtime loop got
+  // 240 episodes and no window in 4 s).
+  PcStepState st;
+  PcStepEvent e;
+  e.now_ns = 10 * kSec;
+  e.launches_observed = e.may_enable = true;
+  EXPECT_EQ(pc_scheduled_action(st, PcScheduler::Step::kEnable, e), PcAction::kEnable);
+  e.here_enabled = true;
+  st.skip_rng = 0x9E3779B97F4A7C15ull;  // draws a wait of more than one launch
+  EXPECT_EQ(pc_scheduled_action(st, PcScheduler::Step::kStart, e), PcAction::kNone);
+  ASSERT_GT(st.open_skip, 0);
+  // The episode ends there; the next one begins 1 s later and opens at its first chance.
+  e.now_ns += kSec;
+  EXPECT_EQ(pc_scheduled_action(st, PcScheduler::Step::kEnable, e), PcAction::kEnable);
+  EXPECT_EQ(pc_scheduled_action(st, PcScheduler::Step::kStart, e), PcAction::kStart);
+  // And the one after that, its window having opened, waits again.
+  e.now_ns += kSec;
+  EXPECT_EQ(pc_scheduled_action(st, PcScheduler::Step::kEnable, e), PcAction::kEnable);
+  EXPECT_EQ(pc_scheduled_action(st, PcScheduler::Step::kStart, e), PcAction::kNone);
+}
+
+TEST(PcStep, TheWaitForTheWindowIsBoundedInTime) {
+  // A program that launches every 10 ms: 512 launches would keep the episode enabled 5 s.
+  FakeSampler s(1);
+  uint64_t t = kSec;
+  for (int episode = 0; episode < 20; ++episode) {
+    ASSERT_GE(launches_until(s, 0, t, PcAction::kEnable, 100000, 10 * kMs), 0);
+    const int skipped = launches_until(s, 0, t, PcAction::kStart, 1000, 10 * kMs);
+    ASSERT_GE(skipped, 0);
+    EXPECT_LE(skipped, static_cast<int>(kWindowOpenWaitNs / (10 * kMs)) + 1);
+    ASSERT_GE(launches_until(s, 0, t, PcAction::kDisable, 1000, 10 * kMs), 0);
+    t += 10 * kSec;
+  }
 }
 
 TEST(PcStep, AContextThatLaunchesDuringAnEpisodeJoinsIt) {
@@ -247,7 +313,7 @@ TEST(PcStep, TheWindowGoesToTheEnabledContextWhoseLastWindowIsOldest) {
   e.here_enabled = true;
   int skipped = 0;
   while (pc_scheduled_action(st, PcScheduler::Step::kStart, e) == PcAction::kNone) ++skipped;
-  EXPECT_LE(skipped, 7);
+  EXPECT_LT(skipped, static_cast<int>(kWindowOpenSpread));
   e.oldest_other_enabled_window = 0;
   e.here_last_window = 4;
   st.open_skip = 0;  // the dice let it open now
