@@ -333,8 +333,9 @@ const void *cuda_kernel_params(ParamStorage *storage, LaunchArgs *a) {
   return p;
 }
 
-// The real parameter struct of `api`'s callbacks, built in `storage`.
-const void *build_params(const LaunchApi &api, LaunchArgs *a, ParamStorage *storage) {
+// The parameter struct of a driver API's callbacks (cu*), built in `storage`; nullptr for a
+// runtime API.
+const void *build_driver_params(const LaunchApi &api, LaunchArgs *a, ParamStorage *storage) {
   CUfunc_st *f = a->function;
   switch (api.params) {
     case Params::CuLaunch:
@@ -370,6 +371,16 @@ const void *build_params(const LaunchApi &api, LaunchArgs *a, ParamStorage *stor
       return emplace_params(storage, cuGraphLaunch_params{a->exec, a->stream});
     case Params::CuGraphLaunchPtsz:
       return emplace_params(storage, cuGraphLaunch_ptsz_params{a->exec, a->stream});
+    default:
+      return nullptr;
+  }
+}
+
+// The parameter struct of a runtime API's callbacks (cuda*), built in `storage`; nullptr for a
+// driver API.
+const void *build_runtime_params(const LaunchApi &api, LaunchArgs *a, ParamStorage *storage) {
+  CUfunc_st *f = a->function;
+  switch (api.params) {
     case Params::CudaLaunch:
       return emplace_params(storage, cudaLaunch_v3020_params_mock{f});
     case Params::CudaLaunchPtsz:
@@ -407,8 +418,15 @@ const void *build_params(const LaunchApi &api, LaunchArgs *a, ParamStorage *stor
     case Params::CudaGraphLaunchPtsz:
       return emplace_params(storage, cudaGraphLaunch_ptsz_v10000_params{
                                          reinterpret_cast<cudaGraphExec_t>(a->exec), a->stream});
+    default:
+      return nullptr;
   }
-  return nullptr;
+}
+
+// The real parameter struct of `api`'s callbacks, built in `storage`.
+const void *build_params(const LaunchApi &api, LaunchArgs *a, ParamStorage *storage) {
+  if (const void *p = build_driver_params(api, a, storage)) return p;
+  return build_runtime_params(api, a, storage);
 }
 
 std::atomic<uint64_t> g_queue_limit_ns{0};

@@ -197,22 +197,45 @@ bool Targets::start(std::string *error, int *err) {
       return false;
     }
   }
-  if (discovering()) {
-    scan_processes();
-    if (libs_.empty()) {
-      if (opt_.pid > 0)
-        std::fprintf(stderr, "parcagpu-trace: warning: process %d has not loaded a library with "
-                     "parcagpu probes (yet); waiting for it to load one\n", opt_.pid);
-      else if (!opt_.cgroup.empty())
-        std::fprintf(stderr, "parcagpu-trace: warning: no process in %s has loaded a library with "
-                     "parcagpu probes; waiting for one\n", opt_.cgroup.c_str());
-      else
-        std::fprintf(stderr, "parcagpu-trace: warning: no running process has loaded a library "
-                     "with parcagpu probes; waiting for one (-l LIB names a file)\n");
-      std::fflush(stderr);
-    }
-    return true;
+  if (!discovering()) return start_with_lib(error, err);
+  scan_processes();
+  if (libs_.empty()) {
+    if (opt_.pid > 0)
+      std::fprintf(stderr, "parcagpu-trace: warning: process %d has not loaded a library with "
+                   "parcagpu probes (yet); waiting for it to load one\n", opt_.pid);
+    else if (!opt_.cgroup.empty())
+      std::fprintf(stderr, "parcagpu-trace: warning: no process in %s has loaded a library with "
+                   "parcagpu probes; waiting for one\n", opt_.cgroup.c_str());
+    else
+      std::fprintf(stderr, "parcagpu-trace: warning: no running process has loaded a library "
+                   "with parcagpu probes; waiting for one (-l LIB names a file)\n");
+    std::fflush(stderr);
   }
+  return true;
+}
+
+namespace {
+
+// Whether process `pid` (0: any process) maps the file of device `dev` and inode `ino` now.
+bool mapped_now(int pid, dev_t dev, ino_t ino) {
+  const std::string dev_text = dev_string(dev);
+  std::vector<uint32_t> pids;
+  if (pid > 0)
+    pids.push_back(static_cast<uint32_t>(pid));
+  else
+    pids = all_pids();
+  for (uint32_t p : pids) {
+    std::string text;
+    if (!read_file("/proc/" + std::to_string(p) + "/maps", &text)) continue;
+    for (const MapEntry &m : parse_proc_maps(text))
+      if (m.inode == ino && m.dev == dev_text) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+bool Targets::start_with_lib(std::string *error, int *err) {
   char real[PATH_MAX];
   if (!realpath(opt_.lib.c_str(), real)) {
     *err = errno;
@@ -236,19 +259,7 @@ bool Targets::start(std::string *error, int *err) {
   lib.dev = st.st_dev;
   lib.ino = st.st_ino;
   // Does any process map it now? (Uprobes cover later ones; say so when none does yet.)
-  const std::string dev = dev_string(st.st_dev);
-  std::vector<uint32_t> pids;
-  if (opt_.pid > 0)
-    pids.push_back(static_cast<uint32_t>(opt_.pid));
-  else
-    pids = all_pids();
-  bool mapped = false;
-  for (uint32_t pid : pids) {
-    std::string text;
-    if (mapped || !read_file("/proc/" + std::to_string(pid) + "/maps", &text)) continue;
-    for (const MapEntry &m : parse_proc_maps(text))
-      if (m.inode == st.st_ino && m.dev == dev) mapped = true;
-  }
+  const bool mapped = mapped_now(opt_.pid, st.st_dev, st.st_ino);
   const std::string shown = lib.path;
   if (!attach(std::move(lib), error, err)) return false;
   if (!mapped) {
