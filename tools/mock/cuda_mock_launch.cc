@@ -527,8 +527,7 @@ LaunchStart start_launch(uint32_t domain, uint32_t cbid, MockLaunchKind kind, Ha
   const int index = launch_api_of_kind(domain, cbid, kind);
   if (index < 0) return {CUDA_ERROR_INVALID_VALUE, index, nullptr, nullptr, nullptr};
   if (!handle_ok()) return {CUDA_ERROR_INVALID_HANDLE, index, nullptr, nullptr, nullptr};
-  ensure_initialized();
-  CUstream_st *st = resolve_stream(current_context(), stream);
+  CUstream_st *st = resolve_stream(initialized_context(), stream);
   if (!st) return {CUDA_ERROR_INVALID_HANDLE, index, nullptr, nullptr, nullptr};
   return {CUDA_SUCCESS, index, &kLaunchApis[index], st, st->context};
 }
@@ -692,8 +691,7 @@ void mock_cuda_set_kernel_duration(CUfunction f, uint64_t ns) {
 void mock_cuda_set_queue_limit(uint64_t ns) { g_queue_limit_ns.store(ns, std::memory_order_relaxed); }
 
 CUresult mock_cuda_stream_synchronize(CUstream stream) {
-  ensure_initialized();
-  CUstream_st *st = resolve_stream(current_context(), stream);
+  CUstream_st *st = resolve_stream(initialized_context(), stream);
   if (!st) return CUDA_ERROR_INVALID_HANDLE;
   NestedCall call(st->context, "cudaStreamSynchronize",
                   CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020, nullptr,

@@ -102,6 +102,13 @@ void destroy(CUgraphExec exec, CUgraph graph = nullptr, CUstream stream = nullpt
   if (stream) check(mock_cuda_stream_destroy(stream), "cudaStreamDestroy");
 }
 
+// A graph of three kernels, launched through one API and destroyed again.
+void launch_three_kernel_graph(Kernels &k, uint32_t domain, uint32_t cbid, CUstream stream) {
+  CUgraphExec exec = kernel_graph_exec(k, 3);
+  graph_launch_n(domain, cbid, exec, stream);
+  destroy(exec);
+}
+
 // Ends the capture on s, instantiates the captured graph, launches it like the cudaGraphLaunch
 // phase, and destroys it all.
 void replay_capture(CUstream s) {
@@ -300,21 +307,16 @@ const Scenario kScenarios[] = {
      }},
     {"graph-runtime",
      [](Kernels &k) {
-       CUgraphExec exec = kernel_graph_exec(k, 3);
-       graph_launch_n(kRt, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000, exec, nullptr);
-       destroy(exec);
+       launch_three_kernel_graph(k, kRt, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000, nullptr);
      }},
     {"graph-driver",
      [](Kernels &k) {
-       CUgraphExec exec = kernel_graph_exec(k, 3);
-       graph_launch_n(kDrv, CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch, exec, nullptr);
-       destroy(exec);
+       launch_three_kernel_graph(k, kDrv, CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch, nullptr);
      }},
     {"graph-driver-ptsz",
      [](Kernels &k) {
-       CUgraphExec exec = kernel_graph_exec(k, 3);
-       graph_launch_n(kDrv, CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz, exec, CU_STREAM_PER_THREAD);
-       destroy(exec);
+       launch_three_kernel_graph(k, kDrv, CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz,
+                                 CU_STREAM_PER_THREAD);
      }},
     {"graph-upload",
      [](Kernels &k) {

@@ -190,6 +190,11 @@ const T *Tracer::as(const void *data, size_t size) {
   return nullptr;
 }
 
+template <typename E>
+void Tracer::take(const void *data, size_t size, void (Tracer::*on)(const E &)) {
+  if (const E *e = as<E>(data, size)) (this->*on)(*e);
+}
+
 void Tracer::print_line(const Json &j) const {
   const std::string line = json_line(j);
   std::fwrite(line.data(), 1, line.size(), stdout);
@@ -388,30 +393,18 @@ void Tracer::on_event(const void *data, size_t size) {
         if (!on_correlation(*e, data, size)) return;
       break;
     case PT_EV_KERNEL:
-    case PT_EV_KERNEL_EXECUTED:
-      if (const auto *e = as<pt_kernel_event>(data, size)) on_kernel(*e);
-      break;
-    case PT_EV_ACTIVITY_BATCH:
-      if (const auto *e = as<pt_batch_event>(data, size)) on_batch(*e);
-      break;
-    case PT_EV_ERROR:
-      if (const auto *e = as<pt_error_event>(data, size)) on_library_error(*e);
-      break;
-    case PT_EV_GPU_CONFIG:
-      if (const auto *e = as<pt_gpu_config_event>(data, size)) on_gpu_config(*e);
-      break;
+    case PT_EV_KERNEL_EXECUTED: take(data, size, &Tracer::on_kernel); break;
+    case PT_EV_ACTIVITY_BATCH: take(data, size, &Tracer::on_batch); break;
+    case PT_EV_ERROR: take(data, size, &Tracer::on_library_error); break;
+    case PT_EV_GPU_CONFIG: take(data, size, &Tracer::on_gpu_config); break;
     case PT_EV_GRAPH_CAPTURE:
       if (const auto *e = as<pt_capture_event>(data, size)) on_capture(*e, data, size);
       break;
-    case PT_EV_GRAPH_NODE_CLONE:
-      if (const auto *e = as<pt_clone_event>(data, size)) on_clone(*e);
-      break;
+    case PT_EV_GRAPH_NODE_CLONE: take(data, size, &Tracer::on_clone); break;
     case PT_EV_CUBIN_LOADED:
     case PT_EV_CUBIN_UNLOADED:
     case PT_EV_STALL_REASON_MAP:
-    case PT_EV_PC_SAMPLE_BATCH:
-      if (const auto *e = as<pt_meta_event>(data, size)) on_meta(*e);
-      break;
+    case PT_EV_PC_SAMPLE_BATCH: take(data, size, &Tracer::on_meta); break;
     default:
       bool claimed = false;
       for (const auto &v : extensions_) claimed |= v->wants(h->type);

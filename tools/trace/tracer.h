@@ -95,6 +95,9 @@ class Tracer : public MatchSink {
  private:
   template <typename T>
   const T *as(const void *data, size_t size);
+  // The event as E handed to `on`; none (counted as malformed) when it is too short to be one.
+  template <typename E>
+  void take(const void *data, size_t size, void (Tracer::*on)(const E &));
   // The stack of a launch or capture event (E: pt_correlation_stack_event, pt_capture_stack_event):
   // StackTable::kNone without PT_F_STACK; false when the event is too short for its stacks.
   template <typename E>
