@@ -56,7 +56,8 @@ install(FILES include/parcagpu/abi.h include/parcagpu/cbid_table.h
 install(PROGRAMS scripts/parcagpu.bt DESTINATION ${CMAKE_INSTALL_DATADIR}/parcagpu COMPONENT parcagpu)
 # The docs a user reads: how to run and deploy it, the design, the probe ABI, and the CUPTI facts
 # the settings cite. Not docs/ARCHITECTURE.md and docs/testing.md (the source and its tests), nor
-# docs/measurements/ (the raw runs behind the figures).
+# docs/measurements/ (summaries of the runs behind the figures; their raw outputs are on the branch
+# measurements-raw).
 set(PARCAGPU_USER_DOCS docs/how-it-works.md docs/deploying.md docs/probe-abi.md
                        docs/cupti-facts.md docs/pc-sampling.md)
 install(FILES README.md DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT parcagpu)

@@ -4,8 +4,9 @@
 # mix: 90% eager through 211/307, 307, 430/652, 214/442, 652, 269/477; 10% graph launches through
 # 311/514, 514, 515) under valgrind --tool=callgrind, and the launch path's cost is read from the
 # inclusive cost of the library's callback entry points:
-#   launch path   = LaunchCallbacks::on_callback minus on_resource (graph resource callbacks)
-#   announced     = begin_announced + end_announced + abandon (the work of announced launches:
+#   launch path   = LaunchCallbacks::on_callback minus ResourceCallbacks::on_resource (graph
+#                   resource callbacks)
+#   announced     = AnnouncedLaunches::begin + end + abandon (the work of announced launches:
 #                   tracker, kernel activity on and off, the probe, closing the window; including
 #                   what the mock CUPTI does for those calls)
 #   per unannounced launch = (launch path - announced) / (launches - announced launches): an
@@ -68,10 +69,10 @@ run() {  # run NAME ENV... -- ARGS...
     >"$OUT/$name.txt" 2>/dev/null
 }
 
-# Inclusive Ir of a LaunchCallbacks function (0 if never called; callgrind counts its .cold part
+# Inclusive Ir of a function, Class::name (0 if never called; callgrind counts its .cold part
 # in it, as a call). Only the entries qualified by the library's object: callgrind_annotate also lists
 # the same totals per source file, and the parts of other files inlined into it.
-ir() { awk -v f="LaunchCallbacks::$2(" -v o="[$LIB]" 'index($0, "*  ") && index($0, f) && index($0, o) && !index($0, "[clone .cold]") { gsub(",", "", $1); s += $1 } END { print s + 0 }' "$OUT/$1.txt"; }
+ir() { awk -v f="$2(" -v o="[$LIB]" 'index($0, "*  ") && index($0, f) && index($0, o) && !index($0, "[clone .cold]") { gsub(",", "", $1); s += $1 } END { print s + 0 }' "$OUT/$1.txt"; }
 announced() { sed -n 's/.*launches: announced eager=\([0-9]*\) graph=\([0-9]*\).*/\1 \2/p' "$OUT/$1.stderr" | awk '{ print $1 + $2 }'; }
 launches() { sed -n 's/^MOCKAPP_SUMMARY .*"launches":\([0-9]*\).*/\1/p' "$OUT/$1.stdout"; }
 
@@ -87,8 +88,9 @@ fail=0
 for v in nocons attached gated every; do
   n=$(launches $v); a=$(announced $v); a=${a:-0}
   cb=$(sed -n 's/^MOCKAPP_SUMMARY .*"launch_callbacks_dispatched":\([0-9]*\).*/\1/p' "$OUT/$v.stdout")
-  path=$(( $(ir $v on_callback) - $(ir $v on_resource) ))
-  ann=$(( $(ir $v begin_announced) + $(ir $v end_announced) + $(ir $v abandon) ))
+  path=$(( $(ir $v LaunchCallbacks::on_callback) - $(ir $v ResourceCallbacks::on_resource) ))
+  ann=$(( $(ir $v AnnouncedLaunches::begin) + $(ir $v AnnouncedLaunches::end) \
+        + $(ir $v AnnouncedLaunches::abandon) ))
   awk -v v=$v -v n="$n" -v a="$a" -v cb="$cb" -v p="$path" -v an="$ann" 'BEGIN {
     pu = 0; if (n - a > 0) pu = (p - an) / (n - a)
     pa = "-"; if (a > 0) pa = sprintf("%.0f", an / a)

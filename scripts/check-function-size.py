@@ -19,7 +19,7 @@ checked: nobody edits it.
   scripts/check-function-size.py             # check src/ and tools/
   scripts/check-function-size.py tools       # check tools/ only
   scripts/check-function-size.py --top 20    # also list the 20 longest functions
-  scripts/check-function-size.py --max 40 src/pc_sampling.cc
+  scripts/check-function-size.py --max 40 src/pc/pc_sampling.cc
 """
 import argparse
 import pathlib
@@ -181,6 +181,21 @@ def functions(path):
     return found
 
 
+def source_files(paths, suffixes):
+    """The files named and those below the folders named whose names end in one of `suffixes`;
+    None (said) when a path does not exist."""
+    files = []
+    for p in map(pathlib.Path, paths):
+        if p.is_dir():
+            files += sorted(f for f in p.rglob("*") if f.suffix in suffixes)
+        elif p.exists():
+            files.append(p)
+        else:
+            print(f"{pathlib.Path(sys.argv[0]).stem}: no such file or folder: {p}")
+            return None
+    return files
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--max", type=int, default=60, help="most lines a function may have")
@@ -188,10 +203,9 @@ def main():
     ap.add_argument("paths", nargs="*", help="files and folders (default: src tools)")
     args = ap.parse_args()
     root = pathlib.Path(__file__).resolve().parent.parent
-    files = []
-    for p in args.paths or [root / "src", root / "tools"]:
-        p = pathlib.Path(p)
-        files += sorted(f for f in p.rglob("*") if f.suffix in SOURCE_SUFFIXES) if p.is_dir() else [p]
+    files = source_files(args.paths or [root / "src", root / "tools"], SOURCE_SUFFIXES)
+    if files is None:
+        return 2
     rows = []
     for f in files:
         for name, start, end in functions(f):

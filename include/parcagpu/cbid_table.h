@@ -19,7 +19,8 @@ enum class CbRole : uint8_t {
   GraphResource,  // graph bookkeeping (capture, instantiation), no launch
   // A graph exec uploaded ahead of its first launch (cudaGraphUpload, cuGraphUpload): no
   // launch, but where the graph is registered with PC sampling if it is enabled then, and every
-  // later launch of it costs ~30% more (docs/pc-sampling.md P21, P24). Enabled from process start.
+  // later launch of it costs more for good (docs/pc-sampling.md P21, P24). Enabled from process
+  // start.
   GraphUpload,
   // A graph instantiated (cudaGraphInstantiate*, cuGraphInstantiate*): no launch, but an exec
   // instantiated while PC sampling is enabled pays ~1.2 us more at every later launch, however

@@ -478,7 +478,7 @@ class Trace(_SummaryConsumer):
 
 
 # The slowest reader of the agent's ring the library's firings are paced for
-# (AgentRingPacer::kBytesPerSecond, src/agent_ring_pacer.h): 8 MiB a second.
+# (AgentRingPacer::kBytesPerSecond, src/base/agent_ring_pacer.h): 8 MiB a second.
 AGENT_READ_BYTES_PER_S = 8 << 20
 
 
@@ -517,7 +517,7 @@ class AgentConsumer(_SummaryConsumer):
         return p
 
 
-# The library's default PC sampling factor (src/config.h): what gpu_config reports unless
+# The library's default PC sampling factor (src/base/config.h): what gpu_config reports unless
 # PARCAGPU_SAMPLING_FACTOR says otherwise.
 DEFAULT_SAMPLING_FACTOR = 17
 

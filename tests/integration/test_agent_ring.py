@@ -6,7 +6,7 @@ the agent's defaults (harness.AgentConsumer, scale factor 0): every event but cu
 in one 1 MiB ring, each taking the agent's room (a PC record 712 bytes), the rest of a
 pc_sample_batch firing given up at the first record that does not fit.
 
-On the library before its firings were paced (src/agent_ring_pacer.h), a drain of 3,000 PC
+On the library before its firings were paced (src/base/agent_ring_pacer.h), a drain of 3,000 PC
 records went out in firings of 1,024 back to back, 737 KB each, and the agent gave up half of
 them: the graph test lost 1,543 of 3,034 and 1,496 of 2,987 PC records in two runs (and 1,047
 kernel records in the first)."""

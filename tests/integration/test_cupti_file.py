@@ -3,7 +3,7 @@
 half-copied file on a shared mount) maps without error and faults (SIGBUS) when the loader
 touches its missing pages, inside dlopen, inside cuInit: the application died with exit 135 and
 nothing printed. The library now reads each candidate's ELF header and program headers with
-pread before dlopen (src/elf_check.h) and refuses a file that does not hold what they name.
+pread before dlopen (src/base/elf_check.h) and refuses a file that does not hold what they name.
 
 Copies of the mock libcupti cut at 64 B, 4 KiB, 8 KiB, 64 KiB, 1 MB and at the end of its last
 loadable segment: each given as PARCAGPU_CUPTI_PATH must leave the application running to a clean

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
-"""Kernel timestamps at the default rates (docs/cupti-facts.md, "A graph kernel that finishes
-while kernel activity is disabled"): real CUPTI gives such a graph kernel an end near the next
-time kernel activity is enabled, and the mock CUPTI does the same. The library keeps kernel
-activity on until an announced graph launch's kernels have finished (src/graph_completion.h), so
+"""Kernel timestamps at the default rates (docs/cupti-facts.md fact 12: a graph kernel that
+finishes while kernel activity is disabled): real CUPTI gives such a graph kernel an end near the
+next time kernel activity is enabled, and the mock CUPTI does the same. The library keeps kernel
+activity on until an announced graph launch's kernels have finished
+(src/trackers/graph_completion.h), so
 every kernel record a consumer gets lasts what the mock GPU ran it for, graph kernels included,
 with a classic consumer and with a PC-sample consumer (the production agent's configuration).
 The kernels run 200 us each (MOCK_CUDA_KERNEL_NS), so a graph's are still running when its
@@ -39,8 +40,12 @@ def run(extra_trace=(), env=None, seconds=3, allow_impossible=False):
 
 
 class KernelTimestamps(unittest.TestCase):
-    def check(self, extra_trace, env=None, seconds=3):
+    def check(self, extra_trace, env=None, seconds=3, orphans_allowed=0):
         r, tr = run(extra_trace, env, seconds)
+        self.check_kernels(r, tr, orphans_allowed)
+        return r, tr
+
+    def check_kernels(self, r, tr, orphans_allowed):
         self.assertEqual(r.returncode, 0, r.stderr[-2000:])
         self.assertEqual(tr.proc.returncode, 0, tr.stderr[-2000:])
         kernels = list(json_lines(tr.stdout.splitlines(), "kernel"))
@@ -53,7 +58,7 @@ class KernelTimestamps(unittest.TestCase):
                          "ran" % (len(wrong), len(kernels), len(graph)))
         summary = tr.last_json()
         self.assertEqual(summary[C.kernels_matched], summary[C.kernel_records])
-        self.assertEqual(summary[C.orphan_correlations_graph], 0, summary)
+        self.assertLessEqual(summary[C.orphan_correlations_graph], orphans_allowed, summary)
         self.assertEqual(summary[C.impossible_kernel_records], 0, summary)
         self.assertEqual([k for k in kernels if "impossible" in k], [])
 
@@ -66,6 +71,27 @@ class KernelTimestamps(unittest.TestCase):
         # Long enough for PC sampling's episodes to end (kernel activity is held on during one)
         # and for activity to be switched per launch between them.
         self.check(["--pc"], seconds=8)
+
+    def test_records_cupti_finishes_after_the_grace(self):
+        # Real CUPTI can finish a graph kernel's record later than the library's grace after the
+        # GPU is past the launch (an H200 under PyTorch: 12 of 411 announced graph launches, every
+        # kernel "lasting" 23-146 ms, docs/cupti-facts.md); a disable meanwhile gives it the next
+        # enable's time as its end. The mock does so at a lag of 5 ms (the grace is 2 ms): no
+        # such made-up end may reach a consumer; those records are counted and said once.
+        # Those launches reach the consumer without kernels (orphans) until the library has
+        # lengthened its grace past the lag (2 -> 8 ms once the first made-up end is read, within
+        # the flush interval of 1 s): the first second's, none after.
+        r, tr = self.check([], env={"PARCAGPU_PC_SAMPLING": "0",
+                                    "MOCK_CUPTI_GRAPH_RECORD_LAG_US": "5000"},
+                           seconds=5, orphans_allowed=10**6)
+        summary = tr.last_json()
+        self.assertGreater(summary[C.graph_launches_with_kernels],
+                           2 * summary[C.orphan_correlations_graph], summary)
+        self.assertGreater(r.exit_reports[0]["stats"]["graph_ends_stretched"], 0,
+                           "the mock made up no end: the lag did not outlast the grace")
+        reported_once(self, r, "came with an end CUPTI wrote after kernel activity went off",
+                      "graph kernel records with an end CUPTI wrote after kernel activity went "
+                      "off")
 
     def test_an_event_failure_is_said_once_and_kernels_still_come(self):
         # Without the event the library cannot tell when a graph's kernels end: kernel activity

@@ -149,7 +149,7 @@ class KernelActivity(unittest.TestCase):
         # activity to its left-on mode and collect every kernel for a while (73,000 records in
         # the first 0.3 s for a few hundred announced launches).
         # Eager launches only: kernel activity stays on until an announced graph launch's
-        # kernels have run (src/graph_completion.h), and records of launches made meanwhile are
+        # kernels have run (src/trackers/graph_completion.h), and records of launches made meanwhile are
         # collected (and not delivered) by design.
         with harness.Trace() as tr:
             r = harness.run_mockapp(["--duration=1s", "--stress",

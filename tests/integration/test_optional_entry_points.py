@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Degrade, don't die (issue 9, item 4): a libcupti without one of the entry points the eager path
 does not need is still used. The mock hides entry points from dlsym (MOCK_CUPTI_HIDE); with each
-optional one of src/cupti_api.h's table hidden in turn, eager and graph launches must be
+optional one of src/base/cupti_api.h's table hidden in turn, eager and graph launches must be
 announced and their kernels delivered as with nothing hidden, only what needed the missing entry
 point may be off, and one `error` probe with one line must name it. A missing required one leaves
 the library inert, saying which."""
@@ -15,9 +15,9 @@ SCENARIOS = "--scenario=eager-runtime,graph-driver,capture,conditional,hostonly-
 
 
 def optional_entry_points():
-    """The PARCAGPU_CUPTI_OPTIONAL list of src/cupti_api.h: entry points added there later are
+    """The PARCAGPU_CUPTI_OPTIONAL list of src/base/cupti_api.h: entry points added there later are
     covered too."""
-    with open(os.path.join(harness.SOURCE, "src", "cupti_api.h")) as f:
+    with open(os.path.join(harness.SOURCE, "src", "base", "cupti_api.h")) as f:
         text = f.read()
     block = text.split("#define PARCAGPU_CUPTI_OPTIONAL(X)", 1)[1].split("\n\n", 1)[0]
     return re.findall(r"X\((cupti\w+),", block)

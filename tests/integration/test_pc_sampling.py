@@ -127,8 +127,8 @@ class Episodes(unittest.TestCase):
 
 class FirstEnable(unittest.TestCase):
     """Once PC sampling has been enabled, every module loaded after is loaded whole, every
-    kernel's code on the GPU (H200: 66 MiB more for a PyTorch MLP step, docs/pc-sampling.md P34;
-    the mock counts such modules). PARCAGPU_PC_START_QUIET_MS puts the first Enable off until no
+    kernel's code on the GPU (what it costs a PyTorch MLP step: docs/pc-sampling.md P34; the mock
+    counts such modules). PARCAGPU_PC_START_QUIET_MS puts the first Enable off until no
     module has loaded for that long; kernels first run before it are sampled all the same (P20).
     By default (0) it comes at the first launch."""
 
@@ -221,9 +221,8 @@ LATE_GRAPH_KERNELS = {"_Z10gemm_tiledPKfS0_Pfiii", "_Z7softmaxPfPKfi", "_Z10redu
 
 class GraphUploads(unittest.TestCase):
     """A graph first launched (uploaded) while PC sampling is enabled is registered with it for
-    good: on an H100 every later launch of it costs ~30% more, episode or not (docs/pc-sampling.md
-    P21); one instantiated while it is enabled likewise, however it is uploaded (P26). By default
-    no graph is instantiated or uploaded in an episode; PARCAGPU_PC_GRAPHS=1 samples them."""
+    good: every later launch of it costs more, episode or not (docs/pc-sampling.md P21); one
+    instantiated while it is enabled likewise, however it is uploaded (P26). By default no graph is instantiated or uploaded in an episode; PARCAGPU_PC_GRAPHS=1 samples them."""
 
     def run_with(self, env, scenarios="capture,graph-runtime,graph-driver"):
         trace = harness.Trace(extra=["--pc"])

@@ -78,7 +78,7 @@ class ProbeNotes(unittest.TestCase):
                               text=True, check=True).stdout.split("\n")
         exported = sorted(l.split()[-1] for l in syms if l.strip())
         # The entry point, and the marker by which copies of the library find each other
-        # (src/process_guard.cc).
+        # (src/base/process_guard.cc).
         self.assertEqual(exported, ["InitializeInjection", "parcagpu_instance_marker_v1"])
 
 

@@ -25,7 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "probes.h" /* generated from src/probes.d */
+#include "probes.h" /* generated from src/base/probes.d */
 
 /* A kernel activity record as the agent reads it (include/parcagpu/abi.h). */
 #include "parcagpu/abi.h"

@@ -70,7 +70,8 @@ class Steps:
 
     # Step times kept at most: a uniform sample of them beyond (reservoir), so a long soak's
     # resident memory is not the list's (10 minutes of graph replay kept 3M floats, ~170 MiB,
-    # which read as the process growing; docs/measurements/2026-11-25-h100/soak-*.txt).
+    # which read as the process growing;
+    # measurements-raw:docs/measurements/2026-11-25-h100/soak-*.txt).
     KEEP = 400_000
 
     def run(self, mode, seconds):

@@ -620,7 +620,7 @@ void run_kernel(const mockbridge::CuptiHooks *h, CUctx_st *ctx, CUstream_st *str
 
 // A graph launch's kernels on the launch stream take their place on the timeline inside the
 // launch call, as a real driver queues them there: an event recorded on the stream at the end of
-// the call (the library's, src/graph_completion.h) completes after them.
+// the call (the library's, src/trackers/graph_completion.h) completes after them.
 // A conditional node's body runs on its own stream, yet the launch is done only when the body
 // is: the launch stream waits for it.
 std::vector<Planned> plan_exec(CUctx_st *ctx, CUstream_st *stream, CUgraphExec_st *exec,

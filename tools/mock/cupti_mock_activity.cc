@@ -405,6 +405,18 @@ uint32_t kernel_activity_enabled(uint32_t context_id) {
 // H100). The mock holds each graph kernel's record until its kernel has finished: finished while
 // kernel activity was on, it is written as it is; finished while activity was off everywhere,
 // its end becomes the moment activity is next enabled (or the end of collection at exit).
+//
+// MOCK_CUPTI_GRAPH_RECORD_LAG_US=N: CUPTI finishes a graph kernel's record N us after the kernel
+// ended, as real CUPTI does on a busy machine (an H200 running PyTorch: longer than the library's
+// 2 ms grace, docs/cupti-facts.md); a disable in that time makes its end the next enable's too.
+uint64_t graph_record_lag_ns() {
+  static const uint64_t lag = [] {
+    const char *v = std::getenv("MOCK_CUPTI_GRAPH_RECORD_LAG_US");
+    return v ? std::strtoull(v, nullptr, 10) * 1000 : 0ull;
+  }();
+  return lag;
+}
+
 struct HeldRecord {
   CUpti_ActivityKernel10 k10;
   CUpti_ActivityKernel9 k9;
@@ -458,9 +470,10 @@ void settle_held(Settle why) {
   std::lock_guard<std::mutex> lock(g_held_mu);
   size_t kept = 0;
   for (HeldRecord &h : *g_held) {
-    if (!h.stale && h.end <= now) {
+    const bool finished = h.end + graph_record_lag_ns() <= now;
+    if (!h.stale && finished) {
       write_held(h, h.end);  // finished while activity was on
-    } else if (h.stale && h.end <= now && (why == Settle::kEnabled || why == Settle::kExit)) {
+    } else if (h.stale && finished && (why == Settle::kEnabled || why == Settle::kExit)) {
       Stats::add(stat::graph_ends_stretched);
       write_held(h, std::max(now, h.k10.start));  // finished while off: the enable's time
     } else if (h.stale && why == Settle::kExit) {
@@ -504,7 +517,7 @@ void kernel_ran(const mockbridge::KernelRun *run) {
       // the next enable's time as its end: a stream overlap of the mock's own making.
       std::lock_guard<std::mutex> lock(g_held_mu);
       h.stale = !kernel_activity_on_anywhere();
-      if (run->end > mockbridge::now_ns()) {
+      if (run->end + graph_record_lag_ns() > mockbridge::now_ns()) {
         g_held->push_back(h);
         g_held_count.store(g_held->size(), std::memory_order_relaxed);
         held = true;

@@ -1,6 +1,6 @@
 // parcagpu-flamegraph: a folded file (parcagpu-trace --folded, flamegraph.pl's input) drawn as
 // the SVG flame graph parcagpu-trace --svg draws, for profiles taken on another machine (the GPU
-// machines' runs keep their folded files: docs/measurements/).
+// machines' runs keep their folded files: branch measurements-raw, docs/measurements/).
 //
 //   parcagpu-flamegraph [--title TEXT] FOLDED > gpu.svg
 #include <cstdio>

@@ -9,7 +9,7 @@
 #include <string>
 
 #ifndef PARCAGPU_PROBES_D
-#error "PARCAGPU_PROBES_D must name src/probes.d"
+#error "PARCAGPU_PROBES_D must name src/base/probes.d"
 #endif
 
 namespace {

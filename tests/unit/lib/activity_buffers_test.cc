@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "activity_buffers.h"
+#include "activity/activity_buffers.h"
 #include "parcagpu/abi.h"
 
 namespace parcagpu {

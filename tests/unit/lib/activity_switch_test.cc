@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <thread>
 
-#include "activity_switch.h"
+#include "activity/activity_switch.h"
 
 namespace parcagpu {
 namespace {
@@ -36,6 +36,12 @@ CUptiResult fake_disable(CUpti_ActivityKind kind) {
   return g_fake->disable_result;
 }
 uint64_t fake_clock() { return g_now; }
+// CUPTI's clock, the clock of kernel records: the fake clock plus an offset (another origin).
+constexpr uint64_t kCuptiOffset = 7 * kSec;
+CUptiResult fake_timestamp(uint64_t *ts) {
+  *ts = g_now + kCuptiOffset;
+  return CUPTI_SUCCESS;
+}
 
 class ActivitySwitchTest : public ::testing::Test {
  protected:
@@ -44,6 +50,7 @@ class ActivitySwitchTest : public ::testing::Test {
     g_now = 1 * kSec;
     api_.cuptiActivityEnable = &fake_enable;
     api_.cuptiActivityDisable = &fake_disable;
+    api_.cuptiGetTimestamp = &fake_timestamp;
   }
   void TearDown() override { g_fake = nullptr; }
 
@@ -71,6 +78,23 @@ TEST_F(ActivitySwitchTest, WhileConsumerIsOnExactlyWhileArmed) {
   EXPECT_EQ(s.enables(), 1u);
   EXPECT_EQ(s.disables(), 1u);
   EXPECT_TRUE(s.armed_once());
+}
+
+// Each successful disable is remembered on CUPTI's clock: a graph kernel record spanning one has
+// an end CUPTI made up (activity_off_times.h); a failed disable is not one.
+TEST_F(ActivitySwitchTest, RemembersWhenItWentOffOnCuptisClock) {
+  ActivitySwitch s(api_, ActivityMode::AroundLaunch, nullptr, &fake_clock);
+  ASSERT_TRUE(s.arm(true));
+  const uint64_t before = g_now + kCuptiOffset;
+  launch(s);  // on at its ENTER, off at its EXIT
+  EXPECT_EQ(fake_.disables, 1);
+  const uint64_t off = g_now + kCuptiOffset;
+  EXPECT_TRUE(s.went_off_between(before, off + 1));
+  EXPECT_FALSE(s.went_off_between(before, off)) << "ended as it went off: a true end";
+  g_now += 1000;
+  fake_.disable_result = CUPTI_ERROR_UNKNOWN;
+  launch(s);
+  EXPECT_FALSE(s.went_off_between(off, g_now + kCuptiOffset + 1)) << "the disable failed";
 }
 
 TEST_F(ActivitySwitchTest, AFailedEnableLeavesItDisarmedAndIsRetriedAfterTheBackOff) {

@@ -1,5 +1,5 @@
 // The pacer of firings into the agent's ring (agent_ring_pacer.h), on a clock of the test's.
-#include "agent_ring_pacer.h"
+#include "base/agent_ring_pacer.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "correlation_tracker.h"
+#include "trackers/correlation_tracker.h"
 
 #include <gtest/gtest.h>
 

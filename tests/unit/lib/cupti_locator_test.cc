@@ -1,6 +1,6 @@
-// The CUPTI search's order and its version arithmetic, and the entry point table's handling of
-// missing entry points, without loading anything.
-#include "cupti_locator.h"
+// The CUPTI search's order and its version arithmetic, and which callbacks each CUDA's CUPTI
+// knows, without loading anything (the entry point table: cupti_api_test.cc).
+#include "base/cupti_locator.h"
 
 #include <gtest/gtest.h>
 
@@ -8,7 +8,9 @@
 #include <map>
 #include <string>
 
-#include "cupti_api.h"
+#include "base/cupti_api.h"
+#include "base/cupti_search.h"
+#include "base/library_files.h"
 #include "parcagpu/cbid_table.h"
 
 namespace parcagpu {
@@ -133,45 +135,6 @@ TEST(CuptiSearch, ReadsSonameFromTheFile) {
   EXPECT_EQ(read_elf_soname(PARCAGPU_MOCK_DIR "/cudart/libcudart.so.12"), "libcudart.so.12");
   EXPECT_EQ(read_elf_soname("/nonexistent/libcupti.so"), "");
   EXPECT_EQ(read_elf_soname(PARCAGPU_PROBES_D), "");  // not ELF
-}
-
-// A fake libcupti: every entry point resolves except those named.
-std::function<void *(const char *)> fake_cupti(std::vector<std::string> absent) {
-  return [absent](const char *name) -> void * {
-    if (std::find(absent.begin(), absent.end(), name) != absent.end()) return nullptr;
-    static int dummy;
-    return &dummy;  // never called
-  };
-}
-
-TEST(CuptiTable, MissingOptionalEntryPointsBecomeStubs) {
-  CuptiApi api;
-  std::string error;
-  ASSERT_TRUE(
-      resolve_cupti(fake_cupti({"cuptiGetGraphExecId", "cuptiGetTimestamp"}), &api, &error));
-  // As strings: identical literals need not share an address (they do not under ASan).
-  EXPECT_EQ(std::vector<std::string>(api.missing.begin(), api.missing.end()),
-            (std::vector<std::string>{"cuptiGetGraphExecId", "cuptiGetTimestamp"}));
-  EXPECT_FALSE(api.available(api.cuptiGetGraphExecId));
-  EXPECT_FALSE(api.available(api.cuptiGetTimestamp));
-  EXPECT_TRUE(api.available(api.cuptiGetGraphId));
-  // The stubs do nothing and say so.
-  uint64_t ts = 7;
-  EXPECT_EQ(api.cuptiGetTimestamp(&ts), CUPTI_ERROR_NOT_SUPPORTED);
-  EXPECT_EQ(ts, 7u);
-  uint32_t id = 9;
-  EXPECT_EQ(api.cuptiGetGraphExecId(nullptr, &id), CUPTI_ERROR_NOT_SUPPORTED);
-  EXPECT_EQ(id, 9u);
-}
-
-TEST(CuptiTable, MissingRequiredEntryPointsAreNamed) {
-  CuptiApi api;
-  std::string error;
-  EXPECT_FALSE(
-      resolve_cupti(fake_cupti({"cuptiSubscribe", "cuptiActivityFlushAll"}), &api, &error));
-  EXPECT_NE(error.find("cuptiSubscribe"), std::string::npos) << error;
-  EXPECT_NE(error.find("cuptiActivityFlushAll"), std::string::npos) << error;
-  EXPECT_EQ(api.handle, nullptr);
 }
 
 TEST(CuptiTable, CallbacksOfNewerCudaAreLeftToNewerCupti) {

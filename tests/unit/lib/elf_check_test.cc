@@ -1,6 +1,6 @@
 // The check a shared object passes before dlopen maps it (elf_check.h), on fabricated ELF files
 // and on the mock libcupti cut short.
-#include "elf_check.h"
+#include "base/elf_check.h"
 
 #include <elf.h>
 #include <gtest/gtest.h>

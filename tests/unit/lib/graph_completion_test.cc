@@ -1,7 +1,7 @@
 // GraphCompletion on a fake driver table and a fake clock: a watched graph launch ends (the
 // activity collector's launch_end) only once its event says the GPU is past it, or when it
 // cannot be watched, or at the timeout, or at shutdown.
-#include "graph_completion.h"
+#include "trackers/graph_completion.h"
 
 #include <gtest/gtest.h>
 
@@ -127,6 +127,33 @@ TEST_F(GraphCompletionTest, ActivityStaysOnForTheGraceAfterTheGpuIsPastIt) {
   EXPECT_EQ(ended_, 0) << "ended as soon as the event completed: records may be unfinished";
   expect_ended_after(c, GraphCompletion::kGraceNs);
   EXPECT_EQ(c.pending(), 0u);
+}
+
+// Made-up ends seen (the profiler calls lengthen_grace): the grace grows four times a step, to
+// its cap, and the next launch waits the longer grace.
+TEST_F(GraphCompletionTest, ALengthenedGraceHoldsTheNextLaunchLonger) {
+  GraphCompletion &c = completion();
+  EXPECT_EQ(c.grace_ns(), GraphCompletion::kGraceNs);
+  EXPECT_EQ(c.lengthen_grace(), 4 * GraphCompletion::kGraceNs);
+  ASSERT_TRUE(c.watch(nullptr));
+  finish_all();
+  c.poll();
+  expect_ended_after(c, 4 * GraphCompletion::kGraceNs);
+  for (int i = 0; i < 10; ++i) c.lengthen_grace();
+  EXPECT_EQ(c.grace_ns(), GraphCompletion::kMaxGraceNs);
+}
+
+// The watcher's tick hands over the count of made-up ends so far: only a new one lengthens it.
+TEST_F(GraphCompletionTest, OnlyNewMadeUpEndsLengthenTheGrace) {
+  GraphCompletion &c = completion();
+  c.on_made_up_ends(0);
+  EXPECT_EQ(c.grace_ns(), GraphCompletion::kGraceNs);
+  c.on_made_up_ends(3);
+  EXPECT_EQ(c.grace_ns(), 4 * GraphCompletion::kGraceNs);
+  c.on_made_up_ends(3);
+  EXPECT_EQ(c.grace_ns(), 4 * GraphCompletion::kGraceNs) << "no new one";
+  c.on_made_up_ends(5);
+  EXPECT_EQ(c.grace_ns(), 16 * GraphCompletion::kGraceNs);
 }
 
 TEST_F(GraphCompletionTest, LaunchesEndInAnyOrder) {

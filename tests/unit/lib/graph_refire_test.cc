@@ -3,7 +3,7 @@
 // tracker's stores bounded by what is live (issue 30): destroyed execs and graphs forgotten.
 #include <gtest/gtest.h>
 
-#include "graph_tracker.h"
+#include "trackers/graph_tracker.h"
 
 namespace parcagpu {
 namespace {
@@ -62,10 +62,10 @@ TEST(GraphRefire, InBoundedChunksUntilDone) {
   GraphTracker g(cupti, nullptr);
   instantiate(g, 1, 3000);
   instantiate(g, 2, 2000);
-  EXPECT_EQ(g.refire_some(1024), 0u) << "nothing to re-fire before a consumer attached";
-  g.begin_refire();
+  EXPECT_EQ(g.clones().refire_some(1024), 0u) << "nothing to re-fire before a consumer attached";
+  g.clones().begin_refire();
   std::vector<size_t> chunks;
-  for (size_t n; (n = g.refire_some(1024)) > 0;) chunks.push_back(n);
+  for (size_t n; (n = g.clones().refire_some(1024)) > 0;) chunks.push_back(n);
   EXPECT_EQ(chunks, (std::vector<size_t>{1024, 1024, 1024, 1024, 904}));
 }
 
@@ -73,16 +73,16 @@ TEST(GraphRefire, OnlyWhatWasStoredBeforeTheAttach) {
   const CuptiApi cupti = cupti_with_ids();
   GraphTracker g(cupti, nullptr);
   instantiate(g, 1, 100);
-  g.begin_refire();
-  EXPECT_EQ(g.refire_some(60), 60u);
+  g.clones().begin_refire();
+  EXPECT_EQ(g.clones().refire_some(60), 60u);
   instantiate(g, 2, 50);  // fired live to the new consumer already
-  EXPECT_EQ(g.refire_some(60), 40u);
-  EXPECT_EQ(g.refire_some(60), 0u);
-  EXPECT_EQ(g.clones_stored(), 150u);
+  EXPECT_EQ(g.clones().refire_some(60), 40u);
+  EXPECT_EQ(g.clones().refire_some(60), 0u);
+  EXPECT_EQ(g.clones().clones_stored(), 150u);
   // Another consumer: everything stored again, from the start.
-  g.begin_refire();
+  g.clones().begin_refire();
   size_t total = 0;
-  for (size_t n; (n = g.refire_some(64)) > 0;) total += n;
+  for (size_t n; (n = g.clones().refire_some(64)) > 0;) total += n;
   EXPECT_EQ(total, 150u);
 }
 
@@ -92,14 +92,14 @@ TEST(GraphRefire, NothingOfAnExecDestroyedMeanwhile) {
   instantiate(g, 1, 100);
   instantiate(g, 2, 100);
   instantiate(g, 3, 100);
-  g.begin_refire();
-  EXPECT_EQ(g.refire_some(50), 50u);  // half of exec 1
+  g.clones().begin_refire();
+  EXPECT_EQ(g.clones().refire_some(50), 50u);  // half of exec 1
   exec_event(g, 1, false);
   exec_event(g, 2, false);
   size_t total = 0;
-  for (size_t n; (n = g.refire_some(64)) > 0;) total += n;
+  for (size_t n; (n = g.clones().refire_some(64)) > 0;) total += n;
   EXPECT_EQ(total, 100u) << "exec 3's mappings only";
-  EXPECT_EQ(g.clones_stored(), 100u);
+  EXPECT_EQ(g.clones().clones_stored(), 100u);
 }
 
 // Issue 30: only the clones of an announced capture (and their clones) are fired live; every
@@ -109,15 +109,15 @@ TEST(GraphClones, FiredLiveOnlyOnTheWayToAnAnnouncedCapture) {
   GraphTracker g(cupti, nullptr);
   clone_node(g, 1, 2, 100);  // nothing announced behind node 1
   EXPECT_EQ(g.stats().clones_not_fired, 1u);
-  g.note_capture_node(50, 1);
+  g.clones().note_capture_node(50, 1);
   clone_node(g, 1, 3, 100);  // fired
   clone_node(g, 3, 4, 100);  // a clone of that clone (a cloned graph instantiated): fired
   clone_node(g, 2, 5, 100);  // still nothing behind node 2
   exec_event(g, 100, true);
   EXPECT_EQ(g.stats().clones_not_fired, 2u);
   EXPECT_EQ(g.stats().clones, 4u);
-  EXPECT_EQ(g.clones_stored(), 4u);
-  EXPECT_EQ(g.wanted_stored(), 3u);  // 1, 3, 4
+  EXPECT_EQ(g.clones().clones_stored(), 4u);
+  EXPECT_EQ(g.clones().wanted_stored(), 3u);  // 1, 3, 4
 }
 
 // Issue 30: a soak's mock app grew by 650 MB a minute, ~20 MB of it this tracker's clone store
@@ -127,26 +127,26 @@ TEST(GraphStores, BoundedByWhatIsLive) {
   GraphTracker g(cupti, nullptr);
   for (uintptr_t i = 1; i <= 20000; ++i) {
     const uintptr_t captured = 1000000 + i;  // the captured graph, its node captured << 8
-    g.note_capture_node(static_cast<uint32_t>(captured), captured << 8);
+    g.clones().note_capture_node(static_cast<uint32_t>(captured), captured << 8);
     for (int k = 0; k < 3; ++k) clone_node(g, k == 0 ? captured << 8 : 7, i << 20 | k, i);
     exec_event(g, i, true);
-    EXPECT_EQ(g.clones_stored(), 3u);
-    EXPECT_EQ(g.wanted_stored(), 2u);  // the captured node and its clone
+    EXPECT_EQ(g.clones().clones_stored(), 3u);
+    EXPECT_EQ(g.clones().wanted_stored(), 2u);  // the captured node and its clone
     exec_event(g, i, false);
     destroy_graph(g, captured);
   }
-  EXPECT_EQ(g.clones_stored(), 0u);
-  EXPECT_EQ(g.wanted_stored(), 0u);
+  EXPECT_EQ(g.clones().clones_stored(), 0u);
+  EXPECT_EQ(g.clones().wanted_stored(), 0u);
   EXPECT_EQ(g.execs_stored(), 0u);
   EXPECT_EQ(g.stats().clones, 60000u);
   EXPECT_EQ(g.stats().clones_not_stored + g.stats().wanted_forgotten_at_cap +
                 g.stats().execs_forgotten_at_cap,
             0u);
   // Live ones stay: a graph kept alive keeps its wanted node, a live exec its mappings.
-  g.note_capture_node(5, 5 << 8);
+  g.clones().note_capture_node(5, 5 << 8);
   instantiate(g, 9, 2, 5 << 8);
-  EXPECT_EQ(g.clones_stored(), 2u);
-  EXPECT_EQ(g.wanted_stored(), 2u);  // 5 << 8 and its one clone
+  EXPECT_EQ(g.clones().clones_stored(), 2u);
+  EXPECT_EQ(g.clones().wanted_stored(), 2u);  // 5 << 8 and its one clone
 }
 
 
@@ -277,8 +277,8 @@ TEST(GraphConditional, ARecordedUnannouncedLaunchKeepsItsKernels) {
   EXPECT_EQ(g.stats().conditional_unannounced, 2u);
   // Not for an exec without conditional nodes.
   instantiate(g, 60, 1);
-  EXPECT_FALSE(g.on_conditional_recorded(reinterpret_cast<const void *>(uintptr_t{60}), 702,
-                                         3000, true));
+  EXPECT_FALSE(
+      g.on_conditional_recorded(reinterpret_cast<const void *>(uintptr_t{60}), 702, 3000, true));
   exec_event(g, 50, false);
   EXPECT_FALSE(g.conditional_execs_live());
 }

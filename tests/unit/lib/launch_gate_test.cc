@@ -1,4 +1,4 @@
-#include "launch_gate.h"
+#include "launch/launch_gate.h"
 
 #include <gtest/gtest.h>
 
@@ -6,7 +6,7 @@
 #include <map>
 #include <vector>
 
-#include "role_state.h"
+#include "launch/role_state.h"
 
 namespace parcagpu {
 namespace {
@@ -257,7 +257,7 @@ TEST(LaunchCoin, PickRateFollowsTheMean) {
   }
 }
 
-// A role's epoch and phase share one word (Role::state): each reads back what was packed, and
+// A role's epoch and phase share one word (LaunchRole::state): each reads back what was packed, and
 // a phase change keeps the epoch.
 TEST(RoleState, EpochAndPhaseReadBackAsPacked) {
   static_assert(RoleState{}.epoch() == 0 && RoleState{}.phase() == RolePhase::kOff);

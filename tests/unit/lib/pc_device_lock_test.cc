@@ -1,6 +1,6 @@
 // PcDeviceLocks: one holder of a GPU's lock at a time, across open file descriptions (processes,
 // and here two instances in one process), never waiting; given back by release() or close.
-#include "pc_device_lock.h"
+#include "pc/pc_device_lock.h"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>

@@ -1,14 +1,14 @@
-// PcLaunchGate (src/pc_launch_gate.h): Stop / Get Data / Disable wait for the launches inside
-// their call and hold new ones; and PcLaunchState (src/pc_launch_state.h): the enabled contexts
+// PcLaunchGate (src/pc/pc_launch_gate.h): Stop / Get Data / Disable wait for the launches inside
+// their call and hold new ones; and PcLaunchState (src/pc/pc_launch_state.h): the enabled contexts
 // and the correlation IDs announced in a window, as the launch path reads them.
-#include "pc_launch_gate.h"
+#include "pc/pc_launch_gate.h"
 
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <thread>
 
-#include "pc_launch_state.h"
+#include "pc/pc_launch_state.h"
 
 namespace parcagpu {
 namespace {

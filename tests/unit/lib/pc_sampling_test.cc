@@ -1,5 +1,5 @@
 // PC sampling's pure parts: the window/rate controller, the stall-reason table, the record
-// buffer handed to consumers, and the cubin registry (with a fake cuptiGetCubinCrc).
+// buffer handed to consumers.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -7,9 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "cubin_registry.h"
-#include "pc_rate_controller.h"
-#include "pc_records.h"
+#include "pc/pc_rate_controller.h"
+#include "pc/pc_records.h"
 
 namespace parcagpu {
 namespace {
@@ -228,7 +227,7 @@ TEST(StallReasonTable, LongNamesAreTruncatedAndTerminated) {
   EXPECT_EQ(std::strlen(slot), PARCAGPU_STALL_REASON_NAME_LEN - 1u);
 }
 
-// ---- PcRecordBuffer / FunctionNames ----
+// ---- PcRecordBuffer ----
 
 TEST(PcRecordBuffer, RecordsAreWhatTheConsumerReads) {
   PcRecordBuffer buf(4);
@@ -268,42 +267,6 @@ TEST(PcRecordBuffer, RecordsAreWhatTheConsumerReads) {
   buf.reset();
   EXPECT_EQ(buf.data()->totalNumPcs, 0u);
   EXPECT_NE(buf.data()->pPcData[0].stallReason, nullptr);
-}
-
-// Issue 42 item 3: the production agent keeps a PC function name to 127 bytes and a kernel name
-// to 255. Longer names go out as stand-ins of exactly that length: the start of the name, '#',
-// and the hash of the whole, so two names alike in their first bytes stay two, and the whole
-// name is found in the cubin by its hash. Names that fit go out unchanged.
-TEST(FunctionNames, NamesLongerThanTheConsumerKeepsGoOutAsStandIns) {
-  const std::string common(200, 'n');
-  const std::string a = "_ZN" + common + "1aEv", b = "_ZN" + common + "1bEv";
-  for (size_t limit : {size_t{PARCAGPU_PC_FUNCTION_NAME_MAX}, size_t{PARCAGPU_KERNEL_NAME_MAX}}) {
-    const std::string long_a = limit == PARCAGPU_KERNEL_NAME_MAX ? a + common : a;
-    const std::string long_b = limit == PARCAGPU_KERNEL_NAME_MAX ? b + common : b;
-    ASSERT_GT(long_a.size(), limit);
-    FunctionNames names(limit, limit + 1);
-    const char *sa = names.intern(long_a.c_str()), *sb = names.intern(long_b.c_str());
-    ASSERT_EQ(std::strlen(sa), limit);
-    ASSERT_EQ(std::strlen(sb), limit);
-    EXPECT_STRNE(sa, sb) << "alike in their first " << limit << " bytes, still two names";
-    const size_t keep = limit - PARCAGPU_NAME_HASH_SUFFIX_LEN;
-    EXPECT_EQ(std::string(sa, keep), long_a.substr(0, keep));
-    unsigned long long hash = 0;
-    ASSERT_TRUE(parcagpu_name_is_stand_in(sa, std::strlen(sa), &hash)) << sa;
-    EXPECT_EQ(hash, parcagpu_name_hash(long_a.c_str()));
-    EXPECT_EQ(names.intern(long_a.c_str()), sa) << "one copy per name";
-    EXPECT_EQ(names.fit(long_a.c_str()), sa);
-    EXPECT_EQ(names.stand_ins(), 2u);
-    // A name that fits: fit() hands it back as it is, intern() copies it unchanged.
-    const std::string fits(limit, 'x');
-    EXPECT_EQ(names.fit(fits.c_str()), fits.c_str());
-    EXPECT_STREQ(names.intern(fits.c_str()), fits.c_str());
-    EXPECT_FALSE(parcagpu_name_is_stand_in(fits.c_str(), fits.size(), &hash));
-    EXPECT_EQ(names.fit(nullptr), nullptr);
-  }
-  // 64-bit FNV-1a, as a consumer recomputes it.
-  EXPECT_EQ(parcagpu_name_hash(""), 14695981039346656037ull);
-  EXPECT_EQ(parcagpu_name_hash("a"), 0xaf63dc4c8601ec8cull);
 }
 
 TEST(PcRecordBuffer, ALongFunctionNameGoesOutAsItsStandIn) {
@@ -350,64 +313,6 @@ TEST(PcRecordBuffer, RecordsOfLaunchesNotAnnouncedGoOutGpuOnly) {
   EXPECT_EQ(static_cast<const CUpti_PCSamplingPCData *>(buf.ptrs()[0])->correlationId, 7u);
   EXPECT_EQ(static_cast<const CUpti_PCSamplingPCData *>(buf.ptrs()[1])->correlationId, 0u);
   EXPECT_EQ(static_cast<const CUpti_PCSamplingPCData *>(buf.ptrs()[2])->correlationId, 0u);
-}
-
-// ---- CubinRegistry ----
-
-uint64_t g_fake_crc_calls = 0;
-CUptiResult fake_crc(CUpti_GetCubinCrcParams *p) {
-  g_fake_crc_calls++;
-  uint64_t h = 1469598103934665603ull;
-  for (size_t i = 0; i < p->cubinSize; ++i)
-    h = (h ^ static_cast<const uint8_t *>(p->cubin)[i]) * 1099511628211ull;
-  p->cubinCrc = h;
-  return CUPTI_SUCCESS;
-}
-
-const char kImageCubin[] = "\x7f" "ELF in this binary's image";
-
-TEST(CubinRegistry, HeapCubinsAreCopiedImageCubinsAreNot) {
-  CuptiApi api;
-  api.cuptiGetCubinCrc = &fake_crc;
-  CubinRegistry reg(api);
-  std::vector<char> *heap = new std::vector<char>(1000, 'x');
-  reg.on_module_loaded(heap->data(), heap->size());
-  reg.on_module_loaded(kImageCubin, sizeof kImageCubin);
-  CubinStats s = reg.stats();
-  EXPECT_EQ(s.loaded, 2u);
-  EXPECT_EQ(s.live, 2u);
-  EXPECT_EQ(s.copied, 1u);
-  EXPECT_EQ(s.copied_bytes, 1000u);
-  // The driver frees its buffer at unload; the unload matches by pointer.
-  reg.on_module_unload(heap->data(), heap->size());
-  delete heap;
-  s = reg.stats();
-  EXPECT_EQ(s.unloaded, 1u);
-  EXPECT_EQ(s.live, 1u);
-  EXPECT_EQ(s.copied_bytes, 0u);
-}
-
-TEST(CubinRegistry, SameBytesTwiceArePublishedOnceAndUnloadedLast) {
-  CuptiApi api;
-  api.cuptiGetCubinCrc = &fake_crc;
-  CubinRegistry reg(api);
-  std::vector<char> a(64, 'a'), b(64, 'a');  // two modules, same cubin
-  reg.on_module_loaded(a.data(), a.size());
-  reg.on_module_loaded(b.data(), b.size());
-  EXPECT_EQ(reg.stats().live, 1u);
-  reg.on_module_unload(b.data(), b.size());  // matched by CRC: its pointer was never published
-  EXPECT_EQ(reg.stats().live, 1u);
-  reg.on_module_unload(a.data(), a.size());
-  EXPECT_EQ(reg.stats().live, 0u);
-}
-
-TEST(CubinRegistry, WithoutCuptiGetCubinCrcNothingIsPublished) {
-  CuptiApi api;  // the entry point is missing
-  CubinRegistry reg(api);
-  std::vector<char> a(64, 'a');
-  reg.on_module_loaded(a.data(), a.size());
-  EXPECT_EQ(reg.stats().live, 0u);
-  EXPECT_EQ(reg.stats().no_crc, 1u);
 }
 
 }  // namespace

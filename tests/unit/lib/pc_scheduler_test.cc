@@ -1,6 +1,6 @@
 // PcScheduler: when PC sampling is enabled at all (episodes) and what each launch does in one,
 // on a fake clock and fake launch counts.
-#include "pc_scheduler.h"
+#include "pc/pc_scheduler.h"
 
 #include <gtest/gtest.h>
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "pc_session.h"
+#include "pc/pc_session.h"
 
 namespace parcagpu {
 namespace {

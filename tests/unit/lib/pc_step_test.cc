@@ -1,7 +1,7 @@
-// decide_pc_step (src/pc_step.h): the step a launch takes for PC sampling, on a fake clock, fake
+// decide_pc_step (src/pc/pc_step.h): the step a launch takes for PC sampling, on a fake clock, fake
 // contexts and fake launch sequences. A small simulated sampler carries each action out as
 // PcSampler does (enabled flags, window numbers, the scheduler told what was done), with no CUPTI.
-#include "pc_step.h"
+#include "pc/pc_step.h"
 
 #include <gtest/gtest.h>
 

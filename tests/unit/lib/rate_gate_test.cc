@@ -1,4 +1,4 @@
-#include "rate_gate.h"
+#include "base/rate_gate.h"
 
 #include <gtest/gtest.h>
 

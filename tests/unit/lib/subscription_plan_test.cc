@@ -1,7 +1,7 @@
 // subscription_plan.h: what the watcher does to the launch callbacks' subscription (on while
 // anybody wants launches, the coin's mean kept, drained before going off) and how a picked launch
 // is admitted, on a fake clock. The phase is moved here as LaunchCallbacks moves it (no CUPTI).
-#include "subscription_plan.h"
+#include "launch/subscription_plan.h"
 
 #include <gtest/gtest.h>
 

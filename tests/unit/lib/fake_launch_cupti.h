@@ -1,0 +1,212 @@
+// The launch callbacks (LaunchCallbacks, AnnouncedLaunches, ResourceCallbacks) and their watcher's
+// side (LaunchSwitch) built as the profiler builds them, on a fake CUPTI table that records the
+// subscription and which callbacks are enabled, and dispatches a callback only while it is
+// enabled, as CUPTI does. Launches are made the way CUPTI reports them: ENTER, the nested driver
+// call of a runtime launch, EXIT. For launch_callbacks_test.cc and launch_switch_test.cc.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <set>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "activity/activity.h"
+#include "base/config.h"
+#include "base/consumers.h"
+#include "base/cupti_api.h"
+#include "base/usdt.h"
+#include "launch/launch_callbacks.h"
+#include "launch/launch_role.h"
+#include "launch/launch_switch.h"
+#include "trackers/correlation_tracker.h"
+#include "trackers/graph_tracker.h"
+
+namespace parcagpu::fake_launch {
+
+struct FakeCupti {
+  CUpti_CallbackFunc callback = nullptr;
+  void *userdata = nullptr;
+  bool subscribed = false;
+  std::set<std::pair<int, uint32_t>> enabled;  // (domain, cbid)
+  int launch_disables = 0;                     // cuptiEnableCallback(0) of a launch cbid
+  int activity_enables = 0;
+  uint32_t graph_id = 0;  // cuptiGetGraphId
+  uint64_t node_id = 0;   // cuptiGetGraphNodeId
+};
+inline FakeCupti *g_fake = nullptr;
+
+inline CUptiResult CUPTIAPI fake_subscribe(CUpti_SubscriberHandle *s, CUpti_CallbackFunc cb,
+                                           void *userdata) {
+  *s = reinterpret_cast<CUpti_SubscriberHandle>(uintptr_t{0x5b});
+  g_fake->callback = cb;
+  g_fake->userdata = userdata;
+  g_fake->subscribed = true;
+  return CUPTI_SUCCESS;
+}
+inline CUptiResult CUPTIAPI fake_unsubscribe(CUpti_SubscriberHandle) {
+  g_fake->subscribed = false;
+  return CUPTI_SUCCESS;
+}
+inline CUptiResult CUPTIAPI fake_enable_callback(uint32_t on, CUpti_SubscriberHandle,
+                                                 CUpti_CallbackDomain domain,
+                                                 CUpti_CallbackId cbid) {
+  const auto key = std::make_pair(static_cast<int>(domain), static_cast<uint32_t>(cbid));
+  if (on) {
+    g_fake->enabled.insert(key);
+  } else {
+    g_fake->enabled.erase(key);
+    const auto *sub = find_subscribed(static_cast<CbDomain>(domain), cbid);
+    if (sub && is_launch_role(sub->role)) ++g_fake->launch_disables;
+  }
+  return CUPTI_SUCCESS;
+}
+inline CUptiResult CUPTIAPI fake_activity_enable(CUpti_ActivityKind) {
+  ++g_fake->activity_enables;
+  return CUPTI_SUCCESS;
+}
+inline CUptiResult CUPTIAPI fake_activity_disable(CUpti_ActivityKind) { return CUPTI_SUCCESS; }
+inline CUptiResult CUPTIAPI fake_flush_all(uint32_t) { return CUPTI_SUCCESS; }
+inline CUptiResult CUPTIAPI fake_timestamp(uint64_t *ts) {
+  *ts = 1;
+  return CUPTI_SUCCESS;
+}
+inline CUptiResult CUPTIAPI fake_graph_id(CUgraph, uint32_t *id) {
+  *id = g_fake->graph_id;
+  return CUPTI_SUCCESS;
+}
+inline CUptiResult CUPTIAPI fake_node_id(CUgraphNode, uint64_t *id) {
+  *id = g_fake->node_id;
+  return CUPTI_SUCCESS;
+}
+
+// Runs `f` on a thread of its own: a thread's launch state (initial-exec TLS) starts fresh, as
+// an application thread's does, whatever another test left on the test's thread.
+template <typename F>
+void on_new_thread(F f) {
+  std::thread(f).join();
+}
+
+class LaunchFixture : public ::testing::Test {
+ public:
+  // Rate limits: far above what the tests launch by default, so the coin's mean stays 1 (every
+  // launch picked) and nothing is learned first; a test sets its own before build().
+  void SetUp() override {
+    g_fake = &fake_;
+    api_.cuptiSubscribe = &fake_subscribe;
+    api_.cuptiUnsubscribe = &fake_unsubscribe;
+    api_.cuptiEnableCallback = &fake_enable_callback;
+    api_.cuptiActivityEnable = &fake_activity_enable;
+    api_.cuptiActivityDisable = &fake_activity_disable;
+    api_.cuptiActivityFlushAll = &fake_flush_all;
+    api_.cuptiGetTimestamp = &fake_timestamp;
+    api_.cuptiGetGraphId = &fake_graph_id;
+    api_.cuptiGetGraphNodeId = &fake_node_id;
+    config_.eager_rate_limit = 1e9;
+    config_.graph_rate_limit = 1e9;
+    parcagpu_cuda_correlation_semaphore = 1;  // a cuda_correlation consumer is attached
+  }
+  void TearDown() override {
+    if (switch_) switch_->unsubscribe();
+    switch_.reset();
+    callbacks_.reset();
+    parcagpu_cuda_correlation_semaphore = 0;
+    g_fake = nullptr;
+  }
+
+  // The parts as Profiler::start builds them (no PC sampling, no graph completion), subscribed.
+  void build() {
+    tracker_ = std::make_unique<CorrelationTracker>(1 << 20, 30'000'000'000ull);
+    graphs_ = std::make_unique<GraphTracker>(api_, nullptr);
+    activity_ = std::make_unique<ActivityCollector>(api_, config_, *tracker_, *graphs_, nullptr,
+                                                    nullptr, nullptr);
+    callbacks_ = std::make_unique<LaunchCallbacks>(api_, config_, *tracker_, *graphs_, *activity_,
+                                                   nullptr, nullptr);
+    switch_ = std::make_unique<LaunchSwitch>(api_, config_, *callbacks_, nullptr);
+    ASSERT_TRUE(switch_->subscribe());
+  }
+  // A cuda_correlation consumer attached while the library starts (a clean epoch: every thread's
+  // first launch is a candidate, launch_gate.h), as Profiler::start serves one.
+  void attach_at_start() {
+    switch_->set_starting(true);
+    switch_->on_consumers(launch_consumer(), {});
+    switch_->set_starting(false);
+  }
+  static Consumers launch_consumer() {
+    Consumers c;
+    c.correlation = 1;
+    return c;
+  }
+
+  bool launch_cbids_on() const {
+    for (const auto &cb : kSubscribedCallbacks)
+      if (is_launch_role(cb.role) &&
+          !fake_.enabled.count({static_cast<int>(cb.domain), static_cast<uint32_t>(cb.cbid)}))
+        return false;
+    return true;
+  }
+  bool any_launch_cbid_on() const {
+    for (const auto &cb : kSubscribedCallbacks)
+      if (is_launch_role(cb.role) &&
+          fake_.enabled.count({static_cast<int>(cb.domain), static_cast<uint32_t>(cb.cbid)}))
+        return true;
+    return false;
+  }
+
+  // One callback as CUPTI makes it: only if enabled. True if it was dispatched.
+  bool call(CbDomain domain, uint32_t cbid, CUpti_ApiCallbackSite site, uint32_t corr,
+            const void *params = nullptr) {
+    if (!fake_.enabled.count({static_cast<int>(domain), cbid})) return false;
+    CUpti_CallbackData cb{};
+    cb.callbackSite = site;
+    cb.functionName = "cuLaunchKernel";
+    cb.symbolName = "kernel";
+    cb.functionParams = params;
+    cb.correlationId = corr;
+    fake_.callback(fake_.userdata, static_cast<CUpti_CallbackDomain>(domain), cbid, &cb);
+    return true;
+  }
+  void enter(CbDomain d, uint32_t cbid, uint32_t corr, const void *params = nullptr) {
+    call(d, cbid, CUPTI_API_ENTER, corr, params);
+  }
+  void exit(CbDomain d, uint32_t cbid, uint32_t corr, const void *params = nullptr) {
+    call(d, cbid, CUPTI_API_EXIT, corr, params);
+  }
+  // cudaLaunchKernel (211) nesting cuLaunchKernel (307), one correlation ID.
+  void runtime_launch(uint32_t corr) {
+    enter(CbDomain::Runtime, 211, corr);
+    enter(CbDomain::Driver, 307, corr);
+    exit(CbDomain::Driver, 307, corr);
+    exit(CbDomain::Runtime, 211, corr);
+  }
+  void driver_launch(uint32_t corr) {
+    enter(CbDomain::Driver, 307, corr);
+    exit(CbDomain::Driver, 307, corr);
+  }
+  // cuGraphLaunch (514) of `exec`: its parameters are {exec, stream}.
+  void graph_launch(uint32_t corr, const void *exec) {
+    const void *params[2] = {exec, nullptr};
+    enter(CbDomain::Driver, 514, corr, params);
+    exit(CbDomain::Driver, 514, corr, params);
+  }
+
+  const LaunchStats &stats() const { return callbacks_->stats(); }
+  uint64_t announced() const {
+    return stats().announced_eager.load() + stats().announced_graph.load();
+  }
+  RolePhase phase() const { return callbacks_->role().state.load().phase(); }
+  uint64_t epoch() const { return callbacks_->role().state.load().epoch(); }
+
+  FakeCupti fake_;
+  CuptiApi api_;
+  Config config_;
+  std::unique_ptr<CorrelationTracker> tracker_;
+  std::unique_ptr<GraphTracker> graphs_;
+  std::unique_ptr<ActivityCollector> activity_;
+  std::unique_ptr<LaunchCallbacks> callbacks_;
+  std::unique_ptr<LaunchSwitch> switch_;
+};
+
+}  // namespace parcagpu::fake_launch
