@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Every function in src/ at most MAX lines (default 60): ctest runs it (function_size.src).
+"""Every function in src/ and tools/ at most MAX lines (default 60): ctest runs it
+(function_size.src, function_size.tools).
 
 Rough, by brace matching, no parser: comments, string and character literals and preprocessor
 lines are blanked first; then each `{` outside a function body is judged by the text before it
@@ -10,7 +11,13 @@ skipped. A function's length is its lines from the first line of its signature t
 brace, both included, comments and blank lines counted (what a reader scrolls through). Lambdas
 and local classes count as part of the function they are in.
 
-  scripts/check-function-size.py             # check src/**/*.cc and src/**/*.h
+The files: C, C++ and CUDA sources and headers (.c .cc .h .cu, the BPF programs' .bpf.c and
+.bpf.h among them) below each folder named, in every subfolder. Generated code (the BPF
+skeletons, protoc's profile.pb.*) is written to the build tree, not to these folders, and is not
+checked: nobody edits it.
+
+  scripts/check-function-size.py             # check src/ and tools/
+  scripts/check-function-size.py tools       # check tools/ only
   scripts/check-function-size.py --top 20    # also list the 20 longest functions
   scripts/check-function-size.py --max 40 src/pc/pc_sampling.cc
 """
@@ -23,6 +30,7 @@ SCOPE_RE = re.compile(r"^(?:template\s*<[^{]*>\s*)?(?:namespace|class|struct|uni
 ACCESS_RE = re.compile(r"^\s*(?:public|private|protected)\s*$")
 CTOR_INIT_RE = re.compile(r"\)\s*(?:noexcept\s*)?:(?!:)")
 ATTR_RE = re.compile(r"\b(?:__attribute__|alignas|__declspec)\s*\(")
+SOURCE_SUFFIXES = {".c", ".cc", ".h", ".cu"}
 NAME_RE = re.compile(r"((?:[A-Za-z_~][\w]*\s*::\s*)*(?:operator\s*[^\s(]+|~?[A-Za-z_]\w*))\s*$")
 
 
@@ -173,15 +181,31 @@ def functions(path):
     return found
 
 
+def source_files(paths, suffixes):
+    """The files named and those below the folders named whose names end in one of `suffixes`;
+    None (said) when a path does not exist."""
+    files = []
+    for p in map(pathlib.Path, paths):
+        if p.is_dir():
+            files += sorted(f for f in p.rglob("*") if f.suffix in suffixes)
+        elif p.exists():
+            files.append(p)
+        else:
+            print(f"{pathlib.Path(sys.argv[0]).stem}: no such file or folder: {p}")
+            return None
+    return files
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--max", type=int, default=60, help="most lines a function may have")
     ap.add_argument("--top", type=int, default=0, help="list the N longest functions too")
-    ap.add_argument("files", nargs="*", help="default: src/**/*.cc src/**/*.h")
+    ap.add_argument("paths", nargs="*", help="files and folders (default: src tools)")
     args = ap.parse_args()
     root = pathlib.Path(__file__).resolve().parent.parent
-    files = [pathlib.Path(f) for f in args.files] or sorted(
-        list((root / "src").rglob("*.cc")) + list((root / "src").rglob("*.h")))
+    files = source_files(args.paths or [root / "src", root / "tools"], SOURCE_SUFFIXES)
+    if files is None:
+        return 2
     rows = []
     for f in files:
         for name, start, end in functions(f):

@@ -136,15 +136,9 @@ def main():
     ap.add_argument("--max-members", type=int, default=30, help="most members a class may have")
     ap.add_argument("paths", nargs="*", help="folders or files (default: src/)")
     args = ap.parse_args()
-    files = []
-    for p in [pathlib.Path(p) for p in args.paths] or [ROOT / "src"]:
-        if p.is_dir():
-            files += sorted(f for f in p.rglob("*") if f.suffix in (".cc", ".h"))
-        elif p.exists():
-            files.append(p)
-        else:
-            print(f"check-src-size: no such file or folder: {p}")
-            return 2
+    files = fsize.source_files(args.paths or [ROOT / "src"], (".cc", ".h"))
+    if files is None:
+        return 2
     over = []
     n_classes = 0
     for f in files:

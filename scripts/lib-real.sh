@@ -11,6 +11,9 @@
 #                       in VAR) or "OPT=VAR=VALUE" (a flag: VAR=VALUE); -h/--help prints usage and
 #                       exits 0; anything else dies
 #   need_lib_trace_root LIB made absolute, TRACE executable, running as root (eBPF); else die
+#   start_real_run SPEC ARGS...
+#                       a measurement's start: parse_options SPEC ARGS, create $OUT (its default
+#                       set before), need_lib_trace_root
 #   wait_attached SECONDS PID FILE...
 #                       until a FILE says "attached N probes" (parcagpu-trace and agent-consumer's
 #                       ready line): 0; 1 if PID exits first or SECONDS pass
@@ -50,6 +53,12 @@ need_lib_trace_root() {
   LIB=$(readlink -f "$LIB") || die "no library $LIB"
   [ -x "$TRACE" ] || die "no parcagpu-trace at $TRACE"
   [ "$(id -u)" -eq 0 ] || die "run as root (eBPF)"
+}
+
+start_real_run() {
+  parse_options "$@"
+  mkdir -p "$OUT" || die "cannot create $OUT"
+  need_lib_trace_root
 }
 
 wait_attached() {

@@ -23,12 +23,8 @@
 
 . "$(dirname "${BASH_SOURCE[0]}")/lib-real.sh"
 OUT="${OUT:-/tmp/parcagpu-mixed}"
-parse_options "--lib=LIB --trace=TRACE --agent=AGENT --out=OUT" "$@"
-SECONDS_A="${SECONDS_A:-15}"
-SECONDS_B="${SECONDS_B:-15}"
-PROFILE_SECONDS="${PROFILE_SECONDS:-3}"
-mkdir -p "$OUT" || die "cannot create $OUT"
-need_lib_trace_root
+: "${SECONDS_A:=15}" "${SECONDS_B:=15}" "${PROFILE_SECONDS:=3}"
+start_real_run "--lib=LIB --trace=TRACE --agent=AGENT --out=OUT" "$@"
 [ -x "$AGENT" ] || die "no agent-consumer at $AGENT"
 [ -x "$PYTHON" ] || die "no python at $PYTHON"
 

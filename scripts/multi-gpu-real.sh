@@ -130,9 +130,11 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# ---- the judge (stdlib python3; `python3 OUT/judge.py a OUT` re-judges a run) ----
-cat >"$OUT/judge.py" <<'PY'
+# ---- the judge (stdlib python3 and scripts/trace_json.py; `python3 OUT/judge.py a OUT` re-judges
+# a run) ----
+{ echo "import sys; sys.path.insert(0, '$ROOT/scripts')"; cat <<'PY'; } >"$OUT/judge.py"
 import collections, json, os, sys
+from trace_json import json_lines
 
 mode, out = sys.argv[1], sys.argv[2]
 fails = []
@@ -158,14 +160,7 @@ def load_trace(path):
     """parcagpu-trace --json-lines: kernel lines and the summary (the last line)."""
     kernels, summary = [], {}
     try:
-        for line in open(path):
-            line = line.strip()
-            if not line.startswith("{"):
-                continue
-            try:
-                j = json.loads(line)
-            except ValueError:
-                continue
+        for j in json_lines(open(path)):
             if j.get("type") == "kernel":
                 kernels.append(j)
             elif j.get("type") == "summary":

@@ -20,12 +20,8 @@
 
 . "$(dirname "${BASH_SOURCE[0]}")/lib-real.sh"
 OUT="${OUT:-/tmp/parcagpu-one-coin}"
-parse_options "--lib=LIB --trace=TRACE --out=OUT" "$@"
-SECONDS_RUN="${SECONDS_RUN:-40}"
-PROFILE_SECONDS="${PROFILE_SECONDS:-5}"
-PROGRAMS="${PROGRAMS:-block-eager block-graph mixed}"
-mkdir -p "$OUT" || die "cannot create $OUT"
-need_lib_trace_root
+: "${SECONDS_RUN:=40}" "${PROFILE_SECONDS:=5}" "${PROGRAMS:=block-eager block-graph mixed}"
+start_real_run "--lib=LIB --trace=TRACE --out=OUT" "$@"
 [ -x "$PYTHON" ] || die "no python at $PYTHON"
 CLEAN=(-u PARCAGPU_LIB -u PARCAGPU_TRACE -u PARCAGPU_AGENT)
 

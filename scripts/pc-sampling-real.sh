@@ -25,13 +25,10 @@
 
 . "$(dirname "${BASH_SOURCE[0]}")/lib-real.sh"
 OUT="${OUT:-/tmp/parcagpu-pc}"
-ROUNDS="${ROUNDS:-5}"
-N="${N:-3000}"
-parse_options "--lib=LIB --trace=TRACE --out=OUT --rounds=ROUNDS -n=N" "$@"
-
+: "${ROUNDS:=5}" "${N:=3000}"
+start_real_run "--lib=LIB --trace=TRACE --out=OUT --rounds=ROUNDS -n=N" "$@"
 DIR="$OUT/pc"
 mkdir -p "$DIR/trace" || die "cannot create $DIR"
-need_lib_trace_root
 command -v python3 >/dev/null || die "python3 is needed"
 
 BIN="${PC_WORKLOAD:-$DIR/pc_workload}"

@@ -15,8 +15,6 @@ chosen sample type, as pprof's -top with -nodecount. -tags: the totals per value
 """
 import argparse
 import collections
-import codecs
-import gzip
 import io
 import os
 import subprocess
@@ -24,35 +22,9 @@ import sys
 import tempfile
 import time
 
+from pprof_decode import decode, one
+
 SOURCE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-PROTO_DIR = os.path.join(SOURCE, "tools", "trace", "proto")
-
-
-def decode(raw):
-    """A gzipped perftools.profiles.Profile as nested dicts (protoc --decode): every field a list."""
-    text = subprocess.run(["protoc", "--proto_path=" + PROTO_DIR, "--decode=perftools.profiles.Profile",
-                           os.path.join(PROTO_DIR, "profile.proto")], input=gzip.decompress(raw),
-                          capture_output=True, check=True).stdout.decode()
-    root, stack = {}, []
-    cur = root
-    for line in text.splitlines():
-        line = line.strip()
-        if line.endswith("{"):
-            child = {}
-            cur.setdefault(line[:-1].strip(), []).append(child)
-            stack.append(cur)
-            cur = child
-        elif line == "}":
-            cur = stack.pop()
-        elif line:
-            key, value = line.split(": ", 1)
-            cur.setdefault(key, []).append(codecs.escape_decode(value[1:-1])[0].decode() if value[0] == '"' else
-                                           (value == "true") if value in ("true", "false") else int(value))
-    return root
-
-
-def one(msg, key):
-    return msg.get(key, [0])[0]  # proto3: an absent field is 0
 
 
 def frame_names(p):

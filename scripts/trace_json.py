@@ -1,5 +1,5 @@
 """Reading parcagpu-trace's JSON output in the measurement scripts (scripts/*-real.sh and their
-verdicts): one place for what every verdict needs."""
+verdicts) and the integration tests: one place for what every verdict needs."""
 import json
 
 
@@ -18,3 +18,18 @@ def gpu_ns_by_kernel(j):
             name = k.get("demangled") or k["kernel"]
             g[name] = g.get(name, 0) + k["gpu_ns"]
     return g
+
+
+def json_lines(lines, kind=None):
+    """The JSON objects among `lines` (parcagpu-trace --json-lines output: a line's object has a
+    "type"), those of type `kind` only when given; other lines are passed over."""
+    for line in lines:
+        line = line.strip()
+        if not line.startswith("{"):
+            continue
+        try:
+            j = json.loads(line)
+        except ValueError:
+            continue
+        if kind is None or j.get("type") == kind:
+            yield j

@@ -27,12 +27,8 @@
 AGENT="${AGENT_CONSUMER:-$AGENT}"
 OUT="${OUT:-/tmp/parcagpu-unbiased}"
 PY="${TORCH_PYTHON:-$PYTHON}"
-parse_options "--lib=LIB --trace=TRACE --agent=AGENT --out=OUT --python=PY" "$@"
-SECONDS_A="${SECONDS_A:-10}"
-RATE_A="${RATE_A:-1000}"
-SECONDS_B="${SECONDS_B:-12}"
-mkdir -p "$OUT" || die "cannot create $OUT"
-need_lib_trace_root
+: "${SECONDS_A:=10}" "${RATE_A:=1000}" "${SECONDS_B:=12}"
+start_real_run "--lib=LIB --trace=TRACE --agent=AGENT --out=OUT --python=PY" "$@"
 [ -x "$PY" ] || PY=$(command -v python3) || die "no python"
 
 # Starts a consumer ($1: out file, rest: command) and waits until it says it attached.

@@ -13,30 +13,21 @@ Every kernel record's times must be possible (tools/trace/timestamp_check.h): th
 impossible here (and harness checks that for every test whose consumers read kernels), and they
 do count the mock's spoiled ones (MOCK_CUPTI_BAD_TIMESTAMPS), say so, and leave them out of the
 GPU time."""
-import json
 import os
 import re
+import sys
 import unittest
 
 import harness
+
+sys.path.insert(0, os.path.join(harness.SOURCE, "scripts"))
+from trace_json import json_lines  # noqa: E402 (--json-lines' objects)
 
 C = harness.COUNTER  # the summary's counters, by name (tools/trace/counters.h)
 from test_reliability import reported_once
 
 KERNEL_NS = 200000
 MIX = ["--launch-rate=1000", "--graph-rate=200"]
-
-
-def kernel_lines(tool):
-    out = []
-    for line in tool.stdout.splitlines():
-        try:
-            j = json.loads(line)
-        except ValueError:
-            continue
-        if j.get("type") == "kernel":
-            out.append(j)
-    return out
 
 
 def run(extra_trace=(), env=None, seconds=3, allow_impossible=False):
@@ -57,7 +48,7 @@ class KernelTimestamps(unittest.TestCase):
     def check_kernels(self, r, tr, orphans_allowed):
         self.assertEqual(r.returncode, 0, r.stderr[-2000:])
         self.assertEqual(tr.proc.returncode, 0, tr.stderr[-2000:])
-        kernels = kernel_lines(tr)
+        kernels = list(json_lines(tr.stdout.splitlines(), "kernel"))
         graph = [k for k in kernels if k["graph_id"]]
         self.assertGreater(len(graph), 0, "no graph kernel of an announced launch arrived")
         self.assertGreater(len(kernels) - len(graph), 0, "no eager kernel arrived")

@@ -13,11 +13,7 @@ import tempfile
 import unittest
 
 import harness
-from test_trace_tool import decode_pprof
-
-
-def one(msg, key):
-    return msg.get(key, [0])[0]  # proto3: an absent field is 0
+from test_trace_tool import decode_pprof, one
 
 
 class PcPprof(unittest.TestCase):

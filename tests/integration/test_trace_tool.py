@@ -5,20 +5,22 @@ program wrote them, the capabilities it asks for, and its command line.
 
 Everything stays on this test's own processes: -l names this build's library, or -p / -c narrow
 discovery to a process or cgroup of the test (other test runs on the machine are left alone)."""
-import codecs
-import gzip
 import json
 import os
 import re
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 import unittest
 import xml.etree.ElementTree as ET
 
 import harness
+
+sys.path.insert(0, os.path.join(harness.SOURCE, "scripts"))
+from pprof_decode import decode as decode_pprof, one  # noqa: E402 (--pprof's output read back)
 
 C = harness.COUNTER  # the summary's counters, by name (tools/trace/counters.h)
 
@@ -266,7 +268,6 @@ class TwoLaunchSitesOfOneFunction(unittest.TestCase):
             with open(pprof, "rb") as f:
                 p = decode_pprof(f.read())
             s = p["string_table"]
-            one = lambda msg, key: msg.get(key, [0])[0]
             functions = {one(f, "id"): s[one(f, "name")] for f in p["function"]}
             lt = {}  # line -> location ids
             for loc in p["location"]:
@@ -453,31 +454,6 @@ class FoldedOnStdout(unittest.TestCase):
             self.assertEqual(r.stdout, "", args)
 
 
-def decode_pprof(raw):
-    """A gzipped perftools.profiles.Profile as nested dicts, decoded by protoc from the tool's own
-    tools/trace/proto/profile.proto (`protoc --decode`, its text format): every field a list."""
-    proto_dir = os.path.join(harness.SOURCE, "tools", "trace", "proto")
-    text = subprocess.run(["protoc", "--proto_path=" + proto_dir, "--decode=perftools.profiles.Profile",
-                           os.path.join(proto_dir, "profile.proto")], input=gzip.decompress(raw),
-                          capture_output=True, check=True).stdout.decode()
-    root, stack = {}, []
-    cur = root
-    for line in text.splitlines():
-        line = line.strip()
-        if line.endswith("{"):
-            child = {}
-            cur.setdefault(line[:-1].strip(), []).append(child)
-            stack.append(cur)
-            cur = child
-        elif line == "}":
-            cur = stack.pop()
-        elif line:
-            key, value = line.split(": ", 1)
-            cur.setdefault(key, []).append(codecs.escape_decode(value[1:-1])[0].decode() if value[0] == '"' else
-                                           (value == "true") if value in ("true", "false") else int(value))
-    return root
-
-
 class Pprof(unittest.TestCase):
     """--pprof FILE: a gzipped perftools.profiles.Profile, read back with protobuf (issue 18)."""
 
@@ -495,7 +471,6 @@ class Pprof(unittest.TestCase):
             self.assertEqual(raw[:2], b"\x1f\x8b")  # gzip, as pprof wants it on disk
             p = decode_pprof(raw)
             s = p["string_table"]
-            one = lambda msg, key: msg.get(key, [0])[0]  # proto3: an absent field is 0
             self.assertEqual(s[0], "")
             self.assertEqual([(s[one(t, "type")], s[one(t, "unit")]) for t in p["sample_type"]],
                              [("kernels", "count"), ("gpu", "nanoseconds")])

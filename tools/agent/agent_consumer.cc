@@ -183,6 +183,34 @@ void read_pid_stats(agent_consumer_bpf *skel, ag::Summary *summary) {
 
 bool target_gone(int pid) { return pid > 0 && kill(pid, 0) != 0 && errno == ESRCH; }
 
+// The agent's probes attached as it chooses them, with their names and those it ignores.
+struct AttachedProbes {
+  std::vector<bpf_link *> links;
+  std::vector<std::string> attached, ignored;
+};
+
+AttachedProbes attach_chosen(agent_consumer_bpf *skel, const Options &o,
+                             const ag::AgentChoice &choice) {
+  AttachedProbes a;
+  a.ignored = choice.ignored;
+  for (const ag::ChosenProbe &c : choice.attach) {
+    const ag::ChosenProbe *used = &c;
+    bpf_link *l = attach_probe(skel, o, c.probe, c.note);
+    if (!l && c.probe == AC_PROBE_ACTIVITY_BATCH && choice.has_kernel_fallback) {
+      // The agent falls back to kernel_executed when its activity_batch program cannot be set up.
+      std::fprintf(stderr, "agent-consumer: activity_batch: %s; kernel_executed instead\n",
+                   std::strerror(errno));
+      a.ignored.push_back("activity_batch");
+      used = &choice.kernel_fallback;
+      l = attach_probe(skel, o, used->probe, used->note);
+    }
+    if (!l) die("cannot attach " + used->note.name + " in " + o.lib + ": " + std::strerror(errno));
+    a.links.push_back(l);
+    a.attached.push_back(used->note.name);
+  }
+  return a;
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
@@ -198,29 +226,14 @@ int main(int argc, char **argv) {
   if (!skel || bpf_map__set_max_entries(skel->maps.agent_ring, ring_bytes) != 0 ||
       agent_consumer_bpf__load(skel) != 0)
     die(std::string("cannot load the BPF programs: ") + std::strerror(errno));
-  std::vector<bpf_link *> links;
-  std::vector<std::string> attached, ignored = choice.ignored;
-  for (const ag::ChosenProbe &c : choice.attach) {
-    const ag::ChosenProbe *used = &c;
-    bpf_link *l = attach_probe(skel, o, c.probe, c.note);
-    if (!l && c.probe == AC_PROBE_ACTIVITY_BATCH && choice.has_kernel_fallback) {
-      // The agent falls back to kernel_executed when its activity_batch program cannot be set up.
-      std::fprintf(stderr, "agent-consumer: activity_batch: %s; kernel_executed instead\n",
-                   std::strerror(errno));
-      ignored.push_back("activity_batch");
-      used = &choice.kernel_fallback;
-      l = attach_probe(skel, o, used->probe, used->note);
-    }
-    if (!l) die("cannot attach " + used->note.name + " in " + o.lib + ": " + std::strerror(errno));
-    links.push_back(l);
-    attached.push_back(used->note.name);
-  }
+  const AttachedProbes probes = attach_chosen(skel, o, choice);
+  const std::vector<bpf_link *> &links = probes.links;
   std::map<std::string, int> sites;
   for (const ag::SdtNote &n : notes)
     if (n.provider == "parcagpu") sites[n.name]++;
 
   ag::Summary summary(read_process_memory, parcagpu::trace::process_start_monotonic_ns);
-  summary.set_attached(attached, ignored, sites);
+  summary.set_attached(probes.attached, probes.ignored, sites);
   summary.set_ring_bytes(ring_bytes);
   AgentRingReader reader{&summary, o.read_bytes_per_s};
   ring_buffer *rb = ring_buffer__new(bpf_map__fd(skel->maps.events), on_event, &summary, nullptr);

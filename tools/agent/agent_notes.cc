@@ -144,28 +144,14 @@ bool parse_one(const std::string &text, ac_arg_spec *a, std::string *error) {
 
 }  // namespace
 
+// The probes' names in the library's notes, by enum ac_probe.
+constexpr const char *kProbeNames[] = {"cuda_correlation", "activity_batch",  "kernel_executed",
+                                       "cubin_loaded",     "pc_sample_batch", "stall_reason_map",
+                                       "error",            "gpu_config"};
+static_assert(sizeof(kProbeNames) / sizeof(kProbeNames[0]) == AC_PROBE_MAX);
+
 const char *probe_name(ac_probe p) {
-  switch (p) {
-    case AC_PROBE_CUDA_CORRELATION:
-      return "cuda_correlation";
-    case AC_PROBE_ACTIVITY_BATCH:
-      return "activity_batch";
-    case AC_PROBE_KERNEL_EXECUTED:
-      return "kernel_executed";
-    case AC_PROBE_CUBIN_LOADED:
-      return "cubin_loaded";
-    case AC_PROBE_PC_SAMPLE_BATCH:
-      return "pc_sample_batch";
-    case AC_PROBE_STALL_REASON_MAP:
-      return "stall_reason_map";
-    case AC_PROBE_ERROR:
-      return "error";
-    case AC_PROBE_GPU_CONFIG:
-      return "gpu_config";
-    case AC_PROBE_MAX:
-      break;
-  }
-  return "?";
+  return static_cast<unsigned>(p) < AC_PROBE_MAX ? kProbeNames[p] : "?";
 }
 
 bool read_sdt_notes(const std::string &path, std::vector<SdtNote> *notes, std::string *error) {

@@ -112,6 +112,14 @@ class Summary {
 
  private:
   ProcessView &process(uint32_t pid);
+  // The event as its type's struct, handed to add; false (counted) when it is too short for one.
+  template <typename Event, typename Add>
+  bool take(const void *data, size_t size, Add add) {
+    if (size < sizeof(Event)) return ++bad_events_, false;
+    add(*static_cast<const Event *>(data));
+    return true;
+  }
+  void add_cubin(ProcessView &v, uint32_t pid, const ac_cubin_event &e) const;
 
   MemoryReader read_memory_;
   ProcessStartReader process_start_;

@@ -192,6 +192,37 @@ double env_rate(const char *name, double dflt) {
   return v && *v ? std::atof(v) : dflt;
 }
 
+// CUPTI_FLOOR=window: the eager and graph windows' callbacks (CUPTI_FLOOR_SET=minimal: one
+// runtime and one driver API each), how they close, and the thread that opens them.
+void start_windows() {
+  const char *set = std::getenv("CUPTI_FLOOR_SET");
+  const bool minimal = set && !std::strcmp(set, "minimal");
+  const char *close = std::getenv("CUPTI_FLOOR_CLOSE");
+  g_inband = !(close && !std::strcmp(close, "thread"));
+  sem_init(&g_close_sem, 0, 0);
+  for (CbDomain d : {CbDomain::Runtime, CbDomain::Driver})
+    for (const auto &cb : kSubscribedCallbacks) {
+      if (cb.domain != d || cb.role == CbRole::GraphResource) continue;
+      const int role = cb.role == CbRole::GraphLaunch ? 1 : 0;
+      if (minimal && cb.cbid != (role ? (d == CbDomain::Driver ? 514u : 311u)
+                                      : (d == CbDomain::Driver ? 307u : 211u)))
+        continue;
+      g_win[role].pairs.push_back({cb.domain, cb.cbid});
+    }
+  g_win[0].rate = env_rate("CUPTI_FLOOR_EAGER_RATE", 100);
+  g_win[1].rate = env_rate("CUPTI_FLOOR_GRAPH_RATE", 20);
+  std::thread(window_thread).detach();
+}
+
+// $PARCAGPU_CUPTI_PATH, else libcupti by its names; nullptr if none loads.
+void *load_cupti() {
+  void *h = nullptr;
+  const char *path = std::getenv("PARCAGPU_CUPTI_PATH");
+  for (const char *n : {path, "libcupti.so", "libcupti.so.13", "libcupti.so.12"})
+    if (n && *n && (h = dlopen(n, RTLD_NOW | RTLD_LOCAL))) break;
+  return h;
+}
+
 }  // namespace
 
 extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) {
@@ -213,10 +244,7 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
   const char *domain = std::getenv("CUPTI_FLOOR_DOMAIN");
   const bool only_resource = domain && !std::strcmp(domain, "resource");
   const bool only_api = domain && !std::strcmp(domain, "api");
-  void *h = nullptr;
-  const char *path = std::getenv("PARCAGPU_CUPTI_PATH");
-  for (const char *n : {path, "libcupti.so", "libcupti.so.13", "libcupti.so.12"})
-    if (n && *n && (h = dlopen(n, RTLD_NOW | RTLD_LOCAL))) break;
+  void *h = load_cupti();
   if (!h) {
     std::fprintf(stderr, "cupti-floor: cannot load libcupti\n");
     return 1;
@@ -235,25 +263,7 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
         (!from_start && cb.role == CbRole::GraphResource))
       p_enable(1, g_sub, static_cast<CUpti_CallbackDomain>(cb.domain), cb.cbid);
   }
-  if (window) {
-    const char *set = std::getenv("CUPTI_FLOOR_SET");
-    const bool minimal = set && !std::strcmp(set, "minimal");
-    const char *close = std::getenv("CUPTI_FLOOR_CLOSE");
-    g_inband = !(close && !std::strcmp(close, "thread"));
-    sem_init(&g_close_sem, 0, 0);
-    for (CbDomain d : {CbDomain::Runtime, CbDomain::Driver})
-      for (const auto &cb : kSubscribedCallbacks) {
-        if (cb.domain != d || cb.role == CbRole::GraphResource) continue;
-        const int role = cb.role == CbRole::GraphLaunch ? 1 : 0;
-        if (minimal && cb.cbid != (role ? (d == CbDomain::Driver ? 514u : 311u)
-                                        : (d == CbDomain::Driver ? 307u : 211u)))
-          continue;
-        g_win[role].pairs.push_back({cb.domain, cb.cbid});
-      }
-    g_win[0].rate = env_rate("CUPTI_FLOOR_EAGER_RATE", 100);
-    g_win[1].rate = env_rate("CUPTI_FLOOR_GRAPH_RATE", 20);
-    std::thread(window_thread).detach();
-  }
+  if (window) start_windows();
   std::atexit(report);
   return 1;
 }

@@ -53,6 +53,36 @@ long parse_count(const char *s) {
   return v;
 }
 
+// --fake-consumer: raises the library's semaphores of `probes` and gives the library 0.5 s to
+// notice. False (said) when none was raised.
+bool raise_semaphores(const char *probes) {
+  const char *lib = getenv("CUDA_INJECTION64_PATH");
+  std::string err;
+  const auto sems = sdtsem::find(lib ? lib : "", "parcagpu", &err);
+  const int raised = sems.empty() ? 0 : sdtsem::raise(sems, probes, +1);
+  if (raised == 0) {
+    fprintf(stderr, "launch_overhead: --fake-consumer %s: nothing raised (%s)\n", probes,
+            err.c_str());
+    return false;
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  return true;
+}
+
+// A captured graph of kGraphKernels empty kernels, instantiated and uploaded on s.
+cudaGraphExec_t captured_graph(cudaStream_t s) {
+  cudaGraphExec_t exec = nullptr;
+  cudaGraph_t g = nullptr;
+  CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+  for (int k = 0; k < kGraphKernels; k++) empty_kernel<<<1, 1, 0, s>>>();
+  CHECK(cudaGetLastError());
+  CHECK(cudaStreamEndCapture(s, &g));
+  CHECK(cudaGraphInstantiate(&exec, g, 0));
+  CHECK(cudaGraphDestroy(g));
+  CHECK(cudaGraphUpload(exec, s));
+  return exec;
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
@@ -73,32 +103,11 @@ int main(int argc, char **argv) {
 
   CHECK(cudaSetDevice(0));
   CHECK(cudaFree(nullptr));
-  if (fake_consumer) {
-    const char *lib = getenv("CUDA_INJECTION64_PATH");
-    std::string err;
-    const auto sems = sdtsem::find(lib ? lib : "", "parcagpu", &err);
-    const int raised = sems.empty() ? 0 : sdtsem::raise(sems, fake_consumer, +1);
-    if (raised == 0) {
-      fprintf(stderr, "launch_overhead: --fake-consumer %s: nothing raised (%s)\n", fake_consumer,
-              err.c_str());
-      return 2;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  }
+  if (fake_consumer && !raise_semaphores(fake_consumer)) return 2;
   cudaStream_t s = nullptr;
   CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
 
-  cudaGraphExec_t exec = nullptr;
-  if (graph) {
-    cudaGraph_t g = nullptr;
-    CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
-    for (int k = 0; k < kGraphKernels; k++) empty_kernel<<<1, 1, 0, s>>>();
-    CHECK(cudaGetLastError());
-    CHECK(cudaStreamEndCapture(s, &g));
-    CHECK(cudaGraphInstantiate(&exec, g, 0));
-    CHECK(cudaGraphDestroy(g));
-    CHECK(cudaGraphUpload(exec, s));
-  }
+  cudaGraphExec_t exec = graph ? captured_graph(s) : nullptr;
 
   long failed = 0;  // launches that returned an error (checked once, after the loops)
   auto launch = [&]() {

@@ -1,6 +1,7 @@
 // parcagpu-cbids: prints the subscribed-callback table (include/parcagpu/cbid_table.h) as JSON,
 // so that Python tests and scripts use the one constexpr table instead of a copy of it
 // (tests/integration/harness.py loads it).
+#include <cstddef>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
@@ -20,24 +21,17 @@ const char *domain_name(parcagpu::CbDomain d) {
   return "?";
 }
 
+// The roles' names in the JSON, by CbRole (in its order: EagerLaunch first, ModuleResource last).
+// In CbRole's order (include/parcagpu/cbid_table.h).
+constexpr const char *kRoleNames[] = {"eager_launch",   "memory_launch", "graph_launch",
+                                      "graph_resource", "graph_upload",  "graph_instantiate",
+                                      "module_resource"};
+static_assert(sizeof(kRoleNames) / sizeof(kRoleNames[0]) ==
+              static_cast<size_t>(parcagpu::CbRole::ModuleResource) + 1);
+
 const char *role_name(parcagpu::CbRole r) {
-  switch (r) {
-    case parcagpu::CbRole::EagerLaunch:
-      return "eager_launch";
-    case parcagpu::CbRole::GraphLaunch:
-      return "graph_launch";
-    case parcagpu::CbRole::MemoryLaunch:
-      return "memory_launch";
-    case parcagpu::CbRole::GraphResource:
-      return "graph_resource";
-    case parcagpu::CbRole::GraphUpload:
-      return "graph_upload";
-    case parcagpu::CbRole::GraphInstantiate:
-      return "graph_instantiate";
-    case parcagpu::CbRole::ModuleResource:
-      return "module_resource";
-  }
-  return "?";
+  const auto i = static_cast<size_t>(r);
+  return i < sizeof(kRoleNames) / sizeof(kRoleNames[0]) ? kRoleNames[i] : "?";
 }
 
 }  // namespace

@@ -23,6 +23,59 @@ struct Note {
   uint64_t semaphore = 0;  // semaphore address, 0 = none
 };
 
+namespace detail {
+
+// The NUL-terminated string at `at` of `elf`, empty if out of bounds or unterminated.
+inline std::string_view string_at(std::string_view elf, uint64_t at, uint64_t end) {
+  if (at >= end || end > elf.size()) return {};
+  const std::string_view rest = elf.substr(at, end - at);
+  const size_t z = rest.find('\0');
+  return z == std::string_view::npos ? std::string_view() : rest.substr(0, z);
+}
+
+// One stapsdt note's descriptor, [desc_at, desc_end) of `elf`: pc, base, semaphore, then
+// provider\0 name\0 args\0. False when its strings run out of it.
+inline bool parse_note_desc(std::string_view elf, uint64_t desc_at, uint64_t desc_end,
+                            Note *note) {
+  uint64_t addr[3];
+  std::memcpy(addr, elf.data() + desc_at, sizeof addr);
+  note->pc = addr[0];
+  note->base = addr[1];
+  note->semaphore = addr[2];
+  uint64_t at = desc_at + sizeof addr;
+  bool ok = true;
+  for (std::string *field : {&note->provider, &note->name, &note->args}) {
+    const std::string_view f = string_at(elf, at, desc_end);
+    ok &= at < desc_end && elf[at + f.size()] == '\0';
+    field->assign(f);
+    at += f.size() + 1;
+  }
+  return ok;
+}
+
+// Appends the stapsdt notes of the note section `s`.
+inline void append_section_notes(std::string_view elf, const Elf64_Shdr &s,
+                                 std::vector<Note> *notes) {
+  auto align4 = [](uint64_t v) { return (v + 3) & ~uint64_t(3); };
+  uint64_t off = s.sh_offset;
+  const uint64_t end = s.sh_offset + s.sh_size;
+  while (off + sizeof(Elf64_Nhdr) <= end && end <= elf.size()) {
+    Elf64_Nhdr nh;
+    std::memcpy(&nh, elf.data() + off, sizeof nh);
+    const uint64_t name_at = off + sizeof nh;
+    const uint64_t desc_at = name_at + align4(nh.n_namesz);
+    const uint64_t desc_end = desc_at + nh.n_descsz;
+    off = desc_at + align4(nh.n_descsz);
+    if (off > end || nh.n_type != 3 || string_at(elf, name_at, desc_at) != "stapsdt" ||
+        nh.n_descsz < 3 * sizeof(uint64_t))
+      continue;
+    Note note;
+    if (parse_note_desc(elf, desc_at, desc_end, &note)) notes->push_back(std::move(note));
+  }
+}
+
+}  // namespace detail
+
 // Fills *notes with every stapsdt note of the ELF64 file `elf` (its bytes) and *stapsdt_base with
 // the address of its .stapsdt.base section (0 if it has none; a note's addresses move by
 // *stapsdt_base - note.base when the file was prelinked). False with a one-line reason in *error
@@ -46,50 +99,13 @@ inline bool parse_notes(std::string_view elf, std::vector<Note> *notes, uint64_t
   std::vector<Elf64_Shdr> sh(eh.e_shnum);
   std::memcpy(sh.data(), elf.data() + eh.e_shoff, sh.size() * sizeof(Elf64_Shdr));
   const Elf64_Shdr &strtab = sh[eh.e_shstrndx];
-  // A NUL-terminated string at `at`, empty if out of bounds or unterminated.
-  auto string_at = [&](uint64_t at, uint64_t end) -> std::string_view {
-    if (at >= end || end > elf.size()) return {};
-    const std::string_view rest = elf.substr(at, end - at);
-    const size_t z = rest.find('\0');
-    return z == std::string_view::npos ? std::string_view() : rest.substr(0, z);
-  };
   std::vector<const Elf64_Shdr *> note_sections;
   for (const Elf64_Shdr &s : sh) {
-    const std::string_view n = string_at(strtab.sh_offset + s.sh_name, elf.size());
+    const std::string_view n = detail::string_at(elf, strtab.sh_offset + s.sh_name, elf.size());
     if (n == ".note.stapsdt") note_sections.push_back(&s);
     if (n == ".stapsdt.base") *stapsdt_base = s.sh_addr;
   }
-  auto align4 = [](uint64_t v) { return (v + 3) & ~uint64_t(3); };
-  for (const Elf64_Shdr *s : note_sections) {
-    uint64_t off = s->sh_offset;
-    const uint64_t end = s->sh_offset + s->sh_size;
-    while (off + sizeof(Elf64_Nhdr) <= end && end <= elf.size()) {
-      Elf64_Nhdr nh;
-      std::memcpy(&nh, elf.data() + off, sizeof nh);
-      const uint64_t name_at = off + sizeof nh;
-      const uint64_t desc_at = name_at + align4(nh.n_namesz);
-      const uint64_t desc_end = desc_at + nh.n_descsz;
-      off = desc_at + align4(nh.n_descsz);
-      if (off > end || nh.n_type != 3 || string_at(name_at, desc_at) != "stapsdt" ||
-          nh.n_descsz < 3 * sizeof(uint64_t))
-        continue;
-      Note note;
-      uint64_t addr[3];  // pc, base, semaphore; then provider\0 name\0 args\0
-      std::memcpy(addr, elf.data() + desc_at, sizeof addr);
-      note.pc = addr[0];
-      note.base = addr[1];
-      note.semaphore = addr[2];
-      uint64_t at = desc_at + sizeof addr;
-      bool ok = true;
-      for (std::string *field : {&note.provider, &note.name, &note.args}) {
-        const std::string_view f = string_at(at, desc_end);
-        ok &= at < desc_end && elf[at + f.size()] == '\0';
-        field->assign(f);
-        at += f.size() + 1;
-      }
-      if (ok) notes->push_back(std::move(note));
-    }
-  }
+  for (const Elf64_Shdr *s : note_sections) detail::append_section_notes(elf, *s, notes);
   return true;
 }
 

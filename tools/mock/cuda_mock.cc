@@ -183,12 +183,18 @@ const char *error_string(CUresult e) {
   }
 }
 
+// A query's checks, in the driver's order: its output (out_ok), cuInit.
+CUresult query_error(bool out_ok) {
+  if (!out_ok) return CUDA_ERROR_INVALID_VALUE;
+  if (!initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+  return CUDA_SUCCESS;
+}
+
 // A device query's checks, in the driver's order: an injected failure of the entry point
 // (MOCK_CUDA_FAIL), its output (out_ok), cuInit, the device.
 CUresult device_query_error(DriverEntry entry, bool out_ok, CUdevice dev) {
   if (const CUresult injected = injected_failure(entry); injected != CUDA_SUCCESS) return injected;
-  if (!out_ok) return CUDA_ERROR_INVALID_VALUE;
-  if (!initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+  if (const CUresult rc = query_error(out_ok)) return rc;
   if (dev < 0 || dev >= num_devices()) return CUDA_ERROR_INVALID_DEVICE;
   return CUDA_SUCCESS;
 }
@@ -318,8 +324,7 @@ CUresult cuDriverGetVersion(int *version) {
 
 CUresult cuDeviceGetCount(int *count) {
   MOCK_CUDA_FAULT_POINT(cuDeviceGetCount);
-  if (!count) return CUDA_ERROR_INVALID_VALUE;
-  if (!initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+  if (const CUresult rc = query_error(count)) return rc;
   *count = num_devices();
   return CUDA_SUCCESS;
 }
@@ -356,16 +361,14 @@ CUresult cuDeviceGetAttribute(int *value, CUdevice_attribute attrib, CUdevice de
 
 CUresult cuCtxGetCurrent(CUcontext *pctx) {
   MOCK_CUDA_FAULT_POINT(cuCtxGetCurrent);
-  if (!pctx) return CUDA_ERROR_INVALID_VALUE;
-  if (!initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+  if (const CUresult rc = query_error(pctx)) return rc;
   *pctx = t_current_context;  // NULL until the application makes one current, as in real CUDA
   return CUDA_SUCCESS;
 }
 
 CUresult cuCtxGetDevice(CUdevice *device) {
   MOCK_CUDA_FAULT_POINT(cuCtxGetDevice);
-  if (!device) return CUDA_ERROR_INVALID_VALUE;
-  if (!initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+  if (const CUresult rc = query_error(device)) return rc;
   if (!t_current_context) return CUDA_ERROR_INVALID_CONTEXT;
   *device = t_current_context->device;
   return CUDA_SUCCESS;
@@ -455,8 +458,7 @@ CUresult mock_cuda_unload_modules(void) {
 
 CUresult mock_cuda_stream_create(CUstream *stream) {
   if (!stream) return CUDA_ERROR_INVALID_VALUE;
-  ensure_initialized();
-  CUctx_st *ctx = current_context();
+  CUctx_st *ctx = initialized_context();
   cudaStreamCreateWithFlags_v5000_params rt_params{reinterpret_cast<cudaStream_t *>(stream), 0};
   cuStreamCreate_params drv_params{stream, 0};
   NestedCall call(ctx, "cudaStreamCreateWithFlags",
@@ -493,8 +495,7 @@ CUresult mock_cuda_stream_destroy(CUstream stream) {
 }
 
 CUresult mock_cuda_device_synchronize(void) {
-  ensure_initialized();
-  CUctx_st *ctx = current_context();
+  CUctx_st *ctx = initialized_context();
   NestedCall call(ctx, "cudaDeviceSynchronize",
                   CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020, nullptr, "cuCtxSynchronize",
                   CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize, nullptr);

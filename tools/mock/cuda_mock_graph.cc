@@ -121,8 +121,7 @@ extern "C" {
 
 CUresult mock_cuda_graph_create(CUgraph *graph) {
   if (!graph) return CUDA_ERROR_INVALID_VALUE;
-  ensure_initialized();
-  CUctx_st *ctx = current_context();
+  CUctx_st *ctx = initialized_context();
   cudaGraphCreate_v10000_params rt{reinterpret_cast<cudaGraph_t *>(graph), 0};
   cuGraphCreate_params drv{graph, 0};
   NestedCall call(ctx, "cudaGraphCreate", CUPTI_RUNTIME_TRACE_CBID_cudaGraphCreate_v10000, &rt,
@@ -328,8 +327,7 @@ uint32_t mock_cuda_graph_exec_kernels_per_launch(CUgraphExec exec) {
 }
 
 CUresult mock_cuda_stream_begin_capture(CUstream stream) {
-  ensure_initialized();
-  CUstream_st *st = resolve_stream(current_context(), stream);
+  CUstream_st *st = resolve_stream(initialized_context(), stream);
   if (!st) return CUDA_ERROR_INVALID_HANDLE;
   const bool ptsz = is_per_thread(stream);
   const CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
@@ -347,8 +345,7 @@ CUresult mock_cuda_stream_begin_capture(CUstream stream) {
 
 CUresult mock_cuda_stream_end_capture(CUstream stream, CUgraph *graph) {
   if (!graph) return CUDA_ERROR_INVALID_VALUE;
-  ensure_initialized();
-  CUstream_st *st = resolve_stream(current_context(), stream);
+  CUstream_st *st = resolve_stream(initialized_context(), stream);
   if (!st) return CUDA_ERROR_INVALID_HANDLE;
   const bool ptsz = is_per_thread(stream);
   cudaStreamEndCapture_v10000_params rt{stream, reinterpret_cast<cudaGraph_t *>(graph)};
@@ -365,8 +362,7 @@ CUresult mock_cuda_stream_end_capture(CUstream stream, CUgraph *graph) {
 }
 
 CUresult mock_cuda_launch_host_func(CUstream stream) {
-  ensure_initialized();
-  CUstream_st *st = resolve_stream(current_context(), stream);
+  CUstream_st *st = resolve_stream(initialized_context(), stream);
   if (!st) return CUDA_ERROR_INVALID_HANDLE;
   const bool ptsz = is_per_thread(stream);
   static void (*const host_fn)(void *) = [](void *) {};

@@ -177,6 +177,11 @@ void ensure_initialized();
 
 // The calling thread's current context, making device 0's current if there is none.
 CUctx_st *current_context();
+// That context once the driver is initialized (ensure_initialized): an API call's start.
+inline CUctx_st *initialized_context() {
+  ensure_initialized();
+  return current_context();
+}
 // The mock GPUs (MOCK_CUDA_NUM_DEVICES), and one's context, made at first use.
 int device_count();
 CUctx_st *device_context(int device);

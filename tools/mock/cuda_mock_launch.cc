@@ -333,8 +333,9 @@ const void *cuda_kernel_params(ParamStorage *storage, LaunchArgs *a) {
   return p;
 }
 
-// The real parameter struct of `api`'s callbacks, built in `storage`.
-const void *build_params(const LaunchApi &api, LaunchArgs *a, ParamStorage *storage) {
+// The parameter struct of a driver API's callbacks (cu*), built in `storage`; nullptr for a
+// runtime API.
+const void *build_driver_params(const LaunchApi &api, LaunchArgs *a, ParamStorage *storage) {
   CUfunc_st *f = a->function;
   switch (api.params) {
     case Params::CuLaunch:
@@ -370,6 +371,16 @@ const void *build_params(const LaunchApi &api, LaunchArgs *a, ParamStorage *stor
       return emplace_params(storage, cuGraphLaunch_params{a->exec, a->stream});
     case Params::CuGraphLaunchPtsz:
       return emplace_params(storage, cuGraphLaunch_ptsz_params{a->exec, a->stream});
+    default:
+      return nullptr;
+  }
+}
+
+// The parameter struct of a runtime API's callbacks (cuda*), built in `storage`; nullptr for a
+// driver API.
+const void *build_runtime_params(const LaunchApi &api, LaunchArgs *a, ParamStorage *storage) {
+  CUfunc_st *f = a->function;
+  switch (api.params) {
     case Params::CudaLaunch:
       return emplace_params(storage, cudaLaunch_v3020_params_mock{f});
     case Params::CudaLaunchPtsz:
@@ -407,8 +418,15 @@ const void *build_params(const LaunchApi &api, LaunchArgs *a, ParamStorage *stor
     case Params::CudaGraphLaunchPtsz:
       return emplace_params(storage, cudaGraphLaunch_ptsz_v10000_params{
                                          reinterpret_cast<cudaGraphExec_t>(a->exec), a->stream});
+    default:
+      return nullptr;
   }
-  return nullptr;
+}
+
+// The real parameter struct of `api`'s callbacks, built in `storage`.
+const void *build_params(const LaunchApi &api, LaunchArgs *a, ParamStorage *storage) {
+  if (const void *p = build_driver_params(api, a, storage)) return p;
+  return build_runtime_params(api, a, storage);
 }
 
 std::atomic<uint64_t> g_queue_limit_ns{0};
@@ -509,8 +527,7 @@ LaunchStart start_launch(uint32_t domain, uint32_t cbid, MockLaunchKind kind, Ha
   const int index = launch_api_of_kind(domain, cbid, kind);
   if (index < 0) return {CUDA_ERROR_INVALID_VALUE, index, nullptr, nullptr, nullptr};
   if (!handle_ok()) return {CUDA_ERROR_INVALID_HANDLE, index, nullptr, nullptr, nullptr};
-  ensure_initialized();
-  CUstream_st *st = resolve_stream(current_context(), stream);
+  CUstream_st *st = resolve_stream(initialized_context(), stream);
   if (!st) return {CUDA_ERROR_INVALID_HANDLE, index, nullptr, nullptr, nullptr};
   return {CUDA_SUCCESS, index, &kLaunchApis[index], st, st->context};
 }
@@ -674,8 +691,7 @@ void mock_cuda_set_kernel_duration(CUfunction f, uint64_t ns) {
 void mock_cuda_set_queue_limit(uint64_t ns) { g_queue_limit_ns.store(ns, std::memory_order_relaxed); }
 
 CUresult mock_cuda_stream_synchronize(CUstream stream) {
-  ensure_initialized();
-  CUstream_st *st = resolve_stream(current_context(), stream);
+  CUstream_st *st = resolve_stream(initialized_context(), stream);
   if (!st) return CUDA_ERROR_INVALID_HANDLE;
   NestedCall call(st->context, "cudaStreamSynchronize",
                   CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020, nullptr,

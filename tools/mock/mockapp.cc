@@ -135,8 +135,62 @@ std::function<bool(const std::string &, Options *)> flag(bool Options::*field) {
   return [=](const std::string &, Options *o) { return o->*field = true; };
 }
 
-const std::vector<OptionSpec> &option_table() {
-  static const std::vector<OptionSpec> kTable = {
+// --kernel-names FILE: kernel names, one per line.
+bool read_kernel_names(const std::string &arg, Options *o) {
+  std::ifstream in(arg);
+  if (!in) return fail("cannot read --kernel-names file " + arg);
+  for (std::string line; std::getline(in, line);) {
+    while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
+    if (!line.empty()) o->kernel_names.push_back(line);
+  }
+  return !o->kernel_names.empty() || fail("--kernel-names file " + arg + " has no names");
+}
+
+bool parse_exit_how(const std::string &arg, Options *o) {
+  if (arg != "exit" && arg != "quick_exit" && arg != "_exit")
+    return fail("--exit must be exit, quick_exit or _exit: " + arg);
+  o->exit_how = arg;
+  return true;
+}
+
+// --apis LIST: launch APIs by their cbid table names.
+bool parse_launch_apis(const std::string &arg, Options *o) {
+  for (const std::string &a : split_list(arg)) {
+    bool known = false;
+    for (const auto &cb : parcagpu::kSubscribedCallbacks)
+      known |= is_kernel_launch_role(cb.role) && a == cb.name;
+    if (!known) return fail("--apis: no launch API " + a + " in the cbid table");
+    o->apis.push_back(a);
+  }
+  return true;
+}
+
+bool parse_queue_limit(const std::string &arg, Options *o) {
+  long n = 0;
+  if (!parse_number(arg, 1L, 10000000L, &n)) return fail("bad --queue-limit-us: " + arg);
+  o->queue_limit_ns = static_cast<uint64_t>(n) * 1000;
+  return true;
+}
+
+bool parse_fake_consumer(const std::string &arg, Options *o) {
+  if (arg.empty()) return fail("--fake-consumer needs probe names or 'all'");
+  o->fake_consumer = arg;
+  return true;
+}
+
+bool parse_scenarios(const std::string &arg, Options *o) {
+  for (const std::string &s : split_list(arg)) {
+    bool known = false;
+    for (const std::string &k : scenario_names()) known |= (k == s);
+    if (!known) return fail("unknown scenario '" + s + "'");
+    o->scenarios.push_back(s);
+  }
+  return true;
+}
+
+// How the mock app starts: which library, through which loader path and runtime.
+std::vector<OptionSpec> process_options() {
+  return {
       {"preload", nullptr, "also load LIB with LD_PRELOAD (re-executes itself)",
        flag(&Options::preload)},
       {"no-inject", nullptr, "do not set CUDA_INJECTION64_PATH", flag(&Options::no_inject)},
@@ -148,6 +202,12 @@ const std::vector<OptionSpec> &option_table() {
        "load this CUDA runtime before cuInit, as an application "
        "linked to it would (default: $MOCKAPP_CUDART)",
        [](const std::string &arg, Options *o) { return o->cudart = arg, true; }},
+  };
+}
+
+// The timed workload: how many threads, GPUs and processes launch how fast for how long.
+std::vector<OptionSpec> timed_workload_options() {
+  return {
       {"threads", "N",
        "launching threads (default 1); with --scenario, each "
        "replays the scenarios",
@@ -172,46 +232,34 @@ const std::vector<OptionSpec> &option_table() {
       {"stress", nullptr, "no sleeps: launch as fast as possible", flag(&Options::stress)},
       {"launches", "N", "stop after N launches per thread (deterministic counts)",
        integer("launches", 1, 1000000000, &Options::launches)},
-      {"kernel-names", "FILE", "kernel names, one per line, cycled through",
-       [](const std::string &arg, Options *o) {
-         std::ifstream in(arg);
-         if (!in) return fail("cannot read --kernel-names file " + arg);
-         for (std::string line; std::getline(in, line);) {
-           while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
-           if (!line.empty()) o->kernel_names.push_back(line);
-         }
-         return !o->kernel_names.empty() || fail("--kernel-names file " + arg + " has no names");
-       }},
+      {"kernel-names", "FILE", "kernel names, one per line, cycled through", read_kernel_names},
+  };
+}
+
+// What happens around the workload: status lines, forks, the way out, the APIs used.
+std::vector<OptionSpec> run_options() {
+  return {
       {"status-interval", "MS", "print MOCKAPP_STATUS {json} every MS ms",
        integer("status-interval", 1, 3600000, &Options::status_interval_ms)},
       {"fork-children", "N",
        "fork N children while the workload runs, spread over "
        "--duration; each calls exit() at once (fork safety)",
        integer("fork-children", 1, 10000, &Options::fork_children)},
-      {"exit", "HOW", "end with exit (default), quick_exit or _exit",
-       [](const std::string &arg, Options *o) {
-         if (arg != "exit" && arg != "quick_exit" && arg != "_exit")
-           return fail("--exit must be exit, quick_exit or _exit: " + arg);
-         o->exit_how = arg;
-         return true;
-       }},
+      {"exit", "HOW", "end with exit (default), quick_exit or _exit", parse_exit_how},
       {"loop", nullptr, "repeat --scenario until --duration has passed", flag(&Options::loop)},
       {"apis", "LIST",
        "the timed workload launches through these APIs only "
        "(cbid table names: cudaLaunchKernel,cuGraphLaunch,...), "
        "each thread cycling through them",
-       [](const std::string &arg, Options *o) {
-         for (const std::string &a : split_list(arg)) {
-           bool known = false;
-           for (const auto &cb : parcagpu::kSubscribedCallbacks)
-             known |= is_kernel_launch_role(cb.role) && a == cb.name;
-           if (!known) return fail("--apis: no launch API " + a + " in the cbid table");
-           o->apis.push_back(a);
-         }
-         return true;
-       }},
+       parse_launch_apis},
       {"api-per-thread", nullptr, "with --apis: thread t launches through API t % n alone",
        flag(&Options::api_per_thread)},
+  };
+}
+
+// The GPU-bound loop instead of the timed mix.
+std::vector<OptionSpec> gpu_bound_options() {
+  return {
       {"gpu-bound", "K:US,...",
        "instead of the timed mix, a GPU-bound loop: each step "
        "launches kernels K (cudaLaunchKernel, or --apis' eager APIs in turn) taking US us of "
@@ -232,34 +280,34 @@ const std::vector<OptionSpec> &option_table() {
        kernel_times("cpu-before", &Options::cpu_before)},
       {"sync-every", "N", "--gpu-bound: synchronize every N steps (0: never)",
        integer("sync-every", 0, 1000000, &Options::sync_every)},
+  };
+}
+
+// The launch queue, a consumer's semaphores and the observed sequences to replay.
+std::vector<OptionSpec> replay_options() {
+  return {
       {"queue-limit-us", "N",
        "a launch blocks while its stream has more than N us of "
        "GPU work queued (a full launch queue)",
-       [](const std::string &arg, Options *o) {
-         long n = 0;
-         if (!parse_number(arg, 1L, 10000000L, &n)) return fail("bad --queue-limit-us: " + arg);
-         o->queue_limit_ns = static_cast<uint64_t>(n) * 1000;
-         return true;
-       }},
+       parse_queue_limit},
       {"fake-consumer", "P",
        "after cuInit raise the library's semaphores of probes P "
        "(\"all\" or a list) as an attaching consumer would",
-       [](const std::string &arg, Options *o) {
-         if (arg.empty()) return fail("--fake-consumer needs probe names or 'all'");
-         o->fake_consumer = arg;
-         return true;
-       }},
+       parse_fake_consumer},
       {"scenario", "LIST", "replay observed launch sequences instead of the timed workload:",
-       [](const std::string &arg, Options *o) {
-         for (const std::string &s : split_list(arg)) {
-           bool known = false;
-           for (const std::string &k : scenario_names()) known |= (k == s);
-           if (!known) return fail("unknown scenario '" + s + "'");
-           o->scenarios.push_back(s);
-         }
-         return true;
-       }},
+       parse_scenarios},
   };
+}
+
+// The groups in --help's order.
+const std::vector<OptionSpec> &option_table() {
+  static const std::vector<OptionSpec> kTable = [] {
+    std::vector<OptionSpec> table;
+    for (auto group : {process_options, timed_workload_options, run_options, gpu_bound_options,
+                       replay_options})
+      for (OptionSpec &spec : group()) table.push_back(std::move(spec));
+    return table;
+  }();
   return kTable;
 }
 

@@ -174,32 +174,39 @@ bool fake_consumer_attach(const std::string &library, const std::string &probes)
   return !launches || wait_for(any_launch_cbid_enabled, "the library enabled launch callbacks");
 }
 
-void scenario_attach_detach(Kernels &k) {
+// The library's semaphores in ad, with the recorder's counts; false (an error said) when no
+// consumer of launches and kernels is attached or the CUPTI is not the mock.
+bool take_recorder(AttachDetach *ad) {
   const char *library = std::getenv("CUDA_INJECTION64_PATH");
-  AttachDetach ad;
-  ad.sems = library_semaphores(library ? library : "");
-  if (ad.sems.empty()) return;
+  ad->sems = library_semaphores(library ? library : "");
+  if (ad->sems.empty()) return false;
   bool recorder = false, kernels = false;
-  for (const auto &s : ad.sems) {
-    ad.recorder.push_back(static_cast<unsigned short>(*s.counter));
-    recorder |= s.probe == "cuda_correlation" && ad.recorder.back() != 0;
-    kernels |= s.probe == "activity_batch" && ad.recorder.back() != 0;
+  for (const auto &s : ad->sems) {
+    ad->recorder.push_back(static_cast<unsigned short>(*s.counter));
+    recorder |= s.probe == "cuda_correlation" && ad->recorder.back() != 0;
+    kernels |= s.probe == "activity_batch" && ad->recorder.back() != 0;
   }
   if (!recorder || !kernels || !callback_enabled()) {
     g_mock_errors.fetch_add(1);
     std::fprintf(stderr,
                  "parcagpu-mockapp: attach-detach needs the mock CUPTI and a consumer "
                  "of launches and kernels attached to the library (the recorder)\n");
-    return;
+    return false;
   }
-  CUstream stream = nullptr;
-  check(mock_cuda_stream_create(&stream), "cudaStreamCreate");
-  CUgraphExec exec = three_kernel_exec(k);
-  mock_cuda_set_launch_hook(&hook, &ad);
-  ad.detach_and_settle();
-  // Returns whether the library announced it (kernel activity switched on for it).
-  auto launch = [&](const parcagpu::SubscribedCallback &cb, const char *phase,
-                    AttachDetach::Action action, MockLaunchPoint point) {
+  return true;
+}
+
+// Launches through one API with an attach or detach at one point of the launch.
+struct AttachDetachLaunches {
+  Kernels &k;
+  AttachDetach &ad;
+  CUgraphExec exec;
+  CUstream stream;
+
+  // One launch, said on a MOCKAPP_LAUNCH line. Returns whether the library announced it (kernel
+  // activity switched on for it).
+  bool launch(const parcagpu::SubscribedCallback &cb, const char *phase,
+              AttachDetach::Action action, MockLaunchPoint point) {
     ad.action = action;
     ad.point = point;
     ad.corr = 0;
@@ -216,7 +223,40 @@ void scenario_attach_detach(Kernels &k) {
                                          {"point", point_name(point)}};
     std::printf("MOCKAPP_LAUNCH %s\n", line.dump().c_str());
     return activity_enables() > enables;
-  };
+  }
+
+  // Attach in a launch, launches until one is announced, then detach in a launch.
+  void attach_then_detach(const parcagpu::SubscribedCallback &cb, MockLaunchPoint p) {
+    launch(cb, "attach-mid", AttachDetach::kAttach, p);
+    // Until one is announced: then the attach has been served, and this thread's nesting is
+    // known to the library (which first learns the launch rate, then announces one launch in
+    // as many as the rate limits allow: thousands here, so a time bound, not a count).
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    bool announced = false;
+    while (!(announced = launch(cb, "sync", AttachDetach::kNone, p)) &&
+           std::chrono::steady_clock::now() < give_up) {
+    }
+    if (!announced) {
+      g_mock_errors.fetch_add(1);
+      std::fprintf(stderr, "parcagpu-mockapp: %s never announced after an attach\n", cb.name);
+    }
+    launch(cb, "attached-1", AttachDetach::kNone, p);
+    launch(cb, "attached-2", AttachDetach::kNone, p);
+    launch(cb, "detach-mid", AttachDetach::kDetach, p);
+    wait_for([] { return !any_launch_cbid_enabled(); },
+             "the library disabled the launch cbids after a detach in a launch");
+    launch(cb, "detached", AttachDetach::kNone, p);
+  }
+};
+
+void scenario_attach_detach(Kernels &k) {
+  AttachDetach ad;
+  if (!take_recorder(&ad)) return;
+  CUstream stream = nullptr;
+  check(mock_cuda_stream_create(&stream), "cudaStreamCreate");
+  AttachDetachLaunches run{k, ad, three_kernel_exec(k), stream};
+  mock_cuda_set_launch_hook(&hook, &ad);
+  ad.detach_and_settle();
   for (const auto &cb : parcagpu::kSubscribedCallbacks) {
     if (!parcagpu::is_kernel_launch_role(cb.role)) continue;
     if (!parcagpu::callback_known_to(cb, g_runtime_version / 1000)) continue;  // not in this CUDA
@@ -225,31 +265,11 @@ void scenario_attach_detach(Kernels &k) {
       points.push_back(MOCK_LAUNCH_POINT_AFTER_DRIVER_ENTER);
       points.push_back(MOCK_LAUNCH_POINT_AFTER_DRIVER_EXIT);
     }
-    for (MockLaunchPoint p : points) {
-      launch(cb, "attach-mid", AttachDetach::kAttach, p);
-      // Until one is announced: then the attach has been served, and this thread's nesting is
-      // known to the library (which first learns the launch rate, then announces one launch in
-      // as many as the rate limits allow: thousands here, so a time bound, not a count).
-      const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-      bool announced = false;
-      while (!(announced = launch(cb, "sync", AttachDetach::kNone, p)) &&
-             std::chrono::steady_clock::now() < give_up) {
-      }
-      if (!announced) {
-        g_mock_errors.fetch_add(1);
-        std::fprintf(stderr, "parcagpu-mockapp: %s never announced after an attach\n", cb.name);
-      }
-      launch(cb, "attached-1", AttachDetach::kNone, p);
-      launch(cb, "attached-2", AttachDetach::kNone, p);
-      launch(cb, "detach-mid", AttachDetach::kDetach, p);
-      wait_for([] { return !any_launch_cbid_enabled(); },
-               "the library disabled the launch cbids after a detach in a launch");
-      launch(cb, "detached", AttachDetach::kNone, p);
-    }
+    for (MockLaunchPoint p : points) run.attach_then_detach(cb, p);
   }
   mock_cuda_set_launch_hook(nullptr, nullptr);
   ad.attach_and_settle();  // the recorder's counts back, as they were
-  check(mock_cuda_graph_exec_destroy(exec), "cudaGraphExecDestroy");
+  check(mock_cuda_graph_exec_destroy(run.exec), "cudaGraphExecDestroy");
 }
 
 // Graph instantiations while nobody listens, then an attach: the library re-fires the stored

@@ -103,6 +103,93 @@ std::string cbid_label(int32_t signed_cbid) {
   return std::to_string(signed_cbid) + " " + (name ? name : "?");
 }
 
+// The (domain, cbid) pairs a mock CUPTI list call gives: enabled now, or ever.
+std::vector<MockCuptiPair> callback_pairs(size_t (*list)(MockCuptiPair *, size_t)) {
+  std::vector<MockCuptiPair> pairs(list(nullptr, 0));
+  pairs.resize(std::min(pairs.size(), list(pairs.data(), pairs.size())));
+  return pairs;
+}
+
+// The callbacks enabled against the table: what is enabled now, what was ever, and the two halves
+// of the table (entries enabled from process start; launch entries, enabled only while a consumer
+// listens).
+struct TableCheck {
+  std::vector<std::string> enabled_labels, table_missing, table_extra, table_never_enabled,
+      from_start_missing, launch_enabled_now;
+};
+
+TableCheck check_table(int cuda_major, const std::vector<MockCuptiPair> &enabled,
+                       const std::vector<MockCuptiPair> &ever) {
+  TableCheck t;
+  for (const MockCuptiPair &p : enabled) {
+    t.enabled_labels.push_back(pair_label(p.domain, p.cbid));
+    if ((p.domain == MOCK_CUDA_DOMAIN_DRIVER || p.domain == MOCK_CUDA_DOMAIN_RUNTIME) &&
+        !parcagpu::find_subscribed(static_cast<parcagpu::CbDomain>(p.domain), p.cbid))
+      t.table_extra.push_back(pair_label(p.domain, p.cbid));
+  }
+  for (const parcagpu::SubscribedCallback &cb : parcagpu::kSubscribedCallbacks) {
+    const auto domain = static_cast<uint32_t>(cb.domain);
+    if (!parcagpu::callback_known_to(cb, cuda_major)) continue;  // an older CUPTI lacks it
+    bool on = false;
+    for (const MockCuptiPair &p : enabled) on |= (p.domain == domain && p.cbid == cb.cbid);
+    bool ever_on = false;
+    for (const MockCuptiPair &p : ever) ever_on |= (p.domain == domain && p.cbid == cb.cbid);
+    if (!on) t.table_missing.push_back(pair_label(domain, cb.cbid));
+    if (!ever_on) t.table_never_enabled.push_back(pair_label(domain, cb.cbid));
+    if (!on && parcagpu::enabled_from_start(cb.role))
+      t.from_start_missing.push_back(pair_label(domain, cb.cbid));
+    if (on && parcagpu::is_launch_role(cb.role))
+      t.launch_enabled_now.push_back(pair_label(domain, cb.cbid));
+  }
+  return t;
+}
+
+// The summary's keys about the library's callbacks and activity, as the mock CUPTI saw them.
+void add_cupti_keys(const CuptiView &c, const std::vector<MockCuptiPair> &enabled,
+                    const std::vector<MockCuptiPair> &ever, Json *summary) {
+  TableCheck t = check_table(c.cuda_major, enabled, ever);
+  Json &j = *summary;
+  j["cupti_loaded"] = c.loaded;
+  j["cupti_api_version"] = c.api_version;
+  j["runtime_version"] = g_runtime_version;
+  j["subscribed"] = c.loaded && c.subscribed();
+  j["enabled_callbacks"] = std::move(t.enabled_labels);
+  j["activity_enabled_now"] = c.loaded && c.kernel_activity_enabled();
+  j["activity_ever_enabled"] = c.loaded && c.kernel_activity_ever_enabled();
+  j["table_missing"] = std::move(t.table_missing);
+  j["table_extra"] = std::move(t.table_extra);
+  j["table_never_enabled"] = std::move(t.table_never_enabled);
+  j["from_start_missing"] = std::move(t.from_start_missing);
+  j["launch_enabled_now"] = std::move(t.launch_enabled_now);
+}
+
+// The summary in words, on stderr: launches and kernels by cbid, the mock CUPTI's records.
+void print_human_summary(const std::vector<MockCbidCount> &counts, const MockCudaStats &d,
+                         const CuptiView &c, const MockCuptiStats &st, size_t enabled,
+                         double elapsed_s) {
+  const uint64_t total = d.eager_launches + d.graph_launches;
+  std::string human = "parcagpu-mockapp[" + std::to_string(getpid()) +
+                      "]: " + std::to_string(total) + " launches in " + std::to_string(elapsed_s) +
+                      " s, " + std::to_string(d.kernels_run) + " kernels run\n";
+  for (const MockCbidCount &n : counts) {
+    char line[200];
+    std::snprintf(line, sizeof line,
+                  "  %-44s %8" PRIu64 " launches %9" PRIu64 " kernels %6" PRIu64 " captured\n",
+                  cbid_label(n.signed_cbid).c_str(), n.launches, n.kernels, n.captured);
+    human += line;
+  }
+  if (c.loaded) {
+    human += "  kernel records: " + std::to_string(st.records_written) + " written, " +
+             std::to_string(st.records_dropped) + " dropped, " +
+             std::to_string(st.records_not_collected) + " not collected; " +
+             std::to_string(enabled) + " callbacks enabled, kernel activity " +
+             (c.kernel_activity_enabled() ? "on" : "off") + "\n";
+  } else {
+    human += "  no mock libcupti in the process: no callbacks, no kernel records\n";
+  }
+  std::fputs(human.c_str(), stderr);
+}
+
 }  // namespace
 
 bool kernel_activity_enabled_now(uint64_t *records_written) {
@@ -123,9 +210,7 @@ void print_status(double t_ms) {
   // Launch callbacks the library has enabled now (it enables them only while a consumer listens).
   size_t launch_cbids = 0;
   if (const CuptiView &c = cupti(); c.loaded) {
-    std::vector<MockCuptiPair> enabled(c.enabled_callbacks(nullptr, 0));
-    enabled.resize(std::min(enabled.size(), c.enabled_callbacks(enabled.data(), enabled.size())));
-    for (const MockCuptiPair &p : enabled)
+    for (const MockCuptiPair &p : callback_pairs(c.enabled_callbacks))
       launch_cbids += parcagpu::is_launch_cbid(static_cast<parcagpu::CbDomain>(p.domain), p.cbid);
   }
   const Json status = {{"pid", getpid()},
@@ -142,42 +227,14 @@ void print_summary(const Options &o, double elapsed_s) {
   mock_cuda_get_stats(&d);
   std::vector<MockCbidCount> counts(64);
   counts.resize(std::min<size_t>(mock_cuda_counts_by_cbid(counts.data(), counts.size()), 64));
-
   const CuptiView &c = cupti();
   MockCuptiStats st{};
   std::vector<MockCuptiPair> enabled, ever;
   if (c.loaded) {
     c.get_stats(&st);
-    enabled.resize(c.enabled_callbacks(nullptr, 0));
-    enabled.resize(std::min(enabled.size(), c.enabled_callbacks(enabled.data(), enabled.size())));
-    ever.resize(c.ever_enabled_callbacks(nullptr, 0));
-    ever.resize(std::min(ever.size(), c.ever_enabled_callbacks(ever.data(), ever.size())));
+    enabled = callback_pairs(c.enabled_callbacks);
+    ever = callback_pairs(c.ever_enabled_callbacks);
   }
-  // Against the table: what is enabled now, what was ever, and the two halves of the table
-  // (entries enabled from process start; launch entries, enabled only while a consumer listens).
-  std::vector<std::string> enabled_labels, table_missing, table_extra, table_never_enabled,
-      from_start_missing, launch_enabled_now;
-  for (const MockCuptiPair &p : enabled) {
-    enabled_labels.push_back(pair_label(p.domain, p.cbid));
-    if ((p.domain == MOCK_CUDA_DOMAIN_DRIVER || p.domain == MOCK_CUDA_DOMAIN_RUNTIME) &&
-        !parcagpu::find_subscribed(static_cast<parcagpu::CbDomain>(p.domain), p.cbid))
-      table_extra.push_back(pair_label(p.domain, p.cbid));
-  }
-  for (const parcagpu::SubscribedCallback &cb : parcagpu::kSubscribedCallbacks) {
-    const auto domain = static_cast<uint32_t>(cb.domain);
-    if (!parcagpu::callback_known_to(cb, c.cuda_major)) continue;  // an older CUPTI lacks it
-    bool on = false;
-    for (const MockCuptiPair &p : enabled) on |= (p.domain == domain && p.cbid == cb.cbid);
-    bool ever_on = false;
-    for (const MockCuptiPair &p : ever) ever_on |= (p.domain == domain && p.cbid == cb.cbid);
-    if (!on) table_missing.push_back(pair_label(domain, cb.cbid));
-    if (!ever_on) table_never_enabled.push_back(pair_label(domain, cb.cbid));
-    if (!on && parcagpu::enabled_from_start(cb.role))
-      from_start_missing.push_back(pair_label(domain, cb.cbid));
-    if (on && parcagpu::is_launch_role(cb.role))
-      launch_enabled_now.push_back(pair_label(domain, cb.cbid));
-  }
-
   Json launches = Json::object(), kernels = Json::object(), captured = Json::object();
   for (const MockCbidCount &n : counts) {
     const std::string key = std::to_string(n.signed_cbid);
@@ -189,7 +246,6 @@ void print_summary(const Options &o, double elapsed_s) {
   uint64_t by_device[MOCK_CUDA_MAX_DEVICES] = {};
   const size_t devices = std::min<size_t>(
       mock_cuda_kernels_by_device(by_device, MOCK_CUDA_MAX_DEVICES), MOCK_CUDA_MAX_DEVICES);
-
   const uint64_t total = d.eager_launches + d.graph_launches;
   Json summary = {
       {"pid", getpid()},
@@ -205,23 +261,12 @@ void print_summary(const Options &o, double elapsed_s) {
       {"launches", total},
       {"kernels_by_device", std::vector<uint64_t>(by_device, by_device + devices)},
       {"launches_per_s", micro(elapsed_s > 0 ? total / elapsed_s : 0)},
-      {"cupti_loaded", c.loaded},
-      {"cupti_api_version", c.api_version},
-      {"runtime_version", g_runtime_version},
-      {"subscribed", c.loaded && c.subscribed()},
-      {"enabled_callbacks", enabled_labels},
-      {"activity_enabled_now", c.loaded && c.kernel_activity_enabled()},
-      {"activity_ever_enabled", c.loaded && c.kernel_activity_ever_enabled()},
-      {"table_missing", table_missing},
-      {"table_extra", table_extra},
-      {"table_never_enabled", table_never_enabled},
-      {"from_start_missing", from_start_missing},
-      {"launch_enabled_now", launch_enabled_now},
-      {"mock_errors", g_mock_errors.load()},
-      {"fork_children", g_fork_report.forked},
-      {"fork_children_hung", g_fork_report.hung},
-      {"fork_children_failed", g_fork_report.failed},
   };
+  add_cupti_keys(c, enabled, ever, &summary);
+  summary["mock_errors"] = g_mock_errors.load();
+  summary["fork_children"] = g_fork_report.forked;
+  summary["fork_children_hung"] = g_fork_report.hung;
+  summary["fork_children_failed"] = g_fork_report.failed;
   // Every counter of the mock driver and the mock CUPTI, under its field's name.
 #define MOCK_CUDA_STAT_KEY(name) summary[#name] = d.name;
   MOCK_CUDA_STATS(MOCK_CUDA_STAT_KEY)
@@ -231,27 +276,7 @@ void print_summary(const Options &o, double elapsed_s) {
 #undef MOCK_CUPTI_STAT_KEY
   std::printf("MOCKAPP_SUMMARY %s\n", json_line(summary).c_str());
   std::fflush(stdout);
-
-  std::string human = "parcagpu-mockapp[" + std::to_string(getpid()) +
-                      "]: " + std::to_string(total) + " launches in " + std::to_string(elapsed_s) +
-                      " s, " + std::to_string(d.kernels_run) + " kernels run\n";
-  for (const MockCbidCount &n : counts) {
-    char line[200];
-    std::snprintf(line, sizeof line,
-                  "  %-44s %8" PRIu64 " launches %9" PRIu64 " kernels %6" PRIu64 " captured\n",
-                  cbid_label(n.signed_cbid).c_str(), n.launches, n.kernels, n.captured);
-    human += line;
-  }
-  if (c.loaded) {
-    human += "  kernel records: " + std::to_string(st.records_written) + " written, " +
-             std::to_string(st.records_dropped) + " dropped, " +
-             std::to_string(st.records_not_collected) + " not collected; " +
-             std::to_string(enabled.size()) + " callbacks enabled, kernel activity " +
-             (c.kernel_activity_enabled() ? "on" : "off") + "\n";
-  } else {
-    human += "  no mock libcupti in the process: no callbacks, no kernel records\n";
-  }
-  std::fputs(human.c_str(), stderr);
+  print_human_summary(counts, d, c, st, enabled.size(), elapsed_s);
 }
 
 }  // namespace mockapp

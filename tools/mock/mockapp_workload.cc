@@ -102,6 +102,13 @@ void destroy(CUgraphExec exec, CUgraph graph = nullptr, CUstream stream = nullpt
   if (stream) check(mock_cuda_stream_destroy(stream), "cudaStreamDestroy");
 }
 
+// A graph of three kernels, launched through one API and destroyed again.
+void launch_three_kernel_graph(Kernels &k, uint32_t domain, uint32_t cbid, CUstream stream) {
+  CUgraphExec exec = kernel_graph_exec(k, 3);
+  graph_launch_n(domain, cbid, exec, stream);
+  destroy(exec);
+}
+
 // Ends the capture on s, instantiates the captured graph, launches it like the cudaGraphLaunch
 // phase, and destroys it all.
 void replay_capture(CUstream s) {
@@ -306,21 +313,16 @@ const Scenario kScenarios[] = {
      }},
     {"graph-runtime",
      [](Kernels &k) {
-       CUgraphExec exec = kernel_graph_exec(k, 3);
-       graph_launch_n(kRt, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000, exec, nullptr);
-       destroy(exec);
+       launch_three_kernel_graph(k, kRt, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000, nullptr);
      }},
     {"graph-driver",
      [](Kernels &k) {
-       CUgraphExec exec = kernel_graph_exec(k, 3);
-       graph_launch_n(kDrv, CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch, exec, nullptr);
-       destroy(exec);
+       launch_three_kernel_graph(k, kDrv, CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch, nullptr);
      }},
     {"graph-driver-ptsz",
      [](Kernels &k) {
-       CUgraphExec exec = kernel_graph_exec(k, 3);
-       graph_launch_n(kDrv, CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz, exec, CU_STREAM_PER_THREAD);
-       destroy(exec);
+       launch_three_kernel_graph(k, kDrv, CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz,
+                                 CU_STREAM_PER_THREAD);
      }},
     {"graph-upload",
      [](Kernels &k) {
@@ -380,8 +382,8 @@ struct DeviceResources {
   std::vector<CUgraphExec> execs;
 };
 
-void launch_thread(const Options &o, Kernels &kernels, int index,
-                   std::chrono::steady_clock::time_point start) {
+// Per simulated device: a stream and one instantiated graph of each of kGraphSizes.
+std::vector<DeviceResources> make_devices(const Options &o, Kernels &kernels, int index) {
   std::vector<DeviceResources> devices(o.num_gpus);
   for (int d = 0; d < o.num_gpus; ++d) {
     check(mock_cuda_set_device(d), "cudaSetDevice");
@@ -402,14 +404,11 @@ void launch_thread(const Options &o, Kernels &kernels, int index,
       devices[d].execs.push_back(exec);
     }
   }
-  std::vector<CUfunction> eager_kernels;
-  for (const char *name : kDefaultKernels) eager_kernels.push_back(kernels.next(name));
+  return devices;
+}
 
-  const double rate = o.launch_rate * o.num_gpus / o.threads;  // this thread's launches/s
-  const double graph_share = o.launch_rate > 0 ? o.graph_rate / o.launch_rate : 0;
-  const auto end = start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                               std::chrono::duration<double>(o.duration_s));
-  // --apis: the launch paths of this thread.
+// --apis: the launch paths of thread `index`.
+std::vector<Path> thread_apis(const Options &o, int index) {
   std::vector<Path> apis;
   for (size_t a = 0; a < o.apis.size(); ++a) {
     if (o.api_per_thread && a != static_cast<size_t>(index) % o.apis.size()) continue;
@@ -417,38 +416,59 @@ void launch_thread(const Options &o, Kernels &kernels, int index,
       if (is_kernel_launch_role(cb.role) && o.apis[a] == cb.name)
         apis.push_back({static_cast<uint32_t>(cb.domain), cb.cbid, is_ptsz(cb.name)});
   }
+  return apis;
+}
+
+// Waits until launch i is due (at start + i / rate; a late one goes out at once, to catch up).
+// False when the workload's time is up (after sleeping to its end when not --stress).
+bool wait_for_launch(const Options &o, uint64_t i, double rate,
+                     std::chrono::steady_clock::time_point start,
+                     std::chrono::steady_clock::time_point end) {
+  if (o.stress) return !(i % 256 == 0 && std::chrono::steady_clock::now() >= end);
+  const auto due = start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                               std::chrono::duration<double>(rate > 0 ? i / rate : 0));
+  if (rate <= 0 || due >= end) {
+    std::this_thread::sleep_until(end);
+    return false;
+  }
+  if (std::chrono::steady_clock::now() < due) std::this_thread::sleep_until(due);
+  return true;
+}
+
+// Launch i through a path: a graph launch of one of the device's graphs, or an eager launch.
+void launch_through(const Path &p, uint64_t i, const DeviceResources &res,
+                    const std::vector<CUfunction> &eager_kernels) {
+  const CUstream stream = p.per_thread_stream ? CU_STREAM_PER_THREAD : res.stream;
+  if (mock_cuda_launch_kind(p.domain, p.cbid) == MOCK_LAUNCH_GRAPH)
+    check(mock_cuda_graph_launch(p.domain, p.cbid, res.execs[i % res.execs.size()], stream),
+          "graph launch");
+  else
+    check(mock_cuda_launch(p.domain, p.cbid, eager_kernels[i % eager_kernels.size()], stream),
+          "launch");
+}
+
+// The timed mix: graph launches in the share --graph-rate gives, eager launches in between, each
+// from its own line here (two launch sites of one function: tests/integration/test_trace_tool.py).
+void launch_thread(const Options &o, Kernels &kernels, int index,
+                   std::chrono::steady_clock::time_point start) {
+  std::vector<DeviceResources> devices = make_devices(o, kernels, index);
+  std::vector<CUfunction> eager_kernels;
+  for (const char *name : kDefaultKernels) eager_kernels.push_back(kernels.next(name));
+  const double rate = o.launch_rate * o.num_gpus / o.threads;  // this thread's launches/s
+  const double graph_share = o.launch_rate > 0 ? o.graph_rate / o.launch_rate : 0;
+  const auto end = start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                               std::chrono::duration<double>(o.duration_s));
+  const std::vector<Path> apis = thread_apis(o, index);
   double graph_credit = 0;
   uint64_t eager = 0, graphs = 0;
   for (uint64_t i = 0;; ++i) {
     if (o.launches && i >= o.launches) break;
-    if (o.stress) {
-      if (i % 256 == 0 && std::chrono::steady_clock::now() >= end) break;
-    } else {
-      if (rate <= 0) {
-        std::this_thread::sleep_until(end);
-        break;
-      }
-      // Launch i is due at start + i / rate; late launches go out at once to catch up.
-      const auto due = start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                                   std::chrono::duration<double>(i / rate));
-      if (due >= end) {
-        std::this_thread::sleep_until(end);
-        break;
-      }
-      if (std::chrono::steady_clock::now() < due) std::this_thread::sleep_until(due);
-    }
+    if (!wait_for_launch(o, i, rate, start, end)) break;
     const int device = static_cast<int>((index + i / o.device_batch) % o.num_gpus);
     if (o.num_gpus > 1) mock_cuda_set_device(device);
     DeviceResources &res = devices[device];
     if (!apis.empty()) {
-      const Path &p = apis[i % apis.size()];
-      const CUstream stream = p.per_thread_stream ? CU_STREAM_PER_THREAD : res.stream;
-      if (mock_cuda_launch_kind(p.domain, p.cbid) == MOCK_LAUNCH_GRAPH)
-        check(mock_cuda_graph_launch(p.domain, p.cbid, res.execs[i % res.execs.size()], stream),
-              "graph launch");
-      else
-        check(mock_cuda_launch(p.domain, p.cbid, eager_kernels[i % eager_kernels.size()], stream),
-              "launch");
+      launch_through(apis[i % apis.size()], i, res, eager_kernels);
       continue;
     }
     graph_credit += graph_share;

@@ -90,101 +90,120 @@ bool MmapTracker::open(std::string *error) {
   return true;
 }
 
+namespace {
+
+// Moves the records a CPU's buffer holds into *recs (with their time and arrival order) and
+// frees their room; returns how many records the kernel said it lost.
+uint64_t read_buffer(void *base, std::vector<Record> *recs) {
+  auto *meta = static_cast<perf_event_mmap_page *>(base);
+  const uint8_t *data = static_cast<const uint8_t *>(base) + meta->data_offset;
+  const uint64_t size = meta->data_size;
+  const uint64_t head = __atomic_load_n(&meta->data_head, __ATOMIC_ACQUIRE);
+  uint64_t tail = meta->data_tail;
+  uint64_t lost = 0;
+  size_t seq = 0;
+  while (tail < head) {
+    perf_event_header h;
+    for (size_t i = 0; i < sizeof h; ++i)
+      reinterpret_cast<uint8_t *>(&h)[i] = data[(tail + i) % size];
+    if (h.size < sizeof h || tail + h.size > head) break;
+    Record r;
+    r.bytes.resize(h.size);
+    for (size_t i = 0; i < h.size; ++i) r.bytes[i] = data[(tail + i) % size];
+    tail += h.size;
+    if (h.type == PERF_RECORD_LOST) {
+      uint64_t n = 0;
+      if (h.size >= sizeof h + 16) std::memcpy(&n, r.bytes.data() + sizeof h + 8, 8);
+      lost += n;
+      continue;
+    }
+    if (h.size < sizeof h + sizeof(SampleId)) continue;
+    SampleId id;
+    std::memcpy(&id, r.bytes.data() + h.size - sizeof id, sizeof id);
+    r.time = id.time;
+    r.seq = seq++;
+    recs->push_back(std::move(r));
+  }
+  __atomic_store_n(&meta->data_tail, tail, __ATOMIC_RELEASE);
+  return lost;
+}
+
+// A PERF_RECORD_MMAP2's body as the mapping it made, and its process in *pid.
+// u32 pid, tid; u64 addr, len, pgoff; u32 maj, min; u64 ino, ino_generation; u32 prot, flags;
+// char filename[]. False when it is too short or has a build ID where maj, min and ino would be.
+bool mmap2_entry(const uint8_t *body, size_t body_size, uint16_t misc, uint32_t *pid,
+                 MapEntry *m) {
+  constexpr size_t kFixed = 4 + 4 + 8 + 8 + 8 + 4 + 4 + 8 + 8 + 4 + 4;
+  if (body_size <= kFixed || (misc & PERF_RECORD_MISC_MMAP_BUILD_ID)) return false;
+  uint32_t maj, min, prot;
+  uint64_t addr, len, pgoff, ino;
+  std::memcpy(pid, body, 4);
+  std::memcpy(&addr, body + 8, 8);
+  std::memcpy(&len, body + 16, 8);
+  std::memcpy(&pgoff, body + 24, 8);
+  std::memcpy(&maj, body + 32, 4);
+  std::memcpy(&min, body + 36, 4);
+  std::memcpy(&ino, body + 40, 8);
+  std::memcpy(&prot, body + 56, 4);
+  const char *name = reinterpret_cast<const char *>(body + kFixed);
+  m->start = addr;
+  m->end = addr + len;
+  m->offset = pgoff;
+  m->exec = (prot & PROT_EXEC) != 0;
+  m->inode = ino;
+  char dev[32];
+  std::snprintf(dev, sizeof dev, "%02x:%02x", maj, min);
+  m->dev = dev;
+  m->path.assign(name, strnlen(name, body_size - kFixed));
+  return true;
+}
+
+// One record applied to the symbolizer (and told to the hooks that want it).
+void apply_record(const Record &r, Symbolizer *sym, const MmapTracker::Hooks &hooks) {
+  perf_event_header h;
+  std::memcpy(&h, r.bytes.data(), sizeof h);
+  const uint8_t *body = r.bytes.data() + sizeof h;
+  const size_t body_size = h.size - sizeof h - sizeof(SampleId);
+  uint32_t pid, ppid, tid;
+  switch (h.type) {
+    case PERF_RECORD_MMAP2: {
+      MapEntry m;
+      if (!mmap2_entry(body, body_size, h.misc, &pid, &m)) break;
+      if (hooks.mapping && m.exec) hooks.mapping(pid, m);
+      sym->on_mmap(pid, std::move(m));
+      break;
+    }
+    case PERF_RECORD_COMM:
+      if (!(h.misc & PERF_RECORD_MISC_COMM_EXEC) || body_size < 8) break;
+      std::memcpy(&pid, body, 4);
+      if (hooks.exec) hooks.exec(pid);
+      sym->on_exec(pid);
+      break;
+    case PERF_RECORD_FORK:
+    case PERF_RECORD_EXIT:
+      if (body_size < 16) break;
+      std::memcpy(&pid, body, 4);
+      std::memcpy(&ppid, body + 4, 4);
+      std::memcpy(&tid, body + 8, 4);
+      if (pid != tid) break;  // threads
+      if (h.type == PERF_RECORD_FORK && pid != ppid) sym->on_fork(ppid, pid);
+      if (h.type == PERF_RECORD_EXIT) sym->on_exit(pid, r.time);
+      break;
+    default: break;
+  }
+}
+
+}  // namespace
+
 void MmapTracker::drain(Symbolizer *sym, const Hooks &hooks) {
   std::vector<Record> recs;
-  for (Cpu &c : cpus_) {
-    auto *meta = static_cast<perf_event_mmap_page *>(c.base);
-    const uint8_t *data = static_cast<const uint8_t *>(c.base) + meta->data_offset;
-    const uint64_t size = meta->data_size;
-    const uint64_t head = __atomic_load_n(&meta->data_head, __ATOMIC_ACQUIRE);
-    uint64_t tail = meta->data_tail;
-    size_t seq = 0;
-    while (tail < head) {
-      perf_event_header h;
-      for (size_t i = 0; i < sizeof h; ++i)
-        reinterpret_cast<uint8_t *>(&h)[i] = data[(tail + i) % size];
-      if (h.size < sizeof h || tail + h.size > head) break;
-      Record r;
-      r.bytes.resize(h.size);
-      for (size_t i = 0; i < h.size; ++i) r.bytes[i] = data[(tail + i) % size];
-      tail += h.size;
-      if (h.type == PERF_RECORD_LOST) {
-        uint64_t n = 0;
-        if (h.size >= sizeof h + 16) std::memcpy(&n, r.bytes.data() + sizeof h + 8, 8);
-        lost_ += n;
-        continue;
-      }
-      if (h.size < sizeof h + sizeof(SampleId)) continue;
-      SampleId id;
-      std::memcpy(&id, r.bytes.data() + h.size - sizeof id, sizeof id);
-      r.time = id.time;
-      r.seq = seq++;
-      recs.push_back(std::move(r));
-    }
-    __atomic_store_n(&meta->data_tail, tail, __ATOMIC_RELEASE);
-  }
+  for (Cpu &c : cpus_) lost_ += read_buffer(c.base, &recs);
   // The CPUs' buffers interleave: an exec on one CPU, the new program's mmaps on another.
   std::stable_sort(recs.begin(), recs.end(),
                    [](const Record &a, const Record &b) { return a.time < b.time; });
   for (const Record &r : recs) {
-    perf_event_header h;
-    std::memcpy(&h, r.bytes.data(), sizeof h);
-    const uint8_t *body = r.bytes.data() + sizeof h;
-    const size_t body_size = h.size - sizeof h - sizeof(SampleId);
     ++records_;
-    switch (h.type) {
-      case PERF_RECORD_MMAP2: {
-        // u32 pid, tid; u64 addr, len, pgoff; u32 maj, min; u64 ino, ino_generation;
-        // u32 prot, flags; char filename[]
-        constexpr size_t kFixed = 4 + 4 + 8 + 8 + 8 + 4 + 4 + 8 + 8 + 4 + 4;
-        if (body_size <= kFixed || (h.misc & PERF_RECORD_MISC_MMAP_BUILD_ID)) break;
-        uint32_t pid, maj, min, prot;
-        uint64_t addr, len, pgoff, ino;
-        std::memcpy(&pid, body, 4);
-        std::memcpy(&addr, body + 8, 8);
-        std::memcpy(&len, body + 16, 8);
-        std::memcpy(&pgoff, body + 24, 8);
-        std::memcpy(&maj, body + 32, 4);
-        std::memcpy(&min, body + 36, 4);
-        std::memcpy(&ino, body + 40, 8);
-        std::memcpy(&prot, body + 56, 4);
-        const char *name = reinterpret_cast<const char *>(body + kFixed);
-        MapEntry m;
-        m.start = addr;
-        m.end = addr + len;
-        m.offset = pgoff;
-        m.exec = (prot & PROT_EXEC) != 0;
-        m.inode = ino;
-        char dev[32];
-        std::snprintf(dev, sizeof dev, "%02x:%02x", maj, min);
-        m.dev = dev;
-        m.path.assign(name, strnlen(name, body_size - kFixed));
-        if (hooks.mapping && m.exec) hooks.mapping(pid, m);
-        sym->on_mmap(pid, std::move(m));
-        break;
-      }
-      case PERF_RECORD_COMM: {
-        if (!(h.misc & PERF_RECORD_MISC_COMM_EXEC) || body_size < 8) break;
-        uint32_t pid;
-        std::memcpy(&pid, body, 4);
-        if (hooks.exec) hooks.exec(pid);
-        sym->on_exec(pid);
-        break;
-      }
-      case PERF_RECORD_FORK:
-      case PERF_RECORD_EXIT: {
-        if (body_size < 16) break;
-        uint32_t pid, ppid, tid;
-        std::memcpy(&pid, body, 4);
-        std::memcpy(&ppid, body + 4, 4);
-        std::memcpy(&tid, body + 8, 4);
-        if (pid != tid) break;  // threads
-        if (h.type == PERF_RECORD_FORK && pid != ppid) sym->on_fork(ppid, pid);
-        if (h.type == PERF_RECORD_EXIT) sym->on_exit(pid, r.time);
-        break;
-      }
-      default: break;
-    }
+    apply_record(r, sym, hooks);
   }
   const uint64_t now = monotonic_ns();
   if (now - last_prune_ns_ > 1000000000ull) {

@@ -168,28 +168,73 @@ const char *path_option(int key) {
   }
 }
 
-error_t parse_opt(int key, char *arg, argp_state *state) {
-  auto *o = static_cast<Options *>(state->input);
+// The options with a number or a duration, checked. False: `key` is not one of them.
+bool parse_valued_option(int key, const char *arg, argp_state *state, Options *o) {
   long n = 0;
   double d = 0;
-  if (const char *flag = path_option(key); flag && arg && *arg == '\0')
-    bad(state, std::string(flag) + (key == 'l' || key == 'c' ? ": an empty path"
-                                                              : ": an empty file name (a path, or - for stdout)"));
   switch (key) {
-    case 'l': o->lib = arg; break;
     case 'p':
       if (!parse_count(arg, 1, INT_MAX, &n)) bad(state, std::string("bad PID '") + arg + "'");
       o->pid = static_cast<int>(n);
-      break;
-    case 'c': o->cgroup = arg; break;
+      return true;
     case 'd':
       if (!parse_duration(arg, &d) || d <= 0) bad(state, std::string("bad duration '") + arg + "'");
       o->duration_s = d;
-      break;
+      return true;
     case 'n':
       if (!parse_count(arg, 1, 100000, &n)) bad(state, std::string("bad -n '") + arg + "'");
       o->top = static_cast<size_t>(n);
-      break;
+      return true;
+    case kStackBytes:
+      if (!parse_count(arg, 0, PT_STACK_COPY_MAX, &n) || n % 8 || (n > 0 && n < 64))
+        bad(state, std::string("bad --stack-bytes '") + arg + "' (0, or a multiple of 8 from 64 to 131072)");
+      o->stack_bytes = static_cast<uint32_t>(n);
+      return true;
+    case kLinger:
+      if (!parse_duration(arg, &d) || d < 0 || d > 600) bad(state, std::string("bad linger '") + arg + "'");
+      o->linger_s = d;
+      return true;
+    case kMaxAge:
+      if (!parse_duration(arg, &d) || d <= 0) bad(state, std::string("bad max-age '") + arg + "'");
+      o->max_age_s = d;
+      return true;
+    case kMaxPending:
+      if (!parse_count(arg, 2, LONG_MAX, &n)) bad(state, std::string("bad max-pending '") + arg + "'");
+      o->max_pending = static_cast<size_t>(n);
+      return true;
+    case kRingbuf:
+      if (!parse_count(arg, 1, 1024, &n) || (n & (n - 1)))
+        bad(state, std::string("bad ring buffer size '") + arg + "' (a power of two, 1..1024)");
+      o->ringbuf_mb = static_cast<uint32_t>(n);
+      return true;
+  }
+  return false;
+}
+
+// INTERVAL [COUNT], as vmstat takes them.
+void parse_positional(const char *arg, argp_state *state, Options *o) {
+  long n = 0;
+  double d = 0;
+  if (state->arg_num == 0) {
+    if (!parse_duration(arg, &d) || d <= 0) bad(state, std::string("bad interval '") + arg + "'");
+    o->interval_s = d;
+  } else if (state->arg_num == 1) {
+    if (!parse_count(arg, 1, LONG_MAX, &n)) bad(state, std::string("bad count '") + arg + "'");
+    o->count = n;
+  } else {
+    bad(state, std::string("unexpected argument '") + arg + "'");
+  }
+}
+
+error_t parse_opt(int key, char *arg, argp_state *state) {
+  auto *o = static_cast<Options *>(state->input);
+  if (const char *flag = path_option(key); flag && arg && *arg == '\0')
+    bad(state, std::string(flag) + (key == 'l' || key == 'c' ? ": an empty path"
+                                                              : ": an empty file name (a path, or - for stdout)"));
+  if (parse_valued_option(key, arg, state, o)) return 0;
+  switch (key) {
+    case 'l': o->lib = arg; break;
+    case 'c': o->cgroup = arg; break;
     case 'k': o->kernels = true; break;
     case 'v': o->verbose = true; break;
     case kJson:
@@ -206,41 +251,9 @@ error_t parse_opt(int key, char *arg, argp_state *state) {
     case kNoPython: o->python = false; break;
     case kNoAutograd: o->autograd = false; break;
     case kFolded: o->folded_path = arg; break;
-    case kStackBytes:
-      if (!parse_count(arg, 0, PT_STACK_COPY_MAX, &n) || n % 8 || (n > 0 && n < 64))
-        bad(state, std::string("bad --stack-bytes '") + arg + "' (0, or a multiple of 8 from 64 to 131072)");
-      o->stack_bytes = static_cast<uint32_t>(n);
-      break;
     case kSvg: o->svg_path = arg; break;
     case kPprof: o->pprof_path = arg; break;
-    case kLinger:
-      if (!parse_duration(arg, &d) || d < 0 || d > 600) bad(state, std::string("bad linger '") + arg + "'");
-      o->linger_s = d;
-      break;
-    case kMaxAge:
-      if (!parse_duration(arg, &d) || d <= 0) bad(state, std::string("bad max-age '") + arg + "'");
-      o->max_age_s = d;
-      break;
-    case kMaxPending:
-      if (!parse_count(arg, 2, LONG_MAX, &n)) bad(state, std::string("bad max-pending '") + arg + "'");
-      o->max_pending = static_cast<size_t>(n);
-      break;
-    case kRingbuf:
-      if (!parse_count(arg, 1, 1024, &n) || (n & (n - 1)))
-        bad(state, std::string("bad ring buffer size '") + arg + "' (a power of two, 1..1024)");
-      o->ringbuf_mb = static_cast<uint32_t>(n);
-      break;
-    case ARGP_KEY_ARG:
-      if (state->arg_num == 0) {
-        if (!parse_duration(arg, &d) || d <= 0) bad(state, std::string("bad interval '") + arg + "'");
-        o->interval_s = d;
-      } else if (state->arg_num == 1) {
-        if (!parse_count(arg, 1, LONG_MAX, &n)) bad(state, std::string("bad count '") + arg + "'");
-        o->count = n;
-      } else {
-        bad(state, std::string("unexpected argument '") + arg + "'");
-      }
-      break;
+    case ARGP_KEY_ARG: parse_positional(arg, state, o); break;
     default: return ARGP_ERR_UNKNOWN;
   }
   return 0;

@@ -174,7 +174,7 @@ static __always_inline void remember_stack_end(__u64 sp, __u64 thread) {
  * (memory not contiguous up to the end found), the copy descends in chunks, each kept when it
  * reads. Halving the whole size instead, as before, lost up to half of the stack, and which half
  * depended on where the kernel put the stack's top (a 4 or an 8 KiB copy of the same stack). */
-static __always_inline void copy_stack(struct pt_regs *ctx, struct pt_stack_copy *c, __u8 *data) {
+static __always_inline void copy_regs(struct pt_regs *ctx, struct pt_stack_copy *c) {
   c->regs[0] = ctx->rax;
   c->regs[1] = ctx->rdx;
   c->regs[2] = ctx->rcx;
@@ -192,6 +192,39 @@ static __always_inline void copy_stack(struct pt_regs *ctx, struct pt_stack_copy
   c->regs[14] = ctx->r14;
   c->regs[15] = ctx->r15;
   c->regs[16] = ctx->rip;
+}
+
+/* The copy when the whole size does not read: up to the stack's end as the map holds it, else
+ * (memory not contiguous up to that end) chunks of halving size, each kept when it reads. Returns
+ * the bytes copied. */
+static __always_inline __u32 copy_stack_to_end(__u64 sp, const __u64 *known_end, __u8 *data) {
+  __u32 got = 0;
+  const __u64 end_at = known_end ? *known_end : 0;
+  if (end_at > sp && end_at - sp <= stack_copy_bytes) {
+    __u32 n = end_at - sp;
+    if (n <= stack_copy_bytes && bpf_probe_read_user(data, n, (const void *)sp) == 0) got = n;
+  }
+  if (got) return got;
+  /* (No 64 KiB step: each step doubles the paths the verifier walks, and this fallback for
+   * memory not contiguous to the stack's end is rare; loading took 1.2-1.9 s with it.) */
+  COPY_CHUNK(32768);
+  COPY_CHUNK(16384);
+  COPY_CHUNK(8192);
+  COPY_CHUNK(4096);
+  COPY_CHUNK(2048);
+  COPY_CHUNK(1024);
+  COPY_CHUNK(512);
+  COPY_CHUNK(256);
+  COPY_CHUNK(128);
+  COPY_CHUNK(64);
+  COPY_CHUNK(32);
+  COPY_CHUNK(16);
+  COPY_CHUNK(8);
+  return got;
+}
+
+static __always_inline void copy_stack(struct pt_regs *ctx, struct pt_stack_copy *c, __u8 *data) {
+  copy_regs(ctx, c);
   c->size = stack_copy_bytes;
   /* Read once: a ctx pointer moved to a field may not be dereferenced (the verifier). */
   const __u64 sp = ctx->rsp;
@@ -210,30 +243,7 @@ static __always_inline void copy_stack(struct pt_regs *ctx, struct pt_stack_copy
   }
   if (!got) {
     stat_add(PT_STAT_STACK_COPY_SHORT, 1);
-    /* Up to the end, as the map holds it. */
-    const __u64 end_at = known_end ? *known_end : 0;
-    if (end_at > sp && end_at - sp <= stack_copy_bytes) {
-      __u32 n = end_at - sp;
-      if (n <= stack_copy_bytes && bpf_probe_read_user(data, n, (const void *)sp) == 0) got = n;
-    }
-    if (!got) {
-      /* Not contiguous up to that end: chunks of halving size, each kept when it reads. */
-      /* (No 64 KiB step: each step doubles the paths the verifier walks, and this fallback for
-       * memory not contiguous to the stack's end is rare; loading took 1.2-1.9 s with it.) */
-      COPY_CHUNK(32768);
-      COPY_CHUNK(16384);
-      COPY_CHUNK(8192);
-      COPY_CHUNK(4096);
-      COPY_CHUNK(2048);
-      COPY_CHUNK(1024);
-      COPY_CHUNK(512);
-      COPY_CHUNK(256);
-      COPY_CHUNK(128);
-      COPY_CHUNK(64);
-      COPY_CHUNK(32);
-      COPY_CHUNK(16);
-      COPY_CHUNK(8);
-    }
+    got = copy_stack_to_end(sp, known_end, data);
   }
   if (got == 0) {
     c->bytes = -14; /* -EFAULT: not even 8 bytes at rsp */
@@ -246,6 +256,46 @@ static __always_inline void copy_stack(struct pt_regs *ctx, struct pt_stack_copy
 
 static __always_inline int read_ptr(__u64 *dst, __u64 addr) {
   return bpf_probe_read_user(dst, sizeof(*dst), (const void *)addr);
+}
+
+/* Walks the interpreter's thread list from *ts to the thread state of native thread `tid` (in
+ * *ts). False when it is not among the first PT_PY_THREADS_MAX or a read fails. */
+static __always_inline bool find_py_thread(const struct pt_py_proc *p, __u32 tid, __u64 *ts) {
+  for (int i = 0; i < PT_PY_THREADS_MAX && *ts; i++) {
+    __u64 native = 0;
+    if (read_ptr(&native, *ts + p->tstate_native_thread_id)) return false;
+    if (native == tid) return true;
+    if (read_ptr(ts, *ts + p->tstate_next)) return false;
+  }
+  return false;
+}
+
+/* The frames from `frame` outwards, at most PT_PY_FRAMES_MAX, into s (status PT_PY_OK so far). */
+static __always_inline void read_py_frames(const struct pt_py_proc *p, __u64 frame,
+                                           struct pt_py_stack *s, bool at_launch) {
+  __u32 n = 0;
+  for (__u32 i = 0; i < PT_PY_FRAMES_MAX; i++) {
+    if (!frame) break;
+    __u64 code = 0, instr = 0, prev = 0;
+    __u8 entry = 0;
+    if (read_ptr(&code, frame + p->frame_code) || read_ptr(&instr, frame + p->frame_instr) ||
+        read_ptr(&prev, frame + p->frame_previous) ||
+        bpf_probe_read_user(&entry, 1, (const void *)(frame + p->frame_entry))) {
+      s->status = PT_PY_READ_ERROR;
+      if (at_launch) stat_add(PT_STAT_PY_READ_ERRORS, 1);
+      break;
+    }
+    s->code[i] = code;
+    s->instr[i] = instr;
+    s->entry[i] = entry;
+    n = i + 1;
+    frame = prev;
+  }
+  s->count = n;
+  if (frame && s->status == PT_PY_OK) {
+    s->status = PT_PY_TRUNCATED;
+    if (at_launch) stat_add(PT_STAT_PY_TRUNCATED, 1);
+  }
 }
 
 /* The firing thread's CPython frames (struct pt_py_stack). The thread state is found by walking
@@ -273,17 +323,7 @@ static __always_inline void take_py_stack(const struct pt_py_proc *p, __u32 tid,
     if (at_launch) stat_add(PT_STAT_PY_READ_ERRORS, 1);
     return;
   }
-  bool found = false;
-  for (int i = 0; i < PT_PY_THREADS_MAX && ts; i++) {
-    __u64 native = 0;
-    if (read_ptr(&native, ts + p->tstate_native_thread_id)) break;
-    if (native == tid) {
-      found = true;
-      break;
-    }
-    if (read_ptr(&ts, ts + p->tstate_next)) break;
-  }
-  if (!found) {
+  if (!find_py_thread(p, tid, &ts)) {
     if (at_launch) stat_add(PT_STAT_PY_NO_THREAD, 1);
     return;
   }
@@ -296,29 +336,7 @@ static __always_inline void take_py_stack(const struct pt_py_proc *p, __u32 tid,
     if (at_launch) stat_add(PT_STAT_PY_READ_ERRORS, 1);
     return;
   }
-  __u32 n = 0;
-  for (__u32 i = 0; i < PT_PY_FRAMES_MAX; i++) {
-    if (!frame) break;
-    __u64 code = 0, instr = 0, prev = 0;
-    __u8 entry = 0;
-    if (read_ptr(&code, frame + p->frame_code) || read_ptr(&instr, frame + p->frame_instr) ||
-        read_ptr(&prev, frame + p->frame_previous) ||
-        bpf_probe_read_user(&entry, 1, (const void *)(frame + p->frame_entry))) {
-      s->status = PT_PY_READ_ERROR;
-      if (at_launch) stat_add(PT_STAT_PY_READ_ERRORS, 1);
-      break;
-    }
-    s->code[i] = code;
-    s->instr[i] = instr;
-    s->entry[i] = entry;
-    n = i + 1;
-    frame = prev;
-  }
-  s->count = n;
-  if (frame && s->status == PT_PY_OK) {
-    s->status = PT_PY_TRUNCATED;
-    if (at_launch) stat_add(PT_STAT_PY_TRUNCATED, 1);
-  }
+  read_py_frames(p, frame, s, at_launch);
 }
 
 /* The launching thread's Python frames, where its process runs CPython (py_procs). */
@@ -580,6 +598,26 @@ PROBE(kernel_executed, PT_STAT_FIRE_KERNEL_EXECUTED) {
   return 0;
 }
 
+/* One kernel event from a kernel record (a copy of it, 8-byte aligned): the record's fields, no
+ * bytes (that is a copy's), its name read from the process. */
+static __always_inline void fill_kernel_event(struct pt_kernel_event *e, const __u8 *rec,
+                                              __u32 kind) {
+  e->kind = kind;
+  e->start = FIELD(__u64, rec, PARCAGPU_KREC_OFF_START);
+  e->end = FIELD(__u64, rec, PARCAGPU_KREC_OFF_END);
+  e->device_id = FIELD(__u32, rec, PARCAGPU_KREC_OFF_DEVICE_ID);
+  e->context_id = FIELD(__u32, rec, PARCAGPU_KREC_OFF_CONTEXT_ID);
+  e->stream_id = FIELD(__u32, rec, PARCAGPU_KREC_OFF_STREAM_ID);
+  e->correlation_id = FIELD(__u32, rec, PARCAGPU_KREC_OFF_CORRELATION_ID);
+  e->graph_node_id = FIELD(__u64, rec, PARCAGPU_KREC_OFF_GRAPH_NODE_ID);
+  e->graph_id = FIELD(__u32, rec, PARCAGPU_KREC_OFF_GRAPH_ID);
+  e->bytes = 0;
+  e->copy_kind = e->src_kind = e->dst_kind = e->mem_flags = 0;
+  e->peer_device_id = 0;
+  e->h.flags = read_str(e->name, sizeof(e->name), FIELD(const void *, rec, PARCAGPU_KREC_OFF_NAME),
+                        PT_F_NAME_NULL, PT_F_NAME_FAULT);
+}
+
 PROBE(activity_batch, PT_STAT_FIRE_ACTIVITY_BATCH) {
   const void *const *records = (const void *const *)arg(ctx, 0);
   __u32 count = arg(ctx, 1);
@@ -613,23 +651,9 @@ PROBE(activity_batch, PT_STAT_FIRE_ACTIVITY_BATCH) {
     kernels++;
     struct pt_kernel_event *e = reserve_event(sizeof(*e), PT_EV_KERNEL);
     if (!e) continue;
-    e->kind = kind;
-    e->start = FIELD(__u64, rec, PARCAGPU_KREC_OFF_START);
-    e->end = FIELD(__u64, rec, PARCAGPU_KREC_OFF_END);
-    e->device_id = FIELD(__u32, rec, PARCAGPU_KREC_OFF_DEVICE_ID);
-    e->context_id = FIELD(__u32, rec, PARCAGPU_KREC_OFF_CONTEXT_ID);
-    e->stream_id = FIELD(__u32, rec, PARCAGPU_KREC_OFF_STREAM_ID);
-    e->correlation_id = FIELD(__u32, rec, PARCAGPU_KREC_OFF_CORRELATION_ID);
-    e->graph_node_id = FIELD(__u64, rec, PARCAGPU_KREC_OFF_GRAPH_NODE_ID);
-    e->graph_id = FIELD(__u32, rec, PARCAGPU_KREC_OFF_GRAPH_ID);
+    fill_kernel_event(e, rec, kind);
     e->batch_index = i;
     e->batch_count = count;
-    e->bytes = 0;
-    e->copy_kind = e->src_kind = e->dst_kind = e->mem_flags = 0;
-    e->peer_device_id = 0;
-    e->h.flags =
-        read_str(e->name, sizeof(e->name), FIELD(const void *, rec, PARCAGPU_KREC_OFF_NAME),
-                 PT_F_NAME_NULL, PT_F_NAME_FAULT);
     bpf_ringbuf_submit(e, 0);
   }
   stat_add(PT_STAT_RECORDS_OTHER_KIND, other);

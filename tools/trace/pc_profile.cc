@@ -442,8 +442,8 @@ void PcProfile::add_pprof(std::vector<PprofPcSample> *out) const {
   }
 }
 
-Json PcProfile::json(size_t nkernels, size_t npcs) const {
-  Json j;
+// The counters of the whole run, in the JSON's order.
+void PcProfile::add_totals_json(Json &j) const {
   j["records"] = records_;
   j["samples"] = samples_;
   j["pairs"] = pairs_;
@@ -463,6 +463,10 @@ Json PcProfile::json(size_t nkernels, size_t npcs) const {
               {"over_cap", bpf_.over_cap},
               {"read_errors", bpf_.read_errors},
               {"ringbuf_drops", bpf_.ringbuf_drops}};
+}
+
+// What each process said: its stall reasons' names, its devices' configurations, its cubins.
+void PcProfile::add_process_tables_json(Json &j) const {
   Json named = Json::array();
   for (const auto &[pid, names] : stall_names_)
     for (size_t i = 0; i < names.size(); ++i)
@@ -487,69 +491,86 @@ Json PcProfile::json(size_t nkernels, size_t npcs) const {
                       {"has_lines", c->lines.has_lines()},
                       {"unloaded", c->unloaded}});
   j["cubins"] = std::move(cubins);
+}
+
+// A kernel's samples by how they tie to launches: stacks, launch kinds, correlation IDs, stalls.
+void PcProfile::add_attribution_json(const Kernel &k, Json &jk) const {
+  const StackShare share = stack_share(k);
+  jk["samples_with_stack"] = share.with_stack;
+  jk["samples_gpu_only"] = share.gpu_only;
+  jk["samples_unannounced"] = share.unannounced;
+  jk["launches"] = share.launches;
+  Json launches = Json::object();
+  for (const auto &[what, n] : by_launch(k)) launches[what] = n;
+  jk["by_launch"] = std::move(launches);
+  Json ids = Json::array();
+  for (const auto &[corr, n] : k.by_correlation) {
+    if (ids.size() == 64) break;
+    if (corr != 0) ids.push_back(corr);  // 0 is no launch: the GPU-only samples
+  }
+  jk["correlation_ids"] = std::move(ids);
+  Json stalls = Json::array();
+  for (const auto &[index, n] : top(k.stalls, 8))
+    stalls.push_back({{"index", index}, {"name", stall_name(k.pid, index)}, {"samples", n}});
+  jk["stall_reasons"] = std::move(stalls);
+}
+
+// A kernel's hottest PCs and hottest source lines (where its cubin was read and has lines).
+void PcProfile::add_hot_spots_json(const Kernel &k, size_t npcs, Json &jk) const {
+  std::map<uint64_t, uint64_t> pcs;
+  for (const auto &[pc, st] : k.pcs) pcs[pc] = st.samples;
+  const Cubin *c = cubin(k.pid, k.cubin_crc);
+  std::map<std::string, uint64_t> by_line;
+  for (const auto &[pc, st] : k.pcs) {
+    CubinLines::Line line;
+    if (c && c->read && c->lines.lookup(k.function, pc, &line))
+      by_line[line.file + ":" + std::to_string(line.line)] += st.samples;
+  }
+  Json hot = Json::array();
+  for (const auto &[pc, n] : top(pcs, npcs)) {
+    CubinLines::Line line;
+    const bool have = c && c->read && c->lines.lookup(k.function, pc, &line);
+    const auto t = top(k.pcs.at(pc).stalls, 1);
+    Json h = {{"pc_offset", pc},
+              {"samples", n},
+              {"stall", t.empty() ? "" : stall_name(k.pid, t[0].first)}};
+    if (have) {
+      h["file"] = line.file;
+      h["line"] = line.line;
+    }
+    hot.push_back(std::move(h));
+  }
+  jk["hot_pcs"] = std::move(hot);
+  Json lines = Json::array();
+  for (const auto &[where, n] : top(by_line, npcs))
+    lines.push_back({{"where", where}, {"samples", n}});
+  jk["source_lines"] = std::move(lines);
+}
+
+Json PcProfile::kernel_json(const Kernel &k, size_t npcs) const {
+  Json jk;
+  jk["pid"] = k.pid;
+  jk["function"] = k.function;
+  if (std::string d = demangle(k.function); d != k.function) jk["demangled"] = std::move(d);
+  if (k.name_cut) jk["name_cut"] = true;
+  if (!k.received_name.empty()) jk["received_name"] = k.received_name;
+  jk["cubin_crc"] = k.cubin_crc;
+  jk["function_index"] = k.function_index;
+  jk["samples"] = k.samples;
+  jk["records"] = k.records;
+  jk["pairs"] = k.pairs;
+  add_attribution_json(k, jk);
+  add_hot_spots_json(k, npcs, jk);
+  return jk;
+}
+
+Json PcProfile::json(size_t nkernels, size_t npcs) const {
+  Json j;
+  add_totals_json(j);
+  add_process_tables_json(j);
   Json kernels = Json::array();
   const auto v = ranked();
-  for (size_t i = 0; i < v.size() && i < nkernels; ++i) {
-    const Kernel &k = *v[i];
-    Json jk;
-    jk["pid"] = k.pid;
-    jk["function"] = k.function;
-    if (std::string d = demangle(k.function); d != k.function) jk["demangled"] = std::move(d);
-    if (k.name_cut) jk["name_cut"] = true;
-    if (!k.received_name.empty()) jk["received_name"] = k.received_name;
-    jk["cubin_crc"] = k.cubin_crc;
-    jk["function_index"] = k.function_index;
-    jk["samples"] = k.samples;
-    jk["records"] = k.records;
-    jk["pairs"] = k.pairs;
-    const StackShare share = stack_share(k);
-    jk["samples_with_stack"] = share.with_stack;
-    jk["samples_gpu_only"] = share.gpu_only;
-    jk["samples_unannounced"] = share.unannounced;
-    jk["launches"] = share.launches;
-    Json launches = Json::object();
-    for (const auto &[what, n] : by_launch(k)) launches[what] = n;
-    jk["by_launch"] = std::move(launches);
-    Json ids = Json::array();
-    for (const auto &[corr, n] : k.by_correlation) {
-      if (ids.size() == 64) break;
-      if (corr != 0) ids.push_back(corr);  // 0 is no launch: the GPU-only samples
-    }
-    jk["correlation_ids"] = std::move(ids);
-    Json stalls = Json::array();
-    for (const auto &[index, n] : top(k.stalls, 8))
-      stalls.push_back({{"index", index}, {"name", stall_name(k.pid, index)}, {"samples", n}});
-    jk["stall_reasons"] = std::move(stalls);
-    std::map<uint64_t, uint64_t> pcs;
-    for (const auto &[pc, st] : k.pcs) pcs[pc] = st.samples;
-    const Cubin *c = cubin(k.pid, k.cubin_crc);
-    std::map<std::string, uint64_t> by_line;
-    for (const auto &[pc, st] : k.pcs) {
-      CubinLines::Line line;
-      if (c && c->read && c->lines.lookup(k.function, pc, &line))
-        by_line[line.file + ":" + std::to_string(line.line)] += st.samples;
-    }
-    Json hot = Json::array();
-    for (const auto &[pc, n] : top(pcs, npcs)) {
-      CubinLines::Line line;
-      const bool have = c && c->read && c->lines.lookup(k.function, pc, &line);
-      const auto t = top(k.pcs.at(pc).stalls, 1);
-      Json h = {{"pc_offset", pc},
-                {"samples", n},
-                {"stall", t.empty() ? "" : stall_name(k.pid, t[0].first)}};
-      if (have) {
-        h["file"] = line.file;
-        h["line"] = line.line;
-      }
-      hot.push_back(std::move(h));
-    }
-    jk["hot_pcs"] = std::move(hot);
-    Json lines = Json::array();
-    for (const auto &[where, n] : top(by_line, npcs))
-      lines.push_back({{"where", where}, {"samples", n}});
-    jk["source_lines"] = std::move(lines);
-    kernels.push_back(std::move(jk));
-  }
+  for (size_t i = 0; i < v.size() && i < nkernels; ++i) kernels.push_back(kernel_json(*v[i], npcs));
   j["kernels"] = std::move(kernels);
   Json missed = Json::array();
   for (const NotSampled &n : not_sampled()) {
@@ -604,25 +625,41 @@ bool PcSampling::wants(uint32_t type) const {
   return false;
 }
 
+namespace {
+
+// A PC record as the probe copied it: CUpti_PCSamplingPCData's fields at their offsets.
+PcSample pc_sample(uint32_t pid, const pv_pc_record_event &e) {
+  PcSample s;
+  s.pid = pid;
+  s.cubin_crc = record_field<uint64_t>(e.record, 8);
+  s.pc_offset = record_field<uint64_t>(e.record, 16);
+  s.function_index = record_field<uint32_t>(e.record, 24);
+  s.correlation_id = record_field<uint32_t>(e.record, 56);
+  s.function.assign(e.function_name, strnlen(e.function_name, sizeof e.function_name));
+  uint64_t count = record_field<uint64_t>(e.record, 40);
+  if (count > PARCAGPU_STALL_REASON_MAX) count = PARCAGPU_STALL_REASON_MAX;
+  for (uint64_t i = 0; i < count; ++i) s.stalls.push_back({e.stall[2 * i], e.stall[2 * i + 1]});
+  return s;
+}
+
+}  // namespace
+
+// A loaded cubin, read from the process's memory while it is loaded.
+void PcSampling::on_cubin_loaded(uint32_t pid, const pt_meta_event &e) {
+  const auto bytes = read_process(pid, e.ptr, e.size);
+  if (verbose_)
+    std::fprintf(stderr, "[%u] pc sampling: cubin crc=0x%" PRIx64 " size=%" PRIu64 " read=%s\n",
+                 pid, static_cast<uint64_t>(e.crc), static_cast<uint64_t>(e.size),
+                 bytes.empty() ? "no" : "yes");
+  profile_.on_cubin(pid, e.crc, e.size, bytes);
+}
+
 void PcSampling::on_event(const pt_header &h, const void *data, size_t size) {
   switch (h.type) {
-    case PV_EV_PC_RECORD: {
+    case PV_EV_PC_RECORD:
       if (size < sizeof(pv_pc_record_event)) break;
-      const auto *e = static_cast<const pv_pc_record_event *>(data);
-      PcSample s;
-      s.pid = h.pid;
-      s.cubin_crc = record_field<uint64_t>(e->record, 8);
-      s.pc_offset = record_field<uint64_t>(e->record, 16);
-      s.function_index = record_field<uint32_t>(e->record, 24);
-      s.correlation_id = record_field<uint32_t>(e->record, 56);
-      s.function.assign(e->function_name, strnlen(e->function_name, sizeof e->function_name));
-      uint64_t count = record_field<uint64_t>(e->record, 40);
-      if (count > PARCAGPU_STALL_REASON_MAX) count = PARCAGPU_STALL_REASON_MAX;
-      for (uint64_t i = 0; i < count; ++i)
-        s.stalls.push_back({e->stall[2 * i], e->stall[2 * i + 1]});
-      profile_.on_sample(s);
+      profile_.on_sample(pc_sample(h.pid, *static_cast<const pv_pc_record_event *>(data)));
       return;
-    }
     case PV_EV_STALL_REASON_MAP:
       if (size < sizeof(pv_stall_map_event)) break;
       profile_.on_stall_map(h.pid, static_cast<const pv_stall_map_event *>(data)->names,
@@ -632,17 +669,10 @@ void PcSampling::on_event(const pt_header &h, const void *data, size_t size) {
     case PT_EV_CUBIN_UNLOADED: {
       if (size < sizeof(pt_meta_event)) break;
       const auto *e = static_cast<const pt_meta_event *>(data);
-      if (h.type == PT_EV_CUBIN_UNLOADED) {
+      if (h.type == PT_EV_CUBIN_UNLOADED)
         profile_.on_cubin_unloaded(h.pid, e->crc);
-      } else {
-        const auto bytes = read_process(h.pid, e->ptr, e->size);
-        if (verbose_)
-          std::fprintf(stderr,
-                       "[%u] pc sampling: cubin crc=0x%" PRIx64 " size=%" PRIu64 " read=%s\n",
-                       h.pid, static_cast<uint64_t>(e->crc), static_cast<uint64_t>(e->size),
-                       bytes.empty() ? "no" : "yes");
-        profile_.on_cubin(h.pid, e->crc, e->size, bytes);
-      }
+      else
+        on_cubin_loaded(h.pid, *e);
       return;
     }
     case PT_EV_GPU_CONFIG: {

@@ -120,6 +120,12 @@ class PcProfile {
   // its process; *in_cubin: a cubin of the process has the function.
   std::string kernel_function(uint32_t pid, const std::string &name, bool *in_cubin) const;
   void print_not_sampled(FILE *out, size_t n) const;
+  // json()'s parts, each adding its keys in the order the JSON lists them.
+  void add_totals_json(Json &j) const;
+  void add_process_tables_json(Json &j) const;
+  Json kernel_json(const Kernel &k, size_t npcs) const;
+  void add_attribution_json(const Kernel &k, Json &jk) const;
+  void add_hot_spots_json(const Kernel &k, size_t npcs, Json &jk) const;
   // A sample's function name whole: from its cubin (the symbol at its functionIndex, or the one
   // symbol the probe's cut copy begins), else the copy; *cut when that copy may be cut.
   std::string full_name(const PcSample &s, bool *cut) const;
@@ -182,6 +188,7 @@ class PcSampling : public Extension {
   uint64_t malformed() const { return malformed_; }
 
  private:
+  void on_cubin_loaded(uint32_t pid, const pt_meta_event &e);
   bool verbose_;
   PcProfile profile_;
   uint64_t malformed_ = 0;

@@ -100,106 +100,137 @@ class Builder {
   std::unordered_map<std::string, uint64_t> mappings_, locations_;
 };
 
-}  // namespace
-
-std::string pprof_profile(const GpuProfile &gp, const StackTable &stacks, const NameTable &names,
-                          const ProcessTable &processes, const PprofInfo &info) {
-  pb::Profile p;
-  Builder b(&p);
-  // The count first and the time last, as pprof's convention has it; the time is the default.
-  pb::ValueType *count = p.add_sample_type();
-  count->set_type(b.str("kernels"));
-  count->set_unit(b.str("count"));
-  pb::ValueType *gpu = p.add_sample_type();
-  gpu->set_type(b.str("gpu"));
-  gpu->set_unit(b.str("nanoseconds"));
-  if (info.pc_samples) {
-    pb::ValueType *pc = p.add_sample_type();
-    pc->set_type(b.str("pc_samples"));
-    pc->set_unit(b.str("count"));
-    pb::ValueType *pc_gpu = p.add_sample_type();
-    pc_gpu->set_type(b.str("pc_gpu"));
-    pc_gpu->set_unit(b.str("nanoseconds"));
+// One profile being written: its header, then the kernels' samples, then the PC samples.
+class ProfileWriter {
+ public:
+  ProfileWriter(const StackTable &stacks, const ProcessTable &processes, const PprofInfo &info)
+      : b_(&p_), stacks_(stacks), processes_(processes), info_(info) {
+    add_header();
+    kernel_key_ = b_.str("kernel"), pid_key_ = b_.str("pid"), comm_key_ = b_.str("comm");
+    rank_key_ = b_.str("rank"), local_rank_key_ = b_.str("local_rank");
+    device_key_ = b_.str("device"), stall_key_ = b_.str("stall_reason");
   }
-  p.mutable_period_type()->set_type(b.str("gpu"));
-  p.mutable_period_type()->set_unit(b.str("nanoseconds"));
-  p.set_period(1);  // every kernel is counted: nothing is sampled
-  p.set_default_sample_type(b.str("gpu"));
-  p.set_time_nanos(info.time_nanos);
-  p.set_duration_nanos(info.duration_nanos);
-  p.add_comment(b.str("GPU time by CUDA launch stack: parcagpu-trace"));
-  const int64_t kernel_key = b.str("kernel"), pid_key = b.str("pid"), comm_key = b.str("comm"),
-                rank_key = b.str("rank"), local_rank_key = b.str("local_rank"), device_key = b.str("device"),
-                stall_key = b.str("stall_reason");
-  auto str_label = [&](pb::Sample *s, int64_t key, const std::string &v) {
+
+  // One sample per (stack, kernel, process, device): `pprof -tagfocus=rank=1`, `-tagshow=comm`,
+  // Parca's and Pyroscope's label filters tell the ranks of one job apart.
+  void add_kernels(const GpuProfile &gp, const NameTable &names) {
+    for (const GpuProfile::Cell &c : gp.cells()) {
+      pb::Sample *s = p_.add_sample();
+      for (uint64_t id : locations(c.stack_id)) s->add_location_id(id);
+      s->add_value(static_cast<int64_t>(c.kernels));
+      s->add_value(static_cast<int64_t>(c.gpu_ns));
+      if (info_.pc_samples) s->add_value(0), s->add_value(0);
+      str_label(s, kernel_key_, names.demangled(c.kernel));
+      num_label(s, device_key_, c.origin.device);
+      if (c.origin.process >= processes_.size()) continue;  // no process known: no process labels
+      process_labels(s, processes_.info(c.origin.process));
+    }
+  }
+
+  // The PC samples: the process of each by its pid (the latest process of that pid).
+  void add_pc_samples(const std::vector<PprofPcSample> &samples) {
+    std::unordered_map<uint32_t, const ProcessInfo *> by_pid;
+    for (size_t i = 0; i < processes_.size(); ++i)
+      by_pid[processes_.info(static_cast<uint32_t>(i)).pid] =
+          &processes_.info(static_cast<uint32_t>(i));
+    for (const PprofPcSample &x : samples) {
+      pb::Sample *s = p_.add_sample();
+      s->add_location_id(b_.pc_location(x));
+      s->add_value(0);
+      s->add_value(0);
+      s->add_value(static_cast<int64_t>(x.samples));
+      s->add_value(static_cast<int64_t>(x.gpu_ns));
+      str_label(s, stall_key_, x.stall);
+      str_label(s, kernel_key_, x.kernel);
+      if (x.device >= 0) num_label(s, device_key_, x.device);
+      if (auto it = by_pid.find(x.pid); it != by_pid.end()) {
+        process_labels(s, *it->second);
+      } else {
+        num_label(s, pid_key_, x.pid);
+      }
+    }
+  }
+
+  std::string serialized() const { return p_.SerializeAsString(); }
+
+ private:
+  void add_sample_type(const char *type, const char *unit) {
+    pb::ValueType *t = p_.add_sample_type();
+    t->set_type(b_.str(type));
+    t->set_unit(b_.str(unit));
+  }
+
+  // The count first and the time last, as pprof's convention has it; the time is the default.
+  void add_header() {
+    add_sample_type("kernels", "count");
+    add_sample_type("gpu", "nanoseconds");
+    if (info_.pc_samples) {
+      add_sample_type("pc_samples", "count");
+      add_sample_type("pc_gpu", "nanoseconds");
+    }
+    p_.mutable_period_type()->set_type(b_.str("gpu"));
+    p_.mutable_period_type()->set_unit(b_.str("nanoseconds"));
+    p_.set_period(1);  // every kernel is counted: nothing is sampled
+    p_.set_default_sample_type(b_.str("gpu"));
+    p_.set_time_nanos(info_.time_nanos);
+    p_.set_duration_nanos(info_.duration_nanos);
+    p_.add_comment(b_.str("GPU time by CUDA launch stack: parcagpu-trace"));
+  }
+
+  void str_label(pb::Sample *s, int64_t key, const std::string &v) {
     pb::Label *l = s->add_label();
     l->set_key(key);
-    l->set_str(b.str(v));
-  };
-  auto num_label = [&](pb::Sample *s, int64_t key, int64_t v) {
+    l->set_str(b_.str(v));
+  }
+
+  void num_label(pb::Sample *s, int64_t key, int64_t v) {
     pb::Label *l = s->add_label();
     l->set_key(key);
     l->set_num(v);
-  };
-  auto process_labels = [&](pb::Sample *s, const ProcessInfo &info) {
-    num_label(s, pid_key, info.pid);
-    if (!info.comm.empty()) str_label(s, comm_key, info.comm);
-    if (info.rank) num_label(s, rank_key, *info.rank);
-    if (info.local_rank) num_label(s, local_rank_key, *info.local_rank);
-  };
+  }
 
-  std::unordered_map<uint32_t, std::vector<uint64_t>> locations_of;  // stack id -> leaf first
-  auto locations = [&](uint32_t stack_id) -> const std::vector<uint64_t> & {
-    auto [it, fresh] = locations_of.try_emplace(stack_id);
+  void process_labels(pb::Sample *s, const ProcessInfo &info) {
+    num_label(s, pid_key_, info.pid);
+    if (!info.comm.empty()) str_label(s, comm_key_, info.comm);
+    if (info.rank) num_label(s, rank_key_, *info.rank);
+    if (info.local_rank) num_label(s, local_rank_key_, *info.local_rank);
+  }
+
+  // The stack's locations, leaf first: one per physical frame, its inlined calls in it.
+  const std::vector<uint64_t> &locations(uint32_t stack_id) {
+    auto [it, fresh] = locations_of_.try_emplace(stack_id);
     if (!fresh) return it->second;
     if (const char *pseudo = StackTable::pseudo_name(stack_id)) {
-      it->second.push_back(b.pseudo_location(pseudo));
+      it->second.push_back(b_.pseudo_location(pseudo));
     } else {
-      const std::vector<Frame> &fs = stacks.frames(stack_id);  // innermost first
+      const std::vector<Frame> &fs = stacks_.frames(stack_id);  // innermost first
       size_t start = 0;
       for (size_t i = 0; i < fs.size(); ++i) {
         if (fs[i].inlined && i + 1 < fs.size()) continue;  // inlined into the next frame
-        it->second.push_back(b.location(&fs[start], i - start + 1));
+        it->second.push_back(b_.location(&fs[start], i - start + 1));
         start = i + 1;
       }
     }
     return it->second;
-  };
-  // One sample per (stack, kernel, process, device): `pprof -tagfocus=rank=1`, `-tagshow=comm`,
-  // Parca's and Pyroscope's label filters tell the ranks of one job apart.
-  for (const GpuProfile::Cell &c : gp.cells()) {
-    pb::Sample *s = p.add_sample();
-    for (uint64_t id : locations(c.stack_id)) s->add_location_id(id);
-    s->add_value(static_cast<int64_t>(c.kernels));
-    s->add_value(static_cast<int64_t>(c.gpu_ns));
-    if (info.pc_samples) s->add_value(0), s->add_value(0);
-    str_label(s, kernel_key, names.demangled(c.kernel));
-    num_label(s, device_key, c.origin.device);
-    if (c.origin.process >= processes.size()) continue;  // no process known: no process labels
-    process_labels(s, processes.info(c.origin.process));
   }
-  if (!info.pc_samples) return p.SerializeAsString();
-  // The PC samples: the process of each by its pid (the latest process of that pid).
-  std::unordered_map<uint32_t, const ProcessInfo *> by_pid;
-  for (size_t i = 0; i < processes.size(); ++i)
-    by_pid[processes.info(static_cast<uint32_t>(i)).pid] = &processes.info(static_cast<uint32_t>(i));
-  for (const PprofPcSample &x : *info.pc_samples) {
-    pb::Sample *s = p.add_sample();
-    s->add_location_id(b.pc_location(x));
-    s->add_value(0);
-    s->add_value(0);
-    s->add_value(static_cast<int64_t>(x.samples));
-    s->add_value(static_cast<int64_t>(x.gpu_ns));
-    str_label(s, stall_key, x.stall);
-    str_label(s, kernel_key, x.kernel);
-    if (x.device >= 0) num_label(s, device_key, x.device);
-    if (auto it = by_pid.find(x.pid); it != by_pid.end()) {
-      process_labels(s, *it->second);
-    } else {
-      num_label(s, pid_key, x.pid);
-    }
-  }
-  return p.SerializeAsString();
+
+  pb::Profile p_;
+  Builder b_;
+  const StackTable &stacks_;
+  const ProcessTable &processes_;
+  const PprofInfo &info_;
+  int64_t kernel_key_, pid_key_, comm_key_, rank_key_, local_rank_key_, device_key_, stall_key_;
+  std::unordered_map<uint32_t, std::vector<uint64_t>> locations_of_;  // stack id -> leaf first
+};
+
+}  // namespace
+
+std::string pprof_profile(const GpuProfile &gp, const StackTable &stacks, const NameTable &names,
+                          const ProcessTable &processes, const PprofInfo &info) {
+  ProfileWriter w(stacks, processes, info);
+  w.add_kernels(gp, names);
+  if (info.pc_samples) w.add_pc_samples(*info.pc_samples);
+  return w.serialized();
 }
 
 bool gzip_compress(const std::string &data, std::string *out) {

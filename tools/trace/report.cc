@@ -3,6 +3,7 @@
 #include <cinttypes>
 #include <algorithm>
 #include <cmath>
+#include <initializer_list>
 #include <type_traits>
 #include <utility>
 
@@ -268,9 +269,16 @@ void print_counters(FILE *f, const Summary &s) {
   }
 }
 
-}  // namespace
+// "what n, what n, ...": the nonzero counts with what they count, in the order given.
+std::string nonzero_counts(std::initializer_list<std::pair<const char *, uint64_t>> counts) {
+  std::string text;
+  for (const auto &[what, n] : counts)
+    if (n) text += (text.empty() ? "" : ", ") + std::string(what) + " " + std::to_string(n);
+  return text;
+}
 
-void print_summary(FILE *f, const Summary &s, bool verbose) {
+// The first lines: how long, which processes and libraries, launches and kernels matched.
+void print_headline(FILE *f, const Summary &s) {
   uint64_t eager = 0, graph = 0;
   for (const auto &[cbid, n] : s.correlations_by_cbid) (is_graph_cbid(cbid) ? graph : eager) += n;
   std::fprintf(f, "\nparcagpu-trace: %.1f s, %" PRIu64 " process%s, %zu librar%s", s.duration_s, s.pids,
@@ -282,23 +290,23 @@ void print_summary(FILE *f, const Summary &s, bool verbose) {
                   "); kernels matched %" PRIu64 " of %" PRIu64 " (graph %" PRIu64 "), %s of GPU time\n",
                s.correlations, eager, graph, s.kernels_matched, s.kernel_records, s.graph_kernels_matched,
                human_ns(s.gpu_ns_matched).c_str());
-  std::string lost;
-  auto add = [&lost](const char *what, uint64_t n) {
-    if (n) lost += (lost.empty() ? "" : ", ") + std::string(what) + " " + std::to_string(n);
-  };
-  add("orphan kernels", s.orphan_kernels);
-  add("launches without kernels (eager)", s.orphan_correlations_eager);
-  add("launches without kernels (graph)", s.orphan_correlations_graph);
-  add("ring-buffer drops", s.ringbuf_drops);
-  add("metadata ring-buffer drops", s.meta_ringbuf_drops);
-  add("error firings lost", s.errors_lost);
-  add("read errors", s.read_errors);
-  add("stacks dropped", s.stacks_dropped);
-  add("events left unread at exit", s.events_left_at_exit);
-  // Losses that had only a -v counter line: every loss the JSON counts is said here too.
-  add("records over the activity_batch cap", s.batch_records_over_cap);
-  add("capture sites forgotten", s.capture_entries_forgotten);
-  add("stacks beyond the stack table", s.stack_table_overflows);
+}
+
+// Every loss the JSON counts, what was forgotten, impossible kernel records, library errors.
+void print_losses(FILE *f, const Summary &s) {
+  // The losses that had only a -v counter line are the last three.
+  const std::string lost = nonzero_counts({{"orphan kernels", s.orphan_kernels},
+                                           {"launches without kernels (eager)", s.orphan_correlations_eager},
+                                           {"launches without kernels (graph)", s.orphan_correlations_graph},
+                                           {"ring-buffer drops", s.ringbuf_drops},
+                                           {"metadata ring-buffer drops", s.meta_ringbuf_drops},
+                                           {"error firings lost", s.errors_lost},
+                                           {"read errors", s.read_errors},
+                                           {"stacks dropped", s.stacks_dropped},
+                                           {"events left unread at exit", s.events_left_at_exit},
+                                           {"records over the activity_batch cap", s.batch_records_over_cap},
+                                           {"capture sites forgotten", s.capture_entries_forgotten},
+                                           {"stacks beyond the stack table", s.stack_table_overflows}});
   std::fprintf(f, "  lost: %s\n", lost.empty() ? "nothing (every kernel record matched its launch)" : lost.c_str());
   if (s.forgotten_correlations_eager + s.forgotten_correlations_graph + s.forgotten_kernels) {
     std::fprintf(f, "  of which forgotten: launches %" PRIu64 ", kernels %" PRIu64,
@@ -311,13 +319,11 @@ void print_summary(FILE *f, const Summary &s, bool verbose) {
     std::fprintf(f, "\n");
   }
   if (s.impossible_kernel_records) {
-    std::string why;
-    for (const auto &[what, n] : {std::pair{"reversed or 0", s.impossible_reversed},
-                                  std::pair{"longer than their process", s.impossible_longer_than_process},
-                                  std::pair{"longer than launch to delivery", s.impossible_longer_than_launch},
-                                  std::pair{"overlapping their stream", s.impossible_stream_overlap},
-                                  std::pair{"beyond their device in a second", s.impossible_device_overfull}})
-      if (n) why += (why.empty() ? "" : ", ") + std::string(what) + " " + std::to_string(n);
+    const std::string why = nonzero_counts({{"reversed or 0", s.impossible_reversed},
+                                            {"longer than their process", s.impossible_longer_than_process},
+                                            {"longer than launch to delivery", s.impossible_longer_than_launch},
+                                            {"overlapping their stream", s.impossible_stream_overlap},
+                                            {"beyond their device in a second", s.impossible_device_overfull}});
     std::fprintf(f, "  impossible kernel records: %" PRIu64 " of %" PRIu64 " (%s), left out of the GPU time\n",
                  s.impossible_kernel_records, s.kernel_records, why.c_str());
   }
@@ -327,6 +333,13 @@ void print_summary(FILE *f, const Summary &s, bool verbose) {
   if (s.kernels_ignored_at_exit)
     std::fprintf(f, "  unmatched kernels of launches announced while detaching: %" PRIu64 "\n",
                  s.kernels_ignored_at_exit);
+}
+
+}  // namespace
+
+void print_summary(FILE *f, const Summary &s, bool verbose) {
+  print_headline(f, s);
+  print_losses(f, s);
   std::fprintf(f, "\n");
   if (s.gpu_time_by_process.size() > 1) {  // several ranks (or processes): which spends what
     print_process_table(f, s.gpu_time_by_process);

@@ -235,6 +235,46 @@ class DwarfImage {
     return f;
   }
 
+  // The frames of the functions whose scopes hold `pc` in `cu`, innermost first: the inlined
+  // instances, each at *loc_file:*loc_line (then set to its call site), up to the first function
+  // that is not inlined.
+  void add_scope_frames(Dwarf_Die *cu, Dwarf_Addr pc, std::string *loc_file, int *loc_line,
+                        std::vector<Frame> *out) {
+    Dwarf_Die *scopes = nullptr;
+    int n = dwarf_getscopes(cu, pc, &scopes);
+    if (n <= 0) return;
+    // dwarf_getscopes follows an inlined function to where it is defined; the nesting of the
+    // inlined instances at this address comes from the innermost scope's own parents.
+    Dwarf_Die innermost = scopes[0];
+    std::free(scopes);
+    scopes = nullptr;
+    n = dwarf_getscopes_die(&innermost, &scopes);
+    Dwarf_Files *files = nullptr;
+    if (dwarf_getsrcfiles(cu, &files, nullptr) != 0) files = nullptr;
+    for (int i = 0; i < n; ++i) {
+      Dwarf_Die *die = &scopes[i];
+      if (!is_function_scope(die)) continue;
+      Frame f = base_frame();
+      f.function = die_function_name(die);
+      f.file = *loc_file;
+      f.line = *loc_line;
+      f.inlined = dwarf_tag(die) == DW_TAG_inlined_subroutine;
+      out->push_back(std::move(f));
+      if (!out->back().inlined) break;
+      // The caller's location is the call site of this inlined instance.
+      Dwarf_Attribute attr;
+      Dwarf_Word v = 0;
+      loc_file->clear();
+      *loc_line = 0;
+      if (files && dwarf_formudata(dwarf_attr(die, DW_AT_call_file, &attr), &v) == 0) {
+        const char *file = dwarf_filesrc(files, v, nullptr, nullptr);
+        if (file) *loc_file = file;
+      }
+      if (dwarf_formudata(dwarf_attr(die, DW_AT_call_line, &attr), &v) == 0) *loc_line = static_cast<int>(v);
+    }
+    std::free(scopes);
+  }
+
   std::vector<Frame> lookup(uint64_t addr) {
     std::vector<Frame> out;
     GElf_Off sym_off = 0;
@@ -247,41 +287,8 @@ class DwarfImage {
       if (file) loc_file = file;
     }
     Dwarf_Addr bias = 0;
-    Dwarf_Die *cu = dwfl_module_addrdie(mod_, addr, &bias);
-    Dwarf_Die *scopes = nullptr;
-    int n = cu ? dwarf_getscopes(cu, addr - bias, &scopes) : 0;
-    if (n > 0) {
-      // dwarf_getscopes follows an inlined function to where it is defined; the nesting of the
-      // inlined instances at this address comes from the innermost scope's own parents.
-      Dwarf_Die innermost = scopes[0];
-      std::free(scopes);
-      scopes = nullptr;
-      n = dwarf_getscopes_die(&innermost, &scopes);
-      Dwarf_Files *files = nullptr;
-      if (dwarf_getsrcfiles(cu, &files, nullptr) != 0) files = nullptr;
-      for (int i = 0; i < n; ++i) {
-        Dwarf_Die *die = &scopes[i];
-        if (!is_function_scope(die)) continue;
-        Frame f = base_frame();
-        f.function = die_function_name(die);
-        f.file = loc_file;
-        f.line = loc_line;
-        f.inlined = dwarf_tag(die) == DW_TAG_inlined_subroutine;
-        out.push_back(std::move(f));
-        if (!out.back().inlined) break;
-        // The caller's location is the call site of this inlined instance.
-        Dwarf_Attribute attr;
-        Dwarf_Word v = 0;
-        loc_file.clear();
-        loc_line = 0;
-        if (files && dwarf_formudata(dwarf_attr(die, DW_AT_call_file, &attr), &v) == 0) {
-          const char *file = dwarf_filesrc(files, v, nullptr, nullptr);
-          if (file) loc_file = file;
-        }
-        if (dwarf_formudata(dwarf_attr(die, DW_AT_call_line, &attr), &v) == 0) loc_line = static_cast<int>(v);
-      }
-      std::free(scopes);
-    }
+    if (Dwarf_Die *cu = dwfl_module_addrdie(mod_, addr, &bias))
+      add_scope_frames(cu, addr - bias, &loc_file, &loc_line, &out);
     if (out.empty() || out.back().inlined) {  // no DWARF function for the outermost code
       Frame f = base_frame();
       f.file = loc_file;

@@ -45,6 +45,24 @@ std::vector<uint32_t> all_pids() {
   return pids;
 }
 
+// Calls visit(pid, mapping) for each mapping in /proc/PID/maps of process `pid` (0: of every
+// process) until it returns true; returns whether it did.
+template <typename Visit>
+bool any_mapping(int pid, Visit &&visit) {
+  std::vector<uint32_t> pids;
+  if (pid > 0)
+    pids.push_back(static_cast<uint32_t>(pid));
+  else
+    pids = all_pids();
+  for (uint32_t p : pids) {
+    std::string text;
+    if (!read_file("/proc/" + std::to_string(p) + "/maps", &text)) continue;
+    for (const MapEntry &m : parse_proc_maps(text))
+      if (visit(p, m)) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 bool parcagpu_probes(const std::string &path, std::vector<std::string> *probes, std::string *error,
@@ -169,17 +187,10 @@ void Targets::on_mapping(uint32_t pid, const MapEntry &m) {
 }
 
 void Targets::scan_processes() {
-  std::vector<uint32_t> pids;
-  if (opt_.pid > 0)
-    pids.push_back(static_cast<uint32_t>(opt_.pid));
-  else
-    pids = all_pids();
-  for (uint32_t pid : pids) {
-    std::string text;
-    if (!read_file("/proc/" + std::to_string(pid) + "/maps", &text)) continue;
-    for (const MapEntry &m : parse_proc_maps(text))
-      if (m.exec) on_mapping(pid, m);
-  }
+  any_mapping(opt_.pid, [this](uint32_t pid, const MapEntry &m) {
+    if (m.exec) on_mapping(pid, m);
+    return false;
+  });
 }
 
 void Targets::rescan(uint64_t now_ns) {
@@ -197,22 +208,24 @@ bool Targets::start(std::string *error, int *err) {
       return false;
     }
   }
-  if (discovering()) {
-    scan_processes();
-    if (libs_.empty()) {
-      if (opt_.pid > 0)
-        std::fprintf(stderr, "parcagpu-trace: warning: process %d has not loaded a library with "
-                     "parcagpu probes (yet); waiting for it to load one\n", opt_.pid);
-      else if (!opt_.cgroup.empty())
-        std::fprintf(stderr, "parcagpu-trace: warning: no process in %s has loaded a library with "
-                     "parcagpu probes; waiting for one\n", opt_.cgroup.c_str());
-      else
-        std::fprintf(stderr, "parcagpu-trace: warning: no running process has loaded a library "
-                     "with parcagpu probes; waiting for one (-l LIB names a file)\n");
-      std::fflush(stderr);
-    }
-    return true;
+  if (!discovering()) return start_with_lib(error, err);
+  scan_processes();
+  if (libs_.empty()) {
+    if (opt_.pid > 0)
+      std::fprintf(stderr, "parcagpu-trace: warning: process %d has not loaded a library with "
+                   "parcagpu probes (yet); waiting for it to load one\n", opt_.pid);
+    else if (!opt_.cgroup.empty())
+      std::fprintf(stderr, "parcagpu-trace: warning: no process in %s has loaded a library with "
+                   "parcagpu probes; waiting for one\n", opt_.cgroup.c_str());
+    else
+      std::fprintf(stderr, "parcagpu-trace: warning: no running process has loaded a library "
+                   "with parcagpu probes; waiting for one (-l LIB names a file)\n");
+    std::fflush(stderr);
   }
+  return true;
+}
+
+bool Targets::start_with_lib(std::string *error, int *err) {
   char real[PATH_MAX];
   if (!realpath(opt_.lib.c_str(), real)) {
     *err = errno;
@@ -237,18 +250,9 @@ bool Targets::start(std::string *error, int *err) {
   lib.ino = st.st_ino;
   // Does any process map it now? (Uprobes cover later ones; say so when none does yet.)
   const std::string dev = dev_string(st.st_dev);
-  std::vector<uint32_t> pids;
-  if (opt_.pid > 0)
-    pids.push_back(static_cast<uint32_t>(opt_.pid));
-  else
-    pids = all_pids();
-  bool mapped = false;
-  for (uint32_t pid : pids) {
-    std::string text;
-    if (mapped || !read_file("/proc/" + std::to_string(pid) + "/maps", &text)) continue;
-    for (const MapEntry &m : parse_proc_maps(text))
-      if (m.inode == st.st_ino && m.dev == dev) mapped = true;
-  }
+  const bool mapped = any_mapping(opt_.pid, [&](uint32_t, const MapEntry &m) {
+    return m.inode == st.st_ino && m.dev == dev;
+  });
   const std::string shown = lib.path;
   if (!attach(std::move(lib), error, err)) return false;
   if (!mapped) {

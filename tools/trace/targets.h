@@ -65,6 +65,7 @@ class Targets {
   bool discovering() const { return opt_.lib.empty(); }
 
  private:
+  bool start_with_lib(std::string *error, int *err);  // -l LIB: attach to that file now
   bool consider(uint32_t pid, const std::string &mapped_path, bool report_errors);
   bool in_cgroup(uint32_t pid) const;
   bool attach(Library lib, std::string *error, int *err);

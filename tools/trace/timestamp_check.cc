@@ -114,6 +114,20 @@ bool TimestampCheck::fits_device(Device *d, uint64_t stream_key, const KernelTim
   return true;
 }
 
+template <typename Map>
+typename Map::iterator TimestampCheck::entry(Map &map, const typename Map::key_type &key, uint32_t pid,
+                                             std::vector<typename Map::key_type> Owned::*owned) {
+  auto it = map.find(key);
+  if (it != map.end()) return it;
+  if (map.size() >= limits_.max_streams) {  // rare: every one forgotten
+    map.clear();
+    for (auto &[other, o] : by_pid_) (o.*owned).clear();
+  }
+  it = map.emplace(key, typename Map::mapped_type{}).first;
+  (by_pid_[pid].*owned).push_back(key);
+  return it;
+}
+
 Impossible TimestampCheck::check(const KernelTimes &k) {
   Impossible r = Impossible::kNone;
   const uint64_t dur = k.end - k.start;
@@ -129,30 +143,14 @@ Impossible TimestampCheck::check(const KernelTimes &k) {
     r = Impossible::kLongerThanLaunch;
   } else {
     const Key key{static_cast<uint64_t>(k.pid) << 32 | k.device, static_cast<uint64_t>(k.context) << 32 | k.stream};
-    auto s = streams_.find(key);
-    if (s == streams_.end()) {
-      if (streams_.size() >= limits_.max_streams) {  // rare: every stream forgotten
-        streams_.clear();
-        for (auto &[pid, owned] : by_pid_) owned.streams.clear();
-      }
-      s = streams_.emplace(key, Window{}).first;
-      by_pid_[k.pid].streams.push_back(key);
-    }
+    auto s = entry(streams_, key, k.pid, &Owned::streams);
     Interval *other = overlapped(s->second, k);
     while (other && forget_if_suspect(&s->second, other, k)) other = overlapped(s->second, k);
     if (other) {
       r = Impossible::kStreamOverlap;
     } else {
       const uint64_t dkey = key.a;
-      auto d = devices_.find(dkey);
-      if (d == devices_.end()) {
-        if (devices_.size() >= limits_.max_streams) {  // rare: every device forgotten
-          devices_.clear();
-          for (auto &[pid, owned] : by_pid_) owned.devices.clear();
-        }
-        d = devices_.emplace(dkey, Device{}).first;
-        by_pid_[k.pid].devices.push_back(dkey);
-      }
+      auto d = entry(devices_, dkey, k.pid, &Owned::devices);
       if (!fits_device(&d->second, key.b, k))
         r = Impossible::kDeviceOverfull;
       else

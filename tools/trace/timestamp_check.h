@@ -143,6 +143,12 @@ class TimestampCheck {
     std::vector<uint64_t> devices;
   };
   std::unordered_map<uint32_t, Owned> by_pid_;
+  // The entry of `key` in `map` (streams_ or devices_), made and listed as pid's (its Owned's
+  // `owned`) when there is none; a map at limits_.max_streams entries is forgotten whole first
+  // (rare).
+  template <typename Map>
+  typename Map::iterator entry(Map &map, const typename Map::key_type &key, uint32_t pid,
+                               std::vector<typename Map::key_type> Owned::*owned);
   std::array<uint64_t, static_cast<size_t>(Impossible::kCount)> counts_{};
 };
 

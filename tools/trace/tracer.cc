@@ -193,6 +193,11 @@ const T *Tracer::as(const void *data, size_t size) {
   return nullptr;
 }
 
+template <typename E>
+void Tracer::take(const void *data, size_t size, void (Tracer::*on)(const E &)) {
+  if (const E *e = as<E>(data, size)) (this->*on)(*e);
+}
+
 void Tracer::print_line(const Json &j) const {
   const std::string line = json_line(j);
   std::fwrite(line.data(), 1, line.size(), stdout);
@@ -217,21 +222,16 @@ constexpr const char *kStackCutFrame = "[stack cut short]";
 constexpr char kCutKey[] = "\0cut";
 }  // namespace
 
-uint32_t Tracer::resolve_stack(const pt_header &h, const pt_stacks &stacks, size_t avail) {
-  const pt_stack &s = stacks.stack;
-  const pt_py_stack *py = (h.flags & PT_F_PY_STACK) ? &stacks.py : nullptr;
-  const pt_stack_copy *copy = (h.flags & PT_F_STACK_COPY) ? &stacks.copy : nullptr;
-  avail -= offsetof(pt_stacks, copy);
+Tracer::StackEdit Tracer::python_edit(const pt_header &h, const pt_py_stack *py, std::string *py_key) {
   // The Python chain is part of the stack's key; its frames go in on a cache miss only.
-  std::string py_key;
-  std::function<void(std::vector<Frame> *)> edit;
+  StackEdit edit;
   if (py && py->count > 0 && python_.knows(h.pid)) {
     const uint32_t n = std::min<uint32_t>(py->count, PT_PY_FRAMES_MAX);
     ++meta_.python_stacks;
     for (uint32_t i = 0; i < n; ++i) {
       const uint64_t rec[2] = {py->code[i], py->instr[i]};
-      py_key.append(reinterpret_cast<const char *>(rec), sizeof rec);
-      py_key += static_cast<char>(py->entry[i]);
+      py_key->append(reinterpret_cast<const char *>(rec), sizeof rec);
+      *py_key += static_cast<char>(py->entry[i]);
     }
     const pt_py_stack *chain = py;
     const uint32_t pid = h.pid;
@@ -249,7 +249,7 @@ uint32_t Tracer::resolve_stack(const pt_header &h, const pt_stacks &stacks, size
     const bool linked = py->node_linked != 0;
     std::string key(1, linked ? 'A' : 'a');
     key.append(reinterpret_cast<const char *>(&vtable), sizeof vtable);
-    py_key.insert(0, key);
+    py_key->insert(0, key);
     const pt_py_stack *chain = py;
     const uint32_t pid = h.pid;
     auto merge = std::move(edit);
@@ -262,126 +262,153 @@ uint32_t Tracer::resolve_stack(const pt_header &h, const pt_stacks &stacks, size
       *frames = autograd_stack(*frames, node, forward, linked);
     };
   }
-  if (copy && avail >= sizeof *copy && copy->bytes > 0 &&
-      static_cast<size_t>(copy->bytes) <= std::min<size_t>(copy->size, avail - sizeof *copy)) {
-    drain_mapping_records();  // the modules mapped before the launch
-    const CopiedStack cs{reinterpret_cast<const uint64_t *>(copy->regs), reinterpret_cast<const uint8_t *>(copy + 1), static_cast<size_t>(copy->bytes)};
-    const UnwindResult u = unwinder_.unwind(h.pid, h.tid, symbolizer_.maps(h.pid), cs, PT_STACK_MAX);
-    if (u.ended_outside_code) ++meta_.dwarf_stacks_ended_outside_code;
-    if (u.pcs.size() > 1) {
-      ++meta_.dwarf_stacks;
-      if (u.whole) return resolver_.resolve(h.pid, u.pcs.data(), u.pcs.size(), py_key, edit);
-      // The unwind ended before the thread's start: the native frames end with one that says so
-      // (a flame graph shows cut stacks as such, not as towers of their own), before the Python or
-      // autograd edit. So it is the root of a native stack, stands between the native frames and
-      // Python frames put outside them, and goes with the native frames an autograd stack drops
-      // beyond evaluate_function.
-      ++meta_.dwarf_stacks_cut;
-      py_key.append(kCutKey, sizeof kCutKey - 1);
-      auto mark_then_edit = [edit](std::vector<Frame> *frames) {
-        Frame cut;
-        cut.function = kStackCutFrame;
-        cut.label = true;
-        frames->push_back(std::move(cut));  // innermost first: the outermost native frame
-        if (edit) edit(frames);
-      };
-      return resolver_.resolve(h.pid, u.pcs.data(), u.pcs.size(), py_key, mark_then_edit);
-    }
+  return edit;
+}
+
+bool Tracer::resolve_copied_stack(const pt_header &h, const pt_stack_copy &copy, std::string py_key,
+                                  const StackEdit &edit, uint32_t *id) {
+  drain_mapping_records();  // the modules mapped before the launch
+  const CopiedStack cs{reinterpret_cast<const uint64_t *>(copy.regs), reinterpret_cast<const uint8_t *>(&copy + 1), static_cast<size_t>(copy.bytes)};
+  const UnwindResult u = unwinder_.unwind(h.pid, h.tid, symbolizer_.maps(h.pid), cs, PT_STACK_MAX);
+  if (u.ended_outside_code) ++meta_.dwarf_stacks_ended_outside_code;
+  if (u.pcs.size() <= 1) {
     ++meta_.dwarf_stacks_failed;
+    return false;
   }
+  ++meta_.dwarf_stacks;
+  if (u.whole) {
+    *id = resolver_.resolve(h.pid, u.pcs.data(), u.pcs.size(), py_key, edit);
+    return true;
+  }
+  // The unwind ended before the thread's start: the native frames end with one that says so
+  // (a flame graph shows cut stacks as such, not as towers of their own), before the Python or
+  // autograd edit. So it is the root of a native stack, stands between the native frames and
+  // Python frames put outside them, and goes with the native frames an autograd stack drops
+  // beyond evaluate_function.
+  ++meta_.dwarf_stacks_cut;
+  py_key.append(kCutKey, sizeof kCutKey - 1);
+  auto mark_then_edit = [edit](std::vector<Frame> *frames) {
+    Frame cut;
+    cut.function = kStackCutFrame;
+    cut.label = true;
+    frames->push_back(std::move(cut));  // innermost first: the outermost native frame
+    if (edit) edit(frames);
+  };
+  *id = resolver_.resolve(h.pid, u.pcs.data(), u.pcs.size(), py_key, mark_then_edit);
+  return true;
+}
+
+uint32_t Tracer::resolve_stack(const pt_header &h, const pt_stacks &stacks, size_t avail) {
+  const pt_stack &s = stacks.stack;
+  const pt_py_stack *py = (h.flags & PT_F_PY_STACK) ? &stacks.py : nullptr;
+  const pt_stack_copy *copy = (h.flags & PT_F_STACK_COPY) ? &stacks.copy : nullptr;
+  avail -= offsetof(pt_stacks, copy);
+  std::string py_key;
+  const StackEdit edit = python_edit(h, py, &py_key);
+  uint32_t id;
+  if (copy && avail >= sizeof *copy && copy->bytes > 0 &&
+      static_cast<size_t>(copy->bytes) <= std::min<size_t>(copy->size, avail - sizeof *copy) &&
+      resolve_copied_stack(h, *copy, py_key, edit, &id))
+    return id;
   if (s.bytes <= 0) return StackTable::kNone;
   const size_t n = std::min<size_t>(static_cast<size_t>(s.bytes) / 8, PT_STACK_MAX);
   return resolver_.resolve(h.pid, reinterpret_cast<const uint64_t *>(s.ips), n, py_key, edit);
 }
 
+void Tracer::on_process(uint32_t pid) {
+  last_pid_ = pid;
+  have_pid_ = true;
+  auto [start, first_sight] = process_start_.try_emplace(pid, 0);
+  if (first_sight) start->second = process_start_monotonic_ns(pid);
+  last_process_start_ns_ = start->second;
+  if (seen_pids_.insert(pid).second) {
+    // A process already running at attach: its maps now, while it surely lives.
+    drain_mapping_records();
+    symbolizer_.note_process(pid);
+    processes_.id(pid);  // its comm and rank now, while it surely lives
+    check_python(pid, symbolizer_.maps(pid));
+    check_torch(pid, symbolizer_.maps(pid));
+    if (python_.knows(pid)) ++meta_.python_processes;
+  }
+}
+
+bool Tracer::on_correlation(const pt_correlation_event &e, const void *data, size_t size) {
+  const pt_header &h = e.h;
+  uint32_t stack;
+  if (!stack_of<pt_correlation_stack_event>(h, data, size, &stack)) return false;
+  joiner_.on_correlation(h.pid, e.correlation_id, e.signed_cbid, stack, h.ts_ns);
+  if (opt_.verbose) {
+    char py[48] = "";
+    if (h.flags & PT_F_PY_STACK) {
+      const auto *se = reinterpret_cast<const pt_correlation_stack_event *>(data);
+      std::snprintf(py, sizeof py, " python_frames=%u status=%u", se->stacks.py.count,
+                    se->stacks.py.status);
+    }
+    std::fprintf(stderr, "[%u/%u] cuda_correlation corr=%u cbid=%d (%s) name=%s stack=%u%s\n", h.pid,
+                 h.tid, e.correlation_id, e.signed_cbid, api_name(e.signed_cbid), e.name, stack, py);
+  }
+  return true;
+}
+
+void Tracer::on_library_error(const pt_error_event &e) {
+  const pt_header &h = e.h;
+  joiner_.on_error(h.pid);
+  std::fprintf(stderr, "parcagpu-trace: pid %u: library error %d [%s]: %s%s\n", h.pid, e.code,
+               e.component, e.message, (h.flags & PT_F_MSG_FAULT) ? " (strings unreadable)" : "");
+  if (opt_.json_lines)
+    print_line(Json{{"type", "error"}, {"pid", h.pid}, {"code", e.code},
+                    {"component", str(e.component, sizeof e.component)},
+                    {"message", str(e.message, sizeof e.message)}});
+}
+
+// The library's activity buffers are said on stderr as they come (the kernels come as kernel
+// events).
+void Tracer::on_batch(const pt_batch_event &e) {
+  joiner_.on_other(e.h.pid);
+  std::fprintf(stderr, "[%u/%u] activity_batch records=0x%" PRIx64 " count=%u kernels=%u other_kinds=%u unreadable=%u\n",
+               e.h.pid, e.h.tid, static_cast<uint64_t>(e.records), e.count, e.kernels, e.other_kinds,
+               e.unreadable);
+}
+
+void Tracer::on_gpu_config(const pt_gpu_config_event &e) {
+  joiner_.on_gpu_config(e.h.pid);
+  if (opt_.verbose)
+    std::fprintf(stderr, "[%u/%u] gpu_config device=%u sampling_factor=%u clock_khz=%u sm_count=%u\n",
+                 e.h.pid, e.h.tid, e.device_id, e.sampling_factor, e.clock_khz, e.sm_count);
+}
+
+void Tracer::on_clone(const pt_clone_event &e) {
+  joiner_.on_other(e.h.pid);
+  captures_.on_clone(e.h.pid, e.original_node_id, e.cloned_node_id, e.exec_graph_id);
+  if (opt_.verbose)
+    std::fprintf(stderr, "[%u/%u] graph_node_clone original=%" PRIu64 " cloned=%" PRIu64 " exec_graph=%u\n",
+                 e.h.pid, e.h.tid, static_cast<uint64_t>(e.original_node_id),
+                 static_cast<uint64_t>(e.cloned_node_id), e.exec_graph_id);
+}
+
 void Tracer::on_event(const void *data, size_t size) {
   const auto *h = as<pt_header>(data, size);
   if (!h) return;
-  if (!have_pid_ || h->pid != last_pid_) {
-    last_pid_ = h->pid;
-    have_pid_ = true;
-    auto [start, first_sight] = process_start_.try_emplace(h->pid, 0);
-    if (first_sight) start->second = process_start_monotonic_ns(h->pid);
-    last_process_start_ns_ = start->second;
-    if (seen_pids_.insert(h->pid).second) {
-      // A process already running at attach: its maps now, while it surely lives.
-      drain_mapping_records();
-      symbolizer_.note_process(h->pid);
-      processes_.id(h->pid);  // its comm and rank now, while it surely lives
-      check_python(h->pid, symbolizer_.maps(h->pid));
-      check_torch(h->pid, symbolizer_.maps(h->pid));
-      if (python_.knows(h->pid)) ++meta_.python_processes;
-    }
-  }
+  if (!have_pid_ || h->pid != last_pid_) on_process(h->pid);
   switch (h->type) {
     case PT_EV_CORRELATION:
-      if (const auto *e = as<pt_correlation_event>(data, size)) {
-        uint32_t stack;
-        if (!stack_of<pt_correlation_stack_event>(*h, data, size, &stack)) return;
-        joiner_.on_correlation(h->pid, e->correlation_id, e->signed_cbid, stack, h->ts_ns);
-        if (opt_.verbose) {
-          char py[48] = "";
-          if (h->flags & PT_F_PY_STACK) {
-            const auto *se = reinterpret_cast<const pt_correlation_stack_event *>(data);
-            std::snprintf(py, sizeof py, " python_frames=%u status=%u", se->stacks.py.count,
-                          se->stacks.py.status);
-          }
-          std::fprintf(stderr, "[%u/%u] cuda_correlation corr=%u cbid=%d (%s) name=%s stack=%u%s\n", h->pid,
-                       h->tid, e->correlation_id, e->signed_cbid, api_name(e->signed_cbid), e->name, stack, py);
-        }
-      }
+      if (const auto *e = as<pt_correlation_event>(data, size))
+        if (!on_correlation(*e, data, size)) return;
       break;
     case PT_EV_KERNEL:
     case PT_EV_KERNEL_EXECUTED:
-    case PT_EV_MEMORY:
-      if (const auto *e = as<pt_kernel_event>(data, size)) on_kernel(*e);
-      break;
-    case PT_EV_ACTIVITY_BATCH:
-      if (const auto *e = as<pt_batch_event>(data, size)) {
-        joiner_.on_other(h->pid);
-        std::fprintf(stderr, "[%u/%u] activity_batch records=0x%" PRIx64 " count=%u kernels=%u other_kinds=%u unreadable=%u\n",
-                     h->pid, h->tid, static_cast<uint64_t>(e->records), e->count, e->kernels,
-                     e->other_kinds, e->unreadable);
-      }
-      break;
-    case PT_EV_ERROR:
-      if (const auto *e = as<pt_error_event>(data, size)) {
-        joiner_.on_error(h->pid);
-        std::fprintf(stderr, "parcagpu-trace: pid %u: library error %d [%s]: %s%s\n", h->pid, e->code,
-                     e->component, e->message, (h->flags & PT_F_MSG_FAULT) ? " (strings unreadable)" : "");
-        if (opt_.json_lines)
-          print_line(Json{{"type", "error"}, {"pid", h->pid}, {"code", e->code},
-                          {"component", str(e->component, sizeof e->component)},
-                          {"message", str(e->message, sizeof e->message)}});
-      }
-      break;
-    case PT_EV_GPU_CONFIG:
-      if (const auto *e = as<pt_gpu_config_event>(data, size)) {
-        joiner_.on_gpu_config(h->pid);
-        if (opt_.verbose)
-          std::fprintf(stderr, "[%u/%u] gpu_config device=%u sampling_factor=%u clock_khz=%u sm_count=%u\n",
-                       h->pid, h->tid, e->device_id, e->sampling_factor, e->clock_khz, e->sm_count);
-      }
-      break;
+    case PT_EV_MEMORY: take(data, size, &Tracer::on_kernel); break;
+    case PT_EV_ACTIVITY_BATCH: take(data, size, &Tracer::on_batch); break;
+    case PT_EV_ERROR: take(data, size, &Tracer::on_library_error); break;
+    case PT_EV_GPU_CONFIG: take(data, size, &Tracer::on_gpu_config); break;
     case PT_EV_GRAPH_CAPTURE:
       if (const auto *e = as<pt_capture_event>(data, size)) on_capture(*e, data, size);
       break;
-    case PT_EV_GRAPH_NODE_CLONE:
-      if (const auto *e = as<pt_clone_event>(data, size)) {
-        joiner_.on_other(h->pid);
-        captures_.on_clone(h->pid, e->original_node_id, e->cloned_node_id, e->exec_graph_id);
-        if (opt_.verbose)
-          std::fprintf(stderr, "[%u/%u] graph_node_clone original=%" PRIu64 " cloned=%" PRIu64 " exec_graph=%u\n",
-                       h->pid, h->tid, static_cast<uint64_t>(e->original_node_id),
-                       static_cast<uint64_t>(e->cloned_node_id), e->exec_graph_id);
-      }
-      break;
+    case PT_EV_GRAPH_NODE_CLONE: take(data, size, &Tracer::on_clone); break;
     case PT_EV_CUBIN_LOADED:
     case PT_EV_CUBIN_UNLOADED:
     case PT_EV_STALL_REASON_MAP:
-    case PT_EV_PC_SAMPLE_BATCH:
-      if (const auto *e = as<pt_meta_event>(data, size)) on_meta(*e);
-      break;
+    case PT_EV_PC_SAMPLE_BATCH: take(data, size, &Tracer::on_meta); break;
     default:
       bool claimed = false;
       for (const auto &v : extensions_) claimed |= v->wants(h->type);

@@ -96,6 +96,9 @@ class Tracer : public MatchSink {
  private:
   template <typename T>
   const T *as(const void *data, size_t size);
+  // The event as E handed to `on`; none (counted as malformed) when it is too short to be one.
+  template <typename E>
+  void take(const void *data, size_t size, void (Tracer::*on)(const E &));
   // The stack of a launch or capture event (E: pt_correlation_stack_event, pt_capture_stack_event):
   // StackTable::kNone without PT_F_STACK; false when the event is too short for its stacks.
   template <typename E>
@@ -105,6 +108,18 @@ class Tracer : public MatchSink {
   // gets no further than the probe) the frame-pointer walk, with the Python frames of
   // PT_F_PY_STACK.
   uint32_t resolve_stack(const pt_header &h, const pt_stacks &stacks, size_t avail);
+  // resolve_stack's parts: the edit that puts the Python (and autograd) frames in, with what it
+  // adds to the stack's cache key; the DWARF unwind of the copy (false: it got no further).
+  using StackEdit = std::function<void(std::vector<Frame> *)>;
+  StackEdit python_edit(const pt_header &h, const pt_py_stack *py, std::string *py_key);
+  bool resolve_copied_stack(const pt_header &h, const pt_stack_copy &copy, std::string py_key,
+                            const StackEdit &edit, uint32_t *id);
+  void on_process(uint32_t pid);  // an event from another process than the last one's
+  bool on_correlation(const pt_correlation_event &e, const void *data, size_t size);
+  void on_library_error(const pt_error_event &e);
+  void on_batch(const pt_batch_event &e);
+  void on_gpu_config(const pt_gpu_config_event &e);
+  void on_clone(const pt_clone_event &e);
   void on_kernel(const pt_kernel_event &e);
   void on_memory_record(const pt_kernel_event &e, KernelRecord *k);
   void add_memory_profile();

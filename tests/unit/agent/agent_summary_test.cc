@@ -32,19 +32,24 @@ bool no_memory(uint32_t, uint64_t, uint64_t, std::vector<uint8_t> *) { return fa
   return ::testing::AssertionFailure() << "no " << part << "\nin " << j;
 }
 
-ac_correlation_event corr(uint32_t pid, uint32_t id, int32_t cbid) {
-  ac_correlation_event e{};
-  e.type = AC_EV_CORRELATION;
+// An event of `type` from process `pid`, its other fields zero.
+template <typename E>
+E event(uint32_t type, uint32_t pid) {
+  E e{};
+  e.type = type;
   e.pid = pid;
+  return e;
+}
+
+ac_correlation_event corr(uint32_t pid, uint32_t id, int32_t cbid) {
+  auto e = event<ac_correlation_event>(AC_EV_CORRELATION, pid);
   e.correlation_id = id;
   e.signed_cbid = cbid;
   return e;
 }
 
 ac_kernel_event kernel(uint32_t pid, uint32_t id) {
-  ac_kernel_event e{};
-  e.type = AC_EV_KERNEL;
-  e.pid = pid;
+  auto e = event<ac_kernel_event>(AC_EV_KERNEL, pid);
   e.correlation_id = id;
   e.start = 1'000'000;
   e.end = 1'002'000;
@@ -52,9 +57,7 @@ ac_kernel_event kernel(uint32_t pid, uint32_t id) {
 }
 
 ac_pc_sample_event pc(uint32_t pid, uint64_t crc, uint32_t corr, uint64_t nstalls, const char *fn) {
-  ac_pc_sample_event e{};
-  e.type = AC_EV_PC_SAMPLE;
-  e.pid = pid;
+  auto e = event<ac_pc_sample_event>(AC_EV_PC_SAMPLE, pid);
   CUpti_PCSamplingPCData d{};
   d.size = AC_PC_RECORD_SIZE;
   d.cubinCrc = crc;
@@ -220,18 +223,14 @@ TEST(Summary, WhatTheAgentWouldHaveLostIsSaidPerProbeWithTheRingSize) {
 
 TEST(Summary, NamesReadToTheAgentsLimitAreCountedAsCut) {
   Summary s(no_memory);
-  ac_kernel_event k{};
-  k.type = AC_EV_KERNEL;
-  k.pid = 4;
+  auto k = event<ac_kernel_event>(AC_EV_KERNEL, 4);
   k.start = 1;
   k.end = 2;
   std::memset(k.name, 'k', sizeof k.name - 1);  // 255 bytes read: the agent's limit
   ASSERT_TRUE(s.on_event(&k, sizeof k));
   std::strcpy(k.name, "short");
   ASSERT_TRUE(s.on_event(&k, sizeof k));
-  ac_pc_sample_event pc{};
-  pc.type = AC_EV_PC_SAMPLE;
-  pc.pid = 4;
+  auto pc = event<ac_pc_sample_event>(AC_EV_PC_SAMPLE, 4);
   std::memset(pc.function_name, 'f', sizeof pc.function_name - 1);  // 127 bytes
   ASSERT_TRUE(s.on_event(&pc, sizeof pc));
   // The agent ring's room for a kernel event: read, not counted.
@@ -246,9 +245,7 @@ TEST(Summary, NamesReadToTheAgentsLimitAreCountedAsCut) {
 
 TEST(Summary, PcSamplesUseTheFirstStallReasonCountEntriesAndTheStallMap) {
   Summary s(no_memory);
-  ac_stall_map_event m{};
-  m.type = AC_EV_STALL_MAP;
-  m.pid = 3;
+  auto m = event<ac_stall_map_event>(AC_EV_STALL_MAP, 3);
   m.count = 3;
   std::strcpy(m.names[1], "barrier");
   std::strcpy(m.names[2], "memory");
@@ -303,9 +300,7 @@ TEST(Summary, GpuConfigsErrorsAndBadEvents) {
   Summary s(no_memory);
   ac_gpu_config_event g{AC_EV_GPU_CONFIG, 9, 0, 20, 1980000, 132};
   feed(s, g);
-  ac_error_event err{};
-  err.type = AC_EV_ERROR;
-  err.pid = 9;
+  auto err = event<ac_error_event>(AC_EV_ERROR, 9);
   err.code = -3;
   std::strcpy(err.message, "say \"hi\"\n");
   std::strcpy(err.component, "config");

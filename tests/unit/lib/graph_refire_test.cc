@@ -149,11 +149,6 @@ TEST(GraphStores, BoundedByWhatIsLive) {
   EXPECT_EQ(g.clones().wanted_stored(), 2u);  // 5 << 8 and its one clone
 }
 
-}  // namespace
-}  // namespace parcagpu
-
-namespace parcagpu {
-namespace {
 
 // A conditional exec (handle and graph 77, body graph 78) launched twice; the first launch was
 // refused by the full correlation tracker (never tracked), the second announced. The first one's
@@ -186,11 +181,6 @@ TEST(GraphConditional, KernelsOfAnUnannouncedLaunchAreNotHandedToItsSibling) {
   EXPECT_EQ(g.stats().conditional_records, 2u);
 }
 
-}  // namespace
-}  // namespace parcagpu
-
-namespace parcagpu {
-namespace {
 
 // A conditional exec `exec` (handle and graph ID) whose WHILE body is graph exec + 1.
 void instantiate_conditional(GraphTracker &g, uintptr_t exec) {
@@ -265,11 +255,6 @@ TEST(GraphConditional, OwnersMayBeUnknownOnceGraphIdsFailed) {
   EXPECT_TRUE(failing.owners_may_be_unknown());
 }
 
-}  // namespace
-}  // namespace parcagpu
-
-namespace parcagpu {
-namespace {
 
 // Issue 42: the launch after an announced one ran while kernel activity was held on for it; its
 // body kernels (correlation ID 0 like the announced one's) went to the announced launch. Noted

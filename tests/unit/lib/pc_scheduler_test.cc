@@ -21,6 +21,14 @@ PcScheduler::Params episodes() {
   return p;
 }
 
+// Episodes charged at least 20 ms each, learning resumed at most `times` times.
+PcScheduler::Params resuming_learning(uint32_t times) {
+  PcScheduler::Params p = episodes();
+  p.min_episode_charge_ns = 20 * kMs;
+  p.max_learning_resumes = times;
+  return p;
+}
+
 // Plays one whole episode from `t`: enable, start, n launches, stop, drain, disable, each step
 // 1 ms after the last. Returns the time it ended.
 uint64_t play_episode(PcScheduler &s, uint64_t t, uint64_t samples) {
@@ -282,9 +290,7 @@ TEST(PcScheduler, ALearningEpisodeEndedForAGraphBeginsAgainAtTheNextLaunch) {
 
 TEST(PcScheduler, LearningResumesAtMostMaxLearningResumesTimes) {
   // A program that creates graphs all the time would enable and disable at every one.
-  PcScheduler::Params p = episodes();
-  p.min_episode_charge_ns = 20 * kMs;
-  p.max_learning_resumes = 4;
+  const PcScheduler::Params p = resuming_learning(4);
   uint64_t t = kSec;
   PcScheduler s(p, {}, t, 3);
   ASSERT_EQ(s.next_step(t, 0, 0, 0), Step::kEnable);
@@ -374,9 +380,7 @@ TEST(PcScheduler, AModuleLoadedInALapsedEpisodeKeepsItLearning) {
 }
 
 TEST(PcScheduler, ModuleLoadsResumeLearningAtMostMaxLearningResumesTimes) {
-  PcScheduler::Params p = episodes();
-  p.min_episode_charge_ns = 20 * kMs;
-  p.max_learning_resumes = 3;
+  const PcScheduler::Params p = resuming_learning(3);
   uint64_t t = kSec;
   PcScheduler s(p, {}, t, 3);
   ASSERT_EQ(s.next_step(t, 0, 0, 0), Step::kEnable);

@@ -153,13 +153,25 @@ TEST(PcProfile, KernelsStallsLaunchesAndLines) {
   EXPECT_NE(j.find("\"records\":3,\"samples\":67,\"pairs\":5"), std::string::npos) << j;
 }
 
-// The mock cubin's function symbols with `part` in their names, by symbol-table index.
-std::map<uint32_t, std::string> functions_named(const CubinLines &lines, const char *part) {
-  std::map<uint32_t, std::string> out;
+// The mock cubin (its bytes and CRC) and its function symbols with `part` in their names, by
+// symbol-table index (none when it does not load).
+struct MockCubinFunctions {
+  std::vector<uint8_t> bytes;
+  uint64_t crc = 0;
+  std::map<uint32_t, std::string> named;
+};
+
+MockCubinFunctions mock_cubin_functions(const char *part) {
+  MockCubinFunctions c;
+  c.bytes = mock_cubin();
+  c.crc = PcProfile::crc32(c.bytes.data(), c.bytes.size());
+  CubinLines lines;
+  std::string error;
+  EXPECT_TRUE(lines.load(c.bytes.data(), c.bytes.size(), &error)) << error;
   for (uint32_t i = 0; i < 4096; ++i)
     if (const std::string *f = lines.function_at(i); f && f->find(part) != std::string::npos)
-      out[i] = *f;
-  return out;
+      c.named[i] = *f;
+  return c;
 }
 
 // Issue 43 item 2: the probe's copy of a PC record's function name ends at 127 bytes, as the
@@ -167,18 +179,14 @@ std::map<uint32_t, std::string> functions_named(const CubinLines &lines, const c
 // share their first 127 bytes: cut there they were one kernel with an undemangleable name. Each
 // is its own kernel, named by its cubin's symbol at CUPTI's functionIndex, whole and demangled.
 TEST(PcProfile, NamesCutByTheProbeAreWholeFromTheCubin) {
-  const std::vector<uint8_t> bytes = mock_cubin();
-  const uint64_t crc = PcProfile::crc32(bytes.data(), bytes.size());
-  CubinLines lines;
-  std::string error;
-  ASSERT_TRUE(lines.load(bytes.data(), bytes.size(), &error)) << error;
-  const auto long_ones = functions_named(lines, "a_namespace_whose_name_alone");
+  const MockCubinFunctions cubin = mock_cubin_functions("a_namespace_whose_name_alone");
+  const auto &long_ones = cubin.named;
   ASSERT_EQ(long_ones.size(), 4u);
   PcProfile p;
-  p.on_cubin(7, crc, bytes.size(), bytes);
+  p.on_cubin(7, cubin.crc, cubin.bytes.size(), cubin.bytes);
   PcSample s;
   s.pid = 7;
-  s.cubin_crc = crc;
+  s.cubin_crc = cubin.crc;
   s.pc_offset = 0x10;
   s.stalls = {{14, 3}};
   for (const auto &[index, name] : long_ones) {
@@ -188,7 +196,7 @@ TEST(PcProfile, NamesCutByTheProbeAreWholeFromTheCubin) {
     p.on_sample(s);
   }
   // The same cut name from a cubin that was never read: left cut, but still two kernels.
-  s.cubin_crc = crc + 1;
+  s.cubin_crc = cubin.crc + 1;
   for (uint32_t index : {1u, 2u}) {
     s.function_index = index;
     p.on_sample(s);
@@ -223,12 +231,8 @@ TEST(PcProfile, NamesCutByTheProbeAreWholeFromTheCubin) {
 // below one sampling period, or else outside the sampling episodes. A kernel name the library
 // handed over as a stand-in is matched by its whole name.
 TEST(PcProfile, KernelsWithGpuTimeAndNoSamplesAreNamedWithWhy) {
-  const std::vector<uint8_t> bytes = mock_cubin();
-  const uint64_t crc = PcProfile::crc32(bytes.data(), bytes.size());
-  CubinLines lines;
-  std::string error;
-  ASSERT_TRUE(lines.load(bytes.data(), bytes.size(), &error)) << error;
-  const auto deep = functions_named(lines, "deepILi1E");
+  const MockCubinFunctions cubin = mock_cubin_functions("deepILi1E");
+  const auto &deep = cubin.named;
   ASSERT_EQ(deep.size(), 1u);
   const std::string deep_name = deep.begin()->second;
   char stand_in[PARCAGPU_KERNEL_NAME_MAX + 1];
@@ -238,12 +242,12 @@ TEST(PcProfile, KernelsWithGpuTimeAndNoSamplesAreNamedWithWhy) {
     p.on_kernel(pid, name.data(), name.size(), 0, ns);
   };
   for (uint32_t pid : {7u, 9u}) {
-    p.on_cubin(pid, crc, bytes.size(), bytes);
+    p.on_cubin(pid, cubin.crc, cubin.bytes.size(), cubin.bytes);
     p.on_gpu_config(pid, 0, 17, 1980000, 132);  // 2^17 cycles: 66198 ns per sample
   }
   PcSample s;
   s.pid = 7;
-  s.cubin_crc = crc;
+  s.cubin_crc = cubin.crc;
   s.function = "_Z5k_addPfi";
   s.stalls = {{14, 3}};
   p.on_sample(s);
