@@ -7,6 +7,12 @@
 // that toggling costs more than leaving it on (sticky). PC sampling holds it on while enabled
 // (CUPTI would not let it on again then). A failed disable leaves it on, retried after a pause;
 // a failed enable is retried after a back-off.
+//
+// The parts, each held by value (the launch path reaches them with no pointer between):
+// ActivityToggle (activity_toggle.h: the CUPTI calls, on or off, the recording word, the
+// switch-off times, the back-offs after failures) and StickyActivity (sticky_activity.h: when
+// AroundLaunch leaves activity on). The switch keeps the on/off policy: armed, the mode, PC
+// sampling's hold and a graph registration's hold-off, the announced launches in flight.
 #pragma once
 
 #include <cupti.h>
@@ -15,8 +21,8 @@
 #include <cstdint>
 #include <mutex>
 
-#include "activity/activity_kinds.h"
-#include "activity/activity_off_times.h"
+#include "activity/activity_toggle.h"
+#include "activity/sticky_activity.h"
 #include "base/clock.h"
 #include "base/config.h"
 #include "base/cupti_api.h"
@@ -24,32 +30,13 @@
 
 namespace parcagpu {
 
-// The kinds of kActivityKinds other than CONCURRENT_KERNEL (copies, fills): switched on and off
-// with kernel activity, while their consumers want them. A failed toggle is said once, counted,
-// and leaves that kind as CUPTI says it is.
-class ExtraKinds {
- public:
-  explicit ExtraKinds(const CuptiApi &cupti) : cupti_(cupti) {}
-  // What the consumers want now (wanted_kinds), kernel activity being on (`on`) or not. Under
-  // the switch's lock.
-  void want(KindMask wanted, bool on);
-  // Kernel activity went on or off: the wanted extra kinds follow it. Under the switch's lock.
-  void follow(bool on) { apply(on ? wanted_ : 0); }
-
- private:
-  void apply(KindMask target);
-  const CuptiApi &cupti_;
-  KindMask wanted_ = 0;
-  KindMask on_ = 0;
-};
-
 class ActivitySwitch {
  public:
   // `launches`: where LaunchCounts come from (null: sticky is never refused for want of announced
   // launches). `clock`: monotonic ns (a fake one in unit tests).
   ActivitySwitch(const CuptiApi &cupti, ActivityMode mode, const LaunchCountSource *launches,
                  uint64_t (*clock)() = &monotonic_ns)
-      : cupti_(cupti), mode_(mode), clock_(clock), extra_(cupti), launches_(launches) {}
+      : mode_(mode), clock_(clock), toggle_(cupti), sticky_(launches) {}
 
   // Arms (a consumer wants kernels) or disarms. In WhileConsumer mode activity is switched on
   // here; if CUPTI refuses, it stays disarmed. Returns whether it changed: the caller flushes
@@ -87,72 +74,48 @@ class ActivitySwitch {
   // on recording the exiting process's kernels).
   void force_off();
 
-  // Whether kernels launched now are recorded, for the launch path (lock-free): a word read at a
-  // launch's ENTER and again at its EXIT. CUPTI decides at the launch call whether its kernels
-  // are recorded (docs/cupti-facts.md); if both words are equal and settled, kernel activity was
-  // on (recording_on) or off throughout the call, else it was switched meanwhile (a guess).
-  uint64_t recording_word() const { return recording_.load(std::memory_order_seq_cst); }
-  static bool recording_on(uint64_t word) { return word & 1; }
-  static bool recording_settled(uint64_t enter, uint64_t exit) {
-    return enter == exit && (enter >> 1) % 2 == 0;
-  }
+  // Whether kernels launched now are recorded, for the launch path (lock-free): the word of
+  // ActivityToggle::recording_word, read at a launch's ENTER and again at its EXIT
+  // (ActivityToggle::recording_on, recording_settled).
+  uint64_t recording_word() const { return toggle_.recording_word(); }
 
   // Whether kernel activity went off (a successful disable) strictly between two times of
   // CUPTI's clock: an announced graph kernel whose record spans a switch-off has a made-up end
   // (activity_off_times.h). Lock-free; any thread.
   bool went_off_between(uint64_t start, uint64_t end) const {
-    return off_times_.went_off_between(start, end);
+    return toggle_.went_off_between(start, end);
   }
 
   // The kinds of kActivityKinds the consumers want (wanted_kinds): the extra kinds among them go
   // on and off with kernel activity. Called by the consumer watcher.
   void want_kinds(KindMask wanted) {
     std::lock_guard<std::mutex> lock(mu_);
-    extra_.want(wanted, on_);
+    toggle_.want_kinds(wanted);
   }
 
   // Successful cuptiActivityEnable / cuptiActivityDisable calls.
-  uint64_t enables() const { return enables_.load(std::memory_order_relaxed); }
-  uint64_t disables() const { return disables_.load(std::memory_order_relaxed); }
+  uint64_t enables() const { return toggle_.enables(); }
+  uint64_t disables() const { return toggle_.disables(); }
 
  private:
   bool enable_locked();
-  // Around each cuptiActivityEnable / Disable call: the recording word (recording_word).
-  void begin_toggle_locked();
-  void end_toggle_locked(bool on);
   // `force`: try even within the back-off after a failed disable, and while held (at exit).
   void disable_locked(bool force = false);
   bool wanted_on_locked() const;
-  bool sticky_pays_locked(uint64_t now);
 
-  const CuptiApi &cupti_;
   const ActivityMode mode_;
   uint64_t (*const clock_)();
   std::atomic<bool> armed_{false};
   std::atomic<bool> armed_once_{false};
-  std::atomic<uint64_t> enables_{0}, disables_{0};
-  ActivityOffTimes off_times_;  // CUPTI's clock at each successful disable
-  // Generation << 1 | on: the generation is odd while a toggle is under way.
-  std::atomic<uint64_t> recording_{0};
 
   std::mutex mu_;
-  ExtraKinds extra_;   // copies and fills, on and off with on_
-  bool on_ = false;    // CUPTI's CONCURRENT_KERNEL activity is enabled
-  bool held_ = false;  // hold: kept on while PC sampling is enabled
+  ActivityToggle toggle_;  // under mu_ but for its lock-free reads
+  StickyActivity sticky_;  // under mu_
+  bool held_ = false;      // hold: kept on while PC sampling is enabled
   // hold_off: kept off while a graph is registered. Written under mu_; atomic because
   // launch_begin waits on it before taking mu_.
   std::atomic<bool> held_off_{false};
   uint32_t active_launches_ = 0;  // AroundLaunch: announced launches inside their API call
-  bool sticky_ = false;           // AroundLaunch at a high announced rate: left on
-  uint64_t last_begin_ns_ = 0;
-  uint64_t last_enable_ns_ = 0;
-  uint64_t enable_interval_avg_ns_ = 10000000;  // moving average of the gaps between enables
-  uint64_t retry_after_ns_ = 0;                 // after a failed enable, don't hammer CUPTI
-  uint64_t disable_retry_after_ns_ = 0;  // ... nor after a failed disable (activity stays on)
-  // Sticky collection records every kernel: worth it only while most launches are announced.
-  const LaunchCountSource *const launches_;  // null: sticky never refused for want of them
-  LaunchCounts counts_seen_{};               // launches_->launch_counts() at the last look
-  uint64_t sticky_banned_until_ns_ = 0;
 };
 
 }  // namespace parcagpu

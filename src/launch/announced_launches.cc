@@ -3,7 +3,7 @@
 #include "launch/announced_launches.h"
 
 #include "activity/activity.h"
-#include "activity/activity_switch.h"
+#include "activity/activity_toggle.h"
 #include "base/clock.h"
 #include "base/config.h"
 #include "base/cupti_api.h"
@@ -158,7 +158,7 @@ void AnnouncedLaunches::watch_unannounced_conditional(ThreadLaunch &t,
   t.conditional_ts = 0;
   cupti_.cuptiGetTimestamp(&t.conditional_ts);
   // Off: nothing to note unless it is switched on before the EXIT (settled there).
-  if (!ActivitySwitch::recording_on(t.recording_at_enter)) return;
+  if (!ActivityToggle::recording_on(t.recording_at_enter)) return;
   t.conditional_noted =
       graphs_.on_conditional_recorded(exec, cb->correlationId, t.conditional_ts, true);
 }
@@ -167,7 +167,7 @@ void AnnouncedLaunches::settle_unannounced_conditional(ThreadLaunch &t,
                                                        const CUpti_CallbackData *cb) {
   t.conditional_watched = false;
   const uint64_t now = activity_.recording_word();
-  if (ActivitySwitch::recording_settled(t.recording_at_enter, now)) return;  // as noted
+  if (ActivityToggle::recording_settled(t.recording_at_enter, now)) return;  // as noted
   // Switched during the call: whether its kernels are recorded is not known.
   const void *exec = graph_launch_exec(cb);
   if (t.conditional_noted) return graphs_.on_conditional_maybe_unrecorded(exec, cb->correlationId);

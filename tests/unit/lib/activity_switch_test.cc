@@ -330,21 +330,21 @@ TEST_F(ActivitySwitchTest, RecordingWordSaysWhetherALaunchWasRecorded) {
   ActivitySwitch s(api_, ActivityMode::AroundLaunch, nullptr, &fake_clock);
   s.arm(true);
   const uint64_t off = s.recording_word();
-  EXPECT_FALSE(ActivitySwitch::recording_on(off));
-  EXPECT_TRUE(ActivitySwitch::recording_settled(off, s.recording_word()));
+  EXPECT_FALSE(ActivityToggle::recording_on(off));
+  EXPECT_TRUE(ActivityToggle::recording_settled(off, s.recording_word()));
   ASSERT_TRUE(s.launch_begin());
   const uint64_t on = s.recording_word();
-  EXPECT_TRUE(ActivitySwitch::recording_on(on));
-  EXPECT_FALSE(ActivitySwitch::recording_settled(off, on)) << "switched on during the call";
-  EXPECT_TRUE(ActivitySwitch::recording_settled(on, s.recording_word()));
+  EXPECT_TRUE(ActivityToggle::recording_on(on));
+  EXPECT_FALSE(ActivityToggle::recording_settled(off, on)) << "switched on during the call";
+  EXPECT_TRUE(ActivityToggle::recording_settled(on, s.recording_word()));
   s.launch_end();
-  EXPECT_FALSE(ActivitySwitch::recording_on(s.recording_word()));
-  EXPECT_FALSE(ActivitySwitch::recording_settled(on, s.recording_word()));
+  EXPECT_FALSE(ActivityToggle::recording_on(s.recording_word()));
+  EXPECT_FALSE(ActivityToggle::recording_settled(on, s.recording_word()));
   // A disable that fails leaves it on.
   ASSERT_TRUE(s.launch_begin());
   fake_.disable_result = CUPTI_ERROR_UNKNOWN;
   s.launch_end();
-  EXPECT_TRUE(ActivitySwitch::recording_on(s.recording_word()));
+  EXPECT_TRUE(ActivityToggle::recording_on(s.recording_word()));
 }
 
 // What a launch reads while a toggle is under way (inside the CUPTI call): not settled.
@@ -361,7 +361,7 @@ TEST_F(ActivitySwitchTest, RecordingWordIsUnsettledDuringAToggle) {
   g_switch_in_call = &s;
   s.arm(true);
   ASSERT_TRUE(s.launch_begin());
-  EXPECT_FALSE(ActivitySwitch::recording_settled(g_word_in_call, g_word_in_call));
+  EXPECT_FALSE(ActivityToggle::recording_settled(g_word_in_call, g_word_in_call));
   s.launch_end();
   g_switch_in_call = nullptr;
 }
