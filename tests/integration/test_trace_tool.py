@@ -401,6 +401,7 @@ class StopsInTime(unittest.TestCase):
             tr.proc.wait(timeout=120)
             took = time.time() - stopped
             tr.stop()
+            print("\nended %.2f s after the stop" % took)
         finally:
             os.killpg(churn.pid, signal.SIGKILL)
             churn.wait()
