@@ -592,7 +592,9 @@ class Discovery(unittest.TestCase):
         tmp = tempfile.mkdtemp(prefix="parcagpu-where-")
         try:
             lib = self.lib_copy(tmp)
-            app = harness.start_mockapp(["--duration=4s", "--launch-rate=500", "--graph-rate=50",
+            # The app must outlive the tool's start (3-4 s beside other tests: with 4 s it had
+            # ended before the tool attached).
+            app = harness.start_mockapp(["--duration=8s", "--launch-rate=500", "--graph-rate=50",
                                          "--status-interval=100"], env=harness.UNLIMITED, lib=lib)
             try:
                 tr = harness.trace_when_loaded(app, ["--json"])
