@@ -254,6 +254,34 @@ def finish_mockapp(p, timeout=120):
     return MockRun(p, "".join(p.lines), "".join(p.err_lines))
 
 
+def wait_for_detachers(cmd, timeout=60):
+    """Waits until no detacher that parcagpu-trace `cmd` left is running. The tool ends within
+    2 s of its stop and leaves the kernel's slow uprobe detaching to a forked process
+    (tools/trace/exit_detacher.h, comm parcagpu-detach, same command line): until that has ended,
+    the library still sees a consumer. A test that asserts what happens once no consumer is
+    attached starts counting from here."""
+    want = b"\0".join(os.fsencode(str(a)) for a in cmd) + b"\0"
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        left = False
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                with open("/proc/%s/comm" % entry, "rb") as f:
+                    if f.read().strip() != b"parcagpu-detach":
+                        continue
+                with open("/proc/%s/cmdline" % entry, "rb") as f:
+                    left = f.read() == want
+            except OSError:
+                continue
+            if left:
+                break
+        if not left:
+            return
+        time.sleep(0.02)
+
+
 class _Consumer:
     """A consumer process that prints a ready line once its probes are attached."""
     ready_pattern = None
@@ -302,6 +330,7 @@ class _Consumer:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
+        wait_for_detachers(self.proc.args, timeout)
         self.stdout = self._read(self.out)
         self.stderr = self._read(self.err)
         self.out.close()
