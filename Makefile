@@ -30,7 +30,7 @@ test: all
 	  cd $(CURDIR) && $(REAP); [ $$a -eq 0 ] && [ $$b -eq 0 ]
 
 # The attach/detach storm (under each personality) and the 2-minute soak, one after the other
-# (about 12 minutes).
+# (about 14 minutes on a 2-CPU machine under load).
 test-soak: all
 	cd $(BUILD) && ctest --output-on-failure -L soak; a=$$?; cd $(CURDIR) && $(REAP); [ $$a -eq 0 ]
 
