@@ -8,8 +8,13 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 export PARCAGPU_BUILD_DIR="${PARCAGPU_BUILD_DIR:-$ROOT/build}"
 OUTDIR=$(mktemp -d)
 trap 'rm -rf "$OUTDIR"' EXIT
+# A copy of the library, PC sampling locks and a mock GPU of its own: the script's consumer
+# attaches to the library's file, and other tests run at the same time (ctest -j).
+cp "$PARCAGPU_BUILD_DIR/lib/libparcagpu.so" "$OUTDIR/libparcagpu.so"
+mkdir "$OUTDIR/pc-locks"
 out=$(PC_WORKLOAD="$ROOT/tests/gpu/fake_pc_workload.sh" OUT="$OUTDIR" \
-      PARCAGPU_LIB="$PARCAGPU_BUILD_DIR/lib/libparcagpu.so" PARCAGPU_TRACE="$PARCAGPU_BUILD_DIR/bin/parcagpu-trace" \
+      PARCAGPU_PC_LOCK_DIR="$OUTDIR/pc-locks" MOCK_CUPTI_GPU_LOCK="$OUTDIR/mock-gpu-pc.lock" \
+      PARCAGPU_LIB="$OUTDIR/libparcagpu.so" PARCAGPU_TRACE="$PARCAGPU_BUILD_DIR/bin/parcagpu-trace" \
       "$ROOT/scripts/pc-sampling-real.sh" --rounds 1 -n 100 2>&1)
 rc=$?
 echo "$out"

@@ -7,6 +7,7 @@ the tests run against the build they belong to. PARCAGPU_TEST_LIB runs them agai
 build of the library (for example an old one, to show a test red), with this build's mock
 application and consumers.
 """
+import atexit
 import ctypes
 import functools
 import glob
@@ -14,9 +15,11 @@ import json
 import os
 import re
 import shlex
+import shutil
 import signal
 import struct
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -25,9 +28,85 @@ import unittest
 SOURCE = os.environ.get("PARCAGPU_SOURCE_DIR",
                         os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..")))
 BUILD = os.environ.get("PARCAGPU_BUILD_DIR", os.path.join(SOURCE, "build"))
+
+# What this test process has to itself, so that ctest runs integration tests side by side (ctest
+# -j) as if each had its own machine: consumers attach to a library *file* and see every process
+# that maps it, PC sampling's locks are per directory, and the mock has one GPU per lock file. So
+# each test process gets a directory (removed at exit) with its own copy of the library (LIB,
+# below), its own PC lock directory (PC_LOCK_DIR) and its own mock GPU (MOCK_GPU_LOCK).
+PRIVATE_ROOT = os.path.join(BUILD, "test-private")
+
+
+def _processes_using(directory):
+    """PIDs of the processes (not this one) whose command line or mappings name a file under
+    `directory`: the mock apps, programs and consumers a test started on its copy of the library."""
+    found = []
+    needle = os.path.join(directory, "").encode()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            with open("/proc/%s/cmdline" % entry, "rb") as f:
+                named = needle in f.read()
+            if not named:
+                with open("/proc/%s/maps" % entry, "rb") as f:
+                    named = needle in f.read()
+        except OSError:
+            continue  # gone meanwhile, or a kernel thread
+        if named:
+            found.append(int(entry))
+    return found
+
+
+def reap(directory):
+    """Kills (SIGKILL, by PID) what a test process left running on the files of its private
+    directory, and removes the directory. A test that fails half-way, or that ctest kills at its
+    timeout, leaves its mock app and consumers behind; side by side they would load the machine,
+    or hold uprobes, for the tests after it."""
+    for pid in _processes_using(directory):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+    shutil.rmtree(directory, True)
+
+
+def _owner_alive(name):
+    """Whether the test process a private directory PID.xxx belongs to still runs."""
+    try:
+        with open("/proc/%d/cmdline" % int(name.split(".", 1)[0]), "rb") as f:
+            return b"python" in f.read()
+    except (OSError, ValueError):
+        return False
+
+
+def reap_leftovers():
+    """reap() for the private directory of every test process that is gone (killed, so its own
+    atexit never ran)."""
+    if os.path.isdir(PRIVATE_ROOT):
+        for name in os.listdir(PRIVATE_ROOT):
+            if not _owner_alive(name):
+                reap(os.path.join(PRIVATE_ROOT, name))
+
+
+os.makedirs(PRIVATE_ROOT, exist_ok=True)
+reap_leftovers()
+PRIVATE_DIR = tempfile.mkdtemp(prefix="%d." % os.getpid(), dir=PRIVATE_ROOT)
+atexit.register(reap, PRIVATE_DIR)
+
+
+def _private_copy(lib):
+    """`lib` copied into PRIVATE_DIR under its own name: a file (an inode) no other test maps."""
+    copy = os.path.join(PRIVATE_DIR, "lib", os.path.basename(lib))
+    os.makedirs(os.path.dirname(copy), exist_ok=True)
+    shutil.copy2(lib, copy)
+    return copy
+
+
 # PARCAGPU_TEST_LIB: run the suite against another build of the library (an older commit's, to
-# show a new test red).
-LIB = os.environ.get("PARCAGPU_TEST_LIB") or os.path.join(BUILD, "lib", "libparcagpu.so")
+# show a new test red). Either way, the tests run this process's copy of it.
+SHARED_LIB = os.environ.get("PARCAGPU_TEST_LIB") or os.path.join(BUILD, "lib", "libparcagpu.so")
+LIB = _private_copy(SHARED_LIB) if os.path.exists(SHARED_LIB) else SHARED_LIB
 MOCKAPP = os.path.join(BUILD, "bin", "parcagpu-mockapp")
 MOCK_DIR = os.path.join(BUILD, "mock")
 # Sanitizer builds (make test-sanitize) have no parcagpu-trace of their own: the consumer is not
@@ -49,8 +128,12 @@ CUDART = {12: os.path.join(MOCK_DIR, "cudart", "libcudart.so.12"),
 # suite's runs never inherit them (a test that wants one sets it).
 CUDA_LOCATION_VARS = ("CUDA_HOME", "CUDA_PATH", "CONDA_PREFIX")
 
-PC_LOCK_DIR = os.path.join(BUILD, "pc-locks")
+PC_LOCK_DIR = os.path.join(PRIVATE_DIR, "pc-locks")
 os.makedirs(PC_LOCK_DIR, exist_ok=True)
+# The mock GPU's PC sampling unit (tools/mock/cupti_mock_pcsampling.cc, gpu_lock_path), this
+# test's own; also for the processes a test starts with an environment of its own making.
+MOCK_GPU_LOCK = os.path.join(PRIVATE_DIR, "mock-gpu-pc.lock")
+os.environ["MOCK_CUPTI_GPU_LOCK"] = MOCK_GPU_LOCK
 
 # Rate limits high enough that every launch of a test run is announced.
 UNLIMITED = {"PARCAGPU_RATE_LIMIT": "100000000", "PARCAGPU_GRAPH_RATE_LIMIT": "100000000"}
@@ -65,9 +148,11 @@ def base_env(extra=None):
            and k not in CUDA_LOCATION_VARS}
     env["LD_LIBRARY_PATH"] = MOCK_DIR + (":" + env["LD_LIBRARY_PATH"]
                                          if env.get("LD_LIBRARY_PATH") else "")
-    # The GPUs' PC sampling locks of this build's runs only: another checkout's test run on this
-    # machine (whose mock GPUs have the same PCI addresses) does not put our episodes off.
+    # The GPUs' PC sampling locks of this test's runs only: another test running at the same time
+    # (whose mock GPUs have the same PCI addresses) does not put our episodes off, and its mock
+    # GPU is not ours (MOCK_GPU_LOCK).
     env["PARCAGPU_PC_LOCK_DIR"] = PC_LOCK_DIR
+    env["MOCK_CUPTI_GPU_LOCK"] = MOCK_GPU_LOCK
     if PERSONALITY:
         env["MOCK_CUPTI_PERSONALITY"] = PERSONALITY
         if PERSONALITY == "12":
@@ -169,6 +254,34 @@ def finish_mockapp(p, timeout=120):
     return MockRun(p, "".join(p.lines), "".join(p.err_lines))
 
 
+def wait_for_detachers(cmd, timeout=60):
+    """Waits until no detacher that parcagpu-trace `cmd` left is running. The tool ends within
+    2 s of its stop and leaves the kernel's slow uprobe detaching to a forked process
+    (tools/trace/exit_detacher.h, comm parcagpu-detach, same command line): until that has ended,
+    the library still sees a consumer. A test that asserts what happens once no consumer is
+    attached starts counting from here."""
+    want = b"\0".join(os.fsencode(str(a)) for a in cmd) + b"\0"
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        left = False
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                with open("/proc/%s/comm" % entry, "rb") as f:
+                    if f.read().strip() != b"parcagpu-detach":
+                        continue
+                with open("/proc/%s/cmdline" % entry, "rb") as f:
+                    left = f.read() == want
+            except OSError:
+                continue
+            if left:
+                break
+        if not left:
+            return
+        time.sleep(0.02)
+
+
 class _Consumer:
     """A consumer process that prints a ready line once its probes are attached."""
     ready_pattern = None
@@ -217,6 +330,7 @@ class _Consumer:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
+        wait_for_detachers(self.proc.args, timeout)
         self.stdout = self._read(self.out)
         self.stderr = self._read(self.err)
         self.out.close()
@@ -631,3 +745,10 @@ COUNTER = _CounterNames()
 
 def main():
     unittest.main(verbosity=2)
+
+
+if __name__ == "__main__":
+    # `harness.py reap`: what killed test processes left (make test runs it after ctest).
+    if sys.argv[1:] == ["reap"]:
+        reap_leftovers()
+

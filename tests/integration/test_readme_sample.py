@@ -8,7 +8,8 @@ records, GPU times and shares; the temporary directory; the order of stacks; whi
 the top 4); the block between README.md's demo-output markers must equal it. When it does not,
 the failure shows the diff and the command that regenerates the block. The demo's consumer
 attaches to the library's file, so a program using this build's library while the demo runs (a
-second test run in the same build tree) adds its stacks: ctest runs integration tests serially."""
+second test run in the same build tree) adds its stacks: the other integration tests, which run
+beside it, each run a copy of their own (harness.py), never the build tree's file."""
 import importlib.util
 import os
 import re

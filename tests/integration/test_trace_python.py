@@ -107,6 +107,13 @@ def run_python_launch(python, extra_trace_args, threads=False, pid_namespace=Fal
             p.stdin.write("go\n")
             p.stdin.flush()
             done = p.stdout.readline()
+            # The kernel records come with the library's flush (every second; later on busy
+            # CPUs, past the tool's 2 s linger: 0 of 100 kernels matched at load 14): the tool is
+            # stopped once it has had them all (-v prints each), or after 30 s.
+            kernels = LAUNCHES * (2 if threads else 1)
+            deadline = time.time() + 30
+            while time.time() < deadline and tr._read(tr.err).count("] kernel corr=") < kernels:
+                time.sleep(0.05)
             # The tool reads the code objects from the live process: stop it first.
             tr.stop()
         finally:

@@ -402,6 +402,7 @@ class StopsInTime(unittest.TestCase):
             tr.proc.wait(timeout=120)
             took = time.time() - stopped
             tr.stop()
+            print("\nended %.2f s after the stop" % took)
         finally:
             os.killpg(churn.pid, signal.SIGKILL)
             churn.wait()
@@ -566,7 +567,9 @@ class Discovery(unittest.TestCase):
         tmp = tempfile.mkdtemp(prefix="parcagpu-where-")
         try:
             lib = self.lib_copy(tmp)
-            app = harness.start_mockapp(["--duration=4s", "--launch-rate=500", "--graph-rate=50",
+            # The app must outlive the tool's start (3-4 s beside other tests: with 4 s it had
+            # ended before the tool attached).
+            app = harness.start_mockapp(["--duration=8s", "--launch-rate=500", "--graph-rate=50",
                                          "--status-interval=100"], env=harness.UNLIMITED, lib=lib)
             try:
                 tr = harness.trace_when_loaded(app, ["--json"])

@@ -34,6 +34,7 @@
 #include <cstdlib>
 #include <cinttypes>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <functional>
@@ -140,7 +141,10 @@ int g_gpu_lock_fd = -1;
 int g_gpu_holders = 0;
 
 // One mock GPU per build of the mock: two checkouts' test runs on one machine do not share it.
+// MOCK_CUPTI_GPU_LOCK names another (the integration tests give each test its own, so tests
+// that run at once are on separate machines as far as PC sampling goes).
 std::string gpu_lock_path() {
+  if (const char *own = getenv("MOCK_CUPTI_GPU_LOCK"); own && *own) return own;
   Dl_info self{};
   const char *path = dladdr(reinterpret_cast<void *>(&gpu_lock_path), &self) && self.dli_fname
                          ? self.dli_fname

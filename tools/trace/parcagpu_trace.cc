@@ -22,10 +22,10 @@
 #include <cstring>
 #include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "bpf_session.h"
+#include "exit_detacher.h"
 #include "mmap_tracker.h"
 #include "options.h"
 #include "pc_profile.h"
@@ -89,12 +89,21 @@ bool alive(const std::vector<uint32_t> &pids) {
 // may be among them) or is not emptied by then. What it still holds is counted as left
 // (events_left_at_exit), not read. Otherwise it lingers for the kernels of announced launches,
 // --linger from the stop (a kernel record can take the library's periodic flush, a second, to
-// come, longer on busy CPUs). Unregistering a uprobe waits
-// 0.1-0.3 s, one after the other in the kernel (slower while processes fork): every probe but
-// the kernel records' goes on threads from the stop, cuda_correlation first, while the exit
-// reads; so does the process-exit program, whose tracepoint's unregistration waits as long. So
-// the tool ends within 2 s of SIGINT under overload, where it took 47-62 s before (issue 44).
+// come, longer on busy CPUs).
 constexpr auto kExitReadingBehind = std::chrono::milliseconds(500);
+
+// Unregistering a uprobe waits 0.1-0.3 s, one after the other in the kernel, seconds on busy CPUs
+// or while other tools attach and detach. A detacher process does it (tools/trace/exit_detacher.h),
+// every probe but the kernel records' from the stop, cuda_correlation first, while the exit reads;
+// so does the process-exit program, whose tracepoint's unregistration waits as long. The tool
+// waits for it this long from the stop, then leaves it to finish alone: so the tool ends within 2 s
+// of SIGINT under overload on busy CPUs (47-62 s in issue 44, 2.2-6 s with the detaching on
+// threads of the tool).
+constexpr auto kExitDetachingAtMost = std::chrono::milliseconds(1200);
+
+// What the ring buffer still holds at the end is counted for at most this long: past
+// kExitDetachingAtMost the probes may still be attached, and their events still coming.
+constexpr auto kExitCountingAtMost = std::chrono::milliseconds(200);
 
 // A poll hands back after this long even when the ring buffer never empties (libbpf reads until
 // it is empty, and producers under overload keep it full), so the loop sees signals and -d.
@@ -171,22 +180,20 @@ void linger(Tool &t) {
 }
 
 // The exit sequence, from the stop: announcements stop and every probe but activity_batch is
-// detached on threads, cuda_correlation first, while the exit reads what came and, unless it is
-// behind, lingers; then activity_batch goes, what is left is read until the reading time is up
+// detached (by the detacher), cuda_correlation first, while the exit reads what came and, unless it
+// is behind, lingers; then activity_batch goes, what is left is read until the reading time is up
 // and the rest counted. The seconds traced (until the announcements began to stop).
 double finish(Tool &t, bool target_exited, Clock::time_point start) {
   const Clock::time_point stop = Clock::now();
   t.reader.read_until = stop + kExitReadingBehind;
   t.tracer.set_closing();
-  // A thread per BPF object's USDT links (libbpf's USDT manager is not thread-safe), and one for
-  // the others: the kernel's waits overlap.
+  // The tracer's USDT links (cuda_correlation first), PC sampling's (another BPF object), the
+  // others (autograd uprobes, the process-exit program); activity_batch last.
   std::vector<bpf_link *> usdt = t.bpf.take_links([](const char *p) { return std::strcmp(p, "cuda_correlation") != 0; });
   for (bpf_link *l : t.bpf.take_links([](const char *p) { return std::strcmp(p, "activity_batch") == 0; }))
     usdt.push_back(l);
-  const std::vector<bpf_link *> groups[] = {std::move(usdt), t.pc.take_links(), t.bpf.take_other_links()};
-  std::vector<std::thread> detachers;
-  for (const std::vector<bpf_link *> &links : groups)
-    detachers.emplace_back([&links] { pt::destroy_links(links); });
+  pt::ExitDetacher detacher({std::move(usdt), t.pc.take_links(), t.bpf.take_other_links()},
+                            t.bpf.take_links([](const char *) { return false; }));
   const double traced_s = since(start);
   const bool caught_up = drain(t);
   if (caught_up && t.bpf.read_stat(PT_STAT_RINGBUF_DROPS) == 0 && !target_exited && t.opt.linger_s > 0) {
@@ -194,12 +201,11 @@ double finish(Tool &t, bool target_exited, Clock::time_point start) {
                                                                    std::chrono::duration<double>(t.opt.linger_s)));
     linger(t);
   }
-  for (std::thread &d : detachers) d.join();
-  t.bpf.detach_all();
-  drain(t);
-  // Nothing is written into the ring buffer any more: what it holds is counted, fast.
+  if (detacher.finish(stop + kExitDetachingAtMost)) drain(t);
+  // What the ring buffer holds now is counted, fast.
   t.reader.read_until = Clock::time_point::min();
-  while (read_events(t, -1) > 0) {
+  const Clock::time_point count_until = Clock::now() + kExitCountingAtMost;
+  while (read_events(t, -1) > 0 && Clock::now() < count_until) {
   }
   return traced_s;
 }
