@@ -14,6 +14,10 @@
 #   start_real_run SPEC ARGS...
 #                       a measurement's start: parse_options SPEC ARGS, create $OUT (its default
 #                       set before), need_lib_trace_root
+#   torch_program NAME  the arguments of a PyTorch program of tools/bench: block-eager,
+#                       block-graph (torch_block.py), mixed (torch_mixed.py)
+#   torch_truth NAME    that program alone under torch.profiler for PROFILE_SECONDS (no library:
+#                       the truth), into $OUT/NAME.kineto.json; skipped with SKIP_TRUTH=1
 #   wait_attached SECONDS PID FILE...
 #                       until a FILE says "attached N probes" (parcagpu-trace and agent-consumer's
 #                       ready line): 0; 1 if PID exits first or SECONDS pass
@@ -59,6 +63,25 @@ start_real_run() {
   parse_options "$@"
   mkdir -p "$OUT" || die "cannot create $OUT"
   need_lib_trace_root
+}
+
+torch_program() {
+  case "$1" in
+    block-eager) echo "$ROOT/tools/bench/torch_block.py --mode eager" ;;
+    block-graph) echo "$ROOT/tools/bench/torch_block.py --mode graph" ;;
+    mixed) echo "$ROOT/tools/bench/torch_mixed.py" ;;
+    *) die "unknown program: $1" ;;
+  esac
+}
+
+torch_truth() {
+  [ "${SKIP_TRUTH:-0}" = 1 ] && return 0
+  local cmd
+  read -r -a cmd <<<"$(torch_program "$1")"
+  log "$1: alone under torch.profiler, $PROFILE_SECONDS s"
+  env -u PARCAGPU_LIB -u PARCAGPU_TRACE -u PARCAGPU_AGENT "$PYTHON" "${cmd[@]}" \
+    --seconds "$PROFILE_SECONDS" --profile "$OUT/$1.kineto.json" > "$OUT/$1.kineto.out" 2>&1 ||
+    die "$1 under torch.profiler failed: $(tail -3 "$OUT/$1.kineto.out")"
 }
 
 wait_attached() {

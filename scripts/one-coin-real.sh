@@ -25,22 +25,9 @@ start_real_run "--lib=LIB --trace=TRACE --out=OUT" "$@"
 [ -x "$PYTHON" ] || die "no python at $PYTHON"
 CLEAN=(-u PARCAGPU_LIB -u PARCAGPU_TRACE -u PARCAGPU_AGENT)
 
-program() {  # $1: program name -> the command line's arguments
-  case "$1" in
-    block-eager) echo "$ROOT/tools/bench/torch_block.py --mode eager" ;;
-    block-graph) echo "$ROOT/tools/bench/torch_block.py --mode graph" ;;
-    mixed) echo "$ROOT/tools/bench/torch_mixed.py" ;;
-    *) die "unknown program: $1" ;;
-  esac
-}
-
 for p in $PROGRAMS; do
-  read -r -a cmd <<<"$(program "$p")"
-  if [ "${SKIP_TRUTH:-0}" != 1 ]; then
-    log "$p: alone under torch.profiler, $PROFILE_SECONDS s"
-    env "${CLEAN[@]}" "$PYTHON" "${cmd[@]}" --seconds "$PROFILE_SECONDS" --profile "$OUT/$p.kineto.json" \
-      > "$OUT/$p.kineto.out" 2>&1 || die "$p under torch.profiler failed: $(tail -3 "$OUT/$p.kineto.out")"
-  fi
+  read -r -a cmd <<<"$(torch_program "$p")"
+  torch_truth "$p"
   log "$p: under the library at the defaults, parcagpu-trace --pc attached, $SECONDS_RUN s"
   "$TRACE" -l "$LIB" --pc --json-lines > "$OUT/$p.lines${TAG:-}" 2> "$OUT/$p.trace.err" &
   tpid=$!

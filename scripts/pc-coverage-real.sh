@@ -20,31 +20,16 @@
 
 . "$(dirname "${BASH_SOURCE[0]}")/lib-real.sh"
 OUT="${OUT:-/tmp/parcagpu-pc-coverage}"
-parse_options "--lib=LIB --trace=TRACE --out=OUT" "$@"
 SECONDS_RUN="${SECONDS_RUN:-60}"
 PROFILE_SECONDS="${PROFILE_SECONDS:-5}"
 PROGRAMS="${PROGRAMS:-block-eager block-graph mixed}"
-mkdir -p "$OUT" || die "cannot create $OUT"
-need_lib_trace_root
+start_real_run "--lib=LIB --trace=TRACE --out=OUT" "$@"
 [ -x "$PYTHON" ] || die "no python at $PYTHON"
 CLEAN=(-u PARCAGPU_LIB -u PARCAGPU_TRACE -u PARCAGPU_AGENT)
 
-program() {  # $1: program name -> the command line's arguments
-  case "$1" in
-    block-eager) echo "$ROOT/tools/bench/torch_block.py --mode eager" ;;
-    block-graph) echo "$ROOT/tools/bench/torch_block.py --mode graph" ;;
-    mixed) echo "$ROOT/tools/bench/torch_mixed.py" ;;
-    *) die "unknown program: $1" ;;
-  esac
-}
-
 for p in $PROGRAMS; do
-  read -r -a cmd <<<"$(program "$p")"
-  if [ "${SKIP_TRUTH:-0}" != 1 ]; then
-    log "$p: alone under torch.profiler, $PROFILE_SECONDS s"
-    env "${CLEAN[@]}" "$PYTHON" "${cmd[@]}" --seconds "$PROFILE_SECONDS" --profile "$OUT/$p.kineto.json" \
-      > "$OUT/$p.kineto.out" 2>&1 || die "$p under torch.profiler failed: $(tail -3 "$OUT/$p.kineto.out")"
-  fi
+  read -r -a cmd <<<"$(torch_program "$p")"
+  torch_truth "$p"
   log "$p: under the library at the defaults, parcagpu-trace --pc attached, $SECONDS_RUN s"
   rm -f "$OUT/$p.json"
   "$TRACE" -l "$LIB" --pc -n 1000 --json="$OUT/$p.json" > "$OUT/$p.report" 2> "$OUT/$p.trace.err" &
