@@ -157,7 +157,10 @@ class Scenarios16(unittest.TestCase):
         s, j = r.summary, tr.result
         self.assertEqual(s["mock_errors"], 0)
         why = (j, parcagpu_lines(r))
-        self.assertEqual(j[C.kernel_records], s["kernels_run"], why)
+        # all-cbids launches through every copy and fill API too: their records (memory_batch)
+        # are counted among the kernel records, one per copy call of each thread.
+        self.assertGreater(j[C.memory_records], 0, why)
+        self.assertEqual(j[C.kernel_records] - j[C.memory_records], s["kernels_run"], why)
         self.assertEqual(j[C.kernels_matched], j[C.kernel_records], why)
         self.assertEqual(j[C.orphan_correlations_eager] + j[C.orphan_correlations_graph], 0, why)
         self.assertEqual(j[C.graph_capture_launches], s["captured_launches"])
