@@ -88,13 +88,15 @@ class SamplesHangUnderAnnouncedLaunches(unittest.TestCase):
         # Default rate limits: most launches are not announced. The ones PC sampling samples must
         # be, or the agent has no stack to hang their samples under.
         with harness.AgentConsumer() as ac:
-            r = harness.run_mockapp(["--duration=4s", "--launch-rate=2000", "--graph-rate=200",
+            r = harness.run_mockapp(["--duration=6s", "--launch-rate=2000", "--graph-rate=200",
                                      "--threads=2"])
         ac.stop()
         self.assertEqual(r.returncode, 0, r.stderr[-2000:])
         s = r.summary
         p = ac.process(s["pid"])
         ids = p["pc_samples"]["correlation_ids"]
+        # A window must have run (started and stopped) for its launches to be judged.
+        self.assertGreater(mock_pc(r)["stops"], 0, mock_pc(r))
         self.assertLess(sum(p["correlations_by_cbid"].values()), s["launches"] / 2,
                         "the rate limits are not in force: nothing to show")
         self.assertGreater(ids["announced"], 0, p["pc_samples"])
