@@ -1,14 +1,14 @@
 // ActivitySwitch on a fake CUPTI table and a fake clock: when cuptiActivityEnable/Disable of
 // CONCURRENT_KERNEL are called (armed, per launch, sticky, held on for PC sampling, held off for
 // a graph registration), and what a failing enable or disable leads to.
+#include "activity/activity_switch.h"
+
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <thread>
-
-#include "activity/activity_switch.h"
 
 namespace parcagpu {
 namespace {
@@ -266,16 +266,27 @@ TEST_F(ActivitySwitchTest, AnAnnouncedLaunchOnAnotherThreadWaitsOutAGraphRegistr
   ActivitySwitch a(api_, ActivityMode::AroundLaunch, nullptr, &fake_clock);
   a.arm(true);
   ASSERT_TRUE(a.hold_off(true));
-  std::atomic<bool> began{false};
+  std::atomic<bool> began{false}, counted{false};
   std::thread other([&] {
-    EXPECT_TRUE(a.launch_begin());
+    counted = a.launch_begin();
     began = true;  // its API call (and its kernel) would go on from here
   });
+  const auto t0 = std::chrono::steady_clock::now();
   std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  EXPECT_FALSE(began) << "the launch went on with kernel activity off: its kernel untimed";
+  const bool went_on = began;
+  // The wait gives up after kHeldOffWaitNs (20 ms) of real time: a main thread held off the CPU
+  // that long (an overloaded machine) sees the give-up, which is the design, not the failure.
+  const bool within_the_wait =
+      std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(15);
+  if (within_the_wait)
+    EXPECT_FALSE(went_on) << "the launch went on with kernel activity off: its kernel untimed";
   EXPECT_EQ(fake_.enables, 0) << "not while held off";
   a.hold_off(false);
   other.join();
+  if (!counted) {
+    EXPECT_FALSE(within_the_wait) << "gave up within its wait";
+    return;
+  }
   EXPECT_EQ(fake_.enables, 1) << "timed: on once the registration ended";
   a.launch_end();
   EXPECT_EQ(fake_.disables, 1);
