@@ -18,6 +18,10 @@
 #                       block-graph (torch_block.py), mixed (torch_mixed.py)
 #   torch_truth NAME    that program alone under torch.profiler for PROFILE_SECONDS (no library:
 #                       the truth), into $OUT/NAME.kineto.json; skipped with SKIP_TRUTH=1
+#   torch_traced NAME TPID
+#                       that program for SECONDS_RUN under the library (PARCAGPU_DEBUG=1) into
+#                       $OUT/NAME.program(.err), then the consumer TPID stopped (SIGINT); dies if
+#                       the program failed
 #   wait_attached SECONDS PID FILE...
 #                       until a FILE says "attached N probes" (parcagpu-trace and agent-consumer's
 #                       ready line): 0; 1 if PID exits first or SECONDS pass
@@ -82,6 +86,19 @@ torch_truth() {
   env -u PARCAGPU_LIB -u PARCAGPU_TRACE -u PARCAGPU_AGENT "$PYTHON" "${cmd[@]}" \
     --seconds "$PROFILE_SECONDS" --profile "$OUT/$1.kineto.json" > "$OUT/$1.kineto.out" 2>&1 ||
     die "$1 under torch.profiler failed: $(tail -3 "$OUT/$1.kineto.out")"
+}
+
+torch_traced() {
+  local cmd rc
+  read -r -a cmd <<<"$(torch_program "$1")"
+  env -u PARCAGPU_LIB -u PARCAGPU_TRACE -u PARCAGPU_AGENT CUDA_INJECTION64_PATH="$LIB" \
+    PARCAGPU_DEBUG=1 "$PYTHON" "${cmd[@]}" --seconds "$SECONDS_RUN" > "$OUT/$1.program" \
+    2> "$OUT/$1.program.err"
+  rc=$?
+  sleep 2
+  kill -INT "$2" 2>/dev/null
+  wait "$2" 2>/dev/null
+  [ $rc -eq 0 ] || die "$1 under the library failed: $(tail -3 "$OUT/$1.program.err")"
 }
 
 wait_attached() {

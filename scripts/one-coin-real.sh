@@ -23,22 +23,14 @@ OUT="${OUT:-/tmp/parcagpu-one-coin}"
 : "${SECONDS_RUN:=40}" "${PROFILE_SECONDS:=5}" "${PROGRAMS:=block-eager block-graph mixed}"
 start_real_run "--lib=LIB --trace=TRACE --out=OUT" "$@"
 [ -x "$PYTHON" ] || die "no python at $PYTHON"
-CLEAN=(-u PARCAGPU_LIB -u PARCAGPU_TRACE -u PARCAGPU_AGENT)
 
 for p in $PROGRAMS; do
-  read -r -a cmd <<<"$(torch_program "$p")"
   torch_truth "$p"
   log "$p: under the library at the defaults, parcagpu-trace --pc attached, $SECONDS_RUN s"
   "$TRACE" -l "$LIB" --pc --json-lines > "$OUT/$p.lines${TAG:-}" 2> "$OUT/$p.trace.err" &
   tpid=$!
   wait_attached 60 "$tpid" "$OUT/$p.lines${TAG:-}" "$OUT/$p.trace.err" || die "parcagpu-trace did not attach"
-  env "${CLEAN[@]}" CUDA_INJECTION64_PATH="$LIB" PARCAGPU_DEBUG=1 "$PYTHON" "${cmd[@]}" \
-    --seconds "$SECONDS_RUN" > "$OUT/$p.program" 2> "$OUT/$p.program.err"
-  rc=$?
-  sleep 2
-  kill -INT "$tpid" 2>/dev/null
-  wait "$tpid" 2>/dev/null
-  [ $rc -eq 0 ] || die "$p under the library failed: $(tail -3 "$OUT/$p.program.err")"
+  torch_traced "$p" "$tpid"
   grep -E "parcagpu\[[0-9]+\]: launches:" "$OUT/$p.program.err" | sed "s/^/  $p: /" >&2
 done
 "$PYTHON" "$ROOT/scripts/one_coin_verdict.py" "$OUT" $PROGRAMS

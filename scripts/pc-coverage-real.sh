@@ -25,23 +25,15 @@ PROFILE_SECONDS="${PROFILE_SECONDS:-5}"
 PROGRAMS="${PROGRAMS:-block-eager block-graph mixed}"
 start_real_run "--lib=LIB --trace=TRACE --out=OUT" "$@"
 [ -x "$PYTHON" ] || die "no python at $PYTHON"
-CLEAN=(-u PARCAGPU_LIB -u PARCAGPU_TRACE -u PARCAGPU_AGENT)
 
 for p in $PROGRAMS; do
-  read -r -a cmd <<<"$(torch_program "$p")"
   torch_truth "$p"
   log "$p: under the library at the defaults, parcagpu-trace --pc attached, $SECONDS_RUN s"
   rm -f "$OUT/$p.json"
   "$TRACE" -l "$LIB" --pc -n 1000 --json="$OUT/$p.json" > "$OUT/$p.report" 2> "$OUT/$p.trace.err" &
   tpid=$!
   wait_attached 60 "$tpid" "$OUT/$p.report" "$OUT/$p.trace.err" || die "parcagpu-trace did not attach"
-  env "${CLEAN[@]}" CUDA_INJECTION64_PATH="$LIB" PARCAGPU_DEBUG=1 "$PYTHON" "${cmd[@]}" \
-    --seconds "$SECONDS_RUN" > "$OUT/$p.program" 2> "$OUT/$p.program.err"
-  rc=$?
-  sleep 2
-  kill -INT "$tpid" 2>/dev/null
-  wait "$tpid" 2>/dev/null
-  [ $rc -eq 0 ] || die "$p under the library failed: $(tail -3 "$OUT/$p.program.err")"
+  torch_traced "$p" "$tpid"
   [ -s "$OUT/$p.json" ] || die "parcagpu-trace wrote no $OUT/$p.json: $(tail -3 "$OUT/$p.trace.err")"
   grep -E "parcagpu\[[0-9]+\]: pc sampling: episodes=" "$OUT/$p.program.err" | tail -1 |
     sed -E "s/^.*(episodes=[0-9]+).*(enables=.*)$/  $p: \1 \2/" >&2
