@@ -105,6 +105,40 @@
 #define PARCAGPU_KIND_KERNEL 3
 #define PARCAGPU_KIND_CONCURRENT_KERNEL 10
 
+/* NVTX ranges and marks (parcagpu's own, beyond the production consumer's set; the layout is the
+ * one of the upstream library's NVTX branch, parca-dev/parcagpu aec9dd5, so a consumer written for
+ * it reads ours).
+ * nvtx_event_batch(ptr events, u32 count)
+ *     events: const void *[count], each an NVTX event record of PARCAGPU_NVTX_REC_SIZE bytes
+ *     (layout below), all of one thread, in the order the thread made them.
+ *     count <= PARCAGPU_NVTX_BATCH_MAX. The record's message pointer stays readable until the
+ *     probe returns (the library's own copy, at most PARCAGPU_NVTX_MESSAGE_MAX bytes and a NUL).
+ * nvtx_resource_name(u32 kind, u64 id, ptr name)
+ *     A name the application gave a thread, stream or device (PARCAGPU_NVTX_RESOURCE_*). */
+#define PARCAGPU_NVTX_BATCH_MAX 256
+#define PARCAGPU_NVTX_MESSAGE_MAX 239
+#define PARCAGPU_NVTX_REC_SIZE 56
+#define PARCAGPU_NVTX_OFF_TIMESTAMP 0       /* u64 ns, CLOCK_MONOTONIC (bpf_ktime_get_ns's clock) */
+#define PARCAGPU_NVTX_OFF_TID 8             /* u32, the kernel's thread ID */
+#define PARCAGPU_NVTX_OFF_CORRELATION_ID 12 /* u32, the thread's last announced launch; 0 if none */
+#define PARCAGPU_NVTX_OFF_DOMAIN_ID 16      /* u32, 0 = the default domain */
+#define PARCAGPU_NVTX_OFF_KIND 20           /* u16, PARCAGPU_NVTX_KIND_* */
+#define PARCAGPU_NVTX_OFF_FLAGS 22          /* u16, 0 */
+#define PARCAGPU_NVTX_OFF_COLOR 24          /* u32 ARGB, 0 if unset */
+#define PARCAGPU_NVTX_OFF_DEVICE_ID 28      /* u32, 0xffffffff if unknown */
+#define PARCAGPU_NVTX_OFF_PAYLOAD 32        /* u64, the raw payload bits */
+#define PARCAGPU_NVTX_OFF_RANGE_ID 40       /* u64, pairs RANGE_START with RANGE_END; 0 otherwise */
+#define PARCAGPU_NVTX_OFF_MESSAGE 48        /* const char * in the traced process */
+#define PARCAGPU_NVTX_KIND_RANGE_PUSH 1
+#define PARCAGPU_NVTX_KIND_RANGE_POP 2
+#define PARCAGPU_NVTX_KIND_RANGE_START 3
+#define PARCAGPU_NVTX_KIND_RANGE_END 4
+#define PARCAGPU_NVTX_KIND_MARK 5
+#define PARCAGPU_NVTX_RESOURCE_OS_THREAD 1
+#define PARCAGPU_NVTX_RESOURCE_CUDA_STREAM 2
+#define PARCAGPU_NVTX_RESOURCE_CUDA_DEVICE 3
+#define PARCAGPU_NVTX_RESOURCE_CUDA_KERNEL 4
+
 /* Names the consumer reads, and the stand-in for a longer one.
  *
  * The production consumer keeps a PC record's functionName up to PARCAGPU_PC_FUNCTION_NAME_MAX
