@@ -14,6 +14,11 @@ the p99 over every step and its ratio to none's, the overlap step time, what the
 got, and the targets (agent graph-replay step <= 1.05; p99 <= 1.2x none; overlap <= 1.2x none).
 
   agentbase  with --base-lib: the agent variant for another build (before/after in one run)
+  agent-nvtx the agent variant with NVTX_INJECTION64_PATH set to the library (NVTX calls reach
+          CUPTI; the agent does not read nvtx_event_batch, so the library collects no range)
+  trace      the library with parcagpu-trace attached (--trace, --trace-args): what a user running
+          our own consumer pays, e.g. with copies and NVTX ranges collected; NVTX_INJECTION64_PATH
+          set
   agent-nopc the agent variant with PARCAGPU_PC_SAMPLING=0: what PC sampling adds
   agent-first the agent variant with PARCAGPU_PC_SAMPLING_RATE=0.001: the sample credit is never
           regained, so only the process's first (learning) episodes run: whether a cost lasts
@@ -33,6 +38,8 @@ got, and the targets (agent graph-replay step <= 1.05; p99 <= 1.2x none; overlap
 Usage: bench-torch-step.py [--python PY] [--lib LIB] [--agent AGENT] [--rounds 7]
                            [--seconds 4] [--out DIR] [--base-lib LIB] [--debug]
                            [--variants "none nocons agent agent-nopc agent-first"]
+                           [--modes "eager graph"] (of eager, graph, data: tools/bench/torch_step.py)
+                           [--trace TRACE --trace-args "ARGS"] (the trace variant)
                            [--floor-lib LIB --cupti PATH] (the floor-* variants)
 --warmup S: before round 1 every worker runs S/2 seconds of each mode, unmeasured: the first
 episode (PC sampling kept enabled while kernels are used for the first time, docs/pc-sampling.md
@@ -75,6 +82,9 @@ def main():
     ap.add_argument("--warmup", type=float, default=0)
     ap.add_argument("--floor-lib", default=None)
     ap.add_argument("--cupti", default=None)
+    ap.add_argument("--modes", default="eager graph")
+    ap.add_argument("--trace", default=os.path.join(ROOT, "build/bin/parcagpu-trace"))
+    ap.add_argument("--trace-args", default="")
     ap.add_argument("--variants", default="none nocons agent",
                     help="of none, nocons, agent, agent-nopc, agent-first, floor-sub, "
                          "floor-res, floor-start-api, floor-start, floor-launch (none and agent "
@@ -86,7 +96,7 @@ def main():
     agent_lib = os.path.join(tmp, "libparcagpu-agent.so")
     shutil.copy(a.lib, agent_lib)
     base = {k: v for k, v in os.environ.items()
-            if not k.startswith("PARCAGPU_") and k != "CUDA_INJECTION64_PATH"}
+            if not k.startswith("PARCAGPU_") and k not in ("CUDA_INJECTION64_PATH", "NVTX_INJECTION64_PATH")}
     dbg = {"PARCAGPU_DEBUG": "1"} if a.debug else {}
     envs = {"none": dict(base), "nocons": dict(base, CUDA_INJECTION64_PATH=os.path.abspath(a.lib)),
             "agent": dict(base, CUDA_INJECTION64_PATH=agent_lib, **dbg)}
@@ -95,11 +105,18 @@ def main():
     libs = {"agent": agent_lib}
     # Variants of the agent one with other settings: each maps its own copy, with its consumer.
     for v, extra in (("agent-nopc", {"PARCAGPU_PC_SAMPLING": "0"}),
+                     ("agent-nvtx", {"NVTX_INJECTION64_PATH": "@LIB@"}),
                      ("agent-first", {"PARCAGPU_PC_SAMPLING_RATE": "0.001"})):
         if v in wanted:
             libs[v] = os.path.join(tmp, "libparcagpu-%s.so" % v)
             shutil.copy(a.lib, libs[v])
+            extra = {k: (libs[v] if x == "@LIB@" else x) for k, x in extra.items()}
             envs[v] = dict(base, CUDA_INJECTION64_PATH=libs[v], **dbg, **extra)
+    if "trace" in wanted:
+        libs["trace"] = os.path.join(tmp, "libparcagpu-trace.so")
+        shutil.copy(a.lib, libs["trace"])
+        envs["trace"] = dict(base, CUDA_INJECTION64_PATH=libs["trace"],
+                             NVTX_INJECTION64_PATH=libs["trace"], **dbg)
     floors = {"floor-sub": {"CUPTI_FLOOR": "subscribe"},
               "floor-res": {"CUPTI_FLOOR": "resource"},
               "floor-start-api": {"CUPTI_FLOOR": "from-start", "CUPTI_FLOOR_DOMAIN": "api"},
@@ -119,14 +136,16 @@ def main():
     for v, lib in libs.items():
         out_f = open(os.path.join(a.out, v + ".json"), "w")
         err_f = open(os.path.join(a.out, v + "-consumer.err"), "w+")
-        proc = subprocess.Popen([a.agent, "-l", lib], stdout=out_f, stderr=err_f)
+        cmd = ([a.trace, "-l", lib] + a.trace_args.split() if v == "trace"
+               else [a.agent, "-l", lib])
+        proc = subprocess.Popen(cmd, stdout=out_f, stderr=err_f)
         consumers.append((v, proc, out_f, err_f))
         deadline = time.time() + 60
         while True:
             if "attached" in os.pread(err_f.fileno(), 1 << 16, 0).decode(errors="replace"):
                 break
             if proc.poll() is not None or time.time() > deadline:
-                sys.exit("agent-consumer did not attach (see %s/%s-consumer.err)" % (a.out, v))
+                sys.exit("the consumer did not attach (see %s/%s-consumer.err)" % (a.out, v))
             time.sleep(0.1)
     workers = {}
     for v, env in envs.items():
@@ -145,16 +164,17 @@ def main():
         return json.loads(workers[v].stdout.readline())["us"]
 
     names = list(workers)
+    modes_all = tuple(a.modes.split())
     if a.warmup > 0:
         for v in names:
-            for m in ("eager", "graph"):
+            for m in modes_all:
                 run(v, m, a.warmup / 2)
         print("warm-up done (%g s per worker)" % a.warmup, file=sys.stderr, flush=True)
-    medians = {(v, m): [] for v in names for m in ("eager", "graph")}
-    steps = {(v, m): [] for v in names for m in ("eager", "graph")}
+    medians = {(v, m): [] for v in names for m in modes_all}
+    steps = {(v, m): [] for v in names for m in modes_all}
     for r in range(a.rounds):
         order = names[r % len(names):] + names[:r % len(names)]
-        modes = ("eager", "graph") if r % 2 == 0 else ("graph", "eager")
+        modes = modes_all if r % 2 == 0 else modes_all[::-1]
         for v in order:
             for m in modes:
                 us = run(v, m, a.seconds)
@@ -181,7 +201,7 @@ def main():
     out.append("%-15s %-6s %6s %10s %7s %10s %7s %10s %7s" % (
         "variant", "mode", "steps", "median_us", "x_none", "mean_us", "x_none", "p99_us", "x_none"))
     ratio, p99r, meanr = {}, {}, {}
-    for m in ("eager", "graph"):
+    for m in modes_all:
         for v in names:
             med = statistics.median(medians[(v, m)])
             nmed = statistics.median(medians[("none", m)])
@@ -194,13 +214,13 @@ def main():
                 v, m, len(steps[(v, m)]), med, med / nmed, mean, mean / nmean, p99, p99 / np99))
     out.append("")
     out.append("per-round medians (us/step), in round order:")
-    for m in ("eager", "graph"):
+    for m in modes_all:
         for v in names:
             out.append("  %-11s %-5s %s" % (v, m, " ".join("%.1f" % x for x in medians[(v, m)])))
     out.append("")
     out.append("overlap (two streams of ~1 ms kernels), median us/step: " +
                ", ".join("%s %.0f" % (v, overlap[v]) for v in names))
-    for v in libs:
+    for v in [v for v in libs if v != "trace"]:
       try:
         tot = AgentTotals(os.path.join(a.out, v + ".json"))
         out.append(v + " consumer: correlations %d, kernel records %d, matched %d, orphan kernels "
@@ -215,12 +235,17 @@ def main():
         out.append("%s consumer: no summary (%s)" % (v, e))
     out.append("")
     out.append("targets:")
-    checks = [("agent graph-replay step", ratio[("agent", "graph")], 1.05),
-              ("agent graph-replay step, mean", meanr[("agent", "graph")], 1.05),
-              ("agent eager step (no target; reported)", ratio[("agent", "eager")], None),
-              ("agent p99 graph step / none's", p99r[("agent", "graph")], 1.2),
-              ("agent p99 eager step / none's", p99r[("agent", "eager")], 1.2),
-              ("agent overlap step / none's", overlap["agent"] / overlap["none"], 1.2)]
+    checks = []
+    if "graph" in modes_all:
+        checks += [("agent graph-replay step", ratio[("agent", "graph")], 1.05),
+                   ("agent graph-replay step, mean", meanr[("agent", "graph")], 1.05),
+                   ("agent p99 graph step / none's", p99r[("agent", "graph")], 1.2)]
+    if "eager" in modes_all:
+        checks += [("agent eager step (no target; reported)", ratio[("agent", "eager")], None),
+                   ("agent p99 eager step / none's", p99r[("agent", "eager")], 1.2)]
+    for v in [v for v in names if v != "none"] if "data" in modes_all else []:
+        checks.append(("%s data step (reported)" % v, ratio[(v, "data")], None))
+    checks.append(("agent overlap step / none's", overlap["agent"] / overlap["none"], 1.2))
     for label, val, limit in checks:
         verdict = "" if limit is None else ("MET" if val <= limit else "NOT MET")
         out.append("  %-42s %6.3f %s %s" % (label, val, "" if limit is None else "<= %.2f" % limit,

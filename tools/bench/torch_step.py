@@ -6,6 +6,11 @@ Worker protocol (stdin/stdout, one line each): the driver writes "MODE SECONDS" 
 overlap) and the worker answers one JSON line with the step times in microseconds; "quit" ends
 it. Only one worker runs on the GPU at a time: the others wait on their stdin.
 
+data: the eager step fed the way a training loop is: its batch copied from pinned host memory
+(non_blocking, a host-to-device copy), the gradients zeroed in place (set_to_none=False), the loss
+read with .item() (a device-to-host copy the CPU waits for), each phase inside an NVTX range
+(torch.cuda.nvtx: a no-op unless NVTX_INJECTION64_PATH names an injection library).
+
 overlap: two streams each run a ~1 ms kernel per step (torch.cuda._sleep); when the two overlap
 a step takes ~1 ms, when something serializes kernels (kernel-serialized PC sampling) ~2 ms.
 """
@@ -47,6 +52,8 @@ class Steps:
             self.static_loss = self.loss_fn(self.model(self.x), self.y)
             self.static_loss.backward()
             self.opt.step()
+        self.x_host = self.x.cpu().pin_memory()
+        self.y_host = self.y.cpu().pin_memory()
         self.s1 = torch.cuda.Stream()
         self.s2 = torch.cuda.Stream()
         # About 1 ms at the H100's ~2 GHz.
@@ -58,6 +65,26 @@ class Steps:
         loss = self.loss_fn(self.model(self.x), self.y)
         loss.backward()
         self.opt.step()
+
+    def data(self):
+        nvtx = torch.cuda.nvtx
+        nvtx.range_push("step")
+        nvtx.range_push("h2d")
+        x = self.x_host.cuda(non_blocking=True)
+        y = self.y_host.cuda(non_blocking=True)
+        nvtx.range_pop()
+        nvtx.range_push("forward")
+        self.opt.zero_grad(set_to_none=False)
+        loss = self.loss_fn(self.model(x), y)
+        nvtx.range_pop()
+        nvtx.range_push("backward")
+        loss.backward()
+        self.opt.step()
+        nvtx.range_pop()
+        nvtx.range_push("item")
+        self.last_loss = loss.item()
+        nvtx.range_pop()
+        nvtx.range_pop()
 
     def replay(self):
         self.graph.replay()
@@ -75,7 +102,8 @@ class Steps:
     KEEP = 400_000
 
     def run(self, mode, seconds):
-        step = {"eager": self.eager, "graph": self.replay, "overlap": self.overlap}[mode]
+        step = {"eager": self.eager, "graph": self.replay, "data": self.data,
+                "overlap": self.overlap}[mode]
         times = []
         rng = random.Random(1)
         n = 0
