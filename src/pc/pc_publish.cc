@@ -75,7 +75,7 @@ uint64_t fire_paced(usdt::pc_sample_batch_probe probe, const void **ptrs, size_t
 }  // namespace
 
 // The firing thread and its queue. Started at the first records queued (never in a process
-// without a pc_sample_batch consumer, nor in the unit tests).
+// without a pc_sample_batch consumer).
 class PcPublisher::Firer {
  public:
   explicit Firer(usdt::pc_sample_batch_probe probe) : probe_(probe) {}
