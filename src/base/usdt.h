@@ -37,4 +37,27 @@ inline unsigned short correlation_consumers() { return cuda_correlation_consumer
 PARCAGPU_PROBE_LIST(PARCAGPU_PROBE_FN)
 #undef PARCAGPU_PROBE_FN
 
+// A probe as a value: its semaphore read and its one firing site. A part that fires a probe off
+// the launch path (PcPublisher, PcMetadata, CubinRegistry) is given the probes it fires in its
+// constructor, the library's by default (probe::P), so that a unit test hands it recorders and
+// sees what was fired. A call through `fire` is a call of the one site: no second one is made.
+template <typename Fn>
+struct Probe {
+  unsigned short (*consumers)();
+  Fn *fire;
+};
+
+// For each probe P: the type P_probe and the library's probe::P.
+#define PARCAGPU_PROBE_TYPE(name, params, args, nargs, sizes) \
+  using name##_probe = Probe<void params>;
+PARCAGPU_PROBE_LIST(PARCAGPU_PROBE_TYPE)
+#undef PARCAGPU_PROBE_TYPE
+
+namespace probe {
+#define PARCAGPU_PROBE_VALUE(name, params, args, nargs, sizes) \
+  inline constexpr name##_probe name{&name##_consumers, &usdt::name};
+PARCAGPU_PROBE_LIST(PARCAGPU_PROBE_VALUE)
+#undef PARCAGPU_PROBE_VALUE
+}  // namespace probe
+
 }  // namespace parcagpu::usdt

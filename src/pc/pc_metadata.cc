@@ -1,7 +1,6 @@
 #include "pc/pc_metadata.h"
 
 #include "base/log.h"
-#include "base/usdt.h"
 #include "pc/pc_records.h"
 #include "pc/pc_session.h"
 #include "trackers/cubin_registry.h"
@@ -14,9 +13,10 @@ constexpr uint64_t kMetadataRefreshNs = 30'000'000'000;
 
 }  // namespace
 
-PcMetadata::PcMetadata(const CuptiApi &cupti, const CudaApi *cuda)
+PcMetadata::PcMetadata(const CuptiApi &cupti, const CudaApi *cuda, const PcMetadataProbes &probes)
     : cuda_(cuda),
-      cubins_(std::make_unique<CubinRegistry>(cupti)),
+      probes_(probes),
+      cubins_(std::make_unique<CubinRegistry>(cupti, probes.cubin_loaded)),
       stall_(std::make_unique<StallReasonTable>()) {}
 
 PcMetadata::~PcMetadata() = default;
@@ -36,16 +36,16 @@ void PcMetadata::refresh(uint64_t now) {
 }
 
 void PcMetadata::fire() {
-  if (usdt::cubin_loaded_consumers()) cubins_->refire();
+  if (probes_.cubin_loaded.consumers()) cubins_->refire();
   std::lock_guard<std::mutex> lock(mu_);
-  if (stall_built_ && usdt::stall_reason_map_consumers())
-    usdt::stall_reason_map(stall_->blob(), PARCAGPU_STALL_REASON_MAX);
-  if (usdt::gpu_config_consumers()) fire_gpu_configs();
+  if (stall_built_ && probes_.stall_reason_map.consumers())
+    probes_.stall_reason_map.fire(stall_->blob(), PARCAGPU_STALL_REASON_MAX);
+  if (probes_.gpu_config.consumers()) fire_gpu_configs();
 }
 
 void PcMetadata::fire_gpu_configs() {
   for (const DeviceConfig &d : configs_)
-    usdt::gpu_config(d.device, d.factor, d.clock_khz, d.sm_count);
+    probes_.gpu_config.fire(d.device, d.factor, d.clock_khz, d.sm_count);
 }
 
 PcResult PcMetadata::read_stall_reasons(PcSession &session) {
@@ -76,7 +76,7 @@ void PcMetadata::on_configured(uint32_t device, uint32_t factor) {
   if (!known) add_device(device, factor);
   if (!stall_map_fired_) {
     stall_map_fired_ = true;
-    usdt::stall_reason_map(stall_->blob(), PARCAGPU_STALL_REASON_MAX);
+    probes_.stall_reason_map.fire(stall_->blob(), PARCAGPU_STALL_REASON_MAX);
   }
 }
 
@@ -119,7 +119,8 @@ void PcMetadata::add_device(uint32_t device, uint32_t factor) {
                          "samples by the other's clock",
                          device, clock_khz, first_clock_khz);
   // Now the factor is in force: the first gpu_config a consumer keeps is right.
-  usdt::gpu_config(device, factor, static_cast<uint32_t>(clock_khz), static_cast<uint32_t>(sms));
+  probes_.gpu_config.fire(device, factor, static_cast<uint32_t>(clock_khz),
+                          static_cast<uint32_t>(sms));
   debug_log("gpu_config device %u: sampling factor %u, %d kHz, %d SMs", device, factor, clock_khz,
             sms);
 }

@@ -19,14 +19,23 @@
 #include <vector>
 
 #include "base/cupti_api.h"
+#include "base/usdt.h"
 #include "pc/pc_forward.h"
 
 namespace parcagpu {
 
+// The probes PcMetadata fires (the library's, or a unit test's recorders).
+struct PcMetadataProbes {
+  usdt::stall_reason_map_probe stall_reason_map = usdt::probe::stall_reason_map;
+  usdt::gpu_config_probe gpu_config = usdt::probe::gpu_config;
+  usdt::cubin_loaded_probe cubin_loaded = usdt::probe::cubin_loaded;  // its CubinRegistry's
+};
+
 class PcMetadata {
  public:
   // cuda may be null (no clock rates: gpu_config is not fired).
-  PcMetadata(const CuptiApi &cupti, const CudaApi *cuda);
+  PcMetadata(const CuptiApi &cupti, const CudaApi *cuda,
+             const PcMetadataProbes &probes = PcMetadataProbes{});
   ~PcMetadata();
 
   CubinRegistry &cubins() { return *cubins_; }
@@ -52,6 +61,7 @@ class PcMetadata {
   void add_device(uint32_t device, uint32_t factor);
 
   const CudaApi *cuda_;
+  const PcMetadataProbes probes_;
   const std::unique_ptr<CubinRegistry> cubins_;
   const std::unique_ptr<StallReasonTable> stall_;
   bool stall_map_fired_ = false;  // PcSampler's mutex

@@ -51,8 +51,9 @@ struct QueuedRecords {
   }
 };
 
-// Fires `n` records at `ptrs` in slices the agent's ring has room for, waiting for it.
-uint64_t fire_paced(const void **ptrs, size_t n, uint64_t *unheard) {
+// Fires `n` records at `ptrs` on `probe` in slices the agent's ring has room for, waiting for it.
+uint64_t fire_paced(usdt::pc_sample_batch_probe probe, const void **ptrs, size_t n,
+                    uint64_t *unheard) {
   uint64_t firings = 0;
   AgentRingPacer &pacer = AgentRingPacer::instance();
   for (size_t done = 0; done < n;) {
@@ -60,8 +61,8 @@ uint64_t fire_paced(const void **ptrs, size_t n, uint64_t *unheard) {
     const uint64_t bytes = k * kAgentPcEventBytes;
     for (uint64_t w; (w = pacer.wait_ns(bytes, monotonic_ns())) > 0;) sleep_ns(w);
     pacer.take(bytes, monotonic_ns());
-    if (usdt::pc_sample_batch_consumers() != 0) {
-      usdt::pc_sample_batch(ptrs + done, static_cast<uint32_t>(k));
+    if (probe.consumers() != 0) {
+      probe.fire(ptrs + done, static_cast<uint32_t>(k));
       firings++;
     } else {
       *unheard += k;  // the last consumer left while they waited
@@ -74,9 +75,10 @@ uint64_t fire_paced(const void **ptrs, size_t n, uint64_t *unheard) {
 }  // namespace
 
 // The firing thread and its queue. Started at the first records queued (never in a process
-// without a pc_sample_batch consumer, nor in the unit tests).
+// without a pc_sample_batch consumer).
 class PcPublisher::Firer {
  public:
+  explicit Firer(usdt::pc_sample_batch_probe probe) : probe_(probe) {}
   ~Firer() { finish(); }
 
   // False: not queued (the queue is full, or no thread could be started: fired here instead).
@@ -87,7 +89,7 @@ class PcPublisher::Firer {
       lock.unlock();
       std::vector<const void *> copy(ptrs, ptrs + n);
       uint64_t unheard = 0;
-      const uint64_t f = fire_paced(copy.data(), n, &unheard);
+      const uint64_t f = fire_paced(probe_, copy.data(), n, &unheard);
       std::lock_guard<std::mutex> relock(mu_);
       firings_ += f;
       unheard_ += unheard;
@@ -136,7 +138,7 @@ class PcPublisher::Firer {
       QueuedRecords &q = *queue_.front();
       lock.unlock();
       uint64_t unheard = 0;
-      const uint64_t f = fire_paced(q.ptrs.data(), q.ptrs.size(), &unheard);
+      const uint64_t f = fire_paced(probe_, q.ptrs.data(), q.ptrs.size(), &unheard);
       lock.lock();
       firings_ += f;
       unheard_ += unheard;
@@ -145,6 +147,7 @@ class PcPublisher::Firer {
     }
   }
 
+  const usdt::pc_sample_batch_probe probe_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::unique_ptr<QueuedRecords>> queue_;
@@ -154,11 +157,13 @@ class PcPublisher::Firer {
   std::thread thread_;
 };
 
-PcPublisher::PcPublisher(const PcLaunchState &state, PcCoverage *coverage)
+PcPublisher::PcPublisher(const PcLaunchState &state, PcCoverage *coverage,
+                         usdt::pc_sample_batch_probe probe)
     : state_(state),
       coverage_(coverage),
+      probe_(probe),
       names_(std::make_unique<FunctionNames>()),
-      firer_(std::make_unique<Firer>()) {}
+      firer_(std::make_unique<Firer>(probe)) {}
 
 PcPublisher::~PcPublisher() = default;
 
@@ -179,7 +184,7 @@ void PcPublisher::publish(PcRecordBuffer &buf, PcStats &stats) {
   stats.pairs += t.pairs;
   stats.samples += t.samples;
   stats.uncorrelated += t.uncorrelated;
-  if (usdt::pc_sample_batch_consumers() == 0) {
+  if (probe_.consumers() == 0) {
     stats.unpublished += t.records;
   } else if (!firer_->enqueue(buf.ptrs(), t.records)) {
     stats.unfired += t.records;

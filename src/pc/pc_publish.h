@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "base/usdt.h"
 #include "pc/pc_forward.h"
 
 namespace parcagpu {
@@ -31,8 +32,9 @@ inline constexpr size_t kPcQueuedRecordsMax = 16384;
 
 class PcPublisher {
  public:
-  // coverage: told every function the records name (may be null).
-  PcPublisher(const PcLaunchState &state, PcCoverage *coverage);
+  // coverage: told every function the records name (may be null). probe: where the records go.
+  PcPublisher(const PcLaunchState &state, PcCoverage *coverage,
+              usdt::pc_sample_batch_probe probe = usdt::probe::pc_sample_batch);
   ~PcPublisher();  // fires what is queued, then stops the thread
 
   // Queues what `buf` holds for pc_sample_batch consumers (or counts it unpublished).
@@ -51,6 +53,7 @@ class PcPublisher {
 
   const PcLaunchState &state_;
   PcCoverage *const coverage_;
+  const usdt::pc_sample_batch_probe probe_;
   const std::unique_ptr<FunctionNames> names_;  // kernel names kept for consumers
   const std::unique_ptr<Firer> firer_;
 };

@@ -1,6 +1,6 @@
 // When to open a PC sampling window and how many launches it spans. Pure arithmetic on what the
 // sampler feeds it (times in ns, sample counts); unit-tested in
-// tests/unit/lib/pc_sampling_test.cc.
+// tests/unit/lib/pc_rate_controller_test.cc.
 //
 // What a window costs, as measured on an H100 (docs/pc-sampling.md): while CUPTI's
 // kernel-serialized PC sampling is started, every kernel runs alone and its launch returns only

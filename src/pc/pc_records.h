@@ -1,6 +1,6 @@
 // The data side of PC sampling, apart from the CUPTI calls (pc_sampling.h): the stall-reason
 // table a consumer gets, and the buffer CUPTI's PC records are drained into and handed to
-// consumers from. No CUPTI calls here; unit-tested in tests/unit/lib/pc_sampling_test.cc.
+// consumers from. No CUPTI calls here; unit-tested in tests/unit/lib/pc_records_test.cc.
 //
 // The consumer's contract (docs/probe-abi.md, include/parcagpu/abi.h): pc_sample_batch carries
 // pointers to CUpti_PCSamplingPCData records of CUPTI 12.4+ (60 bytes read, correlationId

@@ -65,7 +65,7 @@ void CubinRegistry::on_module_loaded(const void *cubin, size_t size) {
     stats_.copied++;
     stats_.copied_bytes += size;
   }
-  usdt::cubin_loaded(crc, e.published, size);
+  loaded_.fire(crc, e.published, size);
   debug_log("cubin %#llx loaded: %zu bytes (%s)", static_cast<unsigned long long>(crc), size,
             e.copy ? "copied" : "in a loaded object");
   entries_.push_back(std::move(e));
@@ -120,7 +120,7 @@ void CubinRegistry::free_retired(uint64_t now_ns) {
 
 void CubinRegistry::refire() {
   std::lock_guard<std::mutex> lock(mu_);
-  for (const Entry &e : entries_) usdt::cubin_loaded(e.crc, e.published, e.size);
+  for (const Entry &e : entries_) loaded_.fire(e.crc, e.published, e.size);
 }
 
 CubinStats CubinRegistry::stats() const {

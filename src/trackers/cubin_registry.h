@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "base/cupti_api.h"
+#include "base/usdt.h"
 
 namespace parcagpu {
 
@@ -38,7 +39,10 @@ struct CubinStats {
 
 class CubinRegistry {
  public:
-  explicit CubinRegistry(const CuptiApi &cupti) : cupti_(cupti) {}
+  // loaded: where cubin_loaded goes.
+  explicit CubinRegistry(const CuptiApi &cupti,
+                         usdt::cubin_loaded_probe loaded = usdt::probe::cubin_loaded)
+      : cupti_(cupti), loaded_(loaded) {}
 
   void on_module_loaded(const void *cubin, size_t size);
   void on_module_unload(const void *cubin, size_t size);
@@ -69,6 +73,7 @@ class CubinRegistry {
   uint64_t retired_bytes_ = 0;
 
   const CuptiApi &cupti_;
+  const usdt::cubin_loaded_probe loaded_;
   mutable std::mutex mu_;
   std::vector<Entry> entries_;
   CubinStats stats_;

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "base/log.h"
+#include "repeated_errors.h"
 
 namespace parcagpu {
 namespace {
@@ -74,16 +74,7 @@ TEST(CubinRegistry, WithoutCuptiGetCubinCrcNothingIsPublished) {
 
 CUptiResult failing_crc(CUpti_GetCubinCrcParams *) { return CUPTI_ERROR_INVALID_PARAMETER; }
 
-uint64_t crc_failures_counted() {
-  uint64_t n = 0;
-  for_each_repeated_error(
-      [](const RepeatedError &e, void *arg) {
-        if (std::string(e.what()) == "cuptiGetCubinCrc failed")
-          *static_cast<uint64_t *>(arg) += e.count();
-      },
-      &n);
-  return n;
-}
+uint64_t crc_failures_counted() { return repeated_error_count("cuptiGetCubinCrc failed"); }
 
 TEST(CubinRegistry, AFailingCrcIsCountedAndSaidOnce) {
   CuptiApi api;
@@ -100,11 +91,8 @@ TEST(CubinRegistry, AFailingCrcIsCountedAndSaidOnce) {
   EXPECT_EQ(s.live, 0u);
   EXPECT_EQ(s.copied, 0u);
   EXPECT_EQ(crc_failures_counted(), before + 3);
-  size_t lines = 0;
-  for (size_t at = said.find("cuptiGetCubinCrc failed"); at != std::string::npos;
-       at = said.find("cuptiGetCubinCrc failed", at + 1))
-    ++lines;
-  EXPECT_EQ(lines, before == 0 ? 1u : 0u) << said;  // the first of the process only
+  // The first of the process only.
+  EXPECT_EQ(lines_saying(said, "cuptiGetCubinCrc failed"), before == 0 ? 1 : 0) << said;
 }
 
 TEST(CubinRegistry, UnloadsOfCubinsNeverPublishedChangeNothing) {

@@ -1,21 +1,15 @@
-// PC sampling's pure parts: the window/rate controller, the stall-reason table, the record
-// buffer handed to consumers.
+// PcRateController on a fake clock (every time is given in): when a window opens, how many
+// launches it spans, the sample credit and the duty cap that space windows, the jittered gap.
 #include <gtest/gtest.h>
 
-#include <cstdlib>
-#include <cstring>
-#include <string>
-#include <vector>
+#include <algorithm>
 
 #include "pc/pc_rate_controller.h"
-#include "pc/pc_records.h"
 
 namespace parcagpu {
 namespace {
 
 constexpr uint64_t kMs = 1'000'000, kSec = 1'000'000'000;
-
-// ---- PcRateController ----
 
 // Runs c's first window: opened at 0, closed at `end` after `launches` launches that yielded
 // `samples` samples. Returns the length c opened it with (should_open(0)).
@@ -182,137 +176,91 @@ TEST(PcRateController, PoorKernelsAreCappedByTheDutyNotByTheRate) {
   }
 }
 
-// ---- StallReasonTable ----
-
-// What CUPTI 13 offered on the H100 (a subset, in its order).
-const uint32_t kIdx[] = {39, 37, 36, 30, 31, 14, 15, 0, 1, 28, 29, 16, 70};
-const char *const kNames[] = {
-    "smsp__pcsamp_warps_issue_stalled_warpgroup_arrive_not_issued",
-    "smsp__pcsamp_warps_issue_stalled_wait_not_issued",
-    "smsp__pcsamp_warps_issue_stalled_wait",
-    "smsp__pcsamp_warps_issue_stalled_short_scoreboard",
-    "smsp__pcsamp_warps_issue_stalled_short_scoreboard_not_issued",
-    "smsp__pcsamp_warps_issue_stalled_long_scoreboard",
-    "smsp__pcsamp_warps_issue_stalled_long_scoreboard_not_issued",
-    "smsp__pcsamp_sample_count",
-    "smsp__pcsamp_samples_data_dropped",
-    "smsp__pcsamp_warps_issue_stalled_selected",
-    "smsp__pcsamp_warps_issue_stalled_selected_not_issued",
-    "smsp__pcsamp_warps_issue_stalled_math_pipe_throttle",
-    "smsp__pcsamp_warps_issue_stalled_some_future_reason",  // index 70: past the blob
-};
-
-TEST(StallReasonTable, CollectsReasonsProperOnly) {
-  StallReasonTable t;
-  t.build(sizeof kIdx / sizeof kIdx[0], kIdx, kNames);
-  EXPECT_EQ(t.offered(), 13u);
-  EXPECT_EQ(t.collected(), (std::vector<uint32_t>{14, 16, 28, 30, 36}));
-  EXPECT_EQ(t.unusable(), 1u);
-  EXPECT_STREQ(t.blob() + 14 * PARCAGPU_STALL_REASON_NAME_LEN,
-               "smsp__pcsamp_warps_issue_stalled_long_scoreboard");
-  EXPECT_STREQ(t.blob() + 36 * PARCAGPU_STALL_REASON_NAME_LEN,
-               "smsp__pcsamp_warps_issue_stalled_wait");
-  // Twins and counters are not named: a consumer never sees samples for them.
-  EXPECT_EQ(t.blob()[15 * PARCAGPU_STALL_REASON_NAME_LEN], '\0');
-  EXPECT_EQ(t.blob()[0], '\0');
+TEST(PcRateController, NextOpenIsExactlyWhenShouldOpenFirstSaysYes) {
+  // The launch path reads next_open_ns() without the lock and calls should_open() only from
+  // then on: the two must agree to the nanosecond.
+  PcRateController::Params p;
+  p.target_rate = 1e6;  // the credit never binds
+  PcRateController c(p, 0, 5);
+  ASSERT_GT(run_first_window(c, 10 * kMs, 32, 50), 0u);
+  const uint64_t at = c.next_open_ns();
+  ASSERT_GT(at, 10 * kMs);
+  EXPECT_EQ(c.should_open(at - 1), 0u);
+  EXPECT_EQ(c.next_open_ns(), at) << "a no before the time changes nothing";
+  EXPECT_GT(c.should_open(at), 0u);
 }
 
-TEST(StallReasonTable, LongNamesAreTruncatedAndTerminated) {
-  const std::string name = "smsp__pcsamp_warps_issue_stalled_" + std::string(100, 'x');
-  const char *names[] = {name.c_str()};
-  const uint32_t idx[] = {63};
-  StallReasonTable t;
-  t.build(1, idx, names);
-  const char *slot = t.blob() + 63 * PARCAGPU_STALL_REASON_NAME_LEN;
-  EXPECT_EQ(std::strlen(slot), PARCAGPU_STALL_REASON_NAME_LEN - 1u);
+TEST(PcRateController, CreditGrowsAtTheTargetRateUpToOneBurst) {
+  PcRateController::Params p;
+  p.target_rate = 100;
+  PcRateController c(p, 0, 1);
+  EXPECT_DOUBLE_EQ(c.credit(), 100) << "a full burst at start: the first launch opens a window";
+  ASSERT_EQ(run_first_window(c, 10 * kMs, 32, 150), 32u);
+  EXPECT_DOUBLE_EQ(c.credit(), -50);
+  EXPECT_GT(c.should_open(1 * kSec), 0u);  // past the gap, and -50 + 100 s^-1 * 1 s > 0
+  EXPECT_NEAR(c.credit(), 50, 1e-6);
+  c.should_open(100 * kSec);
+  EXPECT_DOUBLE_EQ(c.credit(), 100) << "100 s idle buys one second's worth, not 100";
 }
 
-// ---- PcRecordBuffer ----
-
-TEST(PcRecordBuffer, RecordsAreWhatTheConsumerReads) {
-  PcRecordBuffer buf(4);
-  FunctionNames names;
-  CUpti_PCSamplingData *d = buf.data();
-  EXPECT_EQ(d->collectNumPcs, 4u);
-  EXPECT_EQ(sizeof(CUpti_PCSamplingPCData), 64u);
-  // As CUPTI fills them: a short name it owns, counts in the stall arrays we gave it.
-  char short_name[] = "_Z1kPf";
-  d->totalNumPcs = 2;
-  for (int i = 0; i < 2; ++i) {
-    CUpti_PCSamplingPCData &r = d->pPcData[i];
-    EXPECT_EQ(r.size, sizeof(CUpti_PCSamplingPCData));
-    r.functionName = short_name;
-    r.stallReasonCount = 2;
-    r.stallReason[0] = {14, 5};
-    r.stallReason[1] = {28, 0};
-    r.correlationId = 100 + i;
-    r.pcOffset = 16 * i;
+TEST(PcRateController, TheGapIsSpreadOverHalfToOneAndAHalfTimesTheDutysGap) {
+  // A window of 10 ms at a 2% duty is followed by 490 ms on average; the jitter (seeded) keeps a
+  // periodic workload from being sampled at one phase.
+  PcRateController::Params p;
+  p.target_rate = 1e6;
+  const double base = 10.0 * kMs * (1 / p.max_duty - 1);
+  double lo = 1e18, hi = 0, sum = 0;
+  const int n = 400;
+  for (int seed = 1; seed <= n; ++seed) {
+    PcRateController c(p, 0, seed);
+    run_first_window(c, 10 * kMs, 32, 1);
+    const double gap = static_cast<double>(c.next_open_ns() - 10 * kMs);
+    lo = std::min(lo, gap);
+    hi = std::max(hi, gap);
+    sum += gap;
   }
-  d->pPcData[1].stallReasonCount = 1000;  // never past the array
-  const PcBatchTally t = buf.prepare(names);
-  EXPECT_EQ(t.records, 2u);
-  EXPECT_EQ(t.pairs, 1u + 1u);
-  for (int i = 0; i < 2; ++i) {
-    const auto *r = static_cast<const CUpti_PCSamplingPCData *>(buf.ptrs()[i]);
-    EXPECT_EQ(r, &d->pPcData[i]);
-    EXPECT_NE(r->functionName, short_name) << "our copy, not CUPTI's";
-    EXPECT_STREQ(r->functionName, "_Z1kPf");
-    for (size_t b = 7; b < kFunctionNameReadable; ++b) EXPECT_EQ(r->functionName[b], 0);
-    EXPECT_LE(r->stallReasonCount, static_cast<size_t>(PARCAGPU_STALL_REASON_MAX));
-    // The consumer copies 64 entries from every stall array: they are ours and that long.
-    EXPECT_EQ(r->stallReason, d->pPcData[0].stallReason + i * PARCAGPU_STALL_REASON_MAX);
-  }
-  EXPECT_EQ(static_cast<const CUpti_PCSamplingPCData *>(buf.ptrs()[0])->functionName,
-            static_cast<const CUpti_PCSamplingPCData *>(buf.ptrs()[1])->functionName);
-  buf.reset();
-  EXPECT_EQ(buf.data()->totalNumPcs, 0u);
-  EXPECT_NE(buf.data()->pPcData[0].stallReason, nullptr);
+  EXPECT_GE(lo, 0.5 * base - 1);
+  EXPECT_LT(hi, 1.5 * base);
+  EXPECT_LT(lo, 0.6 * base) << "the gaps are spread, not one value";
+  EXPECT_GT(hi, 1.4 * base);
+  EXPECT_NEAR(sum / n / base, 1.0, 0.05);
+  PcRateController a(p, 0, 77), b(p, 0, 77);
+  run_first_window(a, 10 * kMs, 32, 1);
+  run_first_window(b, 10 * kMs, 32, 1);
+  EXPECT_EQ(a.next_open_ns(), b.next_open_ns()) << "one seed, one schedule";
 }
 
-TEST(PcRecordBuffer, ALongFunctionNameGoesOutAsItsStandIn) {
-  PcRecordBuffer buf(2);
-  FunctionNames names;
-  std::string name = "_ZN" + std::string(300, 'q') + "1kEv";
-  CUpti_PCSamplingData *d = buf.data();
-  d->totalNumPcs = 1;
-  d->pPcData[0].functionName = name.data();
-  d->pPcData[0].stallReasonCount = 1;
-  d->pPcData[0].stallReason[0] = {14, 5};
-  buf.prepare(names);
-  const auto *r = static_cast<const CUpti_PCSamplingPCData *>(buf.ptrs()[0]);
-  EXPECT_EQ(std::strlen(r->functionName), size_t{PARCAGPU_PC_FUNCTION_NAME_MAX});
-  unsigned long long hash = 0;
-  EXPECT_TRUE(parcagpu_name_is_stand_in(r->functionName, std::strlen(r->functionName), &hash));
-  EXPECT_EQ(hash, parcagpu_name_hash(name.c_str()));
+TEST(PcRateController, AnEmptyWindowStillWaitsTheMinimumGap) {
+  PcRateController::Params p;
+  p.target_rate = 1e6;
+  PcRateController c(p, 0, 9);
+  ASSERT_GT(run_first_window(c, 0, 1, 0), 0u);
+  EXPECT_GE(c.next_open_ns(), p.min_gap_ns / 2);
+  EXPECT_LT(c.next_open_ns(), p.min_gap_ns * 3 / 2);
 }
 
-TEST(PcRecordBuffer, RecordsOfLaunchesNotAnnouncedGoOutGpuOnly) {
-  // Kernels still running when a window started are sampled too (P6), and launches inside a
-  // window are announced only if the coin picks them: no stack will come for their IDs, so
-  // they are published with ID 0 (the consumer's GPU-only stack) and counted, never left out.
-  PcRecordBuffer buf(4);
-  FunctionNames names;
-  CUpti_PCSamplingData *d = buf.data();
-  char name[] = "_Z1kPf";
-  d->totalNumPcs = 3;
-  const uint32_t ids[] = {7, 42, 0};  // 7 announced, 42 not, 0 uncorrelated
-  for (int i = 0; i < 3; ++i) {
-    CUpti_PCSamplingPCData &r = d->pPcData[i];
-    r.functionName = name;
-    r.stallReasonCount = 1;
-    r.stallReason[0] = {14, static_cast<uint32_t>(10 * (i + 1))};
-    r.correlationId = ids[i];
-  }
-  auto announced = [](const void *, uint32_t id) { return id == 7; };
-  const PcBatchTally t = buf.prepare(names, announced, nullptr);
-  EXPECT_EQ(t.records, 3u);
-  EXPECT_EQ(t.gpu_only, 1u);
-  EXPECT_EQ(t.gpu_only_samples, 20u);
-  EXPECT_EQ(t.uncorrelated, 2u);
-  EXPECT_EQ(t.samples, 10u + 20u + 30u);
-  EXPECT_EQ(static_cast<const CUpti_PCSamplingPCData *>(buf.ptrs()[0])->correlationId, 7u);
-  EXPECT_EQ(static_cast<const CUpti_PCSamplingPCData *>(buf.ptrs()[1])->correlationId, 0u);
-  EXPECT_EQ(static_cast<const CUpti_PCSamplingPCData *>(buf.ptrs()[2])->correlationId, 0u);
+TEST(PcRateController, SamplesPerLaunchIsAMovingAverageAndAnEmptyWindowPaysOnly) {
+  PcRateController::Params p;
+  p.target_rate = 100;
+  PcRateController c(p, 0, 1);
+  EXPECT_LT(c.samples_per_launch(), 0) << "nothing measured yet";
+  c.on_samples(100, 10);
+  EXPECT_DOUBLE_EQ(c.samples_per_launch(), 10) << "the first window's own figure";
+  c.on_samples(0, 10);
+  EXPECT_DOUBLE_EQ(c.samples_per_launch(), 7);
+  c.on_samples(40, 0);  // samples drained with no launch counted: paid, not averaged
+  EXPECT_DOUBLE_EQ(c.samples_per_launch(), 7);
+  EXPECT_DOUBLE_EQ(c.credit(), 100 - 100 - 0 - 40);
+}
+
+TEST(PcRateController, AWindowIsNeverLongerThanMaxLaunches) {
+  PcRateController::Params p;
+  p.target_rate = 100;
+  p.min_launches = 1;
+  p.max_launches = 8;
+  PcRateController c(p, 0, 3);
+  ASSERT_EQ(run_first_window(c, kMs, 4, 2), 1u);  // half a sample a launch: 200 launches wanted
+  EXPECT_EQ(c.should_open(10 * kSec), 8u);
 }
 
 }  // namespace
