@@ -4,6 +4,7 @@
 #include <thread>
 
 #include "activity/activity_buffers.h"
+#include "activity/graph_kernel_filter.h"
 #include "base/agent_ring_pacer.h"
 #include "base/clock.h"
 #include "base/log.h"

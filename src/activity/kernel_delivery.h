@@ -10,7 +10,6 @@
 #include <cstdint>
 #include <mutex>
 
-#include "activity/graph_kernel_filter.h"
 #include "base/consumer_names.h"
 #include "base/subsystem_links.h"
 #include "parcagpu/abi.h"
@@ -18,7 +17,8 @@
 namespace parcagpu {
 
 class CorrelationTracker;
-struct KernelRecord;  // activity_buffers.h
+class GraphKernelFilter;  // graph_kernel_filter.h
+struct KernelRecord;      // activity_buffers.h
 
 struct KernelDeliveryStats {
   uint64_t delivered = 0;  // kernel records of announced launches, fired

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "activity/activity_switch.h"
+#include "activity/graph_kernel_filter.h"
 #include "activity/kernel_delivery.h"
 #include "activity/memory_delivery.h"
 #include "fake_activity_cupti.h"

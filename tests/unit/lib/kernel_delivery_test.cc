@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "activity/activity_switch.h"
+#include "activity/graph_kernel_filter.h"
 #include "base/usdt.h"
 #include "fake_activity_cupti.h"
 #include "trackers/correlation_tracker.h"
