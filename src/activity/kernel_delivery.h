@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <mutex>
 
+#include "activity/activity_buffers.h"
 #include "base/consumer_names.h"
 #include "base/subsystem_links.h"
 #include "parcagpu/abi.h"
@@ -18,7 +19,6 @@ namespace parcagpu {
 
 class CorrelationTracker;
 class GraphKernelFilter;  // graph_kernel_filter.h
-struct KernelRecord;      // activity_buffers.h
 
 struct KernelDeliveryStats {
   uint64_t delivered = 0;  // kernel records of announced launches, fired
