@@ -6,60 +6,48 @@
 
 #include <cupti.h>
 
-#include <atomic>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 
 #include "activity/activity_kinds.h"
+#include "activity/buffer_router.h"
+#include "activity/graph_kernel_filter.h"
+#include "activity/kernel_delivery.h"
+#include "activity/memory_delivery.h"
 #include "base/config.h"
-#include "base/consumer_names.h"
 #include "base/consumers.h"
 #include "base/cupti_api.h"
 #include "base/subsystem_links.h"
 
 namespace parcagpu {
 
-class ActivitySwitch;  // the on/off policy (activity_switch.h)
-class BufferPool;      // activity_buffers.h
-class MemoryDelivery;  // memory_delivery.h
-struct KernelRecord;   // activity_buffers.h
+class ActivityLosses;        // activity_losses.h
+class ActivitySwitch;        // the on/off policy (activity_switch.h)
+class HousekeepingSchedule;  // housekeeping_schedule.h
 class CorrelationTracker;
 class GraphTracker;
 
+// Each part's totals, as the part keeps them.
 struct ActivityStats {
-  uint64_t buffers_completed = 0;
-  uint64_t buffers_refused = 0;    // requested at the memory cap: CUPTI drops those records
-  uint64_t kernel_records = 0;     // kernel records seen
-  uint64_t kernels_delivered = 0;  // ... of announced launches, fired to consumers
-  uint64_t batches_fired = 0;
-  uint64_t records_dropped = 0;           // reported by cuptiActivityGetNumDroppedRecords
-  uint64_t buffers_cut_short = 0;         // cuptiActivityGetNextRecord failed: the rest was lost
-  uint64_t conditional_unattributed = 0;  // correlation-0 records of no known exec: lost
-  // ... of no exec known here because none of its launches was announced: not a loss.
-  uint64_t conditional_unannounced = 0;
-  // Losses at a consumer's detach (said as errors): kernels of announced launches fired while no
-  // kernel consumer (activity_batch, kernel_executed) was attached any more, and announced
-  // launches still waiting for kernels when the last one left (given up there).
-  uint64_t kernels_unheard = 0;
+  BufferStats buffers;             // buffers, records read, dropped, flushes
+  KernelDeliveryStats kernels;     // kernel records delivered, batches, fired to nobody
+  GraphKernelStats graph_kernels;  // conditional bodies unattributed, made-up ends
+  MemoryStats memory;              // copies and fills
+  // Announced launches still waiting for kernels when the last kernel consumer left (given up
+  // there, said as an error).
   uint64_t launches_unheard = 0;
-  // Graph kernel records of announced launches whose end CUPTI wrote after kernel activity went
-  // off (activity_off_times.h): a made-up end, not delivered.
-  uint64_t graph_ends_made_up = 0;
-  // Copies and fills (memory_delivery.h): records read, delivered, batches, fired to nobody.
-  uint64_t memory_records = 0;
-  uint64_t memory_delivered = 0;
-  uint64_t memory_batches = 0;
-  uint64_t memory_unheard = 0;
-  uint64_t flushes = 0;
-  uint64_t enables = 0;
+  uint64_t enables = 0;  // successful cuptiActivityEnable / Disable of CONCURRENT_KERNEL
   uint64_t disables = 0;
 };
 
-// A client of the consumer watcher for its housekeeping alone (the profiler arms and disarms it
-// as consumers come and go): every flush interval, on the watcher thread, it flushes CUPTI's
-// buffers, ends sticky collection that no longer pays, retries a failed disable, gives up tracker
-// entries past their age and reports losses.
+// Kernel activity as a whole, built from its parts and joined to the rest: the on/off policy
+// (ActivitySwitch), the buffers and their routing (BufferRouter), kernel delivery
+// (KernelDelivery, with GraphKernelFilter for graph kernels), copies and fills (MemoryDelivery),
+// losses (ActivityLosses). A client of the consumer watcher for its housekeeping alone (the
+// profiler arms and disarms it as consumers come and go): every flush interval
+// (HousekeepingSchedule), on the watcher thread, it flushes CUPTI's buffers, ends sticky
+// collection that no longer pays, retries a failed disable, gives up tracker entries past their
+// age and reports losses.
 class ActivityCollector : public ConsumerWatcher::Client,
                           public KernelActivityControl,
                           private LaunchCountSource {
@@ -111,57 +99,20 @@ class ActivityCollector : public ConsumerWatcher::Client,
   ActivityStats stats() const;
 
  private:
-  void keep_timestamps_in_host_memory();
-  static void CUPTIAPI on_buffer_requested(uint8_t **buffer, size_t *size, size_t *max_num_records);
-  static void CUPTIAPI on_buffer_completed(CUcontext ctx, uint32_t stream_id, uint8_t *buffer,
-                                           size_t size, size_t valid_size);
-  void process_buffer(CUcontext ctx, uint32_t stream_id, uint8_t *buffer, size_t valid_size);
-  static void fire_activity_batch(const void **records, uint32_t n);
-  // A conditional body's kernel (correlation ID 0): the announced launch that owns its graph, or
-  // 0 (counted in *unattributed when no exec is known for the graph and an announced launch may
-  // have owned it, in *unannounced when none can have).
-  uint32_t conditional_body_owner(const KernelRecord &k, uint64_t *unattributed,
-                                  uint64_t *unannounced);
-  bool deliverable(KernelRecord &k, uint64_t now, uint64_t *unattributed, uint64_t *unannounced);
-  // A buffer's walk said: cut short, dropped records, kernels fired to nobody.
-  struct BufferTally;
-  void account_buffer(const BufferTally &t, CUcontext ctx, uint32_t stream_id, size_t valid_size);
-  // The records CUPTI dropped for this buffer's context and stream (said once when not 0).
-  size_t dropped_records(CUcontext ctx, uint32_t stream_id);
   void housekeeping();
-  void flush(bool forced);
-  // Loss accounting (watcher thread, then shutdown).
-  void account_losses(bool at_exit);
   // LaunchCountSource, for the switch: `launches` plus the launches the tracker refused.
   LaunchCounts launch_counts() const override;
 
-  const CuptiApi &cupti_;
-  const Config &config_;
   CorrelationTracker &tracker_;
-  GraphTracker &graphs_;
   const LaunchCountSource *const launches_;
-  KernelRecordObserver *const kernels_;
-  WatcherWake *const wake_;
-  const std::unique_ptr<BufferPool> pool_;
+  // The parts, in the order they are built (each takes those before it).
   const std::unique_ptr<ActivitySwitch> switch_;
   const std::unique_ptr<MemoryDelivery> memory_;
-  // Kernel names longer than the consumer keeps, as their stand-ins (consumer_names.h): the
-  // record's name is pointed at one before it is fired (the buffer is ours).
-  FunctionNames kernel_names_{PARCAGPU_KERNEL_NAME_MAX, PARCAGPU_KERNEL_NAME_MAX + 1};
-  // account_losses(): tracker counts already reported (watcher thread, then shutdown).
-  uint64_t refused_seen_ = 0;
-  uint64_t expired_seen_ = 0;
-  uint64_t next_progress_ns_ = 0;
-
-  std::atomic<uint32_t> buffers_in_flight_{0};
-  bool shutting_down_ = false;  // shutdown(): what still waits is accounted there, not dropped  //
-                                // bufferCompleted calls running now
-
-  std::atomic<bool> flush_requested_{false};
-  uint64_t next_housekeeping_ns_ = 0;  // the watcher thread's; 0: not armed yet
-
-  mutable std::mutex stats_mu_;
-  ActivityStats stats_;
+  const std::unique_ptr<GraphKernelFilter> graph_kernels_;
+  const std::unique_ptr<KernelDelivery> kernels_;
+  const std::unique_ptr<BufferRouter> buffers_;
+  const std::unique_ptr<ActivityLosses> losses_;
+  const std::unique_ptr<HousekeepingSchedule> schedule_;
 };
 
 }  // namespace parcagpu

@@ -52,6 +52,8 @@ class ActivityToggle {
   uint64_t disables() const { return disables_.load(std::memory_order_relaxed); }
 
  private:
+  // The CUPTI call that switches it on or off; true if it did.
+  bool switch_to(bool on, uint64_t now_ns);
   // Around each cuptiActivityEnable / Disable call: the recording word (recording_word).
   void begin_toggle();
   void end_toggle(bool on);

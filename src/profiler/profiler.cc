@@ -169,7 +169,7 @@ uint64_t Profiler::on_tick(uint64_t now_ns) {
   if (refire_due_ns_ != 0) next = std::min(next, refire_due_ns_);
   // Graph kernel records came with a made-up end (activity_off_times.h): CUPTI finishes them
   // later than the grace on this machine, so the grace grows (graph_completion.h).
-  if (completion_) completion_->on_made_up_ends(activity_->stats().graph_ends_made_up);
+  if (completion_) completion_->on_made_up_ends(activity_->stats().graph_kernels.made_up_ends);
   // More mappings to re-fire: come back at once (window pacing is served in between).
   if (graphs_->clones().refire_some(kRefireChunk) > 0) return now_ns;
   return next;
@@ -223,22 +223,22 @@ void log_launch_totals(const LaunchStats &l, const ActivityStats &a) {
                           {"consumer left during the call", u(l.left_unannounced.load())},
                           {"abandoned", u(l.abandoned.load())},
                           {"callback errors", u(l.callback_errors.load())}});
-  log_totals("activity", {{"buffers", u(a.buffers_completed)},
-                          {"refused", u(a.buffers_refused)},
-                          {"kernel records", u(a.kernel_records)},
-                          {"delivered", u(a.kernels_delivered)},
-                          {"batches", u(a.batches_fired)},
-                          {"dropped", u(a.records_dropped)},
-                          {"kernels after the last consumer left", u(a.kernels_unheard)},
-                          {"launches waiting when it left", u(a.launches_unheard)},
-                          {"graph kernels with a made-up end", u(a.graph_ends_made_up)},
-                          {"copies and fills", u(a.memory_records)},
-                          {"copies and fills delivered", u(a.memory_delivered)},
-                          {"copy and fill batches", u(a.memory_batches)},
-                          {"copies and fills after the last consumer left", u(a.memory_unheard)},
-                          {"flushes", u(a.flushes)},
+  log_totals("activity", {{"buffers", u(a.buffers.completed)},
+                          {"refused", u(a.buffers.refused)},
+                          {"kernel records", u(a.buffers.kernel_records)},
+                          {"dropped", u(a.buffers.records_dropped)},
+                          {"flushes", u(a.buffers.flushes)},
                           {"enables", u(a.enables)},
-                          {"disables", u(a.disables)}});
+                          {"disables", u(a.disables)},
+                          {"delivered", u(a.kernels.delivered)},
+                          {"batches", u(a.kernels.batches)},
+                          {"kernels after the last consumer left", u(a.kernels.unheard)},
+                          {"graph kernels with a made-up end", u(a.graph_kernels.made_up_ends)},
+                          {"launches waiting when it left", u(a.launches_unheard)},
+                          {"copies and fills", u(a.memory.records)},
+                          {"copies and fills delivered", u(a.memory.delivered)},
+                          {"copy and fill batches", u(a.memory.batches)},
+                          {"copies and fills after the last consumer left", u(a.memory.unheard)}});
 }
 
 void log_pc_totals(const PcStats &p, const CubinStats &cs) {
