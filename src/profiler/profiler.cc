@@ -53,15 +53,24 @@ Profiler::~Profiler() = default;
 
 bool Profiler::start() {
   std::string err;
-  if (!load_cupti(config_.cupti_path, &cupti_, &err)) {
+  CuptiApi cupti;
+  if (!load_cupti(config_.cupti_path, &cupti, &err)) {
     report_error(kErrLibraryMissing, "cupti", "%s; parcagpu stays inert", err.c_str());
     return false;
   }
+  CudaApi cuda;
+  const bool have_cuda = load_cuda(&cuda, &err);
+  if (!have_cuda) debug_log("%s; gpu_config will not be fired", err.c_str());
+  return start(cupti, have_cuda ? &cuda : nullptr);
+}
+
+bool Profiler::start(const CuptiApi &cupti, const CudaApi *cuda) {
+  cupti_ = cupti;
+  have_cuda_ = cuda != nullptr;
+  if (cuda) cuda_ = *cuda;
   uint32_t version = 0;
   cupti_.cuptiGetVersion(&version);
   debug_log("loaded %s, CUPTI API version %u", cupti_.path.c_str(), version);
-  have_cuda_ = load_cuda(&cuda_, &err);
-  if (!have_cuda_) debug_log("%s; gpu_config will not be fired", err.c_str());
   // The links this profiler stands for (subsystem_links.h).
   KernelActivityControl *const activity_link = this;
   KernelRecordObserver *const kernel_link = this;

@@ -37,6 +37,9 @@ class Profiler : public ConsumerWatcher::Client,
   ~Profiler() override;
   // False: inert (no CUPTI, or CUPTI refused the subscription). Already reported.
   bool start();
+  // The same on tables already loaded (start loads libcupti and libcuda, then calls it); cuda
+  // may be null (no libcuda). Copied: the subsystems hold this profiler's copies.
+  bool start(const CuptiApi &cupti, const CudaApi *cuda);
   void shutdown();
 
   // ConsumerWatcher::Client, in this order: kernel activity is armed (before any launch is
