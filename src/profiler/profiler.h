@@ -35,10 +35,9 @@ class Profiler : public ConsumerWatcher::Client,
  public:
   explicit Profiler(const Config &config);
   ~Profiler() override;
-  // False: inert (no CUPTI, or CUPTI refused the subscription). Already reported.
-  bool start();
-  // The same on tables already loaded (start loads libcupti and libcuda, then calls it); cuda
-  // may be null (no libcuda). Copied: the subsystems hold this profiler's copies.
+  // Starts on libcupti's and libcuda's tables, loaded by start_profiler (a fake CUPTI table in
+  // profiler_test), copied: the subsystems hold this profiler's copies. cuda may be null (no
+  // libcuda). False: inert (CUPTI refused the subscription). Already reported.
   bool start(const CuptiApi &cupti, const CudaApi *cuda);
   void shutdown();
 
