@@ -12,17 +12,9 @@
 #include "base/consumers.h"
 #include "base/cupti_api.h"
 #include "base/subsystem_links.h"
+#include "launch/launch_forward.h"  // the subsystems owned here (profiler.cc includes them)
 
 namespace parcagpu {
-
-// The subsystems, owned here, defined in their own headers (profiler.cc includes them).
-class ActivityCollector;
-class CorrelationTracker;
-class GraphCompletion;
-class GraphTracker;
-class LaunchCallbacks;
-class LaunchSwitch;
-class PcSampler;
 
 // The only place the subsystems are built and joined: each gets what it calls in its
 // constructor. Kernel activity and PC sampling call each other, so the profiler implements the

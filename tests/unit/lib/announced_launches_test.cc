@@ -208,7 +208,7 @@ TEST_F(AnnouncedLaunchesTest, ACapturedLaunchIsAnnouncedAsACaptureAndItsNodeWatc
   EXPECT_EQ(stats_.captured.load(), 1u);
   EXPECT_EQ(stats_.announced_eager.load(), 0u);
   EXPECT_FALSE(tracker_->contains(91));
-  EXPECT_EQ(graphs_->clones().wanted_stored(), 1u);
+  EXPECT_EQ(graphs_->clones().stats().wanted, 1u);
   EXPECT_EQ(inflight(), 0);
 }
 

@@ -36,8 +36,8 @@ TEST(GraphCloneMappings, ClonesOfAWantedNodeAndTheirClonesAreFiredLive) {
   // The clone is wanted in its turn (a cloned graph instantiated again).
   instantiate(m, 2, 3, {{200, 300}, {201, 301}});
   EXPECT_EQ(fired(m), 2u);
-  EXPECT_EQ(m.wanted_stored(), 3u);  // 100, 200, 300
-  EXPECT_EQ(m.clones_stored(), 4u) << "every clone is stored, fired live or not";
+  EXPECT_EQ(m.stats().wanted, 3u);  // 100, 200, 300
+  EXPECT_EQ(m.stats().stored, 4u) << "every clone is stored, fired live or not";
 }
 
 // Wanted nodes go with their graph; another graph's stay.
@@ -47,11 +47,11 @@ TEST(GraphCloneMappings, AGraphsWantedNodesGoWithIt) {
   m.note_capture_node(1, 101);
   m.note_capture_node(2, 102);
   m.forget_graph(1);
-  EXPECT_EQ(m.wanted_stored(), 1u);
+  EXPECT_EQ(m.stats().wanted, 1u);
   instantiate(m, 1, 9, {{100, 200}, {102, 202}});
   EXPECT_EQ(fired(m), 1u) << "only node 102's clone";
-  m.forget_graph(7);                 // no such graph: nothing
-  EXPECT_EQ(m.wanted_stored(), 2u);  // 102 and its clone 202
+  m.forget_graph(7);                // no such graph: nothing
+  EXPECT_EQ(m.stats().wanted, 2u);  // 102 and its clone 202
 }
 
 // A node noted again under another graph belongs to the first one it was noted under: forgetting
@@ -61,21 +61,21 @@ TEST(GraphCloneMappings, ANodeIsForgottenOnlyWithTheGraphItWasNotedUnder) {
   m.note_capture_node(1, 100);
   m.note_capture_node(2, 100);
   m.forget_graph(2);
-  EXPECT_EQ(m.wanted_stored(), 1u);
+  EXPECT_EQ(m.stats().wanted, 1u);
   m.forget_graph(1);
-  EXPECT_EQ(m.wanted_stored(), 0u);
+  EXPECT_EQ(m.stats().wanted, 0u);
 }
 
 TEST(GraphCloneMappings, AnExecsMappingsGoAtItsDrop) {
   GraphCloneMappings m;
   instantiate(m, 1, 1, {{1, 10}, {2, 20}});
   instantiate(m, 2, 2, {{3, 30}});
-  EXPECT_EQ(m.clones_stored(), 3u);
+  EXPECT_EQ(m.stats().stored, 3u);
   m.drop(1);
-  EXPECT_EQ(m.clones_stored(), 1u);
+  EXPECT_EQ(m.stats().stored, 1u);
   m.drop(1);  // twice: nothing
   m.drop(5);  // never stored: nothing
-  EXPECT_EQ(m.clones_stored(), 1u);
+  EXPECT_EQ(m.stats().stored, 1u);
   m.begin_refire();
   EXPECT_EQ(m.refire_some(10), 1u) << "exec 2's mapping only";
   EXPECT_EQ(m.refire_some(10), 0u);
@@ -100,8 +100,8 @@ TEST(GraphCloneMappings, ClearForgetsStoredAndWanted) {
   m.note_capture_node(1, 100);
   instantiate(m, 1, 2, {{100, 200}});
   m.clear();
-  EXPECT_EQ(m.clones_stored(), 0u);
-  EXPECT_EQ(m.wanted_stored(), 0u);
+  EXPECT_EQ(m.stats().stored, 0u);
+  EXPECT_EQ(m.stats().wanted, 0u);
   instantiate(m, 2, 2, {{100, 201}});
   EXPECT_EQ(fired(m), 1u) << "node 100 is no longer wanted";
   EXPECT_EQ(m.stats().clones, 2u) << "the totals stay";
@@ -132,12 +132,12 @@ TEST(GraphCloneMappings, AtTheWantedCapTheWantedNodesAreForgottenAndCounted) {
   GraphCloneMappings m;
   testing::internal::CaptureStderr();
   for (uint64_t n = 1; n <= (1u << 16); ++n) m.note_capture_node(1, n);
-  EXPECT_EQ(m.wanted_stored(), 1u << 16);
+  EXPECT_EQ(m.stats().wanted, 1u << 16);
   EXPECT_EQ(m.stats().wanted_forgotten_at_cap, 0u);
   m.note_capture_node(2, 1u << 20);
   testing::internal::GetCapturedStderr();
   EXPECT_EQ(m.stats().wanted_forgotten_at_cap, 1u << 16);
-  EXPECT_EQ(m.wanted_stored(), 1u);
+  EXPECT_EQ(m.stats().wanted, 1u);
   instantiate(m, 1, 3, {{1, 10}, {1u << 20, 11}});
   EXPECT_EQ(fired(m), 1u) << "only the node noted after the cap";
 }

@@ -88,7 +88,7 @@ TEST(GraphRefire, OnlyWhatWasStoredBeforeTheAttach) {
   instantiate(g, 2, 50);  // fired live to the new consumer already
   EXPECT_EQ(g.clones().refire_some(60), 40u);
   EXPECT_EQ(g.clones().refire_some(60), 0u);
-  EXPECT_EQ(g.clones().clones_stored(), 150u);
+  EXPECT_EQ(g.clones().stats().stored, 150u);
   // Another consumer: everything stored again, from the start.
   g.clones().begin_refire();
   size_t total = 0;
@@ -109,7 +109,7 @@ TEST(GraphRefire, NothingOfAnExecDestroyedMeanwhile) {
   size_t total = 0;
   for (size_t n; (n = g.clones().refire_some(64)) > 0;) total += n;
   EXPECT_EQ(total, 100u) << "exec 3's mappings only";
-  EXPECT_EQ(g.clones().clones_stored(), 100u);
+  EXPECT_EQ(g.clones().stats().stored, 100u);
 }
 
 // Issue 30: only the clones of an announced capture (and their clones) are fired live; every
@@ -126,8 +126,8 @@ TEST(GraphClones, FiredLiveOnlyOnTheWayToAnAnnouncedCapture) {
   exec_event(g, 100, true);
   EXPECT_EQ(g.stats().clones_not_fired, 2u);
   EXPECT_EQ(g.stats().clones, 4u);
-  EXPECT_EQ(g.clones().clones_stored(), 4u);
-  EXPECT_EQ(g.clones().wanted_stored(), 3u);  // 1, 3, 4
+  EXPECT_EQ(g.clones().stats().stored, 4u);
+  EXPECT_EQ(g.clones().stats().wanted, 3u);  // 1, 3, 4
 }
 
 // Issue 30: a soak's mock app grew by 650 MB a minute, ~20 MB of it this tracker's clone store
@@ -140,13 +140,13 @@ TEST(GraphStores, BoundedByWhatIsLive) {
     g.clones().note_capture_node(static_cast<uint32_t>(captured), captured << 8);
     for (int k = 0; k < 3; ++k) clone_node(g, k == 0 ? captured << 8 : 7, i << 20 | k, i);
     exec_event(g, i, true);
-    EXPECT_EQ(g.clones().clones_stored(), 3u);
-    EXPECT_EQ(g.clones().wanted_stored(), 2u);  // the captured node and its clone
+    EXPECT_EQ(g.clones().stats().stored, 3u);
+    EXPECT_EQ(g.clones().stats().wanted, 2u);  // the captured node and its clone
     exec_event(g, i, false);
     destroy_graph(g, captured);
   }
-  EXPECT_EQ(g.clones().clones_stored(), 0u);
-  EXPECT_EQ(g.clones().wanted_stored(), 0u);
+  EXPECT_EQ(g.clones().stats().stored, 0u);
+  EXPECT_EQ(g.clones().stats().wanted, 0u);
   EXPECT_EQ(g.execs_stored(), 0u);
   EXPECT_EQ(g.stats().clones, 60000u);
   EXPECT_EQ(g.stats().clones_not_stored + g.stats().wanted_forgotten_at_cap +
@@ -155,8 +155,8 @@ TEST(GraphStores, BoundedByWhatIsLive) {
   // Live ones stay: a graph kept alive keeps its wanted node, a live exec its mappings.
   g.clones().note_capture_node(5, 5 << 8);
   instantiate(g, 9, 2, 5 << 8);
-  EXPECT_EQ(g.clones().clones_stored(), 2u);
-  EXPECT_EQ(g.clones().wanted_stored(), 2u);  // 5 << 8 and its one clone
+  EXPECT_EQ(g.clones().stats().stored, 2u);
+  EXPECT_EQ(g.clones().stats().wanted, 2u);  // 5 << 8 and its one clone
 }
 
 // A conditional exec (handle and graph 77, body graph 78) launched twice; the first launch was
@@ -371,7 +371,7 @@ TEST(GraphLaunchFacts, AHandleReusedWithoutADestroyRetiresTheOldExec) {
   instantiate(g, 1, 5);
   instantiate(g, 1, 2);
   EXPECT_EQ(g.execs_stored(), 1u);
-  EXPECT_EQ(g.clones().clones_stored(), 2u);
+  EXPECT_EQ(g.clones().stats().stored, 2u);
   EXPECT_EQ(g.on_launch(exec_handle(1)).kernel_nodes, 2u);
 }
 

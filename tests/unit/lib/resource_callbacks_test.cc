@@ -94,7 +94,7 @@ TEST_F(ResourceCallbacksTest, GraphEventsReachTheGraphTracker) {
   fake_.graph_id = 33;
   graphs_->clones().note_capture_node(33, 330);
   graph_event(CUPTI_CBID_RESOURCE_GRAPH_DESTROY_STARTING, 0);
-  EXPECT_EQ(graphs_->clones().wanted_stored(), 0u);
+  EXPECT_EQ(graphs_->clones().stats().wanted, 0u);
 }
 
 // A node created on this thread inside a picked launch's call: stream capture, with the graph
