@@ -12,21 +12,11 @@
 
 #include <cstdint>
 
+#include "launch/launch_forward.h"
 #include "launch/role_state.h"
 #include "parcagpu/cbid_table.h"
 
 namespace parcagpu {
-
-class ActivityCollector;
-class CorrelationTracker;
-class GraphCompletion;
-class GraphTracker;
-class PcSampler;
-struct Config;        // config.h
-struct CuptiApi;      // cupti_api.h
-struct LaunchRole;    // launch_role.h
-struct LaunchStats;   // launch_role.h
-struct ThreadLaunch;  // launch_path.h
 
 class AnnouncedLaunches {
  public:

@@ -9,12 +9,10 @@
 
 #include <vector>
 
+#include "launch/launch_forward.h"
 #include "parcagpu/cbid_table.h"
 
 namespace parcagpu {
-
-struct Config;    // config.h
-struct CuptiApi;  // cupti_api.h
 
 class CallbackSubscription {
  public:

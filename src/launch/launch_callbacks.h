@@ -28,19 +28,12 @@
 #include <cstdint>
 
 #include "launch/announced_launches.h"
+#include "launch/launch_forward.h"
 #include "launch/launch_role.h"
 #include "launch/resource_callbacks.h"
 #include "parcagpu/cbid_table.h"
 
 namespace parcagpu {
-
-class ActivityCollector;
-class CorrelationTracker;
-class GraphCompletion;
-class GraphTracker;
-class PcSampler;
-struct Config;    // config.h
-struct CuptiApi;  // cupti_api.h
 
 class LaunchCallbacks {
  public:

@@ -12,18 +12,12 @@
 
 #include "base/consumers.h"
 #include "launch/callback_subscription.h"
+#include "launch/launch_forward.h"
 #include "launch/launch_gate.h"
 #include "launch/subscription_plan.h"
 #include "parcagpu/cbid_table.h"
 
 namespace parcagpu {
-
-class LaunchCallbacks;
-class PcSampler;
-struct Config;       // config.h
-struct CuptiApi;     // cupti_api.h
-struct LaunchRole;   // launch_role.h
-struct LaunchStats;  // launch_role.h
 
 class LaunchSwitch : public ConsumerWatcher::Client {
  public:

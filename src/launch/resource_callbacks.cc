@@ -15,6 +15,19 @@ namespace {
 
 RepeatedError g_capture_ids_failed("callbacks", "graph IDs of captured launches unknown");
 
+// The graph resource events the tracker is told as they come (GRAPHNODE_CREATED may be stream
+// capture instead: on_resource).
+struct GraphEvent {
+  CUpti_CallbackId cbid;
+  void (GraphTracker::*tell)(const CUpti_GraphData *);
+};
+constexpr GraphEvent kGraphEvents[] = {
+    {CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED, &GraphTracker::on_node_cloned},
+    {CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED, &GraphTracker::on_exec_created},
+    {CUPTI_CBID_RESOURCE_GRAPHEXEC_DESTROY_STARTING, &GraphTracker::on_exec_destroyed},
+    {CUPTI_CBID_RESOURCE_GRAPH_DESTROY_STARTING, &GraphTracker::on_graph_destroyed},
+};
+
 }  // namespace
 
 // An explicit upload (cudaGraphUpload, cuGraphUpload; the runtime one calls the driver one, and
@@ -36,22 +49,12 @@ void ResourceCallbacks::on_resource(ThreadLaunch &t, CUpti_CallbackId cbid,
   if (t_in_own_cuda_calls && cbid != CUPTI_CBID_RESOURCE_MODULE_LOADED &&
       cbid != CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING)
     return;
+  for (const GraphEvent &e : kGraphEvents)
+    if (e.cbid == cbid) return (graphs_.*e.tell)(gd);
   switch (cbid) {
     case CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED:
       // Inside a launch call on this thread, stream capture; else graph building or instantiation.
       if (!note_captured_launch(t, gd)) graphs_.on_node_created(gd);
-      break;
-    case CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED:
-      graphs_.on_node_cloned(gd);
-      break;
-    case CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED:
-      graphs_.on_exec_created(gd);
-      break;
-    case CUPTI_CBID_RESOURCE_GRAPHEXEC_DESTROY_STARTING:
-      graphs_.on_exec_destroyed(gd);
-      break;
-    case CUPTI_CBID_RESOURCE_GRAPH_DESTROY_STARTING:
-      graphs_.on_graph_destroyed(gd);
       break;
     case CUPTI_CBID_RESOURCE_MODULE_LOADED:
     case CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING: {

@@ -7,13 +7,9 @@
 
 #include <cupti.h>
 
-namespace parcagpu {
+#include "launch/launch_forward.h"
 
-class GraphTracker;
-class PcSampler;
-struct CuptiApi;      // cupti_api.h
-struct LaunchRole;    // launch_role.h
-struct ThreadLaunch;  // launch_path.h
+namespace parcagpu {
 
 class ResourceCallbacks {
  public:

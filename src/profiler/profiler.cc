@@ -51,17 +51,13 @@ Profiler::Profiler(const Config &config) : config_(config) {}
 
 Profiler::~Profiler() = default;
 
-bool Profiler::start() {
-  std::string err;
-  if (!load_cupti(config_.cupti_path, &cupti_, &err)) {
-    report_error(kErrLibraryMissing, "cupti", "%s; parcagpu stays inert", err.c_str());
-    return false;
-  }
+bool Profiler::start(const CuptiApi &cupti, const CudaApi *cuda) {
+  cupti_ = cupti;
+  have_cuda_ = cuda != nullptr;
+  if (cuda) cuda_ = *cuda;
   uint32_t version = 0;
   cupti_.cuptiGetVersion(&version);
   debug_log("loaded %s, CUPTI API version %u", cupti_.path.c_str(), version);
-  have_cuda_ = load_cuda(&cuda_, &err);
-  if (!have_cuda_) debug_log("%s; gpu_config will not be fired", err.c_str());
   // The links this profiler stands for (subsystem_links.h).
   KernelActivityControl *const activity_link = this;
   KernelRecordObserver *const kernel_link = this;
@@ -330,6 +326,25 @@ void Profiler::log_stats() const {
   }
 }
 
+namespace {
+
+// libcupti (without it parcagpu stays inert, said) and libcuda (optional), and `profiler` started
+// on them.
+bool load_and_start(Profiler &profiler, const std::string &cupti_path) {
+  std::string err;
+  CuptiApi cupti;
+  if (!load_cupti(cupti_path, &cupti, &err)) {
+    report_error(kErrLibraryMissing, "cupti", "%s; parcagpu stays inert", err.c_str());
+    return false;
+  }
+  CudaApi cuda;
+  const bool have_cuda = load_cuda(&cuda, &err);
+  if (!have_cuda) debug_log("%s; gpu_config will not be fired", err.c_str());
+  return profiler.start(cupti, have_cuda ? &cuda : nullptr);
+}
+
+}  // namespace
+
 bool start_profiler(const char *how) noexcept {
   static std::atomic<bool> started{false};
   if (started.exchange(true)) {
@@ -363,7 +378,7 @@ bool start_profiler(const char *how) noexcept {
     [[maybe_unused]] static Profiler *volatile kept = nullptr;
     auto *profiler = new Profiler(config);
     kept = profiler;
-    if (!profiler->start()) return false;
+    if (!load_and_start(*profiler, config.cupti_path)) return false;
     process_guard::install(&shutdown_at_exit);  // exit and quick_exit, not in forked children
     return true;
   } catch (const std::exception &e) {

@@ -12,17 +12,9 @@
 #include "base/consumers.h"
 #include "base/cupti_api.h"
 #include "base/subsystem_links.h"
+#include "launch/launch_forward.h"  // the subsystems owned here (profiler.cc includes them)
 
 namespace parcagpu {
-
-// The subsystems, owned here, defined in their own headers (profiler.cc includes them).
-class ActivityCollector;
-class CorrelationTracker;
-class GraphCompletion;
-class GraphTracker;
-class LaunchCallbacks;
-class LaunchSwitch;
-class PcSampler;
 
 // The only place the subsystems are built and joined: each gets what it calls in its
 // constructor. Kernel activity and PC sampling call each other, so the profiler implements the
@@ -35,8 +27,10 @@ class Profiler : public ConsumerWatcher::Client,
  public:
   explicit Profiler(const Config &config);
   ~Profiler() override;
-  // False: inert (no CUPTI, or CUPTI refused the subscription). Already reported.
-  bool start();
+  // Starts on libcupti's and libcuda's tables, loaded by start_profiler (a fake CUPTI table in
+  // profiler_test), copied: the subsystems hold this profiler's copies. cuda may be null (no
+  // libcuda). False: inert (CUPTI refused the subscription). Already reported.
+  bool start(const CuptiApi &cupti, const CudaApi *cuda);
   void shutdown();
 
   // ConsumerWatcher::Client, in this order: kernel activity is armed (before any launch is

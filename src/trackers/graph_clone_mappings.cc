@@ -129,19 +129,12 @@ size_t GraphCloneMappings::refire_some(size_t max) {
   return chunk.size();
 }
 
-size_t GraphCloneMappings::clones_stored() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return stored_;
-}
-
-size_t GraphCloneMappings::wanted_stored() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return wanted_nodes_.size();
-}
-
 GraphCloneStats GraphCloneMappings::stats() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return stats_;
+  GraphCloneStats s = stats_;
+  s.stored = stored_;
+  s.wanted = wanted_nodes_.size();
+  return s;
 }
 
 }  // namespace parcagpu

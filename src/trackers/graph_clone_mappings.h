@@ -28,6 +28,9 @@ struct GraphCloneStats {
   uint64_t not_fired = 0;   // of no announced capture: stored, fired only on re-firing
   uint64_t not_stored = 0;  // beyond kMaxClones live: never re-fired to a late consumer
   uint64_t wanted_forgotten_at_cap = 0;  // kMaxWantedNodes: their later clones not fired live
+  // Held now: the mappings stored (at most kMaxClones) and the nodes watched (kMaxWantedNodes).
+  uint64_t stored = 0;
+  uint64_t wanted = 0;
 };
 
 class GraphCloneMappings {
@@ -59,8 +62,6 @@ class GraphCloneMappings {
   // many it fired.
   void begin_refire();
   size_t refire_some(size_t max);
-  size_t clones_stored() const;
-  size_t wanted_stored() const;
   GraphCloneStats stats() const;
 
  private:

@@ -7,8 +7,12 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <set>
+#include <string>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -35,11 +39,31 @@ struct FakeCupti {
   int activity_enables = 0;
   uint32_t graph_id = 0;  // cuptiGetGraphId
   uint64_t node_id = 0;   // cuptiGetGraphNodeId
+  // Failures on demand: what cuptiSubscribe returns, and cuptiEnableCallback's result for a
+  // (domain, cbid, on) (unset: success); a failed call changes nothing.
+  CUptiResult subscribe_result = CUPTI_SUCCESS;
+  std::function<CUptiResult(CbDomain, uint32_t cbid, uint32_t on)> enable_result;
+  CUptiResult register_result = CUPTI_SUCCESS;  // cuptiActivityRegisterCallbacks
+  int activity_flushes = 0;
+  // The calls in order, by name (cuptiEnableCallback as "enable" or "disable"), for a test of
+  // their order; under calls_mu while another thread may call (the profiler's watcher).
+  std::mutex calls_mu;
+  std::vector<std::string> calls;
+  void note(const char *call) {
+    std::lock_guard<std::mutex> lock(calls_mu);
+    calls.push_back(call);
+  }
+  size_t calls_made() {
+    std::lock_guard<std::mutex> lock(calls_mu);
+    return calls.size();
+  }
 };
 inline FakeCupti *g_fake = nullptr;
 
 inline CUptiResult CUPTIAPI fake_subscribe(CUpti_SubscriberHandle *s, CUpti_CallbackFunc cb,
                                            void *userdata) {
+  g_fake->note("subscribe");
+  if (g_fake->subscribe_result != CUPTI_SUCCESS) return g_fake->subscribe_result;
   *s = reinterpret_cast<CUpti_SubscriberHandle>(uintptr_t{0x5b});
   g_fake->callback = cb;
   g_fake->userdata = userdata;
@@ -47,6 +71,7 @@ inline CUptiResult CUPTIAPI fake_subscribe(CUpti_SubscriberHandle *s, CUpti_Call
   return CUPTI_SUCCESS;
 }
 inline CUptiResult CUPTIAPI fake_unsubscribe(CUpti_SubscriberHandle) {
+  g_fake->note("unsubscribe");
   g_fake->subscribed = false;
   return CUPTI_SUCCESS;
 }
@@ -54,6 +79,11 @@ inline CUptiResult CUPTIAPI fake_enable_callback(uint32_t on, CUpti_SubscriberHa
                                                  CUpti_CallbackDomain domain,
                                                  CUpti_CallbackId cbid) {
   const auto key = std::make_pair(static_cast<int>(domain), static_cast<uint32_t>(cbid));
+  g_fake->note(on ? "enable" : "disable");
+  if (g_fake->enable_result)
+    if (const CUptiResult r = g_fake->enable_result(static_cast<CbDomain>(domain), cbid, on);
+        r != CUPTI_SUCCESS)
+      return r;
   if (on) {
     g_fake->enabled.insert(key);
   } else {
@@ -68,7 +98,11 @@ inline CUptiResult CUPTIAPI fake_activity_enable(CUpti_ActivityKind) {
   return CUPTI_SUCCESS;
 }
 inline CUptiResult CUPTIAPI fake_activity_disable(CUpti_ActivityKind) { return CUPTI_SUCCESS; }
-inline CUptiResult CUPTIAPI fake_flush_all(uint32_t) { return CUPTI_SUCCESS; }
+inline CUptiResult CUPTIAPI fake_flush_all(uint32_t) {
+  ++g_fake->activity_flushes;
+  g_fake->note("flush_all");
+  return CUPTI_SUCCESS;
+}
 inline CUptiResult CUPTIAPI fake_timestamp(uint64_t *ts) {
   *ts = 1;
   return CUPTI_SUCCESS;
@@ -80,6 +114,38 @@ inline CUptiResult CUPTIAPI fake_graph_id(CUgraph, uint32_t *id) {
 inline CUptiResult CUPTIAPI fake_node_id(CUgraphNode, uint64_t *id) {
   *id = g_fake->node_id;
   return CUPTI_SUCCESS;
+}
+
+inline CUptiResult CUPTIAPI fake_exec_id(CUgraphExec, uint32_t *id) {
+  *id = 0;
+  return CUPTI_SUCCESS;
+}
+inline CUptiResult CUPTIAPI fake_version(uint32_t *v) {
+  *v = 24;  // CUDA 12.8's CUPTI
+  return CUPTI_SUCCESS;
+}
+inline CUptiResult CUPTIAPI fake_register_callbacks(CUpti_BuffersCallbackRequestFunc,
+                                                    CUpti_BuffersCallbackCompleteFunc) {
+  return g_fake->register_result;
+}
+inline CUptiResult CUPTIAPI fake_next_record(uint8_t *, size_t, CUpti_Activity **) {
+  return CUPTI_ERROR_MAX_LIMIT_REACHED;  // no records
+}
+// `api` handed to resolve_cupti (cupti_api.h) as libcupti's symbols would be: what it leaves null
+// becomes the stub of a missing entry point (PC sampling's among them). False if a required one
+// is null.
+inline bool resolve_fake(const CuptiApi &api, CuptiApi *resolved) {
+  std::string error;
+  return resolve_cupti(
+      [&api](const char *name) -> void * {
+#define PARCAGPU_FAKE_ENTRY(fn, ...) \
+  if (std::strcmp(name, #fn) == 0) return reinterpret_cast<void *>(api.fn);
+        PARCAGPU_CUPTI_REQUIRED(PARCAGPU_FAKE_ENTRY)
+        PARCAGPU_CUPTI_OPTIONAL(PARCAGPU_FAKE_ENTRY)
+#undef PARCAGPU_FAKE_ENTRY
+        return nullptr;
+      },
+      resolved, &error);
 }
 
 // Runs `f` on a thread of its own: a thread's launch state (initial-exec TLS) starts fresh, as
@@ -104,6 +170,7 @@ class LaunchFixture : public ::testing::Test {
     api_.cuptiGetTimestamp = &fake_timestamp;
     api_.cuptiGetGraphId = &fake_graph_id;
     api_.cuptiGetGraphNodeId = &fake_node_id;
+    api_.cuptiGetGraphExecId = &fake_exec_id;
     config_.eager_rate_limit = 1e9;
     config_.graph_rate_limit = 1e9;
     parcagpu_cuda_correlation_semaphore = 1;  // a cuda_correlation consumer is attached

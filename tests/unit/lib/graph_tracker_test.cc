@@ -1,9 +1,19 @@
-// Re-firing stored graph_node_clone mappings for a late consumer: bounded chunks, nothing twice,
-// nothing stored after the attach (those were fired live), nothing of a destroyed exec. And the
-// tracker's stores bounded by what is live (issue 30): destroyed execs and graphs forgotten.
+// GraphTracker (graph_tracker.h) on a fake CUPTI table whose handles are their own IDs: what an
+// instantiation tells (kernel nodes, conditional nodes, node types from the driver), the facts a
+// launch reads, first launches, execs reused, retired and forgotten at their caps, and the owners
+// of conditional bodies' kernels. Re-firing stored graph_node_clone mappings for a late consumer:
+// bounded chunks, nothing twice, nothing stored after the attach (those were fired live), nothing
+// of a destroyed exec. And the tracker's stores bounded by what is live (issue 30): destroyed
+// execs and graphs forgotten.
+#include "trackers/graph_tracker.h"
+
 #include <gtest/gtest.h>
 
-#include "trackers/graph_tracker.h"
+#include <algorithm>
+#include <string>
+
+#include "base/log.h"
+#include "error_sites.h"
 
 namespace parcagpu {
 namespace {
@@ -78,7 +88,7 @@ TEST(GraphRefire, OnlyWhatWasStoredBeforeTheAttach) {
   instantiate(g, 2, 50);  // fired live to the new consumer already
   EXPECT_EQ(g.clones().refire_some(60), 40u);
   EXPECT_EQ(g.clones().refire_some(60), 0u);
-  EXPECT_EQ(g.clones().clones_stored(), 150u);
+  EXPECT_EQ(g.clones().stats().stored, 150u);
   // Another consumer: everything stored again, from the start.
   g.clones().begin_refire();
   size_t total = 0;
@@ -99,7 +109,7 @@ TEST(GraphRefire, NothingOfAnExecDestroyedMeanwhile) {
   size_t total = 0;
   for (size_t n; (n = g.clones().refire_some(64)) > 0;) total += n;
   EXPECT_EQ(total, 100u) << "exec 3's mappings only";
-  EXPECT_EQ(g.clones().clones_stored(), 100u);
+  EXPECT_EQ(g.clones().stats().stored, 100u);
 }
 
 // Issue 30: only the clones of an announced capture (and their clones) are fired live; every
@@ -116,8 +126,8 @@ TEST(GraphClones, FiredLiveOnlyOnTheWayToAnAnnouncedCapture) {
   exec_event(g, 100, true);
   EXPECT_EQ(g.stats().clones_not_fired, 2u);
   EXPECT_EQ(g.stats().clones, 4u);
-  EXPECT_EQ(g.clones().clones_stored(), 4u);
-  EXPECT_EQ(g.clones().wanted_stored(), 3u);  // 1, 3, 4
+  EXPECT_EQ(g.clones().stats().stored, 4u);
+  EXPECT_EQ(g.clones().stats().wanted, 3u);  // 1, 3, 4
 }
 
 // Issue 30: a soak's mock app grew by 650 MB a minute, ~20 MB of it this tracker's clone store
@@ -130,13 +140,13 @@ TEST(GraphStores, BoundedByWhatIsLive) {
     g.clones().note_capture_node(static_cast<uint32_t>(captured), captured << 8);
     for (int k = 0; k < 3; ++k) clone_node(g, k == 0 ? captured << 8 : 7, i << 20 | k, i);
     exec_event(g, i, true);
-    EXPECT_EQ(g.clones().clones_stored(), 3u);
-    EXPECT_EQ(g.clones().wanted_stored(), 2u);  // the captured node and its clone
+    EXPECT_EQ(g.clones().stats().stored, 3u);
+    EXPECT_EQ(g.clones().stats().wanted, 2u);  // the captured node and its clone
     exec_event(g, i, false);
     destroy_graph(g, captured);
   }
-  EXPECT_EQ(g.clones().clones_stored(), 0u);
-  EXPECT_EQ(g.clones().wanted_stored(), 0u);
+  EXPECT_EQ(g.clones().stats().stored, 0u);
+  EXPECT_EQ(g.clones().stats().wanted, 0u);
   EXPECT_EQ(g.execs_stored(), 0u);
   EXPECT_EQ(g.stats().clones, 60000u);
   EXPECT_EQ(g.stats().clones_not_stored + g.stats().wanted_forgotten_at_cap +
@@ -145,10 +155,9 @@ TEST(GraphStores, BoundedByWhatIsLive) {
   // Live ones stay: a graph kept alive keeps its wanted node, a live exec its mappings.
   g.clones().note_capture_node(5, 5 << 8);
   instantiate(g, 9, 2, 5 << 8);
-  EXPECT_EQ(g.clones().clones_stored(), 2u);
-  EXPECT_EQ(g.clones().wanted_stored(), 2u);  // 5 << 8 and its one clone
+  EXPECT_EQ(g.clones().stats().stored, 2u);
+  EXPECT_EQ(g.clones().stats().wanted, 2u);  // 5 << 8 and its one clone
 }
-
 
 // A conditional exec (handle and graph 77, body graph 78) launched twice; the first launch was
 // refused by the full correlation tracker (never tracked), the second announced. The first one's
@@ -180,7 +189,6 @@ TEST(GraphConditional, KernelsOfAnUnannouncedLaunchAreNotHandedToItsSibling) {
   EXPECT_EQ(g.stats().conditional_unannounced, 2u);
   EXPECT_EQ(g.stats().conditional_records, 2u);
 }
-
 
 // A conditional exec `exec` (handle and graph ID) whose WHILE body is graph exec + 1.
 void instantiate_conditional(GraphTracker &g, uintptr_t exec) {
@@ -255,7 +263,6 @@ TEST(GraphConditional, OwnersMayBeUnknownOnceGraphIdsFailed) {
   EXPECT_TRUE(failing.owners_may_be_unknown());
 }
 
-
 // Issue 42: the launch after an announced one ran while kernel activity was held on for it; its
 // body kernels (correlation ID 0 like the announced one's) went to the announced launch. Noted
 // as recorded, it keeps them.
@@ -296,6 +303,173 @@ TEST(GraphConditional, AMaybeUnrecordedLaunchDoesNotTakeTheNextOnesKernels) {
   auto alive = [](uint32_t c) { return c == 801; };
   EXPECT_EQ(g.conditional_owner(71, 1200, 1300, alive), 801u);
   EXPECT_EQ(g.conditional_owner(71, 1400, 1500, alive), 801u);
+}
+
+const void *exec_handle(uintptr_t exec) { return reinterpret_cast<const void *>(exec); }
+
+// A node of `type` cloned into exec graph `graph` (no node IDs).
+void clone_typed(GraphTracker &g, uintptr_t graph, CUgraphNodeType type, uintptr_t node = 0x77) {
+  CUpti_GraphData gd{};
+  gd.graph = reinterpret_cast<CUgraph>(graph);
+  gd.node = reinterpret_cast<CUgraphNode>(node);
+  gd.nodeType = type;
+  g.on_node_cloned(&gd);
+}
+
+// The kernels a launch of an exec runs are its kernel nodes: other nodes are not counted. An exec
+// of host functions only is counted when launched (not announced: no kernel could match it).
+TEST(GraphLaunchFacts, KernelNodesAndHostOnlyExecs) {
+  const CuptiApi cupti = cupti_with_ids();
+  GraphTracker g(cupti, nullptr);
+  for (int i = 0; i < 3; ++i) clone_typed(g, 1, CU_GRAPH_NODE_TYPE_KERNEL);
+  clone_typed(g, 1, CU_GRAPH_NODE_TYPE_HOST);
+  exec_event(g, 1, true);
+  clone_typed(g, 2, CU_GRAPH_NODE_TYPE_HOST);
+  exec_event(g, 2, true);
+  const GraphTracker::ExecFacts f = g.on_launch(exec_handle(1));
+  EXPECT_TRUE(f.known);
+  EXPECT_EQ(f.kernel_nodes, 3u);
+  EXPECT_FALSE(f.has_conditional);
+  EXPECT_EQ(g.stats().hostonly_launches, 0u);
+  const GraphTracker::ExecFacts host = g.on_launch(exec_handle(2));
+  EXPECT_TRUE(host.known);
+  EXPECT_EQ(host.kernel_nodes, 0u);
+  EXPECT_EQ(g.stats().hostonly_launches, 1u);
+  EXPECT_EQ(g.stats().execs, 2u);
+  EXPECT_FALSE(g.owners_may_be_unknown());
+}
+
+// An announced launch of an exec not known here: its conditional bodies' owners cannot be known.
+TEST(GraphLaunchFacts, AnUnknownExecIsToldAndMakesOwnersUnknown) {
+  const CuptiApi cupti = cupti_with_ids();
+  GraphTracker g(cupti, nullptr);
+  const GraphTracker::ExecFacts f = g.on_launch(exec_handle(5));
+  EXPECT_FALSE(f.known);
+  EXPECT_TRUE(g.owners_may_be_unknown());
+}
+
+// The first launch (or upload) of a live exec is its first once; a launch the tracker saw counts.
+TEST(GraphLaunchFacts, AnExecsFirstLaunchIsTakenOnce) {
+  const CuptiApi cupti = cupti_with_ids();
+  GraphTracker g(cupti, nullptr);
+  instantiate(g, 1, 1);
+  instantiate(g, 2, 1);
+  EXPECT_TRUE(g.take_first_launch(exec_handle(1)));
+  EXPECT_FALSE(g.take_first_launch(exec_handle(1)));
+  g.on_launch(exec_handle(2));
+  EXPECT_FALSE(g.take_first_launch(exec_handle(2))) << "announced: launched already";
+  EXPECT_FALSE(g.take_first_launch(exec_handle(3))) << "not known";
+  exec_event(g, 1, false);
+  instantiate(g, 1, 1);  // a new exec under the old handle
+  EXPECT_TRUE(g.take_first_launch(exec_handle(1)));
+}
+
+// A handle reused without a destroy: the exec live under it is retired, its mappings go.
+TEST(GraphLaunchFacts, AHandleReusedWithoutADestroyRetiresTheOldExec) {
+  const CuptiApi cupti = cupti_with_ids();
+  GraphTracker g(cupti, nullptr);
+  instantiate(g, 1, 5);
+  instantiate(g, 1, 2);
+  EXPECT_EQ(g.execs_stored(), 1u);
+  EXPECT_EQ(g.clones().stats().stored, 2u);
+  EXPECT_EQ(g.on_launch(exec_handle(1)).kernel_nodes, 2u);
+}
+
+// CUPTI 13 reports a cloned node as a kernel whatever it is: the driver's node type wins.
+CUresult CUDAAPI node_is_host(CUgraphNode, CUgraphNodeType *type) {
+  *type = CU_GRAPH_NODE_TYPE_HOST;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI node_type_fails(CUgraphNode, CUgraphNodeType *) { return CUDA_ERROR_UNKNOWN; }
+
+using testing_sites::site_count;
+
+TEST(GraphNodeTypes, TheDriversTypeWinsAndItsFailureIsSaidOnceAndCounted) {
+  const CuptiApi cupti = cupti_with_ids();
+  CudaApi cuda;
+  cuda.cuGraphNodeGetType = &node_is_host;
+  GraphTracker g(cupti, &cuda);
+  clone_typed(g, 1, CU_GRAPH_NODE_TYPE_KERNEL);
+  exec_event(g, 1, true);
+  EXPECT_EQ(g.on_launch(exec_handle(1)).kernel_nodes, 0u);
+  EXPECT_EQ(g.stats().hostonly_launches, 1u);
+
+  cuda.cuGraphNodeGetType = &node_type_fails;
+  const uint64_t before = site_count("cuGraphNodeGetType failed");
+  testing::internal::CaptureStderr();
+  for (int i = 0; i < 3; ++i) clone_typed(g, 2, CU_GRAPH_NODE_TYPE_KERNEL);
+  exec_event(g, 2, true);
+  const std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(g.on_launch(exec_handle(2)).kernel_nodes, 3u) << "CUPTI's type, as said";
+  EXPECT_EQ(site_count("cuGraphNodeGetType failed"), before + 3);
+  EXPECT_LE(std::count(err.begin(), err.end(), '\n'), 1) << err;
+  testing_sites::expect_said_once(err, "cuGraphNodeGetType failed (CUresult", before);
+}
+
+// 65,536 live execs (kMaxExecs): the next instantiation forgets them all, counted; launches of the
+// forgotten ones are of unknown execs.
+TEST(GraphStores, AtTheExecCapEveryExecIsForgottenAndCounted) {
+  const CuptiApi cupti = cupti_with_ids();
+  GraphTracker g(cupti, nullptr);
+  testing::internal::CaptureStderr();
+  for (uintptr_t e = 1; e <= (1u << 16); ++e) exec_event(g, e, true);
+  EXPECT_EQ(g.execs_stored(), 1u << 16);
+  EXPECT_FALSE(g.owners_may_be_unknown());
+  exec_event(g, (1u << 16) + 1, true);
+  testing::internal::GetCapturedStderr();
+  EXPECT_EQ(g.stats().execs_forgotten_at_cap, 1u << 16);
+  EXPECT_EQ(g.execs_stored(), 1u);
+  EXPECT_TRUE(g.owners_may_be_unknown());
+  EXPECT_FALSE(g.on_launch(exec_handle(1)).known);
+  EXPECT_TRUE(g.on_launch(exec_handle((1u << 16) + 1)).known);
+}
+
+// Destroyed conditional execs kept for their announced launches' kernels: past 16,384
+// (kMaxRetiredExecs) the oldest is forgotten, counted, and its body kernels have no owner.
+TEST(GraphStores, PastTheRetiredCapTheOldestConditionalExecIsForgottenAndCounted) {
+  const CuptiApi cupti = cupti_with_ids();
+  GraphTracker g(cupti, nullptr);
+  testing::internal::CaptureStderr();
+  constexpr uintptr_t kExecs = 16384 + 2;
+  for (uintptr_t i = 0; i < kExecs; ++i) {
+    const uintptr_t e = 10 + 2 * i;  // body graph e + 1
+    instantiate_conditional(g, e);
+    g.on_conditional_launch(exec_handle(e), static_cast<uint32_t>(1000 + i), 100);
+    exec_event(g, e, false);
+  }
+  testing::internal::GetCapturedStderr();
+  EXPECT_EQ(g.stats().conditional_owners_forgotten, 2u);
+  EXPECT_EQ(g.execs_stored(), 16384u);
+  EXPECT_TRUE(g.owners_may_be_unknown());
+  auto alive = [](uint32_t) { return true; };
+  bool unknown = false;
+  EXPECT_EQ(g.conditional_owner(11, 110, 120, alive, &unknown), 0u) << "the oldest: forgotten";
+  EXPECT_TRUE(unknown);
+  EXPECT_EQ(g.conditional_owner(15, 110, 120, alive), 1002u) << "the third: kept";
+}
+
+// Two announced launches of one conditional exec in flight: a kernel that started after the
+// second was issued, while the first had no kernel end yet, is the first's (in order); one
+// after the first ended is the second's, a guess counted as ambiguous while the first's end is
+// after the second's launch. A kernel of a graph no exec is known for has no owner, counted.
+TEST(GraphConditional, QueuedLaunchesTakeKernelsInOrderAndGuessesAreCounted) {
+  const CuptiApi cupti = cupti_with_ids();
+  GraphTracker g(cupti, nullptr);
+  instantiate_conditional(g, 90);
+  g.on_conditional_launch(exec_handle(90), 1, 100);
+  g.on_conditional_launch(exec_handle(90), 2, 200);
+  auto alive = [](uint32_t) { return true; };
+  EXPECT_EQ(g.conditional_owner(91, 210, 300, alive), 1u) << "the first had no kernel yet";
+  EXPECT_EQ(g.stats().conditional_ambiguous, 0u);
+  EXPECT_EQ(g.conditional_owner(91, 310, 320, alive), 2u);
+  EXPECT_EQ(g.stats().conditional_ambiguous, 1u) << "the first ended after the second's launch";
+  EXPECT_EQ(g.stats().conditional_records, 2u);
+  EXPECT_EQ(g.stats().conditional_orphans, 0u);
+  EXPECT_EQ(g.conditional_owner(500, 310, 320, alive), 0u);
+  EXPECT_EQ(g.stats().conditional_orphans, 1u);
+  // Launches no longer tracked go: none in flight, no owner.
+  EXPECT_EQ(g.conditional_owner(91, 400, 410, [](uint32_t) { return false; }), 0u);
+  EXPECT_EQ(g.stats().conditional_orphans, 2u);
 }
 
 }  // namespace
