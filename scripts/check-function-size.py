@@ -214,6 +214,17 @@ def shown(f):
     return f.resolve().relative_to(ROOT) if f.resolve().is_relative_to(ROOT) else f
 
 
+def verdict(over, heading, fine):
+    """A checker's exit status, said: `heading` and the lines of `over` (1) where anything is
+    over its limit, else `fine` (0)."""
+    if over:
+        print(heading)
+        print("\n".join(over))
+        return 1
+    print(fine)
+    return 0
+
+
 def main():
     args, files = command_line(__doc__, [("--max", 60, "most lines a function may have"),
                                          ("--top", 0, "list the N longest functions too")],
@@ -228,15 +239,10 @@ def main():
     rows.sort(key=lambda r: -r[0])
     for n, where, name in rows[:args.top]:
         print(f"{n:5d}  {where}  {name}")
-    over = [r for r in rows if r[0] > args.max]
-    if over:
-        print(f"check-function-size: {len(over)} of {len(rows)} functions over {args.max} lines:")
-        for n, where, name in over:
-            print(f"  {where}  {name}: {n} lines")
-        return 1
-    print(f"check-function-size: {len(rows)} functions in {len(files)} files, "
-          f"none over {args.max} lines")
-    return 0
+    over = [f"  {where}  {name}: {n} lines" for n, where, name in rows if n > args.max]
+    return verdict(over, f"check-function-size: {len(over)} of {len(rows)} functions over "
+                   f"{args.max} lines:", f"check-function-size: {len(rows)} functions in "
+                   f"{len(files)} files, none over {args.max} lines")
 
 
 if __name__ == "__main__":

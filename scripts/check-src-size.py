@@ -149,13 +149,9 @@ def main():
             if members > args.max_members:
                 over.append(f"  {rel}:{start}  {name}: {members} members (at most "
                             f"{args.max_members})")
-    if over:
-        print(f"check-src-size: {len(over)} over the limits in {len(files)} files:")
-        print("\n".join(over))
-        return 1
-    print(f"check-src-size: {len(files)} files, {n_classes} classes: no file over "
-          f"{args.max_lines} lines, no class over {args.max_members} members")
-    return 0
+    return fsize.verdict(over, f"check-src-size: {len(over)} over the limits in {len(files)} files:",
+                         f"check-src-size: {len(files)} files, {n_classes} classes: no file over "
+                         f"{args.max_lines} lines, no class over {args.max_members} members")
 
 
 if __name__ == "__main__":
