@@ -1,14 +1,22 @@
-// The launch callbacks (LaunchCallbacks, AnnouncedLaunches, ResourceCallbacks) and their watcher's
-// side (LaunchSwitch) built as the profiler builds them, on a fake CUPTI table that records the
+// The unit tests' fake CUPTI table (FakeCupti, put in a CuptiApi by install()): it records the
 // subscription and which callbacks are enabled, and dispatches a callback only while it is
-// enabled, as CUPTI does. Launches are made the way CUPTI reports them: ENTER, the nested driver
-// call of a runtime launch, EXIT. For launch_callbacks_test.cc and launch_switch_test.cc.
+// enabled, as CUPTI does; it counts the activity enables and disables and answers them as a test
+// asks; it keeps CUPTI's clock; and it plays the PC Sampling API (FakePcSampling). For the tests
+// of LaunchCallbacks, LaunchSwitch, ActivityToggle, ActivitySwitch and PcSession.
+//
+// LaunchFixture: the launch callbacks (LaunchCallbacks, AnnouncedLaunches, ResourceCallbacks) and
+// their watcher's side (LaunchSwitch) built on it as the profiler builds them. Launches are made
+// the way CUPTI reports them: ENTER, the nested driver call of a runtime launch, EXIT. For
+// launch_callbacks_test.cc and launch_switch_test.cc.
 #pragma once
 
 #include <gtest/gtest.h>
 
+#include <cstring>
+#include <functional>
 #include <memory>
 #include <set>
+#include <string>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -26,15 +34,45 @@
 
 namespace parcagpu::fake_launch {
 
+// The PC Sampling API's side: the calls made (by name) and on which context, what
+// SetConfigurationAttribute was given, the stall reasons offered, and which call fails.
+struct FakePcSampling {
+  std::vector<std::string> calls;
+  std::vector<CUcontext> contexts;
+  std::string failing;  // the call (by name) that returns `failure`; the others succeed
+  CUptiResult failure = CUPTI_ERROR_NOT_SUPPORTED;
+  int failing_attribute = -1;  // Set: this attribute's status fails too
+  bool period_status_fails = false;
+  std::vector<std::pair<uint32_t, std::string>> reasons = {
+      {3, "smsp__pcsamp_warps_issue_stalled_long_scoreboard"},
+      {4, "smsp__pcsamp_warps_issue_stalled_long_scoreboard_not_issued"},
+      {7, "smsp__pcsamp_warps_issue_stalled_selected"},
+      {9, "smsp__pcsamp_sample_count"}};
+  std::vector<CUpti_PCSamplingConfigurationInfo> configured;
+  std::vector<uint32_t> configured_reasons;
+  uint32_t period_in_force = 5;
+  size_t pcs = 0;  // what Get Data reports
+  CUpti_PCSamplingData *data_seen = nullptr;
+  size_t total_seen = 0;  // totalNumPcs as Get Data found it
+};
+
 struct FakeCupti {
   CUpti_CallbackFunc callback = nullptr;
   void *userdata = nullptr;
   bool subscribed = false;
   std::set<std::pair<int, uint32_t>> enabled;  // (domain, cbid)
   int launch_disables = 0;                     // cuptiEnableCallback(0) of a launch cbid
-  int activity_enables = 0;
-  uint32_t graph_id = 0;  // cuptiGetGraphId
-  uint64_t node_id = 0;   // cuptiGetGraphNodeId
+  int activity_enables = 0;                    // calls, failed ones included
+  int activity_disables = 0;
+  CUptiResult activity_enable_result = CUPTI_SUCCESS;
+  CUptiResult activity_disable_result = CUPTI_SUCCESS;
+  CUpti_ActivityKind activity_last_kind = CUPTI_ACTIVITY_KIND_INVALID;
+  std::function<void()> inside_activity_call;  // what a test sees from inside each of them
+  uint64_t timestamp = 1;                      // cuptiGetTimestamp, unless
+  std::function<uint64_t()> clock;             // (set) CUPTI's clock follows the test's
+  uint32_t graph_id = 0;                       // cuptiGetGraphId
+  uint64_t node_id = 0;                        // cuptiGetGraphNodeId
+  FakePcSampling pc;
 };
 inline FakeCupti *g_fake = nullptr;
 
@@ -63,14 +101,22 @@ inline CUptiResult CUPTIAPI fake_enable_callback(uint32_t on, CUpti_SubscriberHa
   }
   return CUPTI_SUCCESS;
 }
-inline CUptiResult CUPTIAPI fake_activity_enable(CUpti_ActivityKind) {
-  ++g_fake->activity_enables;
-  return CUPTI_SUCCESS;
+// One cuptiActivityEnable (on) or Disable: counted in `calls`, answered with `result`.
+inline CUptiResult fake_activity_switch(CUpti_ActivityKind kind, int *calls, CUptiResult result) {
+  g_fake->activity_last_kind = kind;
+  ++*calls;
+  if (g_fake->inside_activity_call) g_fake->inside_activity_call();
+  return result;
 }
-inline CUptiResult CUPTIAPI fake_activity_disable(CUpti_ActivityKind) { return CUPTI_SUCCESS; }
+inline CUptiResult CUPTIAPI fake_activity_enable(CUpti_ActivityKind kind) {
+  return fake_activity_switch(kind, &g_fake->activity_enables, g_fake->activity_enable_result);
+}
+inline CUptiResult CUPTIAPI fake_activity_disable(CUpti_ActivityKind kind) {
+  return fake_activity_switch(kind, &g_fake->activity_disables, g_fake->activity_disable_result);
+}
 inline CUptiResult CUPTIAPI fake_flush_all(uint32_t) { return CUPTI_SUCCESS; }
 inline CUptiResult CUPTIAPI fake_timestamp(uint64_t *ts) {
-  *ts = 1;
+  *ts = g_fake->clock ? g_fake->clock() : g_fake->timestamp;
   return CUPTI_SUCCESS;
 }
 inline CUptiResult CUPTIAPI fake_graph_id(CUgraph, uint32_t *id) {
@@ -80,6 +126,96 @@ inline CUptiResult CUPTIAPI fake_graph_id(CUgraph, uint32_t *id) {
 inline CUptiResult CUPTIAPI fake_node_id(CUgraphNode, uint64_t *id) {
   *id = g_fake->node_id;
   return CUPTI_SUCCESS;
+}
+
+// The PC Sampling API: each call recorded, on its context; `failing` fails.
+inline CUptiResult fake_pc_called(const char *name, CUcontext ctx) {
+  g_fake->pc.calls.push_back(name);
+  g_fake->pc.contexts.push_back(ctx);
+  return g_fake->pc.failing == name ? g_fake->pc.failure : CUPTI_SUCCESS;
+}
+inline CUptiResult fake_pc_num_reasons(CUpti_PCSamplingGetNumStallReasonsParams *p) {
+  *p->numStallReasons = g_fake->pc.reasons.size();
+  return fake_pc_called("GetNumStallReasons", p->ctx);
+}
+inline CUptiResult fake_pc_reasons(CUpti_PCSamplingGetStallReasonsParams *p) {
+  for (size_t i = 0; i < p->numStallReasons; ++i) {
+    p->stallReasonIndex[i] = g_fake->pc.reasons[i].first;
+    std::strcpy(p->stallReasons[i], g_fake->pc.reasons[i].second.c_str());
+  }
+  return fake_pc_called("GetStallReasons", p->ctx);
+}
+inline CUptiResult fake_pc_enable(CUpti_PCSamplingEnableParams *p) {
+  return fake_pc_called("Enable", p->ctx);
+}
+inline CUptiResult fake_pc_disable(CUpti_PCSamplingDisableParams *p) {
+  return fake_pc_called("Disable", p->ctx);
+}
+inline CUptiResult fake_pc_start(CUpti_PCSamplingStartParams *p) {
+  return fake_pc_called("Start", p->ctx);
+}
+inline CUptiResult fake_pc_stop(CUpti_PCSamplingStopParams *p) {
+  return fake_pc_called("Stop", p->ctx);
+}
+inline CUptiResult fake_pc_get_data(CUpti_PCSamplingGetDataParams *p) {
+  auto *d = static_cast<CUpti_PCSamplingData *>(p->pcSamplingData);
+  g_fake->pc.data_seen = d;
+  g_fake->pc.total_seen = d->totalNumPcs;
+  d->totalNumPcs = g_fake->pc.pcs;
+  return fake_pc_called("GetData", p->ctx);
+}
+inline CUptiResult fake_pc_set(CUpti_PCSamplingConfigurationInfoParams *p) {
+  FakePcSampling &pc = g_fake->pc;
+  pc.configured.assign(p->pPCSamplingConfigurationInfo,
+                       p->pPCSamplingConfigurationInfo + p->numAttributes);
+  for (size_t i = 0; i < p->numAttributes; ++i) {
+    auto &info = p->pPCSamplingConfigurationInfo[i];
+    info.attributeStatus = static_cast<int>(info.attributeType) == pc.failing_attribute
+                               ? CUPTI_ERROR_INVALID_PARAMETER
+                               : CUPTI_SUCCESS;
+    if (info.attributeType == CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_STALL_REASON) {
+      const auto &r = info.attributeData.stallReasonData;
+      pc.configured_reasons.assign(r.pStallReasonIndex, r.pStallReasonIndex + r.stallReasonCount);
+    }
+  }
+  return fake_pc_called("SetConfigurationAttribute", p->ctx);
+}
+inline CUptiResult fake_pc_get(CUpti_PCSamplingConfigurationInfoParams *p) {
+  auto &info = p->pPCSamplingConfigurationInfo[0];
+  EXPECT_EQ(p->numAttributes, 1u);
+  EXPECT_EQ(info.attributeType, CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_PERIOD);
+  info.attributeData.samplingPeriodData.samplingPeriod = g_fake->pc.period_in_force;
+  info.attributeStatus =
+      g_fake->pc.period_status_fails ? CUPTI_ERROR_INVALID_PARAMETER : CUPTI_SUCCESS;
+  return fake_pc_called("GetConfigurationAttribute", p->ctx);
+}
+inline CUptiResult fake_device(CUcontext ctx, uint32_t *device) {
+  *device = 2;
+  return fake_pc_called("GetDeviceId", ctx);
+}
+
+// `fake` as the CUPTI of `api` (every entry point it plays), and as the one g_fake names.
+inline void install(FakeCupti &fake, CuptiApi &api) {
+  g_fake = &fake;
+  api.cuptiSubscribe = &fake_subscribe;
+  api.cuptiUnsubscribe = &fake_unsubscribe;
+  api.cuptiEnableCallback = &fake_enable_callback;
+  api.cuptiActivityEnable = &fake_activity_enable;
+  api.cuptiActivityDisable = &fake_activity_disable;
+  api.cuptiActivityFlushAll = &fake_flush_all;
+  api.cuptiGetTimestamp = &fake_timestamp;
+  api.cuptiGetGraphId = &fake_graph_id;
+  api.cuptiGetGraphNodeId = &fake_node_id;
+  api.cuptiPCSamplingGetNumStallReasons = &fake_pc_num_reasons;
+  api.cuptiPCSamplingGetStallReasons = &fake_pc_reasons;
+  api.cuptiPCSamplingEnable = &fake_pc_enable;
+  api.cuptiPCSamplingDisable = &fake_pc_disable;
+  api.cuptiPCSamplingStart = &fake_pc_start;
+  api.cuptiPCSamplingStop = &fake_pc_stop;
+  api.cuptiPCSamplingGetData = &fake_pc_get_data;
+  api.cuptiPCSamplingSetConfigurationAttribute = &fake_pc_set;
+  api.cuptiPCSamplingGetConfigurationAttribute = &fake_pc_get;
+  api.cuptiGetDeviceId = &fake_device;
 }
 
 // Runs `f` on a thread of its own: a thread's launch state (initial-exec TLS) starts fresh, as
@@ -94,16 +230,7 @@ class LaunchFixture : public ::testing::Test {
   // Rate limits: far above what the tests launch by default, so the coin's mean stays 1 (every
   // launch picked) and nothing is learned first; a test sets its own before build().
   void SetUp() override {
-    g_fake = &fake_;
-    api_.cuptiSubscribe = &fake_subscribe;
-    api_.cuptiUnsubscribe = &fake_unsubscribe;
-    api_.cuptiEnableCallback = &fake_enable_callback;
-    api_.cuptiActivityEnable = &fake_activity_enable;
-    api_.cuptiActivityDisable = &fake_activity_disable;
-    api_.cuptiActivityFlushAll = &fake_flush_all;
-    api_.cuptiGetTimestamp = &fake_timestamp;
-    api_.cuptiGetGraphId = &fake_graph_id;
-    api_.cuptiGetGraphNodeId = &fake_node_id;
+    install(fake_, api_);
     config_.eager_rate_limit = 1e9;
     config_.graph_rate_limit = 1e9;
     parcagpu_cuda_correlation_semaphore = 1;  // a cuda_correlation consumer is attached
@@ -126,6 +253,29 @@ class LaunchFixture : public ::testing::Test {
                                                    nullptr, nullptr);
     switch_ = std::make_unique<LaunchSwitch>(api_, config_, *callbacks_, nullptr);
     ASSERT_TRUE(switch_->subscribe());
+  }
+  // build() with a cuda_correlation consumer attached at the start (attach_at_start).
+  void build_attached() {
+    build();
+    attach_at_start();
+  }
+  // build_attached() and a kernel consumer: announced launches are tracked.
+  void build_tracking() {
+    build_attached();
+    activity_->arm(true);
+  }
+  // The callbacks off once the drain ended: the role off, no launch cbid left on.
+  void expect_off() const {
+    EXPECT_EQ(phase(), RolePhase::kOff);
+    EXPECT_FALSE(any_launch_cbid_on());
+  }
+  // Launches admitted and not yet left (by their EXIT or given up).
+  int inflight() const { return callbacks_->role().inflight.load(); }
+  // The launch `corr` left nothing behind: not announced, not tracked, none in flight.
+  void expect_left_no_trace(uint32_t corr) const {
+    EXPECT_EQ(announced(), 0u);
+    EXPECT_FALSE(tracker_->contains(corr));
+    EXPECT_EQ(inflight(), 0);
   }
   // A cuda_correlation consumer attached while the library starts (a clean epoch: every thread's
   // first launch is a candidate, launch_gate.h), as Profiler::start serves one.

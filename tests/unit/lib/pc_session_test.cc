@@ -6,115 +6,28 @@
 #include <string>
 #include <vector>
 
+#include "fake_launch_cupti.h"
 #include "pc/pc_session.h"
 
 namespace parcagpu {
 namespace {
 
-struct FakePc {
-  std::vector<std::string> calls;
-  std::vector<CUcontext> contexts;
-  // Results per call name; absent: success.
-  std::string failing;
-  CUptiResult failure = CUPTI_ERROR_NOT_SUPPORTED;
-  int failing_attribute = -1;  // Set: this attribute's status fails too
-  bool period_status_fails = false;
-  std::vector<std::pair<uint32_t, std::string>> reasons = {
-    {3, "smsp__pcsamp_warps_issue_stalled_long_scoreboard"},
-    {4, "smsp__pcsamp_warps_issue_stalled_long_scoreboard_not_issued"},
-    {7, "smsp__pcsamp_warps_issue_stalled_selected"},
-    {9, "smsp__pcsamp_sample_count"}};
-  std::vector<CUpti_PCSamplingConfigurationInfo> configured;
-  std::vector<uint32_t> configured_reasons;
-  uint32_t period_in_force = 5;
-  size_t pcs = 0;  // what Get Data reports
-  CUpti_PCSamplingData *data_seen = nullptr;
-  size_t total_seen = 0;  // totalNumPcs as Get Data found it
-};
-FakePc *g_fake = nullptr;
-
-CUptiResult called(const char *name, CUcontext ctx) {
-  g_fake->calls.push_back(name);
-  g_fake->contexts.push_back(ctx);
-  return g_fake->failing == name ? g_fake->failure : CUPTI_SUCCESS;
-}
-
-CUptiResult fake_num(CUpti_PCSamplingGetNumStallReasonsParams *p) {
-  *p->numStallReasons = g_fake->reasons.size();
-  return called("GetNumStallReasons", p->ctx);
-}
-CUptiResult fake_reasons(CUpti_PCSamplingGetStallReasonsParams *p) {
-  for (size_t i = 0; i < p->numStallReasons; ++i) {
-    p->stallReasonIndex[i] = g_fake->reasons[i].first;
-    std::strcpy(p->stallReasons[i], g_fake->reasons[i].second.c_str());
-  }
-  return called("GetStallReasons", p->ctx);
-}
-CUptiResult fake_enable(CUpti_PCSamplingEnableParams *p) { return called("Enable", p->ctx); }
-CUptiResult fake_disable(CUpti_PCSamplingDisableParams *p) { return called("Disable", p->ctx); }
-CUptiResult fake_start(CUpti_PCSamplingStartParams *p) { return called("Start", p->ctx); }
-CUptiResult fake_stop(CUpti_PCSamplingStopParams *p) { return called("Stop", p->ctx); }
-CUptiResult fake_get_data(CUpti_PCSamplingGetDataParams *p) {
-  auto *d = static_cast<CUpti_PCSamplingData *>(p->pcSamplingData);
-  g_fake->data_seen = d;
-  g_fake->total_seen = d->totalNumPcs;
-  d->totalNumPcs = g_fake->pcs;
-  return called("GetData", p->ctx);
-}
-CUptiResult fake_set(CUpti_PCSamplingConfigurationInfoParams *p) {
-  g_fake->configured.assign(p->pPCSamplingConfigurationInfo,
-                            p->pPCSamplingConfigurationInfo + p->numAttributes);
-  for (size_t i = 0; i < p->numAttributes; ++i) {
-    auto &info = p->pPCSamplingConfigurationInfo[i];
-    info.attributeStatus = static_cast<int>(info.attributeType) == g_fake->failing_attribute
-                               ? CUPTI_ERROR_INVALID_PARAMETER
-                               : CUPTI_SUCCESS;
-    if (info.attributeType == CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_STALL_REASON) {
-      const auto &r = info.attributeData.stallReasonData;
-      g_fake->configured_reasons.assign(r.pStallReasonIndex,
-                                        r.pStallReasonIndex + r.stallReasonCount);
-    }
-  }
-  return called("SetConfigurationAttribute", p->ctx);
-}
-CUptiResult fake_get(CUpti_PCSamplingConfigurationInfoParams *p) {
-  auto &info = p->pPCSamplingConfigurationInfo[0];
-  EXPECT_EQ(p->numAttributes, 1u);
-  EXPECT_EQ(info.attributeType, CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_PERIOD);
-  info.attributeData.samplingPeriodData.samplingPeriod = g_fake->period_in_force;
-  info.attributeStatus = g_fake->period_status_fails ? CUPTI_ERROR_INVALID_PARAMETER : CUPTI_SUCCESS;
-  return called("GetConfigurationAttribute", p->ctx);
-}
-CUptiResult fake_device(CUcontext ctx, uint32_t *device) {
-  *device = 2;
-  return called("GetDeviceId", ctx);
-}
+using fake_launch::FakeCupti;
+using fake_launch::g_fake;
 
 const CUpti_PCSamplingConfigurationInfo *find(CUpti_PCSamplingConfigurationAttributeType type) {
-  for (const auto &i : g_fake->configured)
+  for (const auto &i : g_fake->pc.configured)
     if (i.attributeType == type) return &i;
   return nullptr;
 }
 
 class PcSessionTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    g_fake = &fake_;
-    api_.cuptiPCSamplingGetNumStallReasons = &fake_num;
-    api_.cuptiPCSamplingGetStallReasons = &fake_reasons;
-    api_.cuptiPCSamplingEnable = &fake_enable;
-    api_.cuptiPCSamplingDisable = &fake_disable;
-    api_.cuptiPCSamplingStart = &fake_start;
-    api_.cuptiPCSamplingStop = &fake_stop;
-    api_.cuptiPCSamplingGetData = &fake_get_data;
-    api_.cuptiPCSamplingSetConfigurationAttribute = &fake_set;
-    api_.cuptiPCSamplingGetConfigurationAttribute = &fake_get;
-    api_.cuptiGetDeviceId = &fake_device;
-  }
+  void SetUp() override { fake_launch::install(fake_, api_); }
   void TearDown() override { g_fake = nullptr; }
 
   CUcontext ctx_ = reinterpret_cast<CUcontext>(0x1234);
-  FakePc fake_;
+  FakeCupti fake_;
   CuptiApi api_;
 };
 
@@ -130,11 +43,11 @@ TEST_F(PcSessionTest, AnEpisodeMakesItsCallsOnItsContextInOrder) {
   ASSERT_TRUE(s.get_data().ok());
   ASSERT_TRUE(s.disable().ok());
   EXPECT_EQ(s.device_id(), 2u);
-  EXPECT_EQ(fake_.calls,
+  EXPECT_EQ(fake_.pc.calls,
             (std::vector<std::string>{"GetNumStallReasons", "GetStallReasons", "Enable",
                                       "SetConfigurationAttribute", "GetConfigurationAttribute",
                                       "Start", "Stop", "GetData", "Disable", "GetDeviceId"}));
-  for (CUcontext c : fake_.contexts) EXPECT_EQ(c, ctx_);
+  for (CUcontext c : fake_.pc.contexts) EXPECT_EQ(c, ctx_);
 }
 
 TEST_F(PcSessionTest, TheStallReasonTableHoldsTheReasonsProperOnly) {
@@ -146,7 +59,7 @@ TEST_F(PcSessionTest, TheStallReasonTableHoldsTheReasonsProperOnly) {
 }
 
 TEST_F(PcSessionTest, NoUsableStallReasonIsAFailure) {
-  fake_.reasons = {{1, "smsp__pcsamp_sample_count"}, {2, "x_not_issued"}};
+  fake_.pc.reasons = {{1, "smsp__pcsamp_sample_count"}, {2, "x_not_issued"}};
   PcSession s(api_, ctx_, 16);
   StallReasonTable table;
   const PcResult r = s.read_stall_reasons(&table);
@@ -159,7 +72,7 @@ TEST_F(PcSessionTest, ConfigureSetsTheModeTheBufferAndTheSettingsAndReadsTheFact
   uint32_t factor = 0;
   ASSERT_TRUE(s.configure({3, 7}, {12, 64}, &factor).ok());
   EXPECT_EQ(factor, 5u) << "the factor in force, as CUPTI reads it back, not the one asked for";
-  EXPECT_EQ(fake_.configured_reasons, (std::vector<uint32_t>{3, 7}));
+  EXPECT_EQ(fake_.pc.configured_reasons, (std::vector<uint32_t>{3, 7}));
   auto *mode = find(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_COLLECTION_MODE);
   ASSERT_NE(mode, nullptr);
   EXPECT_EQ(mode->attributeData.collectionModeData.collectionMode,
@@ -185,13 +98,13 @@ TEST_F(PcSessionTest, ConfigureLeavesCuptisDefaultsAlone) {
   ASSERT_TRUE(s.configure({3}, {}, &factor).ok());
   EXPECT_EQ(find(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_PERIOD), nullptr);
   EXPECT_EQ(find(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_HARDWARE_BUFFER_SIZE), nullptr);
-  EXPECT_EQ(fake_.configured.size(), 4u);
+  EXPECT_EQ(fake_.pc.configured.size(), 4u);
 }
 
 TEST_F(PcSessionTest, AFailedConfigurationNamesTheAttributeCuptiRefused) {
   PcSession s(api_, ctx_, 16);
-  fake_.failing = "SetConfigurationAttribute";
-  fake_.failing_attribute = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_HARDWARE_BUFFER_SIZE;
+  fake_.pc.failing = "SetConfigurationAttribute";
+  fake_.pc.failing_attribute = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_HARDWARE_BUFFER_SIZE;
   uint32_t factor = 0;
   PcResult r = s.configure({3}, {0, 4096}, &factor);
   EXPECT_EQ(r.result, CUPTI_ERROR_NOT_SUPPORTED);
@@ -199,15 +112,15 @@ TEST_F(PcSessionTest, AFailedConfigurationNamesTheAttributeCuptiRefused) {
             "cuptiPCSamplingSetConfigurationAttribute (attribute " +
                 std::to_string(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_HARDWARE_BUFFER_SIZE) +
                 ")");
-  fake_.failing_attribute = -1;
+  fake_.pc.failing_attribute = -1;
   r = s.configure({3}, {}, &factor);
   EXPECT_STREQ(r.call, "cuptiPCSamplingSetConfigurationAttribute");
-  EXPECT_EQ(fake_.calls.back(), "SetConfigurationAttribute") << "no read-back after a failure";
+  EXPECT_EQ(fake_.pc.calls.back(), "SetConfigurationAttribute") << "no read-back after a failure";
 }
 
 TEST_F(PcSessionTest, AFactorThatCannotBeReadBackIsAFailure) {
   PcSession s(api_, ctx_, 16);
-  fake_.period_status_fails = true;
+  fake_.pc.period_status_fails = true;
   uint32_t factor = 99;
   const PcResult r = s.configure({3}, {}, &factor);
   EXPECT_EQ(r.result, CUPTI_ERROR_INVALID_PARAMETER);
@@ -219,15 +132,15 @@ TEST_F(PcSessionTest, GetDataFillsTheDataBufferAfresh) {
   PcSession s(api_, ctx_, 16);
   uint32_t factor = 0;
   ASSERT_TRUE(s.configure({3}, {}, &factor).ok());
-  fake_.pcs = 3;
+  fake_.pc.pcs = 3;
   ASSERT_TRUE(s.get_data().ok());
-  EXPECT_EQ(fake_.data_seen, s.data_buffer().data());
+  EXPECT_EQ(fake_.pc.data_seen, s.data_buffer().data());
   EXPECT_EQ(s.data_buffer().data()->totalNumPcs, 3u);
   EXPECT_EQ(s.data_buffer().data()->collectNumPcs, 16u);
   EXPECT_NE(s.data_buffer().data(), s.disable_buffer().data());
-  fake_.pcs = 1;
+  fake_.pc.pcs = 1;
   ASSERT_TRUE(s.get_data().ok());
-  EXPECT_EQ(fake_.total_seen, 0u) << "the buffer is reset before each Get Data";
+  EXPECT_EQ(fake_.pc.total_seen, 0u) << "the buffer is reset before each Get Data";
 }
 
 TEST_F(PcSessionTest, EachFailingCallIsNamed) {
@@ -240,7 +153,7 @@ TEST_F(PcSessionTest, EachFailingCallIsNamed) {
     {"Disable", "cuptiPCSamplingDisable"}, {"GetNumStallReasons", "cuptiPCSamplingGetNumStallReasons"},
     {"GetStallReasons", "cuptiPCSamplingGetStallReasons"}};
   for (const auto &[fake_name, call] : cases) {
-    fake_.failing = fake_name;
+    fake_.pc.failing = fake_name;
     StallReasonTable table;
     PcResult r;
     if (fake_name == "Enable") r = s.enable();
@@ -253,7 +166,7 @@ TEST_F(PcSessionTest, EachFailingCallIsNamed) {
     EXPECT_EQ(r.result, CUPTI_ERROR_NOT_SUPPORTED) << fake_name;
     EXPECT_EQ(std::string(r.call), call);
   }
-  fake_.failing = "GetDeviceId";
+  fake_.pc.failing = "GetDeviceId";
   EXPECT_EQ(s.device_id(), 0u);
 }
 
