@@ -135,6 +135,21 @@ os.makedirs(PC_LOCK_DIR, exist_ok=True)
 MOCK_GPU_LOCK = os.path.join(PRIVATE_DIR, "mock-gpu-pc.lock")
 os.environ["MOCK_CUPTI_GPU_LOCK"] = MOCK_GPU_LOCK
 
+# The mock cubin's kernels whose mangled names are longer than a consumer reads
+# (tools/mock/pc_kernels.cu): `name`<`template_arg`>(float*) in LONG_NAMESPACE, and in
+# LONG_NESTED inside it where `nested`.
+LONG_NAMESPACE = ("a_namespace_whose_name_alone_is_longer_than_the_production_agents_cut_of_pc_"
+                  "function_names_at_127_bytes_so_that_every_kernel_in_it_is_cut_there")
+LONG_NESTED = ("and_a_second_one_nested_in_it_so_that_the_whole_mangled_name_is_longer_than_the_"
+               "production_agents_cut_of_kernel_names_at_255_bytes_as_well")
+
+
+def long_kernel_name(name, template_arg, nested):
+    """The mangled name of one of those kernels."""
+    parts = [LONG_NAMESPACE] + ([LONG_NESTED] if nested else []) + [name]
+    return "_ZN" + "".join("%d%s" % (len(p), p) for p in parts) + "ILi%dEEEvPf" % template_arg
+
+
 # Rate limits high enough that every launch of a test run is announced.
 UNLIMITED = {"PARCAGPU_RATE_LIMIT": "100000000", "PARCAGPU_GRAPH_RATE_LIMIT": "100000000"}
 
