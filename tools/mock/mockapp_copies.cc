@@ -66,7 +66,7 @@ COPY_SITES(DEFINE_SITE)
 #undef DEFINE_SITE
 
 void print_done() {
-  std::string line = "MOCKAPP_MEMORY {";
+  std::string line = "{";
   bool first = true;
   for (const auto &[site, d] : g_done) {
     char buf[256];
@@ -78,8 +78,7 @@ void print_done() {
     line += buf;
     first = false;
   }
-  std::printf("%s}\n", line.c_str());
-  std::fflush(stdout);
+  print_line("MOCKAPP_MEMORY", line + "}");
 }
 
 }  // namespace
