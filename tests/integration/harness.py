@@ -310,6 +310,59 @@ def wait_for_detachers(cmd, timeout=60):
         time.sleep(0.02)
 
 
+# Where a thread waits in the kernel for a uprobe or perf event to be set up or torn down. Every
+# uprobe attach and detach on the machine waits under one global lock (event_mutex) for an SRCU
+# grace period, whose worker a CPU-bound process can keep off its CPU for minutes on this VM's
+# kernel (docs/measurements/2026-11-27-impossible): a consumer attaching while another test's
+# consumer detaches waits there, through no fault of its own.
+UPROBE_WAIT = re.compile(r"uprobe|perf_event_open|perf_trace_event|perf_event_alloc|srcu|"
+                         r"bpf_link|tracing_|trace_event")
+
+
+def kernel_waits(pid):
+    """The kernel stacks of the threads of `pid` that wait in uprobe or perf-event set-up or
+    tear-down (UPROBE_WAIT), as text; "" when none does (or the process is gone)."""
+    found = []
+    for task in glob.glob("/proc/%d/task/*" % pid):
+        try:
+            with open(task + "/stack") as f:
+                stack = f.read()
+        except OSError:
+            continue
+        if UPROBE_WAIT.search(stack):
+            found.append("thread %s:\n%s" % (os.path.basename(task), stack))
+    return "\n".join(found)
+
+
+def wait_for_line(proc, read, pattern, what, timeout=60, kernel_timeout=300):
+    """Waits until `read`() (a consumer's output so far) matches `pattern`: `timeout` seconds of
+    its own. Time it spends waiting in the kernel's uprobe set-up (kernel_waits: the machine's
+    global uprobe lock, held meanwhile by another consumer's detach) does not count, up to
+    `kernel_timeout` seconds in all. Fails (RuntimeError, with what it said and where it waits)
+    when it exits first or its time is up: a consumer that never gets there still fails."""
+    start = last = time.time()
+    blocked_s = 0.0
+    while True:
+        if proc.poll() is not None:
+            raise RuntimeError("consumer exited before its %s (%s):\n%s" % (
+                what, proc.returncode, read()[-3000:]))
+        if re.search(pattern, read()):
+            if blocked_s >= 1:
+                print("harness: %s after %.0f s, %.0f s of them waiting in the kernel's uprobe "
+                      "set-up" % (what, time.time() - start, blocked_s), file=sys.stderr)
+            return
+        now = time.time()
+        waits = kernel_waits(proc.pid)
+        if waits:
+            blocked_s += now - last
+        last = now
+        if now - start - blocked_s >= timeout or now - start >= kernel_timeout:
+            raise RuntimeError("no %s within %.0f s (%.0f s of them waiting in the kernel's "
+                               "uprobe set-up):\n%s\n%s" % (
+                                   what, now - start, blocked_s, read()[-3000:], waits))
+        time.sleep(0.05)
+
+
 class _Consumer:
     """A consumer process that prints a ready line once its probes are attached."""
     ready_pattern = None
@@ -322,16 +375,13 @@ class _Consumer:
         self.err = tempfile.TemporaryFile(mode="w+")
         self.proc = subprocess.Popen(cmd, stdout=self.out, stderr=self.err, text=True,
                                      start_new_session=True)
-        deadline = time.time() + 60
-        while time.time() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError("consumer exited early (%s):\n%s\n%s" % (
-                    self.proc.returncode, self._read(self.out), self._read(self.err)))
-            if re.search(self.ready_pattern, self._read(self.out) + self._read(self.err)):
-                return
-            time.sleep(0.05)
-        self.proc.kill()
-        raise RuntimeError("consumer did not attach within 60 s:\n" + self._read(self.err))
+        try:
+            wait_for_line(self.proc, lambda: self._read(self.out) + self._read(self.err),
+                          self.ready_pattern, "attach line")
+        except RuntimeError:
+            if self.proc.poll() is None:
+                self.proc.kill()
+            raise
 
     @staticmethod
     def _read(f):
