@@ -31,6 +31,7 @@ ACCESS_RE = re.compile(r"^\s*(?:public|private|protected)\s*$")
 CTOR_INIT_RE = re.compile(r"\)\s*(?:noexcept\s*)?:(?!:)")
 ATTR_RE = re.compile(r"\b(?:__attribute__|alignas|__declspec)\s*\(")
 SOURCE_SUFFIXES = {".c", ".cc", ".h", ".cu"}
+ROOT = pathlib.Path(__file__).resolve().parent.parent
 NAME_RE = re.compile(r"((?:[A-Za-z_~][\w]*\s*::\s*)*(?:operator\s*[^\s(]+|~?[A-Za-z_]\w*))\s*$")
 
 
@@ -196,33 +197,52 @@ def source_files(paths, suffixes):
     return files
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    ap.add_argument("--max", type=int, default=60, help="most lines a function may have")
-    ap.add_argument("--top", type=int, default=0, help="list the N longest functions too")
-    ap.add_argument("paths", nargs="*", help="files and folders (default: src tools)")
+def command_line(doc, options, paths_help, default_paths, suffixes):
+    """The arguments of a checker whose `options` are (flag, default, help) whole numbers, and the
+    files it reads: those of the paths named, else of `default_paths`. None for the files when a
+    path named does not exist (said)."""
+    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawTextHelpFormatter)
+    for flag, default, help_text in options:
+        ap.add_argument(flag, type=int, default=default, help=help_text)
+    ap.add_argument("paths", nargs="*", help=paths_help)
     args = ap.parse_args()
-    root = pathlib.Path(__file__).resolve().parent.parent
-    files = source_files(args.paths or [root / "src", root / "tools"], SOURCE_SUFFIXES)
+    return args, source_files(args.paths or default_paths, suffixes)
+
+
+def shown(f):
+    """A file as a report names it: from the repository's root where it is below it."""
+    return f.resolve().relative_to(ROOT) if f.resolve().is_relative_to(ROOT) else f
+
+
+def verdict(over, heading, fine):
+    """A checker's exit status, said: `heading` and the lines of `over` (1) where anything is
+    over its limit, else `fine` (0)."""
+    if over:
+        print(heading)
+        print("\n".join(over))
+        return 1
+    print(fine)
+    return 0
+
+
+def main():
+    args, files = command_line(__doc__, [("--max", 60, "most lines a function may have"),
+                                         ("--top", 0, "list the N longest functions too")],
+                               "files and folders (default: src tools)",
+                               [ROOT / "src", ROOT / "tools"], SOURCE_SUFFIXES)
     if files is None:
         return 2
     rows = []
     for f in files:
         for name, start, end in functions(f):
-            rel = f.resolve().relative_to(root) if f.resolve().is_relative_to(root) else f
-            rows.append((end - start + 1, f"{rel}:{start}", name))
+            rows.append((end - start + 1, f"{shown(f)}:{start}", name))
     rows.sort(key=lambda r: -r[0])
     for n, where, name in rows[:args.top]:
         print(f"{n:5d}  {where}  {name}")
-    over = [r for r in rows if r[0] > args.max]
-    if over:
-        print(f"check-function-size: {len(over)} of {len(rows)} functions over {args.max} lines:")
-        for n, where, name in over:
-            print(f"  {where}  {name}: {n} lines")
-        return 1
-    print(f"check-function-size: {len(rows)} functions in {len(files)} files, "
-          f"none over {args.max} lines")
-    return 0
+    over = [f"  {where}  {name}: {n} lines" for n, where, name in rows if n > args.max]
+    return verdict(over, f"check-function-size: {len(over)} of {len(rows)} functions over "
+                   f"{args.max} lines:", f"check-function-size: {len(rows)} functions in "
+                   f"{len(files)} files, none over {args.max} lines")
 
 
 if __name__ == "__main__":

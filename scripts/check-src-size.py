@@ -131,18 +131,16 @@ def classes(path):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    ap.add_argument("--max-lines", type=int, default=450, help="most lines a file may have")
-    ap.add_argument("--max-members", type=int, default=30, help="most members a class may have")
-    ap.add_argument("paths", nargs="*", help="folders or files (default: src/)")
-    args = ap.parse_args()
-    files = fsize.source_files(args.paths or [ROOT / "src"], (".cc", ".h"))
+    args, files = fsize.command_line(
+        __doc__, [("--max-lines", 450, "most lines a file may have"),
+                  ("--max-members", 30, "most members a class may have")],
+        "folders or files (default: src/)", [ROOT / "src"], (".cc", ".h"))
     if files is None:
         return 2
     over = []
     n_classes = 0
     for f in files:
-        rel = f.resolve().relative_to(ROOT) if f.resolve().is_relative_to(ROOT) else f
+        rel = fsize.shown(f)
         lines = f.read_text().count("\n")
         if lines > args.max_lines:
             over.append(f"  {rel}: {lines} lines (at most {args.max_lines})")
@@ -151,13 +149,9 @@ def main():
             if members > args.max_members:
                 over.append(f"  {rel}:{start}  {name}: {members} members (at most "
                             f"{args.max_members})")
-    if over:
-        print(f"check-src-size: {len(over)} over the limits in {len(files)} files:")
-        print("\n".join(over))
-        return 1
-    print(f"check-src-size: {len(files)} files, {n_classes} classes: no file over "
-          f"{args.max_lines} lines, no class over {args.max_members} members")
-    return 0
+    return fsize.verdict(over, f"check-src-size: {len(over)} over the limits in {len(files)} files:",
+                         f"check-src-size: {len(files)} files, {n_classes} classes: no file over "
+                         f"{args.max_lines} lines, no class over {args.max_members} members")
 
 
 if __name__ == "__main__":

@@ -841,11 +841,16 @@ static void phase_cost(const std::string &state) {
 }
 
 // ================================================================ phase continuous
+// Launches the graphs on s1 in order (a null exec left out) and waits for them.
+static void launch_and_wait(std::initializer_list<cudaGraphExec_t> graphs) {
+  for (cudaGraphExec_t g : graphs)
+    if (g) CHECK(cudaGraphLaunch(g, s1));
+  CHECK(cudaStreamSynchronize(s1));
+}
 static void phase_continuous_body() {
   double ms = 0;
   cudaGraphExec_t ge = make_graph<5>(2, 132, 1000);  // graph-first kernel
-  CHECK(cudaGraphLaunch(ge, s1));
-  CHECK(cudaStreamSynchronize(s1));
+  launch_and_wait({ge});
   printf("FACT cont_concurrency_ms none=%.3f (20 pairs of ~1 ms kernels; 20 = overlapped, 40 = serialized)\n",
          concurrency(20));
   printf("FACT cont_tiny_ns none=%.1f\n", tiny_launches(5000));
@@ -907,9 +912,7 @@ static void phase_serialgraph() {
   gwork<2><<<132 * 4, 256, 0, s1>>>(d_f, 2000);
   CHECK(cudaStreamSynchronize(s1));
   cudaGraphExec_t g2 = make_graph<2>(2, 132 * 4, 2000);
-  CHECK(cudaGraphLaunch(g1, s1));
-  CHECK(cudaGraphLaunch(g2, s1));
-  CHECK(cudaStreamSynchronize(s1));
+  launch_and_wait({g1, g2});
   CUptiResult r = pc_enable(g_ctx, &ms);
   CUptiResult rc = configure(g_ctx, SERIALIZED, 10, true, &ms, "serialgraph");
   printf("FACT serialgraph_enable rc=%s configure=%s\n", rs(r), rs(rc));
@@ -1072,8 +1075,7 @@ static void phase_graphepisode() {
   pc_disable(g_ctx, &ms);
   // Between episodes.
   cudaGraphExec_t gC = make_graph<22>(2, 132 * 4, 2000);
-  CHECK(cudaGraphLaunch(gC, s1));
-  CHECK(cudaStreamSynchronize(s1));
+  launch_and_wait({gC});
   // Episode 2.
   pc_enable(g_ctx, &ms);
   configure(g_ctx, SERIALIZED, 10, false, &ms, "graphepisode2");
@@ -1196,9 +1198,8 @@ static void phase_graphreg() {
   CHECK(cudaStreamEndCapture(s1, &capT));
   cudaGraphExec_t gT;
   CHECK(cudaGraphInstantiate(&gT, capT, 0));
-  CHECK(cudaGraphLaunch(gS, s1));  // gS, gT: first launched with PC sampling off (bad, P?)
-  CHECK(cudaGraphLaunch(gT, s1));
-  CHECK(cudaStreamSynchronize(s1));
+  // gS, gT: first launched with PC sampling off (bad, P?)
+  launch_and_wait({gS, gT});
   // Registration period: enabled, configured, never started.
   double en = 0, ds = 0, t0 = 0;
   pc_enable(g_ctx, &en);
@@ -1208,21 +1209,19 @@ static void phase_graphreg() {
   CHECK(cudaStreamSynchronize(s1));
   double up_ms = now_ms() - t0;
   t0 = now_ms();
-  CHECK(cudaGraphLaunch(gQ, s1));                  // gQ: first launched
-  CHECK(cudaStreamSynchronize(s1));
+  // gQ: first launched
+  launch_and_wait({gQ});
   double l_ms = now_ms() - t0;
   cudaGraphExec_t gR = make_graph<32>(2, 132 * 4, 2000);  // gR: instantiated only
   CHECK(cudaGraphUpload(gS, s1));                  // gS: re-uploaded while enabled
   cudaGraphExec_t gT2;
   CHECK(cudaGraphInstantiate(&gT2, capT, 0));      // gT's graph instantiated again
-  CHECK(cudaGraphLaunch(gT2, s1));
-  CHECK(cudaStreamSynchronize(s1));
+  launch_and_wait({gT2});
   pc_disable(g_ctx, &ds);
   printf("FACT graphreg_registration enable_ms=%.3f upload_gP_ms=%.3f first_launch_gQ_ms=%.3f "
          "disable_never_started_ms=%.3f\n", en, up_ms, l_ms, ds);
   // Between: gR first launched while disabled.
-  CHECK(cudaGraphLaunch(gR, s1));
-  CHECK(cudaStreamSynchronize(s1));
+  launch_and_wait({gR});
   // The episode.
   graph_windows("graphreg_episode", {{"reg_gP_uploaded_in_unstarted_enable", gP},
                                      {"reg_gQ_first_launched_in_unstarted_enable", gQ},
@@ -1339,11 +1338,7 @@ static void phase_shadow() {
   CHECK(cudaGraphInstantiate(&e40, g40, 0));
   CHECK(cudaGraphInstantiate(&e41, g41, 0));
   if (late) CHECK(cudaGraphInstantiate(&e44, g44, 0));
-  CHECK(cudaGraphLaunch(e40, s1));
-  CHECK(cudaGraphLaunch(e41, s1));
-  if (late) CHECK(cudaGraphLaunch(e44, s1));
-  CHECK(cudaGraphLaunch(e43, s1));
-  CHECK(cudaStreamSynchronize(s1));
+  launch_and_wait({e40, e41, e44, e43});  // e44: null unless late
   // Episode 2: which give records.
   graph_windows("shadow2", {{"shadow_e40_app_exec_of_shadowed_graph", e40},
                             {"shadow_e41_control_no_shadow", e41},
@@ -1427,9 +1422,7 @@ static void phase_shadowlib() {
   else shadowlib_register(g40);
   CHECK(cudaGraphInstantiate(&e40, g40, 0));
   CHECK(cudaGraphInstantiate(&e41, g41, 0));
-  CHECK(cudaGraphLaunch(e40, s1));
-  CHECK(cudaGraphLaunch(e41, s1));
-  CHECK(cudaStreamSynchronize(s1));
+  launch_and_wait({e40, e41});
   graph_windows("shadowlib2", {{"shadowlib_e40_shadowed", e40}, {"shadowlib_e41_control", e41}});
   shadow_cost("e40_shadowed", e40, nodes);
   shadow_cost("e41_control", e41, nodes);

@@ -135,6 +135,21 @@ os.makedirs(PC_LOCK_DIR, exist_ok=True)
 MOCK_GPU_LOCK = os.path.join(PRIVATE_DIR, "mock-gpu-pc.lock")
 os.environ["MOCK_CUPTI_GPU_LOCK"] = MOCK_GPU_LOCK
 
+# The mock cubin's kernels whose mangled names are longer than a consumer reads
+# (tools/mock/pc_kernels.cu): `name`<`template_arg`>(float*) in LONG_NAMESPACE, and in
+# LONG_NESTED inside it where `nested`.
+LONG_NAMESPACE = ("a_namespace_whose_name_alone_is_longer_than_the_production_agents_cut_of_pc_"
+                  "function_names_at_127_bytes_so_that_every_kernel_in_it_is_cut_there")
+LONG_NESTED = ("and_a_second_one_nested_in_it_so_that_the_whole_mangled_name_is_longer_than_the_"
+               "production_agents_cut_of_kernel_names_at_255_bytes_as_well")
+
+
+def long_kernel_name(name, template_arg, nested):
+    """The mangled name of one of those kernels."""
+    parts = [LONG_NAMESPACE] + ([LONG_NESTED] if nested else []) + [name]
+    return "_ZN" + "".join("%d%s" % (len(p), p) for p in parts) + "ILi%dEEEvPf" % template_arg
+
+
 # Rate limits high enough that every launch of a test run is announced.
 UNLIMITED = {"PARCAGPU_RATE_LIMIT": "100000000", "PARCAGPU_GRAPH_RATE_LIMIT": "100000000"}
 
@@ -187,15 +202,28 @@ class MockRun:
         self.returncode = proc.returncode
         self.stdout = stdout
         self.stderr = stderr
-        self.summaries = [json.loads(l.split(" ", 1)[1]) for l in stdout.splitlines()
-                          if l.startswith("MOCKAPP_SUMMARY ")]
-        self.statuses = [json.loads(l.split(" ", 1)[1]) for l in stdout.splitlines()
-                         if l.startswith("MOCKAPP_STATUS ")]
-        self.exit_reports = [json.loads(l.split(" ", 1)[1]) for l in stderr.splitlines()
-                             if l.startswith("MOCK_CUPTI_EXIT ")]
+        self.garbled = []  # lines of a known kind that are not whole JSON
+        self.summaries = self._json_lines(stdout, "MOCKAPP_SUMMARY")
+        self.statuses = self._json_lines(stdout, "MOCKAPP_STATUS")
+        self.exit_reports = self._json_lines(stderr, "MOCK_CUPTI_EXIT")
+
+    def _json_lines(self, text, kind):
+        """The JSON of each `kind` line. One that does not parse (a line another process's write
+        cut: the mock writes each of its lines whole, tools/mock/mockapp_report.cc print_line) is
+        kept in self.garbled, and said by `summary`, not raised here: a test that reads other
+        lines of the run is not failed by it."""
+        out = []
+        for line in text.splitlines():
+            if line.startswith(kind + " "):
+                try:
+                    out.append(json.loads(line.split(" ", 1)[1]))
+                except ValueError as e:
+                    self.garbled.append("%s (%s)" % (line[:200], e))
+        return out
 
     @property
     def summary(self):
+        assert not self.garbled, "lines that are not whole JSON:\n%s" % "\n".join(self.garbled)
         assert len(self.summaries) == 1, "expected one MOCKAPP_SUMMARY, got %d:\n%s\n%s" % (
             len(self.summaries), self.stdout[-3000:], self.stderr[-3000:])
         return self.summaries[0]
@@ -282,6 +310,59 @@ def wait_for_detachers(cmd, timeout=60):
         time.sleep(0.02)
 
 
+# Where a thread waits in the kernel for a uprobe or perf event to be set up or torn down. Every
+# uprobe attach and detach on the machine waits under one global lock (event_mutex) for an SRCU
+# grace period, whose worker a CPU-bound process can keep off its CPU for minutes on this VM's
+# kernel (docs/measurements/2026-11-27-impossible): a consumer attaching while another test's
+# consumer detaches waits there, through no fault of its own.
+UPROBE_WAIT = re.compile(r"uprobe|perf_event_open|perf_trace_event|perf_event_alloc|srcu|"
+                         r"bpf_link|tracing_|trace_event")
+
+
+def kernel_waits(pid):
+    """The kernel stacks of the threads of `pid` that wait in uprobe or perf-event set-up or
+    tear-down (UPROBE_WAIT), as text; "" when none does (or the process is gone)."""
+    found = []
+    for task in glob.glob("/proc/%d/task/*" % pid):
+        try:
+            with open(task + "/stack") as f:
+                stack = f.read()
+        except OSError:
+            continue
+        if UPROBE_WAIT.search(stack):
+            found.append("thread %s:\n%s" % (os.path.basename(task), stack))
+    return "\n".join(found)
+
+
+def wait_for_line(proc, read, pattern, what, timeout=60, kernel_timeout=300):
+    """Waits until `read`() (a consumer's output so far) matches `pattern`: `timeout` seconds of
+    its own. Time it spends waiting in the kernel's uprobe set-up (kernel_waits: the machine's
+    global uprobe lock, held meanwhile by another consumer's detach) does not count, up to
+    `kernel_timeout` seconds in all. Fails (RuntimeError, with what it said and where it waits)
+    when it exits first or its time is up: a consumer that never gets there still fails."""
+    start = last = time.time()
+    blocked_s = 0.0
+    while True:
+        if proc.poll() is not None:
+            raise RuntimeError("consumer exited before its %s (%s):\n%s" % (
+                what, proc.returncode, read()[-3000:]))
+        if re.search(pattern, read()):
+            if blocked_s >= 1:
+                print("harness: %s after %.0f s, %.0f s of them waiting in the kernel's uprobe "
+                      "set-up" % (what, time.time() - start, blocked_s), file=sys.stderr)
+            return
+        now = time.time()
+        waits = kernel_waits(proc.pid)
+        if waits:
+            blocked_s += now - last
+        last = now
+        if now - start - blocked_s >= timeout or now - start >= kernel_timeout:
+            raise RuntimeError("no %s within %.0f s (%.0f s of them waiting in the kernel's "
+                               "uprobe set-up):\n%s\n%s" % (
+                                   what, now - start, blocked_s, read()[-3000:], waits))
+        time.sleep(0.05)
+
+
 class _Consumer:
     """A consumer process that prints a ready line once its probes are attached."""
     ready_pattern = None
@@ -294,16 +375,13 @@ class _Consumer:
         self.err = tempfile.TemporaryFile(mode="w+")
         self.proc = subprocess.Popen(cmd, stdout=self.out, stderr=self.err, text=True,
                                      start_new_session=True)
-        deadline = time.time() + 60
-        while time.time() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError("consumer exited early (%s):\n%s\n%s" % (
-                    self.proc.returncode, self._read(self.out), self._read(self.err)))
-            if re.search(self.ready_pattern, self._read(self.out) + self._read(self.err)):
-                return
-            time.sleep(0.05)
-        self.proc.kill()
-        raise RuntimeError("consumer did not attach within 60 s:\n" + self._read(self.err))
+        try:
+            wait_for_line(self.proc, lambda: self._read(self.out) + self._read(self.err),
+                          self.ready_pattern, "attach line")
+        except RuntimeError:
+            if self.proc.poll() is None:
+                self.proc.kill()
+            raise
 
     @staticmethod
     def _read(f):

@@ -32,19 +32,8 @@ import harness
 
 DURATION = 20
 QUEUE_US = 100
-# Mangled names of tools/mock/pc_kernels.cu (the mock CUPTI gives PC records only for kernels
-# of its cubin).
-NS = ("a_namespace_whose_name_alone_is_longer_than_the_production_agents_cut_of_pc_function_"
-      "names_at_127_bytes_so_that_every_kernel_in_it_is_cut_there")
-NESTED = ("and_a_second_one_nested_in_it_so_that_the_whole_mangled_name_is_longer_than_the_"
-          "production_agents_cut_of_kernel_names_at_255_bytes_as_well")
-
-
-def long_name(name, arg, nested):
-    parts = [NS] + ([NESTED] if nested else []) + [name]
-    return "_ZN" + "".join("%d%s" % (len(p), p) for p in parts) + "ILi%dEEEvPf" % arg
-
-
+# The mock CUPTI gives PC records only for kernels of its cubin (tools/mock/pc_kernels.cu).
+long_name = harness.long_kernel_name
 GEMM, SOFTMAX, REDUCE = "_Z10gemm_tiledPKfS0_Pfiii", "_Z7softmaxPfPKfi", "_Z10reduce_sumPfPKfi"
 COOP, COND, DEC = "_Z6k_coopPf", "_Z6k_condyPi", "_Z5k_decPi"
 K, ADD, MUL = "_Z1kPf", "_Z5k_addPfi", "_Z5k_mulPfi"

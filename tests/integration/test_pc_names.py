@@ -20,24 +20,13 @@ import harness
 
 C = harness.COUNTER  # the summary's counters, by name (tools/trace/counters.h)
 
-NAMESPACE = ("a_namespace_whose_name_alone_is_longer_than_the_production_agents_cut_of_pc_function_"
-             "names_at_127_bytes_so_that_every_kernel_in_it_is_cut_there")
-NESTED = ("and_a_second_one_nested_in_it_so_that_the_whole_mangled_name_is_longer_than_the_"
-          "production_agents_cut_of_kernel_names_at_255_bytes_as_well")
-
-
-def mangled(name, template_arg, nested):
-    parts = [NAMESPACE] + ([NESTED] if nested else []) + [name]
-    return "_ZN" + "".join("%d%s" % (len(p), p) for p in parts) + "ILi%dEEEvPf" % template_arg
-
+NAMESPACE, NESTED, mangled = harness.LONG_NAMESPACE, harness.LONG_NESTED, harness.long_kernel_name
 
 # Mangled name -> demangled.
 LONG = {mangled("variant", 1, False): "void %s::variant<1>(float*)" % NAMESPACE,
         mangled("variant", 2, False): "void %s::variant<2>(float*)" % NAMESPACE,
         mangled("deep", 1, True): "void %s::%s::deep<1>(float*)" % (NAMESPACE, NESTED),
         mangled("deep", 2, True): "void %s::%s::deep<2>(float*)" % (NAMESPACE, NESTED)}
-
-
 
 
 def name_hash(name):

@@ -14,7 +14,6 @@ import re
 import shutil
 import subprocess
 import tempfile
-import time
 import unittest
 
 import harness
@@ -56,9 +55,9 @@ def run(torch_dir, extra, wait_for):
                               str(STEPS), "--wait"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True, env=env)
         try:
-            deadline = time.time() + 30
-            while time.time() < deadline and not re.search(wait_for % {"pid": p.pid}, tr._read(tr.err)):
-                time.sleep(0.05)
+            # 30 s of the tool's own (its wait for the machine's uprobe lock not counted).
+            harness.wait_for_line(tr.proc, lambda: tr._read(tr.err), wait_for % {"pid": p.pid},
+                                  "line %r" % wait_for, timeout=30)
             seen = tr._read(tr.err)
             p.stdin.write("go\n")
             p.stdin.flush()

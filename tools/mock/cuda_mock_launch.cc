@@ -57,32 +57,39 @@ struct cudaLaunchParams_mock {
   cudaStream_t stream;
 };
 
+// Each launch API's kind of parameter struct (Params): X(name, builder, struct), the builder
+// (kParamsBuilders) a template on the struct it builds.
+#define LAUNCH_PARAMS(X)                                                                           \
+  X(CuLaunch, function_params, cuLaunch_params)                                                    \
+  X(CuLaunchGrid, cu_grid_params, cuLaunchGrid_params)                                             \
+  X(CuLaunchGridAsync, cu_grid_async_params, cuLaunchGridAsync_params)                             \
+  X(CuLaunchKernel, cu_kernel_params, cuLaunchKernel_params)                                       \
+  X(CuLaunchKernelPtsz, cu_kernel_params, cuLaunchKernel_ptsz_params)                              \
+  X(CuLaunchKernelEx, cu_ex_params, cuLaunchKernelEx_params)                                       \
+  X(CuLaunchKernelExPtsz, cu_ex_params, cuLaunchKernelEx_ptsz_params)                              \
+  X(CuLaunchCooperative, cu_kernel_params, cuLaunchCooperativeKernel_params)                       \
+  X(CuLaunchCooperativePtsz, cu_kernel_params, cuLaunchCooperativeKernel_ptsz_params)              \
+  X(CuLaunchCooperativeMulti, cu_multi_params, cuLaunchCooperativeKernelMultiDevice_params)        \
+  X(CuGraphLaunch, cu_graph_params, cuGraphLaunch_params)                                          \
+  X(CuGraphLaunchPtsz, cu_graph_params, cuGraphLaunch_ptsz_params)                                 \
+  X(CudaLaunch, function_params, cudaLaunch_v3020_params_mock)                                     \
+  X(CudaLaunchPtsz, function_params, cudaLaunch_ptsz_v7000_params_mock)                            \
+  X(CudaLaunchKernel, cuda_kernel_params, cudaLaunchKernel_v7000_params)                           \
+  X(CudaLaunchKernelPtsz, cuda_kernel_params, cudaLaunchKernel_ptsz_v7000_params)                  \
+  X(CudaLaunchKernelExC, cuda_ex_params, cudaLaunchKernelExC_v11060_params)                        \
+  X(CudaLaunchKernelExCPtsz, cuda_ex_params, cudaLaunchKernelExC_ptsz_v11060_params)               \
+  X(CudaLaunchCooperative, cuda_kernel_params, cudaLaunchCooperativeKernel_v9000_params)           \
+  X(CudaLaunchCooperativePtsz, cuda_kernel_params, cudaLaunchCooperativeKernel_ptsz_v9000_params)  \
+  X(CudaLaunchCooperativeMulti, cuda_multi_params, cudaLaunchCooperativeKernelMultiDevice_v9000_params_mock) \
+  X(CudaLaunchKernelV13000, cuda_v13000_params, cudaLaunchKernel_v13000_params_mock)               \
+  X(CudaLaunchKernelV13000Ptsz, cuda_v13000_params, cudaLaunchKernel_v13000_params_mock)           \
+  X(CudaGraphLaunch, cuda_graph_params, cudaGraphLaunch_v10000_params)                             \
+  X(CudaGraphLaunchPtsz, cuda_graph_params, cudaGraphLaunch_ptsz_v10000_params)
+
 enum class Params : uint8_t {
-  CuLaunch,
-  CuLaunchGrid,
-  CuLaunchGridAsync,
-  CuLaunchKernel,
-  CuLaunchKernelPtsz,
-  CuLaunchKernelEx,
-  CuLaunchKernelExPtsz,
-  CuLaunchCooperative,
-  CuLaunchCooperativePtsz,
-  CuLaunchCooperativeMulti,
-  CuGraphLaunch,
-  CuGraphLaunchPtsz,
-  CudaLaunch,
-  CudaLaunchPtsz,
-  CudaLaunchKernel,
-  CudaLaunchKernelPtsz,
-  CudaLaunchKernelExC,
-  CudaLaunchKernelExCPtsz,
-  CudaLaunchCooperative,
-  CudaLaunchCooperativePtsz,
-  CudaLaunchCooperativeMulti,
-  CudaLaunchKernelV13000,
-  CudaLaunchKernelV13000Ptsz,
-  CudaGraphLaunch,
-  CudaGraphLaunchPtsz,
+#define PARAMS_ENUMERATOR(name, builder, type) name,
+  LAUNCH_PARAMS(PARAMS_ENUMERATOR)
+#undef PARAMS_ENUMERATOR
 };
 
 struct LaunchApi {
@@ -316,117 +323,97 @@ void fill_cuda_launch_kernel(T *p, LaunchArgs *a) {
   p->stream = a->stream;
 }
 
-// A driver kernel launch's *_params (cuLaunchKernel and its kin), built in `storage`.
+// The *_params of each kind of launch API, built in `storage` from the launch's arguments.
+using ParamsBuilder = const void *(*)(LaunchArgs *a, ParamStorage *storage);
+
+// Those whose only argument is the function (cuLaunch, cudaLaunch).
 template <typename T>
-const void *cu_kernel_params(ParamStorage *storage, LaunchArgs *a) {
+const void *function_params(LaunchArgs *a, ParamStorage *storage) {
+  return emplace_params(storage, T{a->function});
+}
+
+// A driver kernel launch's (cuLaunchKernel and its kin).
+template <typename T>
+const void *cu_kernel_params(LaunchArgs *a, ParamStorage *storage) {
   T *p = storage->make<T>();
   fill_cu_launch_kernel(p, a);
   return p;
 }
 
-// A runtime kernel launch's *_params (cudaLaunchKernel and its kin), built in `storage`.
+// A runtime kernel launch's (cudaLaunchKernel and its kin).
 template <typename T>
-const void *cuda_kernel_params(ParamStorage *storage, LaunchArgs *a) {
+const void *cuda_kernel_params(LaunchArgs *a, ParamStorage *storage) {
   T *p = storage->make<T>();
   p->func = a->function;
   fill_cuda_launch_kernel(p, a);
   return p;
 }
 
-// The parameter struct of a driver API's callbacks (cu*), built in `storage`; nullptr for a
-// runtime API.
-const void *build_driver_params(const LaunchApi &api, LaunchArgs *a, ParamStorage *storage) {
-  CUfunc_st *f = a->function;
-  switch (api.params) {
-    case Params::CuLaunch:
-      return emplace_params(storage, cuLaunch_params{f});
-    case Params::CuLaunchGrid: {
-      auto *p = storage->make<cuLaunchGrid_params>();
-      *p = {f, static_cast<int>(a->shape.grid[0]), static_cast<int>(a->shape.grid[1])};
-      return p;
-    }
-    case Params::CuLaunchGridAsync: {
-      auto *p = storage->make<cuLaunchGridAsync_params>();
-      *p = {f, static_cast<int>(a->shape.grid[0]), static_cast<int>(a->shape.grid[1]), a->stream};
-      return p;
-    }
-    case Params::CuLaunchKernel:
-      return cu_kernel_params<cuLaunchKernel_params>(storage, a);
-    case Params::CuLaunchKernelPtsz:
-      return cu_kernel_params<cuLaunchKernel_ptsz_params>(storage, a);
-    case Params::CuLaunchKernelEx:
-      return emplace_params(storage,
-                            cuLaunchKernelEx_params{&a->cu_config, f, a->kernel_args, nullptr});
-    case Params::CuLaunchKernelExPtsz:
-      return emplace_params(
-          storage, cuLaunchKernelEx_ptsz_params{&a->cu_config, f, a->kernel_args, nullptr});
-    case Params::CuLaunchCooperative:
-      return cu_kernel_params<cuLaunchCooperativeKernel_params>(storage, a);
-    case Params::CuLaunchCooperativePtsz:
-      return cu_kernel_params<cuLaunchCooperativeKernel_ptsz_params>(storage, a);
-    case Params::CuLaunchCooperativeMulti:
-      return emplace_params(storage, cuLaunchCooperativeKernelMultiDevice_params{
-                                         a->cu_multi, a->multi_devices, 0});
-    case Params::CuGraphLaunch:
-      return emplace_params(storage, cuGraphLaunch_params{a->exec, a->stream});
-    case Params::CuGraphLaunchPtsz:
-      return emplace_params(storage, cuGraphLaunch_ptsz_params{a->exec, a->stream});
-    default:
-      return nullptr;
-  }
+// cuLaunchKernelEx's and cudaLaunchKernelExC's: a launch configuration.
+template <typename T>
+const void *cu_ex_params(LaunchArgs *a, ParamStorage *storage) {
+  return emplace_params(storage, T{&a->cu_config, a->function, a->kernel_args, nullptr});
+}
+template <typename T>
+const void *cuda_ex_params(LaunchArgs *a, ParamStorage *storage) {
+  return emplace_params(storage, T{&a->rt_config, a->function, a->kernel_args});
 }
 
-// The parameter struct of a runtime API's callbacks (cuda*), built in `storage`; nullptr for a
-// driver API.
-const void *build_runtime_params(const LaunchApi &api, LaunchArgs *a, ParamStorage *storage) {
-  CUfunc_st *f = a->function;
-  switch (api.params) {
-    case Params::CudaLaunch:
-      return emplace_params(storage, cudaLaunch_v3020_params_mock{f});
-    case Params::CudaLaunchPtsz:
-      return emplace_params(storage, cudaLaunch_ptsz_v7000_params_mock{f});
-    case Params::CudaLaunchKernel:
-      return cuda_kernel_params<cudaLaunchKernel_v7000_params>(storage, a);
-    case Params::CudaLaunchKernelPtsz:
-      return cuda_kernel_params<cudaLaunchKernel_ptsz_v7000_params>(storage, a);
-    case Params::CudaLaunchKernelExC:
-      return emplace_params(storage,
-                            cudaLaunchKernelExC_v11060_params{&a->rt_config, f, a->kernel_args});
-    case Params::CudaLaunchKernelExCPtsz:
-      return emplace_params(
-          storage, cudaLaunchKernelExC_ptsz_v11060_params{&a->rt_config, f, a->kernel_args});
-    case Params::CudaLaunchCooperative:
-      return cuda_kernel_params<cudaLaunchCooperativeKernel_v9000_params>(storage, a);
-    case Params::CudaLaunchCooperativePtsz:
-      return cuda_kernel_params<cudaLaunchCooperativeKernel_ptsz_v9000_params>(storage, a);
-    case Params::CudaLaunchCooperativeMulti: {
-      auto *p = storage->make<cudaLaunchCooperativeKernelMultiDevice_v9000_params_mock>();
-      p->launchParamsList = a->rt_multi;
-      p->numDevices = a->multi_devices;
-      return p;
-    }
-    case Params::CudaLaunchKernelV13000:
-    case Params::CudaLaunchKernelV13000Ptsz: {
-      auto *p = storage->make<cudaLaunchKernel_v13000_params_mock>();
-      p->kernel = reinterpret_cast<cudaKernel_t>(f);
-      fill_cuda_launch_kernel(p, a);
-      return p;
-    }
-    case Params::CudaGraphLaunch:
-      return emplace_params(storage, cudaGraphLaunch_v10000_params{
-                                         reinterpret_cast<cudaGraphExec_t>(a->exec), a->stream});
-    case Params::CudaGraphLaunchPtsz:
-      return emplace_params(storage, cudaGraphLaunch_ptsz_v10000_params{
-                                         reinterpret_cast<cudaGraphExec_t>(a->exec), a->stream});
-    default:
-      return nullptr;
-  }
+// cuGraphLaunch's and cudaGraphLaunch's: the executable graph and the stream.
+template <typename T>
+const void *cu_graph_params(LaunchArgs *a, ParamStorage *storage) {
+  return emplace_params(storage, T{a->exec, a->stream});
 }
+template <typename T>
+const void *cuda_graph_params(LaunchArgs *a, ParamStorage *storage) {
+  return emplace_params(storage, T{reinterpret_cast<cudaGraphExec_t>(a->exec), a->stream});
+}
+
+// cuLaunchGrid's and cuLaunchGridAsync's: the grid's width and height.
+template <typename T>
+const void *cu_grid_params(LaunchArgs *a, ParamStorage *storage) {
+  T *p = storage->make<T>();
+  *p = {a->function, static_cast<int>(a->shape.grid[0]), static_cast<int>(a->shape.grid[1])};
+  return p;
+}
+template <typename T>
+const void *cu_grid_async_params(LaunchArgs *a, ParamStorage *storage) {
+  T *p = storage->make<T>();
+  *p = {a->function, static_cast<int>(a->shape.grid[0]), static_cast<int>(a->shape.grid[1]),
+        a->stream};
+  return p;
+}
+// The multi-device cooperative launches': one entry per device.
+template <typename T>
+const void *cu_multi_params(LaunchArgs *a, ParamStorage *storage) {
+  return emplace_params(storage, T{a->cu_multi, a->multi_devices, 0});
+}
+template <typename T>
+const void *cuda_multi_params(LaunchArgs *a, ParamStorage *storage) {
+  T *p = storage->make<T>();
+  p->launchParamsList = a->rt_multi;
+  p->numDevices = a->multi_devices;
+  return p;
+}
+// CUDA 13's cudaLaunchKernel (and _ptsz): a cudaKernel_t in place of the function.
+template <typename T>
+const void *cuda_v13000_params(LaunchArgs *a, ParamStorage *storage) {
+  T *p = storage->make<T>();
+  p->kernel = reinterpret_cast<cudaKernel_t>(a->function);
+  fill_cuda_launch_kernel(p, a);
+  return p;
+}
+
+// The builder of each Params (LAUNCH_PARAMS), in the enum's order.
+constexpr ParamsBuilder kParamsBuilders[] = {
+#define PARAMS_BUILDER(name, builder, type) &builder<type>,
+    LAUNCH_PARAMS(PARAMS_BUILDER)
+#undef PARAMS_BUILDER
+};
 
 // The real parameter struct of `api`'s callbacks, built in `storage`.
 const void *build_params(const LaunchApi &api, LaunchArgs *a, ParamStorage *storage) {
-  if (const void *p = build_driver_params(api, a, storage)) return p;
-  return build_runtime_params(api, a, storage);
+  return kParamsBuilders[static_cast<size_t>(api.params)](a, storage);
 }
 
 std::atomic<uint64_t> g_queue_limit_ns{0};

@@ -17,56 +17,50 @@
 namespace mockcuda {
 namespace {
 
+enum MemoryFlags : unsigned { kCopy = 0, kFill = 1, kAsync = 2, kPeer = 4 };
+
 // The copy and fill APIs the mock offers: a runtime one names the driver call beneath it.
 struct MemoryApi {
   uint32_t domain;
   uint32_t cbid;
   const char *name;
   uint32_t nested_driver_cbid;  // runtime APIs: the driver call beneath (0: none)
-  bool fill;                    // a memset, else a memcpy
-  bool async;
-  bool peer;
+  const char *nested_driver_name;
+  unsigned flags;                              // MemoryFlags
+  bool fill() const { return flags & kFill; }  // a memset, else a memcpy
+  bool async() const { return flags & kAsync; }
+  bool peer() const { return flags & kPeer; }
 };
 
+// A runtime API (its CBID is its name and `version`) over the driver call `nested`; a driver API.
+#define RUNTIME_MEMORY(api, version, nested, flags)                                                \
+  MemoryApi {                                                                                      \
+    kRt, CUPTI_RUNTIME_TRACE_CBID_##api##version, #api, CUPTI_DRIVER_TRACE_CBID_##nested, #nested, \
+        flags                                                                                      \
+  }
+#define DRIVER_MEMORY(api, flags) \
+  MemoryApi { kDrv, CUPTI_DRIVER_TRACE_CBID_##api, #api, 0, nullptr, flags }
+
 constexpr MemoryApi kMemoryApis[] = {
-    {kRt, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020, "cudaMemcpy",
-     CUPTI_DRIVER_TRACE_CBID_cuMemcpy, false, false, false},
-    {kRt, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020, "cudaMemcpyAsync",
-     CUPTI_DRIVER_TRACE_CBID_cuMemcpyAsync, false, true, false},
-    {kRt, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2DAsync_v3020, "cudaMemcpy2DAsync",
-     CUPTI_DRIVER_TRACE_CBID_cuMemcpy2DAsync_v2, false, true, false},
-    {kRt, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy3D_v3020, "cudaMemcpy3D",
-     CUPTI_DRIVER_TRACE_CBID_cuMemcpy3D_v2, false, false, false},
-    {kRt, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyPeer_v4000, "cudaMemcpyPeer",
-     CUPTI_DRIVER_TRACE_CBID_cuMemcpyPeer, false, false, true},
-    {kRt, CUPTI_RUNTIME_TRACE_CBID_cudaMemset_v3020, "cudaMemset",
-     CUPTI_DRIVER_TRACE_CBID_cuMemsetD8_v2, true, false, false},
-    {kRt, CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_v3020, "cudaMemsetAsync",
-     CUPTI_DRIVER_TRACE_CBID_cuMemsetD8Async, true, true, false},
-    {kDrv, CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoD_v2, "cuMemcpyHtoD_v2", 0, false, false, false},
-    {kDrv, CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoHAsync_v2, "cuMemcpyDtoHAsync_v2", 0, false, true,
-     false},
-    {kDrv, CUPTI_DRIVER_TRACE_CBID_cuMemcpyPeerAsync, "cuMemcpyPeerAsync", 0, false, true, true},
-    {kDrv, CUPTI_DRIVER_TRACE_CBID_cuMemsetD32Async, "cuMemsetD32Async", 0, true, true, false},
+    RUNTIME_MEMORY(cudaMemcpy, _v3020, cuMemcpy, kCopy),
+    RUNTIME_MEMORY(cudaMemcpyAsync, _v3020, cuMemcpyAsync, kAsync),
+    RUNTIME_MEMORY(cudaMemcpy2DAsync, _v3020, cuMemcpy2DAsync_v2, kAsync),
+    RUNTIME_MEMORY(cudaMemcpy3D, _v3020, cuMemcpy3D_v2, kCopy),
+    RUNTIME_MEMORY(cudaMemcpyPeer, _v4000, cuMemcpyPeer, kPeer),
+    RUNTIME_MEMORY(cudaMemset, _v3020, cuMemsetD8_v2, kFill),
+    RUNTIME_MEMORY(cudaMemsetAsync, _v3020, cuMemsetD8Async, kFill | kAsync),
+    DRIVER_MEMORY(cuMemcpyHtoD_v2, kCopy),
+    DRIVER_MEMORY(cuMemcpyDtoHAsync_v2, kAsync),
+    DRIVER_MEMORY(cuMemcpyPeerAsync, kAsync | kPeer),
+    DRIVER_MEMORY(cuMemsetD32Async, kFill | kAsync),
 };
+#undef RUNTIME_MEMORY
+#undef DRIVER_MEMORY
 
 const MemoryApi *find_memory_api(uint32_t domain, uint32_t cbid) {
   for (const MemoryApi &a : kMemoryApis)
     if (a.domain == domain && a.cbid == cbid) return &a;
   return nullptr;
-}
-
-const char *driver_name(uint32_t cbid) {
-  switch (cbid) {
-    case CUPTI_DRIVER_TRACE_CBID_cuMemcpy: return "cuMemcpy";
-    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyAsync: return "cuMemcpyAsync";
-    case CUPTI_DRIVER_TRACE_CBID_cuMemcpy2DAsync_v2: return "cuMemcpy2DAsync_v2";
-    case CUPTI_DRIVER_TRACE_CBID_cuMemcpy3D_v2: return "cuMemcpy3D_v2";
-    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyPeer: return "cuMemcpyPeer";
-    case CUPTI_DRIVER_TRACE_CBID_cuMemsetD8_v2: return "cuMemsetD8_v2";
-    case CUPTI_DRIVER_TRACE_CBID_cuMemsetD8Async: return "cuMemsetD8Async";
-    default: return "cuMem?";
-  }
 }
 
 // A plausible copy time: a microsecond of latency and 10 GB/s (0.1 ns a byte).
@@ -88,19 +82,20 @@ void fill_run(const MemoryApi &api, uint64_t bytes, uint32_t copy_kind, CUctx_st
               CUstream_st *st, mockbridge::MemoryRun *run) {
   *run = {};
   run->bytes = bytes;
-  run->kind = api.fill ? CUPTI_ACTIVITY_KIND_MEMSET
-                       : api.peer ? CUPTI_ACTIVITY_KIND_MEMCPY2 : CUPTI_ACTIVITY_KIND_MEMCPY;
+  run->kind = api.fill()   ? CUPTI_ACTIVITY_KIND_MEMSET
+              : api.peer() ? CUPTI_ACTIVITY_KIND_MEMCPY2
+                           : CUPTI_ACTIVITY_KIND_MEMCPY;
   const uint32_t peer_kind = CUPTI_ACTIVITY_MEMCPY_KIND_PTOP;
-  run->copy_kind = static_cast<uint8_t>(api.fill ? 0u : api.peer ? peer_kind : copy_kind);
+  run->copy_kind = static_cast<uint8_t>(api.fill() ? 0u : api.peer() ? peer_kind : copy_kind);
   run->src_kind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
   run->dst_kind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
   if (run->copy_kind == CUPTI_ACTIVITY_MEMCPY_KIND_HTOD)
     run->src_kind = CUPTI_ACTIVITY_MEMORY_KIND_PINNED;
   if (run->copy_kind == CUPTI_ACTIVITY_MEMCPY_KIND_DTOH)
     run->dst_kind = CUPTI_ACTIVITY_MEMORY_KIND_PINNED;
-  run->flags = api.async ? 1 : 0;
+  run->flags = api.async() ? 1 : 0;
   run->device_id = static_cast<uint32_t>(ctx->device);
-  run->peer_device_id = api.peer ? run->device_id + 1 : run->device_id;
+  run->peer_device_id = api.peer() ? run->device_id + 1 : run->device_id;
   run->context_id = ctx->id;
   run->stream_id = st->id;
 }
@@ -127,14 +122,14 @@ CUresult mock_cuda_memory(uint32_t domain, uint32_t cbid, uint64_t bytes, uint32
     ApiScope outer(static_cast<CUpti_CallbackDomain>(api->domain), api->cbid, api->name, nullptr, nullptr, ctx, &outer_rc);
     std::optional<ApiScope> inner;
     if (api->nested_driver_cbid)
-      inner.emplace(kDrv, api->nested_driver_cbid, driver_name(api->nested_driver_cbid), nullptr,
-                    nullptr, ctx, &inner_rc);
+      inner.emplace(kDrv, api->nested_driver_cbid, api->nested_driver_name, nullptr, nullptr, ctx,
+                    &inner_rc);
     const mockbridge::CuptiHooks *h = hooks();
     run.collect = h && h->activity_kind_enabled(ctx->id, run.kind);
     run.correlation_id = outer.correlation_id();
     plan(st, &run);
     // A synchronous copy or fill returns once it has run: the caller is blocked meanwhile.
-    if (!api->async)
+    if (!api->async())
       while (mockbridge::now_ns() < run.end) std::this_thread::yield();
   }
   if (const mockbridge::CuptiHooks *h = hooks()) h->memory_ran(&run);

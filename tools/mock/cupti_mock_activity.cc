@@ -565,14 +565,13 @@ bool activity_kind_enabled(uint32_t context_id, uint32_t kind) {
 
 namespace {
 
-void write_memcpy(const mockbridge::MemoryRun *run) {
-  CUpti_ActivityMemcpy6 r;
+// A copy or fill record of `kind`, zeroed, with the fields every such record has from the run:
+// the caller adds its own kind's and writes it.
+template <typename Record>
+Record memory_record(CUpti_ActivityKind kind, const mockbridge::MemoryRun *run) {
+  Record r;
   std::memset(static_cast<void *>(&r), 0, sizeof r);
-  r.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
-  r.copyKind = run->copy_kind;
-  r.srcKind = run->src_kind;
-  r.dstKind = run->dst_kind;
-  r.flags = run->flags ? CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC : 0;
+  r.kind = kind;
   r.bytes = run->bytes;
   r.start = run->start;
   r.end = run->end;
@@ -580,42 +579,36 @@ void write_memcpy(const mockbridge::MemoryRun *run) {
   r.contextId = run->context_id;
   r.streamId = run->stream_id;
   r.correlationId = run->correlation_id;
+  return r;
+}
+
+// A copy record (MEMCPY or the peer MEMCPY2): its copy and memory kinds besides.
+template <typename Record>
+Record copy_record(CUpti_ActivityKind kind, const mockbridge::MemoryRun *run) {
+  Record r = memory_record<Record>(kind, run);
+  r.copyKind = run->copy_kind;
+  r.srcKind = run->src_kind;
+  r.dstKind = run->dst_kind;
+  r.flags = run->flags ? CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC : 0;
+  return r;
+}
+
+void write_memcpy(const mockbridge::MemoryRun *run) {
+  auto r = copy_record<CUpti_ActivityMemcpy6>(CUPTI_ACTIVITY_KIND_MEMCPY, run);
   r.copyCount = 1;
   write_record(&r);
 }
 
 void write_memcpy_peer(const mockbridge::MemoryRun *run) {
-  CUpti_ActivityMemcpyPtoP4 r;
-  std::memset(static_cast<void *>(&r), 0, sizeof r);
-  r.kind = CUPTI_ACTIVITY_KIND_MEMCPY2;
-  r.copyKind = run->copy_kind;
-  r.srcKind = run->src_kind;
-  r.dstKind = run->dst_kind;
-  r.flags = run->flags ? CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC : 0;
-  r.bytes = run->bytes;
-  r.start = run->start;
-  r.end = run->end;
-  r.deviceId = run->device_id;
-  r.contextId = run->context_id;
-  r.streamId = run->stream_id;
+  auto r = copy_record<CUpti_ActivityMemcpyPtoP4>(CUPTI_ACTIVITY_KIND_MEMCPY2, run);
   r.srcDeviceId = run->device_id;
   r.dstDeviceId = run->peer_device_id;
-  r.correlationId = run->correlation_id;
   write_record(&r);
 }
 
 void write_memset(const mockbridge::MemoryRun *run) {
-  CUpti_ActivityMemset4 r;
-  std::memset(static_cast<void *>(&r), 0, sizeof r);
-  r.kind = CUPTI_ACTIVITY_KIND_MEMSET;
+  auto r = memory_record<CUpti_ActivityMemset4>(CUPTI_ACTIVITY_KIND_MEMSET, run);
   r.value = run->fill_value;
-  r.bytes = run->bytes;
-  r.start = run->start;
-  r.end = run->end;
-  r.deviceId = run->device_id;
-  r.contextId = run->context_id;
-  r.streamId = run->stream_id;
-  r.correlationId = run->correlation_id;
   r.flags = run->flags ? CUPTI_ACTIVITY_FLAG_MEMSET_ASYNC : 0;
   r.memoryKind = run->dst_kind;
   write_record(&r);

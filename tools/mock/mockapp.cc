@@ -617,6 +617,7 @@ int run_process(const Options &o) {
 int main(int argc, char **argv) {
   using namespace mockapp;
   setvbuf(stdout, nullptr, _IOLBF, 0);  // status lines must reach a pipe as they happen
+  share_line_lock();  // before any fork: --procs's processes print to one stdout
   Options o;
   if (!parse_options(argc, argv, &o)) {
     std::fprintf(stderr, "Try 'parcagpu-mockapp --help'.\n");

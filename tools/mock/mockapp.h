@@ -90,6 +90,14 @@ void scenario_clone_refire(Kernels &kernels);
 void scenario_copies(Kernels &kernels);
 void run_timed_workload(const Options &options, Kernels &kernels);
 
+// Every line the mock app prints on stdout for the tests ("KIND {json}") goes through
+// print_line: written whole under a lock that all the run's processes share (share_line_lock,
+// called before any fork), so that no other write lands inside it. A pipe takes a write of up to
+// PIPE_BUF (4096) bytes in one piece; a summary is longer, and stdio wrote it in parts that
+// another --procs process's summary could cut (seen: a MOCKAPP_SUMMARY cut at 4096 bytes).
+void share_line_lock();
+void print_line(const char *kind, const std::string &json);
+
 // The mock CUPTI's view, if a mock libcupti is loaded (reached through dlopen(RTLD_NOLOAD)).
 bool kernel_activity_enabled_now(uint64_t *records_written);
 void print_status(double t_ms);

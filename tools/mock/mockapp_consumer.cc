@@ -221,7 +221,7 @@ struct AttachDetachLaunches {
                                          {"api", cb.name},
                                          {"phase", phase},
                                          {"point", point_name(point)}};
-    std::printf("MOCKAPP_LAUNCH %s\n", line.dump().c_str());
+    print_line("MOCKAPP_LAUNCH", line.dump());
     return activity_enables() > enables;
   }
 
@@ -289,8 +289,7 @@ void scenario_clone_refire(Kernels &k) {
   for (int i = 0; i < kGraphs; ++i) execs.push_back(three_kernel_exec(k));
   const nlohmann::ordered_json clones = {
       {"graphs", kGraphs}, {"clones", kGraphs * 3}, {"app_tid", static_cast<int>(gettid())}};
-  std::printf("MOCKAPP_CLONES %s\n", clones.dump().c_str());
-  std::fflush(stdout);
+  print_line("MOCKAPP_CLONES", clones.dump());
   // The attach, then the application goes on launching: none of it waits for the re-firing.
   ad.set(true);
   CUstream stream = nullptr;

@@ -38,65 +38,35 @@ void copy(const char *site, uint32_t domain, uint32_t cbid, uint64_t bytes, uint
 // Keeps a call site's frame: no tail call into copy() after it.
 #define KEEP_FRAME() __asm__ volatile("" ::: "memory")
 
-// One call site per kind of copy or fill (noinline: each is a frame of its own).
-__attribute__((noinline)) void upload_weights() {
-  for (int i = 0; i < 3; ++i)
-    copy("upload_weights", kRt, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020, 1 << 20, kHtoD, true);
-  KEEP_FRAME();
-}
-__attribute__((noinline)) void read_back_async() {
-  for (int i = 0; i < 4; ++i)
-    copy("read_back_async", kRt, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020, 256 << 10,
-         kDtoH, false);
-  KEEP_FRAME();
-}
-__attribute__((noinline)) void copy_tile_2d() {
-  copy("copy_tile_2d", kRt, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2DAsync_v3020, 96 << 10, kDtoD,
-       false);
-  KEEP_FRAME();
-}
-__attribute__((noinline)) void copy_volume_3d() {
-  copy("copy_volume_3d", kRt, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy3D_v3020, 200 << 10, kDtoD,
-       true);
-  KEEP_FRAME();
-}
-__attribute__((noinline)) void copy_to_peer() {
-  copy("copy_to_peer", kRt, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyPeer_v4000, 128 << 10, kDtoD,
-       true);
-  KEEP_FRAME();
-}
-__attribute__((noinline)) void zero_grads() {
-  for (int i = 0; i < 2; ++i)
-    copy("zero_grads", kRt, CUPTI_RUNTIME_TRACE_CBID_cudaMemset_v3020, 512 << 10, 0, true);
-  KEEP_FRAME();
-}
-__attribute__((noinline)) void clear_async() {
-  for (int i = 0; i < 2; ++i)
-    copy("clear_async", kRt, CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_v3020, 64 << 10, 0, false);
-  KEEP_FRAME();
-}
-__attribute__((noinline)) void driver_upload() {
-  for (int i = 0; i < 2; ++i)
-    copy("driver_upload", kDrv, CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoD_v2, 32 << 10, kHtoD, true);
-  KEEP_FRAME();
-}
-__attribute__((noinline)) void driver_read_back() {
-  copy("driver_read_back", kDrv, CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoHAsync_v2, 48 << 10, kDtoH,
-       false);
-  KEEP_FRAME();
-}
-__attribute__((noinline)) void driver_peer_async() {
-  copy("driver_peer_async", kDrv, CUPTI_DRIVER_TRACE_CBID_cuMemcpyPeerAsync, 16 << 10, kDtoD,
-       false);
-  KEEP_FRAME();
-}
-__attribute__((noinline)) void driver_fill() {
-  copy("driver_fill", kDrv, CUPTI_DRIVER_TRACE_CBID_cuMemsetD32Async, 4 << 10, 0, false);
-  KEEP_FRAME();
-}
+// The call sites, in the order the scenario calls them: X(site, calls, domain, cbid, bytes,
+// copy kind (0: a fill), synchronous?).
+#define COPY_SITES(X)                                                                              \
+  X(upload_weights, 3, kRt, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020, 1 << 20, kHtoD, true)       \
+  X(read_back_async, 4, kRt, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020, 256 << 10, kDtoH,     \
+    false)                                                                                         \
+  X(copy_tile_2d, 1, kRt, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2DAsync_v3020, 96 << 10, kDtoD,       \
+    false)                                                                                         \
+  X(copy_volume_3d, 1, kRt, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy3D_v3020, 200 << 10, kDtoD, true)   \
+  X(copy_to_peer, 1, kRt, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyPeer_v4000, 128 << 10, kDtoD, true)   \
+  X(zero_grads, 2, kRt, CUPTI_RUNTIME_TRACE_CBID_cudaMemset_v3020, 512 << 10, 0, true)             \
+  X(clear_async, 2, kRt, CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_v3020, 64 << 10, 0, false)       \
+  X(driver_upload, 2, kDrv, CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoD_v2, 32 << 10, kHtoD, true)        \
+  X(driver_read_back, 1, kDrv, CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoHAsync_v2, 48 << 10, kDtoH,      \
+    false)                                                                                         \
+  X(driver_peer_async, 1, kDrv, CUPTI_DRIVER_TRACE_CBID_cuMemcpyPeerAsync, 16 << 10, kDtoD, false) \
+  X(driver_fill, 1, kDrv, CUPTI_DRIVER_TRACE_CBID_cuMemsetD32Async, 4 << 10, 0, false)
+
+// One function per call site, named as it (noinline: each is a frame of its own).
+#define DEFINE_SITE(site, calls, domain, cbid, bytes, copy_kind, sync)                   \
+  __attribute__((noinline)) void site() {                                                \
+    for (int i = 0; i < (calls); ++i) copy(#site, domain, cbid, bytes, copy_kind, sync); \
+    KEEP_FRAME();                                                                        \
+  }
+COPY_SITES(DEFINE_SITE)
+#undef DEFINE_SITE
 
 void print_done() {
-  std::string line = "MOCKAPP_MEMORY {";
+  std::string line = "{";
   bool first = true;
   for (const auto &[site, d] : g_done) {
     char buf[256];
@@ -108,29 +78,20 @@ void print_done() {
     line += buf;
     first = false;
   }
-  std::printf("%s}\n", line.c_str());
-  std::fflush(stdout);
+  print_line("MOCKAPP_MEMORY", line + "}");
 }
 
 }  // namespace
 
 void scenario_copies(Kernels &k) {
-  check(mock_cuda_launch(kRt, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, k.next("_Z5k_addPfi"),
-                         nullptr),
+  check(mock_cuda_launch(kRt, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,
+                         k.next("_Z5k_addPfi"), nullptr),
         "cudaLaunchKernel");
-  upload_weights();
-  read_back_async();
-  copy_tile_2d();
-  copy_volume_3d();
-  copy_to_peer();
-  zero_grads();
-  clear_async();
-  driver_upload();
-  driver_read_back();
-  driver_peer_async();
-  driver_fill();
-  check(mock_cuda_launch(kRt, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, k.next("_Z5k_mulPfi"),
-                         nullptr),
+#define CALL_SITE(site, ...) site();
+  COPY_SITES(CALL_SITE)
+#undef CALL_SITE
+  check(mock_cuda_launch(kRt, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,
+                         k.next("_Z5k_mulPfi"), nullptr),
         "cudaLaunchKernel");
   print_done();
   g_done.clear();

@@ -1,9 +1,12 @@
 // What parcagpu-mockapp reports: MOCKAPP_STATUS lines while it runs and the MOCKAPP_SUMMARY line
 // at the end, from the mock driver's counters and the mock CUPTI's view of what the library did.
 #include <dlfcn.h>
+#include <pthread.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
@@ -202,6 +205,45 @@ bool kernel_activity_enabled_now(uint64_t *records_written) {
   return c.kernel_activity_enabled();
 }
 
+namespace {
+pthread_mutex_t *g_line_lock = nullptr;  // in memory shared with the processes forked after
+}  // namespace
+
+void share_line_lock() {
+  void *m = mmap(nullptr, sizeof(pthread_mutex_t), PROT_READ | PROT_WRITE,
+                 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (m == MAP_FAILED) {
+    std::perror("parcagpu-mockapp: mmap of the stdout lock (lines may interleave)");
+    return;
+  }
+  pthread_mutexattr_t attr;
+  pthread_mutexattr_init(&attr);
+  pthread_mutexattr_setpshared(&attr, PTHREAD_PROCESS_SHARED);
+  // A process that dies holding it (killed mid-write) does not stop the others.
+  pthread_mutexattr_setrobust(&attr, PTHREAD_MUTEX_ROBUST);
+  pthread_mutex_init(static_cast<pthread_mutex_t *>(m), &attr);
+  pthread_mutexattr_destroy(&attr);
+  g_line_lock = static_cast<pthread_mutex_t *>(m);
+}
+
+void print_line(const char *kind, const std::string &json) {
+  const std::string line = std::string(kind) + " " + json + "\n";
+  std::fflush(stdout);  // whatever stdio still holds goes first
+  bool locked = false;
+  if (g_line_lock) {
+    const int rc = pthread_mutex_lock(g_line_lock);
+    if (rc == EOWNERDEAD) pthread_mutex_consistent(g_line_lock);
+    locked = rc == 0 || rc == EOWNERDEAD;
+  }
+  for (size_t done = 0; done < line.size();) {
+    const ssize_t n = write(STDOUT_FILENO, line.data() + done, line.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;  // stdout gone: nobody reads it
+    done += static_cast<size_t>(n);
+  }
+  if (locked) pthread_mutex_unlock(g_line_lock);
+}
+
 void print_status(double t_ms) {
   uint64_t written = 0;
   const bool activity = kernel_activity_enabled_now(&written);
@@ -219,7 +261,7 @@ void print_status(double t_ms) {
                        {"records_written", written},
                        {"launches", d.eager_launches + d.graph_launches},
                        {"launch_cbids_enabled", launch_cbids}};
-  std::printf("MOCKAPP_STATUS %s\n", json_line(status).c_str());
+  print_line("MOCKAPP_STATUS", json_line(status));
 }
 
 void print_summary(const Options &o, double elapsed_s) {
@@ -274,8 +316,7 @@ void print_summary(const Options &o, double elapsed_s) {
 #define MOCK_CUPTI_STAT_KEY(name) summary[#name] = st.name;
   MOCK_CUPTI_STATS(MOCK_CUPTI_STAT_KEY)
 #undef MOCK_CUPTI_STAT_KEY
-  std::printf("MOCKAPP_SUMMARY %s\n", json_line(summary).c_str());
-  std::fflush(stdout);
+  print_line("MOCKAPP_SUMMARY", json_line(summary));
   print_human_summary(counts, d, c, st, enabled.size(), elapsed_s);
 }
 

@@ -607,7 +607,7 @@ void run_gpu_bound(const Options &o, Kernels &) {
   nlohmann::json truth = nlohmann::json::object();
   for (const auto *list : {&o.gpu_bound, &o.gpu_graph})
     for (const auto &[name, ns] : *list) truth[name] = truth.value(name, uint64_t{0}) + total * ns;
-  std::printf("MOCKAPP_GPU_TRUTH %s\n", truth.dump().c_str());
+  print_line("MOCKAPP_GPU_TRUTH", truth.dump());
   std::fprintf(stderr, "parcagpu-mockapp: --gpu-bound: %llu steps\n",
                static_cast<unsigned long long>(total));
 }

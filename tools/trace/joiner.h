@@ -32,15 +32,12 @@ namespace parcagpu::trace {
 bool is_graph_cbid(int32_t signed_cbid);
 
 struct KernelRecord {
-  uint32_t pid = 0;
-  uint32_t correlation_id = 0;
-  uint32_t device_id = 0;
-  uint32_t context_id = 0;
-  uint32_t stream_id = 0;
+  uint32_t pid = 0, correlation_id = 0;
+  // Where it ran; its graph and node in it (0 for an eager launch's kernel).
+  uint32_t device_id = 0, context_id = 0, stream_id = 0;
   uint32_t graph_id = 0;
   uint64_t graph_node_id = 0;
-  uint64_t start = 0;
-  uint64_t end = 0;
+  uint64_t start = 0, end = 0;  // on the GPU (CUPTI's clock)
   uint64_t seen_ns = 0;  // when the event fired (CLOCK_MONOTONIC): the joiner's clock
   uint64_t process_start_ns = 0;  // when its process started (CLOCK_MONOTONIC), 0 unknown
   std::string_view name;

@@ -598,17 +598,24 @@ PROBE(kernel_executed, PT_STAT_FIRE_KERNEL_EXECUTED) {
   return 0;
 }
 
+/* The fields kernel records and memory records both have, into event `e` from record `rec`
+ * whose offsets are PARCAGPU_<KIND>REC_OFF_* (KIND: K for a kernel record, M for a memory one). */
+#define FILL_SHARED_FIELDS(e, rec, KIND)                                                   \
+  do {                                                                                    \
+    (e)->start = FIELD(__u64, rec, PARCAGPU_##KIND##REC_OFF_START);                        \
+    (e)->end = FIELD(__u64, rec, PARCAGPU_##KIND##REC_OFF_END);                            \
+    (e)->device_id = FIELD(__u32, rec, PARCAGPU_##KIND##REC_OFF_DEVICE_ID);                \
+    (e)->stream_id = FIELD(__u32, rec, PARCAGPU_##KIND##REC_OFF_STREAM_ID);                \
+    (e)->correlation_id = FIELD(__u32, rec, PARCAGPU_##KIND##REC_OFF_CORRELATION_ID);      \
+  } while (0)
+
 /* One kernel event from a kernel record (a copy of it, 8-byte aligned): the record's fields, no
  * bytes (that is a copy's), its name read from the process. */
 static __always_inline void fill_kernel_event(struct pt_kernel_event *e, const __u8 *rec,
                                               __u32 kind) {
   e->kind = kind;
-  e->start = FIELD(__u64, rec, PARCAGPU_KREC_OFF_START);
-  e->end = FIELD(__u64, rec, PARCAGPU_KREC_OFF_END);
-  e->device_id = FIELD(__u32, rec, PARCAGPU_KREC_OFF_DEVICE_ID);
+  FILL_SHARED_FIELDS(e, rec, K);
   e->context_id = FIELD(__u32, rec, PARCAGPU_KREC_OFF_CONTEXT_ID);
-  e->stream_id = FIELD(__u32, rec, PARCAGPU_KREC_OFF_STREAM_ID);
-  e->correlation_id = FIELD(__u32, rec, PARCAGPU_KREC_OFF_CORRELATION_ID);
   e->graph_node_id = FIELD(__u64, rec, PARCAGPU_KREC_OFF_GRAPH_NODE_ID);
   e->graph_id = FIELD(__u32, rec, PARCAGPU_KREC_OFF_GRAPH_ID);
   e->bytes = 0;
@@ -690,11 +697,7 @@ PROBE(memory_batch, PT_STAT_FIRE_MEMORY_BATCH) {
     e->dst_kind = FIELD(__u8, rec, PARCAGPU_MREC_OFF_DST_KIND);
     e->mem_flags = FIELD(__u8, rec, PARCAGPU_MREC_OFF_FLAGS);
     e->bytes = FIELD(__u64, rec, PARCAGPU_MREC_OFF_BYTES);
-    e->start = FIELD(__u64, rec, PARCAGPU_MREC_OFF_START);
-    e->end = FIELD(__u64, rec, PARCAGPU_MREC_OFF_END);
-    e->device_id = FIELD(__u32, rec, PARCAGPU_MREC_OFF_DEVICE_ID);
-    e->stream_id = FIELD(__u32, rec, PARCAGPU_MREC_OFF_STREAM_ID);
-    e->correlation_id = FIELD(__u32, rec, PARCAGPU_MREC_OFF_CORRELATION_ID);
+    FILL_SHARED_FIELDS(e, rec, M);
     e->peer_device_id = FIELD(__u32, rec, PARCAGPU_MREC_OFF_PEER_DEVICE_ID);
     e->context_id = 0;
     e->graph_id = 0;

@@ -26,11 +26,9 @@
 namespace parcagpu::trace {
 
 struct PcSample {
-  uint32_t pid = 0;
-  uint64_t cubin_crc = 0;
-  uint64_t pc_offset = 0;
+  uint32_t pid = 0, correlation_id = 0;
+  uint64_t cubin_crc = 0, pc_offset = 0;  // the PC: its cubin and its offset there
   uint32_t function_index = 0;
-  uint32_t correlation_id = 0;
   std::string function;
   std::vector<std::pair<uint32_t, uint32_t>> stalls;  // (stall-reason index, samples)
 };

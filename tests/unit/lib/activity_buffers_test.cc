@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "activity/activity_buffers.h"
@@ -87,13 +88,10 @@ TEST_F(ActivityBuffersTest, HandsOverKernelRecordsDecodedInOrder) {
   EXPECT_FALSE(w.cut_short);
   ASSERT_EQ(seen.size(), 2u);
   const KernelRecord &k = seen[1];
-  EXPECT_EQ(k.correlation_id, 7u);
-  EXPECT_EQ(k.start, 1007u);
-  EXPECT_EQ(k.end, 2007u);
-  EXPECT_EQ(k.device_id, 1u);
-  EXPECT_EQ(k.stream_id, 7u);
-  EXPECT_EQ(k.graph_node_id, 307u);
-  EXPECT_EQ(k.graph_id, 47u);
+  // Every field as add() wrote it for ID 7.
+  EXPECT_EQ(std::tie(k.correlation_id, k.start, k.end, k.device_id, k.stream_id, k.graph_node_id,
+                     k.graph_id),
+            std::make_tuple(7u, 1007u, 2007u, 1u, 7u, 307u, 47u));
   EXPECT_STREQ(k.name, kName);
   EXPECT_EQ(reinterpret_cast<uint8_t *>(k.record), fake_.bytes.data() + 2 * kSlot);
 }

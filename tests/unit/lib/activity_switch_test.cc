@@ -10,47 +10,27 @@
 #include <cstdint>
 #include <thread>
 
+#include "fake_launch_cupti.h"
+
 namespace parcagpu {
 namespace {
 
 constexpr uint64_t kMs = 1'000'000, kSec = 1'000'000'000;
 
-struct FakeCupti {
-  int enables = 0, disables = 0;  // calls, failed ones included
-  CUptiResult enable_result = CUPTI_SUCCESS;
-  CUptiResult disable_result = CUPTI_SUCCESS;
-  CUpti_ActivityKind last_kind = CUPTI_ACTIVITY_KIND_INVALID;
-};
+using fake_launch::FakeCupti;
+using fake_launch::g_fake;
 
-FakeCupti *g_fake = nullptr;
 uint64_t g_now = 0;
-
-CUptiResult fake_enable(CUpti_ActivityKind kind) {
-  g_fake->last_kind = kind;
-  ++g_fake->enables;
-  return g_fake->enable_result;
-}
-CUptiResult fake_disable(CUpti_ActivityKind kind) {
-  g_fake->last_kind = kind;
-  ++g_fake->disables;
-  return g_fake->disable_result;
-}
 uint64_t fake_clock() { return g_now; }
 // CUPTI's clock, the clock of kernel records: the fake clock plus an offset (another origin).
 constexpr uint64_t kCuptiOffset = 7 * kSec;
-CUptiResult fake_timestamp(uint64_t *ts) {
-  *ts = g_now + kCuptiOffset;
-  return CUPTI_SUCCESS;
-}
 
 class ActivitySwitchTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    g_fake = &fake_;
+    fake_launch::install(fake_, api_);
+    fake_.clock = [] { return g_now + kCuptiOffset; };
     g_now = 1 * kSec;
-    api_.cuptiActivityEnable = &fake_enable;
-    api_.cuptiActivityDisable = &fake_disable;
-    api_.cuptiGetTimestamp = &fake_timestamp;
   }
   void TearDown() override { g_fake = nullptr; }
 
@@ -68,12 +48,12 @@ class ActivitySwitchTest : public ::testing::Test {
 TEST_F(ActivitySwitchTest, WhileConsumerIsOnExactlyWhileArmed) {
   ActivitySwitch s(api_, ActivityMode::WhileConsumer, nullptr, &fake_clock);
   EXPECT_TRUE(s.arm(true));
-  EXPECT_EQ(fake_.enables, 1);
-  EXPECT_EQ(fake_.last_kind, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+  EXPECT_EQ(fake_.activity_enables, 1);
+  EXPECT_EQ(fake_.activity_last_kind, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
   EXPECT_FALSE(s.arm(true)) << "armed already: nothing changes";
   EXPECT_FALSE(s.launch_begin()) << "per-launch switching is the other mode's";
   EXPECT_TRUE(s.arm(false));
-  EXPECT_EQ(fake_.disables, 1);
+  EXPECT_EQ(fake_.activity_disables, 1);
   EXPECT_FALSE(s.arm(false));
   EXPECT_EQ(s.enables(), 1u);
   EXPECT_EQ(s.disables(), 1u);
@@ -87,29 +67,29 @@ TEST_F(ActivitySwitchTest, RemembersWhenItWentOffOnCuptisClock) {
   ASSERT_TRUE(s.arm(true));
   const uint64_t before = g_now + kCuptiOffset;
   launch(s);  // on at its ENTER, off at its EXIT
-  EXPECT_EQ(fake_.disables, 1);
+  EXPECT_EQ(fake_.activity_disables, 1);
   const uint64_t off = g_now + kCuptiOffset;
   EXPECT_TRUE(s.went_off_between(before, off + 1));
   EXPECT_FALSE(s.went_off_between(before, off)) << "ended as it went off: a true end";
   g_now += 1000;
-  fake_.disable_result = CUPTI_ERROR_UNKNOWN;
+  fake_.activity_disable_result = CUPTI_ERROR_UNKNOWN;
   launch(s);
   EXPECT_FALSE(s.went_off_between(off, g_now + kCuptiOffset + 1)) << "the disable failed";
 }
 
 TEST_F(ActivitySwitchTest, AFailedEnableLeavesItDisarmedAndIsRetriedAfterTheBackOff) {
   ActivitySwitch s(api_, ActivityMode::WhileConsumer, nullptr, &fake_clock);
-  fake_.enable_result = CUPTI_ERROR_NOT_COMPATIBLE;
+  fake_.activity_enable_result = CUPTI_ERROR_NOT_COMPATIBLE;
   EXPECT_FALSE(s.arm(true));
   EXPECT_FALSE(s.armed());
   EXPECT_FALSE(s.armed_once());
-  fake_.enable_result = CUPTI_SUCCESS;
+  fake_.activity_enable_result = CUPTI_SUCCESS;
   g_now += 4 * kSec;
   EXPECT_FALSE(s.arm(true)) << "within 5 s of the failure CUPTI is not asked again";
-  EXPECT_EQ(fake_.enables, 1);
+  EXPECT_EQ(fake_.activity_enables, 1);
   g_now += 2 * kSec;
   EXPECT_TRUE(s.arm(true));
-  EXPECT_EQ(fake_.enables, 2);
+  EXPECT_EQ(fake_.activity_enables, 2);
   EXPECT_EQ(s.enables(), 1u);
 }
 
@@ -117,18 +97,18 @@ TEST_F(ActivitySwitchTest, AroundLaunchIsOnOnlyInsideAnnouncedLaunches) {
   ActivitySwitch s(api_, ActivityMode::AroundLaunch, nullptr, &fake_clock);
   EXPECT_FALSE(s.launch_begin()) << "not armed";
   EXPECT_TRUE(s.arm(true));
-  EXPECT_EQ(fake_.enables, 0) << "armed, but no launch yet";
+  EXPECT_EQ(fake_.activity_enables, 0) << "armed, but no launch yet";
   ASSERT_TRUE(s.launch_begin());
   ASSERT_TRUE(s.launch_begin());  // another thread's launch meanwhile
-  EXPECT_EQ(fake_.enables, 1);
+  EXPECT_EQ(fake_.activity_enables, 1);
   s.launch_end();
-  EXPECT_EQ(fake_.disables, 0) << "a launch is still in its call";
+  EXPECT_EQ(fake_.activity_disables, 0) << "a launch is still in its call";
   s.launch_end();
-  EXPECT_EQ(fake_.disables, 1);
+  EXPECT_EQ(fake_.activity_disables, 1);
   g_now += 100 * kMs;
   launch(s);
-  EXPECT_EQ(fake_.enables, 2);
-  EXPECT_EQ(fake_.disables, 2);
+  EXPECT_EQ(fake_.activity_enables, 2);
+  EXPECT_EQ(fake_.activity_disables, 2);
 }
 
 TEST_F(ActivitySwitchTest, DisarmingInsideALaunchSwitchesOffAndItsEndIsANoOp) {
@@ -136,9 +116,9 @@ TEST_F(ActivitySwitchTest, DisarmingInsideALaunchSwitchesOffAndItsEndIsANoOp) {
   s.arm(true);
   ASSERT_TRUE(s.launch_begin());
   EXPECT_TRUE(s.arm(false));
-  EXPECT_EQ(fake_.disables, 1);
+  EXPECT_EQ(fake_.activity_disables, 1);
   s.launch_end();
-  EXPECT_EQ(fake_.disables, 1);
+  EXPECT_EQ(fake_.activity_disables, 1);
 }
 
 TEST_F(ActivitySwitchTest, FastAnnouncedLaunchesLeaveItOnUntilTheyPause) {
@@ -149,17 +129,17 @@ TEST_F(ActivitySwitchTest, FastAnnouncedLaunchesLeaveItOnUntilTheyPause) {
     launch(s);
     g_now += 200'000;
   }
-  const int enables = fake_.enables;
+  const int enables = fake_.activity_enables;
   EXPECT_LT(enables, 40) << "sticky: no longer switched per launch";
-  EXPECT_EQ(fake_.disables, enables - 1) << "on now, left on after the last launch";
+  EXPECT_EQ(fake_.activity_disables, enables - 1) << "on now, left on after the last launch";
   s.end_sticky_if_quiet();
-  EXPECT_EQ(fake_.disables, enables - 1) << "not quiet yet";
+  EXPECT_EQ(fake_.activity_disables, enables - 1) << "not quiet yet";
   g_now += 11 * kMs;
   s.end_sticky_if_quiet();
-  EXPECT_EQ(fake_.disables, enables);
+  EXPECT_EQ(fake_.activity_disables, enables);
   launch(s);
-  EXPECT_EQ(fake_.enables, enables + 1) << "back to per-launch";
-  EXPECT_EQ(fake_.disables, enables + 1);
+  EXPECT_EQ(fake_.activity_enables, enables + 1) << "back to per-launch";
+  EXPECT_EQ(fake_.activity_disables, enables + 1);
 }
 
 TEST_F(ActivitySwitchTest, StickyOnlyWhileMostLaunchesAreAnnounced) {
@@ -176,8 +156,8 @@ TEST_F(ActivitySwitchTest, StickyOnlyWhileMostLaunchesAreAnnounced) {
     launch(s);
     g_now += 200'000;
   }
-  EXPECT_EQ(fake_.enables, 40) << "fast, but most launches unannounced: still per launch";
-  EXPECT_EQ(fake_.disables, 40);
+  EXPECT_EQ(fake_.activity_enables, 40) << "fast, but most launches unannounced: still per launch";
+  EXPECT_EQ(fake_.activity_disables, 40);
   // Then mostly announced: sticky once the ban (1 s) is over (and the moving average, which
   // took in the pause, is under 1 ms again).
   g_now += 2 * kSec;
@@ -186,32 +166,32 @@ TEST_F(ActivitySwitchTest, StickyOnlyWhileMostLaunchesAreAnnounced) {
     launch(s);
     g_now += 200'000;
   }
-  EXPECT_LT(fake_.enables, 140);
+  EXPECT_LT(fake_.activity_enables, 140);
   // The mix turns again: the periodic recheck ends sticky.
-  const int disables = fake_.disables;
+  const int disables = fake_.activity_disables;
   counts.unannounced += 1000000;
   s.recheck_sticky();
-  EXPECT_EQ(fake_.disables, disables + 1);
+  EXPECT_EQ(fake_.activity_disables, disables + 1);
 }
 
 TEST_F(ActivitySwitchTest, HeldOnForPcSamplingWhateverTheLaunchesSay) {
   ActivitySwitch s(api_, ActivityMode::AroundLaunch, nullptr, &fake_clock);
   s.arm(true);
   s.hold(true);
-  EXPECT_EQ(fake_.enables, 1) << "on before PC sampling is enabled";
+  EXPECT_EQ(fake_.activity_enables, 1) << "on before PC sampling is enabled";
   launch(s);
-  EXPECT_EQ(fake_.enables, 1);
-  EXPECT_EQ(fake_.disables, 0) << "held: a launch's end leaves it on";
+  EXPECT_EQ(fake_.activity_enables, 1);
+  EXPECT_EQ(fake_.activity_disables, 0) << "held: a launch's end leaves it on";
   s.retry_stuck_disable();
-  EXPECT_EQ(fake_.disables, 0);
+  EXPECT_EQ(fake_.activity_disables, 0);
   s.hold(false);
-  EXPECT_EQ(fake_.disables, 1);
+  EXPECT_EQ(fake_.activity_disables, 1);
   // Held while disarmed (PC sampling outlives the last kernel consumer): off at the release.
   s.arm(false);
   s.hold(true);
-  EXPECT_EQ(fake_.enables, 2);
+  EXPECT_EQ(fake_.activity_enables, 2);
   s.hold(false);
-  EXPECT_EQ(fake_.disables, 2);
+  EXPECT_EQ(fake_.activity_disables, 2);
 }
 
 TEST_F(ActivitySwitchTest, HeldOffForAGraphRegistrationOnlyWhenNoAnnouncedLaunchNeedsIt) {
@@ -220,28 +200,28 @@ TEST_F(ActivitySwitchTest, HeldOffForAGraphRegistrationOnlyWhenNoAnnouncedLaunch
   a.arm(true);
   EXPECT_TRUE(a.hold_off(true));
   launch(a);
-  EXPECT_EQ(fake_.enables, 0) << "held off: the launch is not timed";
+  EXPECT_EQ(fake_.activity_enables, 0) << "held off: the launch is not timed";
   EXPECT_TRUE(a.hold_off(false));
-  EXPECT_EQ(fake_.enables, 0) << "nothing wants it after";
+  EXPECT_EQ(fake_.activity_enables, 0) << "nothing wants it after";
   // An announced launch whose kernels still run (a graph's, until GraphCompletion ends it):
   // refused, left on.
   ASSERT_TRUE(a.launch_begin());
-  EXPECT_EQ(fake_.enables, 1);
+  EXPECT_EQ(fake_.activity_enables, 1);
   EXPECT_FALSE(a.hold_off(true));
-  EXPECT_EQ(fake_.disables, 0);
+  EXPECT_EQ(fake_.activity_disables, 0);
   a.hold_off(false);
   a.launch_end();
-  EXPECT_EQ(fake_.disables, 1) << "off at the launch's end, as without the registration";
+  EXPECT_EQ(fake_.activity_disables, 1) << "off at the launch's end, as without the registration";
   // Sticky (on between announced launches, none running): switched off, and on again after.
   for (int i = 0; i < 30; ++i) {
     launch(a, 1000);
     g_now += 100'000;
   }
-  const int disables = fake_.disables, enables = fake_.enables;
+  const int disables = fake_.activity_disables, enables = fake_.activity_enables;
   EXPECT_TRUE(a.hold_off(true));
-  EXPECT_EQ(fake_.disables, disables + 1);
+  EXPECT_EQ(fake_.activity_disables, disables + 1);
   EXPECT_TRUE(a.hold_off(false));
-  EXPECT_EQ(fake_.enables, enables + 1) << "sticky: wanted on again";
+  EXPECT_EQ(fake_.activity_enables, enables + 1) << "sticky: wanted on again";
   // WhileConsumer: on while armed, whoever's kernels are running: refused.
   ActivitySwitch s(api_, ActivityMode::WhileConsumer, nullptr, &fake_clock);
   s.arm(true);
@@ -254,9 +234,9 @@ TEST_F(ActivitySwitchTest, HeldOffForAGraphRegistrationOnlyWhenNoAnnouncedLaunch
     launch(f, 1000);
     g_now += 100'000;
   }
-  fake_.disable_result = CUPTI_ERROR_UNKNOWN;
+  fake_.activity_disable_result = CUPTI_ERROR_UNKNOWN;
   EXPECT_FALSE(f.hold_off(true)) << "CUPTI kept it on";
-  fake_.disable_result = CUPTI_SUCCESS;
+  fake_.activity_disable_result = CUPTI_SUCCESS;
   f.hold_off(false);
 }
 
@@ -278,54 +258,55 @@ TEST_F(ActivitySwitchTest, AnAnnouncedLaunchOnAnotherThreadWaitsOutAGraphRegistr
   // that long (an overloaded machine) sees the give-up, which is the design, not the failure.
   const bool within_the_wait =
       std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(15);
-  if (within_the_wait)
+  if (within_the_wait) {
     EXPECT_FALSE(went_on) << "the launch went on with kernel activity off: its kernel untimed";
-  EXPECT_EQ(fake_.enables, 0) << "not while held off";
+  }
+  EXPECT_EQ(fake_.activity_enables, 0) << "not while held off";
   a.hold_off(false);
   other.join();
   if (!counted) {
     EXPECT_FALSE(within_the_wait) << "gave up within its wait";
     return;
   }
-  EXPECT_EQ(fake_.enables, 1) << "timed: on once the registration ended";
+  EXPECT_EQ(fake_.activity_enables, 1) << "timed: on once the registration ended";
   a.launch_end();
-  EXPECT_EQ(fake_.disables, 1);
+  EXPECT_EQ(fake_.activity_disables, 1);
 }
 
 TEST_F(ActivitySwitchTest, AFailedDisableIsRetriedAfterASecondNotPerLaunch) {
   ActivitySwitch s(api_, ActivityMode::AroundLaunch, nullptr, &fake_clock);
   s.arm(true);
-  fake_.disable_result = CUPTI_ERROR_UNKNOWN;
+  fake_.activity_disable_result = CUPTI_ERROR_UNKNOWN;
   launch(s);
-  EXPECT_EQ(fake_.disables, 1);
+  EXPECT_EQ(fake_.activity_disables, 1);
   g_now += 100 * kMs;
   launch(s);
-  EXPECT_EQ(fake_.enables, 1) << "still on: not enabled again";
-  EXPECT_EQ(fake_.disables, 1) << "within the back-off: not tried per launch";
+  EXPECT_EQ(fake_.activity_enables, 1) << "still on: not enabled again";
+  EXPECT_EQ(fake_.activity_disables, 1) << "within the back-off: not tried per launch";
   s.retry_stuck_disable();
-  EXPECT_EQ(fake_.disables, 1);
-  fake_.disable_result = CUPTI_SUCCESS;
+  EXPECT_EQ(fake_.activity_disables, 1);
+  fake_.activity_disable_result = CUPTI_SUCCESS;
   g_now += 1 * kSec;
   s.retry_stuck_disable();
-  EXPECT_EQ(fake_.disables, 2);
+  EXPECT_EQ(fake_.activity_disables, 2);
   EXPECT_EQ(s.disables(), 1u);
   s.retry_stuck_disable();
-  EXPECT_EQ(fake_.disables, 2) << "off now";
+  EXPECT_EQ(fake_.activity_disables, 2) << "off now";
 }
 
 TEST_F(ActivitySwitchTest, ForceOffIgnoresTheHoldAndTheBackOff) {
   ActivitySwitch s(api_, ActivityMode::WhileConsumer, nullptr, &fake_clock);
   s.arm(true);
-  fake_.disable_result = CUPTI_ERROR_UNKNOWN;
+  fake_.activity_disable_result = CUPTI_ERROR_UNKNOWN;
   s.arm(false);
-  EXPECT_EQ(fake_.disables, 1);
+  EXPECT_EQ(fake_.activity_disables, 1);
   s.hold(true);
-  fake_.disable_result = CUPTI_SUCCESS;
+  fake_.activity_disable_result = CUPTI_SUCCESS;
   s.force_off();
-  EXPECT_EQ(fake_.disables, 2);
+  EXPECT_EQ(fake_.activity_disables, 2);
   EXPECT_EQ(s.disables(), 1u);
   s.force_off();
-  EXPECT_EQ(fake_.disables, 2);
+  EXPECT_EQ(fake_.activity_disables, 2);
 }
 
 }  // namespace
@@ -353,7 +334,7 @@ TEST_F(ActivitySwitchTest, RecordingWordSaysWhetherALaunchWasRecorded) {
   EXPECT_FALSE(ActivityToggle::recording_settled(on, s.recording_word()));
   // A disable that fails leaves it on.
   ASSERT_TRUE(s.launch_begin());
-  fake_.disable_result = CUPTI_ERROR_UNKNOWN;
+  fake_.activity_disable_result = CUPTI_ERROR_UNKNOWN;
   s.launch_end();
   EXPECT_TRUE(ActivityToggle::recording_on(s.recording_word()));
 }

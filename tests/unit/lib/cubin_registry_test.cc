@@ -24,43 +24,49 @@ CUptiResult fake_crc(CUpti_GetCubinCrcParams *p) {
   return CUPTI_SUCCESS;
 }
 
+// A registry on a CUPTI whose cuptiGetCubinCrc is fake_crc.
+class CubinRegistryTest : public ::testing::Test {
+ protected:
+  static CuptiApi crc_api() {
+    CuptiApi api;
+    api.cuptiGetCubinCrc = &fake_crc;
+    return api;
+  }
+  const CuptiApi api_ = crc_api();
+  CubinRegistry reg_{api_};
+};
+
 const char kImageCubin[] =
     "\x7f"
     "ELF in this binary's image";
 
-TEST(CubinRegistry, HeapCubinsAreCopiedImageCubinsAreNot) {
-  CuptiApi api;
-  api.cuptiGetCubinCrc = &fake_crc;
-  CubinRegistry reg(api);
+TEST_F(CubinRegistryTest, HeapCubinsAreCopiedImageCubinsAreNot) {
   std::vector<char> *heap = new std::vector<char>(1000, 'x');
-  reg.on_module_loaded(heap->data(), heap->size());
-  reg.on_module_loaded(kImageCubin, sizeof kImageCubin);
-  CubinStats s = reg.stats();
+  reg_.on_module_loaded(heap->data(), heap->size());
+  reg_.on_module_loaded(kImageCubin, sizeof kImageCubin);
+  CubinStats s = reg_.stats();
   EXPECT_EQ(s.loaded, 2u);
   EXPECT_EQ(s.live, 2u);
   EXPECT_EQ(s.copied, 1u);
   EXPECT_EQ(s.copied_bytes, 1000u);
   // The driver frees its buffer at unload; the unload matches by pointer.
-  reg.on_module_unload(heap->data(), heap->size());
+  reg_.on_module_unload(heap->data(), heap->size());
   delete heap;
-  s = reg.stats();
+  s = reg_.stats();
   EXPECT_EQ(s.unloaded, 1u);
   EXPECT_EQ(s.live, 1u);
   EXPECT_EQ(s.copied_bytes, 0u);
 }
 
-TEST(CubinRegistry, SameBytesTwiceArePublishedOnceAndUnloadedLast) {
-  CuptiApi api;
-  api.cuptiGetCubinCrc = &fake_crc;
-  CubinRegistry reg(api);
+TEST_F(CubinRegistryTest, SameBytesTwiceArePublishedOnceAndUnloadedLast) {
   std::vector<char> a(64, 'a'), b(64, 'a');  // two modules, same cubin
-  reg.on_module_loaded(a.data(), a.size());
-  reg.on_module_loaded(b.data(), b.size());
-  EXPECT_EQ(reg.stats().live, 1u);
-  reg.on_module_unload(b.data(), b.size());  // matched by CRC: its pointer was never published
-  EXPECT_EQ(reg.stats().live, 1u);
-  reg.on_module_unload(a.data(), a.size());
-  EXPECT_EQ(reg.stats().live, 0u);
+  reg_.on_module_loaded(a.data(), a.size());
+  reg_.on_module_loaded(b.data(), b.size());
+  EXPECT_EQ(reg_.stats().live, 1u);
+  reg_.on_module_unload(b.data(), b.size());  // matched by CRC: its pointer was never published
+  EXPECT_EQ(reg_.stats().live, 1u);
+  reg_.on_module_unload(a.data(), a.size());
+  EXPECT_EQ(reg_.stats().live, 0u);
 }
 
 TEST(CubinRegistry, WithoutCuptiGetCubinCrcNothingIsPublished) {
@@ -95,42 +101,33 @@ TEST(CubinRegistry, AFailingCrcIsCountedAndSaidOnce) {
   EXPECT_EQ(lines_saying(said, "cuptiGetCubinCrc failed"), before == 0 ? 1 : 0) << said;
 }
 
-TEST(CubinRegistry, UnloadsOfCubinsNeverPublishedChangeNothing) {
-  CuptiApi api;
-  api.cuptiGetCubinCrc = &fake_crc;
-  CubinRegistry reg(api);
+TEST_F(CubinRegistryTest, UnloadsOfCubinsNeverPublishedChangeNothing) {
   std::vector<char> kept(64, 'k'), stranger(64, 's');
-  reg.on_module_loaded(kept.data(), kept.size());
-  reg.on_module_unload(stranger.data(), stranger.size());
-  reg.on_module_unload(kept.data(), kept.size() - 1);  // other bytes, other CRC
-  reg.on_module_unload(nullptr, 64);
-  const CubinStats s = reg.stats();
+  reg_.on_module_loaded(kept.data(), kept.size());
+  reg_.on_module_unload(stranger.data(), stranger.size());
+  reg_.on_module_unload(kept.data(), kept.size() - 1);  // other bytes, other CRC
+  reg_.on_module_unload(nullptr, 64);
+  const CubinStats s = reg_.stats();
   EXPECT_EQ(s.unloaded, 0u);
   EXPECT_EQ(s.live, 1u);
   EXPECT_EQ(s.copied_bytes, 64u);
 }
 
-TEST(CubinRegistry, EmptyModulesAreNotCubins) {
-  CuptiApi api;
-  api.cuptiGetCubinCrc = &fake_crc;
-  CubinRegistry reg(api);
+TEST_F(CubinRegistryTest, EmptyModulesAreNotCubins) {
   const uint64_t calls = g_fake_crc_calls;
   char byte = 0;
-  reg.on_module_loaded(nullptr, 100);
-  reg.on_module_loaded(&byte, 0);
-  EXPECT_EQ(reg.stats().loaded, 0u);
+  reg_.on_module_loaded(nullptr, 100);
+  reg_.on_module_loaded(&byte, 0);
+  EXPECT_EQ(reg_.stats().loaded, 0u);
   EXPECT_EQ(g_fake_crc_calls, calls) << "CUPTI was asked about nothing";
 }
 
-TEST(CubinRegistry, AReloadAfterTheLastUnloadIsPublishedAgain) {
-  CuptiApi api;
-  api.cuptiGetCubinCrc = &fake_crc;
-  CubinRegistry reg(api);
+TEST_F(CubinRegistryTest, AReloadAfterTheLastUnloadIsPublishedAgain) {
   std::vector<char> a(128, 'r');
-  reg.on_module_loaded(a.data(), a.size());
-  reg.on_module_unload(a.data(), a.size());
-  reg.on_module_loaded(a.data(), a.size());
-  const CubinStats s = reg.stats();
+  reg_.on_module_loaded(a.data(), a.size());
+  reg_.on_module_unload(a.data(), a.size());
+  reg_.on_module_loaded(a.data(), a.size());
+  const CubinStats s = reg_.stats();
   EXPECT_EQ(s.loaded, 2u);
   EXPECT_EQ(s.unloaded, 1u);
   EXPECT_EQ(s.live, 1u);

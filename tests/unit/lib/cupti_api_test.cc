@@ -40,6 +40,22 @@ size_t count_of(const std::string &text, const std::string &what) {
   return n;
 }
 
+// load_cupti of the mock CUPTI at `path` under the mock driver: what it made of it and what it
+// said on stderr.
+struct MockCuptiLoad {
+  bool loaded = false;
+  std::string error, said;
+  CuptiApi api;
+};
+MockCuptiLoad load_mock_cupti(const char *path) {
+  load_mock_driver();
+  MockCuptiLoad l;
+  testing::internal::CaptureStderr();
+  l.loaded = load_cupti(path, &l.api, &l.error);
+  l.said = testing::internal::GetCapturedStderr();
+  return l;
+}
+
 TEST(CuptiTable, MissingOptionalEntryPointsBecomeStubs) {
   CuptiApi api;
   std::string error;
@@ -81,13 +97,10 @@ TEST(CuptiTable, ResultStringsWithoutCuptiGetResultString) {
 }
 
 TEST(CuptiLoad, ACompleteCuptiIsLoadedSilently) {
-  load_mock_driver();
-  CuptiApi api;
-  std::string error;
-  testing::internal::CaptureStderr();
-  const bool loaded = load_cupti(PARCAGPU_MOCK_DIR "/libcupti.so.13", &api, &error);
-  const std::string said = testing::internal::GetCapturedStderr();
-  ASSERT_TRUE(loaded) << error;
+  const MockCuptiLoad l = load_mock_cupti(PARCAGPU_MOCK_DIR "/libcupti.so.13");
+  ASSERT_TRUE(l.loaded) << l.error;
+  const CuptiApi &api = l.api;
+  const std::string &said = l.said;
   EXPECT_NE(api.handle, nullptr);
   EXPECT_EQ(api.path, PARCAGPU_MOCK_DIR "/libcupti.so.13");
   EXPECT_EQ(api.major, 13);
@@ -107,13 +120,10 @@ TEST(CuptiLoad, ACompleteCuptiIsLoadedSilently) {
 // CUDA 12.0's CUPTI under a CUDA 13 driver, named explicitly: used all the same, with one line
 // about the mismatch and one about the gap (no cuptiGetGraphExecId) naming what goes without it.
 TEST(CuptiLoad, AnOlderCuptiIsUsedAndWhatItLacksIsSaidOnce) {
-  load_mock_driver();
-  CuptiApi api;
-  std::string error;
-  testing::internal::CaptureStderr();
-  const bool loaded = load_cupti(PARCAGPU_MOCK_DIR "/libcupti.so.12", &api, &error);
-  const std::string said = testing::internal::GetCapturedStderr();
-  ASSERT_TRUE(loaded) << error;
+  const MockCuptiLoad l = load_mock_cupti(PARCAGPU_MOCK_DIR "/libcupti.so.12");
+  ASSERT_TRUE(l.loaded) << l.error;
+  const CuptiApi &api = l.api;
+  const std::string &said = l.said;
   EXPECT_EQ(api.major, 12);
   EXPECT_EQ(std::vector<std::string>(api.missing.begin(), api.missing.end()),
             std::vector<std::string>{"cuptiGetGraphExecId"});

@@ -1,8 +1,13 @@
-// The launch callbacks (LaunchCallbacks, AnnouncedLaunches, ResourceCallbacks) and their watcher's
-// side (LaunchSwitch) built as the profiler builds them, on a fake CUPTI table that records the
+// The unit tests' fake CUPTI table (FakeCupti, put in a CuptiApi by install()): it records the
 // subscription and which callbacks are enabled, and dispatches a callback only while it is
-// enabled, as CUPTI does. Launches are made the way CUPTI reports them: ENTER, the nested driver
-// call of a runtime launch, EXIT. For launch_callbacks_test.cc and launch_switch_test.cc.
+// enabled, as CUPTI does; it counts the activity enables and disables and answers them as a test
+// asks; it keeps CUPTI's clock; and it plays the PC Sampling API (fake_pc_cupti.h's FakePc). For the tests
+// of LaunchCallbacks, LaunchSwitch, ActivityToggle, ActivitySwitch and PcSession.
+//
+// LaunchFixture: the launch callbacks (LaunchCallbacks, AnnouncedLaunches, ResourceCallbacks) and
+// their watcher's side (LaunchSwitch) built on it as the profiler builds them. Launches are made
+// the way CUPTI reports them: ENTER, the nested driver call of a runtime launch, EXIT. For
+// launch_callbacks_test.cc and launch_switch_test.cc.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -22,6 +27,7 @@
 #include "base/consumers.h"
 #include "base/cupti_api.h"
 #include "base/usdt.h"
+#include "fake_pc_cupti.h"
 #include "launch/launch_callbacks.h"
 #include "launch/launch_role.h"
 #include "launch/launch_switch.h"
@@ -36,15 +42,22 @@ struct FakeCupti {
   bool subscribed = false;
   std::set<std::pair<int, uint32_t>> enabled;  // (domain, cbid)
   int launch_disables = 0;                     // cuptiEnableCallback(0) of a launch cbid
-  int activity_enables = 0;
-  uint32_t graph_id = 0;  // cuptiGetGraphId
-  uint64_t node_id = 0;   // cuptiGetGraphNodeId
+  int activity_enables = 0;                    // calls, failed ones included
+  int activity_disables = 0;
+  int activity_flushes = 0;
+  CUptiResult activity_enable_result = CUPTI_SUCCESS;
+  CUptiResult activity_disable_result = CUPTI_SUCCESS;
+  CUpti_ActivityKind activity_last_kind = CUPTI_ACTIVITY_KIND_INVALID;
+  std::function<void()> inside_activity_call;  // what a test sees from inside each of them
+  uint64_t timestamp = 1;                      // cuptiGetTimestamp, unless
+  std::function<uint64_t()> clock;             // (set) CUPTI's clock follows the test's
+  uint32_t graph_id = 0;                       // cuptiGetGraphId
+  uint64_t node_id = 0;                        // cuptiGetGraphNodeId
   // Failures on demand: what cuptiSubscribe returns, and cuptiEnableCallback's result for a
   // (domain, cbid, on) (unset: success); a failed call changes nothing.
   CUptiResult subscribe_result = CUPTI_SUCCESS;
   std::function<CUptiResult(CbDomain, uint32_t cbid, uint32_t on)> enable_result;
   CUptiResult register_result = CUPTI_SUCCESS;  // cuptiActivityRegisterCallbacks
-  int activity_flushes = 0;
   // The calls in order, by name (cuptiEnableCallback as "enable" or "disable"), for a test of
   // their order; under calls_mu while another thread may call (the profiler's watcher).
   std::mutex calls_mu;
@@ -57,6 +70,7 @@ struct FakeCupti {
     std::lock_guard<std::mutex> lock(calls_mu);
     return calls.size();
   }
+  fake_pc::FakePc pc;  // the PC Sampling API (fake_pc_cupti.h)
 };
 inline FakeCupti *g_fake = nullptr;
 
@@ -93,18 +107,26 @@ inline CUptiResult CUPTIAPI fake_enable_callback(uint32_t on, CUpti_SubscriberHa
   }
   return CUPTI_SUCCESS;
 }
-inline CUptiResult CUPTIAPI fake_activity_enable(CUpti_ActivityKind) {
-  ++g_fake->activity_enables;
-  return CUPTI_SUCCESS;
+// One cuptiActivityEnable (on) or Disable: counted in `calls`, answered with `result`.
+inline CUptiResult fake_activity_switch(CUpti_ActivityKind kind, int *calls, CUptiResult result) {
+  g_fake->activity_last_kind = kind;
+  ++*calls;
+  if (g_fake->inside_activity_call) g_fake->inside_activity_call();
+  return result;
 }
-inline CUptiResult CUPTIAPI fake_activity_disable(CUpti_ActivityKind) { return CUPTI_SUCCESS; }
+inline CUptiResult CUPTIAPI fake_activity_enable(CUpti_ActivityKind kind) {
+  return fake_activity_switch(kind, &g_fake->activity_enables, g_fake->activity_enable_result);
+}
+inline CUptiResult CUPTIAPI fake_activity_disable(CUpti_ActivityKind kind) {
+  return fake_activity_switch(kind, &g_fake->activity_disables, g_fake->activity_disable_result);
+}
 inline CUptiResult CUPTIAPI fake_flush_all(uint32_t) {
   ++g_fake->activity_flushes;
   g_fake->note("flush_all");
   return CUPTI_SUCCESS;
 }
 inline CUptiResult CUPTIAPI fake_timestamp(uint64_t *ts) {
-  *ts = 1;
+  *ts = g_fake->clock ? g_fake->clock() : g_fake->timestamp;
   return CUPTI_SUCCESS;
 }
 inline CUptiResult CUPTIAPI fake_graph_id(CUgraph, uint32_t *id) {
@@ -148,6 +170,32 @@ inline bool resolve_fake(const CuptiApi &api, CuptiApi *resolved) {
       resolved, &error);
 }
 
+// `fake` as the CUPTI of `api` (every entry point it plays), and as the one g_fake names.
+inline void install(FakeCupti &fake, CuptiApi &api) {
+  g_fake = &fake;
+  fake_pc::g_fake = &fake.pc;
+  api.cuptiSubscribe = &fake_subscribe;
+  api.cuptiUnsubscribe = &fake_unsubscribe;
+  api.cuptiEnableCallback = &fake_enable_callback;
+  api.cuptiActivityEnable = &fake_activity_enable;
+  api.cuptiActivityDisable = &fake_activity_disable;
+  api.cuptiActivityFlushAll = &fake_flush_all;
+  api.cuptiGetTimestamp = &fake_timestamp;
+  api.cuptiGetGraphId = &fake_graph_id;
+  api.cuptiGetGraphNodeId = &fake_node_id;
+  api.cuptiGetGraphExecId = &fake_exec_id;
+  api.cuptiPCSamplingGetNumStallReasons = &fake_pc::fake_num;
+  api.cuptiPCSamplingGetStallReasons = &fake_pc::fake_reasons;
+  api.cuptiPCSamplingEnable = &fake_pc::fake_enable;
+  api.cuptiPCSamplingDisable = &fake_pc::fake_disable;
+  api.cuptiPCSamplingStart = &fake_pc::fake_start;
+  api.cuptiPCSamplingStop = &fake_pc::fake_stop;
+  api.cuptiPCSamplingGetData = &fake_pc::fake_get_data;
+  api.cuptiPCSamplingSetConfigurationAttribute = &fake_pc::fake_set;
+  api.cuptiPCSamplingGetConfigurationAttribute = &fake_pc::fake_get;
+  api.cuptiGetDeviceId = &fake_pc::fake_device;
+}
+
 // Runs `f` on a thread of its own: a thread's launch state (initial-exec TLS) starts fresh, as
 // an application thread's does, whatever another test left on the test's thread.
 template <typename F>
@@ -160,17 +208,7 @@ class LaunchFixture : public ::testing::Test {
   // Rate limits: far above what the tests launch by default, so the coin's mean stays 1 (every
   // launch picked) and nothing is learned first; a test sets its own before build().
   void SetUp() override {
-    g_fake = &fake_;
-    api_.cuptiSubscribe = &fake_subscribe;
-    api_.cuptiUnsubscribe = &fake_unsubscribe;
-    api_.cuptiEnableCallback = &fake_enable_callback;
-    api_.cuptiActivityEnable = &fake_activity_enable;
-    api_.cuptiActivityDisable = &fake_activity_disable;
-    api_.cuptiActivityFlushAll = &fake_flush_all;
-    api_.cuptiGetTimestamp = &fake_timestamp;
-    api_.cuptiGetGraphId = &fake_graph_id;
-    api_.cuptiGetGraphNodeId = &fake_node_id;
-    api_.cuptiGetGraphExecId = &fake_exec_id;
+    install(fake_, api_);
     config_.eager_rate_limit = 1e9;
     config_.graph_rate_limit = 1e9;
     parcagpu_cuda_correlation_semaphore = 1;  // a cuda_correlation consumer is attached
@@ -193,6 +231,29 @@ class LaunchFixture : public ::testing::Test {
                                                    nullptr, nullptr);
     switch_ = std::make_unique<LaunchSwitch>(api_, config_, *callbacks_, nullptr);
     ASSERT_TRUE(switch_->subscribe());
+  }
+  // build() with a cuda_correlation consumer attached at the start (attach_at_start).
+  void build_attached() {
+    build();
+    attach_at_start();
+  }
+  // build_attached() and a kernel consumer: announced launches are tracked.
+  void build_tracking() {
+    build_attached();
+    activity_->arm(true);
+  }
+  // The callbacks off once the drain ended: the role off, no launch cbid left on.
+  void expect_off() const {
+    EXPECT_EQ(phase(), RolePhase::kOff);
+    EXPECT_FALSE(any_launch_cbid_on());
+  }
+  // Launches admitted and not yet left (by their EXIT or given up).
+  int inflight() const { return callbacks_->role().inflight.load(); }
+  // The launch `corr` left nothing behind: not announced, not tracked, none in flight.
+  void expect_left_no_trace(uint32_t corr) const {
+    EXPECT_EQ(announced(), 0u);
+    EXPECT_FALSE(tracker_->contains(corr));
+    EXPECT_EQ(inflight(), 0);
   }
   // A cuda_correlation consumer attached while the library starts (a clean epoch: every thread's
   // first launch is a candidate, launch_gate.h), as Profiler::start serves one.

@@ -17,9 +17,7 @@ using LaunchPath = LaunchFixture;
 // at its EXIT, once per launch call: the driver call nested in a runtime launch is no launch of
 // its own.
 TEST_F(LaunchPath, EveryPickedLaunchIsTrackedUnderItsCorrelationIdAndAnnouncedOnce) {
-  build();
-  attach_at_start();
-  activity_->arm(true);  // a kernel consumer: announced launches are tracked
+  build_tracking();
   const int graph_exec = 0;
   on_new_thread([&] {
     runtime_launch(11);
@@ -32,16 +30,14 @@ TEST_F(LaunchPath, EveryPickedLaunchIsTrackedUnderItsCorrelationIdAndAnnouncedOn
   EXPECT_FALSE(tracker_->contains(14));
   EXPECT_EQ(stats().announced_eager.load(), 2u);
   EXPECT_EQ(stats().announced_graph.load(), 1u);
-  EXPECT_EQ(callbacks_->role().inflight.load(), 0) << "each admitted launch left at its EXIT";
+  EXPECT_EQ(inflight(), 0) << "each admitted launch left at its EXIT";
   EXPECT_GT(fake_.activity_enables, 0) << "kernel activity on around the announced launches";
 }
 
 // No consumer of cuda_correlation at its ENTER: not admitted. One that left during the call: not
 // announced, and its tracker entry is dropped (nobody will look for its kernels).
 TEST_F(LaunchPath, NoLaunchIsAnnouncedToAConsumerThatIsGone) {
-  build();
-  attach_at_start();
-  activity_->arm(true);
+  build_tracking();
   on_new_thread([&] {
     parcagpu_cuda_correlation_semaphore = 0;
     driver_launch(21);
@@ -51,33 +47,25 @@ TEST_F(LaunchPath, NoLaunchIsAnnouncedToAConsumerThatIsGone) {
     parcagpu_cuda_correlation_semaphore = 0;
     exit(CbDomain::Driver, 307, 22);
   });
-  EXPECT_EQ(announced(), 0u);
   EXPECT_FALSE(tracker_->contains(21));
-  EXPECT_FALSE(tracker_->contains(22));
   EXPECT_EQ(stats().left_unannounced.load(), 1u);
-  EXPECT_EQ(callbacks_->role().inflight.load(), 0);
+  expect_left_no_trace(22);
 }
 
 // An EXIT with another ID than its ENTER's: which one its kernels carry is unknown. Given up.
 TEST_F(LaunchPath, ALaunchWhoseExitCarriesAnotherIdIsAbandoned) {
-  build();
-  attach_at_start();
-  activity_->arm(true);
+  build_tracking();
   on_new_thread([&] {
     enter(CbDomain::Driver, 307, 31);
     exit(CbDomain::Driver, 307, 32);
   });
-  EXPECT_EQ(stats().abandoned.load(), 1u);
-  EXPECT_EQ(announced(), 0u);
-  EXPECT_FALSE(tracker_->contains(31));
-  EXPECT_EQ(callbacks_->role().inflight.load(), 0);
+  expect_left_no_trace(31);
+  EXPECT_EQ(stats().abandoned.load(), 1u) << "counted as given up";
 }
 
 // A launch whose EXIT never came is given up at its thread's next launch, which is announced.
 TEST_F(LaunchPath, ALaunchWhoseExitNeverCameIsAbandonedAtTheThreadsNextLaunch) {
-  build();
-  attach_at_start();
-  activity_->arm(true);
+  build_tracking();
   on_new_thread([&] {
     enter(CbDomain::Driver, 307, 41);
     driver_launch(42);
@@ -86,16 +74,14 @@ TEST_F(LaunchPath, ALaunchWhoseExitNeverCameIsAbandonedAtTheThreadsNextLaunch) {
   EXPECT_FALSE(tracker_->contains(41));
   EXPECT_TRUE(tracker_->contains(42));
   EXPECT_EQ(stats().announced_eager.load(), 1u);
-  EXPECT_EQ(callbacks_->role().inflight.load(), 0);
+  EXPECT_EQ(inflight(), 0);
 }
 
 // A graph node created inside a launch call on the same thread: stream capture recorded the
 // launch instead of running it. Not announced as a launch (it never runs under this ID): counted
 // as captured, untracked.
 TEST_F(LaunchPath, ALaunchRecordedByStreamCaptureIsNotAnnouncedAsALaunch) {
-  build();
-  attach_at_start();
-  activity_->arm(true);
+  build_tracking();
   fake_.graph_id = 7;
   fake_.node_id = 70;
   on_new_thread([&] {
@@ -110,9 +96,7 @@ TEST_F(LaunchPath, ALaunchRecordedByStreamCaptureIsNotAnnouncedAsALaunch) {
     exit(CbDomain::Driver, 307, 51);
   });
   EXPECT_EQ(stats().captured.load(), 1u);
-  EXPECT_EQ(announced(), 0u);
-  EXPECT_FALSE(tracker_->contains(51));
-  EXPECT_EQ(callbacks_->role().inflight.load(), 0);
+  expect_left_no_trace(51);
 }
 
 // At low rate limits the launch rate is learned first: the coin's picks meanwhile are counted,
@@ -120,14 +104,13 @@ TEST_F(LaunchPath, ALaunchRecordedByStreamCaptureIsNotAnnouncedAsALaunch) {
 TEST_F(LaunchPath, PicksWhileTheLaunchRateIsLearnedAreCountedNotAnnounced) {
   config_.eager_rate_limit = 100;
   config_.graph_rate_limit = 20;
-  build();
-  attach_at_start();
+  build_attached();
   on_new_thread([&] {
     for (uint32_t i = 1; i <= 50; ++i) driver_launch(i);
   });
   EXPECT_EQ(announced(), 0u);
   EXPECT_EQ(stats().learning.load(), 50u);
-  EXPECT_EQ(callbacks_->role().inflight.load(), 0);
+  EXPECT_EQ(inflight(), 0);
 }
 
 // The watcher sets the coin's mean from the launches it counted (LaunchSwitch::adapt_coin); the
@@ -137,8 +120,7 @@ TEST_F(LaunchPath, PicksWhileTheLaunchRateIsLearnedAreCountedNotAnnounced) {
 TEST_F(LaunchPath, TheCoinPicksOneLaunchInItsMeanOnceTheWatcherSetIt) {
   config_.eager_rate_limit = 2000;  // above kLowRateLimit: nothing to learn
   config_.graph_rate_limit = 20;
-  build();
-  attach_at_start();
+  build_attached();
   EXPECT_EQ(callbacks_->role().coin.mean(), 1);
   constexpr uint32_t kN = 20000;
   on_new_thread([&] {

@@ -74,8 +74,7 @@ TEST_F(LaunchSwitchTest, AConsumerTurnsEveryLaunchCbidOnAndItsLeavingOffAfterThe
   EXPECT_EQ(phase(), RolePhase::kDraining);
   EXPECT_TRUE(launch_cbids_on());
   switch_->on_tick(monotonic_ns());
-  EXPECT_EQ(phase(), RolePhase::kOff);
-  EXPECT_FALSE(any_launch_cbid_on());
+  expect_off();
   // And on again, in a new epoch, when one comes back.
   switch_->on_consumers(launch_consumer(), {});
   EXPECT_TRUE(launch_cbids_on());
@@ -84,10 +83,9 @@ TEST_F(LaunchSwitchTest, AConsumerTurnsEveryLaunchCbidOnAndItsLeavingOffAfterThe
 
 // An announced launch keeps the callbacks on until its EXIT (which announces it), then they go.
 TEST_F(LaunchSwitchTest, ADrainWaitsForTheAnnouncedLaunchInItsCall) {
-  build();
-  attach_at_start();
+  build_attached();
   ThreadInLaunch t(this, 61);
-  EXPECT_EQ(callbacks_->role().inflight.load(), 1);
+  EXPECT_EQ(inflight(), 1);
   switch_->on_consumers({}, launch_consumer());
   const uint64_t next = switch_->on_tick(monotonic_ns());
   EXPECT_EQ(phase(), RolePhase::kDraining);
@@ -96,32 +94,28 @@ TEST_F(LaunchSwitchTest, ADrainWaitsForTheAnnouncedLaunchInItsCall) {
   t.leave();
   EXPECT_EQ(stats().announced_eager.load(), 1u);
   switch_->on_tick(monotonic_ns());
-  EXPECT_EQ(phase(), RolePhase::kOff);
-  EXPECT_FALSE(any_launch_cbid_on());
+  expect_off();
   EXPECT_EQ(stats().abandoned.load(), 0u);
 }
 
 // One that never leaves its call cannot hold the callbacks on: after kAbandonAfterNs they go off
 // all the same, and it is counted given up.
 TEST_F(LaunchSwitchTest, ALaunchStuckInItsCallIsGivenUpAfterKAbandonAfterNs) {
-  build();
-  attach_at_start();
+  build_attached();
   { ThreadInLaunch t(this, 71, /*exits=*/false); }
   switch_->on_consumers({}, launch_consumer());
   const uint64_t now = monotonic_ns();
   switch_->on_tick(now);
   EXPECT_EQ(phase(), RolePhase::kDraining);
   switch_->on_tick(now + kAbandonAfterNs + kLookSoonNs);
-  EXPECT_EQ(phase(), RolePhase::kOff);
-  EXPECT_FALSE(any_launch_cbid_on());
+  expect_off();
   EXPECT_EQ(stats().abandoned.load(), 1u);
 }
 
 // A consumer back before the drain ended: the cbids never went off, the epoch stays (threads
 // inside a launch call keep what they knew).
 TEST_F(LaunchSwitchTest, AConsumerBackBeforeTheDrainEndedKeepsTheEpoch) {
-  build();
-  attach_at_start();
+  build_attached();
   ThreadInLaunch t(this, 81);
   switch_->on_consumers({}, launch_consumer());
   EXPECT_EQ(phase(), RolePhase::kDraining);
@@ -135,8 +129,7 @@ TEST_F(LaunchSwitchTest, AConsumerBackBeforeTheDrainEndedKeepsTheEpoch) {
 
 // Unsubscribing turns every callback off, the launch cbids included, then unsubscribes.
 TEST_F(LaunchSwitchTest, UnsubscribeTurnsEveryCallbackOff) {
-  build();
-  attach_at_start();
+  build_attached();
   EXPECT_TRUE(launch_cbids_on());
   switch_->unsubscribe();
   EXPECT_TRUE(fake_.enabled.empty());
@@ -149,8 +142,7 @@ TEST_F(LaunchSwitchTest, UnsubscribeTurnsEveryCallbackOff) {
 TEST_F(LaunchSwitchTest, TheLaunchRateIsLearnedThenTheMeanMeetsTheLimit) {
   config_.eager_rate_limit = 100;
   config_.graph_rate_limit = 20;
-  build();
-  attach_at_start();
+  build_attached();
   EXPECT_FALSE(callbacks_->role().rate_learned.load());
   on_new_thread([&] {
     for (uint32_t i = 1; i <= 2 * kLearnLaunches; ++i) driver_launch(i);

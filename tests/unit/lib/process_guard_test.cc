@@ -53,6 +53,14 @@ std::string in_child(const std::function<void(int fd)> &body, int *status) {
   return out;
 }
 
+// What `body` writes in a forked child that ends itself with status 0 (checked).
+std::string child_says(const std::function<void(int fd)> &body) {
+  int status = -1;
+  std::string out = in_child(body, &status);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child status " << status;
+  return out;
+}
+
 void say(int fd, const char *what) {
   const ssize_t unused = write(fd, what, std::strlen(what));
   (void)unused;
@@ -62,82 +70,62 @@ int g_fd = -1;
 void at_exit_says_flushed() { say(g_fd, "flushed;"); }
 
 TEST(ProcessGuard, TheFirstClaimIsOursAndStaysOurs) {
-  int status = 0;
-  const std::string out = in_child(
-      [](int fd) {
-        std::string other = "untouched";
-        say(fd, claim_process(&other) == Claim::Ours ? "ours;" : "another;");
-        say(fd, claim_process(&other) == Claim::Ours ? "ours;" : "another;");
-        say(fd, other.c_str());
-        _exit(0);
-      },
-      &status);
+  const std::string out = child_says([](int fd) {
+    std::string other = "untouched";
+    say(fd, claim_process(&other) == Claim::Ours ? "ours;" : "another;");
+    say(fd, claim_process(&other) == Claim::Ours ? "ours;" : "another;");
+    say(fd, other.c_str());
+    _exit(0);
+  });
   EXPECT_EQ(out, "ours;ours;untouched");
 }
 
 // Another copy that started first wrote its own marker into the arbiter: this copy stays
 // inert and names where that copy lives.
 TEST(ProcessGuard, AClaimByAnotherCopyIsRespected) {
-  int status = 0;
-  const std::string out = in_child(
-      [](int fd) {
-        static ParcagpuInstanceMarkerV1 other_copy = {"parcagpu instance marker v1", {nullptr}};
-        parcagpu_instance_marker_v1.owner.store(&other_copy);
-        std::string other;
-        say(fd, claim_process(&other) == Claim::Another ? "another;" : "ours;");
-        say(fd, other.c_str());
-        _exit(0);
-      },
-      &status);
+  const std::string out = child_says([](int fd) {
+    static ParcagpuInstanceMarkerV1 other_copy = {"parcagpu instance marker v1", {nullptr}};
+    parcagpu_instance_marker_v1.owner.store(&other_copy);
+    std::string other;
+    say(fd, claim_process(&other) == Claim::Another ? "another;" : "ours;");
+    say(fd, other.c_str());
+    _exit(0);
+  });
   // The loader names the main program by its argv[0].
   EXPECT_EQ(out, std::string("another;") + program_invocation_name);
 }
 
-TEST(ProcessGuard, ExitDeliversWhatWasCollected) {
-  int status = 0;
-  const std::string out = in_child(
-      [](int fd) {
-        g_fd = fd;
-        install(&at_exit_says_flushed);
-        install(&at_exit_says_flushed);  // a second install adds nothing
-        std::exit(0);
-      },
-      &status);
-  EXPECT_EQ(out, "flushed;");
-}
-
-TEST(ProcessGuard, QuickExitDeliversWhatWasCollected) {
-  int status = 0;
-  const std::string out = in_child(
-      [](int fd) {
-        g_fd = fd;
-        install(&at_exit_says_flushed);
-        std::quick_exit(0);
-      },
-      &status);
-  EXPECT_EQ(out, "flushed;");
+// exit() and quick_exit() alike run the flush installed, once however often it was installed.
+TEST(ProcessGuard, ExitAndQuickExitDeliverWhatWasCollected) {
+  const std::function<void()> ways_out[] = {[] { std::exit(0); }, [] { std::quick_exit(0); }};
+  for (const auto &leave : ways_out) {
+    const std::string out = child_says([&leave](int fd) {
+      g_fd = fd;
+      install(&at_exit_says_flushed);
+      install(&at_exit_says_flushed);  // a second install adds nothing
+      leave();
+    });
+    EXPECT_EQ(out, "flushed;");
+  }
 }
 
 // A child forked after the start has the parent's state frozen mid-way: it knows it is a
 // forked child, and its exit does not run the parent's flush.
 TEST(ProcessGuard, AForkedChildExitsWithoutTheFlush) {
-  int status = 0;
-  const std::string out = in_child(
-      [](int fd) {
-        g_fd = fd;
-        install(&at_exit_says_flushed);
-        say(fd, forked_child() ? "forked;" : "started;");
-        const pid_t grandchild = fork();
-        if (grandchild == 0) {
-          say(fd, forked_child() ? "forked;" : "started;");
-          std::exit(0);
-        }
-        int s = 0;
-        waitpid(grandchild, &s, 0);
-        say(fd, "child done;");
-        _exit(0);  // not exit: the flush would run here, in the process that started
-      },
-      &status);
+  const std::string out = child_says([](int fd) {
+    g_fd = fd;
+    install(&at_exit_says_flushed);
+    say(fd, forked_child() ? "forked;" : "started;");
+    const pid_t grandchild = fork();
+    if (grandchild == 0) {
+      say(fd, forked_child() ? "forked;" : "started;");
+      std::exit(0);
+    }
+    int s = 0;
+    waitpid(grandchild, &s, 0);
+    say(fd, "child done;");
+    _exit(0);  // not exit: the flush would run here, in the process that started
+  });
   EXPECT_EQ(out, "started;forked;child done;");
 }
 

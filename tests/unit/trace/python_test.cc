@@ -218,11 +218,8 @@ int main(void) {
 #else
   P("frame_entry", offsetof(_PyInterpreterFrame, is_entry));
 #endif
-  P("code_filename", offsetof(PyCodeObject, co_filename));
-  P("code_name", offsetof(PyCodeObject, co_name));
-  P("code_qualname", offsetof(PyCodeObject, co_qualname));
-  P("code_firstlineno", offsetof(PyCodeObject, co_firstlineno));
-  P("code_linetable", offsetof(PyCodeObject, co_linetable));
+#define CODE(field) P("code_" #field, offsetof(PyCodeObject, co_##field))
+  CODE(filename); CODE(name); CODE(qualname); CODE(firstlineno); CODE(linetable);
   P("code_adaptive", offsetof(PyCodeObject, co_code_adaptive));
   P("ascii_size", sizeof(PyASCIIObject));
   P("compact_utf8", offsetof(PyCompactUnicodeObject, utf8));
