@@ -264,6 +264,7 @@ ActivityStats ActivityCollector::stats() const {
   a.memory_delivered = m.delivered;
   a.memory_batches = m.batches;
   a.memory_unheard = m.unheard;
+  a.memory_blocked = m.blocked;
   a.enables = switch_->enables();
   a.disables = switch_->disables();
   return a;

@@ -51,6 +51,7 @@ struct ActivityStats {
   uint64_t memory_delivered = 0;
   uint64_t memory_batches = 0;
   uint64_t memory_unheard = 0;
+  uint64_t memory_blocked = 0;  // ... with a CPU blocked time (synchronous ones)
   uint64_t flushes = 0;
   uint64_t enables = 0;
   uint64_t disables = 0;
