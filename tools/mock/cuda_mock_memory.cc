@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <cstdlib>
 #include <optional>
 #include <thread>
 
@@ -67,6 +68,33 @@ const char *driver_name(uint32_t cbid) {
     case CUPTI_DRIVER_TRACE_CBID_cuMemsetD8Async: return "cuMemsetD8Async";
     default: return "cuMem?";
   }
+}
+
+// MOCK_CUDA_SYNC_COPY_NS: a synchronous copy or fill holds its caller at least this long (as a
+// large copy or a busy stream would), so that a test can compare the blocked time a consumer
+// shows with what the mock blocked (mock_cuda_memory_last_blocked_ns). 0: until it has run.
+uint64_t sync_copy_hold_ns() {
+  static const uint64_t ns = [] {
+    const char *v = std::getenv("MOCK_CUDA_SYNC_COPY_NS");
+    return v ? std::strtoull(v, nullptr, 10) : 0ull;
+  }();
+  return ns;
+}
+
+// How long this thread's last copy or fill blocked it (0 for an asynchronous one).
+thread_local uint64_t t_last_blocked_ns = 0;
+
+// A synchronous copy or fill returns once it has run (and MOCK_CUDA_SYNC_COPY_NS has passed):
+// the caller is blocked meanwhile. Returns how long, as the mock's clock saw it.
+uint64_t block_caller(const mockbridge::MemoryRun &run) {
+  const uint64_t from = mockbridge::now_ns();
+  const uint64_t until = std::max(run.end, from + sync_copy_hold_ns());
+  uint64_t now = from;
+  while (now < until) {
+    std::this_thread::yield();
+    now = mockbridge::now_ns();
+  }
+  return now - from;
 }
 
 // A plausible copy time: a microsecond of latency and 10 GB/s (0.1 ns a byte).
@@ -133,9 +161,7 @@ CUresult mock_cuda_memory(uint32_t domain, uint32_t cbid, uint64_t bytes, uint32
     run.collect = h && h->activity_kind_enabled(ctx->id, run.kind);
     run.correlation_id = outer.correlation_id();
     plan(st, &run);
-    // A synchronous copy or fill returns once it has run: the caller is blocked meanwhile.
-    if (!api->async)
-      while (mockbridge::now_ns() < run.end) std::this_thread::yield();
+    t_last_blocked_ns = api->async ? 0 : block_caller(run);
   }
   if (const mockbridge::CuptiHooks *h = hooks()) h->memory_ran(&run);
   return CUDA_SUCCESS;
@@ -147,5 +173,7 @@ const char *mock_cuda_memory_api_name(uint32_t domain, uint32_t cbid) {
 }
 
 uint64_t mock_cuda_memory_duration_ns(uint64_t bytes) { return memory_duration_ns(bytes); }
+
+uint64_t mock_cuda_memory_last_blocked_ns(void) { return t_last_blocked_ns; }
 
 }  // extern "C"

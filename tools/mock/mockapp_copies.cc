@@ -20,6 +20,7 @@ constexpr uint32_t kHtoD = 1, kDtoH = 2, kDtoD = 8;
 
 struct Done {
   uint64_t count = 0, bytes = 0, gpu_ns = 0;
+  uint64_t blocked_ns = 0;  // how long the mock held the calling thread (synchronous ones)
   bool sync = false;
 };
 std::map<std::string, Done> g_done;  // by call site
@@ -32,6 +33,7 @@ void copy(const char *site, uint32_t domain, uint32_t cbid, uint64_t bytes, uint
   ++d.count;
   d.bytes += bytes;
   d.gpu_ns += mock_cuda_memory_duration_ns(bytes);
+  d.blocked_ns += mock_cuda_memory_last_blocked_ns();
   d.sync = sync;
 }
 
@@ -99,12 +101,14 @@ void print_done() {
   std::string line = "MOCKAPP_MEMORY {";
   bool first = true;
   for (const auto &[site, d] : g_done) {
-    char buf[256];
+    char buf[320];
     std::snprintf(buf, sizeof buf,
-                  "%s\"%s\": {\"count\": %llu, \"bytes\": %llu, \"gpu_ns\": %llu, \"sync\": %s}",
+                  "%s\"%s\": {\"count\": %llu, \"bytes\": %llu, \"gpu_ns\": %llu, "
+                  "\"blocked_ns\": %llu, \"sync\": %s}",
                   first ? "" : ", ", site.c_str(), static_cast<unsigned long long>(d.count),
                   static_cast<unsigned long long>(d.bytes),
-                  static_cast<unsigned long long>(d.gpu_ns), d.sync ? "true" : "false");
+                  static_cast<unsigned long long>(d.gpu_ns),
+                  static_cast<unsigned long long>(d.blocked_ns), d.sync ? "true" : "false");
     line += buf;
     first = false;
   }

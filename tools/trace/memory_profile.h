@@ -1,9 +1,10 @@
 // Copies and fills by launch stack (memory_batch, include/parcagpu/abi.h): their GPU time and
 // bytes beside the kernels. Their GPU time also goes into the GPU profile itself (text, folded,
 // pprof) under a frame of their own ("[memcpy HtoD]", "[memset]", ...: memory_frame_name); this
-// keeps what only copies have: bytes, how many, and the GPU time of the synchronous ones, the
-// time their caller was blocked at least (the call returns once the copy has run). A report
-// section and a JSON key ("memory") of their own, as an extension's.
+// keeps what only copies have: bytes, how many, and the CPU time their callers spent blocked in
+// the synchronous ones (the library's measure of each call, ENTER to EXIT: memory_batch's cpu
+// blocked), beside those copies' GPU time. A report section and a JSON key ("memory") of their
+// own, as an extension's.
 #pragma once
 
 #include <cstdint>
@@ -17,6 +18,14 @@
 
 namespace parcagpu::trace {
 
+// One copy or fill as memory_batch gave it.
+struct MemoryCopy {
+  uint64_t bytes = 0;
+  uint64_t gpu_ns = 0;
+  bool sync = false;            // its API is synchronous (the record's flags)
+  uint64_t cpu_blocked_ns = 0;  // how long its call blocked the thread (0 for an async one)
+};
+
 // The frame a copy or fill is shown as: "[memcpy HtoD]", "[memcpy PtoP]", "[memset]", ...
 const char *memory_frame_name(uint32_t kind, uint8_t copy_kind);
 
@@ -29,14 +38,15 @@ class MemoryProfile : public Extension {
   bool wants(uint32_t) const override { return false; }  // fed by the tracer at each match
   void on_event(const pt_header &, const void *, size_t) override {}
   // One copy or fill matched to its launch at `stack`, shown as `what` (memory_frame_name).
-  void add(uint32_t stack, const char *what, uint64_t bytes, uint64_t gpu_ns, bool sync);
+  void add(uint32_t stack, const char *what, const MemoryCopy &copy);
   void add_json(Json &summary) const override;
   void print(FILE *out) const override;
 
  private:
   struct Cell {
     uint64_t count = 0, bytes = 0, gpu_ns = 0;
-    uint64_t sync_count = 0, sync_gpu_ns = 0;  // the synchronous ones: their callers blocked
+    uint64_t sync_count = 0, sync_gpu_ns = 0;  // the synchronous ones
+    uint64_t cpu_blocked_ns = 0;               // ... the time their callers were blocked
   };
   std::function<std::vector<std::string>(uint32_t)> frames_;
   std::map<std::pair<uint32_t, std::string>, Cell> cells_;  // (stack, what)

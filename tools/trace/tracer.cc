@@ -488,12 +488,15 @@ void Tracer::on_memory_record(const pt_kernel_event &e, KernelRecord *k) {
   k->bytes = e.bytes;
   k->memory = true;
   k->sync_copy = (e.mem_flags & PARCAGPU_MREC_FLAG_ASYNC) == 0;
+  k->cpu_blocked_ns = e.cpu_blocked_ns;
 }
 
 void Tracer::on_match(const Launch &l, const KernelRecord &k, uint32_t name_id, uint32_t tag) {
   // Graph kernels go under their capture stack with --capture-sites (when they have one).
   const uint32_t stack = opt_.capture_sites && tag > StackTable::kFirstReal ? tag - 1 : l.stack_id;
-  if (k.memory) memory_->add(stack, joiner_.names().raw(name_id).c_str(), k.bytes, k.gpu_ns(), k.sync_copy);
+  if (k.memory)
+    memory_->add(stack, joiner_.names().raw(name_id).c_str(),
+                 {k.bytes, k.gpu_ns(), k.sync_copy, k.cpu_blocked_ns});
   const Origin origin{processes_.id(k.pid), k.device_id};
   profile_.add(stack, name_id, k.gpu_ns(), origin);
   devices_.on_match(k.device_id, name_id, k.gpu_ns());
@@ -513,6 +516,7 @@ void Tracer::on_match(const Launch &l, const KernelRecord &k, uint32_t name_id, 
     if (k.memory) {
       j["bytes"] = k.bytes;
       j["sync"] = k.sync_copy;
+      j["cpu_blocked_ns"] = k.cpu_blocked_ns;
     }
     j["pid"] = k.pid;
     const ProcessInfo &process = processes_.info(origin.process);
