@@ -6,7 +6,10 @@
 # steps each: under the library with parcagpu-trace attached (every launch announced:
 # PARCAGPU_RATE_LIMIT unlimited, so its totals are whole), and under torch.profiler alone.
 # Prints the GPU time and bytes of copies and fills by kind from both, and their difference in
-# points of the profiler's (issue 46: within 5); then the ranges each shows.
+# points of the profiler's (issue 46: within 5); the CPU time blocked in synchronous copies from
+# both (a DtoH cudaMemcpy per step, made through ctypes: PyTorch's own `.item()` is a
+# cudaMemcpyAsync and a cudaStreamSynchronize, which parcagpu counts 0: its API is async); then
+# the ranges each shows.
 # Usage: scripts/copies-nvtx-real.sh [--steps N] [--out DIR]
 # Env: PARCAGPU_LIB, PARCAGPU_TRACE, PYTHON (default /opt/torch/.venv/bin/python)
 . "$(dirname "${BASH_SOURCE[0]}")/lib-real.sh"
@@ -17,7 +20,7 @@ need_lib_trace_root
 mkdir -p "$OUT"
 
 cat >"$OUT/step.py" <<'PY'
-import json, sys, torch
+import ctypes, json, sys, torch
 from torch.utils.data import DataLoader, TensorDataset
 steps, mode, out = int(sys.argv[1]), sys.argv[2], sys.argv[3]
 torch.manual_seed(0)
@@ -27,6 +30,23 @@ model = torch.nn.Sequential(torch.nn.Linear(1024, 2048), torch.nn.ReLU(),
                             torch.nn.Linear(2048, 10)).cuda()
 opt = torch.optim.AdamW(model.parameters())
 buf = torch.empty(4 << 20, device="cuda")
+
+def cudart():
+    # The runtime PyTorch loaded (its wheel's libcudart), so the copy is on PyTorch's context.
+    for line in open("/proc/self/maps"):
+        path = line.split()[-1]
+        if "libcudart.so" in path:
+            return ctypes.CDLL(path)
+    return ctypes.CDLL("libcudart.so.12")
+rt = cudart()
+host4 = ctypes.create_string_buffer(4)
+
+def sync_read(t):
+    # cudaMemcpy DtoH (kind 2): synchronous, on the legacy default stream PyTorch launches on, so
+    # it waits for the step's queued kernels: what parcagpu measures as CPU blocked.
+    rc = rt.cudaMemcpy(host4, ctypes.c_void_p(t.data_ptr()), ctypes.c_size_t(4), ctypes.c_int(2))
+    if rc != 0:
+        raise RuntimeError("cudaMemcpy failed: %d" % rc)
 
 def rng(name):
     class R:
@@ -54,6 +74,8 @@ def run():
                 loss.backward()
             with rng("optimizer"):
                 opt.step()
+            with rng("sync_read"):
+                sync_read(loss.detach().float())   # D2H cudaMemcpy, blocks on the step
             with rng("item"):
                 losses.append(loss.item())           # D2H copy, blocks
     torch.cuda.synchronize()
@@ -118,8 +140,32 @@ if ours_all and theirs_all:
                             100.0 * (to / ours_all - tt / theirs_all)))
 print("  total GPU time of copies and fills: parcagpu %.3f ms, torch.profiler %.3f ms, %s points"
       % (to / 1e6, tt / 1e6, "%+.1f" % (100.0 * (to - tt) / tt) if tt else "-"))
-print("  CPU blocked in synchronous copies (parcagpu, lower bound): %.3f ms in %d calls"
-      % (mem.get("sync_blocked_ns", 0) / 1e6, mem.get("sync_count", 0)))
+print("== CPU blocked in synchronous copies (the call's entry to its return)")
+print("  parcagpu-trace: %.3f ms in %d calls (their GPU time %.3f ms)" % (
+      mem.get("sync_blocked_ns", 0) / 1e6, mem.get("sync_count", 0), mem.get("sync_gpu_ns", 0) / 1e6))
+rows = sorted((r for r in mem.get("by_stack", []) if r.get("sync_blocked_ns")),
+              key=lambda r: -r["sync_blocked_ns"])
+for r in rows[:5]:
+    print("    %-16s %6d calls %10.3f ms blocked  at %s" % (r["what"], r["sync_count"],
+          r["sync_blocked_ns"] / 1e6, " < ".join(r["frames"][:3])))
+rt_calls = {}  # (category, name) -> [calls, ms]
+for e in prof.get("traceEvents", []):
+    if e.get("cat") in ("cuda_runtime", "cuda_driver"):
+        c = rt_calls.setdefault((e["cat"], e.get("name", "")), [0, 0.0])
+        c[0] += 1; c[1] += float(e.get("dur", 0)) / 1e3
+def sync_calls(cat):
+    return {n: c for (k, n), c in rt_calls.items() if k == cat and "Async" not in n
+            and n.startswith(("cudaMemcpy", "cudaMemset", "cuMemcpy", "cuMemset"))}
+# Runtime calls (a driver call nested in one, where the profiler records both, is not added twice).
+for cat in ("cuda_runtime", "cuda_driver"):
+    calls = sync_calls(cat)
+    if calls or cat == "cuda_runtime":
+        print("  torch.profiler, synchronous copy and fill calls (%s events): %.3f ms in %d calls%s"
+              % (cat, sum(c[1] for c in calls.values()), sum(c[0] for c in calls.values()),
+                 "".join("; %s %.3f ms x%d" % (n, c[1], c[0]) for n, c in sorted(calls.items()))))
+ss = rt_calls.get(("cuda_runtime", "cudaStreamSynchronize"), [0, 0.0])
+print("  (not counted by parcagpu: cudaStreamSynchronize, where .item() waits: %.3f ms in %d calls)"
+      % (ss[1], ss[0]))
 nv = sorted({f for row in trace.get("gpu_time_by_stack", []) for f in row.get("frames", [])
              if f.startswith("[nvtx]")})
 print("== ranges: parcagpu-trace shows %d [nvtx] frames%s" % (len(nv), ": " + ", ".join(nv) if nv else
