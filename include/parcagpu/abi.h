@@ -97,10 +97,9 @@
 #define PARCAGPU_MREC_OFF_CORRELATION_ID 40 /* u32 */
 /* peer device: u32, a peer copy's other device (else = deviceId) */
 #define PARCAGPU_MREC_OFF_PEER_DEVICE_ID 44
-/* cpu blocked: u64 ns, how long the calling thread spent inside the API call (CLOCK_MONOTONIC,
- * its ENTER to its EXIT) for a copy or fill whose API is synchronous with respect to the host
- * (cudaMemcpy, cuMemcpyDtoH_v2, cudaMemset, ...: cbid_table.h, HostSync::Blocking); 0 for an
- * asynchronous API's, and for a synchronous one whose time could not be kept (said, counted). */
+/* cpu blocked: u64 ns, how long the calling thread spent inside the copy or fill API call
+ * (CLOCK_MONOTONIC, its ENTER to its EXIT), whatever the API: a consumer tells a wait from a
+ * call's own cost (docs/probe-abi.md). 0 when the time could not be kept (said, counted). */
 #define PARCAGPU_MREC_OFF_CPU_BLOCKED 48
 #define PARCAGPU_MREC_FLAG_ASYNC 1
 

@@ -64,7 +64,7 @@ struct MemoryRecord {
   uint32_t device_id, stream_id;
   uint32_t correlation_id;
   uint32_t peer_device_id;
-  // Not in CUPTI's record: the launch path's measure of a synchronous API, set at delivery
+  // Not in CUPTI's record: the launch path's measure of the call, set at delivery
   // (MemoryDelivery, from CorrelationTracker's BlockedCopies).
   uint64_t cpu_blocked_ns = 0;
 };

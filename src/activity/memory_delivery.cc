@@ -26,7 +26,7 @@ void MemoryDelivery::Batch::add(const MemoryRecord &record) {
   ++counted_.delivered;
   records_[n_] = record;
   records_[n_].correlation_id = deliver_as;
-  // By CUPTI's ID (the one the launch path kept it under); 0 for an asynchronous copy.
+  // By CUPTI's ID (the one the launch path kept it under).
   records_[n_].cpu_blocked_ns = owner_.tracker_.blocked_copies().take(record.correlation_id);
   counted_.blocked += records_[n_].cpu_blocked_ns != 0;
   if (++n_ == PARCAGPU_MEMORY_BATCH_MAX) fire();

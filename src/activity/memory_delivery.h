@@ -1,8 +1,8 @@
 // Copies and fills (the Memory family of activity_kinds.h) to memory_batch: a record goes to
 // consumers only under a launch announced by cuda_correlation (a copy or fill cbid of
 // cbid_table.h, picked by the same coin as kernel launches), in batches of at most
-// PARCAGPU_MEMORY_BATCH_MAX contiguous records of the probe ABI's layout, each with the time a
-// synchronous copy's call blocked its thread (measured on the launch path, kept by
+// PARCAGPU_MEMORY_BATCH_MAX contiguous records of the probe ABI's layout, each with the time its
+// copy's call held its thread (measured on the launch path, kept by
 // CorrelationTracker::blocked_copies() until its record comes here). Runs where buffers are read
 // (CUPTI's thread, or the one that flushes), one buffer at a time per caller.
 #pragma once
@@ -22,7 +22,7 @@ struct MemoryStats {
   uint64_t delivered = 0;  // ... of announced launches, fired
   uint64_t batches = 0;
   uint64_t unheard = 0;  // delivered while no memory_batch consumer was attached (said as lost)
-  uint64_t blocked = 0;  // delivered with a CPU blocked time (synchronous copies and fills)
+  uint64_t blocked = 0;  // delivered with the time of their call
 };
 
 class MemoryDelivery {

@@ -30,7 +30,7 @@ struct Config {
   std::string cupti_path;            // explicit libcupti path; empty = search
   uint32_t max_outstanding = 16384;  // correlation tracker cap (entries)
   uint32_t max_age_ms = 30000;       // a tracked launch older than this is given up
-  // Announced synchronous copies' CPU blocked times waiting for their records
+  // Announced copies' call times waiting for their records
   // (trackers/blocked_copies.h); at the cap a new one is dropped (counted, said).
   uint32_t max_blocked_copies = 1024;
   uint32_t flush_threshold = 256;       // launches awaiting kernels before an early flush

@@ -139,9 +139,10 @@ void AnnouncedLaunches::begin(ThreadLaunch &t, uint8_t kind, const CUpti_Callbac
     return;
   }
   t.holds_activity = activity_.launch_begin();
-  // A synchronous copy or fill, tracked: its call is timed from here to its EXIT (end). Only
-  // now, so that a copy not tracked (no record will come) keeps no blocked time waiting.
-  if (__builtin_expect(role_of(t.g.domain, t.g.cbid) & kHostBlockingBit, 0))
+  // A copy or fill, tracked: its call is timed from here to its EXIT (end), whatever its API:
+  // an "Async" one to or from pageable host memory waits too (cbid_table.h, HostSync). Only now,
+  // so that a copy not tracked (no record will come) keeps no time waiting.
+  if (__builtin_expect(role_of(t.g.domain, t.g.cbid) & kMemoryLaunchBit, 0))
     t.entered_ns = monotonic_ns();
 }
 

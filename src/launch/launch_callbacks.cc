@@ -142,7 +142,7 @@ void LaunchCallbacks::on_enter(CbDomain domain, uint32_t cbid, const CUpti_Callb
 
 void LaunchCallbacks::on_exit(CbDomain domain, uint32_t cbid, const CUpti_CallbackData *cb) {
   // A copy or fill not followed at its ENTER is not the call the gate follows (kOther below).
-  const uint8_t v = role_of(domain, cbid) & ~kRoleFlagBits;
+  const uint8_t v = role_of(domain, cbid) & ~kMemoryLaunchBit;
   if (v == 0) return;
   ThreadLaunch &t = t_launch;
   if (t.gated && t.gated_corr == cb->correlationId) release_pc_gate(t, pc_);

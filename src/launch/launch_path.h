@@ -17,12 +17,10 @@ namespace parcagpu {
 // Role of each launch cbid, indexed directly: the launch path must not search the table.
 // 0 = not a launch callback, 1 + its kind (kEagerRole, kGraphRole) otherwise, with
 // kMemoryLaunchBit for a copy or fill (an eager launch to the gate, followed only while
-// memory_batch has a consumer: cbid_table.h), and kHostBlockingBit for one whose API blocks its
-// caller (HostSync::Blocking: its call is timed, AnnouncedLaunches).
+// memory_batch has a consumer: cbid_table.h; an announced one's call is timed,
+// AnnouncedLaunches).
 constexpr uint32_t kMaxCbid = 1024;
 constexpr uint8_t kMemoryLaunchBit = 0x80;
-constexpr uint8_t kHostBlockingBit = 0x40;
-constexpr uint8_t kRoleFlagBits = kMemoryLaunchBit | kHostBlockingBit;
 struct RoleIndex {
   uint8_t driver[kMaxCbid] = {};
   uint8_t runtime[kMaxCbid] = {};
@@ -31,10 +29,8 @@ constexpr RoleIndex make_role_index() {
   RoleIndex idx;
   for (const auto &cb : kSubscribedCallbacks) {
     if (!is_launch_role(cb.role)) continue;
-    const bool memory = cb.role == CbRole::MemoryLaunch;
     const uint8_t v = (1 + (cb.role == CbRole::GraphLaunch ? kGraphRole : kEagerRole)) |
-                      (memory ? kMemoryLaunchBit : 0) |
-                      (memory && cb.host_sync == HostSync::Blocking ? kHostBlockingBit : 0);
+                      (cb.role == CbRole::MemoryLaunch ? kMemoryLaunchBit : 0);
     if (cb.domain == CbDomain::Driver) idx.driver[cb.cbid] = v;
     if (cb.domain == CbDomain::Runtime) idx.runtime[cb.cbid] = v;
   }
@@ -42,8 +38,7 @@ constexpr RoleIndex make_role_index() {
 }
 constexpr RoleIndex kRoles = make_role_index();
 static_assert(kRoles.driver[514] == 1 + kGraphRole && kRoles.runtime[211] == 1 + kEagerRole);
-static_assert(kRoles.runtime[31] == ((1 + kEagerRole) | kMemoryLaunchBit | kHostBlockingBit));
-static_assert(kRoles.runtime[41] == ((1 + kEagerRole) | kMemoryLaunchBit));
+static_assert(kRoles.runtime[31] == ((1 + kEagerRole) | kMemoryLaunchBit));
 
 inline uint8_t role_of(CbDomain domain, uint32_t cbid) {
   if (cbid >= kMaxCbid) return 0;
@@ -56,7 +51,7 @@ constexpr uint8_t kNotFollowed = 0xff;
 inline uint8_t followed_role(CbDomain domain, uint32_t cbid) {
   const uint8_t v = role_of(domain, cbid);
   if (__builtin_expect(!(v & kMemoryLaunchBit), 1)) return v;
-  return usdt::memory_batch_consumers() != 0 ? v & ~kRoleFlagBits : kNotFollowed;
+  return usdt::memory_batch_consumers() != 0 ? v & ~kMemoryLaunchBit : kNotFollowed;
 }
 
 // What this thread is doing, as far as the callbacks it received tell. Trivially constructible
@@ -80,8 +75,8 @@ struct ThreadLaunch {
   bool conditional_noted;
   uint64_t recording_at_enter;
   uint64_t conditional_ts;  // CUPTI's clock at its ENTER
-  // An announced synchronous copy or fill (kHostBlockingBit): CLOCK_MONOTONIC at its ENTER, for
-  // the time its call blocks the thread; 0 for any other launch.
+  // An announced copy or fill: CLOCK_MONOTONIC at its ENTER, for the time its call holds the
+  // thread; 0 for any other launch.
   uint64_t entered_ns;
 };
 

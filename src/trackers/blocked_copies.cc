@@ -5,11 +5,8 @@
 namespace parcagpu {
 namespace {
 
-RepeatedError g_blocked_dropped("trackers",
-                                "blocked times of synchronous copies dropped (table full)",
-                                "copies");
-RepeatedError g_blocked_expired("trackers",
-                                "blocked times of synchronous copies expired without their record",
+RepeatedError g_blocked_dropped("trackers", "call times of copies dropped (table full)", "copies");
+RepeatedError g_blocked_expired("trackers", "call times of copies expired without their record",
                                 "copies");
 
 }  // namespace
@@ -51,13 +48,13 @@ bool BlockedCopies::put(uint32_t correlation_id, uint64_t blocked_ns, uint64_t n
   }
   // Said outside the lock (the error probe may be slow to fire).
   g_blocked_expired.report_n(expired, kErrDataLost,
-                             "%llu blocked times of synchronous copies were older than %llu ms "
+                             "%llu call times of copies and fills were older than %llu ms "
                              "with no copy record to take them: let go",
                              static_cast<unsigned long long>(expired),
                              static_cast<unsigned long long>(max_age_ns_ / 1000000));
   if (!kept)
     g_blocked_dropped.report(kErrDataLost,
-                             "the table of blocked times of synchronous copies is full (%u, "
+                             "the table of copy and fill call times is full (%u, "
                              "PARCAGPU_MAX_BLOCKED_COPIES): a copy's CPU blocked time is dropped, "
                              "its record says 0",
                              capacity_);

@@ -1,7 +1,7 @@
-// The time application threads spent blocked in synchronous copies and fills (cbid_table.h,
-// HostSync::Blocking), from the launch path to the copy's memory record. The launch path measures
-// an announced synchronous copy's call at its EXIT (put); its record comes later, out of an
-// activity buffer (MemoryDelivery takes it by correlation ID, and the record carries it to
+// The time application threads spent in copy and fill calls, from the launch path to the copy's
+// memory record. The launch path measures an announced copy's call at its EXIT (put), whatever
+// its API (an "Async" one to or from pageable host memory waits too); its record comes later, out
+// of an activity buffer (MemoryDelivery takes it by correlation ID, and the record carries it to
 // memory_batch as cpu_blocked_ns).
 //
 // Bounded: a fixed number of entries, allocated up front (the launch path never allocates). At
@@ -11,10 +11,10 @@
 // copy's EXIT (a buffer flushed in the microseconds between the copy's end and the call's
 // return) finds nothing; its time, put afterwards, expires.
 //
-// Entries are few (synchronous copies announced since the last buffer was read: the coin's rate,
-// the flush interval) and looked up by a scan under a mutex: only announced synchronous copies
-// (which are about to block anyway) and the delivery of copy records pay it, and take() returns
-// without the lock while the table is empty.
+// Entries are few (copies announced since the last buffer was read: the coin's rate, the flush
+// interval) and looked up by a scan under a mutex: only announced copies and fills and the
+// delivery of their records pay it, and take() returns without the lock while the table is
+// empty.
 #pragma once
 
 #include <atomic>
@@ -36,7 +36,7 @@ class BlockedCopies {
  public:
   BlockedCopies(uint32_t capacity, uint64_t max_age_ns);
 
-  // A synchronous copy announced under correlation_id blocked its caller for blocked_ns. False if
+  // A copy announced under correlation_id held its caller for blocked_ns. False if
   // the table was full (counted and said).
   bool put(uint32_t correlation_id, uint64_t blocked_ns, uint64_t now_ns);
   // The time kept for correlation_id, forgotten; 0 if none.

@@ -98,7 +98,7 @@ class CorrelationTracker {
   uint64_t refused() const { return refused_.load(std::memory_order_relaxed); }
   TrackerStats stats() const;
 
-  // Announced synchronous copies' CPU blocked times, until their records take them (same age
+  // Announced copies' and fills' call times, until their records take them (same age
   // limit as the launches).
   BlockedCopies &blocked_copies() { return blocked_copies_; }
 

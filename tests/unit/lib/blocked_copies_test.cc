@@ -1,6 +1,7 @@
-// The CPU time announced synchronous copies block their threads: measured by the launch path
-// (a copy's ENTER to its EXIT, HostSync::Blocking cbids only) and kept by BlockedCopies under the
-// copy's correlation ID, bounded, until its record takes it (memory_delivery_test.cc).
+// The CPU time announced copies and fills hold their threads: measured by the launch path (a
+// copy's ENTER to its EXIT, every copy and fill API: an "Async" one may wait too) and kept by
+// BlockedCopies under the copy's correlation ID, bounded, until its record takes it
+// (memory_delivery_test.cc).
 #include "trackers/blocked_copies.h"
 
 #include <gtest/gtest.h>
@@ -45,7 +46,7 @@ TEST(BlockedCopies, AtTheCapANewTimeIsDroppedCountedAndSaid) {
   bool said = false;
   for_each_repeated_error(
       [](const RepeatedError &e, void *said) {
-        if (std::string(e.what()).find("blocked times of synchronous copies dropped") !=
+        if (std::string(e.what()).find("call times of copies dropped") !=
             std::string::npos)
           *static_cast<bool *>(said) = e.count() >= 2;
       },
@@ -82,8 +83,8 @@ TEST(BlockedCopies, ThreadsPutWhileTheDeliveryTakes) {
   EXPECT_EQ(b.stats().live, 0u);
 }
 
-// The launch path: a picked synchronous copy keeps its call's time, an async one and a kernel
-// launch keep nothing.
+// The launch path: a picked copy keeps its call's time, synchronous API or not; a kernel launch
+// keeps nothing.
 class BlockedCopiesLaunchPath : public fake_launch::LaunchFixture {
  protected:
   void SetUp() override {
@@ -104,7 +105,7 @@ class BlockedCopiesLaunchPath : public fake_launch::LaunchFixture {
   }
 };
 
-TEST_F(BlockedCopiesLaunchPath, ASynchronousCopyKeepsItsCallsTimeAnAsyncOneAndAKernelNothing) {
+TEST_F(BlockedCopiesLaunchPath, EveryCopyKeepsItsCallsTimeAKernelLaunchNothing) {
   build();
   attach_at_start();
   activity_->arm(true);
@@ -125,10 +126,10 @@ TEST_F(BlockedCopiesLaunchPath, ASynchronousCopyKeepsItsCallsTimeAnAsyncOneAndAK
   const uint64_t copy = b.take(21);
   EXPECT_GE(copy, 20'000'000u);
   EXPECT_LE(copy, static_cast<uint64_t>(std::chrono::nanoseconds(took).count()));
-  EXPECT_EQ(b.take(22), 0u) << "asynchronous: nothing kept";
+  EXPECT_GE(b.take(22), 20'000'000u) << "an Async API that waited (pageable memory, say)";
   EXPECT_EQ(b.take(23), 0u) << "a kernel launch: nothing kept";
   EXPECT_GE(b.take(24), 5'000'000u);
-  EXPECT_EQ(b.stats().kept, 2u);
+  EXPECT_EQ(b.stats().kept, 3u);
 }
 
 TEST_F(BlockedCopiesLaunchPath, ACopyNotTrackedKeepsNoTime) {

@@ -1,7 +1,7 @@
 // Copies and fills to memory_batch (MemoryDelivery): only records of announced launches, under
 // the ID they are delivered as, in batches of at most PARCAGPU_MEMORY_BATCH_MAX, each with the CPU
-// time its synchronous call blocked its thread (kept by the tracker's BlockedCopies), 0 for an
-// asynchronous one. The batches are read through MemoryDelivery's firing seam.
+// time its call held its thread (kept by the tracker's BlockedCopies), 0 where none was kept.
+// The batches are read through MemoryDelivery's firing seam.
 #include "activity/memory_delivery.h"
 
 #include <gtest/gtest.h>
@@ -45,10 +45,10 @@ class MemoryDeliveryTest : public ::testing::Test {
   MemoryDelivery delivery_{tracker_, &read_batch};
 };
 
-TEST_F(MemoryDeliveryTest, ASynchronousCopysRecordCarriesItsBlockedTimeAnAsyncOneZero) {
+TEST_F(MemoryDeliveryTest, ACopysRecordCarriesItsCallsTimeOneWithNoneKeptZero) {
   ASSERT_TRUE(tracker_.insert(5, LaunchKind::Eager, 1, 1));
   ASSERT_TRUE(tracker_.insert(6, LaunchKind::Eager, 1, 1));
-  ASSERT_TRUE(tracker_.blocked_copies().put(5, 1'234'567, 1));
+  ASSERT_TRUE(tracker_.blocked_copies().put(5, 1'234'567, 1));  // none kept for 6 (dropped, say)
   {
     MemoryDelivery::Batch b(delivery_, 2);
     b.add(copy_record(5, false));
