@@ -6,10 +6,9 @@
 # steps each: under the library with parcagpu-trace attached (every launch announced:
 # PARCAGPU_RATE_LIMIT unlimited, so its totals are whole), and under torch.profiler alone.
 # Prints the GPU time and bytes of copies and fills by kind from both, and their difference in
-# points of the profiler's (issue 46: within 5); the CPU time blocked in synchronous copies from
-# both (a DtoH cudaMemcpy per step, made through ctypes: PyTorch's own `.item()` is a
-# cudaMemcpyAsync and a cudaStreamSynchronize, which parcagpu counts 0: its API is async); then
-# the ranges each shows.
+# points of the profiler's (issue 46: within 5); the CPU time blocked in copy calls that wait
+# from both (`.item()`, a DtoH cudaMemcpyAsync to pageable memory, and a DtoH cudaMemcpy per step
+# made through ctypes, a synchronous API); then the ranges each shows.
 # Usage: scripts/copies-nvtx-real.sh [--steps N] [--out DIR]
 # Env: PARCAGPU_LIB, PARCAGPU_TRACE, PYTHON (default /opt/torch/.venv/bin/python)
 . "$(dirname "${BASH_SOURCE[0]}")/lib-real.sh"
@@ -140,32 +139,34 @@ if ours_all and theirs_all:
                             100.0 * (to / ours_all - tt / theirs_all)))
 print("  total GPU time of copies and fills: parcagpu %.3f ms, torch.profiler %.3f ms, %s points"
       % (to / 1e6, tt / 1e6, "%+.1f" % (100.0 * (to - tt) / tt) if tt else "-"))
-print("== CPU blocked in synchronous copies (the call's entry to its return)")
-print("  parcagpu-trace: %.3f ms in %d calls (their GPU time %.3f ms)" % (
-      mem.get("sync_blocked_ns", 0) / 1e6, mem.get("sync_count", 0), mem.get("sync_gpu_ns", 0) / 1e6))
+print("== CPU blocked in copy calls that wait (a synchronous API, or pageable host memory)")
+print("  parcagpu-trace: %.3f ms in %d calls (their GPU time %.3f ms); all copy and fill calls %.3f ms"
+      % (mem.get("sync_blocked_ns", 0) / 1e6, mem.get("sync_count", 0),
+         mem.get("sync_gpu_ns", 0) / 1e6, mem.get("call_ns", 0) / 1e6))
 rows = sorted((r for r in mem.get("by_stack", []) if r.get("sync_blocked_ns")),
               key=lambda r: -r["sync_blocked_ns"])
-for r in rows[:5]:
+for r in rows[:6]:
     print("    %-16s %6d calls %10.3f ms blocked  at %s" % (r["what"], r["sync_count"],
           r["sync_blocked_ns"] / 1e6, " < ".join(r["frames"][:3])))
-rt_calls = {}  # (category, name) -> [calls, ms]
+# torch.profiler: the runtime calls of the same rule, by the correlation of each call with its
+# GPU copy ("Memcpy DtoH (Device -> Pageable)").
+pageable = {e.get("args", {}).get("correlation") for e in prof.get("traceEvents", [])
+            if e.get("cat") == "gpu_memcpy" and "Pageable" in e.get("name", "")}
+waits = {}
 for e in prof.get("traceEvents", []):
-    if e.get("cat") in ("cuda_runtime", "cuda_driver"):
-        c = rt_calls.setdefault((e["cat"], e.get("name", "")), [0, 0.0])
-        c[0] += 1; c[1] += float(e.get("dur", 0)) / 1e3
-def sync_calls(cat):
-    return {n: c for (k, n), c in rt_calls.items() if k == cat and "Async" not in n
-            and n.startswith(("cudaMemcpy", "cudaMemset", "cuMemcpy", "cuMemset"))}
-# Runtime calls (a driver call nested in one, where the profiler records both, is not added twice).
-for cat in ("cuda_runtime", "cuda_driver"):
-    calls = sync_calls(cat)
-    if calls or cat == "cuda_runtime":
-        print("  torch.profiler, synchronous copy and fill calls (%s events): %.3f ms in %d calls%s"
-              % (cat, sum(c[1] for c in calls.values()), sum(c[0] for c in calls.values()),
-                 "".join("; %s %.3f ms x%d" % (n, c[1], c[0]) for n, c in sorted(calls.items()))))
-ss = rt_calls.get(("cuda_runtime", "cudaStreamSynchronize"), [0, 0.0])
-print("  (not counted by parcagpu: cudaStreamSynchronize, where .item() waits: %.3f ms in %d calls)"
-      % (ss[1], ss[0]))
+    if e.get("cat") != "cuda_runtime":
+        continue
+    n = e.get("name", "")
+    sync_api = n.startswith(("cudaMemcpy", "cudaMemset")) and "Async" not in n
+    if sync_api or (n.startswith("cudaMemcpy") and e.get("args", {}).get("correlation") in pageable):
+        w = waits.setdefault(n + ("" if sync_api else " (pageable)"), [0, 0.0])
+        w[0] += 1; w[1] += float(e.get("dur", 0)) / 1e3
+print("  torch.profiler, those calls (cuda_runtime events): %.3f ms in %d calls%s" % (
+      sum(w[1] for w in waits.values()), sum(w[0] for w in waits.values()),
+      "".join("; %s %.3f ms x%d" % (n, w[1], w[0]) for n, w in sorted(waits.items()))))
+ss = [float(e.get("dur", 0)) / 1e3 for e in prof.get("traceEvents", [])
+      if e.get("cat") == "cuda_runtime" and e.get("name") == "cudaStreamSynchronize"]
+print("  (no copy: cudaStreamSynchronize %.3f ms in %d calls)" % (sum(ss), len(ss)))
 nv = sorted({f for row in trace.get("gpu_time_by_stack", []) for f in row.get("frames", [])
              if f.startswith("[nvtx]")})
 print("== ranges: parcagpu-trace shows %d [nvtx] frames%s" % (len(nv), ": " + ", ".join(nv) if nv else

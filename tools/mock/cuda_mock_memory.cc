@@ -112,8 +112,8 @@ void plan(CUstream_st *st, mockbridge::MemoryRun *run) {
   run->end = run->start + duration;
 }
 
-void fill_run(const MemoryApi &api, uint64_t bytes, uint32_t copy_kind, CUctx_st *ctx,
-              CUstream_st *st, mockbridge::MemoryRun *run) {
+void fill_run(const MemoryApi &api, uint64_t bytes, uint32_t copy_kind, bool pageable,
+              CUctx_st *ctx, CUstream_st *st, mockbridge::MemoryRun *run) {
   *run = {};
   run->bytes = bytes;
   run->kind = api.fill ? CUPTI_ACTIVITY_KIND_MEMSET
@@ -122,10 +122,10 @@ void fill_run(const MemoryApi &api, uint64_t bytes, uint32_t copy_kind, CUctx_st
   run->copy_kind = static_cast<uint8_t>(api.fill ? 0u : api.peer ? peer_kind : copy_kind);
   run->src_kind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
   run->dst_kind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
-  if (run->copy_kind == CUPTI_ACTIVITY_MEMCPY_KIND_HTOD)
-    run->src_kind = CUPTI_ACTIVITY_MEMORY_KIND_PINNED;
-  if (run->copy_kind == CUPTI_ACTIVITY_MEMCPY_KIND_DTOH)
-    run->dst_kind = CUPTI_ACTIVITY_MEMORY_KIND_PINNED;
+  const uint8_t host = pageable ? CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE
+                                : CUPTI_ACTIVITY_MEMORY_KIND_PINNED;
+  if (run->copy_kind == CUPTI_ACTIVITY_MEMCPY_KIND_HTOD) run->src_kind = host;
+  if (run->copy_kind == CUPTI_ACTIVITY_MEMCPY_KIND_DTOH) run->dst_kind = host;
   run->flags = api.async ? 1 : 0;
   run->device_id = static_cast<uint32_t>(ctx->device);
   run->peer_device_id = api.peer ? run->device_id + 1 : run->device_id;
@@ -142,6 +142,11 @@ extern "C" {
 
 CUresult mock_cuda_memory(uint32_t domain, uint32_t cbid, uint64_t bytes, uint32_t copy_kind,
                           CUstream stream) {
+  return mock_cuda_memory_host(domain, cbid, bytes, copy_kind, 0, stream);
+}
+
+CUresult mock_cuda_memory_host(uint32_t domain, uint32_t cbid, uint64_t bytes, uint32_t copy_kind,
+                               int pageable, CUstream stream) {
   const MemoryApi *api = find_memory_api(domain, cbid);
   if (!api) return CUDA_ERROR_INVALID_VALUE;
   ensure_initialized();
@@ -149,7 +154,7 @@ CUresult mock_cuda_memory(uint32_t domain, uint32_t cbid, uint64_t bytes, uint32
   if (!st) return CUDA_ERROR_INVALID_HANDLE;
   CUctx_st *ctx = st->context;
   mockbridge::MemoryRun run;
-  fill_run(*api, bytes, copy_kind, ctx, st, &run);
+  fill_run(*api, bytes, copy_kind, pageable != 0, ctx, st, &run);
   {
     int outer_rc = 0, inner_rc = 0;
     ApiScope outer(static_cast<CUpti_CallbackDomain>(api->domain), api->cbid, api->name, nullptr, nullptr, ctx, &outer_rc);
@@ -161,7 +166,10 @@ CUresult mock_cuda_memory(uint32_t domain, uint32_t cbid, uint64_t bytes, uint32
     run.collect = h && h->activity_kind_enabled(ctx->id, run.kind);
     run.correlation_id = outer.correlation_id();
     plan(st, &run);
-    t_last_blocked_ns = api->async ? 0 : block_caller(run);
+    // An "Async" copy to or from pageable host memory waits as a synchronous one does (CUDA's API
+    // synchronization behavior: a DtoH one returns once the copy has completed).
+    const bool waits = !api->async || (pageable && !api->fill);
+    t_last_blocked_ns = waits ? block_caller(run) : 0;
   }
   if (const mockbridge::CuptiHooks *h = hooks()) h->memory_ran(&run);
   return CUDA_SUCCESS;

@@ -25,9 +25,10 @@ struct Done {
 };
 std::map<std::string, Done> g_done;  // by call site
 
+// sync: the call waits for its copy (a synchronous API, or pageable host memory).
 void copy(const char *site, uint32_t domain, uint32_t cbid, uint64_t bytes, uint32_t copy_kind,
-          bool sync, CUstream stream = nullptr) {
-  check(mock_cuda_memory(domain, cbid, bytes, copy_kind, stream),
+          bool sync, bool pageable = false) {
+  check(mock_cuda_memory_host(domain, cbid, bytes, copy_kind, pageable ? 1 : 0, nullptr),
         mock_cuda_memory_api_name(domain, cbid));
   Done &d = g_done[site];
   ++d.count;
@@ -50,6 +51,11 @@ __attribute__((noinline)) void read_back_async() {
   for (int i = 0; i < 4; ++i)
     copy("read_back_async", kRt, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020, 256 << 10,
          kDtoH, false);
+  KEEP_FRAME();
+}
+// As PyTorch's .item(): a 4-byte DtoH cudaMemcpyAsync to pageable memory, which waits.
+__attribute__((noinline)) void read_scalar() {
+  copy("read_scalar", kRt, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020, 4, kDtoH, true, true);
   KEEP_FRAME();
 }
 __attribute__((noinline)) void copy_tile_2d() {
@@ -124,6 +130,7 @@ void scenario_copies(Kernels &k) {
         "cudaLaunchKernel");
   upload_weights();
   read_back_async();
+  read_scalar();
   copy_tile_2d();
   copy_volume_3d();
   copy_to_peer();

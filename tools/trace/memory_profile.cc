@@ -29,10 +29,11 @@ void MemoryProfile::add(uint32_t stack, const char *what, const MemoryCopy &copy
     ++c->count;
     c->bytes += copy.bytes;
     c->gpu_ns += copy.gpu_ns;
-    c->cpu_blocked_ns += copy.cpu_blocked_ns;
-    if (copy.sync) {
+    c->call_ns += copy.cpu_blocked_ns;
+    if (copy.waits) {
       ++c->sync_count;
       c->sync_gpu_ns += copy.gpu_ns;
+      c->cpu_blocked_ns += copy.cpu_blocked_ns;
     }
   }
 }
@@ -50,6 +51,7 @@ void MemoryProfile::add_json(Json &summary) const {
                         {"sync_count", c.sync_count},
                         {"sync_gpu_ns", c.sync_gpu_ns},
                         {"sync_blocked_ns", c.cpu_blocked_ns},
+                        {"call_ns", c.call_ns},
                         {"frames", frames}});
   }
   summary["memory"] = Json{{"count", total_.count},
@@ -58,6 +60,7 @@ void MemoryProfile::add_json(Json &summary) const {
                            {"sync_count", total_.sync_count},
                            {"sync_gpu_ns", total_.sync_gpu_ns},
                            {"sync_blocked_ns", total_.cpu_blocked_ns},
+                           {"call_ns", total_.call_ns},
                            {"by_stack", rows}};
 }
 
@@ -65,9 +68,10 @@ void MemoryProfile::print(FILE *out) const {
   if (total_.count == 0) return;
   std::fprintf(out,
                "\nCopies and fills: %" PRIu64 " (%" PRIu64 " bytes, %.3f ms GPU); CPU blocked in "
-               "synchronous copies %.3f ms (%" PRIu64 " calls, %.3f ms of GPU time)\n",
+               "synchronous copies %.3f ms (%" PRIu64 " calls that wait, %.3f ms of GPU time; all "
+               "copy and fill calls %.3f ms)\n",
                total_.count, total_.bytes, total_.gpu_ns / 1e6, total_.cpu_blocked_ns / 1e6,
-               total_.sync_count, total_.sync_gpu_ns / 1e6);
+               total_.sync_count, total_.sync_gpu_ns / 1e6, total_.call_ns / 1e6);
   for (const auto &[key, c] : cells_) {
     const std::vector<std::string> frames = frames_(key.first);
     std::fprintf(out, "  %-16s %8" PRIu64 " x %12" PRIu64 " bytes %10.3f ms GPU  blocked %.3f ms  at %s\n",

@@ -2,8 +2,9 @@
 // bytes beside the kernels. Their GPU time also goes into the GPU profile itself (text, folded,
 // pprof) under a frame of their own ("[memcpy HtoD]", "[memset]", ...: memory_frame_name); this
 // keeps what only copies have: bytes, how many, and the CPU time their callers spent blocked in
-// the synchronous ones (the library's measure of each call, ENTER to EXIT: memory_batch's cpu
-// blocked), beside those copies' GPU time. A report section and a JSON key ("memory") of their
+// the calls that wait (the library's measure of each call, ENTER to EXIT: memory_batch's cpu
+// blocked; a call waits if its API is synchronous or its host memory pageable), beside those
+// copies' GPU time, and every copy call's time. A report section and a JSON key ("memory") of their
 // own, as an extension's.
 #pragma once
 
@@ -22,8 +23,8 @@ namespace parcagpu::trace {
 struct MemoryCopy {
   uint64_t bytes = 0;
   uint64_t gpu_ns = 0;
-  bool sync = false;            // its API is synchronous (the record's flags)
-  uint64_t cpu_blocked_ns = 0;  // how long its call blocked the thread (0 for an async one)
+  bool waits = false;           // its call waits for it (Tracer's copy_call_waits)
+  uint64_t cpu_blocked_ns = 0;  // how long its call held the thread
 };
 
 // The frame a copy or fill is shown as: "[memcpy HtoD]", "[memcpy PtoP]", "[memset]", ...
@@ -45,8 +46,9 @@ class MemoryProfile : public Extension {
  private:
   struct Cell {
     uint64_t count = 0, bytes = 0, gpu_ns = 0;
-    uint64_t sync_count = 0, sync_gpu_ns = 0;  // the synchronous ones
+    uint64_t sync_count = 0, sync_gpu_ns = 0;  // the calls that wait
     uint64_t cpu_blocked_ns = 0;               // ... the time their callers were blocked
+    uint64_t call_ns = 0;                      // every call's time
   };
   std::function<std::vector<std::string>(uint32_t)> frames_;
   std::map<std::pair<uint32_t, std::string>, Cell> cells_;  // (stack, what)
