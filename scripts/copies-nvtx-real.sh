@@ -6,7 +6,9 @@
 # steps each: under the library with parcagpu-trace attached (every launch announced:
 # PARCAGPU_RATE_LIMIT unlimited, so its totals are whole), and under torch.profiler alone.
 # Prints the GPU time and bytes of copies and fills by kind from both, and their difference in
-# points of the profiler's (issue 46: within 5); then the ranges each shows.
+# points of the profiler's (issue 46: within 5); the CPU time blocked in copy calls that wait
+# from both (`.item()`, a DtoH cudaMemcpyAsync to pageable memory, and a DtoH cudaMemcpy per step
+# made through ctypes, a synchronous API); then the ranges each shows.
 # Usage: scripts/copies-nvtx-real.sh [--steps N] [--out DIR]
 # Env: PARCAGPU_LIB, PARCAGPU_TRACE, PYTHON (default /opt/torch/.venv/bin/python)
 . "$(dirname "${BASH_SOURCE[0]}")/lib-real.sh"
@@ -17,7 +19,7 @@ need_lib_trace_root
 mkdir -p "$OUT"
 
 cat >"$OUT/step.py" <<'PY'
-import json, sys, torch
+import ctypes, json, sys, torch
 from torch.utils.data import DataLoader, TensorDataset
 steps, mode, out = int(sys.argv[1]), sys.argv[2], sys.argv[3]
 torch.manual_seed(0)
@@ -27,6 +29,23 @@ model = torch.nn.Sequential(torch.nn.Linear(1024, 2048), torch.nn.ReLU(),
                             torch.nn.Linear(2048, 10)).cuda()
 opt = torch.optim.AdamW(model.parameters())
 buf = torch.empty(4 << 20, device="cuda")
+
+def cudart():
+    # The runtime PyTorch loaded (its wheel's libcudart), so the copy is on PyTorch's context.
+    for line in open("/proc/self/maps"):
+        path = line.split()[-1]
+        if "libcudart.so" in path:
+            return ctypes.CDLL(path)
+    return ctypes.CDLL("libcudart.so.12")
+rt = cudart()
+host4 = ctypes.create_string_buffer(4)
+
+def sync_read(t):
+    # cudaMemcpy DtoH (kind 2): synchronous, on the legacy default stream PyTorch launches on, so
+    # it waits for the step's queued kernels: what parcagpu measures as CPU blocked.
+    rc = rt.cudaMemcpy(host4, ctypes.c_void_p(t.data_ptr()), ctypes.c_size_t(4), ctypes.c_int(2))
+    if rc != 0:
+        raise RuntimeError("cudaMemcpy failed: %d" % rc)
 
 def rng(name):
     class R:
@@ -54,6 +73,8 @@ def run():
                 loss.backward()
             with rng("optimizer"):
                 opt.step()
+            with rng("sync_read"):
+                sync_read(loss.detach().float())   # D2H cudaMemcpy, blocks on the step
             with rng("item"):
                 losses.append(loss.item())           # D2H copy, blocks
     torch.cuda.synchronize()
@@ -118,8 +139,34 @@ if ours_all and theirs_all:
                             100.0 * (to / ours_all - tt / theirs_all)))
 print("  total GPU time of copies and fills: parcagpu %.3f ms, torch.profiler %.3f ms, %s points"
       % (to / 1e6, tt / 1e6, "%+.1f" % (100.0 * (to - tt) / tt) if tt else "-"))
-print("  CPU blocked in synchronous copies (parcagpu, lower bound): %.3f ms in %d calls"
-      % (mem.get("sync_blocked_ns", 0) / 1e6, mem.get("sync_count", 0)))
+print("== CPU blocked in copy calls that wait (a synchronous API, or pageable host memory)")
+print("  parcagpu-trace: %.3f ms in %d calls (their GPU time %.3f ms); all copy and fill calls %.3f ms"
+      % (mem.get("sync_blocked_ns", 0) / 1e6, mem.get("sync_count", 0),
+         mem.get("sync_gpu_ns", 0) / 1e6, mem.get("call_ns", 0) / 1e6))
+rows = sorted((r for r in mem.get("by_stack", []) if r.get("sync_blocked_ns")),
+              key=lambda r: -r["sync_blocked_ns"])
+for r in rows[:6]:
+    print("    %-16s %6d calls %10.3f ms blocked  at %s" % (r["what"], r["sync_count"],
+          r["sync_blocked_ns"] / 1e6, " < ".join(r["frames"][:3])))
+# torch.profiler: the runtime calls of the same rule, by the correlation of each call with its
+# GPU copy ("Memcpy DtoH (Device -> Pageable)").
+pageable = {e.get("args", {}).get("correlation") for e in prof.get("traceEvents", [])
+            if e.get("cat") == "gpu_memcpy" and "Pageable" in e.get("name", "")}
+waits = {}
+for e in prof.get("traceEvents", []):
+    if e.get("cat") != "cuda_runtime":
+        continue
+    n = e.get("name", "")
+    sync_api = n.startswith(("cudaMemcpy", "cudaMemset")) and "Async" not in n
+    if sync_api or (n.startswith("cudaMemcpy") and e.get("args", {}).get("correlation") in pageable):
+        w = waits.setdefault(n + ("" if sync_api else " (pageable)"), [0, 0.0])
+        w[0] += 1; w[1] += float(e.get("dur", 0)) / 1e3
+print("  torch.profiler, those calls (cuda_runtime events): %.3f ms in %d calls%s" % (
+      sum(w[1] for w in waits.values()), sum(w[0] for w in waits.values()),
+      "".join("; %s %.3f ms x%d" % (n, w[1], w[0]) for n, w in sorted(waits.items()))))
+ss = [float(e.get("dur", 0)) / 1e3 for e in prof.get("traceEvents", [])
+      if e.get("cat") == "cuda_runtime" and e.get("name") == "cudaStreamSynchronize"]
+print("  (no copy: cudaStreamSynchronize %.3f ms in %d calls)" % (sum(ss), len(ss)))
 nv = sorted({f for row in trace.get("gpu_time_by_stack", []) for f in row.get("frames", [])
              if f.startswith("[nvtx]")})
 print("== ranges: parcagpu-trace shows %d [nvtx] frames%s" % (len(nv), ": " + ", ".join(nv) if nv else

@@ -80,7 +80,7 @@
 /* The memory record of memory_batch: parcagpu's own fixed layout (CUPTI's memcpy, peer copy and
  * memset records differ in size and offsets from one kind and version to the next). */
 #define PARCAGPU_MEMORY_BATCH_MAX 64
-#define PARCAGPU_MREC_SIZE 48
+#define PARCAGPU_MREC_SIZE 56
 /* kind: u32, 1 = MEMCPY, 2 = MEMSET, 22 = MEMCPY2 (peer). copy kind: u8, CUpti_ActivityMemcpyKind
  * (1 HtoD, 2 DtoH, 8 DtoD, 10 PtoP, ...), 0 for a fill. src/dst kind: u8, CUpti_ActivityMemoryKind
  * of the source and destination (a fill: the memory filled, in both). */
@@ -97,6 +97,10 @@
 #define PARCAGPU_MREC_OFF_CORRELATION_ID 40 /* u32 */
 /* peer device: u32, a peer copy's other device (else = deviceId) */
 #define PARCAGPU_MREC_OFF_PEER_DEVICE_ID 44
+/* cpu blocked: u64 ns, how long the calling thread spent inside the copy or fill API call
+ * (CLOCK_MONOTONIC, its ENTER to its EXIT), whatever the API: a consumer tells a wait from a
+ * call's own cost (docs/probe-abi.md). 0 when the time could not be kept (said, counted). */
+#define PARCAGPU_MREC_OFF_CPU_BLOCKED 48
 #define PARCAGPU_MREC_FLAG_ASYNC 1
 
 #define PARCAGPU_KIND_MEMCPY 1

@@ -52,6 +52,19 @@ constexpr bool is_kernel_launch_role(CbRole role) {
 }
 constexpr bool enabled_from_start(CbRole role) { return !is_launch_role(role); }
 
+// Whether a copy or fill API returns only once its work is done (or staged), holding its caller:
+// the ones without "Async". CUDA's "API synchronization behavior" (runtime and driver API
+// reference): a synchronous memcpy from or to host memory returns once the copy has completed
+// (pageable to device: once the buffer is staged); device to device, it queues the copy and
+// returns. A synchronous memset is asynchronous with respect to the host except when it fills
+// pinned host memory or managed memory, then fully synchronous. An "Async" API is asynchronous,
+// except that one between device and pageable host memory may be synchronous (not measured:
+// whether it waits depends on its arguments, not its API: PyTorch's .item() is a DtoH
+// cudaMemcpyAsync to pageable memory). The launch path times every announced copy and fill call
+// (memory_batch's cpu blocked); parcagpu-trace counts as blocked the calls of Blocking APIs and
+// those whose record says pageable host memory (docs/probe-abi.md).
+enum class HostSync : uint8_t { No, Blocking };
+
 struct SubscribedCallback {
   CbDomain domain;
   uint32_t cbid;  // CUPTI_DRIVER_TRACE_CBID_* / CUPTI_RUNTIME_TRACE_CBID_* / CUPTI_CBID_RESOURCE_*
@@ -60,7 +73,13 @@ struct SubscribedCallback {
   // The CUDA major whose CUPTI first knows this callback (0: every supported one). An older
   // CUPTI refuses to enable it; its runtime has no such API, so nothing is lost.
   uint32_t since_cuda = 0;
+  HostSync host_sync = HostSync::No;  // copies and fills: whether the API blocks its caller
 };
+
+// A copy or fill whose API blocks its caller (HostSync::Blocking), known to every CUDA.
+constexpr SubscribedCallback blocking_copy(CbDomain domain, uint32_t cbid, const char *name) {
+  return {domain, cbid, CbRole::MemoryLaunch, name, 0, HostSync::Blocking};
+}
 
 // Numeric cbids rather than the header enums: CUDA 12 headers lack some (505, 506), and the ids
 // are stable across CUPTI versions. cupti_api.cc static_asserts them against the headers.
@@ -93,88 +112,88 @@ inline constexpr SubscribedCallback kSubscribedCallbacks[] = {
     {CbDomain::Runtime, 311, CbRole::GraphLaunch, "cudaGraphLaunch"},
     {CbDomain::Runtime, 312, CbRole::GraphLaunch, "cudaGraphLaunch_ptsz"},
     // Copies and fills (runtime and driver; sync, async, 2D, 3D, peer; per-thread streams).
-    {CbDomain::Runtime, 31, CbRole::MemoryLaunch, "cudaMemcpy"},
-    {CbDomain::Runtime, 32, CbRole::MemoryLaunch, "cudaMemcpy2D"},
-    {CbDomain::Runtime, 144, CbRole::MemoryLaunch, "cudaMemcpy3D"},
+    blocking_copy(CbDomain::Runtime, 31, "cudaMemcpy"),
+    blocking_copy(CbDomain::Runtime, 32, "cudaMemcpy2D"),
+    blocking_copy(CbDomain::Runtime, 144, "cudaMemcpy3D"),
     {CbDomain::Runtime, 41, CbRole::MemoryLaunch, "cudaMemcpyAsync"},
     {CbDomain::Runtime, 44, CbRole::MemoryLaunch, "cudaMemcpy2DAsync"},
     {CbDomain::Runtime, 145, CbRole::MemoryLaunch, "cudaMemcpy3DAsync"},
-    {CbDomain::Runtime, 160, CbRole::MemoryLaunch, "cudaMemcpyPeer"},
+    blocking_copy(CbDomain::Runtime, 160, "cudaMemcpyPeer"),
     {CbDomain::Runtime, 161, CbRole::MemoryLaunch, "cudaMemcpyPeerAsync"},
-    {CbDomain::Runtime, 162, CbRole::MemoryLaunch, "cudaMemcpy3DPeer"},
+    blocking_copy(CbDomain::Runtime, 162, "cudaMemcpy3DPeer"),
     {CbDomain::Runtime, 163, CbRole::MemoryLaunch, "cudaMemcpy3DPeerAsync"},
-    {CbDomain::Runtime, 215, CbRole::MemoryLaunch, "cudaMemcpy_ptds"},
-    {CbDomain::Runtime, 216, CbRole::MemoryLaunch, "cudaMemcpy2D_ptds"},
-    {CbDomain::Runtime, 245, CbRole::MemoryLaunch, "cudaMemcpy3D_ptds"},
+    blocking_copy(CbDomain::Runtime, 215, "cudaMemcpy_ptds"),
+    blocking_copy(CbDomain::Runtime, 216, "cudaMemcpy2D_ptds"),
+    blocking_copy(CbDomain::Runtime, 245, "cudaMemcpy3D_ptds"),
     {CbDomain::Runtime, 225, CbRole::MemoryLaunch, "cudaMemcpyAsync_ptsz"},
     {CbDomain::Runtime, 228, CbRole::MemoryLaunch, "cudaMemcpy2DAsync_ptsz"},
     {CbDomain::Runtime, 246, CbRole::MemoryLaunch, "cudaMemcpy3DAsync_ptsz"},
-    {CbDomain::Runtime, 249, CbRole::MemoryLaunch, "cudaMemcpy3DPeer_ptds"},
+    blocking_copy(CbDomain::Runtime, 249, "cudaMemcpy3DPeer_ptds"),
     {CbDomain::Runtime, 250, CbRole::MemoryLaunch, "cudaMemcpy3DPeerAsync_ptsz"},
-    {CbDomain::Runtime, 49, CbRole::MemoryLaunch, "cudaMemset"},
-    {CbDomain::Runtime, 50, CbRole::MemoryLaunch, "cudaMemset2D"},
-    {CbDomain::Runtime, 142, CbRole::MemoryLaunch, "cudaMemset3D"},
+    blocking_copy(CbDomain::Runtime, 49, "cudaMemset"),
+    blocking_copy(CbDomain::Runtime, 50, "cudaMemset2D"),
+    blocking_copy(CbDomain::Runtime, 142, "cudaMemset3D"),
     {CbDomain::Runtime, 51, CbRole::MemoryLaunch, "cudaMemsetAsync"},
     {CbDomain::Runtime, 52, CbRole::MemoryLaunch, "cudaMemset2DAsync"},
     {CbDomain::Runtime, 143, CbRole::MemoryLaunch, "cudaMemset3DAsync"},
-    {CbDomain::Runtime, 233, CbRole::MemoryLaunch, "cudaMemset_ptds"},
-    {CbDomain::Runtime, 234, CbRole::MemoryLaunch, "cudaMemset2D_ptds"},
-    {CbDomain::Runtime, 243, CbRole::MemoryLaunch, "cudaMemset3D_ptds"},
+    blocking_copy(CbDomain::Runtime, 233, "cudaMemset_ptds"),
+    blocking_copy(CbDomain::Runtime, 234, "cudaMemset2D_ptds"),
+    blocking_copy(CbDomain::Runtime, 243, "cudaMemset3D_ptds"),
     {CbDomain::Runtime, 235, CbRole::MemoryLaunch, "cudaMemsetAsync_ptsz"},
     {CbDomain::Runtime, 236, CbRole::MemoryLaunch, "cudaMemset2DAsync_ptsz"},
     {CbDomain::Runtime, 244, CbRole::MemoryLaunch, "cudaMemset3DAsync_ptsz"},
-    {CbDomain::Driver, 305, CbRole::MemoryLaunch, "cuMemcpy"},
+    blocking_copy(CbDomain::Driver, 305, "cuMemcpy"),
     {CbDomain::Driver, 306, CbRole::MemoryLaunch, "cuMemcpyAsync"},
-    {CbDomain::Driver, 276, CbRole::MemoryLaunch, "cuMemcpyHtoD_v2"},
+    blocking_copy(CbDomain::Driver, 276, "cuMemcpyHtoD_v2"),
     {CbDomain::Driver, 277, CbRole::MemoryLaunch, "cuMemcpyHtoDAsync_v2"},
-    {CbDomain::Driver, 278, CbRole::MemoryLaunch, "cuMemcpyDtoH_v2"},
+    blocking_copy(CbDomain::Driver, 278, "cuMemcpyDtoH_v2"),
     {CbDomain::Driver, 279, CbRole::MemoryLaunch, "cuMemcpyDtoHAsync_v2"},
-    {CbDomain::Driver, 280, CbRole::MemoryLaunch, "cuMemcpyDtoD_v2"},
+    blocking_copy(CbDomain::Driver, 280, "cuMemcpyDtoD_v2"),
     {CbDomain::Driver, 281, CbRole::MemoryLaunch, "cuMemcpyDtoDAsync_v2"},
-    {CbDomain::Driver, 287, CbRole::MemoryLaunch, "cuMemcpy2D_v2"},
-    {CbDomain::Driver, 288, CbRole::MemoryLaunch, "cuMemcpy2DUnaligned_v2"},
+    blocking_copy(CbDomain::Driver, 287, "cuMemcpy2D_v2"),
+    blocking_copy(CbDomain::Driver, 288, "cuMemcpy2DUnaligned_v2"),
     {CbDomain::Driver, 289, CbRole::MemoryLaunch, "cuMemcpy2DAsync_v2"},
-    {CbDomain::Driver, 290, CbRole::MemoryLaunch, "cuMemcpy3D_v2"},
+    blocking_copy(CbDomain::Driver, 290, "cuMemcpy3D_v2"),
     {CbDomain::Driver, 291, CbRole::MemoryLaunch, "cuMemcpy3DAsync_v2"},
-    {CbDomain::Driver, 318, CbRole::MemoryLaunch, "cuMemcpyPeer"},
+    blocking_copy(CbDomain::Driver, 318, "cuMemcpyPeer"),
     {CbDomain::Driver, 319, CbRole::MemoryLaunch, "cuMemcpyPeerAsync"},
-    {CbDomain::Driver, 320, CbRole::MemoryLaunch, "cuMemcpy3DPeer"},
+    blocking_copy(CbDomain::Driver, 320, "cuMemcpy3DPeer"),
     {CbDomain::Driver, 321, CbRole::MemoryLaunch, "cuMemcpy3DPeerAsync"},
-    {CbDomain::Driver, 408, CbRole::MemoryLaunch, "cuMemcpy_ptds"},
+    blocking_copy(CbDomain::Driver, 408, "cuMemcpy_ptds"),
     {CbDomain::Driver, 418, CbRole::MemoryLaunch, "cuMemcpyAsync_ptsz"},
-    {CbDomain::Driver, 397, CbRole::MemoryLaunch, "cuMemcpyHtoD_v2_ptds"},
+    blocking_copy(CbDomain::Driver, 397, "cuMemcpyHtoD_v2_ptds"),
     {CbDomain::Driver, 421, CbRole::MemoryLaunch, "cuMemcpyHtoDAsync_v2_ptsz"},
-    {CbDomain::Driver, 398, CbRole::MemoryLaunch, "cuMemcpyDtoH_v2_ptds"},
+    blocking_copy(CbDomain::Driver, 398, "cuMemcpyDtoH_v2_ptds"),
     {CbDomain::Driver, 422, CbRole::MemoryLaunch, "cuMemcpyDtoHAsync_v2_ptsz"},
-    {CbDomain::Driver, 399, CbRole::MemoryLaunch, "cuMemcpyDtoD_v2_ptds"},
+    blocking_copy(CbDomain::Driver, 399, "cuMemcpyDtoD_v2_ptds"),
     {CbDomain::Driver, 423, CbRole::MemoryLaunch, "cuMemcpyDtoDAsync_v2_ptsz"},
-    {CbDomain::Driver, 405, CbRole::MemoryLaunch, "cuMemcpy2D_v2_ptds"},
-    {CbDomain::Driver, 406, CbRole::MemoryLaunch, "cuMemcpy2DUnaligned_v2_ptds"},
+    blocking_copy(CbDomain::Driver, 405, "cuMemcpy2D_v2_ptds"),
+    blocking_copy(CbDomain::Driver, 406, "cuMemcpy2DUnaligned_v2_ptds"),
     {CbDomain::Driver, 424, CbRole::MemoryLaunch, "cuMemcpy2DAsync_v2_ptsz"},
-    {CbDomain::Driver, 407, CbRole::MemoryLaunch, "cuMemcpy3D_v2_ptds"},
+    blocking_copy(CbDomain::Driver, 407, "cuMemcpy3D_v2_ptds"),
     {CbDomain::Driver, 425, CbRole::MemoryLaunch, "cuMemcpy3DAsync_v2_ptsz"},
-    {CbDomain::Driver, 409, CbRole::MemoryLaunch, "cuMemcpyPeer_ptds"},
+    blocking_copy(CbDomain::Driver, 409, "cuMemcpyPeer_ptds"),
     {CbDomain::Driver, 426, CbRole::MemoryLaunch, "cuMemcpyPeerAsync_ptsz"},
-    {CbDomain::Driver, 410, CbRole::MemoryLaunch, "cuMemcpy3DPeer_ptds"},
+    blocking_copy(CbDomain::Driver, 410, "cuMemcpy3DPeer_ptds"),
     {CbDomain::Driver, 427, CbRole::MemoryLaunch, "cuMemcpy3DPeerAsync_ptsz"},
-    {CbDomain::Driver, 249, CbRole::MemoryLaunch, "cuMemsetD8_v2"},
-    {CbDomain::Driver, 250, CbRole::MemoryLaunch, "cuMemsetD16_v2"},
-    {CbDomain::Driver, 251, CbRole::MemoryLaunch, "cuMemsetD32_v2"},
-    {CbDomain::Driver, 252, CbRole::MemoryLaunch, "cuMemsetD2D8_v2"},
-    {CbDomain::Driver, 253, CbRole::MemoryLaunch, "cuMemsetD2D16_v2"},
-    {CbDomain::Driver, 254, CbRole::MemoryLaunch, "cuMemsetD2D32_v2"},
+    blocking_copy(CbDomain::Driver, 249, "cuMemsetD8_v2"),
+    blocking_copy(CbDomain::Driver, 250, "cuMemsetD16_v2"),
+    blocking_copy(CbDomain::Driver, 251, "cuMemsetD32_v2"),
+    blocking_copy(CbDomain::Driver, 252, "cuMemsetD2D8_v2"),
+    blocking_copy(CbDomain::Driver, 253, "cuMemsetD2D16_v2"),
+    blocking_copy(CbDomain::Driver, 254, "cuMemsetD2D32_v2"),
     {CbDomain::Driver, 216, CbRole::MemoryLaunch, "cuMemsetD8Async"},
     {CbDomain::Driver, 218, CbRole::MemoryLaunch, "cuMemsetD16Async"},
     {CbDomain::Driver, 220, CbRole::MemoryLaunch, "cuMemsetD32Async"},
     {CbDomain::Driver, 222, CbRole::MemoryLaunch, "cuMemsetD2D8Async"},
     {CbDomain::Driver, 224, CbRole::MemoryLaunch, "cuMemsetD2D16Async"},
     {CbDomain::Driver, 226, CbRole::MemoryLaunch, "cuMemsetD2D32Async"},
-    {CbDomain::Driver, 411, CbRole::MemoryLaunch, "cuMemsetD8_v2_ptds"},
-    {CbDomain::Driver, 412, CbRole::MemoryLaunch, "cuMemsetD16_v2_ptds"},
-    {CbDomain::Driver, 413, CbRole::MemoryLaunch, "cuMemsetD32_v2_ptds"},
-    {CbDomain::Driver, 414, CbRole::MemoryLaunch, "cuMemsetD2D8_v2_ptds"},
-    {CbDomain::Driver, 415, CbRole::MemoryLaunch, "cuMemsetD2D16_v2_ptds"},
-    {CbDomain::Driver, 416, CbRole::MemoryLaunch, "cuMemsetD2D32_v2_ptds"},
+    blocking_copy(CbDomain::Driver, 411, "cuMemsetD8_v2_ptds"),
+    blocking_copy(CbDomain::Driver, 412, "cuMemsetD16_v2_ptds"),
+    blocking_copy(CbDomain::Driver, 413, "cuMemsetD32_v2_ptds"),
+    blocking_copy(CbDomain::Driver, 414, "cuMemsetD2D8_v2_ptds"),
+    blocking_copy(CbDomain::Driver, 415, "cuMemsetD2D16_v2_ptds"),
+    blocking_copy(CbDomain::Driver, 416, "cuMemsetD2D32_v2_ptds"),
     {CbDomain::Driver, 428, CbRole::MemoryLaunch, "cuMemsetD8Async_ptsz"},
     {CbDomain::Driver, 429, CbRole::MemoryLaunch, "cuMemsetD16Async_ptsz"},
     {CbDomain::Driver, 430, CbRole::MemoryLaunch, "cuMemsetD32Async_ptsz"},
@@ -274,6 +293,13 @@ constexpr bool is_memory_launch(int32_t scbid) {
   return i < kNumSubscribedCallbacks && kSubscribedCallbacks[i].role == CbRole::MemoryLaunch;
 }
 
+// Whether an announced launch is a copy or fill whose API blocks its caller (HostSync).
+constexpr bool is_host_blocking_launch(int32_t scbid) {
+  const size_t i = signed_index(scbid);
+  return i < kNumSubscribedCallbacks && kSubscribedCallbacks[i].role == CbRole::MemoryLaunch &&
+         kSubscribedCallbacks[i].host_sync == HostSync::Blocking;
+}
+
 // Whether an announced launch fans out into a graph's kernels (all with its correlation ID).
 constexpr bool is_graph_launch(int32_t scbid) {
   const size_t i = signed_index(scbid);
@@ -294,6 +320,9 @@ static_assert(kSubscribedCallbacks[subscribed_index(CbDomain::Runtime, 311)].rol
               CbRole::GraphLaunch);
 static_assert(is_memory_launch(31) && is_memory_launch(-279) && is_memory_launch(51) &&
               !is_memory_launch(211));
+static_assert(is_host_blocking_launch(31) && is_host_blocking_launch(-278) &&
+              is_host_blocking_launch(49) && !is_host_blocking_launch(41) &&
+              !is_host_blocking_launch(-279) && !is_host_blocking_launch(211));
 static_assert(is_graph_launch(-514) && is_graph_launch(-515) && is_graph_launch(311) &&
               is_graph_launch(312) && !is_graph_launch(211) && !is_graph_launch(-307));
 

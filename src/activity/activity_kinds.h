@@ -64,6 +64,9 @@ struct MemoryRecord {
   uint32_t device_id, stream_id;
   uint32_t correlation_id;
   uint32_t peer_device_id;
+  // Not in CUPTI's record: the launch path's measure of the call, set at delivery
+  // (MemoryDelivery, from CorrelationTracker's BlockedCopies).
+  uint64_t cpu_blocked_ns = 0;
 };
 static_assert(sizeof(MemoryRecord) == PARCAGPU_MREC_SIZE);
 static_assert(offsetof(MemoryRecord, copy_kind) == PARCAGPU_MREC_OFF_COPY_KIND);
@@ -75,6 +78,7 @@ static_assert(offsetof(MemoryRecord, device_id) == PARCAGPU_MREC_OFF_DEVICE_ID);
 static_assert(offsetof(MemoryRecord, stream_id) == PARCAGPU_MREC_OFF_STREAM_ID);
 static_assert(offsetof(MemoryRecord, correlation_id) == PARCAGPU_MREC_OFF_CORRELATION_ID);
 static_assert(offsetof(MemoryRecord, peer_device_id) == PARCAGPU_MREC_OFF_PEER_DEVICE_ID);
+static_assert(offsetof(MemoryRecord, cpu_blocked_ns) == PARCAGPU_MREC_OFF_CPU_BLOCKED);
 
 // The decoders of the Memory family (activity_kinds.cc): false if `record` is not of that kind.
 bool decode_memcpy(const CUpti_Activity *record, MemoryRecord *out);

@@ -26,11 +26,14 @@ void MemoryDelivery::Batch::add(const MemoryRecord &record) {
   ++counted_.delivered;
   records_[n_] = record;
   records_[n_].correlation_id = deliver_as;
+  // By CUPTI's ID (the one the launch path kept it under).
+  records_[n_].cpu_blocked_ns = owner_.tracker_.blocked_copies().take(record.correlation_id);
+  counted_.blocked += records_[n_].cpu_blocked_ns != 0;
   if (++n_ == PARCAGPU_MEMORY_BATCH_MAX) fire();
 }
 
 void MemoryDelivery::Batch::fire() {
-  usdt::memory_batch(records_, n_);
+  owner_.fire_(records_, n_);
   ++counted_.batches;
   n_ = 0;
 }
@@ -49,6 +52,7 @@ MemoryDelivery::Batch::~Batch() {
   owner_.stats_.delivered += counted_.delivered;
   owner_.stats_.batches += counted_.batches;
   owner_.stats_.unheard += counted_.unheard;
+  owner_.stats_.blocked += counted_.blocked;
 }
 
 MemoryStats MemoryDelivery::stats() const {

@@ -1,14 +1,17 @@
 // Copies and fills (the Memory family of activity_kinds.h) to memory_batch: a record goes to
 // consumers only under a launch announced by cuda_correlation (a copy or fill cbid of
 // cbid_table.h, picked by the same coin as kernel launches), in batches of at most
-// PARCAGPU_MEMORY_BATCH_MAX contiguous records of the probe ABI's layout. Runs where buffers are
-// read (CUPTI's thread, or the one that flushes), one buffer at a time per caller.
+// PARCAGPU_MEMORY_BATCH_MAX contiguous records of the probe ABI's layout, each with the time its
+// copy's call held its thread (measured on the launch path, kept by
+// CorrelationTracker::blocked_copies() until its record comes here). Runs where buffers are read
+// (CUPTI's thread, or the one that flushes), one buffer at a time per caller.
 #pragma once
 
 #include <cstdint>
 #include <mutex>
 
 #include "activity/activity_kinds.h"
+#include "base/usdt.h"
 
 namespace parcagpu {
 
@@ -19,11 +22,15 @@ struct MemoryStats {
   uint64_t delivered = 0;  // ... of announced launches, fired
   uint64_t batches = 0;
   uint64_t unheard = 0;  // delivered while no memory_batch consumer was attached (said as lost)
+  uint64_t blocked = 0;  // delivered with the time of their call
 };
 
 class MemoryDelivery {
  public:
-  explicit MemoryDelivery(CorrelationTracker &tracker) : tracker_(tracker) {}
+  // How a batch goes out: usdt::memory_batch (a unit test reads the batches instead).
+  using Fire = void (*)(const void *records, uint32_t count);
+  explicit MemoryDelivery(CorrelationTracker &tracker, Fire fire = &usdt::memory_batch)
+      : tracker_(tracker), fire_(fire) {}
 
   // One buffer's copies and fills: begin, a record at a time, then end (fires what is left).
   class Batch {
@@ -46,6 +53,7 @@ class MemoryDelivery {
 
  private:
   CorrelationTracker &tracker_;
+  const Fire fire_;
   mutable std::mutex mu_;
   MemoryStats stats_;
 };

@@ -16,6 +16,7 @@ constexpr const char *kGraphRate = "PARCAGPU_GRAPH_RATE_LIMIT";
 constexpr const char *kCuptiPath = "PARCAGPU_CUPTI_PATH";
 constexpr const char *kMaxOutstanding = "PARCAGPU_MAX_OUTSTANDING";
 constexpr const char *kMaxAge = "PARCAGPU_MAX_AGE_MS";
+constexpr const char *kMaxBlockedCopies = "PARCAGPU_MAX_BLOCKED_COPIES";
 constexpr const char *kFlushThreshold = "PARCAGPU_FLUSH_THRESHOLD";
 constexpr const char *kFlushInterval = "PARCAGPU_FLUSH_INTERVAL_MS";
 constexpr const char *kBufferKib = "PARCAGPU_BUFFER_KIB";
@@ -154,7 +155,7 @@ const std::vector<const char *> &known_config_names() {
                                                   kPcHwBufferMb,   kPcGraphs,
                                                   kWatchInterval,  kPcLockDir,
                                                   kPcGraphShadows, kActivityHostMemory,
-                                                  kPcStartQuietMs};
+                                                  kPcStartQuietMs, kMaxBlockedCopies};
   return names;
 }
 
@@ -218,6 +219,7 @@ Config parse_config(const EnvLookup &getenv, const std::vector<std::string> &all
   }
   p.integer(kMaxOutstanding, 64, 1u << 22, &c.max_outstanding);
   p.integer(kMaxAge, 100, 3600000, &c.max_age_ms);
+  p.integer(kMaxBlockedCopies, 1, 1u << 16, &c.max_blocked_copies);
   p.integer(kFlushThreshold, 1, 1u << 20, &c.flush_threshold);
   p.integer(kFlushInterval, 10, 600000, &c.flush_interval_ms);
   p.integer(kBufferKib, 16, 65536, &c.buffer_kib);

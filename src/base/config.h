@@ -25,11 +25,14 @@ enum class ActivityMode : uint8_t {
 
 struct Config {
   bool debug = false;
-  double eager_rate_limit = 100.0;      // announced eager launches per second (per process)
-  double graph_rate_limit = 20.0;       // announced graph launches per second (per process)
-  std::string cupti_path;               // explicit libcupti path; empty = search
-  uint32_t max_outstanding = 16384;     // correlation tracker cap (entries)
-  uint32_t max_age_ms = 30000;          // a tracked launch older than this is given up
+  double eager_rate_limit = 100.0;   // announced eager launches per second (per process)
+  double graph_rate_limit = 20.0;    // announced graph launches per second (per process)
+  std::string cupti_path;            // explicit libcupti path; empty = search
+  uint32_t max_outstanding = 16384;  // correlation tracker cap (entries)
+  uint32_t max_age_ms = 30000;       // a tracked launch older than this is given up
+  // Announced copies' call times waiting for their records
+  // (trackers/blocked_copies.h); at the cap a new one is dropped (counted, said).
+  uint32_t max_blocked_copies = 1024;
   uint32_t flush_threshold = 256;       // launches awaiting kernels before an early flush
   uint32_t flush_interval_ms = 1000;    // periodic flush while kernel activity is collected
   uint32_t buffer_kib = 1024;           // size of one activity buffer

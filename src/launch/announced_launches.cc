@@ -88,6 +88,7 @@ void AnnouncedLaunches::abandon(uint32_t correlation_id, bool holds_activity) {
 }
 
 void AnnouncedLaunches::begin(ThreadLaunch &t, uint8_t kind, const CUpti_CallbackData *cb) {
+  t.entered_ns = 0;
   const bool graph = kind == kGraphRole;
   // One kernel per GPU of a multi-device launch (multi_device_launch.h), else one.
   uint32_t expected_kernels = graph ? 0 : launch_devices(t.g.domain, t.g.cbid, cb->functionParams);
@@ -138,6 +139,11 @@ void AnnouncedLaunches::begin(ThreadLaunch &t, uint8_t kind, const CUpti_Callbac
     return;
   }
   t.holds_activity = activity_.launch_begin();
+  // A copy or fill, tracked: its call is timed from here to its EXIT (end), whatever its API:
+  // an "Async" one to or from pageable host memory waits too (cbid_table.h, HostSync). Only now,
+  // so that a copy not tracked (no record will come) keeps no time waiting.
+  if (__builtin_expect(role_of(t.g.domain, t.g.cbid) & kMemoryLaunchBit, 0))
+    t.entered_ns = monotonic_ns();
 }
 
 // Every graph launch's parameters start with the exec handle (cuGraphLaunch_params,
@@ -176,6 +182,7 @@ void AnnouncedLaunches::settle_unannounced_conditional(ThreadLaunch &t,
 
 void AnnouncedLaunches::end(ThreadLaunch &t, uint8_t kind, CbDomain domain, uint32_t cbid,
                             const CUpti_CallbackData *cb) {
+  const uint64_t exited_ns = t.entered_ns != 0 ? monotonic_ns() : 0;  // before our own work
   finish_admission();
   // A graph's kernels run after its call returns, and one that finishes while kernel activity
   // is off gets a wrong end timestamp (docs/cupti-facts.md): activity stays on until the GPU is
@@ -196,6 +203,9 @@ void AnnouncedLaunches::end(ThreadLaunch &t, uint8_t kind, CbDomain domain, uint
   } else if (usdt::correlation_consumers() != 0) {
     (kind == kGraphRole ? stats_.announced_graph : stats_.announced_eager)
         .fetch_add(1, std::memory_order_relaxed);
+    // Kept before the announcement: the copy's record may be read as soon as it is out.
+    if (exited_ns != 0)
+      tracker_.blocked_copies().put(cb->correlationId, exited_ns - t.entered_ns, exited_ns);
     usdt::cuda_correlation(cb->correlationId, scbid, name);
     if (kind != kGraphRole && launch_devices(domain, cbid, cb->functionParams) > 1)
       announce_own_ids(tracker_, cb->correlationId, scbid, name);

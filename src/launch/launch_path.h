@@ -17,7 +17,8 @@ namespace parcagpu {
 // Role of each launch cbid, indexed directly: the launch path must not search the table.
 // 0 = not a launch callback, 1 + its kind (kEagerRole, kGraphRole) otherwise, with
 // kMemoryLaunchBit for a copy or fill (an eager launch to the gate, followed only while
-// memory_batch has a consumer: cbid_table.h).
+// memory_batch has a consumer: cbid_table.h; an announced one's call is timed,
+// AnnouncedLaunches).
 constexpr uint32_t kMaxCbid = 1024;
 constexpr uint8_t kMemoryLaunchBit = 0x80;
 struct RoleIndex {
@@ -74,6 +75,9 @@ struct ThreadLaunch {
   bool conditional_noted;
   uint64_t recording_at_enter;
   uint64_t conditional_ts;  // CUPTI's clock at its ENTER
+  // An announced copy or fill: CLOCK_MONOTONIC at its ENTER, for the time its call holds the
+  // thread; 0 for any other launch.
+  uint64_t entered_ns;
 };
 
 }  // namespace parcagpu

@@ -68,7 +68,8 @@ bool Profiler::start(const CuptiApi &cupti, const CudaApi *cuda) {
   pc_->init();
 
   tracker_ = std::make_unique<CorrelationTracker>(
-      config_.max_outstanding, static_cast<uint64_t>(config_.max_age_ms) * 1000000ull);
+      config_.max_outstanding, static_cast<uint64_t>(config_.max_age_ms) * 1000000ull,
+      config_.max_blocked_copies);
   graphs_ = std::make_unique<GraphTracker>(cupti_, have_cuda_ ? &cuda_ : nullptr);
   activity_ = std::make_unique<ActivityCollector>(cupti_, config_, *tracker_, *graphs_, launch_link,
                                                   kernel_link, wake_link);
@@ -234,7 +235,8 @@ void log_launch_totals(const LaunchStats &l, const ActivityStats &a) {
                           {"copies and fills", u(a.memory.records)},
                           {"copies and fills delivered", u(a.memory.delivered)},
                           {"copy and fill batches", u(a.memory.batches)},
-                          {"copies and fills after the last consumer left", u(a.memory.unheard)}});
+                          {"copies and fills after the last consumer left", u(a.memory.unheard)},
+                          {"copies and fills with a CPU blocked time", u(a.memory.blocked)}});
 }
 
 void log_pc_totals(const PcStats &p, const CubinStats &cs) {
@@ -281,6 +283,14 @@ void log_pc_totals(const PcStats &p, const CubinStats &cs) {
                         {"no crc", u(cs.no_crc)}});
 }
 
+void log_blocked_copies_totals(const BlockedCopiesStats &b) {
+  log_totals("blocked copies", {{"kept", u(b.kept)},
+                                {"taken by their record", u(b.taken)},
+                                {"dropped (table full)", u(b.dropped)},
+                                {"expired", u(b.expired)},
+                                {"live", u(b.live)}});
+}
+
 void log_graph_totals(const GraphStats &g, const TrackerStats &t) {
   log_totals("graphs", {{"execs", u(g.execs)},
                         {"clones", u(g.clones)},
@@ -315,6 +325,7 @@ void Profiler::log_stats() const {
   log_launch_totals(callbacks_->stats(), activity_->stats());
   log_pc_totals(pc_->stats(), pc_->cubins().stats());
   log_graph_totals(graphs_->stats(), tracker_->stats());
+  log_blocked_copies_totals(tracker_->blocked_copies().stats());
   if (completion_) {
     const GraphCompletion::Stats c = completion_->stats();
     log_totals("graph completion",

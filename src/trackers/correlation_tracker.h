@@ -31,6 +31,8 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "trackers/blocked_copies.h"
+
 namespace parcagpu {
 
 enum class LaunchKind : uint8_t { Eager, Graph };
@@ -52,8 +54,11 @@ struct TrackerStats {
 
 class CorrelationTracker {
  public:
-  CorrelationTracker(uint32_t max_entries, uint64_t max_age_ns)
-      : max_entries_(max_entries), max_age_ns_(max_age_ns) {}
+  // max_blocked_copies: the cap of blocked_copies() (config.h, max_blocked_copies).
+  CorrelationTracker(uint32_t max_entries, uint64_t max_age_ns, uint32_t max_blocked_copies = 1024)
+      : max_entries_(max_entries),
+        max_age_ns_(max_age_ns),
+        blocked_copies_(max_blocked_copies, max_age_ns) {}
 
   // expected_kernels: 0 = unknown (graphs until instantiation is known); eager: 1, or the
   // number of GPUs of a multi-device launch (which then gets expected_kernels - 1 IDs of its
@@ -93,6 +98,10 @@ class CorrelationTracker {
   uint64_t refused() const { return refused_.load(std::memory_order_relaxed); }
   TrackerStats stats() const;
 
+  // Announced copies' and fills' call times, until their records take them (same age
+  // limit as the launches).
+  BlockedCopies &blocked_copies() { return blocked_copies_; }
+
  private:
   struct Entry {
     uint64_t inserted_ns;
@@ -125,6 +134,7 @@ class CorrelationTracker {
   std::unordered_map<uint32_t, OwnIds> own_ids_;  // multi-device launches only (rare)
   uint32_t next_own_id_ = kOwnIdTop;
   TrackerStats stats_;
+  BlockedCopies blocked_copies_;
 };
 
 }  // namespace parcagpu

@@ -5,7 +5,9 @@ from a call site of its own, between two kernel launches, and says what its mock
 (MOCKAPP_MEMORY: count, bytes, GPU time by call site). parcagpu-trace must show exactly that:
 GPU time and bytes of the copies and fills by launch stack, beside the kernels, in its JSON
 summary ("memory"), its GPU time by stack, its folded output and its JSON lines; and the time
-callers were blocked in synchronous ones. The production agent (which knows no memory_batch)
+callers were blocked in the calls that wait (a synchronous API, or an "Async" one to pageable
+memory, as PyTorch's .item()), as the library measured each call (memory_batch's cpu blocked),
+against what the mock held them (MOCK_CUDA_SYNC_COPY_NS, "blocked_ns" by call site). The production agent (which knows no memory_batch)
 must get no announcement of a copy: it would wait for a kernel that never comes."""
 import json
 import os
@@ -32,15 +34,22 @@ def site_of(frames):
     return None
 
 
-SITES = ("upload_weights", "read_back_async", "copy_tile_2d", "copy_volume_3d", "copy_to_peer",
+SITES = ("upload_weights", "read_back_async", "read_scalar", "copy_tile_2d", "copy_volume_3d", "copy_to_peer",
          "zero_grads", "clear_async", "driver_upload", "driver_read_back", "driver_peer_async",
          "driver_fill")
 
 
+# Every synchronous copy or fill of the scenario holds its caller this long in the mock: long
+# beside the library's own work in the call (microseconds), so the tool's measure is within
+# BLOCKED_TOLERANCE of the mock's even under load.
+SYNC_HOLD_NS = 4_000_000
+BLOCKED_TOLERANCE = 0.2
+
+
 class Copies(unittest.TestCase):
-    def run_traced(self, extra=()):
+    def run_traced(self, extra=(), env=None):
         with harness.Trace(extra=list(extra)) as tr:
-            r = harness.run_mockapp(["--scenario=copies"], env=harness.UNLIMITED)
+            r = harness.run_mockapp(["--scenario=copies"], env=dict(harness.UNLIMITED, **(env or {})))
         tr.stop()
         self.assertEqual(r.returncode, 0, r.stderr[-2000:])
         return r, tr.result
@@ -54,7 +63,7 @@ class Copies(unittest.TestCase):
         self.assertEqual(mem["count"], sum(d["count"] for d in did.values()), mem)
         self.assertEqual(mem["bytes"], sum(d["bytes"] for d in did.values()), mem)
         self.assertEqual(mem["gpu_ns"], sum(d["gpu_ns"] for d in did.values()), mem)
-        self.assertEqual(mem["sync_blocked_ns"],
+        self.assertEqual(mem["sync_gpu_ns"],
                          sum(d["gpu_ns"] for d in did.values() if d["sync"]), mem)
         # By stack: every row under one call site, and per site what the mock did there. A
         # stack parcagpu-trace could not unwind past its first frame (seen 1 run in 5 here: one
@@ -96,6 +105,54 @@ class Copies(unittest.TestCase):
         self.assertEqual(j[C.orphan_correlations_eager], 0, j)
         self.assertEqual(j[C.orphan_kernels], 0, j)
 
+    def test_cpu_blocked_in_synchronous_copies_is_what_the_mock_blocked(self):
+        r, j = self.run_traced(env={"MOCK_CUDA_SYNC_COPY_NS": str(SYNC_HOLD_NS)})
+        did = mock_memory(r)
+        mem = j["memory"]
+        blocked = sum(d["blocked_ns"] for d in did.values())
+        self.assertGreaterEqual(blocked, 10 * SYNC_HOLD_NS, did)  # the scenario's 10 that wait
+        self.assertEqual(mem["sync_count"], sum(d["count"] for d in did.values() if d["sync"]))
+        self.assertLessEqual(abs(mem["sync_blocked_ns"] - blocked), BLOCKED_TOLERANCE * blocked,
+                             (mem["sync_blocked_ns"], blocked))
+        # By call site: one that waits as the mock held it (read_scalar's cudaMemcpyAsync to
+        # pageable memory too), one that does not 0.
+        seen = {}
+        for row in mem["by_stack"]:
+            site = site_of(row["frames"])
+            if site is not None:
+                seen[site] = seen.get(site, 0) + row["sync_blocked_ns"]
+        self.assertGreaterEqual(len(seen), len(SITES) - 2, seen)
+        for site, got in seen.items():
+            want = did[site]["blocked_ns"]
+            if did[site]["sync"]:
+                self.assertLessEqual(abs(got - want), BLOCKED_TOLERANCE * want, (site, got, want))
+            else:
+                self.assertEqual(want, 0, site)
+                self.assertEqual(got, 0, site)
+        self.assertEqual([l for l in r.parcagpu_errors() if "call times" in l], [])
+
+    def test_a_full_blocked_time_table_drops_counted_and_said(self):
+        # Room for 4 of the 20 calls' times (every copy and fill call is timed); no flush before
+        # the scenario ends, so all wait for their records at once: 16 are dropped, said, and
+        # their records say 0.
+        with harness.TraceTool(["-l", os.path.abspath(harness.LIB), "--json-lines"]) as tr:
+            r = harness.run_mockapp(["--scenario=copies"], env=dict(
+                harness.UNLIMITED, MOCK_CUDA_SYNC_COPY_NS=str(SYNC_HOLD_NS),
+                PARCAGPU_MAX_BLOCKED_COPIES="4", PARCAGPU_FLUSH_INTERVAL_MS="600000",
+                PARCAGPU_DEBUG="1"))
+        tr.stop()
+        self.assertEqual(r.returncode, 0, r.stderr[-2000:])
+        lines = [json.loads(l) for l in tr.stdout.splitlines() if l.startswith("{")]
+        memory = [l for l in lines if l.get("type") == "memory"]
+        self.assertEqual(len(memory), 20)
+        self.assertEqual(len([l for l in memory if l["waits"]]), 10)
+        with_time = [l for l in memory if l["cpu_blocked_ns"] > 0]
+        self.assertEqual(len(with_time), 4, memory)
+        said = [l for l in r.parcagpu_errors() if "call times" in l]
+        self.assertTrue(any("is full (4, PARCAGPU_MAX_BLOCKED_COPIES)" in l for l in said),
+                        r.stderr[-3000:])
+        self.assertRegex(r.stderr, r"blocked copies:[^\n]* dropped \(table full\)=16\b")
+
     def test_json_lines_carry_bytes(self):
         with harness.TraceTool(["-l", os.path.abspath(harness.LIB), "--json-lines"]) as tr:
             r = harness.run_mockapp(["--scenario=copies"], env=harness.UNLIMITED)
@@ -105,6 +162,10 @@ class Copies(unittest.TestCase):
         memory = [l for l in lines if l.get("type") == "memory"]
         self.assertEqual(len(memory), sum(d["count"] for d in did.values()))
         self.assertEqual(sum(l["bytes"] for l in memory), sum(d["bytes"] for d in did.values()))
+        # Every call timed, whatever its API; .item()'s kind of cudaMemcpyAsync waits.
+        self.assertEqual([l for l in memory if l["cpu_blocked_ns"] == 0], [])
+        self.assertEqual({l["api"] for l in memory if l["waits"] and not l["sync"]},
+                         {"cudaMemcpyAsync"})
         self.assertEqual({l["api"] for l in memory},
                          {"cudaMemcpy", "cudaMemcpyAsync", "cudaMemcpy2DAsync", "cudaMemcpy3D",
                           "cudaMemcpyPeer", "cudaMemset", "cudaMemsetAsync", "cuMemcpyHtoD_v2",

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <cstdlib>
 #include <optional>
 #include <thread>
 
@@ -63,6 +64,33 @@ const MemoryApi *find_memory_api(uint32_t domain, uint32_t cbid) {
   return nullptr;
 }
 
+// MOCK_CUDA_SYNC_COPY_NS: a synchronous copy or fill holds its caller at least this long (as a
+// large copy or a busy stream would), so that a test can compare the blocked time a consumer
+// shows with what the mock blocked (mock_cuda_memory_last_blocked_ns). 0: until it has run.
+uint64_t sync_copy_hold_ns() {
+  static const uint64_t ns = [] {
+    const char *v = std::getenv("MOCK_CUDA_SYNC_COPY_NS");
+    return v ? std::strtoull(v, nullptr, 10) : 0ull;
+  }();
+  return ns;
+}
+
+// How long this thread's last copy or fill blocked it (0 for an asynchronous one).
+thread_local uint64_t t_last_blocked_ns = 0;
+
+// A synchronous copy or fill returns once it has run (and MOCK_CUDA_SYNC_COPY_NS has passed):
+// the caller is blocked meanwhile. Returns how long, as the mock's clock saw it.
+uint64_t block_caller(const mockbridge::MemoryRun &run) {
+  const uint64_t from = mockbridge::now_ns();
+  const uint64_t until = std::max(run.end, from + sync_copy_hold_ns());
+  uint64_t now = from;
+  while (now < until) {
+    std::this_thread::yield();
+    now = mockbridge::now_ns();
+  }
+  return now - from;
+}
+
 // A plausible copy time: a microsecond of latency and 10 GB/s (0.1 ns a byte).
 uint64_t memory_duration_ns(uint64_t bytes) { return 1000 + bytes / 10; }
 
@@ -78,8 +106,8 @@ void plan(CUstream_st *st, mockbridge::MemoryRun *run) {
   run->end = run->start + duration;
 }
 
-void fill_run(const MemoryApi &api, uint64_t bytes, uint32_t copy_kind, CUctx_st *ctx,
-              CUstream_st *st, mockbridge::MemoryRun *run) {
+void fill_run(const MemoryApi &api, uint64_t bytes, uint32_t copy_kind, bool pageable,
+              CUctx_st *ctx, CUstream_st *st, mockbridge::MemoryRun *run) {
   *run = {};
   run->bytes = bytes;
   run->kind = api.fill()   ? CUPTI_ACTIVITY_KIND_MEMSET
@@ -89,10 +117,10 @@ void fill_run(const MemoryApi &api, uint64_t bytes, uint32_t copy_kind, CUctx_st
   run->copy_kind = static_cast<uint8_t>(api.fill() ? 0u : api.peer() ? peer_kind : copy_kind);
   run->src_kind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
   run->dst_kind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
-  if (run->copy_kind == CUPTI_ACTIVITY_MEMCPY_KIND_HTOD)
-    run->src_kind = CUPTI_ACTIVITY_MEMORY_KIND_PINNED;
-  if (run->copy_kind == CUPTI_ACTIVITY_MEMCPY_KIND_DTOH)
-    run->dst_kind = CUPTI_ACTIVITY_MEMORY_KIND_PINNED;
+  const uint8_t host = pageable ? CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE
+                                : CUPTI_ACTIVITY_MEMORY_KIND_PINNED;
+  if (run->copy_kind == CUPTI_ACTIVITY_MEMCPY_KIND_HTOD) run->src_kind = host;
+  if (run->copy_kind == CUPTI_ACTIVITY_MEMCPY_KIND_DTOH) run->dst_kind = host;
   run->flags = api.async() ? 1 : 0;
   run->device_id = static_cast<uint32_t>(ctx->device);
   run->peer_device_id = api.peer() ? run->device_id + 1 : run->device_id;
@@ -109,6 +137,11 @@ extern "C" {
 
 CUresult mock_cuda_memory(uint32_t domain, uint32_t cbid, uint64_t bytes, uint32_t copy_kind,
                           CUstream stream) {
+  return mock_cuda_memory_host(domain, cbid, bytes, copy_kind, 0, stream);
+}
+
+CUresult mock_cuda_memory_host(uint32_t domain, uint32_t cbid, uint64_t bytes, uint32_t copy_kind,
+                               int pageable, CUstream stream) {
   const MemoryApi *api = find_memory_api(domain, cbid);
   if (!api) return CUDA_ERROR_INVALID_VALUE;
   ensure_initialized();
@@ -116,7 +149,7 @@ CUresult mock_cuda_memory(uint32_t domain, uint32_t cbid, uint64_t bytes, uint32
   if (!st) return CUDA_ERROR_INVALID_HANDLE;
   CUctx_st *ctx = st->context;
   mockbridge::MemoryRun run;
-  fill_run(*api, bytes, copy_kind, ctx, st, &run);
+  fill_run(*api, bytes, copy_kind, pageable != 0, ctx, st, &run);
   {
     int outer_rc = 0, inner_rc = 0;
     ApiScope outer(static_cast<CUpti_CallbackDomain>(api->domain), api->cbid, api->name, nullptr, nullptr, ctx, &outer_rc);
@@ -128,9 +161,10 @@ CUresult mock_cuda_memory(uint32_t domain, uint32_t cbid, uint64_t bytes, uint32
     run.collect = h && h->activity_kind_enabled(ctx->id, run.kind);
     run.correlation_id = outer.correlation_id();
     plan(st, &run);
-    // A synchronous copy or fill returns once it has run: the caller is blocked meanwhile.
-    if (!api->async())
-      while (mockbridge::now_ns() < run.end) std::this_thread::yield();
+    // An "Async" copy to or from pageable host memory waits as a synchronous one does (CUDA's API
+    // synchronization behavior: a DtoH one returns once the copy has completed).
+    const bool waits = !api->async() || (pageable && !api->fill());
+    t_last_blocked_ns = waits ? block_caller(run) : 0;
   }
   if (const mockbridge::CuptiHooks *h = hooks()) h->memory_ran(&run);
   return CUDA_SUCCESS;
@@ -142,5 +176,7 @@ const char *mock_cuda_memory_api_name(uint32_t domain, uint32_t cbid) {
 }
 
 uint64_t mock_cuda_memory_duration_ns(uint64_t bytes) { return memory_duration_ns(bytes); }
+
+uint64_t mock_cuda_memory_last_blocked_ns(void) { return t_last_blocked_ns; }
 
 }  // extern "C"

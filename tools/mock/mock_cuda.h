@@ -101,14 +101,23 @@ CUresult mock_cuda_launch(uint32_t domain, uint32_t cbid, CUfunction f, CUstream
  * cudaMemsetAsync over their driver calls; cuMemcpyHtoD_v2, cuMemcpyDtoHAsync_v2,
  * cuMemcpyPeerAsync, cuMemsetD32Async alone). copy_kind: CUpti_ActivityMemcpyKind (a peer API
  * makes it PTOP, a fill 0). It runs on the stream's timeline for mock_cuda_memory_duration_ns
- * (bytes); a synchronous API returns once it has run. Its record (MEMCPY, MEMCPY2 for a peer
+ * (bytes); a synchronous API returns once it has run (and MOCK_CUDA_SYNC_COPY_NS has passed). Its record (MEMCPY, MEMCPY2 for a peer
  * copy, MEMSET) carries the outer call's correlation ID, if that kind was enabled inside the call.
  * CUDA_ERROR_INVALID_VALUE for another (domain, cbid). */
 CUresult mock_cuda_memory(uint32_t domain, uint32_t cbid, uint64_t bytes, uint32_t copy_kind,
                           CUstream stream);
+/* The same with the host side of the copy in pageable memory (pageable != 0; else pinned): its
+ * record says CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE there, and an "Async" API waits as a synchronous
+ * one does (PyTorch's .item() is such a DtoH cudaMemcpyAsync). */
+CUresult mock_cuda_memory_host(uint32_t domain, uint32_t cbid, uint64_t bytes, uint32_t copy_kind,
+                               int pageable, CUstream stream);
 /* The copy or fill API's name, NULL if the mock has no such API. */
 const char *mock_cuda_memory_api_name(uint32_t domain, uint32_t cbid);
 uint64_t mock_cuda_memory_duration_ns(uint64_t bytes);
+/* How long the calling thread's last mock_cuda_memory blocked it: a call that waits (a synchronous
+ * API, or pageable host memory) until its copy has run and at least MOCK_CUDA_SYNC_COPY_NS ns; 0
+ * after one that does not wait. */
+uint64_t mock_cuda_memory_last_blocked_ns(void);
 
 /* A graph launch of exec through (domain, cbid) (311 over 514, 312 over 515, 514 or 515 alone):
  * symbolName NULL, functionParams cudaGraphLaunch_*_params / cuGraphLaunch_*_params. Its kernels

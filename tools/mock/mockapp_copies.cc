@@ -20,18 +20,21 @@ constexpr uint32_t kHtoD = 1, kDtoH = 2, kDtoD = 8;
 
 struct Done {
   uint64_t count = 0, bytes = 0, gpu_ns = 0;
+  uint64_t blocked_ns = 0;  // how long the mock held the calling thread (synchronous ones)
   bool sync = false;
 };
 std::map<std::string, Done> g_done;  // by call site
 
+// sync: the call waits for its copy (a synchronous API, or pageable host memory).
 void copy(const char *site, uint32_t domain, uint32_t cbid, uint64_t bytes, uint32_t copy_kind,
-          bool sync, CUstream stream = nullptr) {
-  check(mock_cuda_memory(domain, cbid, bytes, copy_kind, stream),
+          bool sync, bool pageable = false) {
+  check(mock_cuda_memory_host(domain, cbid, bytes, copy_kind, pageable ? 1 : 0, nullptr),
         mock_cuda_memory_api_name(domain, cbid));
   Done &d = g_done[site];
   ++d.count;
   d.bytes += bytes;
   d.gpu_ns += mock_cuda_memory_duration_ns(bytes);
+  d.blocked_ns += mock_cuda_memory_last_blocked_ns();
   d.sync = sync;
 }
 
@@ -64,17 +67,24 @@ void copy(const char *site, uint32_t domain, uint32_t cbid, uint64_t bytes, uint
   }
 COPY_SITES(DEFINE_SITE)
 #undef DEFINE_SITE
+// As PyTorch's .item(): a 4-byte DtoH cudaMemcpyAsync to pageable memory, which waits.
+__attribute__((noinline)) void read_scalar() {
+  copy("read_scalar", kRt, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020, 4, kDtoH, true, true);
+  KEEP_FRAME();
+}
 
 void print_done() {
   std::string line = "{";
   bool first = true;
   for (const auto &[site, d] : g_done) {
-    char buf[256];
+    char buf[320];
     std::snprintf(buf, sizeof buf,
-                  "%s\"%s\": {\"count\": %llu, \"bytes\": %llu, \"gpu_ns\": %llu, \"sync\": %s}",
+                  "%s\"%s\": {\"count\": %llu, \"bytes\": %llu, \"gpu_ns\": %llu, "
+                  "\"blocked_ns\": %llu, \"sync\": %s}",
                   first ? "" : ", ", site.c_str(), static_cast<unsigned long long>(d.count),
                   static_cast<unsigned long long>(d.bytes),
-                  static_cast<unsigned long long>(d.gpu_ns), d.sync ? "true" : "false");
+                  static_cast<unsigned long long>(d.gpu_ns),
+                  static_cast<unsigned long long>(d.blocked_ns), d.sync ? "true" : "false");
     line += buf;
     first = false;
   }
@@ -90,6 +100,7 @@ void scenario_copies(Kernels &k) {
 #define CALL_SITE(site, ...) site();
   COPY_SITES(CALL_SITE)
 #undef CALL_SITE
+  read_scalar();
   check(mock_cuda_launch(kRt, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,
                          k.next("_Z5k_mulPfi"), nullptr),
         "cudaLaunchKernel");

@@ -41,10 +41,14 @@ struct KernelRecord {
   uint64_t seen_ns = 0;  // when the event fired (CLOCK_MONOTONIC): the joiner's clock
   uint64_t process_start_ns = 0;  // when its process started (CLOCK_MONOTONIC), 0 unknown
   std::string_view name;
-  // A copy or fill (memory_batch): its bytes, and whether its call was synchronous.
+  // A copy or fill (memory_batch): its bytes, whether its API was synchronous (the record's
+  // flag), whether host memory on either side was pageable, and how long the call held its
+  // thread (the library's measure).
   bool memory = false;
   bool sync_copy = false;
+  bool pageable_host = false;
   uint64_t bytes = 0;
+  uint64_t cpu_blocked_ns = 0;
   // Joiner::judge's verdict (tools/trace/timestamp_check.h): an impossible record counts as a kernel
   // with no GPU time.
   Impossible impossible = Impossible::kNone;

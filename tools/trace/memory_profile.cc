@@ -24,15 +24,16 @@ const char *memory_frame_name(uint32_t kind, uint8_t copy_kind) {
   }
 }
 
-void MemoryProfile::add(uint32_t stack, const char *what, uint64_t bytes, uint64_t gpu_ns,
-                        bool sync) {
+void MemoryProfile::add(uint32_t stack, const char *what, const MemoryCopy &copy) {
   for (Cell *c : {&cells_[{stack, what}], &total_}) {
     ++c->count;
-    c->bytes += bytes;
-    c->gpu_ns += gpu_ns;
-    if (sync) {
+    c->bytes += copy.bytes;
+    c->gpu_ns += copy.gpu_ns;
+    c->call_ns += copy.cpu_blocked_ns;
+    if (copy.waits) {
       ++c->sync_count;
-      c->sync_gpu_ns += gpu_ns;
+      c->sync_gpu_ns += copy.gpu_ns;
+      c->cpu_blocked_ns += copy.cpu_blocked_ns;
     }
   }
 }
@@ -48,14 +49,18 @@ void MemoryProfile::add_json(Json &summary) const {
                         {"bytes", c.bytes},
                         {"gpu_ns", c.gpu_ns},
                         {"sync_count", c.sync_count},
-                        {"sync_blocked_ns", c.sync_gpu_ns},
+                        {"sync_gpu_ns", c.sync_gpu_ns},
+                        {"sync_blocked_ns", c.cpu_blocked_ns},
+                        {"call_ns", c.call_ns},
                         {"frames", frames}});
   }
   summary["memory"] = Json{{"count", total_.count},
                            {"bytes", total_.bytes},
                            {"gpu_ns", total_.gpu_ns},
                            {"sync_count", total_.sync_count},
-                           {"sync_blocked_ns", total_.sync_gpu_ns},
+                           {"sync_gpu_ns", total_.sync_gpu_ns},
+                           {"sync_blocked_ns", total_.cpu_blocked_ns},
+                           {"call_ns", total_.call_ns},
                            {"by_stack", rows}};
 }
 
@@ -63,13 +68,14 @@ void MemoryProfile::print(FILE *out) const {
   if (total_.count == 0) return;
   std::fprintf(out,
                "\nCopies and fills: %" PRIu64 " (%" PRIu64 " bytes, %.3f ms GPU); CPU blocked in "
-               "synchronous copies at least %.3f ms (%" PRIu64 " calls)\n",
-               total_.count, total_.bytes, total_.gpu_ns / 1e6, total_.sync_gpu_ns / 1e6,
-               total_.sync_count);
+               "synchronous copies %.3f ms (%" PRIu64 " calls that wait, %.3f ms of GPU time; all "
+               "copy and fill calls %.3f ms)\n",
+               total_.count, total_.bytes, total_.gpu_ns / 1e6, total_.cpu_blocked_ns / 1e6,
+               total_.sync_count, total_.sync_gpu_ns / 1e6, total_.call_ns / 1e6);
   for (const auto &[key, c] : cells_) {
     const std::vector<std::string> frames = frames_(key.first);
     std::fprintf(out, "  %-16s %8" PRIu64 " x %12" PRIu64 " bytes %10.3f ms GPU  blocked %.3f ms  at %s\n",
-                 key.second.c_str(), c.count, c.bytes, c.gpu_ns / 1e6, c.sync_gpu_ns / 1e6,
+                 key.second.c_str(), c.count, c.bytes, c.gpu_ns / 1e6, c.cpu_blocked_ns / 1e6,
                  frames.empty() ? "?" : frames.front().c_str());
   }
 }

@@ -592,6 +592,7 @@ PROBE(kernel_executed, PT_STAT_FIRE_KERNEL_EXECUTED) {
   e->bytes = 0;
   e->copy_kind = e->src_kind = e->dst_kind = e->mem_flags = 0;
   e->peer_device_id = 0;
+  e->cpu_blocked_ns = 0;
   e->h.flags = read_str(e->name, sizeof(e->name), (const void *)arg(ctx, 7), PT_F_NAME_NULL,
                         PT_F_NAME_FAULT);
   bpf_ringbuf_submit(e, 0);
@@ -621,6 +622,7 @@ static __always_inline void fill_kernel_event(struct pt_kernel_event *e, const _
   e->bytes = 0;
   e->copy_kind = e->src_kind = e->dst_kind = e->mem_flags = 0;
   e->peer_device_id = 0;
+  e->cpu_blocked_ns = 0;
   e->h.flags = read_str(e->name, sizeof(e->name), FIELD(const void *, rec, PARCAGPU_KREC_OFF_NAME),
                         PT_F_NAME_NULL, PT_F_NAME_FAULT);
 }
@@ -699,6 +701,7 @@ PROBE(memory_batch, PT_STAT_FIRE_MEMORY_BATCH) {
     e->bytes = FIELD(__u64, rec, PARCAGPU_MREC_OFF_BYTES);
     FILL_SHARED_FIELDS(e, rec, M);
     e->peer_device_id = FIELD(__u32, rec, PARCAGPU_MREC_OFF_PEER_DEVICE_ID);
+    e->cpu_blocked_ns = FIELD(__u64, rec, PARCAGPU_MREC_OFF_CPU_BLOCKED);
     e->context_id = 0;
     e->graph_id = 0;
     e->graph_node_id = 0;

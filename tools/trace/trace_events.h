@@ -207,6 +207,7 @@ struct pt_kernel_event {
   __u8 dst_kind;
   __u8 mem_flags;
   __u32 peer_device_id;
+  __u64 cpu_blocked_ns; /* PT_EV_MEMORY: PARCAGPU_MREC_OFF_CPU_BLOCKED (0 for kernels) */
   char name[PT_NAME_LEN];
 };
 

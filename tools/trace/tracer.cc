@@ -1,6 +1,7 @@
 #include "tracer.h"
 
 #include "parcagpu/abi.h"
+#include "parcagpu/cbid_table.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -488,12 +489,23 @@ void Tracer::on_memory_record(const pt_kernel_event &e, KernelRecord *k) {
   k->bytes = e.bytes;
   k->memory = true;
   k->sync_copy = (e.mem_flags & PARCAGPU_MREC_FLAG_ASYNC) == 0;
+  k->cpu_blocked_ns = e.cpu_blocked_ns;
+  // CUpti_ActivityMemoryKind 1: pageable host memory, which an "Async" copy may wait on.
+  k->pageable_host = e.src_kind == 1 || e.dst_kind == 1;
+}
+
+// Whether a copy's call waits for it (docs/probe-abi.md): a synchronous API (cbid_table.h,
+// HostSync::Blocking), or host memory that is pageable.
+static bool copy_call_waits(const Launch &l, const KernelRecord &k) {
+  return is_host_blocking_launch(l.signed_cbid) || k.pageable_host;
 }
 
 void Tracer::on_match(const Launch &l, const KernelRecord &k, uint32_t name_id, uint32_t tag) {
   // Graph kernels go under their capture stack with --capture-sites (when they have one).
   const uint32_t stack = opt_.capture_sites && tag > StackTable::kFirstReal ? tag - 1 : l.stack_id;
-  if (k.memory) memory_->add(stack, joiner_.names().raw(name_id).c_str(), k.bytes, k.gpu_ns(), k.sync_copy);
+  if (k.memory)
+    memory_->add(stack, joiner_.names().raw(name_id).c_str(),
+                 {k.bytes, k.gpu_ns(), copy_call_waits(l, k), k.cpu_blocked_ns});
   const Origin origin{processes_.id(k.pid), k.device_id};
   profile_.add(stack, name_id, k.gpu_ns(), origin);
   devices_.on_match(k.device_id, name_id, k.gpu_ns());
@@ -513,6 +525,8 @@ void Tracer::on_match(const Launch &l, const KernelRecord &k, uint32_t name_id, 
     if (k.memory) {
       j["bytes"] = k.bytes;
       j["sync"] = k.sync_copy;
+      j["waits"] = copy_call_waits(l, k);
+      j["cpu_blocked_ns"] = k.cpu_blocked_ns;
     }
     j["pid"] = k.pid;
     const ProcessInfo &process = processes_.info(origin.process);

@@ -62,4 +62,13 @@ TEST(Abi, RecordLayoutConstants) {
   EXPECT_EQ(offsetof(CUpti_ActivityKernel10, graphNodeId), 144u);
 }
 
+TEST(Abi, MemoryRecordLayout) {
+  // parcagpu's own record (memory_batch); activity_kinds.h holds MemoryRecord to these.
+  EXPECT_EQ(PARCAGPU_MREC_SIZE, 56);
+  EXPECT_EQ(PARCAGPU_MREC_OFF_CORRELATION_ID, 40);
+  EXPECT_EQ(PARCAGPU_MREC_OFF_PEER_DEVICE_ID, 44);
+  EXPECT_EQ(PARCAGPU_MREC_OFF_CPU_BLOCKED, 48);
+  EXPECT_EQ(PARCAGPU_MEMORY_BATCH_MAX * PARCAGPU_MREC_SIZE, 3584) << "one read of a consumer";
+}
+
 }  // namespace

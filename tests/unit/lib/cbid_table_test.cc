@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <set>
+#include <string>
 #include <utility>
 
 #include "parcagpu/cbid_table.h"
@@ -157,6 +158,26 @@ TEST(CbidTable, MemoryLaunchIdsMatchTheHeaders) {
     EXPECT_STREQ(cb->name, w.name);
     EXPECT_EQ(cb->role, CbRole::MemoryLaunch) << w.name;
   }
+}
+
+// CUDA's rule (cbid_table.h, HostSync): the copy and fill APIs without "Async" block their
+// caller; those with it do not (as far as their API tells). Kernel launches are never Blocking.
+TEST(CbidTable, CopiesAndFillsWithoutAsyncBlockTheirCaller) {
+  size_t blocking = 0;
+  for (const auto &cb : kSubscribedCallbacks) {
+    const bool is_async = std::string(cb.name).find("Async") != std::string::npos;
+    if (cb.role != CbRole::MemoryLaunch) {
+      EXPECT_EQ(cb.host_sync, HostSync::No) << cb.name;
+      continue;
+    }
+    EXPECT_EQ(cb.host_sync == HostSync::Blocking, !is_async) << cb.name;
+    EXPECT_EQ(is_host_blocking_launch(signed_cbid(cb.domain, cb.cbid)), !is_async) << cb.name;
+    blocking += cb.host_sync == HostSync::Blocking;
+  }
+  EXPECT_EQ(blocking, 15u + 30u);  // runtime + driver
+  EXPECT_TRUE(is_host_blocking_launch(CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020));
+  EXPECT_TRUE(is_host_blocking_launch(-CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoH_v2));
+  EXPECT_FALSE(is_host_blocking_launch(CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020));
 }
 
 TEST(CbidTable, SignedCbid) {
