@@ -6,89 +6,13 @@
 #include <string>
 #include <vector>
 
+#include "fake_pc_cupti.h"
 #include "pc/pc_session.h"
 
 namespace parcagpu {
 namespace {
 
-struct FakePc {
-  std::vector<std::string> calls;
-  std::vector<CUcontext> contexts;
-  // Results per call name; absent: success.
-  std::string failing;
-  CUptiResult failure = CUPTI_ERROR_NOT_SUPPORTED;
-  int failing_attribute = -1;  // Set: this attribute's status fails too
-  bool period_status_fails = false;
-  std::vector<std::pair<uint32_t, std::string>> reasons = {
-    {3, "smsp__pcsamp_warps_issue_stalled_long_scoreboard"},
-    {4, "smsp__pcsamp_warps_issue_stalled_long_scoreboard_not_issued"},
-    {7, "smsp__pcsamp_warps_issue_stalled_selected"},
-    {9, "smsp__pcsamp_sample_count"}};
-  std::vector<CUpti_PCSamplingConfigurationInfo> configured;
-  std::vector<uint32_t> configured_reasons;
-  uint32_t period_in_force = 5;
-  size_t pcs = 0;  // what Get Data reports
-  CUpti_PCSamplingData *data_seen = nullptr;
-  size_t total_seen = 0;  // totalNumPcs as Get Data found it
-};
-FakePc *g_fake = nullptr;
-
-CUptiResult called(const char *name, CUcontext ctx) {
-  g_fake->calls.push_back(name);
-  g_fake->contexts.push_back(ctx);
-  return g_fake->failing == name ? g_fake->failure : CUPTI_SUCCESS;
-}
-
-CUptiResult fake_num(CUpti_PCSamplingGetNumStallReasonsParams *p) {
-  *p->numStallReasons = g_fake->reasons.size();
-  return called("GetNumStallReasons", p->ctx);
-}
-CUptiResult fake_reasons(CUpti_PCSamplingGetStallReasonsParams *p) {
-  for (size_t i = 0; i < p->numStallReasons; ++i) {
-    p->stallReasonIndex[i] = g_fake->reasons[i].first;
-    std::strcpy(p->stallReasons[i], g_fake->reasons[i].second.c_str());
-  }
-  return called("GetStallReasons", p->ctx);
-}
-CUptiResult fake_enable(CUpti_PCSamplingEnableParams *p) { return called("Enable", p->ctx); }
-CUptiResult fake_disable(CUpti_PCSamplingDisableParams *p) { return called("Disable", p->ctx); }
-CUptiResult fake_start(CUpti_PCSamplingStartParams *p) { return called("Start", p->ctx); }
-CUptiResult fake_stop(CUpti_PCSamplingStopParams *p) { return called("Stop", p->ctx); }
-CUptiResult fake_get_data(CUpti_PCSamplingGetDataParams *p) {
-  auto *d = static_cast<CUpti_PCSamplingData *>(p->pcSamplingData);
-  g_fake->data_seen = d;
-  g_fake->total_seen = d->totalNumPcs;
-  d->totalNumPcs = g_fake->pcs;
-  return called("GetData", p->ctx);
-}
-CUptiResult fake_set(CUpti_PCSamplingConfigurationInfoParams *p) {
-  g_fake->configured.assign(p->pPCSamplingConfigurationInfo,
-                            p->pPCSamplingConfigurationInfo + p->numAttributes);
-  for (size_t i = 0; i < p->numAttributes; ++i) {
-    auto &info = p->pPCSamplingConfigurationInfo[i];
-    info.attributeStatus = static_cast<int>(info.attributeType) == g_fake->failing_attribute
-                               ? CUPTI_ERROR_INVALID_PARAMETER
-                               : CUPTI_SUCCESS;
-    if (info.attributeType == CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_STALL_REASON) {
-      const auto &r = info.attributeData.stallReasonData;
-      g_fake->configured_reasons.assign(r.pStallReasonIndex,
-                                        r.pStallReasonIndex + r.stallReasonCount);
-    }
-  }
-  return called("SetConfigurationAttribute", p->ctx);
-}
-CUptiResult fake_get(CUpti_PCSamplingConfigurationInfoParams *p) {
-  auto &info = p->pPCSamplingConfigurationInfo[0];
-  EXPECT_EQ(p->numAttributes, 1u);
-  EXPECT_EQ(info.attributeType, CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_PERIOD);
-  info.attributeData.samplingPeriodData.samplingPeriod = g_fake->period_in_force;
-  info.attributeStatus = g_fake->period_status_fails ? CUPTI_ERROR_INVALID_PARAMETER : CUPTI_SUCCESS;
-  return called("GetConfigurationAttribute", p->ctx);
-}
-CUptiResult fake_device(CUcontext ctx, uint32_t *device) {
-  *device = 2;
-  return called("GetDeviceId", ctx);
-}
+using namespace fake_pc;
 
 const CUpti_PCSamplingConfigurationInfo *find(CUpti_PCSamplingConfigurationAttributeType type) {
   for (const auto &i : g_fake->configured)
@@ -98,19 +22,7 @@ const CUpti_PCSamplingConfigurationInfo *find(CUpti_PCSamplingConfigurationAttri
 
 class PcSessionTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    g_fake = &fake_;
-    api_.cuptiPCSamplingGetNumStallReasons = &fake_num;
-    api_.cuptiPCSamplingGetStallReasons = &fake_reasons;
-    api_.cuptiPCSamplingEnable = &fake_enable;
-    api_.cuptiPCSamplingDisable = &fake_disable;
-    api_.cuptiPCSamplingStart = &fake_start;
-    api_.cuptiPCSamplingStop = &fake_stop;
-    api_.cuptiPCSamplingGetData = &fake_get_data;
-    api_.cuptiPCSamplingSetConfigurationAttribute = &fake_set;
-    api_.cuptiPCSamplingGetConfigurationAttribute = &fake_get;
-    api_.cuptiGetDeviceId = &fake_device;
-  }
+  void SetUp() override { install(api_, fake_); }
   void TearDown() override { g_fake = nullptr; }
 
   CUcontext ctx_ = reinterpret_cast<CUcontext>(0x1234);
