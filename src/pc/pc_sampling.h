@@ -1,8 +1,8 @@
 // CUPTI's PC Sampling API: where inside a kernel the GPU time goes, attributed to the launch
 // that ran it. PcSampler is the launch path's side (lock-free checks from PcLaunchState, the
 // launch gate, first uses, the graph and context hooks; whether a launch takes a step:
-// pc_step_due.h); PcEpisodes (pc_episodes.h) carries the
-// episodes out under its mutex, each step decided by decide_pc_step (pc_step.h, pure).
+// pc_step_due.h); PcEpisodes (pc_episodes.h) carries the episodes out under its mutex, each
+// step decided by decide_pc_step (pc_step.h, pure).
 //
 // Runs only while a consumer is attached to pc_sample_batch, and then only in short episodes
 // (PcScheduler, src/pc/pc_scheduler.h): at the first launch that finds an episode due, PC sampling
