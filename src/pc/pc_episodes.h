@@ -1,26 +1,27 @@
-// PC sampling's episodes (PcScheduler, src/pc/pc_scheduler.h), carried out: the contexts and their
-// GPU locks (PcDeviceLocks), the PC Sampling API calls of each step on its context's PcSession
-// (enable and configure, a window's Start and Stop, Get Data, Disable), publishing the samples
-// (PcPublisher, pc_publish.h), and turning PC sampling off for the process at the first error.
-// Everything here runs under one mutex, on an application thread inside a launch callback (or a
-// context-destroy callback, or at exit): PcSampler (pc_sampling.h) calls in from the launch path
-// when a step is due, and reads what it needs lock-free from the PcLaunchState this writes. What
-// each launch does is decided by decide_pc_step (pc_step.h, pure); this gathers its facts
-// (step_event) and applies the action (apply_step), each PC Sampling API step with the launch gate
-// held exclusively.
+// PC sampling's episodes (PcScheduler, src/pc/pc_scheduler.h), carried out under one mutex: the
+// entry points PcSampler (pc_sampling.h) calls from the launch path when a step is due, from the
+// graph and context callbacks and at exit. The work is done by its parts, each owning one thing:
+// the contexts and their GPU locks (PcContexts), PC sampling turned on and off on a context and
+// off for the process at the first error (PcContextSwitch), the episode steps decide_pc_step
+// decides (PcEpisodeSteps, which owns the schedule), the graphs kept out or registered
+// (PcGraphRegistration), the samples published (PcPublisher) and the hot kernels (PcCoverage).
+// Everything runs on an application thread inside a launch callback (or a context-destroy
+// callback, or at exit); the launch path reads what it needs lock-free from the PcLaunchState
+// the parts write.
 #pragma once
 
-#include <cupti.h>
+#include <cuda.h>
 
 #include <cstdint>
 #include <memory>
 #include <mutex>
-#include <string>
-#include <vector>
 
-#include "base/rate_gate.h"
+#include "base/clock.h"
+#include "pc/pc_context_switch.h"
+#include "pc/pc_contexts.h"
+#include "pc/pc_episode_steps.h"
 #include "pc/pc_forward.h"
-#include "pc/pc_gpu_locks.h"
+#include "pc/pc_graph_registration.h"
 #include "pc/pc_publish.h"
 #include "pc/pc_stats.h"
 
@@ -28,9 +29,12 @@ namespace parcagpu {
 
 class PcEpisodes {
  public:
+  using GraphStep = PcGraphRegistration::GraphStep;
+
+  // clock: the episodes' clock (monotonic_ns; a fake one in tests).
   PcEpisodes(const CuptiApi &cupti, const CudaApi *cuda, const Config &config,
              KernelActivityControl *activity, PcLaunchState &state, PcLaunchGate &gate,
-             PcMetadata &meta);
+             PcMetadata &meta, uint64_t (*clock)() = &monotonic_ns);
   ~PcEpisodes();
 
   // The schedule, from the config (PcSampler::init): the launch budget (also into the launch
@@ -46,22 +50,8 @@ class PcEpisodes {
   // Hot kernels with no PC samples yet: fed by kernel records and drained PC records.
   PcCoverage &coverage() { return *coverage_; }
 
-  // Ends every episode before a graph step that would register the graph with PC sampling
-  // (PARCAGPU_PC_GRAPHS=0); where it cannot (inside a launch call, or other threads' launches
-  // did not leave in time), the graph goes in with PC sampling on. Counted either way.
-  enum class GraphStep : uint8_t { kFirstLaunch, kInstantiation };
+  // PcGraphRegistration::keep_out and register_graph, under the mutex.
   void keep_graph_out(GraphStep step, bool inside_launch);
-  // Before the application instantiates `graph` on ctx (after keep_graph_out): registers the
-  // graph's kernels with PC sampling without registering the application's exec. A kernel gives
-  // records only if its first use (an eager launch, or the upload of a graph holding it) came
-  // while PC sampling was enabled (P19, P20); an exec uploaded or instantiated then pays about a
-  // microsecond per kernel on every later launch (P21, P30). So PC sampling is enabled briefly,
-  // an exec of the library's own is instantiated from the same graph, uploaded and destroyed,
-  // and PC sampling disabled again: the application's exec, instantiated and uploaded after
-  // that, pays nothing per launch, and gives records where the graph was captured before PC
-  // sampling was first enabled (P32; PARCAGPU_PC_GRAPH_SHADOWS, off by default). Budgeted
-  // (kGraphRegistrationsPerSecond); put off while another process samples the GPU or launches
-  // do not leave in time (counted).
   void register_graph(CUgraph graph, CUcontext ctx);
   // A context was created: a learning period begins (PcScheduler::learn_again); true if an
   // episode is to resume at once (the launch callbacks must turn on for it).
@@ -76,64 +66,19 @@ class PcEpisodes {
   PcStats stats() const;
 
  private:
-  struct Context;
-  Context *find(CUcontext ctx);
-  Context &find_or_add(CUcontext ctx);
-  PcStepEvent step_event(const Context *here, bool want, bool may_enable, uint64_t now_ns,
-                         const char *function) const;
-  void apply_step(PcAction a, Context &here, uint64_t now_ns);
-  void end_for_no_consumer();
-  void begin_episode(Context &c, uint64_t now_ns);
-  void drain_window();
-  // The steps of an episode (PcScheduler::Step), each with the gate held exclusively.
-  // `kernel_activity`: held on first (an episode: CUPTI would refuse it once PC sampling is
-  // enabled, P12), or left as it is (a graph registration, which holds it off).
-  bool enable(Context &c, bool kernel_activity = true);
-  // PC sampling disabled on c outside an episode's course (register_graph), its GPU kept.
-  void disable_quietly(Context &c);
-  // After c's Disable: its flags and the process's any_enabled set; true if another context is
-  // still enabled.
-  bool note_disabled(Context &c);
-  // What Disable handed back published; a failed Disable turns PC sampling off (fail).
-  void publish_disabled(Context &c, const PcResult &disabled);
-  bool configure(Context &c);
-  void start_window(uint64_t now_ns);
-  void close_window(uint64_t now_ns);
-  void drain(Context &c);
-  // Ends the episode on c: the window closed, its samples drained (waiting for CUPTI's workers
-  // if wait_for_workers), PC sampling disabled and what Disable hands back published.
-  // for_graph: ended before a graph step (PcScheduler::on_disabled).
-  void end_episode(Context &c, bool wait_for_workers, bool for_graph = false);
-  void end_all_episodes(bool wait_for_workers, bool for_graph = false);
-  // A PC Sampling API call failed: PC sampling off for the process, said once.
-  void fail(const PcResult &failed);
-  bool exclusive_begin();  // waits for other threads to leave their launch calls
-  void exclusive_end();
-
-  const CuptiApi &cupti_;
-  const CudaApi *cuda_;
+  const CudaApi *const cuda_;
   const Config &config_;
-  KernelActivityControl *const activity_;
   PcLaunchState &state_;
-  PcLaunchGate &gate_;
-  PcMetadata &meta_;
+  uint64_t (*const clock_)();
   const std::unique_ptr<PcCoverage> coverage_;  // before publisher_, which feeds it
   PcPublisher publisher_;                       // Get Data and pc_sample_batch, counted in stats_
-  // decide_pc_step's own state (the window's dice, the launches waited).
-  const std::unique_ptr<PcStepState> step_;
 
   mutable std::mutex mu_;  // everything below; the PC Sampling API calls
-  std::vector<std::unique_ptr<Context>> contexts_;
-  std::unique_ptr<PcScheduler> scheduler_;
-  Context *episode_ctx_ = nullptr;                           // where PC sampling is enabled now
-  uint64_t window_started_ns_ = 0, episode_started_ns_ = 0;  // for PcStats
-  PcGpuLocks gpu_locks_;  // which GPUs this process may sample (P27)
-  // The sampling factor of every GPU of the process: the first device's in force (configure()).
-  uint32_t process_factor_ = 0;
-  // Graph registrations (register_graph): kGraphRegistrationsPerSecond after a burst of
-  // kGraphRegistrationBurst.
-  RateGate registrations_;
   PcStats stats_;
+  PcContexts contexts_;
+  PcContextSwitch switch_;
+  PcEpisodeSteps steps_;
+  PcGraphRegistration graphs_;
 };
 
 }  // namespace parcagpu

@@ -13,11 +13,16 @@ struct CuptiApi;                // cupti_api.h
 class CubinRegistry;            // cubin_registry.h
 class FunctionNames;            // pc_records.h
 class KernelActivityControl;    // subsystem_links.h
+struct PcContext;               // pc_contexts.h
+class PcContexts;               // pc_contexts.h
+class PcContextSwitch;          // pc_context_switch.h
 class PcCoverage;               // pc_coverage.h
 class PcEpisodes;               // pc_episodes.h
+class PcEpisodeSteps;           // pc_episode_steps.h
 class PcLaunchGate;             // pc_launch_gate.h
 struct PcLaunchState;           // pc_launch_state.h
 class PcMetadata;               // pc_metadata.h
+class PcPublisher;              // pc_publish.h
 class PcRecordBuffer;           // pc_records.h
 struct PcResult;                // pc_session.h
 class PcScheduler;              // pc_scheduler.h

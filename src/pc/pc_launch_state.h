@@ -1,7 +1,7 @@
 // What PC sampling's launch path reads without a lock: whether PC sampling is usable and enabled,
 // on which contexts, copies of the episode's window and drain state, the launches counted, and
 // the correlation IDs announced in the window under way. PcSampler holds it and reads it on every
-// launch it sees (PcSampler::step_due, on_launch_enter); PcEpisodes writes it under its mutex as
+// launch it sees (pc_step_due, on_launch_enter); PcEpisodes' parts write it under its mutex as
 // it carries the episode's steps out. No CUPTI call, no lock.
 #pragma once
 
@@ -67,6 +67,14 @@ struct PcLaunchState {
     for (const auto &slot : announced)
       if (slot.load(std::memory_order_relaxed) == correlation_id) return true;
     return false;
+  }
+  // A launch entering while PC sampling is enabled (PcSampler::on_launch_enter), counted for
+  // the episode and for the window open; true at the one that spends half the launch budget.
+  bool count_launch() {
+    const bool half = episode_launches.fetch_add(1, std::memory_order_relaxed) == launch_budget / 2;
+    if (window_open.load(std::memory_order_relaxed))
+      window_launches.fetch_add(1, std::memory_order_relaxed);
+    return half;
   }
   // A window starts: launches announced before it are not what it samples.
   void forget_announced() {

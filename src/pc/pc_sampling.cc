@@ -1,8 +1,5 @@
 #include "pc/pc_sampling.h"
 
-#include <algorithm>
-#include <string_view>
-
 #include "base/clock.h"
 #include "base/log.h"
 #include "base/own_cuda_calls.h"
@@ -11,6 +8,7 @@
 #include "pc/pc_episodes.h"
 #include "pc/pc_metadata.h"
 #include "pc/pc_scheduler.h"
+#include "pc/pc_step_due.h"
 #include "trackers/cubin_registry.h"
 
 namespace parcagpu {
@@ -24,6 +22,13 @@ constexpr uint64_t kGateWaitNs = 2'000'000'000;
 
 // This thread's outermost launch is counted at the gate (PcSampler::gate_).
 __attribute__((tls_model("initial-exec"))) thread_local bool t_counted = false;
+
+// PC sampling runs while a consumer is attached to pc_sample_batch and the launch path is
+// observed (cuda_correlation attached, as every consumer of PC samples does: samples are tied
+// to launches by correlation ID).
+bool wanted() {
+  return usdt::pc_sample_batch_consumers() != 0 && usdt::correlation_consumers() != 0;
+}
 
 }  // namespace
 
@@ -77,20 +82,11 @@ void PcSampler::init() {
 
 // ---- Metadata for consumers that attach (any thread) ----
 
-bool PcSampler::wanted() {
-  return usdt::pc_sample_batch_consumers() != 0 && usdt::correlation_consumers() != 0;
-}
-
 bool PcSampler::has_fired_metadata() const { return meta_->has_fired(); }
 
 void PcSampler::fire_metadata() { meta_->fire(); }
 
 CubinRegistry &PcSampler::cubins() { return meta_->cubins(); }
-
-void PcSampler::note_first_use() {
-  if (!state_.usable.load(std::memory_order_relaxed)) return;
-  state_.last_first_use_ns.store(monotonic_ns(), std::memory_order_relaxed);
-}
 
 void PcSampler::note_module_loaded() {
   state_.last_module_load_ns.store(monotonic_ns(), std::memory_order_relaxed);
@@ -105,9 +101,8 @@ void PcSampler::on_kernel_record(const char *name, uint64_t gpu_ns) {
   // Only while enabled: between episodes kernel activity covers announced launches alone, and a
   // kernel first launched then cannot be helped anyway (P20).
   if (!name || !state_.any_enabled.load(std::memory_order_relaxed)) return;
-  const uint64_t h = std::hash<std::string_view>{}(std::string_view(name));
-  std::lock_guard<std::mutex> lock(seen_mu_);
-  if (kernels_seen_.insert(h).second) note_first_use();
+  if (kernels_seen_.first_seen(name) && state_.usable.load(std::memory_order_relaxed))
+    state_.last_first_use_ns.store(monotonic_ns(), std::memory_order_relaxed);
 }
 
 bool PcSampler::needs_launches(uint64_t now) const {
@@ -121,39 +116,20 @@ uint64_t PcSampler::next_episode_ns() const {
   return scheduler_->next_episode_ns();
 }
 
-bool PcSampler::step_due(CUcontext ctx, bool want, uint64_t now) const {
-  if (!want) return state_.any_enabled.load(std::memory_order_relaxed);
-  if (!state_.any_enabled.load(std::memory_order_acquire))
-    return state_.launches_observed.load(std::memory_order_relaxed) && scheduler_->episode_due(now);
-  // A launch on a context where PC sampling is not enabled, during an episode: it may have to
-  // join before its call (a kernel first launched there now would never give records, P23),
-  // also while a window is open on another context.
-  if (!state_.enabled_here(ctx)) return true;
-  if (state_.episode_launches.load(std::memory_order_relaxed) >= state_.launch_budget) return true;
-  if (state_.window_open.load(std::memory_order_acquire))
-    return state_.window_launches.load(std::memory_order_relaxed) >=
-               state_.window_limit.load(std::memory_order_relaxed) ||
-           now >= state_.window_deadline_ns.load(std::memory_order_relaxed);
-  if (state_.drain_pending.load(std::memory_order_acquire))
-    return now >= state_.drain_due_ns.load(std::memory_order_relaxed);
-  return true;  // enabled, no window: it opens (dice permitting), or the episode ends
-}
-
 void PcSampler::on_launch_enter(CUcontext ctx, uint64_t now, bool uploads_graph,
                                 const char *function) {
   if (!state_.usable.load(std::memory_order_relaxed)) return;
   const bool want = wanted();
   if (!want && !state_.any_enabled.load(std::memory_order_relaxed)) return;
-  if (ctx && step_due(ctx, want, monotonic_ns()))
-    take_step(ctx, want, /*may_enable=*/!uploads_graph || config_.pc_graphs, function);
+  // The step due, by PcEpisodes. Not from inside a launch call already counted at the gate (a
+  // nested driver callback): waiting for the launches in flight would wait for this one. The
+  // next launch does the work.
+  if (ctx && !t_counted && pc_step_due(state_, *scheduler_, ctx, want, monotonic_ns()))
+    episodes_->take_step(ctx, want, /*may_enable=*/!uploads_graph || config_.pc_graphs, function);
   if (want) meta_->refresh(now);
   if (!state_.any_enabled.load(std::memory_order_relaxed) || t_counted) return;
   // Half the budget gone: the records so far are read now, not at the next periodic flush.
-  if (state_.episode_launches.fetch_add(1, std::memory_order_relaxed) == state_.launch_budget / 2 &&
-      activity_)
-    activity_->request_flush();
-  if (state_.window_open.load(std::memory_order_relaxed))
-    state_.window_launches.fetch_add(1, std::memory_order_relaxed);
+  if (state_.count_launch() && activity_) activity_->request_flush();
   // The gate: counted as inside a launch call, unless Stop / Get Data / Disable run right now.
   gate_.enter(kGateWaitNs);
   t_counted = true;
@@ -163,13 +139,6 @@ void PcSampler::on_launch_exit() {
   if (!t_counted) return;
   t_counted = false;
   gate_.leave();
-}
-
-void PcSampler::take_step(CUcontext ctx, bool want, bool may_enable, const char *function) {
-  // Inside a launch call already (a nested driver callback): waiting for the launches in flight
-  // would wait for this one. The next launch does the work.
-  if (t_counted) return;
-  episodes_->take_step(ctx, want, may_enable, function);
 }
 
 void PcSampler::note_announced(uint32_t correlation_id) {

@@ -1,7 +1,8 @@
 // CUPTI's PC Sampling API: where inside a kernel the GPU time goes, attributed to the launch
 // that ran it. PcSampler is the launch path's side (lock-free checks from PcLaunchState, the
-// launch gate, first uses, the graph and context hooks); PcEpisodes (pc_episodes.h) carries the
-// episodes out under its mutex, each step decided by decide_pc_step (pc_step.h, pure).
+// launch gate, first uses, the graph and context hooks; whether a launch takes a step:
+// pc_step_due.h); PcEpisodes (pc_episodes.h) carries the episodes out under its mutex, each
+// step decided by decide_pc_step (pc_step.h, pure).
 //
 // Runs only while a consumer is attached to pc_sample_batch, and then only in short episodes
 // (PcScheduler, src/pc/pc_scheduler.h): at the first launch that finds an episode due, PC sampling
@@ -37,16 +38,14 @@
 
 #include <atomic>
 #include <cstdint>
-#include <functional>
 #include <memory>
-#include <mutex>
-#include <unordered_set>
 #include <vector>
 
 #include "base/config.h"
 #include "base/cupti_api.h"
 #include "base/subsystem_links.h"
 #include "pc/pc_forward.h"
+#include "pc/pc_kernels_seen.h"
 #include "pc/pc_launch_gate.h"
 #include "pc/pc_launch_state.h"
 #include "pc/pc_stats.h"
@@ -66,27 +65,15 @@ class PcSampler : public KernelRecordObserver {
   // Whether PC sampling can run here (config, CUPTI entry points and version); says why not,
   // once. Cubins are tracked either way.
   void init();
-  bool usable() const { return state_.usable.load(std::memory_order_relaxed); }
-
-  // PC sampling runs while a consumer is attached to pc_sample_batch and the launch path is
-  // observed (cuda_correlation attached, as every consumer of PC samples does: samples are tied
-  // to launches by correlation ID).
-  static bool wanted();
 
   // No PC Sampling API call. Whether any metadata was fired yet (a consumer attaching now
   // missed it), and every piece of metadata fired again to the consumers it has now: the
   // profiler calls it kAttachSettleNs after a metadata semaphore rose.
   bool has_fired_metadata() const;
   void fire_metadata();
-  // PC sampling is enabled on some context and only a launch callback can turn it off: launch
-  // callbacks must keep coming (to on_launch_enter) until this is false, also after every
-  // consumer has gone. Lock-free.
-  // A window is open: launches entering now are sampled (LaunchCallbacks announces them whatever
-  // the rate limits say, so their samples hang under a launch stack).
-  bool window_open() const { return state_.window_open.load(std::memory_order_relaxed); }
-  bool needs_launch_path() const { return state_.any_enabled.load(std::memory_order_relaxed); }
   // Launch callbacks must reach on_launch_enter now: an episode is under way or due (and a
-  // consumer wants samples), or PC sampling is still enabled somewhere. Lock-free.
+  // consumer wants samples), or PC sampling is still enabled somewhere (only a launch callback
+  // can turn it off, also after every consumer has gone). Lock-free.
   bool needs_launches(uint64_t now_ns) const;
   // Whether every launch reaches on_launch_enter now (the launch callbacks of every role are
   // on): an episode begins only then, as everything a started window runs is sampled. Watcher.
@@ -109,16 +96,14 @@ class PcSampler : public KernelRecordObserver {
                        const char *function = nullptr);
   void on_launch_exit();
 
-  // A kernel (or graph exec) is new to the process: an episode under way stays enabled a while
-  // (PcScheduler, P19/P20). Any thread.
-  void note_first_use();
   // A module was loaded (its resource callback, any thread): the process's first episode waits
   // until modules stop loading (PcScheduler::Params::first_enable_quiet_ns, P34); after it,
   // kernels are being first used and learning resumes (PcScheduler::module_loaded).
   void note_module_loaded();
   // Every kernel activity record's function name and GPU time (the activity collector, on
-  // CUPTI's buffer thread): a name not seen before is a first use; the GPU time tells the hot
-  // kernels (PcCoverage).
+  // CUPTI's buffer thread): a name not seen before while PC sampling is enabled is a first use
+  // (an episode under way stays enabled a while: PcScheduler, P19/P20); the GPU time tells the
+  // hot kernels (PcCoverage).
   void on_kernel_record(const char *name, uint64_t gpu_ns) override;
 
   // A launch was announced (its cuda_correlation fired) while PC sampling is enabled: its
@@ -148,12 +133,6 @@ class PcSampler : public KernelRecordObserver {
   PcStats stats() const;
 
  private:
-  // Whether a launch on ctx must take the episode's next step (PcScheduler::Step): a lock-free
-  // pre-check on the launch path, from the copies of the scheduler's state in state_.
-  bool step_due(CUcontext ctx, bool want, uint64_t now_ns) const;
-  // The step due, by PcEpisodes (not from inside a launch call already counted at the gate).
-  void take_step(CUcontext ctx, bool want, bool may_enable, const char *function);
-
   const CuptiApi &cupti_;
   const Config &config_;
   const std::unique_ptr<PcMetadata> meta_;  // stall reasons, gpu_configs, cubins
@@ -161,8 +140,7 @@ class PcSampler : public KernelRecordObserver {
   WatcherWake *const wake_;
   PcLaunchState state_;  // what the launch path reads lock-free; PcEpisodes writes it
   PcLaunchGate gate_;    // threads inside a launch call; Stop / Get Data / Disable hold launches
-  std::mutex seen_mu_;
-  std::unordered_set<uint64_t> kernels_seen_;  // hashes of kernel names seen while enabled
+  PcKernelsSeen kernels_seen_;  // kernel names seen while enabled (first uses)
   // The episodes, under their own mutex, and their schedule (owned there) for lock-free hints.
   const std::unique_ptr<PcEpisodes> episodes_;
   const PcScheduler *scheduler_ = nullptr;

@@ -1,11 +1,11 @@
-// What a launch does for PC sampling when PcSampler::step_due sent it to take_step: the step of
-// the episode, as a pure function of the sampler's facts at that launch (the event, with its
-// clock), the little state the decision keeps (PcStepState) and the episode schedule
+// What a launch does for PC sampling when pc_step_due (pc_step_due.h) sent it to take a step:
+// the step of the episode, as a pure function of the sampler's facts at that launch (the event,
+// with its clock), the little state the decision keeps (PcStepState) and the episode schedule
 // (PcScheduler, itself pure and asked only when an episode's step is in question). No CUPTI, no
-// lock, no clock of its own: PcSampler (pc_sampling.cc) gathers the event under its mutex,
-// carries the action out (the PC Sampling API calls, with the launch gate held exclusively) and
-// reports what was done to the scheduler. Unit-tested on a fake clock in
-// tests/unit/lib/pc_step_test.cc.
+// lock, no clock of its own: PcEpisodeSteps (pc_episode_steps.h) gathers the event under the
+// episodes' mutex, carries the action out (the PC Sampling API calls, with the launch gate held
+// exclusively) and reports what was done to the scheduler. Unit-tested in
+// tests/unit/lib/pc_step_test.cc (pure) and pc_episode_steps_test.cc (carried out).
 #pragma once
 
 #include <cstdint>
@@ -27,7 +27,7 @@ inline constexpr uint64_t kNoOtherContext = std::numeric_limits<uint64_t>::max()
 // What the sampler knows at the launch that takes a step (under its mutex).
 struct PcStepEvent {
   uint64_t now_ns = 0;
-  bool want = false;               // a consumer wants PC samples (PcSampler::wanted)
+  bool want = false;               // a consumer wants PC samples (pc_sampling.cc wanted())
   bool may_enable = false;         // not a graph's first launch (or PARCAGPU_PC_GRAPHS)
   bool launches_observed = false;  // every launch reaches the sampler (continuous callbacks)
   bool any_enabled = false;        // PC sampling is enabled on some context

@@ -1,8 +1,8 @@
 // The unit tests' fake CUPTI table (FakeCupti, put in a CuptiApi by install()): it records the
 // subscription and which callbacks are enabled, and dispatches a callback only while it is
 // enabled, as CUPTI does; it counts the activity enables and disables and answers them as a test
-// asks; it keeps CUPTI's clock; and it plays the PC Sampling API (fake_pc_cupti.h's FakePc). For the tests
-// of LaunchCallbacks, LaunchSwitch, ActivityToggle, ActivitySwitch and PcSession.
+// asks; it keeps CUPTI's clock; and it plays the PC Sampling API (fake_pc_cupti.h's FakePc). For
+// the tests of LaunchCallbacks, LaunchSwitch, ActivityToggle, ActivitySwitch and PcSession.
 //
 // LaunchFixture: the launch callbacks (LaunchCallbacks, AnnouncedLaunches, ResourceCallbacks) and
 // their watcher's side (LaunchSwitch) built on it as the profiler builds them. Launches are made
@@ -173,7 +173,6 @@ inline bool resolve_fake(const CuptiApi &api, CuptiApi *resolved) {
 // `fake` as the CUPTI of `api` (every entry point it plays), and as the one g_fake names.
 inline void install(FakeCupti &fake, CuptiApi &api) {
   g_fake = &fake;
-  fake_pc::g_fake = &fake.pc;
   api.cuptiSubscribe = &fake_subscribe;
   api.cuptiUnsubscribe = &fake_unsubscribe;
   api.cuptiEnableCallback = &fake_enable_callback;
@@ -184,16 +183,7 @@ inline void install(FakeCupti &fake, CuptiApi &api) {
   api.cuptiGetGraphId = &fake_graph_id;
   api.cuptiGetGraphNodeId = &fake_node_id;
   api.cuptiGetGraphExecId = &fake_exec_id;
-  api.cuptiPCSamplingGetNumStallReasons = &fake_pc::fake_num;
-  api.cuptiPCSamplingGetStallReasons = &fake_pc::fake_reasons;
-  api.cuptiPCSamplingEnable = &fake_pc::fake_enable;
-  api.cuptiPCSamplingDisable = &fake_pc::fake_disable;
-  api.cuptiPCSamplingStart = &fake_pc::fake_start;
-  api.cuptiPCSamplingStop = &fake_pc::fake_stop;
-  api.cuptiPCSamplingGetData = &fake_pc::fake_get_data;
-  api.cuptiPCSamplingSetConfigurationAttribute = &fake_pc::fake_set;
-  api.cuptiPCSamplingGetConfigurationAttribute = &fake_pc::fake_get;
-  api.cuptiGetDeviceId = &fake_pc::fake_device;
+  fake_pc::install(api, fake.pc);
 }
 
 // Runs `f` on a thread of its own: a thread's launch state (initial-exec TLS) starts fresh, as

@@ -1,8 +1,9 @@
 // A fake PC Sampling API table: records the calls made (and on which context), fails the one
 // named, offers a stall-reason list, keeps what configure set and reads back a sampling factor,
 // and gives Get Data's records as scripted. A test points g_fake at its FakePc and the CuptiApi
-// entries it needs at these functions. For pc_session_test.cc, pc_metadata_test.cc and
-// pc_publish_test.cc.
+// entries it needs at these functions (install() points them all). For pc_session_test.cc,
+// pc_metadata_test.cc, pc_publish_test.cc, pc_episodes_test.cc (PcEpisodes and its parts) and
+// fake_launch_cupti.h.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -33,14 +34,14 @@ struct FakePc {
   int failing_attribute = -1;  // Set: this attribute's status fails too
   bool period_status_fails = false;
   std::vector<std::pair<uint32_t, std::string>> reasons = {
-    {3, "smsp__pcsamp_warps_issue_stalled_long_scoreboard"},
-    {4, "smsp__pcsamp_warps_issue_stalled_long_scoreboard_not_issued"},
-    {7, "smsp__pcsamp_warps_issue_stalled_selected"},
-    {9, "smsp__pcsamp_sample_count"}};
+      {3, "smsp__pcsamp_warps_issue_stalled_long_scoreboard"},
+      {4, "smsp__pcsamp_warps_issue_stalled_long_scoreboard_not_issued"},
+      {7, "smsp__pcsamp_warps_issue_stalled_selected"},
+      {9, "smsp__pcsamp_sample_count"}};
   std::vector<CUpti_PCSamplingConfigurationInfo> configured;
   std::vector<uint32_t> configured_reasons;
   uint32_t period_in_force = 5;
-  size_t pcs = 0;  // what Get Data reports, once `passes` is done
+  size_t pcs = 0;                  // what Get Data reports, once `passes` is done
   std::deque<GetDataPass> passes;  // Get Data's script: a pass a call
   CUpti_PCSamplingData *data_seen = nullptr;
   size_t total_seen = 0;  // totalNumPcs as Get Data found it
@@ -65,7 +66,9 @@ inline CUptiResult fake_reasons(CUpti_PCSamplingGetStallReasonsParams *p) {
   return called("GetStallReasons", p->ctx);
 }
 inline CUptiResult fake_enable(CUpti_PCSamplingEnableParams *p) { return called("Enable", p->ctx); }
-inline CUptiResult fake_disable(CUpti_PCSamplingDisableParams *p) { return called("Disable", p->ctx); }
+inline CUptiResult fake_disable(CUpti_PCSamplingDisableParams *p) {
+  return called("Disable", p->ctx);
+}
 inline CUptiResult fake_start(CUpti_PCSamplingStartParams *p) { return called("Start", p->ctx); }
 inline CUptiResult fake_stop(CUpti_PCSamplingStopParams *p) { return called("Stop", p->ctx); }
 inline CUptiResult fake_get_data(CUpti_PCSamplingGetDataParams *p) {
@@ -106,12 +109,29 @@ inline CUptiResult fake_get(CUpti_PCSamplingConfigurationInfoParams *p) {
   EXPECT_EQ(p->numAttributes, 1u);
   EXPECT_EQ(info.attributeType, CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_PERIOD);
   info.attributeData.samplingPeriodData.samplingPeriod = g_fake->period_in_force;
-  info.attributeStatus = g_fake->period_status_fails ? CUPTI_ERROR_INVALID_PARAMETER : CUPTI_SUCCESS;
+  info.attributeStatus =
+      g_fake->period_status_fails ? CUPTI_ERROR_INVALID_PARAMETER : CUPTI_SUCCESS;
   return called("GetConfigurationAttribute", p->ctx);
 }
 inline CUptiResult fake_device(CUcontext ctx, uint32_t *device) {
   *device = 2;
   return called("GetDeviceId", ctx);
+}
+
+// Points api's PC Sampling entry points (and cuptiGetDeviceId) at the fakes, which record into
+// `fake` (g_fake) until the test ends.
+inline void install(CuptiApi &api, FakePc &fake) {
+  g_fake = &fake;
+  api.cuptiPCSamplingGetNumStallReasons = &fake_num;
+  api.cuptiPCSamplingGetStallReasons = &fake_reasons;
+  api.cuptiPCSamplingEnable = &fake_enable;
+  api.cuptiPCSamplingDisable = &fake_disable;
+  api.cuptiPCSamplingStart = &fake_start;
+  api.cuptiPCSamplingStop = &fake_stop;
+  api.cuptiPCSamplingGetData = &fake_get_data;
+  api.cuptiPCSamplingSetConfigurationAttribute = &fake_set;
+  api.cuptiPCSamplingGetConfigurationAttribute = &fake_get;
+  api.cuptiGetDeviceId = &fake_device;
 }
 
 }  // namespace parcagpu::fake_pc
