@@ -39,7 +39,6 @@ class CallbackSubscription {
   // cuptiEnableCallback(on) for every NVTX cbid of kNvtxCallbacks (on only while an NVTX probe
   // has a consumer); a failure is said (once, then counted). unsubscribe turns them off.
   void set_nvtx_enabled(bool on);
-  bool nvtx_enabled() const { return nvtx_on_; }
 
   // The callbacks needed from process start, after subscribe. False, said, if CUPTI refused every
   // one of them: then unsubscribed again (CUPTI's one subscription is left to someone who can use
