@@ -12,6 +12,7 @@
 #include "launch/launch_path.h"
 #include "launch/launch_role.h"
 #include "launch/multi_device_launch.h"
+#include "nvtx/nvtx_thread.h"
 #include "pc/pc_sampling.h"
 #include "trackers/correlation_tracker.h"
 #include "trackers/graph_completion.h"
@@ -206,6 +207,8 @@ void AnnouncedLaunches::end(ThreadLaunch &t, uint8_t kind, CbDomain domain, uint
     // Kept before the announcement: the copy's record may be read as soon as it is out.
     if (exited_ns != 0)
       tracker_.blocked_copies().put(cb->correlationId, exited_ns - t.entered_ns, exited_ns);
+    // This thread's NVTX ranges that enclose the launch reach the consumer before it.
+    nvtx_before_announce(cb->correlationId);
     usdt::cuda_correlation(cb->correlationId, scbid, name);
     if (kind != kGraphRole && launch_devices(domain, cbid, cb->functionParams) > 1)
       announce_own_ids(tracker_, cb->correlationId, scbid, name);
