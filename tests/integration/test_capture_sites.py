@@ -113,7 +113,7 @@ class CaptureSites(unittest.TestCase):
                 f.write(data)
             r, tr = self.traced("capture", trace_args=("--capture-sites", "-v"), lib=old)
             attached = int(re.search(r"attached (\d+) probes", tr.stderr)[1])
-            # 12 probes less the two renamed; without --pc neither the five PC probes.
+            # 14 probes: parcagpu-trace attaches its own, less the two renamed; without --pc neither the five PC probes.
             self.assertEqual(attached, 5, tr.stderr[-3000:])
             self.assertRegex(tr.stderr, r"probe graph_capture_launch not in .*not attached")
             self.assertRegex(tr.stderr, r"probe graph_node_clone not in .*not attached")

@@ -17,7 +17,7 @@ constexpr size_t kNumProbes = sizeof(abi::kProbes) / sizeof(abi::kProbes[0]);
 
 TEST(ProbeList, TheConsumerSnapshotHasEveryProbe) {
   EXPECT_EQ(sizeof(Consumers), kNumProbes * sizeof(uint16_t));
-  EXPECT_EQ(kNumProbes, 12u);
+  EXPECT_EQ(kNumProbes, 14u);
 }
 
 TEST(ProbeList, TheDebugLineNamesEveryProbeWithItsCount) {
