@@ -10,15 +10,27 @@ std::string nvtx_frame_name(std::string_view message) {
   return message.empty() ? std::string("[nvtx] (no message)") : "[nvtx] " + std::string(message);
 }
 
-void NvtxRanges::on_record(uint32_t pid, uint32_t tid, uint16_t kind, uint64_t range_id, std::string_view message) {
+void NvtxRanges::on_record(uint32_t pid, uint32_t tid, uint16_t kind, uint64_t range_id,
+                           std::string_view message) {
   ++c_.nvtx_records;
   switch (kind) {
-    case PARCAGPU_NVTX_KIND_RANGE_PUSH: push(pid, tid, message); break;
-    case PARCAGPU_NVTX_KIND_RANGE_POP: pop(pid, tid); break;
-    case PARCAGPU_NVTX_KIND_RANGE_START: start(pid, tid, range_id, message); break;
-    case PARCAGPU_NVTX_KIND_RANGE_END: end(pid, range_id); break;
-    case PARCAGPU_NVTX_KIND_MARK: ++c_.nvtx_marks; break;
-    default: ++c_.nvtx_unknown_kinds;
+    case PARCAGPU_NVTX_KIND_RANGE_PUSH:
+      push(pid, tid, message);
+      break;
+    case PARCAGPU_NVTX_KIND_RANGE_POP:
+      pop(pid, tid);
+      break;
+    case PARCAGPU_NVTX_KIND_RANGE_START:
+      start(pid, tid, range_id, message);
+      break;
+    case PARCAGPU_NVTX_KIND_RANGE_END:
+      end(pid, range_id);
+      break;
+    case PARCAGPU_NVTX_KIND_MARK:
+      ++c_.nvtx_marks;
+      break;
+    default:
+      ++c_.nvtx_unknown_kinds;
   }
 }
 
@@ -128,7 +140,8 @@ uint32_t NvtxRanges::launch_stack(uint32_t pid, uint32_t tid, uint32_t stack, St
     return f;
   };
   if (const char *pseudo = StackTable::pseudo_name(stack)) frames.push_back(label(pseudo));
-  for (auto r = ranges.rbegin(); r != ranges.rend(); ++r) frames.push_back(label(nvtx_frame_name(*r)));
+  for (auto r = ranges.rbegin(); r != ranges.rend(); ++r)
+    frames.push_back(label(nvtx_frame_name(*r)));
   const uint32_t id = table->intern(std::move(frames));
   if (cache_.size() >= limits_.max_cached) cache_.clear();
   cache_.emplace(std::move(k), id);

@@ -45,7 +45,8 @@ class NvtxRanges {
   NvtxRanges() : NvtxRanges(Limits{}) {}
 
   // One record of thread (pid, tid), in the thread's order: kind PARCAGPU_NVTX_KIND_*.
-  void on_record(uint32_t pid, uint32_t tid, uint16_t kind, uint64_t range_id, std::string_view message);
+  void on_record(uint32_t pid, uint32_t tid, uint16_t kind, uint64_t range_id,
+                 std::string_view message);
   // The thread's open ranges' messages, outermost first (empty: none).
   std::vector<std::string_view> open_ranges(uint32_t pid, uint32_t tid) const;
   // The stack of a launch of thread (pid, tid) at `stack`: `stack` itself when the thread has no
@@ -80,9 +81,9 @@ class NvtxRanges {
   void free_thread(uint64_t k);
 
   Limits limits_;
-  std::unordered_map<uint64_t, Thread> threads_;                 // (pid, tid) with open ranges
+  std::unordered_map<uint64_t, Thread> threads_;                  // (pid, tid) with open ranges
   std::map<std::pair<uint32_t, uint64_t>, uint32_t> started_by_;  // (pid, range ID) -> tid
-  std::unordered_map<std::string, uint32_t> cache_;              // stack id + messages -> id
+  std::unordered_map<std::string, uint32_t> cache_;               // stack id + messages -> id
   uint64_t seq_ = 0;
   Counters c_;
 };

@@ -1,8 +1,9 @@
-// Unit tests of parcagpu-trace's NVTX ranges (tools/trace/nvtx_ranges.h): each thread's open ranges,
-// their bounds, and the frames they put at the root of a launch's stack, alone and through the
-// tracer's events (synthetic ones: no BPF).
-#include <gtest/gtest.h>
+// Unit tests of parcagpu-trace's NVTX ranges (tools/trace/nvtx_ranges.h): each thread's open
+// ranges, their bounds, and the frames they put at the root of a launch's stack, alone and through
+// the tracer's events (synthetic ones: no BPF).
+#include "nvtx_ranges.h"
 
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -15,7 +16,6 @@
 #include <string_view>
 #include <vector>
 
-#include "nvtx_ranges.h"
 #include "parcagpu/abi.h"
 #include "test_frames.h"
 #include "tracer.h"
@@ -144,13 +144,19 @@ struct TracerFeed {
     opt.linger_s = 0;
     tracer = std::make_unique<Tracer>(opt);
   }
+  static pt_header &header(pt_header &h) { return h; }
+  template <class E>
+  static pt_header &header(E &e) {
+    return e.h;
+  }
   template <class E>
   E event(uint32_t type) {
     E e{};
-    e.h.type = type;
-    e.h.pid = pid;
-    e.h.tid = tid;
-    e.h.ts_ns = 1'000'000;
+    pt_header &h = header(e);
+    h.type = type;
+    h.pid = pid;
+    h.tid = tid;
+    h.ts_ns = 1'000'000;
     return e;
   }
   void nvtx(uint16_t kind, const char *message, uint64_t range_id = 0) {
@@ -168,8 +174,8 @@ struct TracerFeed {
     auto k = event<pt_kernel_event>(PT_EV_KERNEL);
     k.correlation_id = corr;
     k.kind = PARCAGPU_KIND_CONCURRENT_KERNEL;
-    k.start = 500'000;
-    k.end = 500'000 + ns;
+    k.start = 100'000 * corr;  // one after the other on the stream: none overlaps
+    k.end = k.start + ns;
     std::snprintf(k.name, sizeof k.name, "%s", kernel);
     tracer->on_event(&k, sizeof k);
   }
@@ -209,10 +215,11 @@ TEST(NvtxRangesTest, TracerFoldsLaunchesUnderTheirThreadsRanges) {
   f.nvtx(kPop, "");
   f.launch(4, "after", 500);
   const std::set<std::string> folded = lines(f.folded());
-  EXPECT_EQ(folded, (std::set<std::string>{"[no stack];[gpu] before 1000",
-                                           "[nvtx] step;[nvtx] forward;[no stack];[gpu] fwd_kernel 3000",
-                                           "[nvtx] step;[nvtx] backward;[no stack];[gpu] bwd_kernel 6000",
-                                           "[no stack];[gpu] after 500"}));
+  EXPECT_EQ(folded,
+            (std::set<std::string>{"[no stack];[gpu] before 1000",
+                                   "[nvtx] step;[nvtx] forward;[no stack];[gpu] fwd_kernel 3000",
+                                   "[nvtx] step;[nvtx] backward;[no stack];[gpu] bwd_kernel 6000",
+                                   "[no stack];[gpu] after 500"}));
   uint64_t stats[PT_STAT_MAX] = {};
   const Summary s = f.tracer->summarize(stats, 1.0, {});
   EXPECT_EQ(s.nvtx_records, 7u);
