@@ -18,8 +18,10 @@ LAYERS = {
     "trackers": ["base"],  # correlation IDs, graphs, graph completion, cubins
     "activity": ["base", "trackers"],  # kernel activity records and their switch
     "pc": ["base", "trackers"],  # PC sampling: episodes, sessions, records, publishing
-    "launch": ["base", "trackers", "activity", "pc"],  # the application's launch path, the watcher
-    "profiler": ["base", "trackers", "activity", "pc", "launch"],  # wiring and entry point
+    "nvtx": ["base", "trackers"],  # NVTX ranges: per-thread batches, the callbacks' decoding
+    # the application's launch path, the watcher
+    "launch": ["base", "trackers", "activity", "pc", "nvtx"],
+    "profiler": ["base", "trackers", "activity", "pc", "nvtx", "launch"],  # wiring, entry points
 }
 # Headers from outside src/: the consumer contract and the two generated headers.
 OUTSIDE = re.compile(r"^(parcagpu/[\w.]+|probes\.h|parcagpu_version\.h)$")

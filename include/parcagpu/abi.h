@@ -120,7 +120,7 @@
 #define PARCAGPU_NVTX_REC_SIZE 56
 #define PARCAGPU_NVTX_OFF_TIMESTAMP 0       /* u64 ns, CLOCK_MONOTONIC (bpf_ktime_get_ns's clock) */
 #define PARCAGPU_NVTX_OFF_TID 8             /* u32, the kernel's thread ID */
-#define PARCAGPU_NVTX_OFF_CORRELATION_ID 12 /* u32, the thread's last announced launch; 0 if none */
+#define PARCAGPU_NVTX_OFF_CORRELATION_ID 12 /* u32, the thread's last announced launch, or 0 */
 #define PARCAGPU_NVTX_OFF_DOMAIN_ID 16      /* u32, 0 = the default domain */
 #define PARCAGPU_NVTX_OFF_KIND 20           /* u16, PARCAGPU_NVTX_KIND_* */
 #define PARCAGPU_NVTX_OFF_FLAGS 22          /* u16, 0 */

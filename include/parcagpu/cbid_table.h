@@ -10,7 +10,7 @@
 namespace parcagpu {
 
 // Values of CUpti_CallbackDomain (cupti_callbacks.h); pinned by static_asserts in cupti_api.cc.
-enum class CbDomain : uint32_t { Driver = 1, Runtime = 2, Resource = 3 };
+enum class CbDomain : uint32_t { Driver = 1, Runtime = 2, Resource = 3, Nvtx = 5 };
 
 // What a subscribed callback is for.
 enum class CbRole : uint8_t {
@@ -216,6 +216,61 @@ inline constexpr SubscribedCallback kSubscribedCallbacks[] = {
     {CbDomain::Resource, 1, CbRole::ModuleResource, "CONTEXT_CREATED"},
     {CbDomain::Resource, 2, CbRole::ModuleResource, "CONTEXT_DESTROY_STARTING"},
 };
+
+// The NVTX calls the library takes (CbDomain::Nvtx, CUPTI_CBID_NVTX_* of cupti_nvtx_cbid.h; the
+// ids are CUPTI's, not NVTX's own NVTX_CBID_CORE_*). Enabled only while nvtx_event_batch or
+// nvtx_resource_name has a consumer; each call's parameters are CUPTI's nvtx*_params structs
+// (generated_nvtx_meta.h), decoded by src/nvtx/nvtx_decoder.cc.
+enum class NvtxCall : uint8_t {
+  MarkA,         // (const char *message)
+  MarkW,         // (const wchar_t *message)
+  MarkEx,        // (const nvtxEventAttributes_t *)
+  RangeStartA,   // (const char *message), returns the range ID
+  RangeStartW,   // (const wchar_t *message), returns the range ID
+  RangeStartEx,  // (const nvtxEventAttributes_t *), returns the range ID
+  RangeEnd,      // (nvtxRangeId_t id)
+  RangePushA,    // (const char *message)
+  RangePushW,    // (const wchar_t *message)
+  RangePushEx,   // (const nvtxEventAttributes_t *)
+  RangePop,      // ()
+  NameOsThread,  // (uint32_t threadId, const char *name)
+  NameDevice,    // (int or CUdevice device, const char *name)
+  NameStream,    // (CUstream or cudaStream_t stream, const char *name)
+};
+
+struct NvtxCallback {
+  uint32_t cbid;  // CUPTI_CBID_NVTX_*
+  NvtxCall call;
+  const char *name;
+};
+
+inline constexpr NvtxCallback kNvtxCallbacks[] = {
+    {1, NvtxCall::MarkA, "nvtxMarkA"},
+    {2, NvtxCall::MarkW, "nvtxMarkW"},
+    {3, NvtxCall::MarkEx, "nvtxMarkEx"},
+    {4, NvtxCall::RangeStartA, "nvtxRangeStartA"},
+    {5, NvtxCall::RangeStartW, "nvtxRangeStartW"},
+    {6, NvtxCall::RangeStartEx, "nvtxRangeStartEx"},
+    {7, NvtxCall::RangeEnd, "nvtxRangeEnd"},
+    {8, NvtxCall::RangePushA, "nvtxRangePushA"},
+    {9, NvtxCall::RangePushW, "nvtxRangePushW"},
+    {10, NvtxCall::RangePushEx, "nvtxRangePushEx"},
+    {11, NvtxCall::RangePop, "nvtxRangePop"},
+    {14, NvtxCall::NameOsThread, "nvtxNameOsThreadA"},
+    {16, NvtxCall::NameDevice, "nvtxNameCuDeviceA"},
+    {20, NvtxCall::NameStream, "nvtxNameCuStreamA"},
+    {24, NvtxCall::NameDevice, "nvtxNameCudaDeviceA"},
+    {26, NvtxCall::NameStream, "nvtxNameCudaStreamA"},
+};
+
+inline constexpr size_t kNumNvtxCallbacks = sizeof(kNvtxCallbacks) / sizeof(kNvtxCallbacks[0]);
+
+// The entry of an NVTX cbid, or nullptr (by index, as subscribed_index, for UBSan's sake).
+constexpr size_t nvtx_index(uint32_t cbid) {
+  for (size_t i = 0; i < kNumNvtxCallbacks; ++i)
+    if (kNvtxCallbacks[i].cbid == cbid) return i;
+  return kNumNvtxCallbacks;
+}
 
 // Whether the CUPTI of CUDA `cuda_major` knows `cb` (0: unknown major, assume it does).
 constexpr bool callback_known_to(const SubscribedCallback &cb, int cuda_major) {

@@ -38,9 +38,9 @@
     (correlationId, signedCbid, name, graphId, graphNodeId), 5, (4, -4, 8, 4, 8))                  \
   X(graph_node_clone, (uint64_t originalNodeId, uint64_t clonedNodeId, uint32_t execGraphId),      \
     (originalNodeId, clonedNodeId, execGraphId), 3, (8, 8, 4))                                     \
-  X(memory_batch, (const void *records, uint32_t count), (records, count), 2, (8, 4))             \
-  X(nvtx_event_batch, (const void **events, uint32_t count), (events, count), 2, (8, 4))         \
-  X(nvtx_resource_name, (uint32_t kind, uint64_t id, const char *name), (kind, id, name), 3,     \
+  X(memory_batch, (const void *records, uint32_t count), (records, count), 2, (8, 4))              \
+  X(nvtx_event_batch, (const void **events, uint32_t count), (events, count), 2, (8, 4))           \
+  X(nvtx_resource_name, (uint32_t kind, uint64_t id, const char *name), (kind, id, name), 3,       \
     (4, 8, 8))
 
 #endif /* PARCAGPU_PROBE_LIST_H */

@@ -43,6 +43,7 @@ struct Consumers {
   constexpr bool wants_launches() const { return cuda_correlation != 0; }
   constexpr bool wants_kernels() const { return kernel_executed != 0 || activity_batch != 0; }
   constexpr bool wants_memory() const { return memory_batch != 0; }
+  constexpr bool wants_nvtx() const { return nvtx_event_batch != 0 || nvtx_resource_name != 0; }
   bool operator==(const Consumers &) const = default;
   // "name=count ..." of every probe, for the debug log.
   void describe(char *out, size_t size) const;

@@ -12,6 +12,7 @@
 #include "launch/launch_path.h"
 #include "launch/launch_role.h"
 #include "launch/multi_device_launch.h"
+#include "nvtx/nvtx_thread.h"
 #include "pc/pc_sampling.h"
 #include "trackers/correlation_tracker.h"
 #include "trackers/graph_completion.h"
@@ -196,6 +197,8 @@ void AnnouncedLaunches::end(ThreadLaunch &t, uint8_t kind, CbDomain domain, uint
   } else if (usdt::correlation_consumers() != 0) {
     (kind == kGraphRole ? stats_.announced_graph : stats_.announced_eager)
         .fetch_add(1, std::memory_order_relaxed);
+    // This thread's NVTX ranges that enclose the launch reach the consumer before it.
+    nvtx_before_announce(cb->correlationId);
     usdt::cuda_correlation(cb->correlationId, scbid, name);
     if (kind != kGraphRole && launch_devices(domain, cbid, cb->functionParams) > 1)
       announce_own_ids(tracker_, cb->correlationId, scbid, name);

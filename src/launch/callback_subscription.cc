@@ -10,6 +10,7 @@ namespace parcagpu {
 namespace {
 
 RepeatedError g_enable_error("callbacks", "enabling or disabling launch callbacks failed");
+RepeatedError g_nvtx_enable_error("nvtx", "enabling or disabling NVTX callbacks failed");
 
 // What a failed cuptiSubscribe means, beyond the result's name.
 const char *subscribe_failure_meaning(CUptiResult r) {
@@ -131,8 +132,23 @@ void CallbackSubscription::set_enabled(const std::vector<SubscribedCallback> &cb
   }
 }
 
+void CallbackSubscription::set_nvtx_enabled(bool on) {
+  if (!subscriber_ || on == nvtx_on_) return;
+  nvtx_on_ = on;
+  for (const NvtxCallback &cb : kNvtxCallbacks) {
+    const CUptiResult res =
+        cupti_.cuptiEnableCallback(on ? 1 : 0, subscriber_, CUPTI_CB_DOMAIN_NVTX, cb.cbid);
+    if (res != CUPTI_SUCCESS)
+      g_nvtx_enable_error.report(res,
+                                 "cuptiEnableCallback(%d, NVTX %s) failed: %s; those NVTX "
+                                 "calls are not collected",
+                                 on ? 1 : 0, cb.name, cupti_result_string(cupti_, res));
+  }
+}
+
 void CallbackSubscription::unsubscribe() {
   if (!subscriber_) return;
+  set_nvtx_enabled(false);
   size_t failed = 0;
   CUptiResult first_failure = CUPTI_SUCCESS;
   const char *first_name = "";

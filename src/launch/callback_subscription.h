@@ -36,6 +36,11 @@ class CallbackSubscription {
 
   const std::vector<SubscribedCallback> &from_start() const { return from_start_; }
 
+  // cuptiEnableCallback(on) for every NVTX cbid of kNvtxCallbacks (on only while an NVTX probe
+  // has a consumer); a failure is said (once, then counted). unsubscribe turns them off.
+  void set_nvtx_enabled(bool on);
+  bool nvtx_enabled() const { return nvtx_on_; }
+
   // The callbacks needed from process start, after subscribe. False, said, if CUPTI refused every
   // one of them: then unsubscribed again (CUPTI's one subscription is left to someone who can use
   // it).
@@ -49,6 +54,7 @@ class CallbackSubscription {
   const Config &config_;
   CUpti_SubscriberHandle subscriber_ = nullptr;
   std::vector<SubscribedCallback> from_start_;
+  bool nvtx_on_ = false;
 };
 
 }  // namespace parcagpu

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <ctime>
 
+#include "base/clock.h"
 #include "base/config.h"
 #include "base/log.h"
 #include "base/own_cuda_calls.h"
@@ -46,7 +47,8 @@ LaunchCallbacks::LaunchCallbacks(const CuptiApi &cupti, const Config &config,
       role_(config.eager_rate_limit, config.graph_rate_limit,
             std::max(coarse_resolution_ns(), kSafetyCapBurstNs)),
       announced_(cupti, config, tracker, graphs, activity, pc, completion, role_, stats_),
-      resources_(cupti, graphs, pc, role_) {
+      resources_(cupti, graphs, pc, role_),
+      nvtx_(&monotonic_ns) {
   g_self = this;
 }
 
@@ -63,6 +65,10 @@ void CUPTIAPI LaunchCallbacks::on_callback(void * /*userdata*/, CUpti_CallbackDo
   try {
     if (domain == CUPTI_CB_DOMAIN_RESOURCE) {
       self->resources_.on_resource(t_launch, cbid, static_cast<const CUpti_ResourceData *>(data));
+      return;
+    }
+    if (__builtin_expect(domain == CUPTI_CB_DOMAIN_NVTX, 0)) {
+      self->nvtx_.on_callback(cbid, data);
       return;
     }
     const auto *cb = static_cast<const CUpti_CallbackData *>(data);

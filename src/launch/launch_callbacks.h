@@ -30,6 +30,7 @@
 #include "launch/announced_launches.h"
 #include "launch/launch_role.h"
 #include "launch/resource_callbacks.h"
+#include "nvtx/nvtx_collector.h"
 #include "parcagpu/cbid_table.h"
 
 namespace parcagpu {
@@ -58,6 +59,9 @@ class LaunchCallbacks {
   static void CUPTIAPI on_callback(void *userdata, CUpti_CallbackDomain domain,
                                    CUpti_CallbackId cbid, const void *data);
 
+  // Where the NVTX domain's callbacks go (nvtx_collector.h).
+  NvtxCollector &nvtx() { return nvtx_; }
+
   // What the watcher's side moves (LaunchSwitch) and the totals.
   LaunchRole &role() { return role_; }
   LaunchStats &stats() { return stats_; }
@@ -76,6 +80,7 @@ class LaunchCallbacks {
   LaunchStats stats_;
   AnnouncedLaunches announced_;  // a picked launch's work (cold)
   ResourceCallbacks resources_;  // the resource domain and graph uploads
+  NvtxCollector nvtx_;           // NVTX ranges, per application thread
 };
 
 }  // namespace parcagpu

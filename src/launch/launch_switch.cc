@@ -55,6 +55,11 @@ SubscriptionWant LaunchSwitch::want() const {
 
 void LaunchSwitch::on_consumers(const Consumers &now, const Consumers &) {
   launch_consumers_ = now.wants_launches();
+  {
+    // NVTX callbacks only while an NVTX probe listens: with none, nothing per NVTX call.
+    std::lock_guard<std::mutex> lock(toggle_mu_);
+    if (sub_.subscribed()) sub_.set_nvtx_enabled(now.wants_nvtx());
+  }
   const uint64_t t = monotonic_ns();
   role_.pc_needs_launches.store(pc_ && pc_->needs_launches(t));
   reconcile(t);

@@ -2,7 +2,7 @@
 """The library's .note.stapsdt against the probe ABI (include/parcagpu/abi.h): every probe of
 provider parcagpu is there, with a semaphore, the documented argument count, sizes and
 signedness, and operands a USDT argument parser can read. Also: nothing links libcupti or
-libcuda, and only InitializeInjection is exported."""
+libcuda, and only the two injection entry points and the marker are exported."""
 import os
 import re
 import subprocess
@@ -73,7 +73,7 @@ class ProbeNotes(unittest.TestCase):
                 for a in args:
                     self.assertNotRegex(a, r"%[fg]s:", "%s has a TLS operand %s" % (name, a))
 
-    def test_no_build_time_cuda_dependency_and_two_exports(self):
+    def test_no_build_time_cuda_dependency_and_three_exports(self):
         dyn = subprocess.run(["readelf", "-d", harness.LIB], capture_output=True, text=True,
                              check=True).stdout
         needed = re.findall(r"\(NEEDED\).*\[(.*)\]", dyn)
@@ -81,9 +81,10 @@ class ProbeNotes(unittest.TestCase):
         syms = subprocess.run(["nm", "-D", "--defined-only", harness.LIB], capture_output=True,
                               text=True, check=True).stdout.split("\n")
         exported = sorted(l.split()[-1] for l in syms if l.strip())
-        # The entry point, and the marker by which copies of the library find each other
-        # (src/base/process_guard.cc).
-        self.assertEqual(exported, ["InitializeInjection", "parcagpu_instance_marker_v1"])
+        # The entry points (CUDA's and NVTX's), and the marker by which copies of the library
+        # find each other (src/base/process_guard.cc).
+        self.assertEqual(exported, ["InitializeInjection", "InitializeInjectionNvtx2",
+                                    "parcagpu_instance_marker_v1"])
 
 
 if __name__ == "__main__":

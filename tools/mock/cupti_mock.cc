@@ -209,6 +209,12 @@ CUptiResult bridged(CUresult r, CUptiResult otherwise) {
 
 }  // namespace
 
+// An NVTX call made through the mock's NVTX injection (cupti_mock_nvtx.cc): dispatched like real
+// CUPTI's, once per call and only while the subscriber enabled its cbid.
+void nvtx_event(CUpti_CallbackId cbid, const void *data) {
+  dispatch(CUPTI_CB_DOMAIN_NVTX, cbid, data);
+}
+
 std::string report_json() {
   MockCuptiStats st;
   mock_cupti_get_stats(&st);

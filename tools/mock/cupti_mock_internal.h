@@ -141,6 +141,8 @@ bool pc_sampling_enabled_anywhere();
 
 // Callback side (cupti_mock.cc), for the report.
 std::string report_json();
+// An NVTX call (cupti_mock_nvtx.cc) to the subscriber, if it enabled the cbid (cupti_mock.cc).
+void nvtx_event(CUpti_CallbackId cbid, const void *data);
 
 }  // namespace mockcupti
 

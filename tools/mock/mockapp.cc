@@ -254,6 +254,10 @@ std::vector<OptionSpec> run_options() {
        parse_launch_apis},
       {"api-per-thread", nullptr, "with --apis: thread t launches through API t % n alone",
        flag(&Options::api_per_thread)},
+      {"nvtx", nullptr,
+       "NVTX_INJECTION64_PATH=the library (unless set) and an NVTX call before cuInit "
+       "(--scenario=nvtx makes the ranges)",
+       flag(&Options::nvtx)},
   };
 }
 
@@ -566,6 +570,7 @@ int run_process(const Options &o) {
   else if (!o.no_inject)
     setenv("CUDA_INJECTION64_PATH", o.library.c_str(), 1);
   if (!o.cudart.empty() && !load_cudart(o.cudart)) return 1;
+  if (o.nvtx) nvtx_before_cuinit(o.library);
   if (!check(mock_cuda_set_num_devices(o.num_gpus), "mock_cuda_set_num_devices")) return 1;
   const auto start = std::chrono::steady_clock::now();
   if (!check(cuInit(0), "cuInit")) return 1;

@@ -50,6 +50,7 @@ struct Options {
   std::vector<std::pair<std::string, uint64_t>> cpu_before;
   int sync_every = 1;
   uint64_t queue_limit_ns = 0;  // --queue-limit-us: launches block on a full queue
+  bool nvtx = false;  // --nvtx: NVTX_INJECTION64_PATH (the library unless set), a mark before cuInit
 };
 
 // What --fork-children saw: children forked, and those that did not exit within the timeout.
@@ -88,6 +89,9 @@ void scenario_attach_detach(Kernels &kernels);
 void scenario_clone_refire(Kernels &kernels);
 // mockapp_copies.cc: copies and fills from call sites of their own.
 void scenario_copies(Kernels &kernels);
+// mockapp_nvtx.cc: NVTX ranges around launches (--scenario=nvtx), and NVTX's start (--nvtx).
+void scenario_nvtx(Kernels &kernels);
+void nvtx_before_cuinit(const std::string &library);
 void run_timed_workload(const Options &options, Kernels &kernels);
 
 // The mock CUPTI's view, if a mock libcupti is loaded (reached through dlopen(RTLD_NOLOAD)).

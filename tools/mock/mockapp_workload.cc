@@ -345,6 +345,7 @@ const Scenario kScenarios[] = {
     {"attach-detach", scenario_attach_detach},
     {"clone-refire", scenario_clone_refire},
     {"copies", scenario_copies},
+    {"nvtx", scenario_nvtx},
 };
 
 // ---- Timed workload ----
