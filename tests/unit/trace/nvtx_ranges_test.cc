@@ -17,7 +17,9 @@
 #include <vector>
 
 #include "parcagpu/abi.h"
+#include "report.h"
 #include "test_frames.h"
+#include "test_output.h"
 #include "tracer.h"
 
 namespace parcagpu::trace {
@@ -132,6 +134,23 @@ TEST(NvtxRangesTest, LaunchStackPutsRangesAtTheRoot) {
   EXPECT_EQ(names(t.frames(r.launch_stack(1, 10, StackTable::kNone, &t))),
             (std::vector<std::string>{"[no stack]", "[nvtx] (no message)", "[nvtx] step"}));
   EXPECT_EQ(counters(r).nvtx_launches_in_ranges, 3u);
+}
+
+TEST(NvtxRangesTest, TextTableShowsTheRangesOfACutStack) {
+  StackSummary row;
+  row.gpu_ns = row.kernels = 1;
+  for (int i = 0; i < 20; ++i) row.frames.push_back("f" + std::to_string(i));
+  row.frames.push_back("[nvtx] forward");
+  row.frames.push_back("[nvtx] step");
+  const std::string text =
+      test_output::printed([&](FILE *f) { print_stack_table(f, "T", {row}, 1, 1, 1); });
+  EXPECT_NE(text.find("f11\n"), std::string::npos) << text;
+  EXPECT_EQ(text.find("f12\n"), std::string::npos) << text;
+  EXPECT_NE(
+      text.find(
+          "... 8 outer frames\n                 [nvtx] forward\n                 [nvtx] step\n"),
+      std::string::npos)
+      << text;
 }
 
 // The tracer's side: synthetic ring-buffer events, as the BPF program sends them.
