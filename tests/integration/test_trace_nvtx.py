@@ -7,15 +7,19 @@ NVTX v3's own loader (--nvtx: NVTX_INJECTION64_PATH names the library):
 and says what it made (MOCKAPP_NVTX). Every kernel runs MOCK_CUDA_KERNEL_NS long, so the GPU time
 under each range is known: parcagpu-trace --nvtx must fold each kernel under exactly its
 thread's open ranges, outermost first ("[nvtx] step 1;[nvtx] backward;...;[gpu] k_mul"), with
-that GPU time per range, and count what it read. Without --nvtx, or without NVTX in the
+that GPU time per range (in --pprof's samples too), and count what it read. Without --nvtx, or without NVTX in the
 application, no [nvtx] frame."""
 import json
 import os
 import re
+import sys
 import tempfile
 import unittest
 
 import harness
+
+sys.path.insert(0, os.path.join(harness.SOURCE, "scripts"))
+from pprof_decode import decode as decode_pprof, one  # noqa: E402 (--pprof's output read back)
 
 KERNEL_NS = 5000
 STEPS = 3
@@ -32,8 +36,10 @@ def made_by_thread(run):
 class TraceNvtx(unittest.TestCase):
     def traced(self, trace_args, app_args, threads=2):
         folded = tempfile.mktemp(prefix="parcagpu-folded-")
+        self.pprof = tempfile.mktemp(prefix="parcagpu-pprof-")
+        self.addCleanup(lambda: os.path.exists(self.pprof) and os.unlink(self.pprof))
         env = dict(harness.UNLIMITED, MOCK_CUDA_KERNEL_NS=str(KERNEL_NS))
-        with harness.Trace(extra=["--folded", folded, "-n", "1000"] + list(trace_args)) as tr:
+        with harness.Trace(extra=["--folded", folded, "--pprof", self.pprof, "-n", "1000"] + list(trace_args)) as tr:
             r = harness.run_mockapp(list(app_args) + ["--scenario=nvtx", "--threads=%d" % threads],
                                     env=env)
         tr.stop()
@@ -42,6 +48,21 @@ class TraceNvtx(unittest.TestCase):
             lines = [l for l in f.read().splitlines() if l]
         os.unlink(folded)
         return r, tr.result, lines
+
+    def pprof_by_range(self):
+        """GPU ns of --pprof's samples by their two outermost frames (the ranges)."""
+        with open(self.pprof, "rb") as f:
+            p = decode_pprof(f.read())
+        s = p["string_table"]
+        function = {one(f, "id"): s[one(f, "name")] for f in p["function"]}
+        location = {one(l, "id"): [function[one(ln, "function_id")] for ln in l["line"]]
+                    for l in p["location"]}
+        out = {}
+        for x in p["sample"]:
+            names = [n for loc in x["location_id"] for n in reversed(location[loc])]  # leaf first
+            key = tuple(n[len("[nvtx] "):] for n in names[::-1][:2] if n.startswith("[nvtx] "))
+            out[key] = out.get(key, 0) + x["value"][1]  # kernels, GPU ns
+        return out
 
     def test_gpu_time_reads_by_range(self):
         threads = 2
@@ -60,6 +81,9 @@ class TraceNvtx(unittest.TestCase):
         want = {("step %d" % n, rng, kernel): threads * KERNEL_NS
                 for n in range(STEPS) for rng, kernel in INNER.items()}
         self.assertEqual(got, want, "\n".join(lines))
+        by_range = self.pprof_by_range()
+        self.assertEqual({k: v for k, v in by_range.items() if k},
+                         {("step %d" % n, rng): threads * KERNEL_NS for n in range(STEPS) for rng in INNER})
         # Nothing else has a range, and every launch of the scenario is under two.
         launches = sum(m["launches"] for m in made)
         self.assertEqual(sum(1 for l in lines if l.startswith("[nvtx]")),
