@@ -7,6 +7,7 @@
 #include <new>
 
 #include "base/log.h"
+#include "base/process_guard.h"
 #include "base/usdt.h"
 #include "nvtx/nvtx_batch.h"
 #include "nvtx/nvtx_decoder.h"
@@ -32,10 +33,13 @@ RepeatedError g_unreadable("nvtx", "NVTX messages not read (registered or unknow
 void fire(NvtxBatch &b) {
   const uint32_t n = b.count();
   if (n == 0) return;
-  if (usdt::nvtx_event_batch_consumers() != 0) {
+  // A forked child inherits the forking thread's pending events: the parent's, which the parent
+  // delivers.
+  const bool ours = !process_guard::forked_child();
+  if (ours && usdt::nvtx_event_batch_consumers() != 0) {
     usdt::nvtx_event_batch(b.pointers(), n);
     g_batches.fetch_add(1, std::memory_order_relaxed);
-  } else {
+  } else if (ours) {
     g_unheard.report_n(n, kErrDataLost,
                        "%u NVTX events not delivered: nvtx_event_batch's consumer left before "
                        "they were fired",
@@ -55,6 +59,18 @@ void on_thread_exit(void *batch) {
   delete b;
 }
 
+// One key for the process (keys are few: PTHREAD_KEYS_MAX), whatever the collectors built.
+const pthread_key_t *exit_key() {
+  static pthread_key_t key;
+  static const bool made = [] {
+    if (pthread_key_create(&key, &on_thread_exit) == 0) return true;
+    report_error(kErrInternal, "nvtx",
+                 "pthread_key_create failed: an exiting thread's last NVTX events are not fired");
+    return false;
+  }();
+  return made ? &key : nullptr;
+}
+
 }  // namespace
 
 void nvtx_fire_pending() {
@@ -62,12 +78,7 @@ void nvtx_fire_pending() {
 }
 
 NvtxCollector::NvtxCollector(Clock clock, uint64_t max_age_ns)
-    : clock_(clock), max_age_ns_(max_age_ns) {
-  have_exit_key_ = pthread_key_create(&exit_key_, &on_thread_exit) == 0;
-  if (!have_exit_key_)
-    report_error(kErrInternal, "nvtx",
-                 "pthread_key_create failed: an exiting thread's last NVTX events are not fired");
-}
+    : clock_(clock), max_age_ns_(max_age_ns), exit_key_(exit_key()) {}
 
 // Never destroyed while threads run (the profiler is kept for the process's life); the key stays.
 NvtxCollector::~NvtxCollector() = default;
@@ -78,7 +89,7 @@ NvtxBatch *NvtxCollector::thread_batch() {
   if (!b) return nullptr;
   t_nvtx.batch = b;
   t_nvtx.tid = static_cast<uint32_t>(syscall(SYS_gettid));
-  if (have_exit_key_) pthread_setspecific(exit_key_, b);
+  if (exit_key_) pthread_setspecific(*exit_key_, b);
   return b;
 }
 

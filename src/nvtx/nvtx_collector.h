@@ -56,8 +56,8 @@ class NvtxCollector {
 
   const Clock clock_;
   const uint64_t max_age_ns_;
-  pthread_key_t exit_key_{};  // its destructor fires and frees an exiting thread's batch
-  bool have_exit_key_ = false;
+  // The key whose destructor fires and frees an exiting thread's batch (null: none to be had).
+  const pthread_key_t *const exit_key_;
 };
 
 }  // namespace parcagpu

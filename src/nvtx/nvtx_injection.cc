@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "base/config.h"
+#include "base/cupti_api.h"
 #include "base/cupti_locator.h"
 #include "base/log.h"
 
@@ -31,14 +32,19 @@ NvtxInjection::Entry NvtxInjection::find_entry() {
                      parcagpu_env_names(), &ignored);
     set_debug(config.debug);
     LocatedCupti found;
-    // Usable: the CUPTI that serves NVTX must be one the profiler can subscribe with.
+    // Usable as the profiler judges it (load_cupti), so the search ends at the libcupti the
+    // profiler then subscribes with: it finds this one again, already in the process.
     auto usable = [](void *handle, std::string *why_not) {
-      if (dlsym(handle, "cuptiSubscribe") && dlsym(handle, kEntryName)) return true;
-      *why_not = std::string("lacks cuptiSubscribe or ") + kEntryName;
-      return false;
+      CuptiApi api;
+      return resolve_cupti([handle](const char *name) { return dlsym(handle, name); }, &api,
+                           why_not);
     };
     if (!locate_cupti(config.cupti_path, usable, &found, &problem)) return;
     entry = reinterpret_cast<Entry>(dlsym(found.handle, kEntryName));
+    if (!entry) {
+      problem = found.path + " lacks " + kEntryName;
+      return;
+    }
     debug_log("nvtx: forwarding NVTX's injection to %s (%s)", found.path.c_str(),
               found.why.c_str());
   });
