@@ -91,11 +91,14 @@ PY
 
 # Every launch announced: each announcement carries a stack copy, so a small one and a large ring
 # (the default 128 KiB copies in a 32 MiB ring dropped 7,483 events of 200 steps on an H200).
-"$TRACE" -l "$LIB" --json -n 1000 --stack-bytes=8192 --ringbuf-mb=512 >"$OUT/trace.json" \
+# --nvtx: the ranges as [nvtx] frames (the library collects NVTX only with that consumer), and
+# NVTX_INJECTION64_PATH the library, which forwards NVTX's injection to libcupti's.
+"$TRACE" -l "$LIB" --json -n 1000 --stack-bytes=8192 --ringbuf-mb=512 --nvtx >"$OUT/trace.json" \
   2>"$OUT/trace.err" &
 tpid=$!
 wait_attached 60 "$tpid" "$OUT/trace.err" || die "parcagpu-trace did not attach: $(cat "$OUT/trace.err")"
 PARCAGPU_RATE_LIMIT=100000000 PARCAGPU_GRAPH_RATE_LIMIT=100000000 CUDA_INJECTION64_PATH="$LIB" \
+  NVTX_INJECTION64_PATH="$LIB" \
   "$PYTHON" "$OUT/step.py" "$STEPS" parcagpu "" >"$OUT/parcagpu.app" 2>&1 ||
   die "step.py under the library failed: $(tail -5 "$OUT/parcagpu.app")"
 sleep 2
@@ -170,7 +173,18 @@ print("  (no copy: cudaStreamSynchronize %.3f ms in %d calls)" % (sum(ss), len(s
 nv = sorted({f for row in trace.get("gpu_time_by_stack", []) for f in row.get("frames", [])
              if f.startswith("[nvtx]")})
 print("== ranges: parcagpu-trace shows %d [nvtx] frames%s" % (len(nv), ": " + ", ".join(nv) if nv else
-      " (NVTX collection is issue 46 item 2: not in this build)"))
+      " (none: see trace.err, parcagpu.app)"))
+# GPU time by outermost-but-one range (step > h2d, zero, forward, ...), against the profiler's
+# GPU time of the kernels, copies and fills launched inside each record_function of that name.
+by_range = {}
+for row in trace.get("gpu_time_by_stack", []):
+    nvtx = [f[len("[nvtx] "):] for f in row.get("frames", []) if f.startswith("[nvtx] ")]
+    key = nvtx[-2] if len(nvtx) >= 2 else (nvtx[-1] if nvtx else "(no range)")  # root last
+    by_range[key] = by_range.get(key, 0) + row.get("gpu_ns", 0)
+print("   parcagpu-trace GPU time by range (ms): " + ", ".join(
+      "%s %.3f" % (k, v / 1e6) for k, v in sorted(by_range.items(), key=lambda kv: -kv[1])))
+print("   nvtx counters: " + ", ".join("%s=%s" % (k, v) for k, v in sorted(trace.items())
+      if k.startswith("nvtx_")))
 ranges = sorted({e["name"] for e in prof.get("traceEvents", []) if e.get("cat") == "user_annotation"})
 print("   torch.profiler shows %d ranges: %s" % (len(ranges), ", ".join(ranges)))
 print("   trace: kernels matched %s, orphan correlations %s, ring-buffer drops %s" % (

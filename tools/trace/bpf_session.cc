@@ -48,6 +48,9 @@ constexpr ProbeProgram<Progs> kProbes[] = {
     PARCAGPU_PROBE(graph_capture_launch), PARCAGPU_PROBE(graph_node_clone),
     // Copies and fills: optional too (a library without memory_batch announces none).
     PARCAGPU_PROBE(memory_batch),
+    // NVTX ranges (--nvtx): optional, and before cuda_correlation, so that a thread's ranges are
+    // read before the launches they enclose.
+    PARCAGPU_PROBE(nvtx_event_batch), PARCAGPU_PROBE(nvtx_resource_name),
     PARCAGPU_PROBE(cuda_correlation),
 };
 #undef PARCAGPU_PROBE
@@ -59,7 +62,17 @@ constexpr ProbeProgram<Progs> kProbes[] = {
 constexpr const char *kPcProbes[] = {"pc_sample_batch", "stall_reason_map", "cubin_loaded",
                                      "cubin_unloaded", "gpu_config"};
 
+// What only NVTX ranges (--nvtx) need: a consumer of nvtx_event_batch is what makes the library
+// collect NVTX ranges (CUPTI's NVTX callbacks, a cost on every push and pop of the application).
+constexpr const char *kNvtxProbes[] = {"nvtx_event_batch", "nvtx_resource_name"};
+
 }  // namespace
+
+bool is_nvtx_probe(const char *probe) {
+  for (const char *p : kNvtxProbes)
+    if (std::strcmp(p, probe) == 0) return true;
+  return false;
+}
 
 bool is_pc_probe(const char *probe) {
   for (const char *p : kPcProbes)
@@ -87,6 +100,7 @@ BpfSession::~BpfSession() {
   detach_all();
   if (rb_) ring_buffer__free(rb_);
   if (exit_link_) bpf_link__destroy(exit_link_);
+  if (nvtx_exit_link_) bpf_link__destroy(nvtx_exit_link_);
   if (skel_) parcagpu_trace_bpf__destroy(skel_);
 }
 
@@ -98,6 +112,7 @@ bool BpfSession::load(const LoadOptions &o, std::string *error, int *err) {
     return false;
   }
   pc_probes_ = o.pc_probes;
+  nvtx_probes_ = o.nvtx_probes;
   skel_->rodata->verbose_events = o.verbose_events;
   skel_->rodata->launch_stacks = o.launch_stacks;
   skel_->rodata->capture_stacks = o.capture_stacks;
@@ -127,6 +142,15 @@ bool BpfSession::load(const LoadOptions &o, std::string *error, int *err) {
       return false;
     }
   }
+  // NVTX threads' exits free their open ranges in userland (tools/trace/nvtx_ranges.h).
+  if (o.nvtx_probes) {
+    nvtx_exit_link_ = bpf_program__attach(skel_->progs.nvtx_thread_exit);
+    if (!nvtx_exit_link_) {
+      *err = errno;
+      *error = std::string("cannot attach to sched_process_exit (NVTX threads): ") + std::strerror(*err);
+      return false;
+    }
+  }
   if (o.cgroup_fd >= 0) {
     const uint32_t zero = 0;
     if (bpf_map_update_elem(bpf_map__fd(skel_->maps.cgroup_map), &zero, &o.cgroup_fd, BPF_ANY) != 0) {
@@ -143,6 +167,8 @@ int BpfSession::attach(const std::string &path, int pid, const std::vector<std::
   std::vector<UsdtProgram> programs = usdt_programs(kProbes, skel_->progs);
   if (!pc_probes_)
     std::erase_if(programs, [](const UsdtProgram &p) { return is_pc_probe(p.probe); });
+  if (!nvtx_probes_)
+    std::erase_if(programs, [](const UsdtProgram &p) { return is_nvtx_probe(p.probe); });
   return attach_usdt(programs, path, pid, present, "", &links_, error, err);
 }
 
@@ -152,6 +178,7 @@ std::vector<bpf_link *> BpfSession::take_other_links() {
   std::vector<bpf_link *> taken = std::move(autograd_links_);
   autograd_links_.clear();
   if (exit_link_) taken.push_back(std::exchange(exit_link_, nullptr));
+  if (nvtx_exit_link_) taken.push_back(std::exchange(nvtx_exit_link_, nullptr));
   return taken;
 }
 

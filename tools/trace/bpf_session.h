@@ -36,7 +36,14 @@ struct LoadOptions {
   // cubin_unloaded, gpu_config (is_pc_probe). Without it they are not attached: a consumer of
   // pc_sample_batch is what turns PC sampling on in the library.
   bool pc_probes = false;
+  // Also NVTX's probes (--nvtx): nvtx_event_batch, nvtx_resource_name (is_nvtx_probe), and the
+  // thread-exit program that frees an NVTX thread's ranges. Without it they are not attached: a
+  // consumer of nvtx_event_batch is what makes the library collect NVTX ranges.
+  bool nvtx_probes = false;
 };
+
+// The probes only NVTX ranges need: attached with LoadOptions::nvtx_probes only.
+bool is_nvtx_probe(const char *probe);
 
 // The probes only PC sampling needs: attached with LoadOptions::pc_probes only.
 bool is_pc_probe(const char *probe);
@@ -108,6 +115,8 @@ class BpfSession : OwnsHandles {
   std::vector<bpf_link *> autograd_links_;
   bpf_link *exit_link_ = nullptr;  // forget_stack_end at sched_process_exit (with stack copies)
   bool pc_probes_ = false;
+  bool nvtx_probes_ = false;
+  bpf_link *nvtx_exit_link_ = nullptr;  // nvtx_thread_exit at sched_process_exit (--nvtx)
 };
 
 }  // namespace parcagpu::trace

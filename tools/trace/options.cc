@@ -68,6 +68,7 @@ enum Key {
   kMaxPending,
   kStackBytes,
   kListCounters,
+  kNvtx,
 };
 
 const argp_option kOptions[] = {
@@ -90,6 +91,9 @@ const argp_option kOptions[] = {
     {"pc", kPc, nullptr, 0,
      "Also PC sampling (the library samples only while this is attached): the hottest kernels by "
      "PC samples, their stall reasons, hottest PC offsets and source lines (-lineinfo)", 0},
+    {"nvtx", kNvtx, nullptr, 0,
+     "Also NVTX ranges (the library collects them only while this is attached): each launch under "
+     "its thread's open ranges, frames \"[nvtx] NAME\" at the root of its stack", 0},
     {"json", kJson, "FILE", OPTION_ARG_OPTIONAL,
      "The summary as one JSON object on stdout; --json=FILE: in FILE at exit, and the text report "
      "on stdout as without it", 0},
@@ -246,6 +250,7 @@ error_t parse_opt(int key, char *arg, argp_state *state) {
     case kJsonLines: o->json_lines = true; break;
     case kCaptureSites: o->capture_sites = true; break;
     case kPc: o->pc = true; break;
+    case kNvtx: o->nvtx = true; break;
     case kListCounters: o->list_counters = true; break;
     case kNoStacks: o->stacks = false; break;
     case kNoPython: o->python = false; break;

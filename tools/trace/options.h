@@ -22,6 +22,7 @@ struct Options {
   bool list_counters = false;  // --list-counters: print the counter table (tools/trace/counters.h), exit
   bool capture_sites = false;
   bool pc = false;           // --pc: PC sampling (tools/trace/pc_profile.h)
+  bool nvtx = false;         // --nvtx: NVTX ranges as frames (tools/trace/nvtx_ranges.h)
   bool stacks = true;        // --no-stacks: no user stack at cuda_correlation
   bool python = true;        // --no-python: no CPython frames in launch stacks
   bool autograd = true;      // --no-autograd: PyTorch backward launches not put under their forward

@@ -713,6 +713,88 @@ PROBE(memory_batch, PT_STAT_FIRE_MEMORY_BATCH) {
   return 0;
 }
 
+/* NVTX (--nvtx; userland attaches these programs only then: the library collects NVTX only while
+ * nvtx_event_batch has a consumer). Threads that fired nvtx_event_batch, so that their exit is
+ * said to userland (nvtx_thread_exit), which then frees the thread's open ranges; LRU: a thread
+ * forgotten here keeps its ranges until its process is gone (tools/trace/nvtx_ranges.h). */
+struct {
+  __uint(type, BPF_MAP_TYPE_LRU_HASH);
+  __uint(max_entries, 16384);
+  __type(key, __u64);
+  __type(value, __u8);
+} nvtx_threads SEC(".maps");
+
+_Static_assert(PT_NVTX_MSG_LEN == PARCAGPU_NVTX_MESSAGE_MAX + 1, "PT_NVTX_MSG_LEN");
+
+/* One NVTX record (an 8-byte aligned copy at rec) as a PT_EV_NVTX event, its message read. */
+static __always_inline void send_nvtx_record(const __u8 *rec, __u32 index, __u32 count) {
+  struct pt_nvtx_event *e = reserve_event(sizeof(*e), PT_EV_NVTX);
+  if (!e) return;
+  e->timestamp = FIELD(__u64, rec, PARCAGPU_NVTX_OFF_TIMESTAMP);
+  e->range_id = FIELD(__u64, rec, PARCAGPU_NVTX_OFF_RANGE_ID);
+  e->payload = FIELD(__u64, rec, PARCAGPU_NVTX_OFF_PAYLOAD);
+  e->record_tid = FIELD(__u32, rec, PARCAGPU_NVTX_OFF_TID);
+  e->correlation_id = FIELD(__u32, rec, PARCAGPU_NVTX_OFF_CORRELATION_ID);
+  e->domain_id = FIELD(__u32, rec, PARCAGPU_NVTX_OFF_DOMAIN_ID);
+  e->color = FIELD(__u32, rec, PARCAGPU_NVTX_OFF_COLOR);
+  e->kind = FIELD(__u16, rec, PARCAGPU_NVTX_OFF_KIND);
+  e->batch_index = index;
+  e->batch_count = count;
+  e->h.flags = read_str(e->message, sizeof(e->message), FIELD(const void *, rec, PARCAGPU_NVTX_OFF_MESSAGE),
+                        PT_F_NAME_NULL, PT_F_NAME_FAULT);
+  if (e->h.flags & PT_F_NAME_FAULT) stat_add(PT_STAT_NVTX_MESSAGE_FAULTS, 1);
+  bpf_ringbuf_submit(e, 0);
+}
+
+/* nvtx_event_batch(ptr events, u32 count): count pointers to PARCAGPU_NVTX_REC_SIZE-byte records
+ * of one thread, at most PARCAGPU_NVTX_BATCH_MAX read; each one a PT_EV_NVTX event, in order. */
+PROBE(nvtx_event_batch, PT_STAT_FIRE_NVTX_EVENT_BATCH) {
+  const void *const *records = (const void *const *)arg(ctx, 0);
+  __u32 count = arg(ctx, 1);
+  stat_add(PT_STAT_NVTX_RECORDS, count);
+  __u32 n = count;
+  if (n > PARCAGPU_NVTX_BATCH_MAX) {
+    stat_add(PT_STAT_NVTX_OVER_CAP, count - PARCAGPU_NVTX_BATCH_MAX);
+    n = PARCAGPU_NVTX_BATCH_MAX;
+  }
+  const __u64 thread = bpf_get_current_pid_tgid();
+  const __u8 one = 1;
+  bpf_map_update_elem(&nvtx_threads, &thread, &one, BPF_ANY);
+  __u64 rec_words[PARCAGPU_NVTX_REC_SIZE / 8];
+  for (__u32 i = 0; i < PARCAGPU_NVTX_BATCH_MAX; i++) {
+    if (i >= n) break;
+    const __u8 *rp = 0;
+    if (bpf_probe_read_user(&rp, sizeof(rp), &records[i]) < 0 ||
+        bpf_probe_read_user(rec_words, PARCAGPU_NVTX_REC_SIZE, rp) < 0) {
+      read_error(PT_STAT_READ_ERR_NVTX);
+      continue;
+    }
+    send_nvtx_record((const __u8 *)rec_words, i, count);
+  }
+  return 0;
+}
+
+PROBE(nvtx_resource_name, PT_STAT_FIRE_NVTX_RESOURCE_NAME) {
+  struct pt_nvtx_resource_event *e = reserve_event(sizeof(*e), PT_EV_NVTX_RESOURCE_NAME);
+  if (!e) return 0;
+  e->kind = arg(ctx, 0);
+  e->id = arg(ctx, 1);
+  e->pad = 0;
+  e->h.flags = read_str(e->name, sizeof(e->name), (const void *)arg(ctx, 2), PT_F_NAME_NULL, PT_F_NAME_FAULT);
+  bpf_ringbuf_submit(e, 0);
+  return 0;
+}
+
+SEC("raw_tp/sched_process_exit") /* every task's exit: a map lookup, an event for NVTX threads */
+int nvtx_thread_exit(void *ctx) {
+  __u64 thread = bpf_get_current_pid_tgid();
+  if (!bpf_map_lookup_elem(&nvtx_threads, &thread)) return 0;
+  bpf_map_delete_elem(&nvtx_threads, &thread);
+  struct pt_header *h = reserve_event(sizeof(*h), PT_EV_NVTX_THREAD_EXIT);
+  if (h) bpf_ringbuf_submit(h, 0);
+  return 0;
+}
+
 PROBE(error, PT_STAT_FIRE_ERROR) {
   __s32 code = arg(ctx, 0);
   const char *msg = (const char *)arg(ctx, 1);

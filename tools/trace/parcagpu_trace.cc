@@ -248,7 +248,7 @@ void setup(Tool &t) {
   if (!opt.cgroup.empty() && (cgroup_fd < 0 || pt::cgroup_v2_path(opt.cgroup).empty()))
     die("-c " + opt.cgroup + ": not a directory of a cgroup v2 file system");
   if (!t.bpf.load({opt.verbose, opt.stacks, opt.capture_sites, opt.stack_bytes,
-                   opt.ringbuf_mb << 20, cgroup_fd, opt.pc},
+                   opt.ringbuf_mb << 20, cgroup_fd, opt.pc, opt.nvtx},
                   &error, &err)) {
     const std::string hint = pt::privilege_hint(pt::Step::LoadBpf, err);
     die(error + (hint.empty() ? "" : "; " + hint));

@@ -163,6 +163,24 @@ Json summary_json(const Summary &s) {
   return o;
 }
 
+namespace {
+// A stack's frames, innermost first, the first `shown` of them; its NVTX ranges (the outermost
+// frames, "[nvtx] ...": tools/trace/nvtx_ranges.h) always, where the stack is cut too.
+void print_frames(FILE *f, const std::vector<std::string> &frames, size_t shown) {
+  size_t ranges = 0;
+  while (ranges < frames.size() && frames[frames.size() - 1 - ranges].rfind("[nvtx] ", 0) == 0) ++ranges;
+  const size_t n = frames.size(), cut = n > shown + ranges ? n - ranges - shown : 0;
+  for (size_t k = 0; k < n; ++k) {
+    if (cut && k >= shown && k < n - ranges) {
+      if (k == shown)
+        std::fprintf(f, "       %-9s ... %zu outer frame%s\n", "", cut, cut == 1 ? "" : "s");
+      continue;
+    }
+    std::fprintf(f, "       %-9s %s\n", k == 0 ? "stack" : "", frames[k].c_str());
+  }
+}
+}  // namespace
+
 void print_stack_table(FILE *f, const char *title, const std::vector<StackSummary> &rows,
                        uint64_t total_ns, uint64_t total_kernels, uint64_t total_stacks) {
   std::fprintf(f, "%s: %s of GPU time in %" PRIu64 " kernels, %" PRIu64 " stack%s%s\n", title,
@@ -186,11 +204,7 @@ void print_stack_table(FILE *f, const char *title, const std::vector<StackSummar
     if (r.by_kernel.size() > kKernelsShown)
       std::fprintf(f, "       %-9s %zu more kernel name%s\n", "", r.by_kernel.size() - kKernelsShown,
                    r.by_kernel.size() - kKernelsShown == 1 ? "" : "s");
-    for (size_t k = 0; k < r.frames.size() && k < kFramesShown; ++k)
-      std::fprintf(f, "       %-9s %s\n", k == 0 ? "stack" : "", r.frames[k].c_str());
-    if (r.frames.size() > kFramesShown)
-      std::fprintf(f, "       %-9s ... %zu outer frame%s\n", "", r.frames.size() - kFramesShown,
-                   r.frames.size() - kFramesShown == 1 ? "" : "s");
+    print_frames(f, r.frames, kFramesShown);
   }
 }
 

@@ -29,6 +29,9 @@ enum pt_event_type {
   PT_EV_GRAPH_NODE_CLONE = 12,
   PT_EV_MEMORY = 13,          /* one copy or fill record read through memory_batch
                                  (pt_kernel_event, kind MEMCPY / MEMSET / MEMCPY2, no name) */
+  PT_EV_NVTX = 14,            /* one NVTX record read through nvtx_event_batch (pt_nvtx_event) */
+  PT_EV_NVTX_RESOURCE_NAME = 15, /* nvtx_resource_name (pt_nvtx_resource_event) */
+  PT_EV_NVTX_THREAD_EXIT = 16, /* a thread that fired nvtx_event_batch exited (pt_header only) */
   /* Types from here on belong to extensions with a BPF object of their own that writes into this
    * ring buffer (tools/trace/extension.h; PC sampling: tools/trace/pc_events.h). */
   PT_EV_EXTENSION_BASE = 64,
@@ -271,6 +274,36 @@ struct pt_clone_event {
   __u32 pad;
 };
 
+/* NVTX (--nvtx): one event per record of an nvtx_event_batch firing (include/parcagpu/abi.h,
+ * PARCAGPU_NVTX_*), in the thread's order, with the message read from the process. The header's
+ * tid is the firing thread's (the kernel's, as cuda_correlation's); record_tid is the record's
+ * own. PT_F_NAME_NULL / PT_F_NAME_FAULT say a message pointer was NULL / unreadable. */
+#define PT_NVTX_MSG_LEN 240 /* PARCAGPU_NVTX_MESSAGE_MAX + 1 (checked in the BPF program) */
+
+struct pt_nvtx_event {
+  struct pt_header h;
+  __u64 timestamp; /* the record's, CLOCK_MONOTONIC */
+  __u64 range_id;  /* pairs RANGE_START with RANGE_END */
+  __u64 payload;
+  __u32 record_tid;
+  __u32 correlation_id; /* the thread's last announced launch, 0 if none */
+  __u32 domain_id;
+  __u32 color;
+  __u16 kind; /* PARCAGPU_NVTX_KIND_* */
+  __u16 batch_index;
+  __u32 batch_count;
+  char message[PT_NVTX_MSG_LEN];
+};
+
+/* nvtx_resource_name(u32 kind, u64 id, ptr name). */
+struct pt_nvtx_resource_event {
+  struct pt_header h;
+  __u64 id;
+  __u32 kind; /* PARCAGPU_NVTX_RESOURCE_* */
+  __u32 pad;
+  char name[PT_NVTX_MSG_LEN];
+};
+
 /* Per-CPU counters (map "stats"), summed by userland. */
 enum pt_stat {
   PT_STAT_RINGBUF_DROPS = 0,   /* events that found the ring buffer full */
@@ -315,6 +348,12 @@ enum pt_stat {
   PT_STAT_AUTOGRAD_LINKED,     /* launches in an autograd node, the forward's frames found */
   PT_STAT_AUTOGRAD_FORWARD_MISSING, /* ... not found (evicted, or numbered before attach) */
   PT_STAT_AUTOGRAD_READ_ERRORS, /* the Node's vtable pointer or sequence_nr_ unreadable */
+  PT_STAT_FIRE_NVTX_EVENT_BATCH,
+  PT_STAT_FIRE_NVTX_RESOURCE_NAME,
+  PT_STAT_NVTX_RECORDS,        /* sum of nvtx_event_batch count arguments */
+  PT_STAT_NVTX_OVER_CAP,       /* records beyond PARCAGPU_NVTX_BATCH_MAX in one firing, not read */
+  PT_STAT_READ_ERR_NVTX,       /* nvtx_event_batch: a record pointer or record unreadable */
+  PT_STAT_NVTX_MESSAGE_FAULTS, /* ... a record's message unreadable (sent without it) */
   PT_STAT_MAX,
 };
 

@@ -176,6 +176,7 @@ void Tracer::forget_process(uint32_t pid) {
   unwinder_.forget(pid);
   captures_.forget(pid);
   joiner_.forget_process(pid);
+  nvtx_.forget_process(pid);
   process_start_.erase(pid);
   processes_.forget(pid);
   seen_pids_.erase(pid);
@@ -337,6 +338,9 @@ bool Tracer::on_correlation(const pt_correlation_event &e, const void *data, siz
   const pt_header &h = e.h;
   uint32_t stack;
   if (!stack_of<pt_correlation_stack_event>(h, data, size, &stack)) return false;
+  // The thread's NVTX records came before this launch (the library fires them first): its open
+  // ranges now are those around the launch.
+  if (nvtx_.threads() > 0) stack = nvtx_.launch_stack(h.pid, h.tid, stack, &stacks_);
   joiner_.on_correlation(h.pid, e.correlation_id, e.signed_cbid, stack, h.ts_ns);
   if (opt_.verbose) {
     char py[48] = "";
@@ -410,6 +414,9 @@ void Tracer::on_event(const void *data, size_t size) {
     case PT_EV_CUBIN_UNLOADED:
     case PT_EV_STALL_REASON_MAP:
     case PT_EV_PC_SAMPLE_BATCH: take(data, size, &Tracer::on_meta); break;
+    case PT_EV_NVTX: take(data, size, &Tracer::on_nvtx); break;
+    case PT_EV_NVTX_RESOURCE_NAME: take(data, size, &Tracer::on_nvtx_resource); break;
+    case PT_EV_NVTX_THREAD_EXIT: take(data, size, &Tracer::on_nvtx_thread_exit); break;
     default:
       bool claimed = false;
       for (const auto &v : extensions_) claimed |= v->wants(h->type);
@@ -579,6 +586,31 @@ void Tracer::on_meta(const pt_meta_event &e) {
                  static_cast<uint64_t>(e.size), (e.h.flags & PT_F_BLOB_FAULT) ? " (blob unreadable)" : "");
 }
 
+// An NVTX record, keyed by the firing thread (the kernel's tid, as cuda_correlation's): the
+// library fires a thread's records on that thread, before its launches.
+void Tracer::on_nvtx(const pt_nvtx_event &e) {
+  joiner_.on_other(e.h.pid);
+  const std::string_view message = str(e.message, sizeof e.message);
+  nvtx_.on_record(e.h.pid, e.h.tid, e.kind, e.range_id, message);
+  if (opt_.verbose)
+    std::fprintf(stderr, "[%u/%u] nvtx kind=%u record_tid=%u range=%" PRIu64 " corr=%u domain=%u [%u/%u] %.*s\n",
+                 e.h.pid, e.h.tid, e.kind, e.record_tid, static_cast<uint64_t>(e.range_id), e.correlation_id,
+                 e.domain_id, e.batch_index, e.batch_count, static_cast<int>(message.size()), message.data());
+}
+
+void Tracer::on_nvtx_resource(const pt_nvtx_resource_event &e) {
+  joiner_.on_other(e.h.pid);
+  ++meta_.nvtx_resource_names;
+  if (opt_.verbose)
+    std::fprintf(stderr, "[%u/%u] nvtx_resource_name kind=%u id=%" PRIu64 " name=%.*s\n", e.h.pid, e.h.tid, e.kind,
+                 static_cast<uint64_t>(e.id), static_cast<int>(strnlen(e.name, sizeof e.name)), e.name);
+}
+
+void Tracer::on_nvtx_thread_exit(const pt_header &h) {
+  joiner_.on_other(h.pid);
+  nvtx_.thread_exit(h.pid, h.tid);
+}
+
 void Tracer::warn_of_losses(const BpfLosses &b) {
   // Each row: the count so far, the JSON key the summary counts it under, what it means.
   char max_pending[128];
@@ -668,6 +700,10 @@ constexpr BpfCounter kBpfCounters[] = {
     {&Counters::autograd_linked, PT_STAT_AUTOGRAD_LINKED},
     {&Counters::autograd_forward_missing, PT_STAT_AUTOGRAD_FORWARD_MISSING},
     {&Counters::autograd_read_errors, PT_STAT_AUTOGRAD_READ_ERRORS},
+    {&Counters::nvtx_batches, PT_STAT_FIRE_NVTX_EVENT_BATCH},
+    {&Counters::nvtx_records_over_cap, PT_STAT_NVTX_OVER_CAP},
+    {&Counters::nvtx_read_errors, PT_STAT_READ_ERR_NVTX},
+    {&Counters::nvtx_message_faults, PT_STAT_NVTX_MESSAGE_FAULTS},
 };
 }  // namespace
 
@@ -676,6 +712,7 @@ Summary Tracer::summarize(const uint64_t st[PT_STAT_MAX], double duration,
   Summary sum;
   add_counters(&sum, meta_);
   joiner_.add_to(&sum);
+  nvtx_.add_to(&sum);
   captures_.fill(&sum, opt_.capture_sites);
   for (const BpfCounter &c : kBpfCounters) sum.*c.field = st[c.slot];
   // Firings minus what arrived: an error the user never saw (its event found no room).

@@ -29,6 +29,7 @@
 #include "unwinder.h"
 #include "extension.h"
 #include "memory_profile.h"
+#include "nvtx_ranges.h"
 
 namespace parcagpu::trace {
 
@@ -125,6 +126,9 @@ class Tracer : public MatchSink {
   void add_memory_profile();
   void on_capture(const pt_capture_event &e, const void *data, size_t size);
   void on_meta(const pt_meta_event &e);
+  void on_nvtx(const pt_nvtx_event &e);
+  void on_nvtx_resource(const pt_nvtx_resource_event &e);
+  void on_nvtx_thread_exit(const pt_header &h);
   void emit_stack(uint32_t id);
   void print_line(const Json &j) const;
 
@@ -158,6 +162,7 @@ class Tracer : public MatchSink {
   uint64_t malformed_ = 0;
   std::vector<std::unique_ptr<Extension>> extensions_;
   MemoryProfile *memory_ = nullptr;  // copies and fills, one of extensions_
+  NvtxRanges nvtx_;  // --nvtx: each thread's open ranges, put at the root of its launches' stacks
 };
 
 }  // namespace parcagpu::trace
