@@ -59,10 +59,10 @@ constexpr bool enabled_from_start(CbRole role) { return !is_launch_role(role); }
 // returns. A synchronous memset is asynchronous with respect to the host except when it fills
 // pinned host memory or managed memory, then fully synchronous. An "Async" API is asynchronous,
 // except that one between device and pageable host memory may be synchronous (not measured:
-// whether it waits depends on its arguments, not its API: PyTorch's .item() is a DtoH
-// cudaMemcpyAsync to pageable memory). The launch path times every announced copy and fill call
-// (memory_batch's cpu blocked); parcagpu-trace counts as blocked the calls of Blocking APIs and
-// those whose record says pageable host memory (docs/probe-abi.md).
+// whether it waits depends on its arguments, not its API; PyTorch's .item() is a DtoH
+// cudaMemcpyAsync to pinned memory and a cudaStreamSynchronize, which waits). The launch path times
+// every announced copy and fill call (memory_batch's cpu blocked); parcagpu-trace counts as blocked
+// the calls of Blocking APIs and those whose record says pageable host memory (docs/probe-abi.md).
 enum class HostSync : uint8_t { No, Blocking };
 
 struct SubscribedCallback {
