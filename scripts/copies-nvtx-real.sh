@@ -18,8 +18,10 @@ PYTHON=${PYTHON:-/opt/torch/.venv/bin/python}
 need_lib_trace_root
 mkdir -p "$OUT"
 
+cp "$ROOT/tools/bench/torch_profiled.py" "$OUT/"
 cat >"$OUT/step.py" <<'PY'
 import ctypes, json, sys, torch
+from torch_profiled import run_or_profile
 from torch.utils.data import DataLoader, TensorDataset
 steps, mode, out = int(sys.argv[1]), sys.argv[2], sys.argv[3]
 torch.manual_seed(0)
@@ -79,13 +81,7 @@ def run():
                 losses.append(loss.item())           # D2H copy, blocks
     torch.cuda.synchronize()
 
-if mode == "profiler":
-    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU,
-                                            torch.profiler.ProfilerActivity.CUDA]) as p:
-        run()
-    p.export_chrome_trace(out)
-else:
-    run()
+run_or_profile(run, mode, out)
 print("done", steps)
 PY
 

@@ -21,8 +21,10 @@
 STEPS=200 EMIT=3 OUT=/tmp/parcagpu-trace-nvtx
 start_real_run "--steps=STEPS --emit=EMIT --out=OUT" "$@"
 
+cp "$ROOT/tools/bench/torch_profiled.py" "$OUT/"
 cat >"$OUT/ranges.py" <<'PY'
 import sys, torch
+from torch_profiled import run_or_profile
 steps, emit, mode, out = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4]
 torch.manual_seed(0)
 model = torch.nn.Sequential(torch.nn.Linear(1024, 4096), torch.nn.ReLU(),
@@ -63,13 +65,7 @@ def run():
                 step()
     torch.cuda.synchronize()
 
-if mode == "profiler":
-    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU,
-                                            torch.profiler.ProfilerActivity.CUDA]) as p:
-        run()
-    p.export_chrome_trace(out)
-else:
-    run()
+run_or_profile(run, mode, out)
 print("done", steps, emit)
 PY
 

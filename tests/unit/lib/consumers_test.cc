@@ -17,42 +17,12 @@
 #include <vector>
 
 #include "base/usdt.h"
+#include "attached_consumer.h"
 
 namespace parcagpu {
 namespace {
 
 using namespace std::chrono_literals;
-
-#if defined(__SANITIZE_THREAD__)
-// The kernel raises a semaphore from outside the process, where ThreadSanitizer sees no write;
-// the test's own write stands in for it, so it is hidden from TSan the same way (libtsan's
-// dynamic annotations), rather than reported as a race with the watcher's plain read.
-extern "C" void AnnotateIgnoreWritesBegin(const char *file, int line);
-extern "C" void AnnotateIgnoreWritesEnd(const char *file, int line);
-#define KERNEL_WRITE_BEGIN() AnnotateIgnoreWritesBegin(__FILE__, __LINE__)
-#define KERNEL_WRITE_END() AnnotateIgnoreWritesEnd(__FILE__, __LINE__)
-#else
-#define KERNEL_WRITE_BEGIN()
-#define KERNEL_WRITE_END()
-#endif
-
-// One consumer attached to the probe of `semaphore` for the life of this object.
-class Attached {
- public:
-  explicit Attached(unsigned short &semaphore) : semaphore_(semaphore) { bump(+1); }
-  ~Attached() { bump(-1); }
-  Attached(const Attached &) = delete;
-  Attached &operator=(const Attached &) = delete;
-
- private:
-  void bump(int by) {
-    volatile unsigned short &s = semaphore_;
-    KERNEL_WRITE_BEGIN();
-    s = static_cast<unsigned short>(s + by);
-    KERNEL_WRITE_END();
-  }
-  unsigned short &semaphore_;
-};
 
 struct Told {
   Consumers now, before;

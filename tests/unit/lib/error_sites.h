@@ -9,22 +9,11 @@
 #include <string>
 
 #include "base/log.h"
+#include "repeated_errors.h"
 
 namespace parcagpu::testing_sites {
 
-inline uint64_t site_count(const char *what) {
-  struct Find {
-    const char *what;
-    uint64_t count = 0;
-  } f{what};
-  for_each_repeated_error(
-      [](const RepeatedError &e, void *arg) {
-        auto *find = static_cast<Find *>(arg);
-        if (std::string(e.what()) == find->what) find->count = e.count();
-      },
-      &f);
-  return f.count;
-}
+inline uint64_t site_count(const char *what) { return repeated_error_count(what); }
 
 // A site's message in `err`, the stderr of what made it count: once if it had counted nothing
 // `before`, else not at all (a site speaks at its first occurrence in the process only).

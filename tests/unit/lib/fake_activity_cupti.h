@@ -18,6 +18,7 @@
 #include "base/cupti_api.h"
 #include "base/log.h"
 #include "parcagpu/abi.h"
+#include "repeated_errors.h"
 
 namespace parcagpu::fake_activity {
 
@@ -143,19 +144,7 @@ inline uint32_t correlation_at(const std::vector<uint8_t> &records, size_t i) {
 }
 
 // How often the RepeatedError site `what` (its summary text) has counted so far.
-inline uint64_t repeated_count(const std::string &what) {
-  struct Query {
-    const std::string &what;
-    uint64_t n;
-  } q{what, 0};
-  for_each_repeated_error(
-      [](const RepeatedError &e, void *arg) {
-        auto *q = static_cast<Query *>(arg);
-        if (q->what == e.what()) q->n += e.count();
-      },
-      &q);
-  return q.n;
-}
+inline uint64_t repeated_count(const std::string &what) { return repeated_error_count(what); }
 
 // What a RepeatedError site (`what`: its summary text) said and counted while `f` ran. It says
 // only its first occurrence in the process (an earlier test may have had it).

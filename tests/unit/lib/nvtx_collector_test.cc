@@ -19,40 +19,13 @@
 #include "base/usdt.h"
 #include "nvtx/nvtx_batch.h"
 #include "nvtx/nvtx_thread.h"
+#include "attached_consumer.h"
 
 namespace parcagpu {
 namespace {
 
 uint64_t g_now = 1'000'000'000;
 uint64_t fake_clock() { return g_now; }
-
-#if defined(__SANITIZE_THREAD__)
-extern "C" void AnnotateIgnoreWritesBegin(const char *file, int line);
-extern "C" void AnnotateIgnoreWritesEnd(const char *file, int line);
-#define KERNEL_WRITE_BEGIN() AnnotateIgnoreWritesBegin(__FILE__, __LINE__)
-#define KERNEL_WRITE_END() AnnotateIgnoreWritesEnd(__FILE__, __LINE__)
-#else
-#define KERNEL_WRITE_BEGIN()
-#define KERNEL_WRITE_END()
-#endif
-
-// A consumer of the probe of `semaphore` while this lives (the kernel's write, made by the test).
-class Attached {
- public:
-  explicit Attached(unsigned short &semaphore) : s_(semaphore) { bump(+1); }
-  ~Attached() { bump(-1); }
-  Attached(const Attached &) = delete;
-  Attached &operator=(const Attached &) = delete;
-
- private:
-  void bump(int by) {
-    volatile unsigned short &s = s_;
-    KERNEL_WRITE_BEGIN();
-    s = static_cast<unsigned short>(s + by);
-    KERNEL_WRITE_END();
-  }
-  unsigned short &s_;
-};
 
 void push(NvtxCollector &c, const char *message) {
   const nvtxRangePushA_params p{message};

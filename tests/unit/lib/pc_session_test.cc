@@ -20,17 +20,7 @@ const CUpti_PCSamplingConfigurationInfo *find(CUpti_PCSamplingConfigurationAttri
 class PcSessionTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    g_fake = &fake_;
-    api_.cuptiPCSamplingGetNumStallReasons = &fake_num;
-    api_.cuptiPCSamplingGetStallReasons = &fake_reasons;
-    api_.cuptiPCSamplingEnable = &fake_enable;
-    api_.cuptiPCSamplingDisable = &fake_disable;
-    api_.cuptiPCSamplingStart = &fake_start;
-    api_.cuptiPCSamplingStop = &fake_stop;
-    api_.cuptiPCSamplingGetData = &fake_get_data;
-    api_.cuptiPCSamplingSetConfigurationAttribute = &fake_set;
-    api_.cuptiPCSamplingGetConfigurationAttribute = &fake_get;
-    api_.cuptiGetDeviceId = &fake_device;
+    install(api_, fake_);
   }
   void TearDown() override { g_fake = nullptr; }
 
