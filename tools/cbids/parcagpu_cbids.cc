@@ -17,6 +17,8 @@ const char *domain_name(parcagpu::CbDomain d) {
       return "runtime";
     case parcagpu::CbDomain::Resource:
       return "resource";
+    case parcagpu::CbDomain::Nvtx:
+      return "nvtx";
   }
   return "?";
 }
