@@ -37,8 +37,9 @@ TEST(NvtxInjection, NoLibcuptiLeavesNvtxNoOpsSaidOnceCountedEachTime) {
   EXPECT_EQ(g_table_asked, 0) << "no libcupti, so nobody asks NVTX for its export table";
   EXPECT_EQ(testing_sites::site_count(kSite), before + 2);
   testing_sites::expect_said_once(err, "NVTX calls stay no-ops (ranges are not collected)", before);
-  // The reason names the path that could not be used.
-  EXPECT_NE(err.find("/nonexistent/parcagpu-test/libcupti.so"), std::string::npos) << err;
+  // The reason names the path that could not be used (said at the site's first occurrence).
+  if (before == 0)
+    EXPECT_NE(err.find("/nonexistent/parcagpu-test/libcupti.so"), std::string::npos) << err;
 }
 
 }  // namespace
