@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "temp_dir.h"
+
 namespace parcagpu {
 namespace {
 
@@ -25,14 +27,8 @@ bool has(const std::vector<std::string> &v, const std::string &s) {
 
 class CuptiSearchInputsTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char dir[] = "/tmp/parcagpu-cupti-search-XXXXXX";
-    ASSERT_NE(mkdtemp(dir), nullptr);
-    root_ = dir;
-  }
   void TearDown() override {
     for (void *h : loaded_) dlclose(h);
-    fs::remove_all(root_);
   }
   // The mock libcudart copied to dir (made) and loaded from `as` (default: there).
   void load_cudart(const std::string &dir, const std::string &as = "") {
@@ -43,7 +39,8 @@ class CuptiSearchInputsTest : public ::testing::Test {
     ASSERT_NE(h, nullptr) << dlerror();
     loaded_.push_back(h);
   }
-  std::string root_;
+  TempDir temp_{"cupti-search"};
+  const std::string root_ = temp_.path();
   std::vector<void *> loaded_;
 };
 

@@ -5,12 +5,13 @@
 #include "base/library_files.h"
 
 #include <gtest/gtest.h>
-#include <stdlib.h>
 
 #include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
+
+#include "temp_dir.h"
 
 namespace parcagpu {
 namespace {
@@ -20,16 +21,11 @@ using Names = std::vector<std::string>;
 
 class LibraryFilesTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char dir[] = "/tmp/parcagpu-library-files-XXXXXX";
-    ASSERT_NE(mkdtemp(dir), nullptr);
-    dir_ = dir;
-  }
-  void TearDown() override { fs::remove_all(dir_); }
   void touch(const std::string &name, const std::string &bytes = "x") {
     std::ofstream(dir_ + "/" + name, std::ios::binary) << bytes;
   }
-  std::string dir_;
+  TempDir temp_{"library-files"};
+  const std::string dir_ = temp_.path();
 };
 
 TEST(LibraryPaths, CleanedLexically) {

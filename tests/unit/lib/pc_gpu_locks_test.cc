@@ -4,7 +4,6 @@
 #include "pc/pc_gpu_locks.h"
 
 #include <gtest/gtest.h>
-#include <stdlib.h>
 
 #include <filesystem>
 #include <string>
@@ -15,6 +14,7 @@
 #include "pc/pc_device_lock.h"
 #include "pc/pc_stats.h"
 #include "repeated_errors.h"
+#include "temp_dir.h"
 
 namespace parcagpu::fake_pc {
 namespace {
@@ -46,20 +46,15 @@ class PcGpuLocksTest : public ::testing::Test {
     cuda_.cuDeviceGet = &fake_device_get;
     cuda_.cuDeviceGetAttribute = &fake_attribute;
     g_bus_fails = false;
-    char dir[] = "/tmp/parcagpu-gpu-locks-XXXXXX";
-    ASSERT_NE(mkdtemp(dir), nullptr);
-    dir_ = dir;
     config_.pc_lock_dir = dir_;
   }
-  void TearDown() override {
-    std::filesystem::remove_all(dir_);
-    g_fake = nullptr;
-  }
+  void TearDown() override { g_fake = nullptr; }
   FakePc fake_;
   CuptiApi api_;
   CudaApi cuda_{};
   Config config_;
-  std::string dir_;
+  TempDir temp_{"gpu-locks"};
+  const std::string dir_ = temp_.path();
 };
 
 TEST_F(PcGpuLocksTest, TheLockIsNamedByThePciAddressOfTheContextsGpu) {
