@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "temp_dir.h"
@@ -29,10 +30,11 @@ class LibraryFilesTest : public ::testing::Test {
 };
 
 TEST(LibraryPaths, CleanedLexically) {
-  EXPECT_EQ(clean_path("/usr/./local//cuda/"), "/usr/local/cuda");
-  EXPECT_EQ(clean_path("/usr/local/cuda/lib64/../extras/CUPTI/lib64"),
-            "/usr/local/cuda/extras/CUPTI/lib64");
-  EXPECT_EQ(clean_path("/"), "/");
+  const std::pair<const char *, const char *> cleaned[] = {
+      {"/usr/./local//cuda/", "/usr/local/cuda"},
+      {"/usr/local/cuda/lib64/../extras/CUPTI/lib64", "/usr/local/cuda/extras/CUPTI/lib64"},
+      {"/", "/"}};
+  for (const auto &[path, want] : cleaned) EXPECT_EQ(clean_path(path), want) << path;
   EXPECT_EQ(parent_of("/usr/local/cuda/lib64/libcudart.so.12"), "/usr/local/cuda/lib64");
   EXPECT_EQ(parent_of("/usr/local/cuda/lib64/"), "/usr/local/cuda");
   EXPECT_EQ(basename_of("/usr/local/cuda/lib64/libcupti.so.12"), "libcupti.so.12");

@@ -35,48 +35,42 @@ CUresult called(const char *name) {
   if (t_in_own_cuda_calls) ++g_driver->own_calls;
   return g_driver->failing == name ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
 }
-CUresult exchange(CUstreamCaptureMode *mode) {
-  const CUresult r = called("exchange");
-  if (r == CUDA_SUCCESS) std::swap(*mode, g_driver->mode);
-  return r;
-}
-CUresult stream_create(CUstream *s, unsigned int flags) {
-  EXPECT_EQ(flags, unsigned{CU_STREAM_NON_BLOCKING});
-  const CUresult r = called("stream_create");
-  *s = r == CUDA_SUCCESS ? kStream : reinterpret_cast<CUstream>(0xbad);
-  return r;
-}
-CUresult instantiate(CUgraphExec *exec, CUgraph graph, unsigned long long) {
-  EXPECT_EQ(g_driver->mode, CU_STREAM_CAPTURE_MODE_RELAXED);
-  g_driver->instantiated_from = graph;
-  *exec = kExec;
-  return called("instantiate");
-}
-CUresult upload(CUgraphExec exec, CUstream s) {
-  EXPECT_EQ(exec, kExec);
-  g_driver->uploaded_on = s;
-  return called("upload");
-}
-CUresult synchronize(CUstream s) {
-  EXPECT_EQ(g_driver->mode, CU_STREAM_CAPTURE_MODE_RELAXED) << "a global capture elsewhere";
-  EXPECT_EQ(s, kStream);
-  return called("synchronize");
-}
-CUresult exec_destroy(CUgraphExec exec) {
-  g_driver->destroyed = exec;
-  return called("exec_destroy");
-}
-
 class PcGraphShadowTest : public ::testing::Test {
  protected:
+  // The driver's six entry points the shadow upload calls, each recorded by called().
   void SetUp() override {
     g_driver = &driver_;
-    cuda_.cuThreadExchangeStreamCaptureMode = &exchange;
-    cuda_.cuStreamCreate = &stream_create;
-    cuda_.cuGraphInstantiateWithFlags = &instantiate;
-    cuda_.cuGraphUpload = &upload;
-    cuda_.cuStreamSynchronize = &synchronize;
-    cuda_.cuGraphExecDestroy = &exec_destroy;
+    cuda_.cuThreadExchangeStreamCaptureMode = [](CUstreamCaptureMode *mode) {
+      const CUresult r = called("exchange");
+      if (r == CUDA_SUCCESS) std::swap(*mode, g_driver->mode);
+      return r;
+    };
+    cuda_.cuStreamCreate = [](CUstream *s, unsigned int flags) {
+      EXPECT_EQ(flags, unsigned{CU_STREAM_NON_BLOCKING});
+      const CUresult r = called("stream_create");
+      *s = r == CUDA_SUCCESS ? kStream : reinterpret_cast<CUstream>(0xbad);
+      return r;
+    };
+    cuda_.cuGraphInstantiateWithFlags = [](CUgraphExec *exec, CUgraph graph, unsigned long long) {
+      EXPECT_EQ(g_driver->mode, CU_STREAM_CAPTURE_MODE_RELAXED);
+      g_driver->instantiated_from = graph;
+      *exec = kExec;
+      return called("instantiate");
+    };
+    cuda_.cuGraphUpload = [](CUgraphExec exec, CUstream s) {
+      EXPECT_EQ(exec, kExec);
+      g_driver->uploaded_on = s;
+      return called("upload");
+    };
+    cuda_.cuStreamSynchronize = [](CUstream s) {
+      EXPECT_EQ(g_driver->mode, CU_STREAM_CAPTURE_MODE_RELAXED) << "a global capture elsewhere";
+      EXPECT_EQ(s, kStream);
+      return called("synchronize");
+    };
+    cuda_.cuGraphExecDestroy = [](CUgraphExec exec) {
+      g_driver->destroyed = exec;
+      return called("exec_destroy");
+    };
   }
   void TearDown() override { g_driver = nullptr; }
   using Calls = std::vector<std::string>;
