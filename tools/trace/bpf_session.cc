@@ -68,6 +68,15 @@ constexpr const char *kNvtxProbes[] = {"nvtx_event_batch", "nvtx_resource_name"}
 
 }  // namespace
 
+// Without --nvtx its programs are not loaded: the verifier's time for their record loops is
+// paid in every start-up (an attach within the library's settle time, test_pc_sampling).
+static int skip_nvtx_programs(parcagpu_trace_bpf *skel) {
+  for (bpf_program *p : {skel->progs.nvtx_event_batch, skel->progs.nvtx_resource_name,
+                         skel->progs.nvtx_thread_exit})
+    if (int e = bpf_program__set_autoload(p, false); e != 0) return e;
+  return 0;
+}
+
 bool is_nvtx_probe(const char *probe) {
   for (const char *p : kNvtxProbes)
     if (std::strcmp(p, probe) == 0) return true;
@@ -126,12 +135,7 @@ bool BpfSession::load(const LoadOptions &o, std::string *error, int *err) {
     e = bpf_map__set_max_entries(
         skel_->maps.stack_slots,
         (o.launch_stacks || o.capture_stacks ? (ncpu > 0 ? ncpu : 1) : 1) * PT_STACK_SLOTS_PER_CPU);
-  // Without --nvtx its programs are not loaded: the verifier's time for their record loops is
-  // paid in every start-up (an attach within the library's settle time, test_pc_sampling).
-  if (e == 0 && !o.nvtx_probes)
-    for (bpf_program *p : {skel_->progs.nvtx_event_batch, skel_->progs.nvtx_resource_name,
-                           skel_->progs.nvtx_thread_exit})
-      if (e == 0) e = bpf_program__set_autoload(p, false);
+  if (e == 0 && !o.nvtx_probes) e = skip_nvtx_programs(skel_);
   if (e == 0) e = parcagpu_trace_bpf__load(skel_);
   if (e != 0) {
     *err = -e;
